@@ -1,0 +1,37 @@
+# kfleet — the newcomer's entry points. Everything goes through CMake; this
+# file only sequences: install dependencies, configure, build, run.
+#   make demo    install deps, build, run `kfleet run examples/quickstart.yaml`
+#   make test    install deps, build with ASan+UBSan, run the whole suite
+#   make bundle  relocatable agent/CLI bundle (binaries + their libraries)
+#   make bench   benchmarks (not part of test)
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+BUILD ?= build
+TBUILD ?= build-test
+
+.PHONY: deps build demo test test-build bundle bench clean
+
+deps:
+	@bash deploy/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@$(BUILD)/kfleet run examples/quickstart.yaml
+
+test-build: deps
+	@cmake -S . -B $(TBUILD) -DCMAKE_BUILD_TYPE=Debug -DKF_SANITIZE=ON -DBUILD_TESTING=ON >/dev/null
+	@cmake --build $(TBUILD) -j $(JOBS)
+
+test: test-build
+	@cd $(TBUILD) && ctest --output-on-failure -j $(JOBS)
+
+bundle: build
+	@bash deploy/bundle.sh $(BUILD) bundle
+
+bench: build
+	@bash bench/run.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(TBUILD) bundle

@@ -1,0 +1,132 @@
+/* buf — growable buffer; see buf.h. */
+#include "buf.h"
+#include "err.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char kf_buf_empty[1];
+
+void kf_buf_init(kf_buf *b)
+{
+    b->data = kf_buf_empty;
+    b->len = 0;
+    b->cap = 0;
+}
+
+void kf_buf_grow(kf_buf *b, size_t extra)
+{
+    if (b->len + extra + 1 <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < b->len + extra + 1)
+        cap *= 2;
+    char *p = b->cap ? realloc(b->data, cap) : malloc(cap);
+    if (!p)
+        abort();
+    if (!b->cap)
+        p[0] = '\0';
+    b->data = p;
+    b->cap = cap;
+}
+
+void kf_buf_add(kf_buf *b, const void *data, size_t len)
+{
+    kf_buf_grow(b, len);
+    memcpy(b->data + b->len, data, len);
+    b->len += len;
+    b->data[b->len] = '\0';
+}
+
+void kf_buf_adds(kf_buf *b, const char *s)
+{
+    kf_buf_add(b, s, strlen(s));
+}
+
+void kf_buf_addc(kf_buf *b, char c)
+{
+    kf_buf_add(b, &c, 1);
+}
+
+void kf_buf_vaddf(kf_buf *b, const char *fmt, va_list ap)
+{
+    va_list cp;
+    va_copy(cp, ap);
+    int n = vsnprintf(NULL, 0, fmt, cp);
+    va_end(cp);
+    if (n < 0)
+        return;
+    kf_buf_grow(b, (size_t)n);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+}
+
+void kf_buf_addf(kf_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    kf_buf_vaddf(b, fmt, ap);
+    va_end(ap);
+}
+
+static int display_width(const char *s)
+{
+    int w = 0;
+    for (; *s; s++)
+        if (((unsigned char)*s & 0xC0) != 0x80)
+            w++;
+    return w;
+}
+
+void kf_buf_addpad(kf_buf *b, const char *s, int width, int right_align)
+{
+    int pad = width - display_width(s);
+    if (right_align)
+        for (int i = 0; i < pad; i++)
+            kf_buf_addc(b, ' ');
+    kf_buf_adds(b, s);
+    if (!right_align)
+        for (int i = 0; i < pad; i++)
+            kf_buf_addc(b, ' ');
+}
+
+void kf_buf_reset(kf_buf *b)
+{
+    b->len = 0;
+    if (b->cap)
+        b->data[0] = '\0';
+}
+
+char *kf_buf_detach(kf_buf *b)
+{
+    char *p = b->cap ? b->data : strdup("");
+    if (!p)
+        abort();
+    kf_buf_init(b);
+    return p;
+}
+
+void kf_buf_release(kf_buf *b)
+{
+    if (b->cap)
+        free(b->data);
+    kf_buf_init(b);
+}
+
+int kf_buf_read_file(kf_buf *b, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return KF_EIO;
+    char tmp[65536];
+    size_t n;
+    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
+        kf_buf_add(b, tmp, n);
+    int bad = ferror(f);
+    int saved = errno;
+    fclose(f);
+    errno = saved;
+    return bad ? KF_EIO : KF_OK;
+}

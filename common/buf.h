@@ -1,0 +1,37 @@
+/* buf — a growable byte/string buffer (after git's strbuf).
+ *
+ * `data` is always NUL-terminated (an empty buffer points at a static "")
+ * so it can be printed as a string; `len` excludes the NUL. Functions that
+ * grow the buffer abort on out-of-memory: a daemon cannot go on without it. */
+#ifndef KF_BUF_H
+#define KF_BUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+typedef struct kf_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+} kf_buf;
+
+#define KF_BUF_INIT {kf_buf_empty, 0, 0}
+extern char kf_buf_empty[];
+
+void kf_buf_init(kf_buf *b);
+void kf_buf_grow(kf_buf *b, size_t extra);
+void kf_buf_add(kf_buf *b, const void *data, size_t len);
+void kf_buf_adds(kf_buf *b, const char *s);
+void kf_buf_addc(kf_buf *b, char c);
+void kf_buf_addf(kf_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void kf_buf_vaddf(kf_buf *b, const char *fmt, va_list ap);
+/* Appends s padded with spaces to `width` display columns (UTF-8 aware). */
+void kf_buf_addpad(kf_buf *b, const char *s, int width, int right_align);
+void kf_buf_reset(kf_buf *b);
+/* Hands the heap string to the caller (who frees it) and re-inits b. */
+char *kf_buf_detach(kf_buf *b);
+void kf_buf_release(kf_buf *b);
+/* Reads a whole file; returns 0 or KF_EIO with errno preserved. */
+int kf_buf_read_file(kf_buf *b, const char *path);
+
+#endif

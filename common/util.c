@@ -1,0 +1,155 @@
+/* util — small OS helpers; see util.h. */
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t kf_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t kf_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int kf_mkdirs(const char *path, unsigned mode, kf_err *err)
+{
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
+        return kf_err_set(err, KF_EINVAL, "path too long: %s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, (mode_t)mode) != 0 && errno != EEXIST)
+            return kf_err_set(err, KF_EIO, "cannot create directory %s: %s", tmp,
+                              strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(tmp, (mode_t)mode) != 0 && errno != EEXIST)
+        return kf_err_set(err, KF_EIO, "cannot create directory %s: %s", tmp, strerror(errno));
+    return KF_OK;
+}
+
+int kf_lock_file(const char *path, kf_err *err)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return kf_err_set(err, KF_EIO, "cannot open lock file %s: %s", path, strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        close(fd);
+        if (e == EWOULDBLOCK)
+            return kf_err_set(err, KF_EBUSY, "%s is locked by another process", path);
+        return kf_err_set(err, KF_EIO, "cannot lock %s: %s", path, strerror(e));
+    }
+    return fd;
+}
+
+void kf_hash_hex(const kf_hash_part *parts, size_t n, char out[65])
+{
+    crypto_generichash_state st;
+    unsigned char h[32];
+    crypto_generichash_init(&st, NULL, 0, sizeof h);
+    for (size_t i = 0; i < n; i++) {
+        /* Length-prefix each part so ("ab","c") and ("a","bc") differ. */
+        uint64_t len = parts[i].len;
+        crypto_generichash_update(&st, (const unsigned char *)&len, sizeof len);
+        crypto_generichash_update(&st, parts[i].data, parts[i].len);
+    }
+    crypto_generichash_final(&st, h, sizeof h);
+    sodium_bin2hex(out, 65, h, sizeof h);
+}
+
+int kf_free_bytes(const char *path, uint64_t *out)
+{
+    struct statvfs sv;
+    if (statvfs(path, &sv) != 0)
+        return KF_EIO;
+    *out = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
+    return KF_OK;
+}
+
+int kf_exe_dir(char *out, size_t len)
+{
+    ssize_t n = readlink("/proc/self/exe", out, len - 1);
+    if (n <= 0)
+        return KF_EIO;
+    out[n] = '\0';
+    char *slash = strrchr(out, '/');
+    if (slash)
+        *slash = '\0';
+    return KF_OK;
+}
+
+int kf_write_file(const char *path, const void *data, size_t len, unsigned mode, kf_err *err)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);
+    if (fd < 0)
+        return kf_err_set(err, KF_EIO, "cannot write %s: %s", tmp, strerror(errno));
+    const char *p = data;
+    size_t left = len;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            return kf_err_set(err, e == ENOSPC ? KF_EFULL : KF_EIO, "cannot write %s: %s",
+                              tmp, strerror(e));
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    fchmod(fd, (mode_t)mode);
+    if (close(fd) != 0 || rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return kf_err_set(err, KF_EIO, "cannot write %s: %s", path, strerror(e));
+    }
+    return KF_OK;
+}
+
+int kf_parse_duration(const char *s, double *seconds)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno != 0 || v < 0)
+        return KF_EINVAL;
+    double mul = 1;
+    if (strcmp(end, "") == 0 || strcmp(end, "s") == 0)
+        mul = 1;
+    else if (strcmp(end, "ms") == 0)
+        mul = 1e-3;
+    else if (strcmp(end, "us") == 0)
+        mul = 1e-6;
+    else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
+        mul = 60;
+    else if (strcmp(end, "h") == 0)
+        mul = 3600;
+    else
+        return KF_EINVAL;
+    *seconds = v * mul;
+    return KF_OK;
+}

@@ -1,0 +1,43 @@
+/* util — clocks, directories, file locks and hashing: small OS helpers that
+ * both daemons and the CLI share. */
+#ifndef KF_UTIL_H
+#define KF_UTIL_H
+
+#include "err.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Wall-clock nanoseconds (CLOCK_REALTIME): for records people read. */
+uint64_t kf_now_ns(void);
+/* Monotonic nanoseconds: for timeouts and durations. */
+uint64_t kf_mono_ns(void);
+
+/* mkdir -p with `mode` for every directory it creates. */
+int kf_mkdirs(const char *path, unsigned mode, kf_err *err);
+
+/* Takes an exclusive, non-blocking flock on path (created 0600) and returns
+ * the fd, which holds the lock until closed; KF_EBUSY when another process
+ * holds it. */
+int kf_lock_file(const char *path, kf_err *err);
+
+/* BLAKE2b-256 of the concatenation of `n` parts, as 64 hex chars + NUL. */
+typedef struct kf_hash_part {
+    const void *data;
+    size_t len;
+} kf_hash_part;
+void kf_hash_hex(const kf_hash_part *parts, size_t n, char out[65]);
+
+/* Free bytes available to an unprivileged user on the filesystem of path. */
+int kf_free_bytes(const char *path, uint64_t *out);
+
+/* Directory of the running executable (from /proc/self/exe). */
+int kf_exe_dir(char *out, size_t len);
+
+/* Writes data to path atomically (tmp file + rename), mode applied. */
+int kf_write_file(const char *path, const void *data, size_t len, unsigned mode, kf_err *err);
+
+/* Parses a duration "250ms", "2s", "1.5m", "1h" or a bare number of seconds. */
+int kf_parse_duration(const char *s, double *seconds);
+
+#endif

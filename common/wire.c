@@ -1,0 +1,145 @@
+/* wire — envelope encode/decode/dispatch; see wire.h. */
+#include "wire.h"
+
+#include <zmq.h>
+
+void kf_wire_pack(Kfleet__Envelope *env, kf_buf *out)
+{
+    env->version = KF_PROTOCOL_VERSION;
+    size_t n = kfleet__envelope__get_packed_size(env);
+    kf_buf_reset(out);
+    kf_buf_grow(out, n);
+    kfleet__envelope__pack(env, (uint8_t *)out->data);
+    out->len = n;
+    out->data[n] = '\0';
+}
+
+Kfleet__Envelope *kf_wire_unpack(const void *data, size_t len, kf_err *err)
+{
+    Kfleet__Envelope *env = kfleet__envelope__unpack(NULL, len, data);
+    if (!env) {
+        kf_err_set(err, KF_EPROTO, "frame of %zu bytes does not decode as an envelope", len);
+        return NULL;
+    }
+    if (env->version != KF_PROTOCOL_VERSION) {
+        kf_err_set(err, KF_EPROTO, "protocol version %u, this side speaks %u", env->version,
+                   KF_PROTOCOL_VERSION);
+        kfleet__envelope__free_unpacked(env, NULL);
+        return NULL;
+    }
+    if (env->body_case == KFLEET__ENVELOPE__BODY__NOT_SET ||
+        (int)env->body_case >= KF_WIRE_BODY_MAX) {
+        kf_err_set(err, KF_EPROTO, "envelope carries no known message");
+        kfleet__envelope__free_unpacked(env, NULL);
+        return NULL;
+    }
+    return env;
+}
+
+void kf_wire_free(Kfleet__Envelope *env)
+{
+    if (env)
+        kfleet__envelope__free_unpacked(env, NULL);
+}
+
+int kf_wire_dispatch(const kf_wire_handler table[KF_WIRE_BODY_MAX], void *ctx,
+                     const kf_peer *peer, const void *data, size_t len, kf_err *err)
+{
+    Kfleet__Envelope *env = kf_wire_unpack(data, len, err);
+    if (!env)
+        return KF_EPROTO;
+    int bc = (int)env->body_case;
+    int rc;
+    if (!table[bc])
+        rc = kf_err_set(err, KF_EPROTO, "unexpected message '%s' here", kf_wire_body_name(bc));
+    else
+        rc = table[bc](ctx, peer, env);
+    kf_wire_free(env);
+    return rc;
+}
+
+int kf_wire_send(void *sock, const kf_peer *peer, Kfleet__Envelope *env, int flags)
+{
+    kf_buf b = KF_BUF_INIT;
+    kf_wire_pack(env, &b);
+    int rc = KF_OK;
+    if (peer && peer->id) {
+        if (zmq_send(sock, peer->id, peer->id_len, ZMQ_SNDMORE | flags) < 0)
+            rc = KF_EIO;
+    }
+    if (rc == KF_OK && zmq_send(sock, b.data, b.len, flags) < 0)
+        rc = KF_EIO;
+    kf_buf_release(&b);
+    return rc;
+}
+
+const char *kf_wire_body_name(int bc)
+{
+    switch (bc) {
+    case KFLEET__ENVELOPE__BODY_REGISTER: return "register";
+    case KFLEET__ENVELOPE__BODY_WELCOME: return "welcome";
+    case KFLEET__ENVELOPE__BODY_HEARTBEAT: return "heartbeat";
+    case KFLEET__ENVELOPE__BODY_ASSIGN: return "assign";
+    case KFLEET__ENVELOPE__BODY_PROGRESS: return "progress";
+    case KFLEET__ENVELOPE__BODY_SAMPLES: return "samples";
+    case KFLEET__ENVELOPE__BODY_RESULT: return "result";
+    case KFLEET__ENVELOPE__BODY_ACK: return "ack";
+    case KFLEET__ENVELOPE__BODY_CANCEL: return "cancel";
+    default: return "unknown";
+    }
+}
+
+void kf_ctl_pack_request(Kfleet__ControlRequest *req, kf_buf *out)
+{
+    req->version = KF_PROTOCOL_VERSION;
+    size_t n = kfleet__control_request__get_packed_size(req);
+    kf_buf_reset(out);
+    kf_buf_grow(out, n);
+    kfleet__control_request__pack(req, (uint8_t *)out->data);
+    out->len = n;
+    out->data[n] = '\0';
+}
+
+void kf_ctl_pack_reply(Kfleet__ControlReply *rep, kf_buf *out)
+{
+    rep->version = KF_PROTOCOL_VERSION;
+    size_t n = kfleet__control_reply__get_packed_size(rep);
+    kf_buf_reset(out);
+    kf_buf_grow(out, n);
+    kfleet__control_reply__pack(rep, (uint8_t *)out->data);
+    out->len = n;
+    out->data[n] = '\0';
+}
+
+Kfleet__ControlRequest *kf_ctl_unpack_request(const void *data, size_t len, kf_err *err)
+{
+    Kfleet__ControlRequest *r = kfleet__control_request__unpack(NULL, len, data);
+    if (!r) {
+        kf_err_set(err, KF_EPROTO, "control request of %zu bytes does not decode", len);
+        return NULL;
+    }
+    if (r->version != KF_PROTOCOL_VERSION ||
+        r->body_case == KFLEET__CONTROL_REQUEST__BODY__NOT_SET) {
+        kf_err_set(err, KF_EPROTO, "control request of version %u (want %u) or empty",
+                   r->version, KF_PROTOCOL_VERSION);
+        kfleet__control_request__free_unpacked(r, NULL);
+        return NULL;
+    }
+    return r;
+}
+
+Kfleet__ControlReply *kf_ctl_unpack_reply(const void *data, size_t len, kf_err *err)
+{
+    Kfleet__ControlReply *r = kfleet__control_reply__unpack(NULL, len, data);
+    if (!r) {
+        kf_err_set(err, KF_EPROTO, "control reply of %zu bytes does not decode", len);
+        return NULL;
+    }
+    if (r->version != KF_PROTOCOL_VERSION) {
+        kf_err_set(err, KF_EPROTO, "coordinator speaks protocol %u, this kfleet speaks %u",
+                   r->version, KF_PROTOCOL_VERSION);
+        kfleet__control_reply__free_unpacked(r, NULL);
+        return NULL;
+    }
+    return r;
+}

@@ -1,0 +1,5 @@
+/* kfleet — the CLI (placeholder until the CLI lands). */
+int main(void)
+{
+    return 0;
+}

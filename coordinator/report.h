@@ -1,0 +1,27 @@
+/* report — turns a sweep's stored records into the report people read:
+ * a terminal table, Markdown, or JSON (schema "kfleet.report/1",
+ * docs/report-json.md).
+ *
+ * Every figure is computed from stored samples and results, never from a
+ * summary the agent claimed: the median and spread come from the samples in
+ * the store, and a profile whose stored sample count differs from what the
+ * agent reported is flagged. */
+#ifndef KF_REPORT_H
+#define KF_REPORT_H
+
+#include "buf.h"
+#include "err.h"
+#include "store.h"
+
+typedef enum { KF_REPORT_TABLE = 0, KF_REPORT_MD, KF_REPORT_JSON } kf_report_format;
+
+/* Parses "table|md|json"; returns -1 when unknown. */
+int kf_report_parse_format(const char *s);
+
+/* Renders the report of sweep_id from a read transaction into out.
+ * color: ANSI colour in the table (only when stdout is a tty).
+ * KF_ENOTFOUND when there is no such sweep. */
+int kf_report_render(kf_txn *t, uint32_t sweep_id, kf_report_format fmt, int color, kf_buf *out,
+                     kf_err *err);
+
+#endif

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs kfleet's build and test dependencies with apt-get, and nothing else.
+# Idempotent: a package already present is not fetched again, and apt-get update
+# runs only when something is missing.
+set -euo pipefail
+
+pkgs=(
+  build-essential cmake pkg-config git
+  libzmq3-dev libsodium-dev
+  libprotobuf-c-dev protobuf-c-compiler
+  liblmdb-dev lmdb-utils
+  libssh2-1-dev
+  libyaml-dev libjansson-dev
+  libcmocka-dev
+  procps
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  SUDO=sudo
+else
+  SUDO=
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

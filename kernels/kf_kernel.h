@@ -1,0 +1,93 @@
+/* kf_kernel.h — the kfleet kernel plugin ABI, version 1.
+ *
+ * A kernel is one source file (.c for a host kernel, .cu for a CUDA kernel)
+ * that includes this header and defines
+ *
+ *     const kf_kernel *kf_kernel_get(void);
+ *
+ * with C linkage. The agent compiles it into a shared object, dlopens it in a
+ * runner process, and drives it: setup → (poison output) → run → compare the
+ * output with the kernel's own reference → teardown. The harness does the
+ * timing, the statistics, the poisoning and the error metrics, so a kernel
+ * only says how to prepare its data, what to run, and what the right answer is.
+ *
+ * This header is shipped with every kernel's sources to the agents; it must
+ * stay self-contained (only the C standard library).
+ *
+ * Rules:
+ *  - setup allocates everything run needs; run does only the timed work.
+ *    Inputs are made from `seed` so validation trials differ.
+ *  - output() names the buffer the harness checks and poisons. For a CUDA
+ *    kernel it is device memory (location KF_LOC_DEVICE).
+ *  - reference() writes the expected output as doubles (count elements),
+ *    computed independently of run (in higher precision where it matters).
+ *  - bytes/flops are the algorithmic traffic and work of one run, used for
+ *    GB/s and GFLOP/s in reports.
+ *  - Every function returns 0 or a negative value, filling err (a short
+ *    message) on failure.
+ */
+#ifndef KF_KERNEL_H
+#define KF_KERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KF_KERNEL_ABI_VERSION 1
+#define KF_KERNEL_MAX_PARAMS 16
+
+typedef struct kf_params {
+    int count;
+    const char *names[KF_KERNEL_MAX_PARAMS];
+    int64_t values[KF_KERNEL_MAX_PARAMS];
+} kf_params;
+
+/* The value of parameter `name`, or `fallback` when the sweep did not set it. */
+static inline int64_t kf_param(const kf_params *p, const char *name, int64_t fallback)
+{
+    for (int i = 0; i < p->count; i++)
+        if (strcmp(p->names[i], name) == 0)
+            return p->values[i];
+    return fallback;
+}
+
+typedef enum { KF_DTYPE_F32 = 0, KF_DTYPE_F64, KF_DTYPE_F16, KF_DTYPE_BF16, KF_DTYPE_I32 } kf_dtype;
+typedef enum { KF_LOC_HOST = 0, KF_LOC_DEVICE = 1 } kf_location;
+
+typedef struct kf_view {
+    void *data;
+    size_t count; /* elements */
+    kf_dtype dtype;
+    kf_location location;
+} kf_view;
+
+typedef struct kf_kernel {
+    uint32_t abi_version; /* KF_KERNEL_ABI_VERSION */
+    const char *name;
+    const char *description;
+    /* Validation passes when every element is finite, the max absolute error
+     * is <= tol_abs, and ||out - ref|| / ||ref|| <= tol_rel. */
+    double tol_abs;
+    double tol_rel;
+    int deterministic; /* 1: two runs must agree bitwise */
+
+    int (*setup)(void **state, const kf_params *p, uint64_t seed, char *err, size_t errlen);
+    int (*run)(void *state, char *err, size_t errlen);
+    int (*output)(void *state, kf_view *out);
+    int (*reference)(void *state, double *ref, char *err, size_t errlen);
+    double (*bytes)(const kf_params *p);
+    double (*flops)(const kf_params *p);
+    void (*teardown)(void *state);
+} kf_kernel;
+
+typedef const kf_kernel *(*kf_kernel_get_fn)(void);
+#define KF_KERNEL_SYMBOL "kf_kernel_get"
+
+#ifdef __cplusplus
+}
+#endif
+#endif
