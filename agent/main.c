@@ -1,5 +1,224 @@
-/* kfleet-agent (placeholder until the CLI lands). */
-int main(void)
+/* kfleet-agent — the agent daemon's command line.
+ *
+ *   kfleet-agent [--coordinator ENDPOINT] [--home DIR] [--workdir DIR]
+ *                [--name ID] [--cpu-slots N] [--log-level L]
+ *
+ * Without --coordinator it reads the endpoint a local `kfleet serve` wrote
+ * into its run directory. Without --workdir it takes the first free
+ * STATE/agents/agent-N (N = 0, 1, ...), so several agents on one machine
+ * each get their own outbox and cache, and a restarted agent finds its own
+ * outbox again. (`--runner` is internal: the agent execs itself with it.) */
+#include "agent.h"
+#include "buf.h"
+#include "harness.h"
+#include "log.h"
+#include "paths.h"
+#include "util.h"
+
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
 {
-    return 0;
+    (void)sig;
+    g_stop = 1;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: kfleet-agent [options]\n"
+            "\n"
+            "Runs kfleet tasks on this node for a coordinator.\n"
+            "\n"
+            "  --coordinator ENDPOINT  where the coordinator listens (tcp://HOST:PORT);\n"
+            "                          default: the endpoint a local `kfleet serve` wrote\n"
+            "  --home DIR              kfleet home (also KFLEET_HOME)\n"
+            "  --workdir DIR           the agent's own directory (outbox, build cache);\n"
+            "                          default: the first free STATE/agents/agent-N\n"
+            "  --name ID               agent id (default: HOSTNAME-N, kept in the workdir)\n"
+            "  --cpu-slots N           tasks run at once on CPU slots (default 1)\n"
+            "  --log-level LEVEL       debug|info|warn|error (default info)\n"
+            "  -h, --help              this help\n");
+}
+
+/* Reads the agent id kept in the workdir, or makes and keeps one. */
+static int agent_id(const char *workdir, const char *name, int n, char *out, size_t len,
+                    kf_err *err)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/agent-id", workdir);
+    if (name) {
+        snprintf(out, len, "%s", name);
+    } else {
+        kf_buf b = KF_BUF_INIT;
+        if (kf_buf_read_file(&b, path) == KF_OK && b.len > 0) {
+            b.data[strcspn(b.data, "\r\n")] = '\0';
+            snprintf(out, len, "%s", b.data);
+            kf_buf_release(&b);
+            return KF_OK;
+        }
+        kf_buf_release(&b);
+        char host[128] = "agent";
+        gethostname(host, sizeof host - 1);
+        snprintf(out, len, "%s-%d", host, n);
+    }
+    for (const char *p = out; *p; p++)
+        if (*p <= ' ' || *p == '/')
+            return kf_err_set(err, KF_EINVAL, "agent id '%s' has a space, a control byte or "
+                                              "a '/'; pass --name with letters, digits, '-', '_'",
+                              out);
+    char line[300];
+    int m = snprintf(line, sizeof line, "%s\n", out);
+    return kf_write_file(path, line, (size_t)m, 0600, err);
+}
+
+int main(int argc, char **argv)
+{
+    const char *coordinator = NULL, *home = NULL, *workdir = NULL, *name = NULL;
+    const char *level = "info";
+    long cpu_slots = 0;
+    int runner = 0, keep_tmp = 0;
+    static const struct option opts[] = {
+        {"coordinator", required_argument, 0, 'c'}, {"home", required_argument, 0, 'H'},
+        {"workdir", required_argument, 0, 'w'},     {"name", required_argument, 0, 'n'},
+        {"cpu-slots", required_argument, 0, 's'},   {"log-level", required_argument, 0, 'l'},
+        {"runner", no_argument, 0, 'R'},            {"keep-tmp", no_argument, 0, 'k'},
+        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+    int ch;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'c': coordinator = optarg; break;
+        case 'H': home = optarg; break;
+        case 'w': workdir = optarg; break;
+        case 'n': name = optarg; break;
+        case 'l': level = optarg; break;
+        case 'R': runner = 1; break;
+        case 'k': keep_tmp = 1; break;
+        case 's': {
+            char *end;
+            cpu_slots = strtol(optarg, &end, 10);
+            if (*end || cpu_slots < 1 || cpu_slots > 1024) {
+                fprintf(stderr, "kfleet-agent: --cpu-slots wants a number from 1 to 1024, got "
+                                "'%s'\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        }
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "kfleet-agent: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    int lv = kf_log_parse_level(level);
+    if (lv < 0) {
+        fprintf(stderr, "kfleet-agent: unknown --log-level '%s' (debug|info|warn|error)\n",
+                level);
+        return 2;
+    }
+    kf_log_setup(runner ? "kfleet-runner" : "kfleet-agent", (kf_log_level)lv);
+    if (runner) {
+        if (!workdir) {
+            fprintf(stderr, "kfleet-agent: --runner needs --workdir\n");
+            return 2;
+        }
+        return kf_runner_main(workdir);
+    }
+
+    kf_err err;
+    kf_err_clear(&err);
+    kf_paths paths;
+    if (kf_paths_resolve(&paths, home, 0, &err) != KF_OK) {
+        fprintf(stderr, "kfleet-agent: %s\n", err.msg);
+        return 1;
+    }
+    char endpoint[512];
+    if (!coordinator) {
+        kf_buf b = KF_BUF_INIT;
+        if (kf_buf_read_file(&b, paths.agent_endpoint_file) != KF_OK || b.len == 0) {
+            fprintf(stderr,
+                    "kfleet-agent: no --coordinator given and no local coordinator found (%s "
+                    "is missing); start `kfleet serve` or pass --coordinator tcp://HOST:PORT\n",
+                    paths.agent_endpoint_file);
+            kf_buf_release(&b);
+            return 1;
+        }
+        b.data[strcspn(b.data, "\r\n")] = '\0';
+        snprintf(endpoint, sizeof endpoint, "%s", b.data);
+        kf_buf_release(&b);
+        coordinator = endpoint;
+    }
+
+    char wd[PATH_MAX];
+    int lock_fd = -1, n = 0;
+    if (workdir) {
+        snprintf(wd, sizeof wd, "%s", workdir);
+        char lockp[PATH_MAX + 16];
+        snprintf(lockp, sizeof lockp, "%s/agent.lock", wd);
+        if (kf_mkdirs(wd, 0700, &err) != KF_OK || (lock_fd = kf_lock_file(lockp, &err)) < 0) {
+            fprintf(stderr, "kfleet-agent: %s%s\n", err.msg,
+                    err.code == KF_EBUSY ? " (another agent uses this work dir)" : "");
+            return 1;
+        }
+    } else {
+        for (n = 0; n < 256 && lock_fd < 0; n++) {
+            char lockp[PATH_MAX + 16];
+            snprintf(wd, sizeof wd, "%s/agent-%d", paths.agents_dir, n);
+            snprintf(lockp, sizeof lockp, "%s/agent.lock", wd);
+            kf_err lerr;
+            if (kf_mkdirs(wd, 0700, &err) != KF_OK) {
+                fprintf(stderr, "kfleet-agent: %s\n", err.msg);
+                return 1;
+            }
+            lock_fd = kf_lock_file(lockp, &lerr);
+        }
+        n--;
+        if (lock_fd < 0) {
+            fprintf(stderr, "kfleet-agent: all 256 agent work dirs under %s are in use\n",
+                    paths.agents_dir);
+            return 1;
+        }
+    }
+    char id[256];
+    if (agent_id(wd, name, n, id, sizeof id, &err) != KF_OK) {
+        fprintf(stderr, "kfleet-agent: %s\n", err.msg);
+        return 2;
+    }
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    kf_agent_config cfg = {0};
+    cfg.coordinator = coordinator;
+    cfg.workdir = wd;
+    cfg.agent_id = id;
+    cfg.cpu_slots = (uint32_t)cpu_slots;
+    cfg.keep_tmp = keep_tmp;
+    kf_agent *agent = NULL;
+    if (kf_agent_new(&cfg, &agent, &err) != KF_OK) {
+        fprintf(stderr, "kfleet-agent: %s\n", err.msg);
+        return 1;
+    }
+    int rc = kf_agent_run(agent, &g_stop, &err);
+    if (rc)
+        fprintf(stderr, "kfleet-agent: %s\n", err.msg);
+    kf_agent_destroy(&agent);
+    close(lock_fd);
+    return rc ? 1 : 0;
 }

@@ -49,6 +49,8 @@ void kf_store_close(kf_store **self);
 /* Doubles the map size; no transaction may be open in this process. */
 int kf_store_grow(kf_store *s, kf_err *err);
 size_t kf_store_map_size(const kf_store *s);
+/* Bytes of the map in use (last page written). */
+size_t kf_store_used(const kf_store *s);
 
 int kf_store_begin(kf_store *s, int readonly, kf_txn **out, kf_err *err);
 /* Commits and frees the txn; on failure it is aborted and freed. */

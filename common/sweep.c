@@ -1,0 +1,1213 @@
+/* sweep — reads a sweep file (YAML) into a kf_sweep_spec. The format is in
+ * sweep.h; docs/sweep-format.md is the reference for users.
+ *
+ * How: libyaml's document API loads the whole file into a node tree. Sweep
+ * files are small, and every node keeps its start mark, which is what each
+ * message points at. The tree is then walked once, top-down, with one
+ * expected shape at every level (mapping → kernels list → kernel entry →
+ * params mapping → axis values). Because nothing deeper is ever followed,
+ * YAML aliases cannot make the walk loop or grow exponentially, which keeps
+ * the parser safe to fuzz.
+ *
+ * Every mapping is checked against its list of known keys before it is read,
+ * so a typo is an error that names the keys we know (and the nearest one)
+ * instead of a setting silently left at its default. The spec is built in a
+ * private allocation and handed over only when the whole file is valid, so a
+ * failed parse leaves *out untouched and frees everything it made. */
+#include "sweep.h"
+#include "buf.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <yaml.h>
+
+#define MAX_AXIS_VALUES 100000 /* per range map and per axis */
+#define MAX_KERNELS 4096       /* keeps the duplicate-name check quadratic-safe */
+#define MAX_ATTEMPTS 100
+#define MAX_NAME 128
+
+typedef struct ctx {
+    const char *file; /* for messages */
+    const char *base_dir;
+    const char *kernels_dir;
+    const char *text;
+    size_t len;
+    yaml_document_t *doc;
+    kf_err *err;
+} ctx;
+
+/* ---- messages ---- */
+
+static int vfail(ctx *c, size_t line, size_t col, const char *fmt, va_list ap)
+{
+    char what[900];
+    vsnprintf(what, sizeof what, fmt, ap);
+    return kf_err_set(c->err, KF_EINVAL, "%s:%zu:%zu: %s", c->file, line + 1, col + 1, what);
+}
+
+/* Fills the error with "FILE:LINE:COL: ..." at node n and returns KF_EINVAL. */
+static int fail(ctx *c, const yaml_node_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(ctx *c, const yaml_node_t *n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vfail(c, n->start_mark.line, n->start_mark.column, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+static int fail_at(ctx *c, size_t line, size_t col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail_at(ctx *c, size_t line, size_t col, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vfail(c, line, col, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+static int oom(ctx *c)
+{
+    return kf_err_set(c->err, KF_ENOMEM, "out of memory");
+}
+
+/* ---- the node tree ---- */
+
+static yaml_node_t *node(ctx *c, int index)
+{
+    return yaml_document_get_node(c->doc, index);
+}
+
+static size_t seq_len(const yaml_node_t *n)
+{
+    return (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+}
+
+static yaml_node_t *seq_item(ctx *c, const yaml_node_t *n, size_t i)
+{
+    return node(c, n->data.sequence.items.start[i]);
+}
+
+static size_t map_len(const yaml_node_t *n)
+{
+    return (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+}
+
+static yaml_node_t *map_key(ctx *c, const yaml_node_t *n, size_t i)
+{
+    return node(c, n->data.mapping.pairs.start[i].key);
+}
+
+static yaml_node_t *map_value(ctx *c, const yaml_node_t *n, size_t i)
+{
+    return node(c, n->data.mapping.pairs.start[i].value);
+}
+
+static const char *text(const yaml_node_t *n)
+{
+    return (const char *)n->data.scalar.value;
+}
+
+static const char *kind(const yaml_node_t *n)
+{
+    switch (n->type) {
+    case YAML_SCALAR_NODE:
+        return n->data.scalar.length ? "a single value" : "empty";
+    case YAML_SEQUENCE_NODE:
+        return "a list";
+    case YAML_MAPPING_NODE:
+        return "a mapping";
+    default:
+        return "nothing";
+    }
+}
+
+/* The text of a scalar node; `what` names it in the message otherwise. */
+static int scalar(ctx *c, const yaml_node_t *n, const char *what, const char **out)
+{
+    if (n->type != YAML_SCALAR_NODE)
+        return fail(c, n, "%s must be a single value, not %s; write it as one value", what,
+                    kind(n));
+    /* A "\0" escape would cut the string short everywhere it is used. */
+    if (strlen(text(n)) != n->data.scalar.length)
+        return fail(c, n, "%s contains a NUL character; remove it", what);
+    *out = text(n);
+    return KF_OK;
+}
+
+static int nonempty_scalar(ctx *c, const yaml_node_t *n, const char *what, const char **out)
+{
+    int rc = scalar(c, n, what, out);
+    if (rc == KF_OK && **out == '\0')
+        return fail(c, n, "%s is empty; give it a value", what);
+    return rc;
+}
+
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), row[33];
+    if (la > 32 || lb > 32)
+        return SIZE_MAX;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* Every key of `map` must be a scalar from `known` (NULL-terminated) and
+ * appear once. `where` completes "unknown key 'x' ...". */
+static int check_keys(ctx *c, const yaml_node_t *map, const char *where, const char *const *known)
+{
+    size_t n = map_len(map);
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *k = map_key(c, map, i);
+        const char *s;
+        int rc = scalar(c, k, "a key", &s);
+        if (rc)
+            return rc;
+        size_t j = 0;
+        while (known[j] && strcmp(known[j], s) != 0)
+            j++;
+        if (!known[j]) {
+            char list[512] = "";
+            size_t off = 0, bestd = 3;
+            const char *best = NULL;
+            for (j = 0; known[j]; j++) {
+                if (off < sizeof list)
+                    off += (size_t)snprintf(list + off, sizeof list - off, "%s%s", j ? ", " : "",
+                                            known[j]);
+                size_t d = edit_distance(s, known[j]);
+                if (d < bestd && d < strlen(s)) {
+                    bestd = d;
+                    best = known[j];
+                }
+            }
+            if (best)
+                return fail(c, k, "unknown key '%.80s' %s; did you mean '%s'? (known keys: %s)", s,
+                            where, best, list);
+            return fail(c, k, "unknown key '%.80s' %s; use one of the known keys: %s", s, where,
+                        list);
+        }
+        for (j = 0; j < i; j++) {
+            yaml_node_t *prev = map_key(c, map, j);
+            if (strcmp(text(prev), s) == 0)
+                return fail(c, k, "key '%s' appears twice %s (first at %zu:%zu); keep one", s,
+                            where, prev->start_mark.line + 1, prev->start_mark.column + 1);
+        }
+    }
+    return KF_OK;
+}
+
+/* The value under `key`, or NULL. Only after check_keys (keys are scalars). */
+static yaml_node_t *map_get(ctx *c, const yaml_node_t *map, const char *key)
+{
+    for (size_t i = 0; i < map_len(map); i++)
+        if (strcmp(text(map_key(c, map, i)), key) == 0)
+            return map_value(c, map, i);
+    return NULL;
+}
+
+/* ---- scalar values ---- */
+
+/* A non-negative decimal integer with an optional K, M or G suffix (powers
+ * of 1024). Returns 0, -1 when s is not one, -2 on overflow of int64. */
+static int parse_count(const char *s, int64_t *out)
+{
+    if (!isdigit((unsigned char)*s))
+        return -1;
+    uint64_t v = 0;
+    int over = 0;
+    const char *p = s;
+    for (; isdigit((unsigned char)*p); p++) {
+        unsigned d = (unsigned)(*p - '0');
+        if (v > ((uint64_t)INT64_MAX - d) / 10)
+            over = 1; /* keep scanning: "99...9x" is still not a number */
+        else
+            v = v * 10 + d;
+    }
+    unsigned shift = 0;
+    if (*p == 'K' || *p == 'M' || *p == 'G')
+        shift = *p == 'K' ? 10 : *p == 'M' ? 20 : 30, p++;
+    if (*p)
+        return -1;
+    if (over || v > ((uint64_t)INT64_MAX >> shift))
+        return -2;
+    *out = (int64_t)(v << shift);
+    return 0;
+}
+
+static int int_value(ctx *c, const yaml_node_t *n, const char *what, int64_t min, int64_t max,
+                     int64_t *out)
+{
+    const char *s;
+    int64_t v;
+    int rc = nonempty_scalar(c, n, what, &s);
+    if (rc)
+        return rc;
+    rc = parse_count(s, &v);
+    if (rc == -2)
+        return fail(c, n, "%s '%.40s' is too large (the limit is %lld); use a smaller value", what,
+                    s, (long long)INT64_MAX);
+    if (rc == -1 && s[0] == '-' && parse_count(s + 1, &v) != -1)
+        return fail(c, n, "%s must be at least %lld, not %.40s; use a value >= %lld", what,
+                    (long long)min, s, (long long)min);
+    if (rc == -1)
+        return fail(c, n,
+                    "%s must be an integer (digits with an optional K, M or G suffix), not "
+                    "'%.40s'; fix the value",
+                    what, s);
+    if (v < min || v > max) {
+        if (max == INT64_MAX)
+            return fail(c, n, "%s must be at least %lld, not %lld; use a larger value", what,
+                        (long long)min, (long long)v);
+        return fail(c, n, "%s must be between %lld and %lld, not %lld; use a value in range", what,
+                    (long long)min, (long long)max, (long long)v);
+    }
+    *out = v;
+    return KF_OK;
+}
+
+static int u32_value(ctx *c, const yaml_node_t *n, const char *what, int64_t min, uint32_t *out)
+{
+    int64_t v;
+    int rc = int_value(c, n, what, min, UINT32_MAX, &v);
+    if (rc == KF_OK)
+        *out = (uint32_t)v;
+    return rc;
+}
+
+/* A positive duration: "250ms", "2s", "1.5m", "1h" or bare seconds. */
+static int duration_value(ctx *c, const yaml_node_t *n, const char *what, double *out)
+{
+    const char *s;
+    double v;
+    int rc = nonempty_scalar(c, n, what, &s);
+    if (rc)
+        return rc;
+    if (s[0] == '-')
+        v = -1; /* reported below as not positive, not as "not a duration" */
+    else if (kf_parse_duration(s, &v) != KF_OK || !isfinite(v))
+        return fail(c, n,
+                    "%s '%.40s' is not a duration; write it like 250ms, 2s, 1.5m, 1h or a number "
+                    "of seconds",
+                    what, s);
+    if (v <= 0)
+        return fail(c, n,
+                    "%s must be longer than 0, not '%.40s'; give a positive duration or "
+                    "leave it out",
+                    what, s);
+    *out = v;
+    return KF_OK;
+}
+
+/* ---- paths and names ---- */
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t ls = strlen(s), lx = strlen(suffix);
+    return ls >= lx && strcmp(s + ls - lx, suffix) == 0;
+}
+
+static const char *base_name(const char *p)
+{
+    const char *slash = strrchr(p, '/');
+    return slash ? slash + 1 : p;
+}
+
+/* Kernel names become file names (KERNELS_DIR/host/NAME.c) and keys in
+ * reports, so they keep to a portable set: no '/', and no leading '.' or
+ * '-' (no "..", nothing that reads as an option). */
+static int valid_kernel_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > MAX_NAME || s[0] == '.' || s[0] == '-')
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && !strchr("_-.", s[i]))
+            return 0;
+    return 1;
+}
+
+/* Axis names reach kernels as kf_params names: C identifiers. */
+static int valid_axis_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > MAX_NAME || isdigit((unsigned char)s[0]))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '_')
+            return 0;
+    return 1;
+}
+
+static int is_regular(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Resolves `path:` against the sweep file's directory to an absolute path. */
+static int resolve_path(ctx *c, const yaml_node_t *n, const char *given, kf_sweep_kernel *k)
+{
+    int cu = ends_with(given, ".cu");
+    if (!cu && !ends_with(given, ".c"))
+        return fail(c, n,
+                    "path '%s' does not end in .c or .cu; a kernel is one C (.c) or CUDA (.cu) "
+                    "source file",
+                    given);
+    char joined[PATH_MAX], real[PATH_MAX];
+    int len = given[0] == '/' || !c->base_dir
+                  ? snprintf(joined, sizeof joined, "%s", given)
+                  : snprintf(joined, sizeof joined, "%s/%s", c->base_dir, given);
+    if (len < 0 || (size_t)len >= sizeof joined)
+        return fail(c, n, "path '%.80s...' is too long; shorten it", given);
+    if (!realpath(joined, real))
+        return fail(c, n,
+                    "path '%s' cannot be used: %s (looked at %s); paths are relative to the "
+                    "sweep file's directory",
+                    given, strerror(errno), joined);
+    if (!is_regular(real))
+        return fail(c, n, "path '%s' is not a regular file (%s); point it at a kernel source file",
+                    given, real);
+    /* The compiler picks the language from the stored (resolved) name. */
+    if (!ends_with(real, cu ? ".cu" : ".c"))
+        return fail(c, n,
+                    "path '%s' resolves to %s, which does not end in %s; point path: at the "
+                    "source file itself",
+                    given, real, cu ? ".cu" : ".c");
+    if (!(k->path = strdup(real)))
+        return oom(c);
+    k->cuda = cu;
+    return KF_OK;
+}
+
+/* Finds a kernel named without a path: KERNELS_DIR/host/NAME.c, then
+ * KERNELS_DIR/cuda/NAME.cu. */
+static int find_kernel(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
+{
+    if (!c->kernels_dir)
+        return fail(c, n,
+                    "kernel '%s' is named without a path and no kernels directory is known; "
+                    "give its source with path:",
+                    k->name);
+    char cand[2][PATH_MAX], real[PATH_MAX];
+    snprintf(cand[0], sizeof cand[0], "%s/host/%s.c", c->kernels_dir, k->name);
+    snprintf(cand[1], sizeof cand[1], "%s/cuda/%s.cu", c->kernels_dir, k->name);
+    for (int i = 0; i < 2; i++) {
+        if (!is_regular(cand[i]) || !realpath(cand[i], real))
+            continue;
+        if (!(k->path = strdup(real)))
+            return oom(c);
+        k->cuda = i == 1;
+        return KF_OK;
+    }
+    return fail(c, n,
+                "unknown kernel '%s': neither %s nor %s exists; check the name, or give the source "
+                "with path:",
+                k->name, cand[0], cand[1]);
+}
+
+/* ---- parameter axes ---- */
+
+/* An axis's values while they are collected, with the node each came from
+ * so a duplicate can be reported where it is. */
+typedef struct vals {
+    int64_t *v;
+    const yaml_node_t **from;
+    size_t n, cap;
+} vals;
+
+static int vals_push(ctx *c, vals *vs, const char *axis, int64_t v, const yaml_node_t *from)
+{
+    if (vs->n == MAX_AXIS_VALUES)
+        return fail(c, from,
+                    "axis '%s' has more than %d values; use fewer values or a coarser "
+                    "range",
+                    axis, MAX_AXIS_VALUES);
+    if (vs->n == vs->cap) {
+        size_t cap = vs->cap ? vs->cap * 2 : 8;
+        int64_t *nv = realloc(vs->v, cap * sizeof *nv);
+        if (!nv)
+            return oom(c);
+        vs->v = nv;
+        const yaml_node_t **nf = realloc(vs->from, cap * sizeof *nf);
+        if (!nf)
+            return oom(c);
+        vs->from = nf;
+        vs->cap = cap;
+    }
+    vs->v[vs->n] = v;
+    vs->from[vs->n++] = from;
+    return KF_OK;
+}
+
+static int parse_range(ctx *c, const char *axis, const yaml_node_t *map, vals *vs)
+{
+    static const char *const keys[] = {"from", "to", "step", "mul", NULL};
+    char where[MAX_NAME + 32], what[MAX_NAME + 48];
+    snprintf(where, sizeof where, "in a range of axis '%s'", axis);
+    int rc = check_keys(c, map, where, keys);
+    if (rc)
+        return rc;
+    yaml_node_t *nf = map_get(c, map, "from"), *nt = map_get(c, map, "to");
+    yaml_node_t *ns = map_get(c, map, "step"), *nm = map_get(c, map, "mul");
+    if (!nf || !nt)
+        return fail(c, map,
+                    "the range of axis '%s' needs both from: and to:; write {from: A, to: "
+                    "B, mul: M} or {from: A, to: B, step: S}",
+                    axis);
+    if (!ns && !nm)
+        return fail(c, map,
+                    "the range of axis '%s' needs step: or mul:; add step: S to count up "
+                    "by S or mul: M to multiply by M",
+                    axis);
+    if (ns && nm)
+        return fail(c, nm, "the range of axis '%s' has both step: and mul:; keep one", axis);
+    int64_t from, to, by;
+    snprintf(what, sizeof what, "from: of axis '%s'", axis);
+    if ((rc = int_value(c, nf, what, 0, INT64_MAX, &from)))
+        return rc;
+    snprintf(what, sizeof what, "to: of axis '%s'", axis);
+    if ((rc = int_value(c, nt, what, 0, INT64_MAX, &to)))
+        return rc;
+    if (from > to)
+        return fail(c, nt,
+                    "the range of axis '%s' goes from %lld down to %lld; from: must be <= "
+                    "to:, swap them",
+                    axis, (long long)from, (long long)to);
+    snprintf(what, sizeof what, "%s of axis '%s'", ns ? "step:" : "mul:", axis);
+    if ((rc = int_value(c, ns ? ns : nm, what, ns ? 1 : 2, INT64_MAX, &by)))
+        return rc;
+    if (ns) {
+        uint64_t count = (uint64_t)(to - from) / (uint64_t)by + 1;
+        if (count > MAX_AXIS_VALUES)
+            return fail(c, map,
+                        "the range of axis '%s' has %llu values, more than %d; use a "
+                        "larger step: or a narrower range",
+                        axis, (unsigned long long)count, MAX_AXIS_VALUES);
+        for (uint64_t i = 0; i < count; i++)
+            if ((rc = vals_push(c, vs, axis, from + (int64_t)i * by, map)))
+                return rc;
+        return KF_OK;
+    }
+    if (from == 0)
+        return fail(c, nf,
+                    "the range of axis '%s' multiplies from 0, which never grows; start "
+                    "from: at 1 or more, or use step:",
+                    axis);
+    /* v <= to / by guarantees v * by <= to: no overflow, and it stops. */
+    for (int64_t v = from;; v *= by) {
+        if ((rc = vals_push(c, vs, axis, v, map)))
+            return rc;
+        if (v > to / by)
+            break;
+    }
+    return KF_OK;
+}
+
+static int axis_item(ctx *c, const char *axis, const yaml_node_t *n, vals *vs)
+{
+    char what[MAX_NAME + 32];
+    int64_t v;
+    if (n->type == YAML_MAPPING_NODE)
+        return parse_range(c, axis, n, vs);
+    if (n->type != YAML_SCALAR_NODE)
+        return fail(c, n, "axis '%s' holds a list inside a list; flatten it into one list", axis);
+    snprintf(what, sizeof what, "a value of axis '%s'", axis);
+    int rc = int_value(c, n, what, 0, INT64_MAX, &v);
+    return rc ? rc : vals_push(c, vs, axis, v, n);
+}
+
+typedef struct ordered {
+    int64_t v;
+    size_t i;
+} ordered;
+
+static int cmp_ordered(const void *a, const void *b)
+{
+    const ordered *x = a, *y = b;
+    if (x->v != y->v)
+        return x->v < y->v ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* The same value twice would run the same configuration twice. Reports the
+ * first repeat in file order. */
+static int check_unique(ctx *c, const char *axis, const vals *vs)
+{
+    ordered *o = malloc(vs->n * sizeof *o);
+    if (!o)
+        return oom(c);
+    for (size_t i = 0; i < vs->n; i++)
+        o[i] = (ordered){vs->v[i], i};
+    qsort(o, vs->n, sizeof *o, cmp_ordered);
+    size_t start = 0, first = 0, again = SIZE_MAX;
+    for (size_t i = 1; i < vs->n; i++) {
+        if (o[i].v != o[i - 1].v) {
+            start = i;
+        } else if (o[i].i < again) {
+            again = o[i].i;
+            first = o[start].i;
+        }
+    }
+    free(o);
+    if (again == SIZE_MAX)
+        return KF_OK;
+    const yaml_node_t *a = vs->from[first];
+    return fail(c, vs->from[again],
+                "value %lld appears twice in axis '%s' (also at %zu:%zu); "
+                "remove one",
+                (long long)vs->v[again], axis, a->start_mark.line + 1, a->start_mark.column + 1);
+}
+
+static int parse_axis(ctx *c, const char *name, const yaml_node_t *n, kf_sweep_axis *axis)
+{
+    vals vs = {0};
+    int rc = KF_OK;
+    if (n->type == YAML_SCALAR_NODE && n->data.scalar.length == 0) {
+        rc = fail(c, n,
+                  "axis '%s' has no values; give a value, a list [A, B] or a range {from: "
+                  "A, to: B, mul: M}",
+                  name);
+    } else if (n->type == YAML_SEQUENCE_NODE) {
+        if (seq_len(n) == 0)
+            rc = fail(c, n, "axis '%s' is an empty list; give at least one value", name);
+        for (size_t i = 0; rc == KF_OK && i < seq_len(n); i++)
+            rc = axis_item(c, name, seq_item(c, n, i), &vs);
+    } else {
+        rc = axis_item(c, name, n, &vs);
+    }
+    if (rc == KF_OK)
+        rc = check_unique(c, name, &vs);
+    if (rc == KF_OK && !(axis->name = strdup(name)))
+        rc = oom(c);
+    free(vs.from);
+    if (rc) {
+        free(vs.v);
+        return rc;
+    }
+    axis->values = vs.v;
+    axis->nvalues = vs.n;
+    return KF_OK;
+}
+
+static void axes_free(kf_sweep_axis *axes, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(axes[i].name);
+        free(axes[i].values);
+    }
+    free(axes);
+}
+
+static int parse_params(ctx *c, const yaml_node_t *pn, kf_sweep_axis **out, size_t *nout)
+{
+    if (pn->type != YAML_MAPPING_NODE)
+        return fail(c, pn,
+                    "params must be a mapping from axis name to values, like {n: [1K, "
+                    "4K]}, not %s; write {} for no axes",
+                    kind(pn));
+    size_t n = map_len(pn), got = 0;
+    kf_sweep_axis *axes = n ? calloc(n, sizeof *axes) : NULL;
+    if (n && !axes)
+        return oom(c);
+    int rc = KF_OK;
+    for (; rc == KF_OK && got < n; got++) {
+        yaml_node_t *k = map_key(c, pn, got);
+        const char *name;
+        if ((rc = nonempty_scalar(c, k, "an axis name", &name)))
+            break;
+        if (got == KF_SWEEP_MAX_AXES) {
+            rc = fail(c, k, "more than %d axes; a kernel takes at most %d parameters, drop some",
+                      KF_SWEEP_MAX_AXES, KF_SWEEP_MAX_AXES);
+            break;
+        }
+        if (!valid_axis_name(name)) {
+            rc = fail(c, k,
+                      "axis name '%.80s' is not an identifier; use letters, digits and '_', "
+                      "not starting with a digit",
+                      name);
+            break;
+        }
+        for (size_t j = 0; j < got; j++)
+            if (strcmp(axes[j].name, name) == 0) {
+                yaml_node_t *first = map_key(c, pn, j);
+                rc = fail(c, k, "axis '%s' is given twice (first at %zu:%zu); keep one", name,
+                          first->start_mark.line + 1, first->start_mark.column + 1);
+                break;
+            }
+        if (rc == KF_OK)
+            rc = parse_axis(c, name, map_value(c, pn, got), &axes[got]);
+    }
+    if (rc) {
+        axes_free(axes, n);
+        return rc;
+    }
+    *out = axes;
+    *nout = n;
+    return KF_OK;
+}
+
+static int axes_dup(ctx *c, const kf_sweep_axis *src, size_t n, kf_sweep_kernel *k)
+{
+    if (n == 0)
+        return KF_OK;
+    if (!(k->axes = calloc(n, sizeof *k->axes)))
+        return oom(c);
+    k->naxes = n;
+    for (size_t i = 0; i < n; i++) {
+        kf_sweep_axis *a = &k->axes[i];
+        a->name = strdup(src[i].name);
+        a->values = malloc(src[i].nvalues * sizeof *a->values);
+        if (!a->name || !a->values)
+            return oom(c);
+        memcpy(a->values, src[i].values, src[i].nvalues * sizeof *a->values);
+        a->nvalues = src[i].nvalues;
+    }
+    return KF_OK;
+}
+
+/* ---- kernels ---- */
+
+static int parse_flags(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
+{
+    if (n->type != YAML_SEQUENCE_NODE)
+        return fail(c, n,
+                    "flags of kernel '%s' must be a list with one compiler argument per "
+                    "item, like [-O3, -march=native], not %s",
+                    k->name, kind(n));
+    size_t len = seq_len(n);
+    if (len == 0)
+        return KF_OK;
+    if (!(k->flags = calloc(len, sizeof *k->flags)))
+        return oom(c);
+    for (size_t i = 0; i < len; i++) {
+        const char *s;
+        int rc = nonempty_scalar(c, seq_item(c, n, i), "a flag", &s);
+        if (rc)
+            return rc;
+        if (!(k->flags[k->nflags] = strdup(s)))
+            return oom(c);
+        k->nflags++;
+    }
+    return KF_OK;
+}
+
+/* Fills k from one entry of kernels:. *own_params tells whether the entry
+ * had its own params: (even an empty one). */
+static int parse_kernel(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k, int *own_params)
+{
+    static const char *const keys[] = {"name", "path", "params", "flags", NULL};
+    const char *name = NULL, *path = NULL;
+    const yaml_node_t *nn = NULL, *np = NULL;
+    int rc;
+    k->line = (int)n->start_mark.line + 1;
+    k->col = (int)n->start_mark.column + 1;
+    *own_params = 0;
+    if (n->type == YAML_SCALAR_NODE) {
+        if ((rc = nonempty_scalar(c, n, "a kernel name", &name)))
+            return rc;
+        nn = n;
+    } else if (n->type == YAML_MAPPING_NODE) {
+        if ((rc = check_keys(c, n, "in a kernel entry", keys)))
+            return rc;
+        nn = map_get(c, n, "name");
+        np = map_get(c, n, "path");
+        if (!nn && !np)
+            return fail(c, n,
+                        "a kernel entry needs name: or path: (or both); add name: NAME to "
+                        "use KERNELS_DIR or path: FILE.c for your own source");
+        if (nn && (rc = nonempty_scalar(c, nn, "name:", &name)))
+            return rc;
+        if (np && (rc = nonempty_scalar(c, np, "path:", &path)))
+            return rc;
+    } else {
+        return fail(c, n,
+                    "a kernel entry must be a kernel name or a mapping with name: and/or "
+                    "path:, not %s; write - NAME or - {path: FILE.c}",
+                    kind(n));
+    }
+    if (name && !valid_kernel_name(name))
+        return fail(c, nn,
+                    "kernel name '%.80s' is not valid; use letters, digits, '_', '-' and "
+                    "'.', not starting with '.' or '-'",
+                    name);
+    if (path && (rc = resolve_path(c, np, path, k)))
+        return rc;
+    if (!name) {
+        /* The stem of the file name; resolve_path checked the suffix. */
+        const char *base = base_name(path);
+        size_t stem = strlen(base) - (k->cuda ? 3 : 2);
+        if (!(k->name = strndup(base, stem)))
+            return oom(c);
+        if (!valid_kernel_name(k->name))
+            return fail(c, np,
+                        "the file name of '%.80s' does not make a kernel name (letters, "
+                        "digits, '_', '-', '.'); add name: NAME next to path:",
+                        path);
+    } else if (!(k->name = strdup(name))) {
+        return oom(c);
+    }
+    if (!path && (rc = find_kernel(c, nn, k)))
+        return rc;
+    if (n->type == YAML_MAPPING_NODE) {
+        yaml_node_t *pn = map_get(c, n, "params"), *fn = map_get(c, n, "flags");
+        if (pn) {
+            *own_params = 1;
+            if ((rc = parse_params(c, pn, &k->axes, &k->naxes)))
+                return rc;
+        }
+        if (fn && (rc = parse_flags(c, fn, k)))
+            return rc;
+    }
+    return KF_OK;
+}
+
+static void kernel_free(kf_sweep_kernel *k)
+{
+    free(k->name);
+    free(k->path);
+    axes_free(k->axes, k->naxes);
+    for (size_t i = 0; i < k->nflags; i++)
+        free(k->flags[i]);
+    free(k->flags);
+}
+
+static int parse_kernels(ctx *c, const yaml_node_t *n, const kf_sweep_axis *top, size_t ntop,
+                         kf_sweep_spec *s)
+{
+    if (n->type != YAML_SEQUENCE_NODE)
+        return fail(c, n,
+                    "kernels must be a list, not %s; write kernels: [NAME, ...] or one "
+                    "\"- NAME\" per line",
+                    kind(n));
+    size_t len = seq_len(n);
+    if (len == 0)
+        return fail(c, n, "kernels is an empty list; name at least one kernel");
+    if (len > MAX_KERNELS)
+        return fail(c, seq_item(c, n, MAX_KERNELS),
+                    "more than %d kernels in one sweep; split it "
+                    "into several sweeps",
+                    MAX_KERNELS);
+    if (!(s->kernels = calloc(len, sizeof *s->kernels)))
+        return oom(c);
+    s->nkernels = len; /* zeroed entries free cleanly if we stop early */
+    for (size_t i = 0; i < len; i++) {
+        kf_sweep_kernel *k = &s->kernels[i];
+        int own, rc = parse_kernel(c, seq_item(c, n, i), k, &own);
+        if (rc)
+            return rc;
+        if (!own && (rc = axes_dup(c, top, ntop, k)))
+            return rc;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(s->kernels[j].name, k->name) == 0)
+                return fail_at(c, (size_t)k->line - 1, (size_t)k->col - 1,
+                               "kernel '%s' is listed twice (first at %d:%d); merge the two, or "
+                               "give one another name with name: next to path:",
+                               k->name, s->kernels[j].line, s->kernels[j].col);
+    }
+    return KF_OK;
+}
+
+/* ---- the rest of the top level ---- */
+
+static int parse_tasks(ctx *c, const yaml_node_t *n, int *out)
+{
+    static const struct {
+        const char *name;
+        int bit;
+    } names[] = {
+        {"build", KF_TASK_BUILD}, {"validate", KF_TASK_VALIDATE}, {"profile", KF_TASK_PROFILE}};
+    size_t len = n->type == YAML_SEQUENCE_NODE ? seq_len(n) : 1;
+    if (n->type == YAML_SEQUENCE_NODE && len == 0)
+        return fail(c, n,
+                    "tasks is an empty list; list at least one of build, validate, profile "
+                    "(or leave tasks out for all three)");
+    int bits = 0;
+    for (size_t i = 0; i < len; i++) {
+        const yaml_node_t *t = n->type == YAML_SEQUENCE_NODE ? seq_item(c, n, i) : n;
+        const char *s;
+        int rc = nonempty_scalar(c, t, "a task", &s), bit = 0;
+        if (rc)
+            return rc;
+        for (size_t j = 0; j < sizeof names / sizeof names[0]; j++)
+            if (strcmp(names[j].name, s) == 0)
+                bit = names[j].bit;
+        if (!bit)
+            return fail(c, t, "unknown task '%.80s'; valid tasks are build, validate, profile", s);
+        if (bits & bit)
+            return fail(c, t, "task '%s' is listed twice; keep one", s);
+        bits |= bit;
+    }
+    *out = bits;
+    return KF_OK;
+}
+
+static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
+{
+    static const char *const keys[] = {"min_samples", "min_time", "max_noise", "timeout", "warmup",
+                                       "hot",         "seeds",    "batch",     NULL};
+    if (n->type != YAML_MAPPING_NODE)
+        return fail(c, n,
+                    "measure must be a mapping, like {min_samples: 10, min_time: 0.5s}, "
+                    "not %s",
+                    kind(n));
+    int rc = check_keys(c, n, "in measure", keys);
+    if (rc)
+        return rc;
+    yaml_node_t *v;
+    if ((v = map_get(c, n, "min_samples")) &&
+        (rc = u32_value(c, v, "min_samples", 1, &m->min_samples)))
+        return rc;
+    if ((v = map_get(c, n, "min_time")) && (rc = duration_value(c, v, "min_time", &m->min_time_s)))
+        return rc;
+    if ((v = map_get(c, n, "timeout")) && (rc = duration_value(c, v, "timeout", &m->timeout_s)))
+        return rc;
+    /* 0 in the struct means "the agent's default", so an explicit 0 could
+     * not be told apart from leaving the key out: refuse it. */
+    if ((v = map_get(c, n, "warmup")) && (rc = u32_value(c, v, "warmup", 1, &m->warmup)))
+        return rc;
+    if ((v = map_get(c, n, "seeds")) && (rc = u32_value(c, v, "seeds", 1, &m->seeds)))
+        return rc;
+    if ((v = map_get(c, n, "batch")) && (rc = u32_value(c, v, "batch", 1, &m->batch)))
+        return rc;
+    if ((v = map_get(c, n, "max_noise"))) {
+        const char *s;
+        char *end;
+        if ((rc = nonempty_scalar(c, v, "max_noise", &s)))
+            return rc;
+        errno = 0;
+        double d = strtod(s, &end);
+        if (*end == '%')
+            end++;
+        if (end == s || *end || errno || !isfinite(d) ||
+            !(isdigit((unsigned char)s[0]) || s[0] == '.'))
+            return fail(c, v,
+                        "max_noise '%.40s' is not a number; give the allowed noise in "
+                        "percent, like 0.5 or 2%%",
+                        s);
+        if (d <= 0)
+            return fail(c, v,
+                        "max_noise must be above 0, not %.40s; give a positive percentage "
+                        "or leave it out",
+                        s);
+        m->max_noise_pct = d;
+    }
+    if ((v = map_get(c, n, "hot"))) {
+        static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no",
+                                                                               "off"};
+        const char *s;
+        if ((rc = nonempty_scalar(c, v, "hot", &s)))
+            return rc;
+        int val = -1;
+        for (size_t i = 0; i < 3; i++) {
+            if (strcasecmp(s, yes[i]) == 0)
+                val = 1;
+            if (strcasecmp(s, no[i]) == 0)
+                val = 0;
+        }
+        if (val < 0)
+            return fail(c, v, "hot must be true or false, not '%.40s'; fix the value", s);
+        m->hot = val;
+    }
+    return KF_OK;
+}
+
+static int count_configs(ctx *c, const kf_sweep_spec *s)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < s->nkernels; i++) {
+        const kf_sweep_kernel *k = &s->kernels[i];
+        size_t n = kf_sweep_kernel_configs(k);
+        if (n > KF_SWEEP_MAX_CONFIGS - total)
+            return fail_at(c, (size_t)k->line - 1, (size_t)k->col - 1,
+                           "the sweep has more than %d configurations once kernel '%s' is added "
+                           "(%zu before it, %s%zu for it); use fewer axis values or split the "
+                           "sweep",
+                           KF_SWEEP_MAX_CONFIGS, k->name, total, n == SIZE_MAX ? "more than " : "",
+                           n == SIZE_MAX ? SIZE_MAX - 1 : n);
+        total += n;
+    }
+    return KF_OK;
+}
+
+static int parse_root(ctx *c, const yaml_node_t *root, kf_sweep_spec *s)
+{
+    static const char *const keys[] = {"name",     "kernels",  "params",     "tasks",   "nodes",
+                                       "baseline", "attempts", "time_limit", "measure", NULL};
+    kf_sweep_axis *top = NULL;
+    size_t ntop = 0;
+    yaml_node_t *v;
+    const char *str;
+    int64_t i64;
+    if (root->type != YAML_MAPPING_NODE)
+        return fail(c, root,
+                    "the top level must be a mapping with kernels: and other keys, not "
+                    "%s; see docs/sweep-format.md",
+                    kind(root));
+    int rc = check_keys(c, root, "at the top level", keys);
+    if (rc)
+        return rc;
+    if ((v = map_get(c, root, "name"))) {
+        if ((rc = nonempty_scalar(c, v, "name", &str)))
+            return rc;
+        if (!(s->name = strdup(str)))
+            return oom(c);
+    }
+    yaml_node_t *kn = map_get(c, root, "kernels");
+    if (!kn)
+        return fail(c, root,
+                    "missing kernels:; add the list of kernels to run, like kernels: "
+                    "[triad]");
+    if ((v = map_get(c, root, "params")) && (rc = parse_params(c, v, &top, &ntop)))
+        return rc;
+    rc = parse_kernels(c, kn, top, ntop, s);
+    axes_free(top, ntop);
+    if (rc)
+        return rc;
+    if ((v = map_get(c, root, "tasks")) && (rc = parse_tasks(c, v, &s->tasks)))
+        return rc;
+    if ((v = map_get(c, root, "nodes"))) {
+        if ((rc = nonempty_scalar(c, v, "nodes", &str)))
+            return rc;
+        if (strcmp(str, "any") != 0 && strcmp(str, "all") != 0)
+            return fail(c, v,
+                        "nodes must be any or all, not '%.40s'; any runs each "
+                        "configuration once on some agent, all on every agent",
+                        str);
+        s->nodes_all = strcmp(str, "all") == 0;
+    }
+    if ((v = map_get(c, root, "attempts"))) {
+        if ((rc = int_value(c, v, "attempts", 1, MAX_ATTEMPTS, &i64)))
+            return rc;
+        s->max_attempts = (uint32_t)i64;
+    }
+    if ((v = map_get(c, root, "time_limit")) &&
+        (rc = duration_value(c, v, "time_limit", &s->time_limit_s)))
+        return rc;
+    if ((v = map_get(c, root, "measure")) && (rc = parse_measure(c, v, &s->measure)))
+        return rc;
+    if ((v = map_get(c, root, "baseline"))) {
+        if ((rc = nonempty_scalar(c, v, "baseline", &str)))
+            return rc;
+        size_t i = 0;
+        while (i < s->nkernels && strcmp(s->kernels[i].name, str) != 0)
+            i++;
+        if (i == s->nkernels)
+            return fail(c, v,
+                        "baseline '%.80s' is not a kernel of this sweep; name one of the "
+                        "kernels listed under kernels:",
+                        str);
+        if (!(s->baseline = strdup(str)))
+            return oom(c);
+    }
+    return count_configs(c, s);
+}
+
+/* ---- loading ---- */
+
+/* libyaml's reader reports a byte offset, not a mark. */
+static void offset_mark(const char *text, size_t len, size_t off, size_t *line, size_t *col)
+{
+    *line = *col = 0;
+    for (size_t i = 0; i < off && i < len; i++) {
+        if (text[i] == '\n')
+            *line += 1, *col = 0;
+        else if (((unsigned char)text[i] & 0xC0) != 0x80)
+            *col += 1;
+    }
+}
+
+static int syntax_error(ctx *c, const yaml_parser_t *p)
+{
+    if (p->error == YAML_MEMORY_ERROR)
+        return oom(c);
+    size_t line = p->problem_mark.line, col = p->problem_mark.column;
+    if (p->error == YAML_READER_ERROR) {
+        offset_mark(c->text, c->len, p->problem_offset, &line, &col);
+        return fail_at(c, line, col, "the file is not valid UTF-8 text (%s); save it as UTF-8",
+                       p->problem ? p->problem : "unreadable");
+    }
+    if (p->context)
+        return fail_at(c, line, col,
+                       "YAML syntax error: %s %s that starts at %zu:%zu; check the "
+                       "indentation, colons and quotes here",
+                       p->problem ? p->problem : "", p->context, p->context_mark.line + 1,
+                       p->context_mark.column + 1);
+    return fail_at(c, line, col,
+                   "YAML syntax error: %s; check the indentation, colons and quotes "
+                   "here",
+                   p->problem ? p->problem : "unknown problem");
+}
+
+/* The default sweep name: the file's stem ("runs/quick.yaml" → "quick"). */
+static char *file_stem(const char *file)
+{
+    const char *base = base_name(file);
+    const char *dot = strrchr(base, '.');
+    size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+    return strndup(base, n);
+}
+
+static int load(ctx *c, kf_sweep_spec *s)
+{
+    yaml_parser_t p;
+    yaml_document_t doc, extra;
+    int rc, have_doc = 0;
+    const char *nul = memchr(c->text, '\0', c->len);
+    if (nul) {
+        size_t line, col;
+        offset_mark(c->text, c->len, (size_t)(nul - c->text), &line, &col);
+        return fail_at(c, line, col, "the file contains a NUL byte; a sweep file is UTF-8 text");
+    }
+    if (!yaml_parser_initialize(&p))
+        return oom(c);
+    yaml_parser_set_input_string(&p, (const unsigned char *)c->text, c->len);
+    if (!yaml_parser_load(&p, &doc)) {
+        rc = syntax_error(c, &p);
+        goto out;
+    }
+    have_doc = 1;
+    c->doc = &doc;
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (!root) {
+        rc = fail_at(c, 0, 0,
+                     "the file is empty; a sweep needs at least kernels:, like "
+                     "kernels: [triad]");
+        goto out;
+    }
+    /* A second document would otherwise be ignored without a word. */
+    if (!yaml_parser_load(&p, &extra)) {
+        rc = syntax_error(c, &p);
+        goto out;
+    }
+    yaml_node_t *second = yaml_document_get_root_node(&extra);
+    rc = second ? fail(c, second,
+                       "a second YAML document starts here; a sweep file holds one, "
+                       "remove the '---' and what follows or make it a separate file")
+                : KF_OK;
+    yaml_document_delete(&extra);
+    if (rc == KF_OK)
+        rc = parse_root(c, root, s);
+out:
+    if (have_doc)
+        yaml_document_delete(&doc);
+    yaml_parser_delete(&p);
+    return rc;
+}
+
+int kf_sweep_parse_string(const char *text, size_t len, const char *filename, const char *base_dir,
+                          const char *kernels_dir, kf_sweep_spec **out, kf_err *err)
+{
+    const char *file = filename ? filename : "<string>";
+    ctx c = {file, base_dir, kernels_dir, text, len, NULL, err};
+    kf_sweep_spec *s = calloc(1, sizeof *s);
+    if (!s)
+        return oom(&c);
+    s->tasks = KF_TASK_BUILD | KF_TASK_VALIDATE | KF_TASK_PROFILE;
+    s->max_attempts = 3;
+    s->time_limit_s = 300;
+    s->measure.seeds = 3;
+    int rc = load(&c, s);
+    if (rc == KF_OK && !s->name && !(s->name = file_stem(file)))
+        rc = oom(&c);
+    if (rc == KF_OK && (!(s->file = strdup(file)) || !(s->text = malloc(len + 1))))
+        rc = oom(&c);
+    if (rc) {
+        kf_sweep_destroy(&s);
+        return rc;
+    }
+    memcpy(s->text, text, len);
+    s->text[len] = '\0';
+    *out = s;
+    return KF_OK;
+}
+
+int kf_sweep_parse_file(const char *path, const char *kernels_dir, kf_sweep_spec **out, kf_err *err)
+{
+    kf_buf b = KF_BUF_INIT;
+    if (kf_buf_read_file(&b, path) != KF_OK) {
+        int e = errno;
+        kf_buf_release(&b);
+        return kf_err_set(err, KF_EIO, "%s: cannot read the sweep file: %s; check the path", path,
+                          strerror(e));
+    }
+    /* Paths inside are relative to the file's own directory. */
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    int rc = kf_sweep_parse_string(b.data, b.len, path, dir, kernels_dir, out, err);
+    kf_buf_release(&b);
+    return rc;
+}
+
+void kf_sweep_destroy(kf_sweep_spec **self)
+{
+    if (!self || !*self)
+        return;
+    kf_sweep_spec *s = *self;
+    for (size_t i = 0; i < s->nkernels; i++)
+        kernel_free(&s->kernels[i]);
+    free(s->kernels);
+    free(s->name);
+    free(s->file);
+    free(s->text);
+    free(s->baseline);
+    free(s);
+    *self = NULL;
+}
+
+size_t kf_sweep_kernel_configs(const kf_sweep_kernel *k)
+{
+    size_t n = 1;
+    for (size_t i = 0; i < k->naxes; i++) {
+        if (k->axes[i].nvalues && n > SIZE_MAX / k->axes[i].nvalues)
+            return SIZE_MAX; /* saturates: callers compare against a limit */
+        n *= k->axes[i].nvalues;
+    }
+    return n;
+}
+
+int kf_sweep_kernel_config(const kf_sweep_kernel *k, size_t idx, const char **names,
+                           int64_t *values)
+{
+    if (idx >= kf_sweep_kernel_configs(k))
+        return KF_EINVAL;
+    for (size_t i = k->naxes; i-- > 0;) {
+        const kf_sweep_axis *a = &k->axes[i];
+        if (names)
+            names[i] = a->name;
+        if (values)
+            values[i] = a->values[idx % a->nvalues];
+        idx /= a->nvalues;
+    }
+    return (int)k->naxes;
+}

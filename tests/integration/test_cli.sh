@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Bad input gets a clear error and exit 2; a missing coordinator is one line;
+# every command has --help.
+source "$(dirname "$0")/lib.sh"
+
+"$KFLEET" --help | grep -q 'usage: kfleet' || fail "kfleet --help"
+for c in run serve submit status report cancel stop verify version; do
+  "$KFLEET" "$c" --help >"$T/help.out" || fail "kfleet $c --help exited $?"
+  grep -q "usage: kfleet $c" "$T/help.out" || fail "kfleet $c --help lacks usage"
+done
+pass "--help for every command"
+
+set +e
+"$KFLEET" frobnicate 2>"$T/err"; rc=$?
+set -e
+[ $rc -eq 2 ] || fail "unknown command exit $rc"
+grep -q "unknown command 'frobnicate'" "$T/err" || fail "unknown command message"
+set +e
+"$KFLEET" status --bogus 2>"$T/err"; rc=$?
+set -e
+[ $rc -eq 2 ] || fail "unknown flag exit $rc"
+grep -q "usage: kfleet status" "$T/err" || fail "no usage after a bad flag"
+pass "unknown command and flag: exit 2 with usage"
+
+set +e
+"$KFLEET" status 2>"$T/err"; rc=$?
+set -e
+[ $rc -eq 1 ] || fail "status without coordinator exit $rc"
+[ "$(wc -l <"$T/err")" -eq 1 ] || fail "not one line: $(cat "$T/err")"
+grep -q "no coordinator is running" "$T/err" || fail "message: $(cat "$T/err")"
+pass "no coordinator: one line, exit 1"
+
+cat >"$T/bad.yaml" <<'YAML'
+name: bad
+kernels:
+  - triad
+measure:
+  min_sampels: 3
+YAML
+set +e
+"$KFLEET" submit "$T/bad.yaml" 2>"$T/err"; rc=$?
+set -e
+[ $rc -eq 2 ] || fail "bad sweep exit $rc"
+grep -q "$T/bad.yaml:5:3" "$T/err" || fail "no file:line:col: $(cat "$T/err")"
+pass "sweep error: $(head -c 120 "$T/err")"
+
+set +e
+"$KFLEET" report 2>"$T/err"; rc=$?
+set -e
+[ $rc -eq 1 ] || fail "report with no store exit $rc"
+pass "report with nothing stored: exit 1"
+
+set +e
+"$KFAGENT" --cpu-slots zero 2>"$T/err"; rc=$?
+set -e
+[ $rc -eq 2 ] || fail "agent bad flag exit $rc"
+pass "agent bad flag: exit 2"

@@ -1,0 +1,164 @@
+/* Tests for common/store.c: records round-trip, duplicates are refused by
+ * key, range scans stay within their prefix, the map grows, and a reader in
+ * another environment handle sees committed data. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "store.h"
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char dir[64];
+
+static int rm_cb(const char *p, const struct stat *s, int f, struct FTW *w)
+{
+    (void)s;
+    (void)f;
+    (void)w;
+    return remove(p);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/kf-test-store.XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+static int count_task(void *ctx, const Kfleet__Task *t)
+{
+    (void)t;
+    (*(int *)ctx)++;
+    return 0;
+}
+
+static int sum_seq(void *ctx, const Kfleet__Sample *s)
+{
+    *(uint32_t *)ctx += s->seq;
+    return 0;
+}
+
+static void test_records(void **state)
+{
+    (void)state;
+    kf_err err;
+    kf_store *s = NULL;
+    assert_int_equal(kf_store_open(dir, 0, &s, &err), 0);
+    kf_txn *t = NULL;
+    assert_int_equal(kf_store_begin(s, 0, &t, &err), 0);
+    uint32_t id1, id2;
+    assert_int_equal(kf_store_next_sweep_id(t, &id1), 0);
+    assert_int_equal(kf_store_next_sweep_id(t, &id2), 0);
+    assert_int_equal(id2, id1 + 1);
+    Kfleet__Sweep sw = KFLEET__SWEEP__INIT;
+    sw.sweep_id = id2;
+    sw.name = "s";
+    assert_int_equal(kf_store_put_sweep(t, &sw), 0);
+    /* Tasks of sweep id2 and of a neighbour sweep: the scan must not leak. */
+    for (uint32_t i = 0; i < 5; i++) {
+        Kfleet__Task task = KFLEET__TASK__INIT;
+        task.task_id = kf_task_id(id2, i);
+        task.state = i < 3 ? KFLEET__TASK_STATE__SUCCEEDED : KFLEET__TASK_STATE__PENDING;
+        assert_int_equal(kf_store_put_task(t, &task), 0);
+        task.task_id = kf_task_id(id2 + 1, i);
+        assert_int_equal(kf_store_put_task(t, &task), 0);
+    }
+    Kfleet__Result r = KFLEET__RESULT__INIT;
+    r.task_id = kf_task_id(id2, 0);
+    r.state = KFLEET__TASK_STATE__SUCCEEDED;
+    int dup = -1;
+    assert_int_equal(kf_store_put_result(t, &r, &dup), 0);
+    assert_int_equal(dup, 0);
+    r.attempt = 2;
+    assert_int_equal(kf_store_put_result(t, &r, &dup), 0);
+    assert_int_equal(dup, 1);
+    for (uint32_t q = 0; q < 10; q++) {
+        Kfleet__Sample smp = KFLEET__SAMPLE__INIT;
+        smp.seq = q;
+        smp.seconds = 1e-3 * q;
+        assert_int_equal(kf_store_put_sample(t, r.task_id, 1, &smp, &dup), 0);
+        assert_int_equal(dup, 0);
+    }
+    Kfleet__Sample again = KFLEET__SAMPLE__INIT;
+    again.seq = 4;
+    assert_int_equal(kf_store_put_sample(t, r.task_id, 1, &again, &dup), 0);
+    assert_int_equal(dup, 1);
+    assert_int_equal(kf_store_commit(&t, &err), 0);
+    assert_null(t);
+
+    /* A second, read-only handle (as `kfleet report` opens it) sees it all. */
+    kf_store *ro = NULL;
+    assert_int_equal(kf_store_open(dir, 1, &ro, &err), 0);
+    assert_int_equal(kf_store_begin(ro, 1, &t, &err), 0);
+    int n = 0;
+    assert_int_equal(kf_store_foreach_task(t, id2, count_task, &n), 0);
+    assert_int_equal(n, 5);
+    n = 0;
+    assert_int_equal(kf_store_foreach_open_task(t, count_task, &n), 0);
+    assert_int_equal(n, 4); /* 2 pending in each sweep */
+    Kfleet__Result *got = NULL;
+    assert_int_equal(kf_store_get_result(t, r.task_id, &got), 0);
+    assert_int_equal(got->attempt, 0); /* the first one stayed */
+    kfleet__result__free_unpacked(got, NULL);
+    uint32_t cnt = 0, seqsum = 0;
+    assert_int_equal(kf_store_count_samples(t, r.task_id, 1, &cnt), 0);
+    assert_int_equal(cnt, 10);
+    assert_int_equal(kf_store_foreach_sample(t, r.task_id, 1, sum_seq, &seqsum), 0);
+    assert_int_equal(seqsum, 45);
+    assert_int_equal(kf_store_count_samples(t, r.task_id, 2, &cnt), 0);
+    assert_int_equal(cnt, 0);
+    uint32_t latest = 0;
+    assert_int_equal(kf_store_latest_sweep_id(t, &latest), 0);
+    assert_int_equal(latest, id2);
+    Kfleet__Task *missing = NULL;
+    assert_int_equal(kf_store_get_task(t, kf_task_id(id2, 99), &missing), KF_ENOTFOUND);
+    assert_null(missing);
+    kf_store_abort(&t);
+    kf_store_close(&ro);
+    kf_store_close(&s);
+    assert_null(s);
+}
+
+static void test_grow(void **state)
+{
+    (void)state;
+    kf_err err;
+    kf_store *s = NULL;
+    assert_int_equal(kf_store_open(dir, 0, &s, &err), 0);
+    size_t before = kf_store_map_size(s);
+    assert_int_equal(kf_store_grow(s, &err), 0);
+    assert_int_equal(kf_store_map_size(s), before * 2);
+    assert_true(kf_store_used(s) > 0);
+    kf_store_close(&s);
+}
+
+static void test_readonly_missing(void **state)
+{
+    (void)state;
+    kf_err err;
+    kf_store *s = NULL;
+    assert_int_not_equal(kf_store_open("/nonexistent/kfleet/store", 1, &s, &err), 0);
+    assert_null(s);
+    assert_non_null(strstr(err.msg, "/nonexistent/kfleet/store"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grow, setup, teardown),
+        cmocka_unit_test(test_readonly_missing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
