@@ -34,6 +34,7 @@
 #define MAX_KERNELS 4096       /* keeps the duplicate-name check quadratic-safe */
 #define MAX_ATTEMPTS 100
 #define MAX_NAME 128
+#define MAX_FLAGS 64 /* the submit path hashes at most 64 flags per kernel */
 
 typedef struct ctx {
     const char *file; /* for messages */
@@ -280,7 +281,7 @@ static int int_value(ctx *c, const yaml_node_t *n, const char *what, int64_t min
                     "'%.40s'; fix the value",
                     what, s);
     if (v < min || v > max) {
-        if (max == INT64_MAX)
+        if (v < min && max >= UINT32_MAX)
             return fail(c, n, "%s must be at least %lld, not %lld; use a larger value", what,
                         (long long)min, (long long)v);
         return fail(c, n, "%s must be between %lld and %lld, not %lld; use a value in range", what,
@@ -702,6 +703,11 @@ static int parse_flags(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
     size_t len = seq_len(n);
     if (len == 0)
         return KF_OK;
+    if (len > MAX_FLAGS)
+        return fail(c, seq_item(c, n, MAX_FLAGS),
+                    "kernel '%s' has more than %d flags; put common ones in a response file "
+                    "(@FILE) or drop some",
+                    k->name, MAX_FLAGS);
     if (!(k->flags = calloc(len, sizeof *k->flags)))
         return oom(c);
     for (size_t i = 0; i < len; i++) {
@@ -942,13 +948,15 @@ static int count_configs(ctx *c, const kf_sweep_spec *s)
     for (size_t i = 0; i < s->nkernels; i++) {
         const kf_sweep_kernel *k = &s->kernels[i];
         size_t n = kf_sweep_kernel_configs(k);
-        if (n > KF_SWEEP_MAX_CONFIGS - total)
+        if (n > KF_SWEEP_MAX_CONFIGS - total) {
+            char count[32] = "more than can be counted"; /* the product saturated */
+            if (n != SIZE_MAX)
+                snprintf(count, sizeof count, "%zu", n);
             return fail_at(c, (size_t)k->line - 1, (size_t)k->col - 1,
                            "the sweep has more than %d configurations once kernel '%s' is added "
-                           "(%zu before it, %s%zu for it); use fewer axis values or split the "
-                           "sweep",
-                           KF_SWEEP_MAX_CONFIGS, k->name, total, n == SIZE_MAX ? "more than " : "",
-                           n == SIZE_MAX ? SIZE_MAX - 1 : n);
+                           "(%zu before it, %s for it); use fewer axis values or split the sweep",
+                           KF_SWEEP_MAX_CONFIGS, k->name, total, count);
+        }
         total += n;
     }
     return KF_OK;
@@ -1051,16 +1059,16 @@ static int syntax_error(ctx *c, const yaml_parser_t *p)
         return fail_at(c, line, col, "the file is not valid UTF-8 text (%s); save it as UTF-8",
                        p->problem ? p->problem : "unreadable");
     }
+    /* The composer's problems are anchors and aliases, not layout. */
+    const char *hint = p->error == YAML_COMPOSER_ERROR
+                           ? "define each anchor (&name) before an alias (*name) uses it"
+                           : "check the indentation, colons and quotes here";
     if (p->context)
-        return fail_at(c, line, col,
-                       "YAML syntax error: %s %s that starts at %zu:%zu; check the "
-                       "indentation, colons and quotes here",
+        return fail_at(c, line, col, "YAML syntax error: %s %s that starts at %zu:%zu; %s",
                        p->problem ? p->problem : "", p->context, p->context_mark.line + 1,
-                       p->context_mark.column + 1);
-    return fail_at(c, line, col,
-                   "YAML syntax error: %s; check the indentation, colons and quotes "
-                   "here",
-                   p->problem ? p->problem : "unknown problem");
+                       p->context_mark.column + 1, hint);
+    return fail_at(c, line, col, "YAML syntax error: %s; %s",
+                   p->problem ? p->problem : "unknown problem", hint);
 }
 
 /* The default sweep name: the file's stem ("runs/quick.yaml" → "quick"). */
