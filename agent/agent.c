@@ -37,7 +37,7 @@ typedef struct krunner {
     uint32_t attempt;
     int kind;
     pid_t pid;
-    int out_fd;              /* -1 once at EOF */
+    int out_fd; /* -1 once at EOF */
     int exited, status;
     int got_result, timed_out, cancelled;
     int gpu;
@@ -54,7 +54,7 @@ typedef struct kpending {
     uint64_t task_id;
     uint32_t attempt;
     int is_result;
-    uint64_t sent_mono;      /* 0: due now */
+    uint64_t sent_mono; /* 0: due now */
 } kpending;
 
 struct kf_agent {
@@ -109,14 +109,13 @@ static int load_pending_cb(void *ctx, uint64_t oseq, const void *data, size_t le
 /* Stamps an oseq into env, stores it in the outbox, and sends it when
  * registered. Storing comes first: a message is never sent that a crash
  * could lose. */
-static void emit(kf_agent *a, Kfleet__Envelope *env, uint64_t task, uint32_t attempt,
-                 int is_result)
+static void emit(kf_agent *a, Kfleet__Envelope *env, uint64_t task, uint32_t attempt, int is_result)
 {
     kf_err err;
     env->oseq = kf_outbox_next(a->outbox);
     kf_wire_pack(env, &a->scratch);
-    int stored = kf_outbox_put(a->outbox, env->oseq, a->scratch.data, a->scratch.len, &err) ==
-                 KF_OK;
+    int stored =
+        kf_outbox_put(a->outbox, env->oseq, a->scratch.data, a->scratch.len, &err) == KF_OK;
     if (!stored)
         kf_error("outbox.put", "task=%llx error=\"%s\"", (unsigned long long)task, err.msg);
     uint64_t sent = 0;
@@ -292,8 +291,8 @@ static int start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
     int log_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     int pfd[2];
     if (in_fd < 0 || log_fd < 0 || pipe2(pfd, O_CLOEXEC) != 0) {
-        rc = kf_err_set(err, KF_EIO, "cannot prepare the runner in %s: %s", r->dir,
-                        strerror(errno));
+        rc =
+            kf_err_set(err, KF_EIO, "cannot prepare the runner in %s: %s", r->dir, strerror(errno));
         if (in_fd >= 0)
             close(in_fd);
         if (log_fd >= 0)
@@ -334,8 +333,8 @@ static int start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
     r->pid = pid;
     r->out_fd = pfd[0];
     r->started_mono = kf_mono_ns();
-    r->limit_s = ta->spec && ta->spec->time_limit_s > 0 ? ta->spec->time_limit_s
-                                                        : a->cfg.default_limit_s;
+    r->limit_s =
+        ta->spec && ta->spec->time_limit_s > 0 ? ta->spec->time_limit_s : a->cfg.default_limit_s;
     r->deadline_mono = r->started_mono + (uint64_t)(r->limit_s * 1e9);
     if (r->gpu && r->gpu_index < 64)
         a->gpu_busy[r->gpu_index] = 1;
@@ -375,8 +374,8 @@ static void drain_runner(kf_agent *a, krunner *r)
     size_t off = 0;
     while (r->in.len - off >= 4) {
         const uint8_t *p = (const uint8_t *)r->in.data + off;
-        uint32_t len = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-                       (uint32_t)p[3] << 24;
+        uint32_t len =
+            (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
         if (len > KF_MAX_FRAME) {
             kf_error("runner.bad_frame", "task=%llx len=%u", (unsigned long long)r->task_id, len);
             kill(-r->pid, SIGKILL);
@@ -460,16 +459,16 @@ static void finish_runner(kf_agent *a, size_t idx)
         int state = KFLEET__TASK_STATE__FAILED;
         if (r->timed_out) {
             state = KFLEET__TASK_STATE__TIMED_OUT;
-            snprintf(why, sizeof why, "timed out: the task ran past its limit of %.1f s and was "
-                                      "killed",
+            snprintf(why, sizeof why,
+                     "timed out: the task ran past its limit of %.1f s and was "
+                     "killed",
                      r->limit_s);
         } else if (r->cancelled) {
             state = KFLEET__TASK_STATE__CANCELLED;
             snprintf(why, sizeof why, "cancelled by the coordinator");
         } else if (WIFSIGNALED(r->status)) {
             snprintf(why, sizeof why, "the kernel crashed: runner killed by signal %d (%s)%s%s",
-                     WTERMSIG(r->status), strsignal(WTERMSIG(r->status)), *tail ? "\n" : "",
-                     tail);
+                     WTERMSIG(r->status), strsignal(WTERMSIG(r->status)), *tail ? "\n" : "", tail);
         } else {
             snprintf(why, sizeof why, "runner exited with status %d without a result%s%s",
                      WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1, *tail ? "\n" : "", tail);
@@ -712,8 +711,8 @@ void kf_agent_destroy(kf_agent **self)
 int kf_agent_run(kf_agent *a, volatile sig_atomic_t *stop, kf_err *err)
 {
     kf_info("agent.start", "agent=%s coordinator=%s workdir=%s gpus=%zu cpu_slots=%u outbox=%zu",
-            a->info->agent_id, a->cfg.coordinator, a->workdir, a->info->n_gpus,
-            a->info->cpu_slots, a->npending);
+            a->info->agent_id, a->cfg.coordinator, a->workdir, a->info->n_gpus, a->info->cpu_slots,
+            a->npending);
     send_register(a);
     while (!(stop && *stop)) {
         zmq_pollitem_t items[1 + MAX_RUNNERS];
@@ -733,10 +732,9 @@ int kf_agent_run(kf_agent *a, volatile sig_atomic_t *stop, kf_err *err)
             }
             kf_err derr;
             kf_peer peer = {NULL, 0};
-            if (kf_wire_dispatch(agent_handlers, a, &peer, zmq_msg_data(&msg),
-                                 zmq_msg_size(&msg), &derr) == KF_EPROTO)
-                kf_warn("agent.bad_frame", "bytes=%zu error=\"%s\"", zmq_msg_size(&msg),
-                        derr.msg);
+            if (kf_wire_dispatch(agent_handlers, a, &peer, zmq_msg_data(&msg), zmq_msg_size(&msg),
+                                 &derr) == KF_EPROTO)
+                kf_warn("agent.bad_frame", "bytes=%zu error=\"%s\"", zmq_msg_size(&msg), derr.msg);
             zmq_msg_close(&msg);
         }
         for (size_t i = 0; i < a->nrunners; i++)

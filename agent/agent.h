@@ -20,11 +20,11 @@ typedef struct kf_agent_config {
     const char *coordinator; /* endpoint, e.g. tcp://127.0.0.1:7600 */
     const char *workdir;     /* the agent's own dir: outbox/, cache/, tmp/ */
     const char *agent_id;
-    uint32_t cpu_slots;      /* 0: 1 */
-    double resend_s;         /* resend unacked outbox entries after this; 0: 5 s */
-    double default_limit_s;  /* task time limit when the task names none; 0: 300 s */
-    const char *runner_exe;  /* binary to exec with --runner; NULL: this one */
-    int keep_tmp;            /* keep task scratch dirs (debugging) */
+    uint32_t cpu_slots;     /* 0: 1 */
+    double resend_s;        /* resend unacked outbox entries after this; 0: 5 s */
+    double default_limit_s; /* task time limit when the task names none; 0: 300 s */
+    const char *runner_exe; /* binary to exec with --runner; NULL: this one */
+    int keep_tmp;           /* keep task scratch dirs (debugging) */
 } kf_agent_config;
 
 int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err);

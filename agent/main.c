@@ -33,20 +33,19 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: kfleet-agent [options]\n"
-            "\n"
-            "Runs kfleet tasks on this node for a coordinator.\n"
-            "\n"
-            "  --coordinator ENDPOINT  where the coordinator listens (tcp://HOST:PORT);\n"
-            "                          default: the endpoint a local `kfleet serve` wrote\n"
-            "  --home DIR              kfleet home (also KFLEET_HOME)\n"
-            "  --workdir DIR           the agent's own directory (outbox, build cache);\n"
-            "                          default: the first free STATE/agents/agent-N\n"
-            "  --name ID               agent id (default: HOSTNAME-N, kept in the workdir)\n"
-            "  --cpu-slots N           tasks run at once on CPU slots (default 1)\n"
-            "  --log-level LEVEL       debug|info|warn|error (default info)\n"
-            "  -h, --help              this help\n");
+    fprintf(f, "usage: kfleet-agent [options]\n"
+               "\n"
+               "Runs kfleet tasks on this node for a coordinator.\n"
+               "\n"
+               "  --coordinator ENDPOINT  where the coordinator listens (tcp://HOST:PORT);\n"
+               "                          default: the endpoint a local `kfleet serve` wrote\n"
+               "  --home DIR              kfleet home (also KFLEET_HOME)\n"
+               "  --workdir DIR           the agent's own directory (outbox, build cache);\n"
+               "                          default: the first free STATE/agents/agent-N\n"
+               "  --name ID               agent id (default: HOSTNAME-N, kept in the workdir)\n"
+               "  --cpu-slots N           tasks run at once on CPU slots (default 1)\n"
+               "  --log-level LEVEL       debug|info|warn|error (default info)\n"
+               "  -h, --help              this help\n");
 }
 
 /* Reads the agent id kept in the workdir, or makes and keeps one. */
@@ -72,8 +71,9 @@ static int agent_id(const char *workdir, const char *name, int n, char *out, siz
     }
     for (const char *p = out; *p; p++)
         if (*p <= ' ' || *p == '/')
-            return kf_err_set(err, KF_EINVAL, "agent id '%s' has a space, a control byte or "
-                                              "a '/'; pass --name with letters, digits, '-', '_'",
+            return kf_err_set(err, KF_EINVAL,
+                              "agent id '%s' has a space, a control byte or "
+                              "a '/'; pass --name with letters, digits, '-', '_'",
                               out);
     char line[300];
     int m = snprintf(line, sizeof line, "%s\n", out);
@@ -86,35 +86,58 @@ int main(int argc, char **argv)
     const char *level = "info";
     long cpu_slots = 0;
     int runner = 0, keep_tmp = 0;
-    static const struct option opts[] = {
-        {"coordinator", required_argument, 0, 'c'}, {"home", required_argument, 0, 'H'},
-        {"workdir", required_argument, 0, 'w'},     {"name", required_argument, 0, 'n'},
-        {"cpu-slots", required_argument, 0, 's'},   {"log-level", required_argument, 0, 'l'},
-        {"runner", no_argument, 0, 'R'},            {"keep-tmp", no_argument, 0, 'k'},
-        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+    static const struct option opts[] = {{"coordinator", required_argument, 0, 'c'},
+                                         {"home", required_argument, 0, 'H'},
+                                         {"workdir", required_argument, 0, 'w'},
+                                         {"name", required_argument, 0, 'n'},
+                                         {"cpu-slots", required_argument, 0, 's'},
+                                         {"log-level", required_argument, 0, 'l'},
+                                         {"runner", no_argument, 0, 'R'},
+                                         {"keep-tmp", no_argument, 0, 'k'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (ch) {
-        case 'c': coordinator = optarg; break;
-        case 'H': home = optarg; break;
-        case 'w': workdir = optarg; break;
-        case 'n': name = optarg; break;
-        case 'l': level = optarg; break;
-        case 'R': runner = 1; break;
-        case 'k': keep_tmp = 1; break;
+        case 'c':
+            coordinator = optarg;
+            break;
+        case 'H':
+            home = optarg;
+            break;
+        case 'w':
+            workdir = optarg;
+            break;
+        case 'n':
+            name = optarg;
+            break;
+        case 'l':
+            level = optarg;
+            break;
+        case 'R':
+            runner = 1;
+            break;
+        case 'k':
+            keep_tmp = 1;
+            break;
         case 's': {
             char *end;
             cpu_slots = strtol(optarg, &end, 10);
             if (*end || cpu_slots < 1 || cpu_slots > 1024) {
-                fprintf(stderr, "kfleet-agent: --cpu-slots wants a number from 1 to 1024, got "
-                                "'%s'\n",
+                fprintf(stderr,
+                        "kfleet-agent: --cpu-slots wants a number from 1 to 1024, got "
+                        "'%s'\n",
                         optarg);
                 return 2;
             }
             break;
         }
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
     }
     if (optind < argc) {
@@ -124,8 +147,7 @@ int main(int argc, char **argv)
     }
     int lv = kf_log_parse_level(level);
     if (lv < 0) {
-        fprintf(stderr, "kfleet-agent: unknown --log-level '%s' (debug|info|warn|error)\n",
-                level);
+        fprintf(stderr, "kfleet-agent: unknown --log-level '%s' (debug|info|warn|error)\n", level);
         return 2;
     }
     kf_log_setup(runner ? "kfleet-runner" : "kfleet-agent", (kf_log_level)lv);

@@ -15,7 +15,10 @@ typedef struct kf_buf {
     size_t cap;
 } kf_buf;
 
-#define KF_BUF_INIT {kf_buf_empty, 0, 0}
+#define KF_BUF_INIT                                                                                \
+    {                                                                                              \
+        kf_buf_empty, 0, 0                                                                         \
+    }
 extern char kf_buf_empty[];
 
 void kf_buf_init(kf_buf *b);

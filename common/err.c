@@ -27,18 +27,31 @@ void kf_err_clear(kf_err *err)
 const char *kf_strerror(int code)
 {
     switch (code) {
-    case KF_OK: return "ok";
-    case KF_EINVAL: return "invalid input";
-    case KF_ENOMEM: return "out of memory";
-    case KF_EIO: return "i/o error";
-    case KF_ESTORE: return "store error";
-    case KF_ENOTFOUND: return "not found";
-    case KF_EPROTO: return "protocol error";
-    case KF_EBUSY: return "busy";
-    case KF_ETIMEOUT: return "timed out";
-    case KF_EUNAVAIL: return "unavailable";
-    case KF_EFULL: return "full";
-    case KF_EEXIST: return "exists";
-    default: return "unknown error";
+    case KF_OK:
+        return "ok";
+    case KF_EINVAL:
+        return "invalid input";
+    case KF_ENOMEM:
+        return "out of memory";
+    case KF_EIO:
+        return "i/o error";
+    case KF_ESTORE:
+        return "store error";
+    case KF_ENOTFOUND:
+        return "not found";
+    case KF_EPROTO:
+        return "protocol error";
+    case KF_EBUSY:
+        return "busy";
+    case KF_ETIMEOUT:
+        return "timed out";
+    case KF_EUNAVAIL:
+        return "unavailable";
+    case KF_EFULL:
+        return "full";
+    case KF_EEXIST:
+        return "exists";
+    default:
+        return "unknown error";
     }
 }

@@ -10,13 +10,13 @@
 
 enum {
     KF_OK = 0,
-    KF_EINVAL = -1,   /* bad input: a file, a flag, a message */
+    KF_EINVAL = -1, /* bad input: a file, a flag, a message */
     KF_ENOMEM = -2,
-    KF_EIO = -3,      /* an OS call failed */
-    KF_ESTORE = -4,   /* LMDB failed */
+    KF_EIO = -3,    /* an OS call failed */
+    KF_ESTORE = -4, /* LMDB failed */
     KF_ENOTFOUND = -5,
-    KF_EPROTO = -6,   /* a message that does not decode or has another version */
-    KF_EBUSY = -7,    /* locked by another process */
+    KF_EPROTO = -6, /* a message that does not decode or has another version */
+    KF_EBUSY = -7,  /* locked by another process */
     KF_ETIMEOUT = -8,
     KF_EUNAVAIL = -9, /* a peer is not there (coordinator not running) */
     KF_EFULL = -10,   /* disk or map full */
@@ -30,8 +30,7 @@ typedef struct kf_err {
 
 /* Fills err (when not NULL) and returns code, so callers can write
  * `return kf_err_set(err, KF_EINVAL, "...")`. */
-int kf_err_set(kf_err *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+int kf_err_set(kf_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Clears err to KF_OK and an empty message. */
 void kf_err_clear(kf_err *err);

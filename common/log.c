@@ -42,8 +42,8 @@ void kf_log(kf_log_level level, const char *event, const char *fmt, ...)
     gmtime_r(&ts.tv_sec, &tm);
     char line[2048];
     int n = snprintf(line, sizeof line, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s %s %s ",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, ts.tv_nsec / 1000000, g_log.program, names[level], event);
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     ts.tv_nsec / 1000000, g_log.program, names[level], event);
     if (n < 0 || (size_t)n >= sizeof line)
         n = 0;
     va_list ap;

@@ -7,7 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-__attribute__((format(printf, 4, 0))) static int fit(char *dst, size_t len, kf_err *err, const char *fmt, const char *a, const char *b)
+__attribute__((format(printf, 4, 0))) static int fit(char *dst, size_t len, kf_err *err,
+                                                     const char *fmt, const char *a, const char *b)
 {
     int n = snprintf(dst, len, fmt, a, b);
     if (n < 0 || (size_t)n >= len)
@@ -39,7 +40,8 @@ int kf_paths_resolve(kf_paths *p, const char *home, int create, kf_err *err)
     } else {
         const char *h = getenv("HOME");
         if (!h || !*h)
-            return kf_err_set(err, KF_EINVAL, "HOME is not set; pass --home DIR or set KFLEET_HOME");
+            return kf_err_set(err, KF_EINVAL,
+                              "HOME is not set; pass --home DIR or set KFLEET_HOME");
         const char *xc = getenv("XDG_CONFIG_HOME"), *xd = getenv("XDG_DATA_HOME");
         const char *xr = getenv("XDG_RUNTIME_DIR");
         if (xc && *xc)

@@ -15,11 +15,11 @@ typedef struct kf_paths {
     char config[PATH_MAX];
     char state[PATH_MAX];
     char run[PATH_MAX];
-    char store[PATH_MAX];            /* state/store: the coordinator's LMDB */
-    char lock[PATH_MAX];             /* state/coordinator.lock */
-    char control_endpoint[PATH_MAX]; /* ipc://run/control.sock */
+    char store[PATH_MAX];               /* state/store: the coordinator's LMDB */
+    char lock[PATH_MAX];                /* state/coordinator.lock */
+    char control_endpoint[PATH_MAX];    /* ipc://run/control.sock */
     char agent_endpoint_file[PATH_MAX]; /* run/agent-endpoint: where agents connect */
-    char agents_dir[PATH_MAX];       /* state/agents: local agents' work dirs */
+    char agents_dir[PATH_MAX];          /* state/agents: local agents' work dirs */
 } kf_paths;
 
 /* home: the --home flag or NULL (then KFLEET_HOME, then XDG). Creates the

@@ -12,10 +12,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { DB_META, DB_SWEEPS, DB_TASKS, DB_ATTEMPTS, DB_RESULTS, DB_LATE, DB_SAMPLES, DB_AGENTS,
-       DB_BUILDS, DB_COUNT };
-static const char *db_names[DB_COUNT] = {"meta",    "sweeps", "tasks",  "attempts", "results",
-                                         "late",    "samples", "agents", "builds"};
+enum {
+    DB_META,
+    DB_SWEEPS,
+    DB_TASKS,
+    DB_ATTEMPTS,
+    DB_RESULTS,
+    DB_LATE,
+    DB_SAMPLES,
+    DB_AGENTS,
+    DB_BUILDS,
+    DB_COUNT
+};
+static const char *db_names[DB_COUNT] = {"meta", "sweeps",  "tasks",  "attempts", "results",
+                                         "late", "samples", "agents", "builds"};
 
 #define KF_STORE_INITIAL_MAP (256ull << 20)
 
@@ -133,8 +143,8 @@ int kf_store_grow(kf_store *s, kf_err *err)
     size_t next = s->map_size * 2;
     int rc = mdb_env_set_mapsize(s->env, next);
     if (rc)
-        return kf_err_set(err, map_rc(rc), "cannot grow the store map to %zu MiB: %s",
-                          next >> 20, mdb_strerror(rc));
+        return kf_err_set(err, map_rc(rc), "cannot grow the store map to %zu MiB: %s", next >> 20,
+                          mdb_strerror(rc));
     s->map_size = next;
     return KF_OK;
 }
@@ -242,14 +252,14 @@ static int get_raw(kf_txn *t, int db, const void *key, size_t klen, MDB_val *v)
     return map_rc(mdb_get(t->txn, t->s->dbi[db], &k, v));
 }
 
-#define GET_MSG(t, db, key, klen, type, out)                                                    \
-    do {                                                                                       \
-        MDB_val v_;                                                                            \
-        int rc_ = get_raw(t, db, key, klen, &v_);                                              \
-        if (rc_)                                                                               \
-            return rc_;                                                                        \
-        *(out) = type##__unpack(NULL, v_.mv_size, v_.mv_data);                                 \
-        return *(out) ? KF_OK : KF_ESTORE;                                                     \
+#define GET_MSG(t, db, key, klen, type, out)                                                       \
+    do {                                                                                           \
+        MDB_val v_;                                                                                \
+        int rc_ = get_raw(t, db, key, klen, &v_);                                                  \
+        if (rc_)                                                                                   \
+            return rc_;                                                                            \
+        *(out) = type##__unpack(NULL, v_.mv_size, v_.mv_data);                                     \
+        return *(out) ? KF_OK : KF_ESTORE;                                                         \
     } while (0)
 
 /* ---- meta ---- */
@@ -431,21 +441,21 @@ static int walk(kf_txn *t, int db, const void *prefix, size_t plen, raw_cb cb, v
     return rc == MDB_NOTFOUND || rc == 0 ? KF_OK : map_rc(rc);
 }
 
-#define DECODE_CB(fname, type, ctype, cbtype)                                                   \
-    struct fname##_ctx {                                                                       \
-        cbtype cb;                                                                             \
-        void *ctx;                                                                             \
-    };                                                                                         \
-    static int fname(void *c, const MDB_val *k, const MDB_val *v)                              \
-    {                                                                                          \
-        (void)k;                                                                               \
-        struct fname##_ctx *x = c;                                                             \
-        ctype *m = type##__unpack(NULL, v->mv_size, v->mv_data);                               \
-        if (!m)                                                                                \
-            return KF_ESTORE;                                                                  \
-        int rc = x->cb(x->ctx, m);                                                             \
-        type##__free_unpacked(m, NULL);                                                        \
-        return rc;                                                                             \
+#define DECODE_CB(fname, type, ctype, cbtype)                                                      \
+    struct fname##_ctx {                                                                           \
+        cbtype cb;                                                                                 \
+        void *ctx;                                                                                 \
+    };                                                                                             \
+    static int fname(void *c, const MDB_val *k, const MDB_val *v)                                  \
+    {                                                                                              \
+        (void)k;                                                                                   \
+        struct fname##_ctx *x = c;                                                                 \
+        ctype *m = type##__unpack(NULL, v->mv_size, v->mv_data);                                   \
+        if (!m)                                                                                    \
+            return KF_ESTORE;                                                                      \
+        int rc = x->cb(x->ctx, m);                                                                 \
+        type##__free_unpacked(m, NULL);                                                            \
+        return rc;                                                                                 \
     }
 
 DECODE_CB(sweep_cb, kfleet__sweep, Kfleet__Sweep, kf_store_sweep_cb)

@@ -185,7 +185,7 @@ static int check_keys(ctx *c, const yaml_node_t *map, const char *where, const c
     size_t n = map_len(map);
     for (size_t i = 0; i < n; i++) {
         yaml_node_t *k = map_key(c, map, i);
-        const char *s;
+        const char *s = NULL;
         int rc = scalar(c, k, "a key", &s);
         if (rc)
             return rc;

@@ -38,8 +38,7 @@ int kf_mkdirs(const char *path, unsigned mode, kf_err *err)
             continue;
         *p = '\0';
         if (mkdir(tmp, (mode_t)mode) != 0 && errno != EEXIST)
-            return kf_err_set(err, KF_EIO, "cannot create directory %s: %s", tmp,
-                              strerror(errno));
+            return kf_err_set(err, KF_EIO, "cannot create directory %s: %s", tmp, strerror(errno));
         *p = '/';
     }
     if (mkdir(tmp, (mode_t)mode) != 0 && errno != EEXIST)
@@ -115,8 +114,8 @@ int kf_write_file(const char *path, const void *data, size_t len, unsigned mode,
             int e = errno;
             close(fd);
             unlink(tmp);
-            return kf_err_set(err, e == ENOSPC ? KF_EFULL : KF_EIO, "cannot write %s: %s",
-                              tmp, strerror(e));
+            return kf_err_set(err, e == ENOSPC ? KF_EFULL : KF_EIO, "cannot write %s: %s", tmp,
+                              strerror(e));
         }
         p += w;
         left -= (size_t)w;

@@ -42,8 +42,8 @@ void kf_wire_free(Kfleet__Envelope *env)
         kfleet__envelope__free_unpacked(env, NULL);
 }
 
-int kf_wire_dispatch(const kf_wire_handler table[KF_WIRE_BODY_MAX], void *ctx,
-                     const kf_peer *peer, const void *data, size_t len, kf_err *err)
+int kf_wire_dispatch(const kf_wire_handler table[KF_WIRE_BODY_MAX], void *ctx, const kf_peer *peer,
+                     const void *data, size_t len, kf_err *err)
 {
     Kfleet__Envelope *env = kf_wire_unpack(data, len, err);
     if (!env)
@@ -76,16 +76,26 @@ int kf_wire_send(void *sock, const kf_peer *peer, Kfleet__Envelope *env, int fla
 const char *kf_wire_body_name(int bc)
 {
     switch (bc) {
-    case KFLEET__ENVELOPE__BODY_REGISTER: return "register";
-    case KFLEET__ENVELOPE__BODY_WELCOME: return "welcome";
-    case KFLEET__ENVELOPE__BODY_HEARTBEAT: return "heartbeat";
-    case KFLEET__ENVELOPE__BODY_ASSIGN: return "assign";
-    case KFLEET__ENVELOPE__BODY_PROGRESS: return "progress";
-    case KFLEET__ENVELOPE__BODY_SAMPLES: return "samples";
-    case KFLEET__ENVELOPE__BODY_RESULT: return "result";
-    case KFLEET__ENVELOPE__BODY_ACK: return "ack";
-    case KFLEET__ENVELOPE__BODY_CANCEL: return "cancel";
-    default: return "unknown";
+    case KFLEET__ENVELOPE__BODY_REGISTER:
+        return "register";
+    case KFLEET__ENVELOPE__BODY_WELCOME:
+        return "welcome";
+    case KFLEET__ENVELOPE__BODY_HEARTBEAT:
+        return "heartbeat";
+    case KFLEET__ENVELOPE__BODY_ASSIGN:
+        return "assign";
+    case KFLEET__ENVELOPE__BODY_PROGRESS:
+        return "progress";
+    case KFLEET__ENVELOPE__BODY_SAMPLES:
+        return "samples";
+    case KFLEET__ENVELOPE__BODY_RESULT:
+        return "result";
+    case KFLEET__ENVELOPE__BODY_ACK:
+        return "ack";
+    case KFLEET__ENVELOPE__BODY_CANCEL:
+        return "cancel";
+    default:
+        return "unknown";
     }
 }
 
@@ -120,8 +130,8 @@ Kfleet__ControlRequest *kf_ctl_unpack_request(const void *data, size_t len, kf_e
     }
     if (r->version != KF_PROTOCOL_VERSION ||
         r->body_case == KFLEET__CONTROL_REQUEST__BODY__NOT_SET) {
-        kf_err_set(err, KF_EPROTO, "control request of version %u (want %u) or empty",
-                   r->version, KF_PROTOCOL_VERSION);
+        kf_err_set(err, KF_EPROTO, "control request of version %u (want %u) or empty", r->version,
+                   KF_PROTOCOL_VERSION);
         kfleet__control_request__free_unpacked(r, NULL);
         return NULL;
     }

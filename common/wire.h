@@ -38,8 +38,8 @@ void kf_wire_free(Kfleet__Envelope *env);
 
 /* Decodes and dispatches one frame through table[body case]. Returns the
  * handler's result, or KF_EPROTO (err filled) when the frame is refused. */
-int kf_wire_dispatch(const kf_wire_handler table[KF_WIRE_BODY_MAX], void *ctx,
-                     const kf_peer *peer, const void *data, size_t len, kf_err *err);
+int kf_wire_dispatch(const kf_wire_handler table[KF_WIRE_BODY_MAX], void *ctx, const kf_peer *peer,
+                     const void *data, size_t len, kf_err *err);
 
 /* Sends env on a ZeroMQ socket; with peer->id set, as [id][payload]
  * (ROUTER). flags are zmq_send flags (ZMQ_DONTWAIT). Returns 0 or KF_EIO. */

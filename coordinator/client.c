@@ -198,7 +198,7 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
         abort();
     size_t ntasks = 0;
     int kinds = spec->tasks & (KF_TASK_VALIDATE | KF_TASK_PROFILE);
-    size_t per_config = (size_t)!!(kinds & KF_TASK_VALIDATE) + !!(kinds & KF_TASK_PROFILE);
+    size_t per_config = (size_t) !!(kinds & KF_TASK_VALIDATE) + !!(kinds & KF_TASK_PROFILE);
     for (size_t i = 0; i < spec->nkernels; i++)
         ntasks += per_config ? kf_sweep_kernel_configs(&spec->kernels[i]) * per_config : 1;
     req->tasks = calloc(ntasks ? ntasks : 1, sizeof *req->tasks);
@@ -216,8 +216,8 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
         kr->cuda = k->cuda;
         kf_buf src = KF_BUF_INIT;
         if (kf_buf_read_file(&src, k->path) != KF_OK) {
-            rc = kf_err_set(err, KF_EIO, "%s:%d:%d: cannot read kernel source %s: %s",
-                            spec->file, k->line, k->col, k->path, strerror(errno));
+            rc = kf_err_set(err, KF_EIO, "%s:%d:%d: cannot read kernel source %s: %s", spec->file,
+                            k->line, k->col, k->path, strerror(errno));
             kf_buf_release(&src);
             break;
         }
@@ -353,14 +353,15 @@ int kf_client_follow(kf_client *c, uint32_t sweep_id, volatile int *interrupted,
                 bar[i] = i < fill ? '#' : '.';
             bar[width] = '\0';
             double eta = rate > 0 ? (p.total - done) / rate : 0;
-            fprintf(stderr, "\r\033[Ksweep %u [%s] %u/%u done, %u failed, %u running, %.1f/s, "
-                            "ETA %.0fs",
+            fprintf(stderr,
+                    "\r\033[Ksweep %u [%s] %u/%u done, %u failed, %u running, %.1f/s, "
+                    "ETA %.0fs",
                     sweep_id, bar, done, p.total, bad, p.running, rate, eta);
             if (finished)
                 fputc('\n', stderr);
-        } else if (finished || ((done != last_done || bad != last_failed ||
-                                 p.running != last_running) &&
-                                now - last_line >= 1000000000ull)) {
+        } else if (finished ||
+                   ((done != last_done || bad != last_failed || p.running != last_running) &&
+                    now - last_line >= 1000000000ull)) {
             fprintf(stderr, "sweep %u: %u/%u done, %u failed, %u running, %u pending (%.1fs)\n",
                     sweep_id, done, p.total, bad, p.running, p.pending, el);
             last_line = now;
@@ -372,8 +373,9 @@ int kf_client_follow(kf_client *c, uint32_t sweep_id, volatile int *interrupted,
         if (finished)
             break;
         if (interrupted && *interrupted) {
-            fprintf(stderr, "\ndetached: sweep %u goes on (`kfleet status`, `kfleet report %u`; "
-                            "`kfleet cancel %u` stops it)\n",
+            fprintf(stderr,
+                    "\ndetached: sweep %u goes on (`kfleet status`, `kfleet report %u`; "
+                    "`kfleet cancel %u` stops it)\n",
                     sweep_id, sweep_id, sweep_id);
             return KF_ETIMEOUT;
         }

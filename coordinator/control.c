@@ -174,8 +174,7 @@ static void handle_submit(kf_coord *c, const void *peer, size_t peer_len,
     free(targets);
     kf_store_put_sweep(txn, rec);
     kf_info("sweep.submit", "sweep=%u name=%s tasks=%u kernels=%zu nodes=%s", id,
-            rec->name ? rec->name : "", sw->ntasks, rec->n_kernels,
-            rec->nodes_all ? "all" : "any");
+            rec->name ? rec->name : "", sw->ntasks, rec->n_kernels, rec->nodes_all ? "all" : "any");
     Kfleet__ControlReply rep = KFLEET__CONTROL_REPLY__INIT;
     rep.sweep_id = id;
     reply(c, peer, peer_len, &rep);
@@ -227,7 +226,7 @@ static void handle_status(kf_coord *c, const void *peer, size_t peer_len)
         kf_store_foreach_sweep(txn, recent_cb, &rs);
     Kfleet__SweepProgress *progs = calloc(rs.n ? rs.n : 1, sizeof *progs);
     Kfleet__SweepProgress **pp = calloc(rs.n ? rs.n : 1, sizeof *pp);
-    char (*names)[128] = calloc(rs.n ? rs.n : 1, sizeof *names);
+    char(*names)[128] = calloc(rs.n ? rs.n : 1, sizeof *names);
     if (!progs || !pp || !names)
         abort();
     for (size_t i = 0; i < rs.n; i++) {

@@ -206,8 +206,8 @@ static void handle_agent_frame(kf_coord *c, zmq_msg_t *peer, zmq_msg_t *body)
     kf_peer p = {zmq_msg_data(peer), zmq_msg_size(peer)};
     kf_err err;
     kf_err_clear(&err);
-    int rc = kf_wire_dispatch(kf_sched_handlers, c, &p, zmq_msg_data(body), zmq_msg_size(body),
-                              &err);
+    int rc =
+        kf_wire_dispatch(kf_sched_handlers, c, &p, zmq_msg_data(body), zmq_msg_size(body), &err);
     if (rc == KF_EPROTO) {
         c->protocol_errors++;
         kf_warn("agent.bad_frame", "peer=%.*s bytes=%zu error=\"%s\" total=%llu",

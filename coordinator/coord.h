@@ -16,14 +16,14 @@
 typedef struct kf_coord kf_coord;
 
 typedef struct kf_coord_config {
-    const char *store_dir;         /* LMDB directory */
-    const char *agent_bind;        /* e.g. "tcp://127.0.0.1:*" or "ipc:///..." */
-    const char *control_endpoint;  /* "ipc://.../control.sock" */
-    const char *endpoint_file;     /* where the bound agent endpoint is written, or NULL */
-    double heartbeat_interval_s;   /* asked of agents; default 1 s */
-    double heartbeat_timeout_s;    /* silence after which an agent is lost; default 10 s */
-    double assign_grace_s;         /* an assignment an agent does not confirm in this
-                                    * time is requeued; default 5 s */
+    const char *store_dir;        /* LMDB directory */
+    const char *agent_bind;       /* e.g. "tcp://127.0.0.1:*" or "ipc:///..." */
+    const char *control_endpoint; /* "ipc://.../control.sock" */
+    const char *endpoint_file;    /* where the bound agent endpoint is written, or NULL */
+    double heartbeat_interval_s;  /* asked of agents; default 1 s */
+    double heartbeat_timeout_s;   /* silence after which an agent is lost; default 10 s */
+    double assign_grace_s;        /* an assignment an agent does not confirm in this
+                                   * time is requeued; default 5 s */
 } kf_coord_config;
 
 /* Opens the store, binds both sockets, and loads unfinished work. */

@@ -18,30 +18,30 @@
 #define KF_MAX_SLOTS 64
 
 typedef struct ktask {
-    Kfleet__Task *rec;       /* owned; the stored record */
-    int agent;               /* index into agents of the current attempt, -1 */
-    int pin;                 /* agent index the task must run on, -1 = any */
-    uint64_t assigned_mono;  /* when the current attempt was sent */
-    int confirmed;           /* the agent has reported the attempt active */
-    int slot_gpu;            /* which slot kind it holds: 1 gpu, 0 cpu, -1 none */
+    Kfleet__Task *rec;      /* owned; the stored record */
+    int agent;              /* index into agents of the current attempt, -1 */
+    int pin;                /* agent index the task must run on, -1 = any */
+    uint64_t assigned_mono; /* when the current attempt was sent */
+    int confirmed;          /* the agent has reported the attempt active */
+    int slot_gpu;           /* which slot kind it holds: 1 gpu, 0 cpu, -1 none */
     uint32_t gpu_index;
 } ktask;
 
 typedef struct ksweep {
-    Kfleet__Sweep *rec;      /* owned */
-    ktask *tasks;            /* indexed by task idx */
+    Kfleet__Sweep *rec; /* owned */
+    ktask *tasks;       /* indexed by task idx */
     uint32_t ntasks, cap;
-    uint32_t cursor;         /* no pending task below this idx */
-    uint32_t counts[16];     /* tasks by TaskState */
-    int dirty;               /* rec changed in this batch */
+    uint32_t cursor;     /* no pending task below this idx */
+    uint32_t counts[16]; /* tasks by TaskState */
+    int dirty;           /* rec changed in this batch */
 } ksweep;
 
 /* What the coordinator knows of one kernel's build on one agent. */
 typedef struct kbuild {
     char hash[65];
-    int state;               /* TaskState: ASSIGNED while building, else terminal */
+    int state; /* TaskState: ASSIGNED while building, else terminal */
     uint64_t task_id;
-    char *error;             /* first lines of a failed build */
+    char *error; /* first lines of a failed build */
 } kbuild;
 
 typedef struct kagent {
@@ -52,9 +52,9 @@ typedef struct kagent {
     uint64_t last_seen_mono;
     uint32_t gpu_slots, cpu_slots, cpu_used;
     uint8_t gpu_busy[KF_MAX_SLOTS];
-    uint64_t *acks;          /* outbox seqs handled in this batch, acked after commit */
+    uint64_t *acks; /* outbox seqs handled in this batch, acked after commit */
     size_t nacks, capacks;
-    uint64_t *running;       /* task ids of the attempts assigned to it */
+    uint64_t *running; /* task ids of the attempts assigned to it */
     size_t nrunning, caprunning;
     kbuild *builds;
     size_t nbuilds, capbuilds;
@@ -62,7 +62,7 @@ typedef struct kagent {
 
 /* A message to send once the batch is committed. */
 typedef struct koutmsg {
-    int to_control;          /* 1: control socket, 0: agent socket */
+    int to_control; /* 1: control socket, 0: agent socket */
     char *peer;
     size_t peer_len;
     kf_buf payload;
@@ -74,19 +74,19 @@ struct kf_coord {
     void *agents_sock;
     void *control_sock;
     kf_store *store;
-    kf_txn *txn;             /* the batch's write transaction, NULL between batches */
+    kf_txn *txn; /* the batch's write transaction, NULL between batches */
     char agent_endpoint[256];
 
-    ksweep **sweeps;         /* open sweeps, by submission order */
+    ksweep **sweeps; /* open sweeps, by submission order */
     size_t nsweeps, capsweeps;
     kagent **agents;
     size_t nagents, capagents;
 
-    koutmsg *out;            /* outgoing after commit */
+    koutmsg *out; /* outgoing after commit */
     size_t nout, capout;
     int shutdown;
     int dispatch_needed;
-    size_t rr;               /* round-robin start of the dispatcher */
+    size_t rr; /* round-robin start of the dispatcher */
     uint64_t started_ns;
     uint64_t protocol_errors;
     kf_buf scratch;
@@ -117,7 +117,6 @@ void sched_free_sweep(ksweep *sw);
 void sched_free_agent(kagent *a);
 
 /* control.c */
-void control_handle(kf_coord *c, const void *peer, size_t peer_len, const void *data,
-                    size_t len);
+void control_handle(kf_coord *c, const void *peer, size_t peer_len, const void *data, size_t len);
 
 #endif

@@ -70,15 +70,14 @@ static int usage_error(const char *cmdname, const char *fmt, const char *arg)
 
 /* getopt_long over a subcommand's argv; returns 2 on a bad flag (usage
  * printed), -1 when all flags are parsed. */
-static int next_opt(const char *cmdname, int argc, char **argv, const struct option *opts,
-                    int *ch)
+static int next_opt(const char *cmdname, int argc, char **argv, const struct option *opts, int *ch)
 {
     opterr = 0;
     *ch = getopt_long(argc, argv, "+ho:", opts, NULL);
     if (*ch == '?' || *ch == ':') {
         const char *bad = argv[optind - 1];
-        usage_error(cmdname, optopt ? "option '-%s' is unknown or lacks its value"
-                                    : "unknown option '%s'",
+        usage_error(cmdname,
+                    optopt ? "option '-%s' is unknown or lacks its value" : "unknown option '%s'",
                     optopt ? (char[]){(char)optopt, 0} : bad);
         return 2;
     }
@@ -113,28 +112,36 @@ static int cmd_serve(int argc, char **argv, const char *home)
         if (ch == -1)
             break;
         switch (ch) {
-        case 'b': bind = optarg; break;
+        case 'b':
+            bind = optarg;
+            break;
         case 't':
             if (kf_parse_duration(optarg, &hb_timeout) || hb_timeout <= 0)
-                return usage_error("serve", "--heartbeat-timeout wants a duration like 10s, got "
-                                            "'%s'",
+                return usage_error("serve",
+                                   "--heartbeat-timeout wants a duration like 10s, got "
+                                   "'%s'",
                                    optarg);
             break;
         case 'i':
             if (kf_parse_duration(optarg, &hb_interval) || hb_interval <= 0)
-                return usage_error("serve", "--heartbeat-interval wants a duration like 1s, "
-                                            "got '%s'",
+                return usage_error("serve",
+                                   "--heartbeat-interval wants a duration like 1s, "
+                                   "got '%s'",
                                    optarg);
             break;
-        case 'h': print_cmd_help(stdout, find_cmd("serve")); return 0;
-        default: return usage_error("serve", "unexpected option '%s'", argv[optind - 1]);
+        case 'h':
+            print_cmd_help(stdout, find_cmd("serve"));
+            return 0;
+        default:
+            return usage_error("serve", "unexpected option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc)
         return usage_error("serve", "unexpected argument '%s'", argv[optind]);
     if (hb_timeout < 2 * hb_interval)
-        return usage_error("serve", "--heartbeat-timeout must be at least twice the interval "
-                                    "(%s)",
+        return usage_error("serve",
+                           "--heartbeat-timeout must be at least twice the interval "
+                           "(%s)",
                            "agents would be declared lost between two heartbeats");
     kf_paths p;
     if (resolve(home, 1, &p))
@@ -177,8 +184,8 @@ static int cmd_serve(int argc, char **argv, const char *home)
 
 /* ---- submit ---- */
 
-static int parse_sweep(const char *cmdname, const char *file, kf_sweep_spec **spec,
-                       char *kdir, size_t kdir_len)
+static int parse_sweep(const char *cmdname, const char *file, kf_sweep_spec **spec, char *kdir,
+                       size_t kdir_len)
 {
     kf_err err;
     if (kf_client_kernels_dir(kdir, kdir_len, &err) != KF_OK) {
@@ -206,15 +213,20 @@ static int cmd_submit(int argc, char **argv, const char *home)
         if (ch == -1)
             break;
         switch (ch) {
-        case 'f': follow = 1; break;
+        case 'f':
+            follow = 1;
+            break;
         case 'F':
             if (strcmp(optarg, "json") == 0)
                 json = 1;
             else if (strcmp(optarg, "table") != 0)
                 return usage_error("submit", "--format wants table or json, got '%s'", optarg);
             break;
-        case 'h': print_cmd_help(stdout, find_cmd("submit")); return 0;
-        default: return usage_error("submit", "unexpected option '%s'", argv[optind - 1]);
+        case 'h':
+            print_cmd_help(stdout, find_cmd("submit"));
+            return 0;
+        default:
+            return usage_error("submit", "unexpected option '%s'", argv[optind - 1]);
         }
     }
     if (optind != argc - 1)
@@ -314,8 +326,11 @@ static int cmd_status(int argc, char **argv, const char *home)
             else if (strcmp(optarg, "table") != 0)
                 return usage_error("status", "--format wants table or json, got '%s'", optarg);
             break;
-        case 'h': print_cmd_help(stdout, find_cmd("status")); return 0;
-        default: return usage_error("status", "unexpected option '%s'", argv[optind - 1]);
+        case 'h':
+            print_cmd_help(stdout, find_cmd("status"));
+            return 0;
+        default:
+            return usage_error("status", "unexpected option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc)
@@ -394,10 +409,9 @@ static int cmd_status(int argc, char **argv, const char *home)
             json_object_set_new(js, "failed", json_integer(s->failed));
             json_object_set_new(js, "timed_out", json_integer(s->timed_out));
             json_object_set_new(js, "cancelled", json_integer(s->cancelled));
-            json_object_set_new(js, "finished",
-                                json_boolean(s->succeeded + s->failed + s->timed_out +
-                                                 s->cancelled ==
-                                             s->total));
+            json_object_set_new(
+                js, "finished",
+                json_boolean(s->succeeded + s->failed + s->timed_out + s->cancelled == s->total));
             json_array_append_new(sweeps, js);
         }
         json_object_set_new(root, "sweeps", sweeps);
@@ -472,20 +486,23 @@ static int cmd_report(int argc, char **argv, const char *home)
         switch (ch) {
         case 'F':
             if ((fmt = kf_report_parse_format(optarg)) < 0)
-                return usage_error("report", "--format wants table, md or json, got '%s'",
-                                   optarg);
+                return usage_error("report", "--format wants table, md or json, got '%s'", optarg);
             break;
-        case 'o': out = optarg; break;
-        case 'h': print_cmd_help(stdout, find_cmd("report")); return 0;
-        default: return usage_error("report", "unexpected option '%s'", argv[optind - 1]);
+        case 'o':
+            out = optarg;
+            break;
+        case 'h':
+            print_cmd_help(stdout, find_cmd("report"));
+            return 0;
+        default:
+            return usage_error("report", "unexpected option '%s'", argv[optind - 1]);
         }
     }
     uint32_t id = 0;
     int have_id = 0;
     if (optind < argc) {
         if (parse_sweep_id(argv[optind], &id))
-            return usage_error("report", "a sweep id is a positive number, got '%s'",
-                               argv[optind]);
+            return usage_error("report", "a sweep id is a positive number, got '%s'", argv[optind]);
         have_id = 1;
         if (optind + 1 < argc)
             return usage_error("report", "unexpected argument '%s'", argv[optind + 1]);
@@ -554,9 +571,9 @@ static int cmd_cancel(int argc, char **argv, const char *home)
     if ((rc = simple_call("cancel", home, &req, &rep)))
         return rc;
     printf("sweep %u cancelled: %u tasks had ended, the rest are cancelled\n", id,
-           rep->progress ? rep->progress->succeeded + rep->progress->failed +
-                               rep->progress->timed_out
-                         : 0);
+           rep->progress
+               ? rep->progress->succeeded + rep->progress->failed + rep->progress->timed_out
+               : 0);
     kfleet__control_reply__free_unpacked(rep, NULL);
     return 0;
 }
@@ -605,16 +622,18 @@ static int cmd_verify(int argc, char **argv, const char *home)
             else if (strcmp(optarg, "table") != 0)
                 return usage_error("verify", "--format wants table or json, got '%s'", optarg);
             break;
-        case 'h': print_cmd_help(stdout, find_cmd("verify")); return 0;
-        default: return usage_error("verify", "unexpected option '%s'", argv[optind - 1]);
+        case 'h':
+            print_cmd_help(stdout, find_cmd("verify"));
+            return 0;
+        default:
+            return usage_error("verify", "unexpected option '%s'", argv[optind - 1]);
         }
     }
     uint32_t id = 0;
     int have_id = 0;
     if (optind < argc) {
         if (parse_sweep_id(argv[optind], &id))
-            return usage_error("verify", "a sweep id is a positive number, got '%s'",
-                               argv[optind]);
+            return usage_error("verify", "a sweep id is a positive number, got '%s'", argv[optind]);
         have_id = 1;
     }
     kf_paths p;
@@ -646,18 +665,18 @@ static int cmd_verify(int argc, char **argv, const char *home)
                "\"terminal\": %u, \"terminal_records\": %u, \"succeeded\": %u, \"failed\": %u, "
                "\"timed_out\": %u, \"cancelled\": %u, \"profiles\": %u, \"samples\": %u, "
                "\"attempts\": %u, \"requeued\": %u, \"late_results\": %u, \"violations\": %u}\n",
-               id, sum.tasks, sum.terminal, sum.results, sum.succeeded, sum.failed,
-               sum.timed_out, sum.cancelled, sum.profiles, sum.samples, sum.attempts,
-               sum.requeued, sum.late, sum.violations);
+               id, sum.tasks, sum.terminal, sum.results, sum.succeeded, sum.failed, sum.timed_out,
+               sum.cancelled, sum.profiles, sum.samples, sum.attempts, sum.requeued, sum.late,
+               sum.violations);
     } else {
         printf("sweep %u: %u tasks, %u ended, %u terminal records (%u succeeded, %u failed, %u "
                "timed out, %u cancelled)\n"
                "  %u successful profiles with %u samples; %u attempts, %u requeued, %u late "
                "results kept\n"
                "  violations: %u\n",
-               id, sum.tasks, sum.terminal, sum.results, sum.succeeded, sum.failed,
-               sum.timed_out, sum.cancelled, sum.profiles, sum.samples, sum.attempts,
-               sum.requeued, sum.late, sum.violations);
+               id, sum.tasks, sum.terminal, sum.results, sum.succeeded, sum.failed, sum.timed_out,
+               sum.cancelled, sum.profiles, sum.samples, sum.attempts, sum.requeued, sum.late,
+               sum.violations);
     }
     if (problems.len)
         fputs(problems.data, stderr);
@@ -685,8 +704,7 @@ static int cmd_run(int argc, char **argv, const char *home)
             char *end;
             long n = strtol(optarg, &end, 10);
             if (*end || n < 1 || n > 64)
-                return usage_error("run", "--agents wants a number from 1 to 64, got '%s'",
-                                   optarg);
+                return usage_error("run", "--agents wants a number from 1 to 64, got '%s'", optarg);
             o.agents = (int)n;
             break;
         }
@@ -694,9 +712,14 @@ static int cmd_run(int argc, char **argv, const char *home)
             if ((fmt = kf_report_parse_format(optarg)) < 0)
                 return usage_error("run", "--format wants table, md or json, got '%s'", optarg);
             break;
-        case 'o': o.output = optarg; break;
-        case 'h': print_cmd_help(stdout, find_cmd("run")); return 0;
-        default: return usage_error("run", "unexpected option '%s'", argv[optind - 1]);
+        case 'o':
+            o.output = optarg;
+            break;
+        case 'h':
+            print_cmd_help(stdout, find_cmd("run"));
+            return 0;
+        default:
+            return usage_error("run", "unexpected option '%s'", argv[optind - 1]);
         }
     }
     if (optind != argc - 1)
@@ -754,7 +777,8 @@ static const cmd cmds[] = {
      "  --format FMT       table, md or json (schema in docs/report-json.md)\n"
      "  -o, --output FILE  write to FILE instead of stdout",
      "report [SWEEP_ID] [--format table|md|json] [-o FILE]"},
-    {"cancel", cmd_cancel, "Cancels a running sweep: pending tasks end as cancelled, running ones are stopped.",
+    {"cancel", cmd_cancel,
+     "Cancels a running sweep: pending tasks end as cancelled, running ones are stopped.",
      "cancel SWEEP_ID"},
     {"stop", cmd_stop, "Stops the running coordinator (its agents keep their outboxes).", "stop"},
     {"verify", cmd_verify,
@@ -791,7 +815,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    const char *home = NULL, *level = "info";
+    const char *home = NULL, *level = NULL;
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--home") == 0 && i + 1 < argc) {
@@ -812,7 +836,10 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    int lv = kf_log_parse_level(level);
+    /* `kfleet run` prints progress and a report: the embedded coordinator's
+     * routine events would drown them, so it logs warnings only unless asked. */
+    int quiet = i < argc && strcmp(argv[i], "run") == 0;
+    int lv = kf_log_parse_level(level ? level : quiet ? "warn" : "info");
     if (lv < 0) {
         fprintf(stderr, "kfleet: unknown --log-level '%s' (debug|info|warn|error)\n", level);
         return 2;

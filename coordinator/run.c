@@ -167,8 +167,9 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
         cuda |= spec->kernels[i].cuda;
     int gpus = local_gpus(p);
     if (cuda && gpus == 0) {
-        fprintf(stderr, "kfleet run: %s names CUDA kernels but this machine has no GPU that "
-                        "libcuda can see; run it on a GPU node or launch agents there\n",
+        fprintf(stderr,
+                "kfleet run: %s names CUDA kernels but this machine has no GPU that "
+                "libcuda can see; run it on a GPU node or launch agents there\n",
                 spec->file);
         close(lock);
         return 1;
@@ -227,8 +228,9 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
     Kfleet__SweepProgress fin = KFLEET__SWEEP_PROGRESS__INIT;
     int rc = kf_client_follow(cl, sweep_id, (volatile int *)stop, &fin, &err);
     if (rc == KF_ETIMEOUT && stop && *stop) {
-        fprintf(stderr, "kfleet run: interrupted; what finished is in the store (kfleet report "
-                        "%u)\n",
+        fprintf(stderr,
+                "kfleet run: interrupted; what finished is in the store (kfleet report "
+                "%u)\n",
                 sweep_id);
     } else if (rc) {
         fprintf(stderr, "kfleet run: %s\n", err.msg);
@@ -260,8 +262,7 @@ out:
         if (rrc && exit_code == 0)
             exit_code = rrc;
         if (o->output)
-            fprintf(stderr, "kfleet run: report of sweep %u written to %s\n", sweep_id,
-                    o->output);
+            fprintf(stderr, "kfleet run: report of sweep %u written to %s\n", sweep_id, o->output);
     }
     return exit_code;
 }

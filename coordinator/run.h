@@ -14,9 +14,9 @@
 #include <signal.h>
 
 typedef struct kf_run_options {
-    int agents;              /* 0: one per GPU, else 2 CPU agents */
-    int format;              /* kf_report_format */
-    const char *output;      /* report file, NULL: stdout */
+    int agents;         /* 0: one per GPU, else 2 CPU agents */
+    int format;         /* kf_report_format */
+    const char *output; /* report file, NULL: stdout */
     const char *kernels_dir;
 } kf_run_options;
 

@@ -42,18 +42,18 @@ static char *xstrdup(const char *s)
 }
 
 /* Deep copies a message by packing and unpacking it. */
-#define COPY_MSG(type, m)                                                                      \
-    ({                                                                                         \
-        size_t n_ = type##__get_packed_size(m);                                                \
-        uint8_t *b_ = malloc(n_ ? n_ : 1);                                                     \
-        if (!b_)                                                                               \
-            abort();                                                                           \
-        type##__pack(m, b_);                                                                   \
-        void *r_ = type##__unpack(NULL, n_, b_);                                               \
-        free(b_);                                                                              \
-        if (!r_)                                                                               \
-            abort();                                                                           \
-        r_;                                                                                    \
+#define COPY_MSG(type, m)                                                                          \
+    ({                                                                                             \
+        size_t n_ = type##__get_packed_size(m);                                                    \
+        uint8_t *b_ = malloc(n_ ? n_ : 1);                                                         \
+        if (!b_)                                                                                   \
+            abort();                                                                               \
+        type##__pack(m, b_);                                                                       \
+        void *r_ = type##__unpack(NULL, n_, b_);                                                   \
+        free(b_);                                                                                  \
+        if (!r_)                                                                                   \
+            abort();                                                                               \
+        r_;                                                                                        \
     })
 
 kagent *sched_agent(kf_coord *c, const char *id, int create)
@@ -212,7 +212,8 @@ static int needs_gpu(const ksweep *sw, const ktask *t)
 {
     if (t->rec->kind == KFLEET__TASK_KIND__BUILD)
         return 0;
-    return t->rec->kernel_index < sw->rec->n_kernels && sw->rec->kernels[t->rec->kernel_index]->cuda;
+    return t->rec->kernel_index < sw->rec->n_kernels &&
+           sw->rec->kernels[t->rec->kernel_index]->cuda;
 }
 
 static int free_gpu(const kagent *a)
@@ -404,8 +405,7 @@ static void requeue(kf_coord *c, ksweep *sw, ktask *t, const char *why)
     }
     uint32_t max = sw->rec->max_attempts ? sw->rec->max_attempts : 3;
     if (t->rec->attempts >= max) {
-        snprintf(msg, sizeof msg, "gave up after %u attempts; the last: %s", t->rec->attempts,
-                 why);
+        snprintf(msg, sizeof msg, "gave up after %u attempts; the last: %s", t->rec->attempts, why);
         sched_finish(c, sw, t, KFLEET__TASK_STATE__FAILED, msg);
         maybe_finish_sweep(c, sw);
         return;
@@ -415,8 +415,8 @@ static void requeue(kf_coord *c, ksweep *sw, ktask *t, const char *why)
     uint32_t idx = (uint32_t)t->rec->task_id;
     if (idx < sw->cursor)
         sw->cursor = idx;
-    kf_warn("task.requeue", "task=%llx attempt=%u why=\"%s\"",
-            (unsigned long long)t->rec->task_id, t->rec->attempts, why);
+    kf_warn("task.requeue", "task=%llx attempt=%u why=\"%s\"", (unsigned long long)t->rec->task_id,
+            t->rec->attempts, why);
     c->dispatch_needed = 1;
 }
 
@@ -478,9 +478,8 @@ static int on_register(void *ctx, const kf_peer *peer, const Kfleet__Envelope *e
     kf_txn *txn;
     if (coord_txn(c, &txn) == KF_OK)
         kf_store_put_agent(txn, a->info);
-    kf_info("agent.register", "agent=%s host=%s gpus=%zu cpu_slots=%u gpu_slots=%u",
-            a->id, info->hostname ? info->hostname : "", info->n_gpus, a->cpu_slots,
-            a->gpu_slots);
+    kf_info("agent.register", "agent=%s host=%s gpus=%zu cpu_slots=%u gpu_slots=%u", a->id,
+            info->hostname ? info->hostname : "", info->n_gpus, a->cpu_slots, a->gpu_slots);
     Kfleet__Envelope out = KFLEET__ENVELOPE__INIT;
     Kfleet__Welcome w = KFLEET__WELCOME__INIT;
     w.heartbeat_interval_ms = (uint32_t)(c->cfg.heartbeat_interval_s * 1000);
@@ -530,8 +529,7 @@ static int on_progress(void *ctx, const kf_peer *peer, const Kfleet__Envelope *e
     ksweep *sw;
     ktask *t = sched_task(c, p->task_id, &sw);
     if (t && t->agent == agent_index(c, a) && t->rec->attempts == p->attempt &&
-        p->state == KFLEET__TASK_STATE__RUNNING &&
-        t->rec->state == KFLEET__TASK_STATE__ASSIGNED) {
+        p->state == KFLEET__TASK_STATE__RUNNING && t->rec->state == KFLEET__TASK_STATE__ASSIGNED) {
         t->confirmed = 1;
         sched_set_state(sw, t, KFLEET__TASK_STATE__RUNNING);
         put_task(c, t);
@@ -670,8 +668,7 @@ void sched_check_agents(kf_coord *c)
     uint64_t grace = (uint64_t)(c->cfg.assign_grace_s * 1e9);
     for (size_t i = 0; i < c->nagents; i++) {
         kagent *a = c->agents[i];
-        if (!a->lost && now - a->last_seen_mono > timeout &&
-            (a->registered || a->nrunning > 0)) {
+        if (!a->lost && now - a->last_seen_mono > timeout && (a->registered || a->nrunning > 0)) {
             a->lost = 1;
             char why[256];
             snprintf(why, sizeof why, "agent %s lost: no heartbeat for %.1f s", a->id,
@@ -803,8 +800,7 @@ static ktask *new_build(kf_coord *c, ksweep *sw, uint32_t ki, kagent *a)
         kf_store_put_task(txn, rec);
         kf_store_put_sweep(txn, sw->rec);
     }
-    set_build(c, a, sw->rec->kernels[ki]->hash, KFLEET__TASK_STATE__ASSIGNED, rec->task_id,
-              NULL);
+    set_build(c, a, sw->rec->kernels[ki]->hash, KFLEET__TASK_STATE__ASSIGNED, rec->task_id, NULL);
     return t;
 }
 
@@ -943,8 +939,7 @@ int sched_load(kf_coord *c, kf_err *err)
         return kf_err_set(err, rc, "cannot read the store");
     rc = kf_store_foreach_sweep(txn, load_sweep, c);
     if (rc)
-        return kf_err_set(err, rc, "cannot load open sweeps from the store: %s",
-                          kf_strerror(rc));
+        return kf_err_set(err, rc, "cannot load open sweeps from the store: %s", kf_strerror(rc));
     size_t open = 0;
     for (size_t i = 0; i < c->nsweeps; i++)
         open += c->sweeps[i]->ntasks - terminal_count(c->sweeps[i]);

@@ -52,13 +52,12 @@ static int task_cb(void *ctx, const Kfleet__Task *task)
     unsigned long long id = (unsigned long long)task->task_id;
     s->tasks++;
     if (!kf_state_terminal(task->state))
-        problem(v, "task %llx has not ended (%s)", id,
-                protobuf_c_enum_descriptor_get_value(&kfleet__task_state__descriptor,
-                                                     task->state)
-                    ? protobuf_c_enum_descriptor_get_value(&kfleet__task_state__descriptor,
-                                                           task->state)
-                          ->name
-                    : "?");
+        problem(
+            v, "task %llx has not ended (%s)", id,
+            protobuf_c_enum_descriptor_get_value(&kfleet__task_state__descriptor, task->state)
+                ? protobuf_c_enum_descriptor_get_value(&kfleet__task_state__descriptor, task->state)
+                      ->name
+                : "?");
     else
         s->terminal++;
     uint32_t before = s->attempts;
@@ -78,11 +77,21 @@ static int task_cb(void *ctx, const Kfleet__Task *task)
     if (r->state != task->state)
         problem(v, "task %llx: terminal record and task disagree on the state%s", id, "");
     switch (r->state) {
-    case KFLEET__TASK_STATE__SUCCEEDED: s->succeeded++; break;
-    case KFLEET__TASK_STATE__FAILED: s->failed++; break;
-    case KFLEET__TASK_STATE__TIMED_OUT: s->timed_out++; break;
-    case KFLEET__TASK_STATE__CANCELLED: s->cancelled++; break;
-    default: problem(v, "task %llx: terminal record with a non-terminal state%s", id, ""); break;
+    case KFLEET__TASK_STATE__SUCCEEDED:
+        s->succeeded++;
+        break;
+    case KFLEET__TASK_STATE__FAILED:
+        s->failed++;
+        break;
+    case KFLEET__TASK_STATE__TIMED_OUT:
+        s->timed_out++;
+        break;
+    case KFLEET__TASK_STATE__CANCELLED:
+        s->cancelled++;
+        break;
+    default:
+        problem(v, "task %llx: terminal record with a non-terminal state%s", id, "");
+        break;
     }
     if (task->kind == KFLEET__TASK_KIND__PROFILE && r->state == KFLEET__TASK_STATE__SUCCEEDED) {
         s->profiles++;
@@ -97,8 +106,7 @@ static int task_cb(void *ctx, const Kfleet__Task *task)
             problem(v, "task %llx: a successful profile without samples%s", id, "");
         else if (stored != r->sample_count) {
             char what[96];
-            snprintf(what, sizeof what, " (%u stored, the agent sent %u)", stored,
-                     r->sample_count);
+            snprintf(what, sizeof what, " (%u stored, the agent sent %u)", stored, r->sample_count);
             problem(v, "task %llx: samples missing or extra%s", id, what);
         }
     }

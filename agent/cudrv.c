@@ -1,0 +1,267 @@
+/* cudrv — dlopen'd CUDA driver calls for the runner; see cudrv.h. */
+#include "cudrv.h"
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef void *CUcontext;
+typedef void *CUevent;
+typedef void *CUstream;
+typedef unsigned long long CUdeviceptr;
+
+#define CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE 38
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_STREAM_LEGACY ((CUstream)0x1)
+
+struct kf_cudrv {
+    void *lib;
+    CUdevice dev;
+    CUcontext ctx;
+    CUevent start, stop;
+    CUdeviceptr flush;
+    size_t flush_bytes;
+    unsigned flush_value;
+    CUresult (*cuInit)(unsigned);
+    CUresult (*cuDeviceGet)(CUdevice *, int);
+    CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
+    CUresult (*cuCtxSetCurrent)(CUcontext);
+    CUresult (*cuCtxSynchronize)(void);
+    CUresult (*cuEventCreate)(CUevent *, unsigned);
+    CUresult (*cuEventDestroy)(CUevent);
+    CUresult (*cuEventRecord)(CUevent, CUstream);
+    CUresult (*cuEventSynchronize)(CUevent);
+    CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*cuMemFree)(CUdeviceptr);
+    CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*cuGetErrorName)(CUresult, const char **);
+    CUresult (*cuGetErrorString)(CUresult, const char **);
+};
+
+static int cu_fail(kf_cudrv *cu, CUresult r, const char *what, kf_err *err)
+{
+    const char *name = "?", *desc = "";
+    if (cu && cu->cuGetErrorName)
+        cu->cuGetErrorName(r, &name);
+    if (cu && cu->cuGetErrorString)
+        cu->cuGetErrorString(r, &desc);
+    return kf_err_set(err, KF_EIO, "%s failed: %s (%d): %s", what, name ? name : "?", r,
+                      desc ? desc : "");
+}
+
+#define SYM(cu, name, ver)                                                                     \
+    do {                                                                                       \
+        *(void **)&(cu)->name = dlsym((cu)->lib, ver);                                         \
+        if (!(cu)->name) {                                                                     \
+            missing = ver;                                                                     \
+            goto fail;                                                                         \
+        }                                                                                      \
+    } while (0)
+
+static int load(kf_cudrv *cu, kf_err *err)
+{
+    const char *missing = NULL;
+    cu->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!cu->lib)
+        return kf_err_set(err, KF_EUNAVAIL,
+                          "no CUDA driver on this node (libcuda.so.1: %s); CUDA kernels need a "
+                          "GPU node",
+                          dlerror());
+    SYM(cu, cuInit, "cuInit");
+    SYM(cu, cuDeviceGet, "cuDeviceGet");
+    SYM(cu, cuDeviceGetAttribute, "cuDeviceGetAttribute");
+    SYM(cu, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    SYM(cu, cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+    SYM(cu, cuCtxSetCurrent, "cuCtxSetCurrent");
+    SYM(cu, cuCtxSynchronize, "cuCtxSynchronize");
+    SYM(cu, cuEventCreate, "cuEventCreate");
+    SYM(cu, cuEventDestroy, "cuEventDestroy_v2");
+    SYM(cu, cuEventRecord, "cuEventRecord");
+    SYM(cu, cuEventSynchronize, "cuEventSynchronize");
+    SYM(cu, cuEventElapsedTime, "cuEventElapsedTime");
+    SYM(cu, cuMemAlloc, "cuMemAlloc_v2");
+    SYM(cu, cuMemFree, "cuMemFree_v2");
+    SYM(cu, cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+    SYM(cu, cuMemsetD8, "cuMemsetD8_v2");
+    SYM(cu, cuMemsetD8Async, "cuMemsetD8Async");
+    SYM(cu, cuGetErrorName, "cuGetErrorName");
+    SYM(cu, cuGetErrorString, "cuGetErrorString");
+    return KF_OK;
+fail:
+    return kf_err_set(err, KF_EUNAVAIL, "the CUDA driver lacks %s; update the driver", missing);
+}
+
+int kf_cudrv_open(kf_cudrv **out, kf_err *err)
+{
+    kf_cudrv *cu = calloc(1, sizeof *cu);
+    if (!cu)
+        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    int rc = load(cu, err);
+    CUresult r = 0;
+    if (rc)
+        goto out;
+    if ((r = cu->cuInit(0)))
+        rc = cu_fail(cu, r, "cuInit", err);
+    else if ((r = cu->cuDeviceGet(&cu->dev, 0)))
+        rc = cu_fail(cu, r, "cuDeviceGet(0)", err);
+    else if ((r = cu->cuDevicePrimaryCtxRetain(&cu->ctx, cu->dev)))
+        rc = cu_fail(cu, r, "cuDevicePrimaryCtxRetain", err);
+    else if ((r = cu->cuCtxSetCurrent(cu->ctx)))
+        rc = cu_fail(cu, r, "cuCtxSetCurrent", err);
+    else if ((r = cu->cuEventCreate(&cu->start, 0)) || (r = cu->cuEventCreate(&cu->stop, 0)))
+        rc = cu_fail(cu, r, "cuEventCreate", err);
+    if (rc == KF_OK) {
+        int l2 = 0;
+        cu->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, cu->dev);
+        cu->flush_bytes = 2 * (size_t)(l2 > 0 ? l2 : 64 << 20);
+        if ((r = cu->cuMemAlloc(&cu->flush, cu->flush_bytes)))
+            rc = cu_fail(cu, r, "cuMemAlloc (L2 flush buffer)", err);
+    }
+out:
+    if (rc) {
+        kf_cudrv_close(&cu);
+        return rc;
+    }
+    *out = cu;
+    return KF_OK;
+}
+
+void kf_cudrv_close(kf_cudrv **self)
+{
+    kf_cudrv *cu = self ? *self : NULL;
+    if (!cu)
+        return;
+    if (cu->flush)
+        cu->cuMemFree(cu->flush);
+    if (cu->start)
+        cu->cuEventDestroy(cu->start);
+    if (cu->stop)
+        cu->cuEventDestroy(cu->stop);
+    /* The primary context stays retained: the kernel's runtime still uses it
+     * until the runner exits. */
+    free(cu);
+    *self = NULL;
+}
+
+int kf_cudrv_copy_to_host(kf_cudrv *cu, void *dst, const void *dev_src, size_t n, kf_err *err)
+{
+    CUresult r = cu->cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)dev_src, n);
+    return r ? cu_fail(cu, r, "copying the output to the host", err) : KF_OK;
+}
+
+int kf_cudrv_memset(kf_cudrv *cu, void *dev_dst, unsigned char value, size_t n, kf_err *err)
+{
+    CUresult r = cu->cuMemsetD8((CUdeviceptr)(uintptr_t)dev_dst, value, n);
+    return r ? cu_fail(cu, r, "poisoning the output", err) : KF_OK;
+}
+
+int kf_cudrv_sync(kf_cudrv *cu, kf_err *err)
+{
+    CUresult r = cu->cuCtxSynchronize();
+    return r ? cu_fail(cu, r, "the kernel (cuCtxSynchronize)", err) : KF_OK;
+}
+
+int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, void *state,
+                  kf_cudrv_timing *out, kf_err *err)
+{
+    CUresult r;
+    if (!hot) {
+        /* A different byte each time, so the write is never elided. */
+        cu->flush_value = (cu->flush_value + 1) & 0xFF;
+        if ((r = cu->cuMemsetD8Async(cu->flush, (unsigned char)cu->flush_value, cu->flush_bytes,
+                                     CU_STREAM_LEGACY)))
+            return cu_fail(cu, r, "flushing L2", err);
+    }
+    if ((r = cu->cuEventRecord(cu->start, CU_STREAM_LEGACY)))
+        return cu_fail(cu, r, "cuEventRecord", err);
+    char kerr[512] = "";
+    for (unsigned i = 0; i < (batch ? batch : 1); i++)
+        if (run(state, kerr, sizeof kerr) != 0)
+            return kf_err_set(err, KF_EIO, "launch failed: %s", kerr);
+    if ((r = cu->cuEventRecord(cu->stop, CU_STREAM_LEGACY)))
+        return cu_fail(cu, r, "cuEventRecord", err);
+    if ((r = cu->cuEventSynchronize(cu->stop)))
+        return cu_fail(cu, r, "the kernel", err);
+    float ms = 0;
+    if ((r = cu->cuEventElapsedTime(&ms, cu->start, cu->stop)))
+        return cu_fail(cu, r, "cuEventElapsedTime", err);
+    out->seconds = (double)ms / 1e3 / (batch ? batch : 1);
+    out->throttled = 0;
+    return KF_OK;
+}
+
+int kf_cudrv_compute_capability(int dev, int *major, int *minor)
+{
+    kf_cudrv cu = {0};
+    kf_err err;
+    if (load(&cu, &err) != KF_OK) {
+        if (cu.lib)
+            dlclose(cu.lib);
+        return KF_EUNAVAIL;
+    }
+    CUdevice d;
+    int rc = KF_EUNAVAIL;
+    if (cu.cuInit(0) == 0 && cu.cuDeviceGet(&d, dev) == 0 &&
+        cu.cuDeviceGetAttribute(major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) == 0 &&
+        cu.cuDeviceGetAttribute(minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d) == 0)
+        rc = KF_OK;
+    return rc;
+}
+
+int kf_cudrv_driver_version(int *version)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        return KF_EUNAVAIL;
+    CUresult (*get)(int *) = (CUresult(*)(int *))dlsym(lib, "cuDriverGetVersion");
+    int rc = get && get(version) == 0 ? KF_OK : KF_EUNAVAIL;
+    return rc;
+}
+
+static int after(const char *line, const char *pat)
+{
+    const char *p = strstr(line, pat);
+    if (!p)
+        return -1;
+    /* The number stands just before the pattern: "... 40 bytes stack frame". */
+    while (p > line && p[-1] == ' ')
+        p--;
+    while (p > line && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    return atoi(p);
+}
+
+void kf_cudrv_parse_ptxas(const char *log, int *regs, int *smem, int *stack, int *spill)
+{
+    *regs = *smem = *stack = *spill = 0;
+    const char *line = log;
+    while (line && *line) {
+        const char *nl = strchr(line, '\n');
+        char buf[512];
+        size_t n = nl ? (size_t)(nl - line) : strlen(line);
+        if (n >= sizeof buf)
+            n = sizeof buf - 1;
+        memcpy(buf, line, n);
+        buf[n] = '\0';
+        int v;
+        if ((v = after(buf, " registers")) > *regs)
+            *regs = v;
+        if ((v = after(buf, " bytes smem")) > *smem)
+            *smem = v;
+        if ((v = after(buf, " bytes stack frame")) > *stack)
+            *stack = v;
+        if ((v = after(buf, " bytes spill stores")) > *spill)
+            *spill = v;
+        line = nl ? nl + 1 : NULL;
+    }
+}

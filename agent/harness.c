@@ -1,0 +1,885 @@
+/* harness — build, validate and profile one task inside a runner process;
+ * see harness.h for the frame stream and the cache layout.
+ *
+ * Build: the sources are written to a scratch dir and compiled by the node's
+ * compiler (cc for .c, nvcc for .cu) into a shared object, cached under a
+ * key that covers the sources, flags, compiler version and arch — so a
+ * second sweep recompiles nothing and a changed header recompiles.
+ * Validate: fresh inputs per seed, output poisoned before each run, every
+ * element checked finite, max-abs and relative-L2 error against the
+ * kernel's own reference, and bitwise determinism across two runs.
+ * Profile: warm-up, then timed samples (caches flushed between cold
+ * samples) until min samples + min time + noise, or the timeout. Every
+ * sample is streamed. Device kernels are timed by the CUDA driver through
+ * cudrv (dlopen'd), host kernels by CLOCK_MONOTONIC. */
+#include "harness.h"
+#include "buf.h"
+#include "cudrv.h"
+#include "kf_kernel.h"
+#include "log.h"
+#include "util.h"
+#include "wire.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MIN_BUILD_FREE (256ull << 20)
+#define SAMPLE_BATCH 64
+
+typedef struct hctx {
+    const Kfleet__TaskAssign *ta;
+    const Kfleet__TaskSpec *spec;
+    const char *workdir;
+    int out_fd;
+    Kfleet__Result *res;
+    Kfleet__Sample *pending;     /* samples not yet flushed */
+    size_t npending;
+    uint32_t seq;
+    uint64_t last_flush;
+    char err[4096];
+    kf_cudrv *cu;                /* NULL for host kernels */
+} hctx;
+
+/* ---- frames ---- */
+
+static int write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return KF_EIO;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return KF_OK;
+}
+
+int kf_harness_write_frame(int fd, Kfleet__Envelope *env)
+{
+    kf_buf b = KF_BUF_INIT;
+    kf_wire_pack(env, &b);
+    uint8_t len[4] = {(uint8_t)b.len, (uint8_t)(b.len >> 8), (uint8_t)(b.len >> 16),
+                      (uint8_t)(b.len >> 24)};
+    int rc = write_all(fd, len, 4);
+    if (rc == KF_OK)
+        rc = write_all(fd, b.data, b.len);
+    kf_buf_release(&b);
+    return rc;
+}
+
+static int flush_samples(hctx *h)
+{
+    if (h->npending == 0)
+        return KF_OK;
+    Kfleet__Sample *ptrs[SAMPLE_BATCH];
+    for (size_t i = 0; i < h->npending; i++)
+        ptrs[i] = &h->pending[i];
+    Kfleet__SampleBatch sb = KFLEET__SAMPLE_BATCH__INIT;
+    sb.task_id = h->ta->task_id;
+    sb.attempt = h->ta->attempt;
+    sb.n_samples = h->npending;
+    sb.samples = ptrs;
+    Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
+    env.body_case = KFLEET__ENVELOPE__BODY_SAMPLES;
+    env.samples = &sb;
+    h->npending = 0;
+    h->last_flush = kf_mono_ns();
+    return kf_harness_write_frame(h->out_fd, &env);
+}
+
+static int add_sample(hctx *h, double seconds, int throttled)
+{
+    Kfleet__Sample *s = &h->pending[h->npending++];
+    kfleet__sample__init(s);
+    s->seq = h->seq++;
+    s->seconds = seconds;
+    s->t_ns = kf_now_ns();
+    s->throttled = throttled;
+    if (h->npending == SAMPLE_BATCH || kf_mono_ns() - h->last_flush > 100000000ull)
+        return flush_samples(h);
+    return KF_OK;
+}
+
+static int fail(hctx *h, int state, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(hctx *h, int state, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(h->err, sizeof h->err, fmt, ap);
+    va_end(ap);
+    h->res->state = (Kfleet__TaskState)state;
+    h->res->error = h->err;
+    return -1;
+}
+
+/* ---- compiler and cache ---- */
+
+/* Runs argv with stdout+stderr into log_path; returns the wait status or -1. */
+static int run_cmd(char *const argv[], const char *log_path, const char *cwd)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0)
+            dup2(devnull, 0);
+        if (cwd && chdir(cwd) != 0)
+            _exit(126);
+        execvp(argv[0], argv);
+        dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return st;
+}
+
+static const char *compiler(int cuda)
+{
+    const char *env = getenv(cuda ? "KF_NVCC" : "KF_CC");
+    if (env && *env)
+        return env;
+    if (cuda && access("/usr/local/cuda/bin/nvcc", X_OK) == 0) {
+        const char *path = getenv("PATH");
+        /* Prefer PATH's nvcc; fall back to the toolkit's usual place. */
+        if (!path || !strstr(path, "cuda"))
+            return "/usr/local/cuda/bin/nvcc";
+    }
+    return cuda ? "nvcc" : "cc";
+}
+
+/* The compiler's identity line: the last line of nvcc --version (its build),
+ * the first line of cc --version. */
+static void compiler_version(int cuda, char *out, size_t len)
+{
+    out[0] = '\0';
+    char cmd[PATH_MAX];
+    snprintf(cmd, sizeof cmd, "%s --version 2>/dev/null", compiler(cuda));
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (!cuda && out[0])
+            continue;
+        if (!cuda || !out[0])
+            snprintf(out, len, "%s", line);
+        if (cuda && strstr(line, "release"))
+            snprintf(out, len, "%s", line);
+    }
+    pclose(p);
+}
+
+/* The CUDA arch to build for: KF_CUDA_ARCH (e.g. "90a"), else the GPU's
+ * compute capability as libcuda reports it ("90a" on Hopper, where wgmma
+ * needs the arch-specific target), else "native". */
+static void cuda_arch(char *out, size_t len)
+{
+    const char *env = getenv("KF_CUDA_ARCH");
+    if (env && *env) {
+        snprintf(out, len, "%s", env);
+        return;
+    }
+    int major = 0, minor = 0;
+    if (kf_cudrv_compute_capability(0, &major, &minor) == KF_OK && major > 0)
+        snprintf(out, len, "%d%d%s", major, minor, major == 9 ? "a" : "");
+    else
+        snprintf(out, len, "native");
+}
+
+int kf_harness_cache_key(const char *kernel_hash, int cuda, char out[65])
+{
+    char ver[512], arch[32] = "";
+    compiler_version(cuda, ver, sizeof ver);
+    struct utsname u;
+    uname(&u);
+    if (cuda)
+        cuda_arch(arch, sizeof arch);
+    kf_hash_part parts[] = {{kernel_hash, strlen(kernel_hash)},
+                            {ver, strlen(ver)},
+                            {u.machine, strlen(u.machine)},
+                            {arch, strlen(arch)}};
+    kf_hash_hex(parts, 4, out);
+    return KF_OK;
+}
+
+static int file_hash(const char *path, char out[65])
+{
+    kf_buf b = KF_BUF_INIT;
+    int rc = kf_buf_read_file(&b, path);
+    if (rc == KF_OK) {
+        kf_hash_part part = {b.data, b.len};
+        kf_hash_hex(&part, 1, out);
+    }
+    kf_buf_release(&b);
+    return rc;
+}
+
+static void first_lines(const char *text, int lines, char *out, size_t len)
+{
+    size_t i = 0;
+    int n = 0;
+    while (text[i] && n < lines) {
+        if (text[i] == '\n')
+            n++;
+        i++;
+    }
+    if (i >= len)
+        i = len - 1;
+    memcpy(out, text, i);
+    out[i] = '\0';
+}
+
+/* The cache dir and the artifact path of this kernel on this node. */
+static void artifact_path(hctx *h, char *key, char *path, size_t len)
+{
+    kf_harness_cache_key(h->spec->kernel_hash, h->spec->device_cuda, key);
+    snprintf(path, len, "%s/cache/%s.so", h->workdir, key);
+}
+
+static int do_build(hctx *h, Kfleet__BuildInfo *bi)
+{
+    const Kfleet__TaskSpec *sp = h->spec;
+    uint64_t free_b = 0;
+    if (kf_free_bytes(h->workdir, &free_b) == KF_OK && free_b < MIN_BUILD_FREE)
+        return fail(h, KFLEET__TASK_STATE__FAILED,
+                    "work dir %s has %llu MiB free, builds need %llu MiB; free space on the "
+                    "node and retry",
+                    h->workdir, (unsigned long long)(free_b >> 20),
+                    (unsigned long long)(MIN_BUILD_FREE >> 20));
+    if (sp->n_sources == 0 || !sp->kernel_hash || strlen(sp->kernel_hash) != 64)
+        return fail(h, KFLEET__TASK_STATE__FAILED, "build task without sources or kernel hash");
+    char key[65], so[PATH_MAX];
+    artifact_path(h, key, so, sizeof so);
+    static char compiler_line[512];
+    compiler_version(sp->device_cuda, compiler_line, sizeof compiler_line);
+    bi->compiler = compiler_line;
+    struct stat st;
+    static char ahash[65];
+    if (stat(so, &st) == 0 && file_hash(so, ahash) == KF_OK) {
+        bi->cached = 1;
+        bi->artifact_hash = ahash;
+        return 0;
+    }
+    char dir[PATH_MAX], path[PATH_MAX + 300], logp[PATH_MAX + 32], out_so[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s/tmp/build-%llx-%u", h->workdir,
+             (unsigned long long)h->ta->task_id, h->ta->attempt);
+    kf_err err;
+    if (kf_mkdirs(dir, 0700, &err) != KF_OK)
+        return fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
+    for (size_t i = 0; i < sp->n_sources; i++) {
+        const char *name = sp->sources[i]->name;
+        if (!name || !*name || strchr(name, '/') || name[0] == '.')
+            return fail(h, KFLEET__TASK_STATE__FAILED, "source file name '%s' refused",
+                        name ? name : "");
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        if (kf_write_file(path, sp->sources[i]->content.data, sp->sources[i]->content.len, 0600,
+                          &err) != KF_OK)
+            return fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
+    }
+    snprintf(path, sizeof path, "%s/%s", dir, sp->sources[0]->name);
+    snprintf(out_so, sizeof out_so, "%s/kernel.so", dir);
+    snprintf(logp, sizeof logp, "%s/compile.log", dir);
+    char *argv[64 + 80];
+    int n = 0;
+    char gencode_sm[96], gencode_ptx[96], arch[32];
+    argv[n++] = (char *)compiler(sp->device_cuda);
+    if (sp->device_cuda) {
+        cuda_arch(arch, sizeof arch);
+        argv[n++] = "-O3";
+        argv[n++] = "-std=c++17";
+        argv[n++] = "-shared";
+        argv[n++] = "-Xcompiler";
+        argv[n++] = "-fPIC";
+        argv[n++] = "-Xptxas";
+        argv[n++] = "-v";
+        if (strcmp(arch, "native") == 0) {
+            argv[n++] = "-arch=native";
+        } else {
+            /* Machine code for this GPU, plus PTX so a newer GPU can JIT it. */
+            char num[16];
+            snprintf(num, sizeof num, "%s", arch);
+            snprintf(gencode_sm, sizeof gencode_sm, "-gencode=arch=compute_%s,code=sm_%s", num,
+                     num);
+            snprintf(gencode_ptx, sizeof gencode_ptx, "-gencode=arch=compute_%s,code=compute_%s",
+                     num, num);
+            argv[n++] = gencode_sm;
+            argv[n++] = gencode_ptx;
+        }
+    } else {
+        argv[n++] = "-std=gnu11";
+        argv[n++] = "-O2";
+        argv[n++] = "-march=native";
+        argv[n++] = "-fPIC";
+        argv[n++] = "-shared";
+    }
+    argv[n++] = "-I";
+    argv[n++] = dir;
+    argv[n++] = "-o";
+    argv[n++] = out_so;
+    argv[n++] = path;
+    for (size_t i = 0; i < sp->n_flags && n < 64 + 76; i++)
+        argv[n++] = sp->flags[i];
+    if (!sp->device_cuda)
+        argv[n++] = "-lm";
+    argv[n] = NULL;
+    uint64_t t0 = kf_mono_ns();
+    int wst = run_cmd(argv, logp, dir);
+    bi->compile_s = (double)(kf_mono_ns() - t0) / 1e9;
+    kf_buf log = KF_BUF_INIT;
+    kf_buf_read_file(&log, logp);
+    if (wst < 0 || !WIFEXITED(wst) || WEXITSTATUS(wst) != 0) {
+        char lines[3000];
+        first_lines(log.data, 20, lines, sizeof lines);
+        kf_buf_release(&log);
+        if (wst >= 0 && WIFEXITED(wst) && WEXITSTATUS(wst) == 127)
+            return fail(h, KFLEET__TASK_STATE__FAILED,
+                        "compile failed: compiler %s not found on this node\n%s", argv[0], lines);
+        return fail(h, KFLEET__TASK_STATE__FAILED, "compile failed:\n%s", lines);
+    }
+    static char warnings[4096];
+    snprintf(warnings, sizeof warnings, "%s", log.data);
+    bi->warnings = warnings;
+    if (sp->device_cuda)
+        kf_cudrv_parse_ptxas(log.data, &bi->registers, &bi->shared_bytes, &bi->stack_bytes,
+                             &bi->spill_bytes);
+    kf_buf_release(&log);
+    if (rename(out_so, so) != 0)
+        return fail(h, KFLEET__TASK_STATE__FAILED, "cannot move the artifact into %s: %s", so,
+                    strerror(errno));
+    if (file_hash(so, ahash) != KF_OK)
+        return fail(h, KFLEET__TASK_STATE__FAILED, "cannot read back %s", so);
+    bi->artifact_hash = ahash;
+    char side[PATH_MAX + 16];
+    snprintf(side, sizeof side, "%s/cache/%s.json", h->workdir, key);
+    kf_buf j = KF_BUF_INIT;
+    kf_buf_addf(&j, "{\"kernel\": \"%s\", \"kernel_hash\": \"%s\", \"artifact_hash\": \"%s\", "
+                    "\"compiler\": \"%s\", \"compile_s\": %.3f}\n",
+                sp->kernel, sp->kernel_hash, ahash, compiler_line, bi->compile_s);
+    kf_write_file(side, j.data, j.len, 0600, &err);
+    kf_buf_release(&j);
+    return 0;
+}
+
+/* ---- loading and driving a kernel ---- */
+
+typedef struct loaded {
+    void *dl;
+    const kf_kernel *k;
+    kf_params params;
+} loaded;
+
+static int load_kernel(hctx *h, loaded *L)
+{
+    char key[65], so[PATH_MAX];
+    artifact_path(h, key, so, sizeof so);
+    if (access(so, R_OK) != 0)
+        return fail(h, KFLEET__TASK_STATE__FAILED,
+                    "artifact %s of kernel %s not in cache; the build must run first", key,
+                    h->spec->kernel);
+    L->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    if (!L->dl)
+        return fail(h, KFLEET__TASK_STATE__FAILED, "cannot load %s: %s", so, dlerror());
+    kf_kernel_get_fn get = (kf_kernel_get_fn)dlsym(L->dl, KF_KERNEL_SYMBOL);
+    if (!get)
+        return fail(h, KFLEET__TASK_STATE__FAILED, "%s does not define %s()", so,
+                    KF_KERNEL_SYMBOL);
+    L->k = get();
+    if (!L->k || L->k->abi_version != KF_KERNEL_ABI_VERSION)
+        return fail(h, KFLEET__TASK_STATE__FAILED, "kernel ABI version %u, this agent speaks %d",
+                    L->k ? L->k->abi_version : 0, KF_KERNEL_ABI_VERSION);
+    if (!L->k->setup || !L->k->run || !L->k->output || !L->k->reference || !L->k->teardown)
+        return fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s lacks a required callback",
+                    h->spec->kernel);
+    L->params.count = 0;
+    for (size_t i = 0; i < h->spec->n_params && i < KF_KERNEL_MAX_PARAMS; i++) {
+        L->params.names[L->params.count] = h->spec->params[i]->name;
+        L->params.values[L->params.count++] = h->spec->params[i]->value;
+    }
+    if (h->spec->device_cuda) {
+        kf_err err;
+        if (kf_cudrv_open(&h->cu, &err) != KF_OK)
+            return fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
+    }
+    return 0;
+}
+
+static size_t dtype_size(kf_dtype t)
+{
+    switch (t) {
+    case KF_DTYPE_F64: return 8;
+    case KF_DTYPE_F16:
+    case KF_DTYPE_BF16: return 2;
+    default: return 4;
+    }
+}
+
+static double half_to_double(uint16_t h)
+{
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+static double elem(const void *data, kf_dtype t, size_t i)
+{
+    switch (t) {
+    case KF_DTYPE_F64: return ((const double *)data)[i];
+    case KF_DTYPE_I32: return ((const int32_t *)data)[i];
+    case KF_DTYPE_F16: return half_to_double(((const uint16_t *)data)[i]);
+    case KF_DTYPE_BF16: {
+        uint32_t u = (uint32_t)((const uint16_t *)data)[i] << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    default: return ((const float *)data)[i];
+    }
+}
+
+/* Copies the kernel's output to host memory (a device view is fetched
+ * through the driver). The caller frees *host when *owned. */
+static int fetch_output(hctx *h, const kf_view *v, void **host, int *owned)
+{
+    if (v->location == KF_LOC_HOST) {
+        *host = v->data;
+        *owned = 0;
+        return 0;
+    }
+    if (!h->cu)
+        return fail(h, KFLEET__TASK_STATE__FAILED, "a device output from a host kernel");
+    size_t n = v->count * dtype_size(v->dtype);
+    *host = malloc(n ? n : 1);
+    if (!*host)
+        return fail(h, KFLEET__TASK_STATE__FAILED, "out of memory for %zu output bytes", n);
+    *owned = 1;
+    kf_err err;
+    if (kf_cudrv_copy_to_host(h->cu, *host, v->data, n, &err) != KF_OK) {
+        free(*host);
+        *host = NULL;
+        return fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
+    }
+    return 0;
+}
+
+static int poison(hctx *h, const kf_view *v)
+{
+    size_t n = v->count * dtype_size(v->dtype);
+    if (v->location == KF_LOC_HOST) {
+        memset(v->data, 0xFF, n);
+        return 0;
+    }
+    kf_err err;
+    if (kf_cudrv_memset(h->cu, v->data, 0xFF, n, &err) != KF_OK)
+        return fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
+    return 0;
+}
+
+/* Runs the kernel once and waits for it; device errors (an illegal address,
+ * a trap) surface here with the driver's name for them. */
+static int run_once(hctx *h, const loaded *L, void *state)
+{
+    char kerr[512] = "";
+    if (L->k->run(state, kerr, sizeof kerr) != 0)
+        return fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s failed: %s", h->spec->kernel,
+                    kerr);
+    if (h->cu) {
+        kf_err err;
+        if (kf_cudrv_sync(h->cu, &err) != KF_OK)
+            return fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel,
+                        err.msg);
+    }
+    return 0;
+}
+
+static int do_setup(hctx *h, const loaded *L, uint64_t seed, void **state)
+{
+    char kerr[512] = "";
+    *state = NULL;
+    if (L->k->setup(state, &L->params, seed, kerr, sizeof kerr) != 0)
+        return fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s setup (seed %llu) failed: %s",
+                    h->spec->kernel, (unsigned long long)seed, kerr);
+    if (h->cu) {
+        kf_err err;
+        if (kf_cudrv_sync(h->cu, &err) != KF_OK)
+            return fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s setup: %s", h->spec->kernel,
+                        err.msg);
+    }
+    return 0;
+}
+
+/* ---- validate ---- */
+
+static int do_validate(hctx *h, const loaded *L)
+{
+    const Kfleet__MeasureSettings *m = h->spec->measure;
+    uint32_t seeds = m && m->validate_seeds ? m->validate_seeds : KF_DEFAULT_SEEDS;
+    Kfleet__ValidateTrial **trials = calloc(seeds, sizeof *trials);
+    if (!trials)
+        return fail(h, KFLEET__TASK_STATE__FAILED, "out of memory");
+    h->res->trials = trials;
+    int all_pass = 1;
+    char first_bad[1024] = "";
+    void *first_out = NULL;
+    size_t first_bytes = 0;
+    for (uint32_t s = 0; s < seeds; s++) {
+        /* Seeds differ per trial and per task, so no two validations share inputs. */
+        uint64_t seed = (h->ta->task_id * 0x9E3779B97F4A7C15ull) ^ (0xA5A5ull + s * 7919ull);
+        void *state = NULL;
+        if (do_setup(h, L, seed, &state) != 0) {
+            L->k->teardown(state);
+            return -1;
+        }
+        kf_view v = {0};
+        if (L->k->output(state, &v) != 0 || !v.data || v.count == 0) {
+            L->k->teardown(state);
+            return fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s has no output view",
+                        h->spec->kernel);
+        }
+        double *ref = malloc(v.count * sizeof *ref);
+        void *out = NULL;
+        int owned = 0;
+        char kerr[512] = "";
+        int rc = ref ? poison(h, &v) : fail(h, KFLEET__TASK_STATE__FAILED, "out of memory");
+        if (rc == 0)
+            rc = run_once(h, L, state);
+        if (rc == 0)
+            rc = fetch_output(h, &v, &out, &owned);
+        if (rc == 0 && L->k->reference(state, ref, kerr, sizeof kerr) != 0)
+            rc = fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s reference failed: %s",
+                      h->spec->kernel, kerr);
+        if (rc != 0) {
+            free(ref);
+            if (owned)
+                free(out);
+            L->k->teardown(state);
+            return -1;
+        }
+        uint64_t nonfinite = 0;
+        double max_abs = 0, diff2 = 0, ref2 = 0;
+        for (size_t i = 0; i < v.count; i++) {
+            double o = elem(out, v.dtype, i);
+            if (!isfinite(o)) {
+                nonfinite++;
+                continue;
+            }
+            double d = fabs(o - ref[i]);
+            if (d > max_abs)
+                max_abs = d;
+            diff2 += d * d;
+            ref2 += ref[i] * ref[i];
+        }
+        double rel = ref2 > 0 ? sqrt(diff2 / ref2) : sqrt(diff2);
+        Kfleet__ValidateTrial *t = malloc(sizeof *t);
+        kfleet__validate_trial__init(t);
+        t->seed = seed;
+        t->max_abs_err = max_abs;
+        t->rel_err = rel;
+        t->nonfinite = nonfinite;
+        t->passed = nonfinite == 0 && max_abs <= L->k->tol_abs && rel <= L->k->tol_rel;
+        trials[h->res->n_trials++] = t;
+        if (!t->passed && all_pass) {
+            all_pass = 0;
+            snprintf(first_bad, sizeof first_bad,
+                     "validation failed (seed %llu): %llu non-finite or unwritten elements of "
+                     "%zu, max abs error %.3g (tolerance %.3g), relative error %.3g (tolerance "
+                     "%.3g)",
+                     (unsigned long long)seed, (unsigned long long)nonfinite, v.count, max_abs,
+                     L->k->tol_abs, rel, L->k->tol_rel);
+        }
+        /* Determinism: the first seed runs a second time on the same inputs. */
+        if (s == 0) {
+            first_bytes = v.count * dtype_size(v.dtype);
+            first_out = malloc(first_bytes ? first_bytes : 1);
+            if (first_out)
+                memcpy(first_out, out, first_bytes);
+            void *out2 = NULL;
+            int owned2 = 0;
+            if (first_out && poison(h, &v) == 0 && run_once(h, L, state) == 0 &&
+                fetch_output(h, &v, &out2, &owned2) == 0) {
+                h->res->deterministic = memcmp(first_out, out2, first_bytes) == 0;
+                if (owned2)
+                    free(out2);
+            } else {
+                free(ref);
+                free(first_out);
+                if (owned)
+                    free(out);
+                L->k->teardown(state);
+                return -1;
+            }
+        }
+        free(ref);
+        if (owned)
+            free(out);
+        L->k->teardown(state);
+    }
+    free(first_out);
+    if (!all_pass)
+        return fail(h, KFLEET__TASK_STATE__FAILED, "%s", first_bad);
+    if (L->k->deterministic && !h->res->deterministic)
+        return fail(h, KFLEET__TASK_STATE__FAILED,
+                    "kernel %s says it is deterministic but two runs on the same inputs "
+                    "differ bitwise",
+                    h->spec->kernel);
+    return 0;
+}
+
+/* ---- profile ---- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The robust relative spread, 1.4826 * MAD / median, in percent: for
+ * normally distributed samples it equals the relative standard deviation
+ * (nvbench's noise), but a few preemption outliers on a shared CPU do not
+ * inflate it. The stop criterion uses it; the report shows both. */
+static double noise_of(const double *v, size_t n)
+{
+    if (n < 2)
+        return INFINITY;
+    double *s = malloc(n * sizeof *s);
+    if (!s)
+        return INFINITY;
+    memcpy(s, v, n * sizeof *s);
+    qsort(s, n, sizeof *s, cmp_double);
+    double med = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+    for (size_t i = 0; i < n; i++)
+        s[i] = fabs(s[i] - med);
+    qsort(s, n, sizeof *s, cmp_double);
+    double mad = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+    free(s);
+    return med > 0 ? 1.4826 * mad / med * 100.0 : INFINITY;
+}
+
+static void stats(const double *v, size_t n, Kfleet__ProfileStats *ps)
+{
+    double *s = malloc(n * sizeof *s);
+    if (!s)
+        return;
+    memcpy(s, v, n * sizeof *s);
+    qsort(s, n, sizeof *s, cmp_double);
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += s[i];
+    double mean = sum / (double)n, var = 0;
+    for (size_t i = 0; i < n; i++)
+        var += (s[i] - mean) * (s[i] - mean);
+    ps->samples = (uint32_t)n;
+    ps->median_s = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+    ps->mean_s = mean;
+    ps->min_s = s[0];
+    ps->max_s = s[n - 1];
+    ps->stddev_s = n > 1 ? sqrt(var / (double)(n - 1)) : 0;
+    free(s);
+    ps->noise_pct = noise_of(v, n);
+}
+
+static int do_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
+{
+    const Kfleet__MeasureSettings *m = h->spec->measure;
+    uint32_t min_samples = m && m->min_samples ? m->min_samples : KF_DEFAULT_MIN_SAMPLES;
+    double min_time = m && m->min_time_s > 0 ? m->min_time_s : KF_DEFAULT_MIN_TIME_S;
+    double max_noise = m && m->max_noise_pct > 0 ? m->max_noise_pct : KF_DEFAULT_MAX_NOISE_PCT;
+    double timeout = m && m->timeout_s > 0 ? m->timeout_s : KF_DEFAULT_TIMEOUT_S;
+    uint32_t warmup = m && m->warmup ? m->warmup : 1;
+    uint32_t batch = m && m->batch > 1 ? m->batch : 1;
+    int hot = m && m->hot;
+    void *state = NULL;
+    if (do_setup(h, L, 1, &state) != 0) {
+        L->k->teardown(state);
+        return -1;
+    }
+    for (uint32_t i = 0; i < warmup; i++) {
+        if (run_once(h, L, state) != 0) {
+            L->k->teardown(state);
+            return -1;
+        }
+    }
+    /* Cold samples: write a buffer of twice the private cache between runs
+     * (L2 on the device; per-core L2 on the host — a VM's shared LLC of
+     * hundreds of MB would make per-sample flushing dominate the run). */
+    size_t flush_n = 0;
+    char *flush = NULL;
+    if (!hot && !h->cu) {
+        long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+        flush_n = 2 * (size_t)(l2 > 0 ? l2 : 4 << 20);
+        flush = malloc(flush_n);
+    }
+    size_t cap = 1024, n = 0;
+    double *times = malloc(cap * sizeof *times);
+    uint64_t start = kf_mono_ns();
+    double elapsed = 0, total_timed = 0;
+    int converged = 0, rc = 0;
+    while (times) {
+        if (flush) {
+            memset(flush, (int)(n & 0xFF), flush_n);
+            __asm__ volatile("" : : "r"(flush) : "memory");
+        }
+        double secs = 0;
+        int throttled = 0;
+        if (h->cu) {
+            kf_err err;
+            kf_cudrv_timing tm;
+            if (kf_cudrv_time(h->cu, hot, batch, L->k->run, state, &tm, &err) != KF_OK) {
+                rc = fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel,
+                          err.msg);
+                break;
+            }
+            secs = tm.seconds;
+            throttled = tm.throttled;
+        } else {
+            uint64_t t0 = kf_mono_ns();
+            char kerr[512] = "";
+            for (uint32_t b = 0; b < batch; b++) {
+                if (L->k->run(state, kerr, sizeof kerr) != 0) {
+                    rc = fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s failed: %s",
+                              h->spec->kernel, kerr);
+                    break;
+                }
+            }
+            if (rc)
+                break;
+            secs = (double)(kf_mono_ns() - t0) / 1e9 / batch;
+        }
+        if (n == cap) {
+            cap *= 2;
+            double *nt = realloc(times, cap * sizeof *times);
+            if (!nt)
+                break;
+            times = nt;
+        }
+        times[n++] = secs;
+        total_timed += secs * batch;
+        if (add_sample(h, secs, throttled) != KF_OK) {
+            rc = fail(h, KFLEET__TASK_STATE__FAILED, "cannot stream samples to the agent");
+            break;
+        }
+        elapsed = (double)(kf_mono_ns() - start) / 1e9;
+        /* The noise check sorts: do it at most ~every 1% of the samples. */
+        if (n >= min_samples && total_timed >= min_time && n % (1 + n / 100) == 0 &&
+            noise_of(times, n) <= max_noise) {
+            converged = 1;
+            break;
+        }
+        if (elapsed >= timeout)
+            break;
+    }
+    free(flush);
+    if (rc == 0 && flush_samples(h) != KF_OK)
+        rc = fail(h, KFLEET__TASK_STATE__FAILED, "cannot stream samples to the agent");
+    if (rc == 0 && n > 0) {
+        stats(times, n, ps);
+        ps->converged = converged;
+        ps->bytes = L->k->bytes ? L->k->bytes(&L->params) : 0;
+        ps->flops = L->k->flops ? L->k->flops(&L->params) : 0;
+        ps->hot = hot;
+        ps->batch = batch;
+    }
+    free(times);
+    L->k->teardown(state);
+    return rc;
+}
+
+/* ---- entry points ---- */
+
+int kf_harness_run(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd)
+{
+    Kfleet__Result res = KFLEET__RESULT__INIT;
+    Kfleet__BuildInfo bi = KFLEET__BUILD_INFO__INIT;
+    Kfleet__ProfileStats ps = KFLEET__PROFILE_STATS__INIT;
+    Kfleet__Sample pending[SAMPLE_BATCH];
+    hctx h = {0};
+    h.ta = ta;
+    h.spec = ta->spec;
+    h.workdir = workdir;
+    h.out_fd = out_fd;
+    h.res = &res;
+    h.pending = pending;
+    h.last_flush = kf_mono_ns();
+    res.task_id = ta->task_id;
+    res.attempt = ta->attempt;
+    res.state = KFLEET__TASK_STATE__SUCCEEDED;
+    uint64_t t0 = kf_mono_ns();
+    loaded L = {0};
+    if (!h.spec) {
+        fail(&h, KFLEET__TASK_STATE__FAILED, "task without a spec");
+    } else if (h.spec->kind == KFLEET__TASK_KIND__BUILD) {
+        res.build = &bi;
+        do_build(&h, &bi);
+    } else if (h.spec->kind == KFLEET__TASK_KIND__VALIDATE ||
+               h.spec->kind == KFLEET__TASK_KIND__PROFILE) {
+        if (load_kernel(&h, &L) == 0) {
+            if (h.spec->kind == KFLEET__TASK_KIND__VALIDATE) {
+                do_validate(&h, &L);
+            } else {
+                res.profile = &ps;
+                do_profile(&h, &L, &ps);
+            }
+        }
+    } else {
+        fail(&h, KFLEET__TASK_STATE__FAILED, "unsupported task kind %d", h.spec->kind);
+    }
+    res.elapsed_s = (double)(kf_mono_ns() - t0) / 1e9;
+    res.sample_count = h.seq;
+    res.finished_ns = kf_now_ns();
+    Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
+    env.body_case = KFLEET__ENVELOPE__BODY_RESULT;
+    env.result = &res;
+    int rc = kf_harness_write_frame(out_fd, &env);
+    for (size_t i = 0; i < res.n_trials; i++)
+        free(res.trials[i]);
+    free(res.trials);
+    kf_cudrv_close(&h.cu);
+    /* The kernel's library stays loaded: the runner exits right after, and
+     * unloading a CUDA library with live runtime state can crash at exit. */
+    return rc;
+}
+
+int kf_runner_main(const char *workdir)
+{
+    struct rlimit nocore = {0, 0};
+    setrlimit(RLIMIT_CORE, &nocore);
+    kf_buf in = KF_BUF_INIT;
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(0, buf, sizeof buf)) > 0)
+        kf_buf_add(&in, buf, (size_t)n);
+    Kfleet__TaskAssign *ta = kfleet__task_assign__unpack(NULL, in.len, (const uint8_t *)in.data);
+    kf_buf_release(&in);
+    if (!ta) {
+        fprintf(stderr, "runner: the task on stdin does not decode\n");
+        return 1;
+    }
+    int rc = kf_harness_run(ta, workdir, 1);
+    kfleet__task_assign__free_unpacked(ta, NULL);
+    return rc == KF_OK ? 0 : 1;
+}
