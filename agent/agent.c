@@ -316,6 +316,15 @@ static int start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
         dup2(in_fd, 0);
         dup2(pfd[1], 1);
         dup2(log_fd, 2);
+        /* In a sanitizer build, let a kernel's fault kill the runner by its
+         * signal (what the task reports) instead of ASan's own exit. */
+        const char *asan = getenv("ASAN_OPTIONS");
+        if (asan) {
+            char opts[1024];
+            snprintf(opts, sizeof opts, "%s:handle_segv=0:handle_sigbus=0:handle_sigfpe=0",
+                     asan);
+            setenv("ASAN_OPTIONS", opts, 1);
+        }
         if (r->gpu) {
             char dev[16];
             snprintf(dev, sizeof dev, "%u", r->gpu_index);
@@ -341,8 +350,10 @@ static int start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
     else
         a->cpu_used++;
     a->runners[a->nrunners++] = r;
-    kf_debug("runner.start", "task=%llx attempt=%u pid=%d limit_s=%.0f",
-             (unsigned long long)r->task_id, r->attempt, (int)pid, r->limit_s);
+    static const char *kinds[] = {"?", "build", "validate", "profile", "doctor"};
+    kf_debug("runner.start", "task=%llx attempt=%u kind=%s pid=%d limit_s=%.0f",
+             (unsigned long long)r->task_id, r->attempt, kinds[r->kind <= 4 ? r->kind : 0],
+             (int)pid, r->limit_s);
     return KF_OK;
 fail:
     kf_buf_release(&r->in);

@@ -73,7 +73,7 @@ static int usage_error(const char *cmdname, const char *fmt, const char *arg)
 static int next_opt(const char *cmdname, int argc, char **argv, const struct option *opts, int *ch)
 {
     opterr = 0;
-    *ch = getopt_long(argc, argv, "+ho:", opts, NULL);
+    *ch = getopt_long(argc, argv, "ho:", opts, NULL);
     if (*ch == '?' || *ch == ':') {
         const char *bad = argv[optind - 1];
         usage_error(cmdname,

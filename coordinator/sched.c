@@ -837,11 +837,19 @@ static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
                 return t;
             }
             if (b && kf_state_terminal(b->state)) {
-                char msg[600];
-                char line[400];
-                first_line(b->error ? b->error : "build did not succeed", line, sizeof line);
-                snprintf(msg, sizeof msg, "the build of %s failed on agent %s: %s",
-                         sw->rec->kernels[t->rec->kernel_index]->name, a->id, line);
+                char msg[1200];
+                /* The first lines of the compiler's complaint, not just
+                 * its "compile failed:" header. */
+                snprintf(msg, sizeof msg, "the build of %s failed on agent %s: %.1000s",
+                         sw->rec->kernels[t->rec->kernel_index]->name, a->id,
+                         b->error ? b->error : "build did not succeed");
+                char *cut = msg;
+                for (int l = 0; l < 4 && cut; l++)
+                    cut = strchr(cut + 1, '\n');
+                if (cut)
+                    *cut = '\0';
+                free(t->rec->agent_id);
+                t->rec->agent_id = xstrdup(a->id);
                 sched_finish(c, sw, t, KFLEET__TASK_STATE__FAILED, msg);
                 if (terminal_count(sw) == sw->ntasks) {
                     maybe_finish_sweep(c, sw);

@@ -11,12 +11,13 @@ wait_agents 3
 "$KFLEET" submit "$KF_SRC/tests/data/sweeps/slow60.yaml" >"$T/submit.out" || fail "submit"
 id=$(grep -o 'submitted sweep [0-9]*' "$T/submit.out" | awk '{print $3}')
 
-# Kill the victim once it is running something.
-for _ in $(seq 1 200); do
-  grep -q 'runner.start' "$T/agent-victim.log" 2>/dev/null && break
+# Kill the victim once it runs a profile (a build would be cancelled, not
+# requeued: builds are per agent).
+for _ in $(seq 1 400); do
+  grep -q 'runner.start.*kind=profile' "$T/agent-victim.log" 2>/dev/null && break
   sleep 0.05
 done
-grep -q 'runner.start' "$T/agent-victim.log" || fail "victim never started a task"
+grep -q 'runner.start.*kind=profile' "$T/agent-victim.log" || fail "victim never started a profile"
 kill -9 "$VICTIM"
 pass "victim agent killed mid-task"
 

@@ -3,7 +3,8 @@
 # every command has --help.
 source "$(dirname "$0")/lib.sh"
 
-"$KFLEET" --help | grep -q 'usage: kfleet' || fail "kfleet --help"
+"$KFLEET" --help >"$T/help.out" || fail "kfleet --help exited $?"
+grep -q 'usage: kfleet' "$T/help.out" || fail "kfleet --help lacks usage"
 for c in run serve submit status report cancel stop verify version; do
   "$KFLEET" "$c" --help >"$T/help.out" || fail "kfleet $c --help exited $?"
   grep -q "usage: kfleet $c" "$T/help.out" || fail "kfleet $c --help lacks usage"

@@ -24,5 +24,6 @@ pass "each failure named"
 "$KFLEET" verify "$id" >/dev/null || fail "verify"
 # The agent is still alive and its triad (listed last) succeeded.
 kill -0 "$AGENT_PID" || fail "agent died"
-grep -q '"succeeded": [1-9]' <("$KFLEET" verify "$id" --format json) || fail "nothing succeeded after the failures"
+"$KFLEET" verify "$id" --format json >"$T/v.json" || fail "verify json"
+grep -q '"succeeded": [1-9]' "$T/v.json" || fail "nothing succeeded after the failures"
 pass "agent survived and kept working"

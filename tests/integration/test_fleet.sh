@@ -29,7 +29,8 @@ samples=$(json_field "$T/verify.json" samples)
 pass "verify: $tasks tasks, $records terminal records, $profiles profiles, $samples samples"
 
 # Every agent took work: builds are per agent, so each has one per kernel.
-builds=$("$KFLEET" report "$id" --format json | grep -c '"kind": "build"' || true)
+"$KFLEET" report "$id" --format json >"$T/builds.json" || fail "report json"
+builds=$(grep -c '"kind": "build"' "$T/builds.json" || true)
 [ "$builds" -ge 3 ] || fail "expected a build on each of 3 agents, saw $builds"
 pass "builds per agent: $builds"
 

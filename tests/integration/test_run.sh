@@ -12,5 +12,6 @@ if pgrep -f "kfleet-agent --coordinator ipc://$KFLEET_HOME" >/dev/null; then fai
 [ -e "$KFLEET_HOME/run/control.sock" ] && fail "control socket left behind"
 pass "nothing left running"
 "$KFLEET" verify >/dev/null || fail "verify after run"
-"$KFLEET" report --format json | grep -q '"schema": "kfleet.report/1"' || fail "report after run"
+"$KFLEET" report --format json >"$T/report.json" || fail "report after run"
+grep -q '"schema": "kfleet.report/1"' "$T/report.json" || fail "report after run lacks the schema"
 pass "store readable after run"
