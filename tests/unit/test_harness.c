@@ -1,0 +1,310 @@
+/* Tests for agent/harness.c, driven as the runner drives it: a TaskAssign
+ * in, a frame stream out (here into a temp file). Host kernels only: the
+ * CUDA path is exercised on the GPU machine (bench/gpu). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "buf.h"
+#include "harness.h"
+#include "util.h"
+#include "wire.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char workdir[64];
+
+static int rm_cb(const char *p, const struct stat *s, int f, struct FTW *w)
+{
+    (void)s;
+    (void)f;
+    (void)w;
+    return remove(p);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(workdir, sizeof workdir, "/tmp/kf-test-harness.XXXXXX");
+    if (!mkdtemp(workdir))
+        return -1;
+    char d[128];
+    snprintf(d, sizeof d, "%s/cache", workdir);
+    kf_mkdirs(d, 0700, NULL);
+    snprintf(d, sizeof d, "%s/tmp", workdir);
+    kf_mkdirs(d, 0700, NULL);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return nftw(workdir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* What a run produced: the samples in order and the one result. */
+typedef struct outcome {
+    uint32_t seqs[100000];
+    size_t nsamples;
+    int nresults;
+    Kfleet__Result *res;
+} outcome;
+
+static outcome *run_task(Kfleet__TaskAssign *ta)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/frames", workdir);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(kf_harness_run(ta, workdir, fd), 0);
+    close(fd);
+    kf_buf b = KF_BUF_INIT;
+    assert_int_equal(kf_buf_read_file(&b, path), 0);
+    outcome *o = calloc(1, sizeof *o);
+    size_t off = 0;
+    while (off + 4 <= b.len) {
+        const uint8_t *p = (const uint8_t *)b.data + off;
+        uint32_t len = p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
+        assert_true(off + 4 + len <= b.len);
+        Kfleet__Envelope *env = kf_wire_unpack(p + 4, len, NULL);
+        assert_non_null(env);
+        if (env->body_case == KFLEET__ENVELOPE__BODY_SAMPLES) {
+            assert_int_equal(o->nresults, 0); /* samples come before the result */
+            for (size_t i = 0; i < env->samples->n_samples; i++)
+                o->seqs[o->nsamples++] = env->samples->samples[i]->seq;
+            kf_wire_free(env);
+        } else {
+            assert_int_equal(env->body_case, KFLEET__ENVELOPE__BODY_RESULT);
+            o->nresults++;
+            /* Keep the result: detach it from the envelope. */
+            o->res = env->result;
+            env->result = NULL;
+            env->body_case = KFLEET__ENVELOPE__BODY__NOT_SET;
+            kf_wire_free(env);
+        }
+        off += 4 + len;
+    }
+    assert_int_equal(off, b.len);
+    assert_int_equal(o->nresults, 1);
+    kf_buf_release(&b);
+    return o;
+}
+
+static void free_outcome(outcome *o)
+{
+    kfleet__result__free_unpacked(o->res, NULL);
+    free(o);
+}
+
+/* A task for a kernel file under KF_SOURCE_DIR, with its hash. */
+typedef struct task {
+    Kfleet__TaskAssign ta;
+    Kfleet__TaskSpec spec;
+    Kfleet__MeasureSettings ms;
+    Kfleet__SourceFile src, abi;
+    Kfleet__SourceFile *srcs[2];
+    Kfleet__Param p;
+    Kfleet__Param *params[1];
+    kf_buf text, header;
+    char hash[65];
+} task;
+
+static void make_task(task *t, const char *rel, const char *name, int kind, int64_t n,
+                      const char *extra)
+{
+    memset(t, 0, sizeof *t);
+    kfleet__task_assign__init(&t->ta);
+    kfleet__task_spec__init(&t->spec);
+    kfleet__measure_settings__init(&t->ms);
+    kfleet__source_file__init(&t->src);
+    kfleet__source_file__init(&t->abi);
+    kfleet__param__init(&t->p);
+    kf_buf_init(&t->text);
+    kf_buf_init(&t->header);
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", KF_SOURCE_DIR, rel);
+    assert_int_equal(kf_buf_read_file(&t->text, path), 0);
+    if (extra)
+        kf_buf_adds(&t->text, extra);
+    snprintf(path, sizeof path, "%s/kernels/kf_kernel.h", KF_SOURCE_DIR);
+    assert_int_equal(kf_buf_read_file(&t->header, path), 0);
+    kf_hash_part parts[2] = {{t->text.data, t->text.len}, {t->header.data, t->header.len}};
+    kf_hash_hex(parts, 2, t->hash);
+    const char *base = strrchr(rel, '/') + 1;
+    t->src.name = (char *)base;
+    t->src.content.data = (uint8_t *)t->text.data;
+    t->src.content.len = t->text.len;
+    t->abi.name = "kf_kernel.h";
+    t->abi.content.data = (uint8_t *)t->header.data;
+    t->abi.content.len = t->header.len;
+    t->srcs[0] = &t->src;
+    t->srcs[1] = &t->abi;
+    t->spec.kind = (Kfleet__TaskKind)kind;
+    t->spec.kernel = (char *)name;
+    t->spec.kernel_hash = t->hash;
+    t->spec.n_sources = 2;
+    t->spec.sources = t->srcs;
+    t->p.name = "n";
+    t->p.value = n;
+    t->params[0] = &t->p;
+    t->spec.n_params = 1;
+    t->spec.params = t->params;
+    t->ms.min_samples = 12;
+    t->ms.min_time_s = 0.01;
+    t->ms.max_noise_pct = 100;
+    t->ms.timeout_s = 2;
+    t->ms.validate_seeds = 3;
+    t->spec.measure = &t->ms;
+    t->ta.task_id = 0x500000001ull;
+    t->ta.attempt = 1;
+    t->ta.spec = &t->spec;
+}
+
+static void free_task(task *t)
+{
+    kf_buf_release(&t->text);
+    kf_buf_release(&t->header);
+}
+
+static void test_build_cache(void **state)
+{
+    (void)state;
+    task t;
+    make_task(&t, "kernels/host/triad.c", "triad", KFLEET__TASK_KIND__BUILD, 0, NULL);
+    outcome *o = run_task(&t.ta);
+    assert_int_equal(o->res->state, KFLEET__TASK_STATE__SUCCEEDED);
+    assert_non_null(o->res->build);
+    assert_false(o->res->build->cached);
+    assert_int_equal(strlen(o->res->build->artifact_hash), 64);
+    char first[65];
+    snprintf(first, sizeof first, "%s", o->res->build->artifact_hash);
+    free_outcome(o);
+
+    /* The same sources again: nothing recompiles. */
+    o = run_task(&t.ta);
+    assert_int_equal(o->res->state, KFLEET__TASK_STATE__SUCCEEDED);
+    assert_true(o->res->build->cached);
+    assert_string_equal(o->res->build->artifact_hash, first);
+    free_outcome(o);
+    free_task(&t);
+
+    /* A changed source has another hash, so another key: it compiles. */
+    make_task(&t, "kernels/host/triad.c", "triad", KFLEET__TASK_KIND__BUILD, 0,
+              "\n/* changed */\n");
+    o = run_task(&t.ta);
+    assert_int_equal(o->res->state, KFLEET__TASK_STATE__SUCCEEDED);
+    assert_false(o->res->build->cached);
+    free_outcome(o);
+    char k1[65], k2[65];
+    kf_harness_cache_key(t.hash, 0, k1);
+    kf_harness_cache_key(first, 0, k2);
+    assert_string_not_equal(k1, k2);
+    free_task(&t);
+}
+
+static void test_compile_error(void **state)
+{
+    (void)state;
+    task t;
+    make_task(&t, "tests/kernels/bad_compile.c", "bad_compile", KFLEET__TASK_KIND__BUILD, 0,
+              NULL);
+    outcome *o = run_task(&t.ta);
+    assert_int_equal(o->res->state, KFLEET__TASK_STATE__FAILED);
+    assert_non_null(strstr(o->res->error, "compile failed"));
+    assert_non_null(strstr(o->res->error, "error"));
+    assert_non_null(strstr(o->res->error, "bad_compile.c:6"));
+    free_outcome(o);
+    free_task(&t);
+}
+
+static void test_validate_needs_build(void **state)
+{
+    (void)state;
+    task t;
+    make_task(&t, "kernels/host/triad.c", "triad", KFLEET__TASK_KIND__VALIDATE, 1000, NULL);
+    outcome *o = run_task(&t.ta);
+    assert_int_equal(o->res->state, KFLEET__TASK_STATE__FAILED);
+    assert_non_null(strstr(o->res->error, "the build must run first"));
+    free_outcome(o);
+    free_task(&t);
+}
+
+static void build_then(task *t, int kind)
+{
+    t->spec.kind = KFLEET__TASK_KIND__BUILD;
+    outcome *o = run_task(&t->ta);
+    assert_int_equal(o->res->state, KFLEET__TASK_STATE__SUCCEEDED);
+    free_outcome(o);
+    t->spec.kind = (Kfleet__TaskKind)kind;
+}
+
+static void test_validate(void **state)
+{
+    (void)state;
+    task t;
+    make_task(&t, "kernels/host/matmul.c", "matmul", KFLEET__TASK_KIND__VALIDATE, 64, NULL);
+    build_then(&t, KFLEET__TASK_KIND__VALIDATE);
+    outcome *o = run_task(&t.ta);
+    assert_int_equal(o->res->state, KFLEET__TASK_STATE__SUCCEEDED);
+    assert_int_equal(o->res->n_trials, 3);
+    assert_true(o->res->deterministic);
+    for (size_t i = 0; i < 3; i++) {
+        assert_true(o->res->trials[i]->passed);
+        assert_true(o->res->trials[i]->max_abs_err < 1e-3);
+        assert_int_equal(o->res->trials[i]->nonfinite, 0);
+    }
+    /* Each trial draws fresh inputs. */
+    assert_true(o->res->trials[0]->seed != o->res->trials[1]->seed);
+    free_outcome(o);
+    free_task(&t);
+
+    make_task(&t, "tests/kernels/wrong.c", "wrong", KFLEET__TASK_KIND__VALIDATE, 0, NULL);
+    build_then(&t, KFLEET__TASK_KIND__VALIDATE);
+    o = run_task(&t.ta);
+    assert_int_equal(o->res->state, KFLEET__TASK_STATE__FAILED);
+    assert_non_null(strstr(o->res->error, "tolerance"));
+    assert_false(o->res->trials[0]->passed);
+    assert_true(o->res->trials[0]->max_abs_err > 0.5);
+    free_outcome(o);
+    free_task(&t);
+}
+
+static void test_profile(void **state)
+{
+    (void)state;
+    task t;
+    make_task(&t, "kernels/host/triad.c", "triad", KFLEET__TASK_KIND__PROFILE, 4096, NULL);
+    build_then(&t, KFLEET__TASK_KIND__PROFILE);
+    outcome *o = run_task(&t.ta);
+    assert_int_equal(o->res->state, KFLEET__TASK_STATE__SUCCEEDED);
+    assert_true(o->nsamples >= 12);
+    for (size_t i = 0; i < o->nsamples; i++)
+        assert_int_equal(o->seqs[i], i);
+    assert_int_equal(o->res->sample_count, o->nsamples);
+    const Kfleet__ProfileStats *ps = o->res->profile;
+    assert_non_null(ps);
+    assert_int_equal(ps->samples, o->nsamples);
+    assert_true(ps->median_s > 0 && ps->min_s <= ps->median_s && ps->median_s <= ps->max_s);
+    assert_true(ps->bytes == 3.0 * 4096 * 4);
+    assert_true(ps->flops == 2.0 * 4096);
+    free_outcome(o);
+    free_task(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_build_cache, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_compile_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_validate_needs_build, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_validate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
