@@ -1,0 +1,204 @@
+/* Tests for coordinator/stats.c on vectors whose figures were worked out by
+ * hand: median of odd and even counts, mean, sample standard deviation
+ * (n - 1), min/max, p10/p90 by linear interpolation between closest ranks,
+ * the robust noise 1.4826 * MAD / median and the relative standard
+ * deviation, and the n = 0 and n = 1 edge cases. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "err.h"
+#include "stats.h"
+
+#include <math.h>
+#include <string.h>
+
+#define EPS 1e-12
+
+static void assert_near(double got, double want, double eps)
+{
+    if (!(fabs(got - want) <= eps))
+        fail_msg("got %.17g, want %.17g (eps %g)", got, want, eps);
+}
+
+/* Odd count, unsorted input: 1..5 shuffled. */
+static void test_odd(void **state)
+{
+    (void)state;
+    double v[] = {5, 1, 3, 2, 4};
+    double orig[5];
+    memcpy(orig, v, sizeof v);
+    kf_stats st;
+    assert_int_equal(kf_stats_compute(v, 5, &st), KF_OK);
+    /* The input is not sorted in place. */
+    assert_memory_equal(v, orig, sizeof v);
+    assert_int_equal(st.n, 5);
+    assert_near(st.median, 3, EPS);
+    assert_near(st.mean, 3, EPS);
+    assert_near(st.min, 1, EPS);
+    assert_near(st.max, 5, EPS);
+    /* Squared deviations 4+1+0+1+4 = 10, over n-1 = 4. */
+    assert_near(st.stddev, sqrt(2.5), EPS);
+    /* p10: rank 0.1 * 4 = 0.4 -> 1 + 0.4 * (2 - 1); p90: rank 3.6 -> 4.6. */
+    assert_near(st.p10, 1.4, EPS);
+    assert_near(st.p90, 4.6, EPS);
+    /* |x - 3| = 2,2,0,1,1 -> sorted 0,1,1,2,2 -> MAD 1. */
+    assert_near(st.noise_pct, 1.4826 * 1.0 / 3.0 * 100.0, 1e-9);
+    assert_near(st.rsd_pct, sqrt(2.5) / 3.0 * 100.0, 1e-9);
+}
+
+/* Even count: the median is the mean of the two middle values. */
+static void test_even(void **state)
+{
+    (void)state;
+    double v[] = {4, 1, 3, 2};
+    kf_stats st;
+    assert_int_equal(kf_stats_compute(v, 4, &st), KF_OK);
+    assert_int_equal(st.n, 4);
+    assert_near(st.median, 2.5, EPS);
+    assert_near(st.mean, 2.5, EPS);
+    assert_near(st.min, 1, EPS);
+    assert_near(st.max, 4, EPS);
+    /* 2.25 + 0.25 + 0.25 + 2.25 = 5, over 3. */
+    assert_near(st.stddev, sqrt(5.0 / 3.0), EPS);
+    /* p10: rank 0.3 -> 1.3; p90: rank 2.7 -> 3 + 0.7 = 3.7. */
+    assert_near(st.p10, 1.3, EPS);
+    assert_near(st.p90, 3.7, EPS);
+    /* |x - 2.5| sorted: 0.5,0.5,1.5,1.5 -> MAD (0.5 + 1.5) / 2 = 1. */
+    assert_near(st.noise_pct, 1.4826 / 2.5 * 100.0, 1e-9);
+    assert_near(st.rsd_pct, sqrt(5.0 / 3.0) / 2.5 * 100.0, 1e-9);
+}
+
+/* Interpolation between unevenly spaced values, ten of them:
+ * sorted 1,2,4,8,16,32,64,128,256,512. p10: rank 0.9 -> 1 + 0.9 * 1 = 1.9;
+ * p90: rank 8.1 -> 256 + 0.1 * 256 = 281.6; median: rank 4.5 -> 24. */
+static void test_interpolation(void **state)
+{
+    (void)state;
+    double v[] = {512, 1, 64, 2, 256, 4, 128, 8, 32, 16};
+    kf_stats st;
+    assert_int_equal(kf_stats_compute(v, 10, &st), KF_OK);
+    assert_near(st.median, 24, EPS);
+    assert_near(st.p10, 1.9, EPS);
+    assert_near(st.p90, 281.6, 1e-9);
+    assert_near(st.mean, 1023.0 / 10.0, EPS);
+    assert_near(st.min, 1, EPS);
+    assert_near(st.max, 512, EPS);
+}
+
+/* Timing-like data: nine samples 100..108 us, then one preemption outlier
+ * of 10 ms added. The robust noise barely moves, the RSD explodes. */
+static void test_outlier(void **state)
+{
+    (void)state;
+    double v[10];
+    for (int i = 0; i < 9; i++)
+        v[i] = (100.0 + i) * 1e-6;
+    kf_stats calm, spiky;
+    assert_int_equal(kf_stats_compute(v, 9, &calm), KF_OK);
+    /* median 104; |x - 104| = 4,3,2,1,0,1,2,3,4 -> MAD 2. */
+    assert_near(calm.median, 104e-6, 1e-18);
+    assert_near(calm.noise_pct, 1.4826 * 2.0 / 104.0 * 100.0, 1e-9); /* 2.851 % */
+    /* Squared deviations 2 * (16 + 9 + 4 + 1) = 60, over 8. */
+    assert_near(calm.rsd_pct, sqrt(7.5) / 104.0 * 100.0, 1e-9); /* 2.633 % */
+
+    v[9] = 10000e-6;
+    assert_int_equal(kf_stats_compute(v, 10, &spiky), KF_OK);
+    /* median 104.5; |x - 104.5| sorted .5,.5,1.5,1.5,2.5,2.5,3.5,3.5,4.5,9895.5
+     * -> MAD (2.5 + 2.5) / 2 = 2.5. */
+    assert_near(spiky.median, 104.5e-6, 1e-18);
+    assert_near(spiky.noise_pct, 1.4826 * 2.5 / 104.5 * 100.0, 1e-9); /* 3.547 % */
+    assert_true(fabs(spiky.noise_pct - calm.noise_pct) < 1.0);
+    /* mean 1093.6; the RSD goes from under 3 % to several hundred. */
+    assert_near(spiky.mean, 1093.6e-6, 1e-15);
+    assert_true(calm.rsd_pct < 3.0);
+    assert_true(spiky.rsd_pct > 250.0);
+    assert_near(spiky.max, 10000e-6, 1e-18);
+}
+
+static void test_empty(void **state)
+{
+    (void)state;
+    kf_stats st;
+    memset(&st, 0x5a, sizeof st);
+    assert_int_equal(kf_stats_compute(NULL, 0, &st), KF_OK);
+    assert_int_equal(st.n, 0);
+    assert_true(isnan(st.median));
+    assert_true(isnan(st.mean));
+    assert_true(isnan(st.min));
+    assert_true(isnan(st.max));
+    assert_true(isnan(st.stddev));
+    assert_true(isnan(st.p10));
+    assert_true(isnan(st.p90));
+    assert_true(isnan(st.noise_pct));
+    assert_true(isnan(st.rsd_pct));
+    assert_true(isnan(kf_stats_quantile(NULL, 0, 0.5)));
+    assert_true(isnan(kf_stats_mad(NULL, 0)));
+    assert_true(isnan(kf_stats_mean(NULL, 0)));
+    assert_true(isnan(kf_stats_stddev(NULL, 0)));
+}
+
+static void test_single(void **state)
+{
+    (void)state;
+    double v[] = {0.25};
+    kf_stats st;
+    assert_int_equal(kf_stats_compute(v, 1, &st), KF_OK);
+    assert_int_equal(st.n, 1);
+    assert_near(st.median, 0.25, 0);
+    assert_near(st.mean, 0.25, 0);
+    assert_near(st.min, 0.25, 0);
+    assert_near(st.max, 0.25, 0);
+    assert_near(st.p10, 0.25, 0);
+    assert_near(st.p90, 0.25, 0);
+    /* No spread from one value. */
+    assert_true(isnan(st.stddev));
+    assert_true(isnan(st.noise_pct));
+    assert_true(isnan(st.rsd_pct));
+}
+
+/* A non-positive median or mean leaves the relative figures undefined. */
+static void test_zero_median(void **state)
+{
+    (void)state;
+    double v[] = {0, 0, 0};
+    kf_stats st;
+    assert_int_equal(kf_stats_compute(v, 3, &st), KF_OK);
+    assert_near(st.median, 0, 0);
+    assert_near(st.stddev, 0, 0);
+    assert_true(isnan(st.noise_pct));
+    assert_true(isnan(st.rsd_pct));
+}
+
+/* The building blocks on their own. */
+static void test_helpers(void **state)
+{
+    (void)state;
+    double v[] = {3, 1, 2};
+    kf_stats_sort(v, 3);
+    assert_near(v[0], 1, 0);
+    assert_near(v[1], 2, 0);
+    assert_near(v[2], 3, 0);
+    assert_near(kf_stats_quantile(v, 3, 0), 1, 0);
+    assert_near(kf_stats_quantile(v, 3, 1), 3, 0);
+    assert_near(kf_stats_quantile(v, 3, 0.25), 1.5, EPS);
+    assert_near(kf_stats_mad(v, 3), 1, 0);
+    assert_near(kf_stats_mean(v, 3), 2, 0);
+    assert_near(kf_stats_stddev(v, 3), 1, EPS);
+    /* An exact rank returns the value itself, bit for bit. */
+    double w[] = {0.1, 0.2, 0.3, 0.7, 0.9};
+    assert_true(kf_stats_quantile(w, 5, 0.5) == 0.3);
+    assert_true(kf_stats_quantile(w, 5, 0.75) == 0.7);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_odd),         cmocka_unit_test(test_even),
+        cmocka_unit_test(test_interpolation), cmocka_unit_test(test_outlier),
+        cmocka_unit_test(test_empty),       cmocka_unit_test(test_single),
+        cmocka_unit_test(test_zero_median), cmocka_unit_test(test_helpers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

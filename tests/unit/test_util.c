@@ -1,0 +1,130 @@
+/* Tests for common/buf.c, util.c and paths.c: the buffer grows and pads,
+ * durations parse or are refused, hashes separate parts, locks exclude,
+ * and KFLEET_HOME puts everything under one directory. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "buf.h"
+#include "paths.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void test_buf(void **state)
+{
+    (void)state;
+    kf_buf b = KF_BUF_INIT;
+    assert_string_equal(b.data, "");
+    for (int i = 0; i < 1000; i++)
+        kf_buf_addf(&b, "%d,", i);
+    assert_int_equal(b.len, strlen(b.data));
+    assert_non_null(strstr(b.data, "999,"));
+    kf_buf_reset(&b);
+    kf_buf_addpad(&b, "µs", 4, 1); /* two display columns, padded to four */
+    assert_string_equal(b.data, "  µs");
+    char *s = kf_buf_detach(&b);
+    assert_string_equal(s, "  µs");
+    assert_int_equal(b.len, 0);
+    free(s);
+    kf_buf_release(&b);
+}
+
+static void test_duration(void **state)
+{
+    (void)state;
+    double d;
+    assert_int_equal(kf_parse_duration("250ms", &d), 0);
+    assert_true(d == 0.25);
+    assert_int_equal(kf_parse_duration("1.5m", &d), 0);
+    assert_true(d == 90);
+    assert_int_equal(kf_parse_duration("2", &d), 0);
+    assert_true(d == 2);
+    assert_int_not_equal(kf_parse_duration("2 parsecs", &d), 0);
+    assert_int_not_equal(kf_parse_duration("-1s", &d), 0);
+    assert_int_not_equal(kf_parse_duration("", &d), 0);
+}
+
+static void test_hash(void **state)
+{
+    (void)state;
+    char a[65], b[65];
+    kf_hash_part p1[2] = {{"ab", 2}, {"c", 1}}, p2[2] = {{"a", 1}, {"bc", 2}};
+    kf_hash_hex(p1, 2, a);
+    kf_hash_hex(p2, 2, b);
+    assert_int_equal(strlen(a), 64);
+    assert_string_not_equal(a, b); /* part boundaries count */
+    kf_hash_hex(p1, 2, b);
+    assert_string_equal(a, b);
+}
+
+static void test_lock_and_paths(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kf-test-util.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    setenv("KFLEET_HOME", dir, 1);
+    kf_paths p;
+    kf_err err;
+    assert_int_equal(kf_paths_resolve(&p, NULL, 1, &err), 0);
+    assert_true(strncmp(p.state, dir, strlen(dir)) == 0);
+    assert_true(strncmp(p.run, dir, strlen(dir)) == 0);
+    assert_true(strncmp(p.control_endpoint, "ipc://", 6) == 0);
+    struct stat st;
+    assert_int_equal(stat(p.run, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    /* --home wins over KFLEET_HOME. */
+    kf_paths q;
+    assert_int_equal(kf_paths_resolve(&q, "/tmp/other-home", 0, &err), 0);
+    assert_true(strncmp(q.state, "/tmp/other-home/", 16) == 0);
+    unsetenv("KFLEET_HOME");
+
+    int fd = kf_lock_file(p.lock, &err);
+    assert_true(fd >= 0);
+    assert_int_equal(kf_lock_file(p.lock, &err), KF_EBUSY);
+    close(fd);
+    fd = kf_lock_file(p.lock, &err);
+    assert_true(fd >= 0);
+    close(fd);
+
+    char f[256];
+    snprintf(f, sizeof f, "%s/x", dir);
+    assert_int_equal(kf_write_file(f, "hello", 5, 0600, &err), 0);
+    kf_buf b = KF_BUF_INIT;
+    assert_int_equal(kf_buf_read_file(&b, f), 0);
+    assert_string_equal(b.data, "hello");
+    kf_buf_release(&b);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_long_home_refused(void **state)
+{
+    (void)state;
+    char home[200];
+    memset(home, 'x', sizeof home - 1);
+    home[0] = '/';
+    home[sizeof home - 1] = '\0';
+    kf_paths p;
+    kf_err err;
+    assert_int_equal(kf_paths_resolve(&p, home, 0, &err), KF_EINVAL);
+    assert_non_null(strstr(err.msg, "107"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_duration),
+        cmocka_unit_test(test_hash),
+        cmocka_unit_test(test_lock_and_paths),
+        cmocka_unit_test(test_long_home_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
