@@ -1,15 +1,25 @@
-/* report — a sweep's records turned into the report people read; see
- * report.h.
+/* report — a sweep's stored records turned into the report people read and
+ * the JSON scripts read; see report.h and docs/report-json.md.
  *
- * The model: one row per kernel configuration and node, joining the
- * configuration's validate and profile tasks (for `nodes: all` the node is
- * the pin; for `nodes: any` it is the agent that profiled it). Statistics
- * are recomputed from the stored samples of the profile's terminal attempt.
- * Builds and failures get their own sections. The same collected rows feed
- * all three renderers, so the formats never disagree. */
+ * How: one read pass collects the sweep, its tasks (copied), each task's
+ * terminal Result and, for profiles, the samples of the attempt that Result
+ * names; then the agents involved and, per row, the build on that node.
+ * Every store error on the way is returned; only "not found" is an answer
+ * (a task not ended yet, an agent that never registered).
+ *
+ * Rows: one per (kernel, configuration, node), joining the configuration's
+ * validate and profile tasks. With `nodes: all` the node is the pin; with
+ * `nodes: any` it is the agent that ran the profile (or the validation when
+ * there is no profile). Statistics are recomputed from the stored samples
+ * (stats.h); the count shown is the stored one, and a profile whose agent
+ * claimed another count is flagged samples-mismatch. Speedup compares a row
+ * with the baseline kernel's best (lowest) median on the same node, because
+ * another kernel's parameters need not line up with this one's.
+ *
+ * The renderers — aligned table, Markdown, JSON — all read the same
+ * collected rows, so the formats cannot disagree. */
 #include "report.h"
 #include "stats.h"
-#include "util.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -18,21 +28,26 @@
 #include <string.h>
 #include <time.h>
 
+#define KF_REPORT_SCHEMA "kfleet.report/1"
+
 typedef struct rtask {
-    Kfleet__Task *task;
-    Kfleet__Result *res;       /* NULL while not ended */
-    double *samples;           /* stored sample times of the terminal attempt */
-    int *throttled;
-    size_t nsamples;
+    Kfleet__Task *task;  /* owned copy */
+    Kfleet__Result *res; /* the terminal record; NULL while not ended */
+    double *samples;     /* stored sample times of res->attempt, in seq order */
+    size_t nsamples, cap;
+    size_t nthrottled;
 } rtask;
 
 typedef struct rrow {
     uint32_t kernel, config;
-    char node[128];
+    const char *node; /* points into a task or result of the rep */
     rtask *validate, *profile;
-    kf_stats st;
-    double gbps, gflops, speedup;
-    int mismatch, throttled, noisy;
+    kf_stats st;                               /* st.n == 0: no successful profile */
+    double gbps, gflops, speedup, base_median; /* NAN when not applicable */
+    int mismatch, noisy;
+    uint64_t build_task;
+    const Kfleet__BuildInfo *build; /* the build on this node, or NULL */
+    Kfleet__Result *own_build;      /* a build result of another sweep */
 } rrow;
 
 typedef struct rep {
@@ -43,12 +58,14 @@ typedef struct rep {
     rrow *rows;
     size_t nrows;
     Kfleet__AgentInfo **agents;
-    size_t nagents;
-    uint32_t counts[16];
+    size_t nagents, capagents;
+    uint32_t counts[KFLEET__TASK_STATE__CANCELLED + 1];
 } rep;
 
 int kf_report_parse_format(const char *s)
 {
+    if (!s)
+        return -1;
     if (strcmp(s, "table") == 0)
         return KF_REPORT_TABLE;
     if (strcmp(s, "md") == 0 || strcmp(s, "markdown") == 0)
@@ -58,21 +75,176 @@ int kf_report_parse_format(const char *s)
     return -1;
 }
 
+/* ---- small helpers ---- */
+
+static const char *nz(const char *s)
+{
+    return s ? s : "";
+}
+
+static const Kfleet__KernelRef *kref(const rep *r, uint32_t ki)
+{
+    return ki < r->sw->n_kernels ? r->sw->kernels[ki] : NULL;
+}
+
+static const char *kernel_name(const rep *r, uint32_t ki)
+{
+    const Kfleet__KernelRef *k = kref(r, ki);
+    return k ? nz(k->name) : "?";
+}
+
+/* The state that counts: the terminal record's when there is one. */
+static int state_of(const rtask *rt)
+{
+    return rt->res ? (int)rt->res->state : (int)rt->task->state;
+}
+
+static const char *err_of(const rtask *rt)
+{
+    return rt->res && rt->res->error && *rt->res->error ? rt->res->error : nz(rt->task->error);
+}
+
+static int is_failure(int state)
+{
+    return state == KFLEET__TASK_STATE__FAILED || state == KFLEET__TASK_STATE__TIMED_OUT;
+}
+
+/* Lower-case names: JSON's; the text formats write "timed out". */
+static const char *const state_names[] = {
+    [KFLEET__TASK_STATE__PENDING] = "pending",     [KFLEET__TASK_STATE__ASSIGNED] = "assigned",
+    [KFLEET__TASK_STATE__RUNNING] = "running",     [KFLEET__TASK_STATE__SUCCEEDED] = "succeeded",
+    [KFLEET__TASK_STATE__FAILED] = "failed",       [KFLEET__TASK_STATE__TIMED_OUT] = "timed_out",
+    [KFLEET__TASK_STATE__CANCELLED] = "cancelled",
+};
+
+static const char *state_name(int st)
+{
+    size_t n = sizeof state_names / sizeof state_names[0];
+    return st >= 0 && (size_t)st < n && state_names[st] ? state_names[st] : "unknown";
+}
+
+static const char *state_text(int st)
+{
+    return st == KFLEET__TASK_STATE__TIMED_OUT ? "timed out" : state_name(st);
+}
+
+static const char *kind_name(int k)
+{
+    static const char *const names[] = {
+        [KFLEET__TASK_KIND__BUILD] = "build",
+        [KFLEET__TASK_KIND__VALIDATE] = "validate",
+        [KFLEET__TASK_KIND__PROFILE] = "profile",
+        [KFLEET__TASK_KIND__DOCTOR] = "doctor",
+    };
+    return k > 0 && (size_t)k < sizeof names / sizeof names[0] ? names[k] : "unknown";
+}
+
+/* The node a task belongs to: its pin, else the agent that ran it. */
+static const char *node_of(const rtask *rt)
+{
+    if (rt->task->pin_agent && *rt->task->pin_agent)
+        return rt->task->pin_agent;
+    if (rt->res && rt->res->agent_id && *rt->res->agent_id)
+        return rt->res->agent_id;
+    return nz(rt->task->agent_id);
+}
+
+static void params_str(const Kfleet__Task *t, char *out, size_t len)
+{
+    size_t off = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < t->n_params && off < len; i++)
+        off += (size_t)snprintf(out + off, len - off, "%s%s=%lld", i ? " " : "",
+                                nz(t->params[i]->name), (long long)t->params[i]->value);
+}
+
+/* Copies the first line of s, cut to at most max bytes on a UTF-8 boundary
+ * with "..." when cut, so one long compiler message cannot widen a column
+ * past the screen. */
+static void first_line(const char *s, char *out, size_t len, size_t max)
+{
+    s = nz(s);
+    size_t n = strcspn(s, "\r\n"), cut = 0;
+    if (max + 4 > len)
+        max = len - 4;
+    if (n > max) {
+        n = max;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n--;
+        cut = 1;
+    }
+    memcpy(out, s, n);
+    strcpy(out + n, cut ? "..." : "");
+}
+
+static int display_width(const char *s)
+{
+    int w = 0;
+    for (; *s; s++)
+        w += ((unsigned char)*s & 0xC0) != 0x80;
+    return w;
+}
+
+/* Times with the unit a person reads best: ns, µs, ms or s. */
+static double unit_of(double s, const char **name)
+{
+    if (s < 1e-6) {
+        *name = "ns";
+        return 1e9;
+    }
+    if (s < 1e-3) {
+        *name = "\xC2\xB5s";
+        return 1e6;
+    }
+    if (s < 1) {
+        *name = "ms";
+        return 1e3;
+    }
+    *name = "s";
+    return 1;
+}
+
+static void fmt_time(double s, char *out, size_t len)
+{
+    const char *u;
+    if (!isfinite(s) || s < 0) {
+        snprintf(out, len, "-");
+        return;
+    }
+    double k = unit_of(s, &u);
+    snprintf(out, len, "%.3f %s", s * k, u);
+}
+
+/* Three significant digits without an exponent: 1.23, 12.3, 123, 12345. */
+static void fmt_short(double v, char *out, size_t len)
+{
+    int decimals = v >= 100 ? 0 : v >= 10 ? 1 : 2;
+    snprintf(out, len, "%.*f", decimals, v);
+}
+
+static void fmt_iso(uint64_t ns, char *out, size_t len)
+{
+    time_t t = (time_t)(ns / 1000000000ull);
+    struct tm tm;
+    if (!ns || !gmtime_r(&t, &tm) || !strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(out, len, "-");
+}
+
 /* ---- collecting ---- */
 
 static int sample_cb(void *ctx, const Kfleet__Sample *s)
 {
     rtask *rt = ctx;
-    if ((rt->nsamples & (rt->nsamples - 1)) == 0) {
-        size_t cap = rt->nsamples ? rt->nsamples * 2 : 16;
-        rt->samples = realloc(rt->samples, cap * sizeof *rt->samples);
-        rt->throttled = realloc(rt->throttled, cap * sizeof *rt->throttled);
-        if (!rt->samples || !rt->throttled)
-            abort();
+    if (rt->nsamples == rt->cap) {
+        size_t cap = rt->cap ? rt->cap * 2 : 64;
+        double *p = realloc(rt->samples, cap * sizeof *p);
+        if (!p)
+            return KF_ENOMEM;
+        rt->samples = p;
+        rt->cap = cap;
     }
-    rt->samples[rt->nsamples] = s->seconds;
-    rt->throttled[rt->nsamples] = s->throttled;
-    rt->nsamples++;
+    rt->samples[rt->nsamples++] = s->seconds;
+    rt->nthrottled += s->throttled != 0;
     return 0;
 }
 
@@ -80,155 +252,76 @@ static int task_cb(void *ctx, const Kfleet__Task *task)
 {
     rep *r = ctx;
     if (r->ntasks == r->cap) {
-        r->cap = r->cap ? r->cap * 2 : 64;
-        r->tasks = realloc(r->tasks, r->cap * sizeof *r->tasks);
-        if (!r->tasks)
-            abort();
+        size_t cap = r->cap ? r->cap * 2 : 64;
+        rtask *p = realloc(r->tasks, cap * sizeof *p);
+        if (!p)
+            return KF_ENOMEM;
+        r->tasks = p;
+        r->cap = cap;
     }
-    rtask *rt = &r->tasks[r->ntasks++];
-    memset(rt, 0, sizeof *rt);
+    /* The walk lends the record; a pack/unpack round trip is the deep copy
+     * protobuf-c offers. */
     size_t n = kfleet__task__get_packed_size(task);
     uint8_t *b = malloc(n ? n : 1);
     if (!b)
-        abort();
+        return KF_ENOMEM;
     kfleet__task__pack(task, b);
-    rt->task = kfleet__task__unpack(NULL, n, b);
+    Kfleet__Task *copy = kfleet__task__unpack(NULL, n, b);
     free(b);
-    r->counts[task->state & 15]++;
-    if (kf_store_get_result(r->t, task->task_id, &rt->res) != KF_OK)
+    if (!copy)
+        return KF_ENOMEM;
+    rtask *rt = &r->tasks[r->ntasks++];
+    memset(rt, 0, sizeof *rt);
+    rt->task = copy;
+    int rc = kf_store_get_result(r->t, task->task_id, &rt->res);
+    if (rc == KF_ENOTFOUND) {
         rt->res = NULL;
-    if (rt->res && task->kind == KFLEET__TASK_KIND__PROFILE)
-        kf_store_foreach_sample(r->t, task->task_id, rt->res->attempt, sample_cb, rt);
+        rc = 0;
+    }
+    if (rc == 0 && rt->res && task->kind == KFLEET__TASK_KIND__PROFILE)
+        rc = kf_store_foreach_sample(r->t, task->task_id, rt->res->attempt, sample_cb, rt);
+    int st = state_of(rt);
+    if (st >= 0 && st <= KFLEET__TASK_STATE__CANCELLED)
+        r->counts[st]++;
+    return rc;
+}
+
+static int add_agent(rep *r, const char *id)
+{
+    if (!id || !*id)
+        return 0;
+    for (size_t k = 0; k < r->nagents; k++)
+        if (strcmp(r->agents[k]->agent_id, id) == 0)
+            return 0;
+    Kfleet__AgentInfo *a = NULL;
+    int rc = kf_store_get_agent(r->t, id, &a);
+    if (rc == KF_ENOTFOUND)
+        return 0; /* a pin to an agent that never registered: shown as "?" */
+    if (rc)
+        return rc;
+    if (r->nagents == r->capagents) {
+        size_t cap = r->capagents ? r->capagents * 2 : 8;
+        Kfleet__AgentInfo **p = realloc(r->agents, cap * sizeof *p);
+        if (!p) {
+            kfleet__agent_info__free_unpacked(a, NULL);
+            return KF_ENOMEM;
+        }
+        r->agents = p;
+        r->capagents = cap;
+    }
+    r->agents[r->nagents++] = a;
     return 0;
 }
 
-static const char *node_of(const rtask *rt)
+static int collect_agents(rep *r)
 {
-    if (rt->task->pin_agent && *rt->task->pin_agent)
-        return rt->task->pin_agent;
-    if (rt->res && rt->res->agent_id && *rt->res->agent_id)
-        return rt->res->agent_id;
-    return rt->task->agent_id ? rt->task->agent_id : "";
-}
-
-static rrow *row_for(rep *r, const rtask *rt, int create)
-{
-    const char *node = node_of(rt);
-    int pinned = rt->task->pin_agent && *rt->task->pin_agent;
-    for (size_t i = 0; i < r->nrows; i++) {
-        rrow *w = &r->rows[i];
-        if (w->kernel == rt->task->kernel_index && w->config == rt->task->config_index &&
-            (!pinned || strcmp(w->node, node) == 0))
-            return w;
+    int rc = 0;
+    for (size_t i = 0; i < r->ntasks && !rc; i++) {
+        rc = add_agent(r, node_of(&r->tasks[i]));
+        if (!rc && r->tasks[i].res)
+            rc = add_agent(r, r->tasks[i].res->agent_id);
     }
-    if (!create)
-        return NULL;
-    rrow *w = &r->rows[r->nrows++];
-    memset(w, 0, sizeof *w);
-    w->kernel = rt->task->kernel_index;
-    w->config = rt->task->config_index;
-    snprintf(w->node, sizeof w->node, "%s", node);
-    w->speedup = NAN;
-    return w;
-}
-
-static void params_str(const Kfleet__Task *t, char *out, size_t len)
-{
-    out[0] = '\0';
-    size_t off = 0;
-    for (size_t i = 0; i < t->n_params && off < len; i++)
-        off += (size_t)snprintf(out + off, len - off, "%s%s=%lld", i ? " " : "",
-                                t->params[i]->name, (long long)t->params[i]->value);
-}
-
-static const char *kernel_name(const rep *r, uint32_t ki)
-{
-    return ki < r->sw->n_kernels ? r->sw->kernels[ki]->name : "?";
-}
-
-static void build_rows(rep *r)
-{
-    r->rows = calloc(r->ntasks ? r->ntasks : 1, sizeof *r->rows);
-    if (!r->rows)
-        abort();
-    /* Profiles first, so a row's node is where it was measured. */
-    for (int pass = 0; pass < 2; pass++) {
-        for (size_t i = 0; i < r->ntasks; i++) {
-            rtask *rt = &r->tasks[i];
-            int kind = rt->task->kind;
-            if (pass == 0 && kind != KFLEET__TASK_KIND__PROFILE)
-                continue;
-            if (pass == 1 && kind != KFLEET__TASK_KIND__VALIDATE)
-                continue;
-            rrow *w = row_for(r, rt, 1);
-            if (kind == KFLEET__TASK_KIND__PROFILE)
-                w->profile = rt;
-            else
-                w->validate = rt;
-            if (!w->node[0])
-                snprintf(w->node, sizeof w->node, "%s", node_of(rt));
-        }
-    }
-    for (size_t i = 0; i < r->nrows; i++) {
-        rrow *w = &r->rows[i];
-        rtask *p = w->profile;
-        if (!p || !p->res || p->res->state != KFLEET__TASK_STATE__SUCCEEDED)
-            continue;
-        double *copy = malloc((p->nsamples ? p->nsamples : 1) * sizeof *copy);
-        if (!copy)
-            abort();
-        memcpy(copy, p->samples, p->nsamples * sizeof *copy);
-        kf_stats_compute(copy, p->nsamples, &w->st);
-        free(copy);
-        for (size_t k = 0; k < p->nsamples; k++)
-            w->throttled |= p->throttled[k];
-        w->mismatch = p->nsamples != p->res->sample_count;
-        const Kfleet__ProfileStats *ps = p->res->profile;
-        w->noisy = ps && !ps->converged;
-        if (ps && w->st.median > 0) {
-            w->gbps = ps->bytes / w->st.median / 1e9;
-            w->gflops = ps->flops / w->st.median / 1e9;
-        }
-    }
-    /* Speedup: the baseline kernel's row with the same parameters on the
-     * same node, divided by this row's median. */
-    if (r->sw->baseline && *r->sw->baseline) {
-        for (size_t i = 0; i < r->nrows; i++) {
-            rrow *w = &r->rows[i];
-            if (w->st.median <= 0 || !w->profile)
-                continue;
-            char pw[256], pb[256];
-            params_str(w->profile->task, pw, sizeof pw);
-            for (size_t j = 0; j < r->nrows; j++) {
-                rrow *b = &r->rows[j];
-                if (!b->profile || b->st.median <= 0 ||
-                    strcmp(kernel_name(r, b->kernel), r->sw->baseline) != 0 ||
-                    strcmp(b->node, w->node) != 0)
-                    continue;
-                params_str(b->profile->task, pb, sizeof pb);
-                if (strcmp(pw, pb) == 0)
-                    w->speedup = b->st.median / w->st.median;
-            }
-        }
-    }
-}
-
-static void collect_agents(rep *r)
-{
-    r->agents = calloc(r->nrows + r->ntasks + 1, sizeof *r->agents);
-    if (!r->agents)
-        abort();
-    for (size_t i = 0; i < r->ntasks; i++) {
-        const char *id = node_of(&r->tasks[i]);
-        if (!*id)
-            continue;
-        int seen = 0;
-        for (size_t k = 0; k < r->nagents; k++)
-            seen |= strcmp(r->agents[k]->agent_id, id) == 0;
-        Kfleet__AgentInfo *a = NULL;
-        if (!seen && kf_store_get_agent(r->t, id, &a) == KF_OK)
-            r->agents[r->nagents++] = a;
-    }
+    return rc;
 }
 
 static const Kfleet__AgentInfo *agent(const rep *r, const char *id)
@@ -239,15 +332,148 @@ static const Kfleet__AgentInfo *agent(const rep *r, const char *id)
     return NULL;
 }
 
-static void device_of(const rep *r, const char *node, char *out, size_t len)
+static const char *device_of(const rep *r, const char *node)
 {
     const Kfleet__AgentInfo *a = agent(r, node);
     if (!a)
-        snprintf(out, len, "?");
-    else if (a->n_gpus)
-        snprintf(out, len, "%s", a->gpus[0]->name);
-    else
-        snprintf(out, len, "cpu");
+        return "?";
+    return a->n_gpus ? nz(a->gpus[0]->name) : "cpu";
+}
+
+static rrow *row_for(rep *r, rtask *rt)
+{
+    const char *node = node_of(rt);
+    int pinned = rt->task->pin_agent && *rt->task->pin_agent;
+    for (size_t i = 0; i < r->nrows; i++) {
+        rrow *w = &r->rows[i];
+        /* An unpinned task (`nodes: any`) joins its configuration's row
+         * wherever the other task of the pair ran. */
+        if (w->kernel == rt->task->kernel_index && w->config == rt->task->config_index &&
+            (!pinned || strcmp(w->node, node) == 0))
+            return w;
+    }
+    rrow *w = &r->rows[r->nrows++];
+    memset(w, 0, sizeof *w);
+    w->kernel = rt->task->kernel_index;
+    w->config = rt->task->config_index;
+    w->node = node;
+    w->gbps = w->gflops = w->speedup = w->base_median = NAN;
+    kf_stats_compute(NULL, 0, &w->st);
+    return w;
+}
+
+/* The build this row's code came from: the sweep's own build task for the
+ * kernel on the node, else the store's build record for (node, kernel hash),
+ * which may name a build of an earlier sweep. */
+static int find_build(rep *r, rrow *w)
+{
+    const Kfleet__KernelRef *k = kref(r, w->kernel);
+    for (size_t i = 0; i < r->ntasks; i++) {
+        rtask *rt = &r->tasks[i];
+        if (rt->task->kind == KFLEET__TASK_KIND__BUILD && rt->task->kernel_index == w->kernel &&
+            strcmp(node_of(rt), w->node) == 0 && rt->res &&
+            rt->res->state == KFLEET__TASK_STATE__SUCCEEDED) {
+            w->build_task = rt->task->task_id;
+            w->build = rt->res->build;
+            return 0;
+        }
+    }
+    if (!k || !k->hash || !*k->hash || !*w->node)
+        return 0;
+    Kfleet__BuildRecord *br = NULL;
+    int rc = kf_store_get_build(r->t, w->node, k->hash, &br);
+    if (rc)
+        return rc == KF_ENOTFOUND ? 0 : rc;
+    rc = kf_store_get_result(r->t, br->task_id, &w->own_build);
+    if (rc == 0 && w->own_build->state == KFLEET__TASK_STATE__SUCCEEDED) {
+        w->build_task = br->task_id;
+        w->build = w->own_build->build;
+    }
+    kfleet__build_record__free_unpacked(br, NULL);
+    return rc == KF_ENOTFOUND ? 0 : rc;
+}
+
+static int cmp_rows(const void *a, const void *b)
+{
+    const rrow *x = a, *y = b;
+    if (x->kernel != y->kernel)
+        return x->kernel < y->kernel ? -1 : 1;
+    if (x->config != y->config)
+        return x->config < y->config ? -1 : 1;
+    return strcmp(x->node, y->node);
+}
+
+static int build_rows(rep *r)
+{
+    r->rows = calloc(r->ntasks ? r->ntasks : 1, sizeof *r->rows);
+    if (!r->rows)
+        return KF_ENOMEM;
+    /* Profiles first, so that an unpinned row's node is where it was
+     * measured and its validation joins it. */
+    for (int pass = 0; pass < 2; pass++) {
+        int want = pass == 0 ? KFLEET__TASK_KIND__PROFILE : KFLEET__TASK_KIND__VALIDATE;
+        for (size_t i = 0; i < r->ntasks; i++) {
+            rtask *rt = &r->tasks[i];
+            if ((int)rt->task->kind != want)
+                continue;
+            rrow *w = row_for(r, rt);
+            if (want == KFLEET__TASK_KIND__PROFILE && !w->profile)
+                w->profile = rt;
+            else if (want == KFLEET__TASK_KIND__VALIDATE && !w->validate)
+                w->validate = rt;
+        }
+    }
+    qsort(r->rows, r->nrows, sizeof *r->rows, cmp_rows);
+    int rc = 0;
+    for (size_t i = 0; i < r->nrows && !rc; i++) {
+        rrow *w = &r->rows[i];
+        rc = find_build(r, w);
+        rtask *p = w->profile;
+        if (rc || !p || !p->res || p->res->state != KFLEET__TASK_STATE__SUCCEEDED)
+            continue;
+        rc = kf_stats_compute(p->samples, p->nsamples, &w->st);
+        w->mismatch = p->nsamples != p->res->sample_count;
+        const Kfleet__ProfileStats *ps = p->res->profile;
+        w->noisy = ps && !ps->converged;
+        if (ps && w->st.n && w->st.median > 0) {
+            if (ps->bytes > 0)
+                w->gbps = ps->bytes / w->st.median / 1e9;
+            if (ps->flops > 0)
+                w->gflops = ps->flops / w->st.median / 1e9;
+        }
+    }
+    if (rc || !r->sw->baseline || !*r->sw->baseline)
+        return rc;
+    /* The baseline's best median per node first (nodes are few), then each
+     * row against its node's: linear in rows, not quadratic. */
+    const rrow **best = calloc(r->nrows ? r->nrows : 1, sizeof *best);
+    size_t nbest = 0;
+    if (!best)
+        return KF_ENOMEM;
+    for (size_t i = 0; i < r->nrows; i++) {
+        const rrow *b = &r->rows[i];
+        if (!b->st.n || !(b->st.median > 0) || strcmp(kernel_name(r, b->kernel), r->sw->baseline))
+            continue;
+        size_t k = 0;
+        while (k < nbest && strcmp(best[k]->node, b->node) != 0)
+            k++;
+        if (k == nbest)
+            best[nbest++] = b;
+        else if (b->st.median < best[k]->st.median)
+            best[k] = b;
+    }
+    for (size_t i = 0; i < r->nrows; i++) {
+        rrow *w = &r->rows[i];
+        for (size_t k = 0; k < nbest && w->st.n && w->st.median > 0; k++) {
+            if (strcmp(best[k]->node, w->node) == 0) {
+                w->base_median = best[k]->st.median;
+                w->speedup = w->base_median / w->st.median;
+                break;
+            }
+        }
+    }
+    free(best);
+    return 0;
 }
 
 static void rep_free(rep *r)
@@ -257,9 +483,11 @@ static void rep_free(rep *r)
         if (r->tasks[i].res)
             kfleet__result__free_unpacked(r->tasks[i].res, NULL);
         free(r->tasks[i].samples);
-        free(r->tasks[i].throttled);
     }
     free(r->tasks);
+    for (size_t i = 0; i < r->nrows; i++)
+        if (r->rows[i].own_build)
+            kfleet__result__free_unpacked(r->rows[i].own_build, NULL);
     free(r->rows);
     for (size_t k = 0; k < r->nagents; k++)
         kfleet__agent_info__free_unpacked(r->agents[k], NULL);
@@ -268,474 +496,645 @@ static void rep_free(rep *r)
         kfleet__sweep__free_unpacked(r->sw, NULL);
 }
 
-/* ---- formatting helpers ---- */
+/* ---- table and Markdown ---- */
 
-static void fmt_time(double s, char *out, size_t len)
+enum { CELL = 192 };
+
+/* A grid of cells rendered either aligned (with colour) or as a GitHub
+ * table; `color_of` picks a cell's ANSI colour, NULL for none. */
+typedef struct grid {
+    int ncols;
+    const char *const *names;
+    const int *right;
+    char (*cells)[CELL]; /* nrows * ncols */
+    size_t nrows;
+    const char *(*color_of)(int col, const char *text);
+    unsigned hide; /* bit c set: column c is left out */
+} grid;
+
+static void md_cell(kf_buf *out, const char *s)
 {
-    if (s <= 0)
-        snprintf(out, len, "-");
-    else if (s < 1e-6)
-        snprintf(out, len, "%.1f ns", s * 1e9);
-    else if (s < 1e-3)
-        snprintf(out, len, "%.2f us", s * 1e6);
-    else if (s < 1)
-        snprintf(out, len, "%.3f ms", s * 1e3);
-    else
-        snprintf(out, len, "%.3f s", s);
+    kf_buf_addc(out, ' ');
+    for (; *s; s++) {
+        if (*s == '|')
+            kf_buf_addc(out, '\\');
+        kf_buf_addc(out, *s);
+    }
+    kf_buf_adds(out, " |");
 }
 
-static void fmt_iso(uint64_t ns, char *out, size_t len)
+static void grid_render(const grid *g, int md, int color, kf_buf *out)
 {
-    if (!ns) {
-        snprintf(out, len, "-");
+    if (md) {
+        kf_buf_addc(out, '|');
+        for (int c = 0; c < g->ncols; c++)
+            if (!(g->hide >> c & 1))
+                md_cell(out, g->names[c]);
+        kf_buf_adds(out, "\n|");
+        for (int c = 0; c < g->ncols; c++)
+            if (!(g->hide >> c & 1))
+                kf_buf_adds(out, g->right[c] ? " ---: |" : " --- |");
+        kf_buf_addc(out, '\n');
+        for (size_t i = 0; i < g->nrows; i++) {
+            kf_buf_addc(out, '|');
+            for (int c = 0; c < g->ncols; c++)
+                if (!(g->hide >> c & 1))
+                    md_cell(out, g->cells[i * (size_t)g->ncols + (size_t)c]);
+            kf_buf_addc(out, '\n');
+        }
         return;
     }
-    time_t t = (time_t)(ns / 1000000000ull);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-static const char *state_name(int st)
-{
-    const ProtobufCEnumValue *v =
-        protobuf_c_enum_descriptor_get_value(&kfleet__task_state__descriptor, st);
-    return v ? v->name : "?";
-}
-
-static const char *kind_name(int k)
-{
-    switch (k) {
-    case KFLEET__TASK_KIND__BUILD: return "build";
-    case KFLEET__TASK_KIND__VALIDATE: return "validate";
-    case KFLEET__TASK_KIND__PROFILE: return "profile";
-    case KFLEET__TASK_KIND__DOCTOR: return "doctor";
-    default: return "?";
+    int width[16] = {0};
+    for (int c = 0; c < g->ncols; c++) {
+        width[c] = display_width(g->names[c]);
+        for (size_t i = 0; i < g->nrows; i++) {
+            int w = display_width(g->cells[i * (size_t)g->ncols + (size_t)c]);
+            width[c] = w > width[c] ? w : width[c];
+        }
+    }
+    for (int c = 0; c < g->ncols; c++) {
+        if (g->hide >> c & 1)
+            continue;
+        kf_buf_adds(out, "  ");
+        kf_buf_addpad(out, g->names[c], c + 1 < g->ncols ? width[c] : 0, g->right[c]);
+    }
+    kf_buf_addc(out, '\n');
+    for (size_t i = 0; i < g->nrows; i++) {
+        for (int c = 0; c < g->ncols; c++) {
+            if (g->hide >> c & 1)
+                continue;
+            const char *s = g->cells[i * (size_t)g->ncols + (size_t)c];
+            const char *col = color && g->color_of ? g->color_of(c, s) : NULL;
+            kf_buf_adds(out, "  ");
+            if (col)
+                kf_buf_adds(out, col);
+            /* The last column is not padded: no trailing blanks. */
+            kf_buf_addpad(out, s, c + 1 < g->ncols ? width[c] : 0, g->right[c]);
+            if (col)
+                kf_buf_adds(out, "\033[0m");
+        }
+        /* An empty last cell would leave the separator dangling. */
+        while (out->len && out->data[out->len - 1] == ' ')
+            out->data[--out->len] = '\0';
+        kf_buf_addc(out, '\n');
     }
 }
 
-static void first_line(const char *s, char *out, size_t len)
+#define GREEN "\033[32m"
+#define RED "\033[31m"
+#define YELLOW "\033[33m"
+
+enum {
+    R_KERNEL,
+    R_PARAMS,
+    R_NODE,
+    R_DEVICE,
+    R_VALID,
+    R_SAMPLES,
+    R_MEDIAN,
+    R_SPREAD,
+    R_NOISE,
+    R_GBPS,
+    R_GFLOPS,
+    R_SPEEDUP,
+    R_FLAGS,
+    R_N
+};
+static const char *const row_names[R_N] = {"kernel",  "params",  "node",    "device", "validation",
+                                           "samples", "median",  "min-max", "noise",  "GB/s",
+                                           "GFLOP/s", "speedup", "flags"};
+static const int row_right[R_N] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0};
+
+static const char *row_color(int col, const char *s)
 {
-    size_t n = strcspn(s ? s : "", "\n");
-    if (n >= len)
-        n = len - 1;
-    memcpy(out, s ? s : "", n);
-    out[n] = '\0';
+    if (col == R_VALID)
+        return strncmp(s, "pass", 4) == 0 ? GREEN : strncmp(s, "FAIL", 4) == 0 ? RED : NULL;
+    if (col == R_FLAGS && *s)
+        return strstr(s, "failed") || strstr(s, "timed out") ? RED : YELLOW;
+    return NULL;
 }
 
 static void validation_str(const rrow *w, char *out, size_t len)
 {
     const rtask *v = w->validate;
-    if (!v)
+    if (!v) {
         snprintf(out, len, "-");
-    else if (!v->res)
-        snprintf(out, len, "pending");
-    else if (v->res->state == KFLEET__TASK_STATE__SUCCEEDED) {
-        double mx = 0;
-        for (size_t i = 0; i < v->res->n_trials; i++)
-            if (v->res->trials[i]->max_abs_err > mx)
-                mx = v->res->trials[i]->max_abs_err;
-        snprintf(out, len, "pass %.1e/%zu", mx, v->res->n_trials);
-    } else
-        snprintf(out, len, "FAIL");
+        return;
+    }
+    if (!kf_state_terminal(state_of(v))) {
+        snprintf(out, len, "%s", state_name(state_of(v)));
+        return;
+    }
+    if (state_of(v) == KFLEET__TASK_STATE__CANCELLED) {
+        snprintf(out, len, "cancelled");
+        return;
+    }
+    double mx = 0;
+    size_t n = v->res ? v->res->n_trials : 0;
+    for (size_t i = 0; i < n; i++)
+        mx = v->res->trials[i]->max_abs_err > mx ? v->res->trials[i]->max_abs_err : mx;
+    const char *word = state_of(v) == KFLEET__TASK_STATE__SUCCEEDED ? "pass" : "FAIL";
+    if (n)
+        snprintf(out, len, "%s %.1e/%zu seed%s", word, mx, n, n == 1 ? "" : "s");
+    else
+        snprintf(out, len, "%s", word);
 }
 
+/* The flags of a row, for people: "failed: <first line>" names the task that
+ * failed and why. */
 static void flags_str(const rrow *w, char *out, size_t len)
 {
-    out[0] = '\0';
     size_t off = 0;
-#define ADDF(s) off += (size_t)snprintf(out + off, off < len ? len - off : 0, "%s%s", off ? "," : "", s)
+    out[0] = '\0';
+#define ADD(...)                                                                                   \
+    do {                                                                                           \
+        if (off < len)                                                                             \
+            off += (size_t)snprintf(out + off, len - off, "%s", off ? ", " : "");                  \
+        if (off < len)                                                                             \
+            off += (size_t)snprintf(out + off, len - off, __VA_ARGS__);                            \
+    } while (0)
     if (w->noisy)
-        ADDF("noisy");
-    if (w->throttled)
-        ADDF("throttled");
+        ADD("noisy");
+    if (w->profile && w->profile->nthrottled)
+        ADD("throttled");
     if (w->mismatch)
-        ADDF("samples-mismatch");
-    const rtask *p = w->profile;
-    if (p && p->res && p->res->state != KFLEET__TASK_STATE__SUCCEEDED)
-        ADDF(p->res->state == KFLEET__TASK_STATE__TIMED_OUT ? "profile-timed-out"
-                                                             : "profile-failed");
-    if (p && !p->res)
-        ADDF("profile-pending");
-#undef ADDF
-}
-
-/* ---- table and markdown ---- */
-
-enum { C_KERNEL, C_PARAMS, C_NODE, C_DEVICE, C_VALID, C_SAMPLES, C_MEDIAN, C_RANGE, C_NOISE,
-       C_GBPS, C_GFLOPS, C_SPEEDUP, C_FLAGS, C_N };
-static const char *col_names[C_N] = {"kernel", "params",  "node",   "device", "validation",
-                                     "samples", "median", "min-max", "noise", "GB/s",
-                                     "GFLOP/s", "speedup", "flags"};
-static const int col_right[C_N] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0};
-
-static void row_cells(const rep *r, const rrow *w, char cells[C_N][160])
-{
-    snprintf(cells[C_KERNEL], 160, "%s", kernel_name(r, w->kernel));
-    const rtask *any = w->profile ? w->profile : w->validate;
-    params_str(any->task, cells[C_PARAMS], 160);
-    snprintf(cells[C_NODE], 160, "%s", w->node);
-    device_of(r, w->node, cells[C_DEVICE], 160);
-    validation_str(w, cells[C_VALID], 160);
-    if (w->st.n) {
-        char a[32], b[32];
-        snprintf(cells[C_SAMPLES], 160, "%zu", w->st.n);
-        fmt_time(w->st.median, cells[C_MEDIAN], 160);
-        fmt_time(w->st.min, a, sizeof a);
-        fmt_time(w->st.max, b, sizeof b);
-        snprintf(cells[C_RANGE], 160, "%s-%s", a, b);
-        snprintf(cells[C_NOISE], 160, "%.2f%%", w->st.noise_pct);
-        snprintf(cells[C_GBPS], 160, "%.2f", w->gbps);
-        snprintf(cells[C_GFLOPS], 160, "%.2f", w->gflops);
-    } else {
-        for (int c = C_SAMPLES; c <= C_GFLOPS; c++)
-            snprintf(cells[c], 160, "-");
+        ADD("samples-mismatch");
+    const rtask *both[2] = {w->validate, w->profile};
+    for (int i = 0; i < 2; i++) {
+        const rtask *t = both[i];
+        if (!t)
+            continue;
+        int st = state_of(t);
+        char line[96];
+        first_line(err_of(t), line, sizeof line, 60);
+        if (is_failure(st))
+            ADD("%s failed: %s", kind_name((int)t->task->kind), *line ? line : state_text(st));
+        else if (st == KFLEET__TASK_STATE__CANCELLED && i == 1)
+            ADD("profile cancelled");
+        else if (!kf_state_terminal(st) && i == 1)
+            ADD("profile %s", state_name(st));
     }
-    if (isnan(w->speedup))
-        snprintf(cells[C_SPEEDUP], 160, "-");
-    else
-        snprintf(cells[C_SPEEDUP], 160, "%.2fx", w->speedup);
-    flags_str(w, cells[C_FLAGS], 160);
+#undef ADD
 }
 
-static void render_text(const rep *r, int md, int color, kf_buf *out)
+static void row_cells(const rep *r, const rrow *w, char (*cells)[CELL])
+{
+    const rtask *any = w->profile ? w->profile : w->validate;
+    snprintf(cells[R_KERNEL], CELL, "%s", kernel_name(r, w->kernel));
+    params_str(any->task, cells[R_PARAMS], CELL);
+    snprintf(cells[R_NODE], CELL, "%s", *w->node ? w->node : "-");
+    snprintf(cells[R_DEVICE], CELL, "%s", device_of(r, w->node));
+    validation_str(w, cells[R_VALID], CELL);
+    for (int c = R_SAMPLES; c <= R_SPEEDUP; c++)
+        snprintf(cells[c], CELL, "-");
+    if (w->st.n) {
+        const char *u;
+        double k = unit_of(w->st.median, &u);
+        snprintf(cells[R_SAMPLES], CELL, "%zu", w->st.n);
+        fmt_time(w->st.median, cells[R_MEDIAN], CELL);
+        /* Both ends in the median's unit, so the range reads at a glance. */
+        char lo[32], hi[32];
+        fmt_short(w->st.min * k, lo, sizeof lo);
+        fmt_short(w->st.max * k, hi, sizeof hi);
+        snprintf(cells[R_SPREAD], CELL, "%s\xE2\x80\x93%s %s", lo, hi, u);
+        if (isfinite(w->st.noise_pct))
+            snprintf(cells[R_NOISE], CELL, "%.1f%%", w->st.noise_pct);
+    } else if (w->profile && w->profile->nsamples) {
+        snprintf(cells[R_SAMPLES], CELL, "%zu", w->profile->nsamples);
+    }
+    if (isfinite(w->gbps))
+        snprintf(cells[R_GBPS], CELL, "%.2f", w->gbps);
+    if (isfinite(w->gflops))
+        snprintf(cells[R_GFLOPS], CELL, "%.2f", w->gflops);
+    if (isfinite(w->speedup))
+        snprintf(cells[R_SPEEDUP], CELL, "%.2fx", w->speedup);
+    flags_str(w, cells[R_FLAGS], CELL);
+}
+
+enum { B_KERNEL, B_NODE, B_STATUS, B_CACHED, B_COMPILE, B_ARTIFACT, B_ERROR, B_N };
+static const char *const build_names[B_N] = {"kernel",  "node",     "status", "cached",
+                                             "compile", "artifact", "error"};
+static const int build_right[B_N] = {0, 0, 0, 0, 1, 0, 0};
+
+static const char *build_color(int col, const char *s)
+{
+    if (col != B_STATUS)
+        return NULL;
+    if (strcmp(s, "succeeded") == 0)
+        return GREEN;
+    return strcmp(s, "failed") == 0 || strcmp(s, "timed out") == 0 ? RED : YELLOW;
+}
+
+static void build_cells(const rep *r, const rtask *rt, char (*cells)[CELL])
+{
+    const Kfleet__BuildInfo *b = rt->res ? rt->res->build : NULL;
+    int ok = state_of(rt) == KFLEET__TASK_STATE__SUCCEEDED;
+    snprintf(cells[B_KERNEL], CELL, "%s", kernel_name(r, rt->task->kernel_index));
+    snprintf(cells[B_NODE], CELL, "%s", *node_of(rt) ? node_of(rt) : "-");
+    snprintf(cells[B_STATUS], CELL, "%s", state_text(state_of(rt)));
+    snprintf(cells[B_CACHED], CELL, "%s", b && ok ? (b->cached ? "yes" : "no") : "-");
+    if (b && ok)
+        fmt_time(b->compile_s, cells[B_COMPILE], CELL);
+    else
+        snprintf(cells[B_COMPILE], CELL, "-");
+    snprintf(cells[B_ARTIFACT], CELL, "%.12s",
+             b && b->artifact_hash && *b->artifact_hash ? b->artifact_hash : "-");
+    if (is_failure(state_of(rt)) || state_of(rt) == KFLEET__TASK_STATE__CANCELLED)
+        first_line(err_of(rt), cells[B_ERROR], CELL, 100);
+    else
+        cells[B_ERROR][0] = '\0';
+}
+
+static void render_header(const rep *r, int md, kf_buf *out)
 {
     char created[32], finished[32];
     fmt_iso(r->sw->created_ns, created, sizeof created);
     fmt_iso(r->sw->finished_ns, finished, sizeof finished);
-    uint32_t ok = r->counts[KFLEET__TASK_STATE__SUCCEEDED],
-             bad = r->counts[KFLEET__TASK_STATE__FAILED] +
-                   r->counts[KFLEET__TASK_STATE__TIMED_OUT],
-             canc = r->counts[KFLEET__TASK_STATE__CANCELLED];
-    uint32_t open = (uint32_t)r->ntasks - ok - bad - canc;
     if (md)
-        kf_buf_addf(out, "# Sweep %u: %s\n\n", r->sw->sweep_id, r->sw->name);
+        kf_buf_addf(out, "# Sweep %u: %s\n\n- file: `%s`\n- created %s, finished %s\n- tasks: ",
+                    r->sw->sweep_id, nz(r->sw->name), nz(r->sw->file), created,
+                    r->sw->finished_ns ? finished : "not yet");
     else
-        kf_buf_addf(out, "sweep %u: %s (%s)\n", r->sw->sweep_id, r->sw->name, r->sw->file);
-    kf_buf_addf(out, "%screated %s, finished %s; %zu tasks: %u succeeded, %u failed, %u "
-                     "cancelled, %u not ended%s\n",
-                md ? "" : "  ", created, finished, r->ntasks, ok, bad, canc, open,
-                md ? "  " : "");
+        kf_buf_addf(out, "sweep %u: %s (%s)\n  created %s, finished %s\n  tasks: ", r->sw->sweep_id,
+                    nz(r->sw->name), nz(r->sw->file), created,
+                    r->sw->finished_ns ? finished : "not yet");
+    kf_buf_addf(out, "%zu", r->ntasks);
+    const char *sep = " (";
+    for (int st = KFLEET__TASK_STATE__SUCCEEDED; st <= KFLEET__TASK_STATE__CANCELLED; st++) {
+        kf_buf_addf(out, "%s%u %s", sep, r->counts[st], state_text(st));
+        sep = ", ";
+    }
+    for (int st = KFLEET__TASK_STATE__PENDING; st <= KFLEET__TASK_STATE__RUNNING; st++)
+        if (r->counts[st])
+            kf_buf_addf(out, ", %u %s", r->counts[st], state_text(st));
+    kf_buf_adds(out, ")\n");
     for (size_t k = 0; k < r->nagents; k++) {
         const Kfleet__AgentInfo *a = r->agents[k];
-        kf_buf_addf(out, "%snode %s: %s, %s%s%s, cc %s%s\n", md ? "- " : "  ", a->agent_id,
-                    a->hostname, a->n_gpus ? a->gpus[0]->name : a->cpu_model,
-                    a->n_gpus ? ", driver " : "", a->n_gpus ? a->driver_version : "",
-                    a->cc_version, a->nvcc_version && *a->nvcc_version ? ", nvcc" : "");
-    }
-    kf_buf_addc(out, '\n');
-
-    char (*cells)[C_N][160] = calloc(r->nrows ? r->nrows : 1, sizeof *cells);
-    if (!cells)
-        abort();
-    int width[C_N];
-    for (int c = 0; c < C_N; c++)
-        width[c] = (int)strlen(col_names[c]);
-    for (size_t i = 0; i < r->nrows; i++) {
-        row_cells(r, &r->rows[i], cells[i]);
-        for (int c = 0; c < C_N; c++)
-            if ((int)strlen(cells[i][c]) > width[c])
-                width[c] = (int)strlen(cells[i][c]);
-    }
-    if (md) {
-        kf_buf_adds(out, "|");
-        for (int c = 0; c < C_N; c++)
-            kf_buf_addf(out, " %s |", col_names[c]);
-        kf_buf_adds(out, "\n|");
-        for (int c = 0; c < C_N; c++)
-            kf_buf_adds(out, col_right[c] ? " ---: |" : " --- |");
+        kf_buf_addf(out, "%snode %s: %s, %s", md ? "- " : "  ", nz(a->agent_id), nz(a->hostname),
+                    a->n_gpus ? nz(a->gpus[0]->name) : nz(a->cpu_model));
+        if (a->n_gpus > 1)
+            kf_buf_addf(out, " (x%zu)", a->n_gpus);
+        if (a->driver_version && *a->driver_version)
+            kf_buf_addf(out, ", driver %s", a->driver_version);
         kf_buf_addc(out, '\n');
-        for (size_t i = 0; i < r->nrows; i++) {
-            kf_buf_adds(out, "|");
-            for (int c = 0; c < C_N; c++)
-                kf_buf_addf(out, " %s |", cells[i][c]);
-            kf_buf_addc(out, '\n');
-        }
-    } else {
-        for (int c = 0; c < C_N; c++) {
-            kf_buf_addpad(out, col_names[c], width[c], col_right[c]);
-            kf_buf_adds(out, c + 1 < C_N ? "  " : "\n");
-        }
-        for (size_t i = 0; i < r->nrows; i++) {
-            for (int c = 0; c < C_N; c++) {
-                const char *col = "";
-                if (color && c == C_VALID)
-                    col = strncmp(cells[i][c], "pass", 4) == 0 ? "\033[32m"
-                          : strcmp(cells[i][c], "FAIL") == 0   ? "\033[31m"
-                                                               : "";
-                if (color && c == C_FLAGS && cells[i][c][0])
-                    col = "\033[33m";
-                kf_buf_adds(out, col);
-                kf_buf_addpad(out, cells[i][c], width[c], col_right[c]);
-                if (*col)
-                    kf_buf_adds(out, "\033[0m");
-                kf_buf_adds(out, c + 1 < C_N ? "  " : "\n");
-            }
-        }
+    }
+    if (r->sw->baseline && *r->sw->baseline)
+        kf_buf_addf(out, "%sspeedup: against %s's best median on the same node\n", md ? "- " : "  ",
+                    r->sw->baseline);
+}
+
+static int render_text(const rep *r, int md, int color, kf_buf *out)
+{
+    render_header(r, md, out);
+    size_t nb = 0;
+    for (size_t i = 0; i < r->ntasks; i++)
+        nb += r->tasks[i].task->kind == KFLEET__TASK_KIND__BUILD;
+    size_t n = (r->nrows > nb ? r->nrows : nb) + 1;
+    char(*cells)[CELL] = calloc(n * R_N, sizeof *cells);
+    if (!cells)
+        return KF_ENOMEM;
+
+    kf_buf_adds(out, md ? "\n## Results\n\n" : "\nresults:\n");
+    for (size_t i = 0; i < r->nrows; i++)
+        row_cells(r, &r->rows[i], &cells[i * R_N]);
+    /* Without a baseline the speedup column would be all dashes. */
+    unsigned hide = r->sw->baseline && *r->sw->baseline ? 0 : 1u << R_SPEEDUP;
+    grid g = {R_N, row_names, row_right, cells, r->nrows, row_color, hide};
+    if (r->nrows)
+        grid_render(&g, md, color, out);
+    else
+        kf_buf_adds(out,
+                    md ? "No validate or profile tasks.\n" : "  (no validate or profile tasks)\n");
+
+    if (nb) {
+        kf_buf_adds(out, md ? "\n## Builds\n\n" : "\nbuilds:\n");
+        size_t k = 0;
+        for (size_t i = 0; i < r->ntasks; i++)
+            if (r->tasks[i].task->kind == KFLEET__TASK_KIND__BUILD)
+                build_cells(r, &r->tasks[i], &cells[k++ * B_N]);
+        grid gb = {B_N, build_names, build_right, cells, nb, build_color, 0};
+        grid_render(&gb, md, color, out);
     }
     free(cells);
 
-    /* Builds. */
-    kf_buf_adds(out, md ? "\n## Builds\n\n| kernel | node | status | cached | compile | artifact |\n"
-                          "| --- | --- | --- | --- | ---: | --- |\n"
-                        : "\nbuilds:\n");
-    for (size_t i = 0; i < r->ntasks; i++) {
-        const rtask *rt = &r->tasks[i];
-        if (rt->task->kind != KFLEET__TASK_KIND__BUILD)
-            continue;
-        const Kfleet__BuildInfo *b = rt->res ? rt->res->build : NULL;
-        char ct[32], line[200];
-        fmt_time(b ? b->compile_s : 0, ct, sizeof ct);
-        first_line(rt->res ? rt->res->error : "", line, sizeof line);
-        const char *st = rt->res ? state_name(rt->res->state) : state_name(rt->task->state);
-        char art[16];
-        snprintf(art, sizeof art, "%.12s", b && b->artifact_hash ? b->artifact_hash : "-");
-        if (md)
-            kf_buf_addf(out, "| %s | %s | %s | %s | %s | %s |\n", kernel_name(r, rt->task->kernel_index),
-                        node_of(rt), st, b && b->cached ? "yes" : "no", ct, art);
-        else
-            kf_buf_addf(out, "  %-16s %-16s %-10s %-6s %10s  %s%s%s\n",
-                        kernel_name(r, rt->task->kernel_index), node_of(rt), st,
-                        b && b->cached ? "cached" : "", ct, art, *line ? "  " : "", line);
-    }
-    /* Failures. */
     int any = 0;
     for (size_t i = 0; i < r->ntasks; i++) {
         const rtask *rt = &r->tasks[i];
-        int s = rt->task->state;
-        if (s != KFLEET__TASK_STATE__FAILED && s != KFLEET__TASK_STATE__TIMED_OUT)
+        int st = state_of(rt);
+        if (!is_failure(st))
             continue;
         if (!any)
-            kf_buf_adds(out, md ? "\n## Failures\n\n" : "\nfailures:\n");
+            kf_buf_adds(out, md ? "\n## Failures\n" : "\nfailures:\n");
         any = 1;
         char params[256];
         params_str(rt->task, params, sizeof params);
-        kf_buf_addf(out, "%s%s %s %s%s%s on %s (task %llx): %s\n", md ? "- " : "  ",
-                    kind_name(rt->task->kind), kernel_name(r, rt->task->kernel_index),
-                    *params ? "[" : "", params, *params ? "]" : "", node_of(rt),
-                    (unsigned long long)rt->task->task_id, state_name(s));
-        const char *e = rt->res && rt->res->error ? rt->res->error : rt->task->error;
-        /* The first three lines of the error, indented. */
-        for (int l = 0; l < 3 && e && *e; l++) {
-            size_t n = strcspn(e, "\n");
-            kf_buf_addf(out, "%s%.*s\n", md ? "    " : "      ", (int)n, e);
-            e += n;
-            if (*e == '\n')
-                e++;
+        kf_buf_addf(out, "%s%s %s%s%s%s on %s, task %llx: %s\n", md ? "\n- " : "  ",
+                    kind_name((int)rt->task->kind), kernel_name(r, rt->task->kernel_index),
+                    *params ? " [" : "", params, *params ? "]" : "",
+                    *node_of(rt) ? node_of(rt) : "no node", (unsigned long long)rt->task->task_id,
+                    state_text(st));
+        /* The first three lines: enough to see the cause; the whole error
+         * is in the JSON. */
+        const char *e = err_of(rt);
+        if (md && *e)
+            kf_buf_adds(out, "\n  ```\n");
+        for (int l = 0; l < 3 && *e; l++) {
+            size_t len = strcspn(e, "\n");
+            kf_buf_addf(out, "%s%.*s\n", md ? "  " : "      ", (int)len, e);
+            e += len + (e[len] == '\n');
         }
+        if (md && *err_of(rt))
+            kf_buf_adds(out, "  ```\n");
     }
+    return 0;
 }
 
-/* ---- json ---- */
+/* ---- JSON ---- */
 
 static json_t *jstr(const char *s)
 {
-    return json_string(s ? s : "");
+    return json_string(nz(s));
+}
+
+/* A number, or null where there is none: JSON has no NaN. */
+static json_t *jnum(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *jstr_or_null(const char *s)
+{
+    return s && *s ? json_string(s) : json_null();
+}
+
+static void set(json_t *o, const char *key, json_t *v)
+{
+    /* jansson returns NULL only for invalid UTF-8 or out of memory; an
+     * agent's odd bytes must not drop the key silently. */
+    json_object_set_new(o, key, v ? v : json_string("<not UTF-8>"));
+}
+
+static json_t *json_task_common(const rtask *rt)
+{
+    json_t *o = json_object();
+    set(o, "task_id", json_integer((json_int_t)rt->task->task_id));
+    set(o, "state", json_string(state_name(state_of(rt))));
+    set(o, "attempt", rt->res ? json_integer(rt->res->attempt) : json_null());
+    set(o, "agent_id", jstr_or_null(rt->res ? rt->res->agent_id : rt->task->agent_id));
+    set(o, "elapsed_s", rt->res ? jnum(rt->res->elapsed_s) : json_null());
+    set(o, "error", jstr_or_null(err_of(rt)));
+    return o;
+}
+
+static json_t *json_validation(const rtask *vt)
+{
+    json_t *v = json_task_common(vt);
+    const Kfleet__Result *res = vt->res;
+    json_t *trials = json_array();
+    double mx = NAN;
+    for (size_t i = 0; res && i < res->n_trials; i++) {
+        const Kfleet__ValidateTrial *t = res->trials[i];
+        json_t *jt = json_object();
+        set(jt, "seed", json_integer((json_int_t)t->seed));
+        set(jt, "max_abs_err", jnum(t->max_abs_err));
+        set(jt, "rel_err", jnum(t->rel_err));
+        set(jt, "nonfinite", json_integer((json_int_t)t->nonfinite));
+        set(jt, "passed", json_boolean(t->passed));
+        json_array_append_new(trials, jt);
+        mx = !(t->max_abs_err <= mx) ? t->max_abs_err : mx;
+    }
+    set(v, "passed", res ? json_boolean(res->state == KFLEET__TASK_STATE__SUCCEEDED) : json_null());
+    set(v, "max_abs_err", jnum(mx));
+    set(v, "deterministic", res ? json_boolean(res->deterministic) : json_null());
+    set(v, "trials", trials);
+    return v;
+}
+
+static json_t *json_profile(const rrow *w)
+{
+    const rtask *pt = w->profile;
+    const Kfleet__ProfileStats *ps = pt->res ? pt->res->profile : NULL;
+    json_t *p = json_task_common(pt);
+    set(p, "samples", json_integer((json_int_t)pt->nsamples));
+    set(p, "samples_reported", pt->res ? json_integer(pt->res->sample_count) : json_null());
+    set(p, "throttled_samples", json_integer((json_int_t)pt->nthrottled));
+    set(p, "median_s", jnum(w->st.median));
+    set(p, "mean_s", jnum(w->st.mean));
+    set(p, "min_s", jnum(w->st.min));
+    set(p, "max_s", jnum(w->st.max));
+    set(p, "stddev_s", jnum(w->st.stddev));
+    set(p, "p10_s", jnum(w->st.p10));
+    set(p, "p90_s", jnum(w->st.p90));
+    set(p, "noise_pct", jnum(w->st.noise_pct));
+    set(p, "rsd_pct", jnum(w->st.rsd_pct));
+    set(p, "converged", ps ? json_boolean(ps->converged) : json_null());
+    set(p, "bytes", ps ? jnum(ps->bytes) : json_null());
+    set(p, "flops", ps ? jnum(ps->flops) : json_null());
+    set(p, "gbps", jnum(w->gbps));
+    set(p, "gflops", jnum(w->gflops));
+    set(p, "hot", ps ? json_boolean(ps->hot) : json_null());
+    set(p, "batch", ps ? json_integer(ps->batch) : json_null());
+    json_t *times = json_array();
+    for (size_t i = 0; i < pt->nsamples; i++)
+        json_array_append_new(times, jnum(pt->samples[i]));
+    set(p, "sample_seconds", times);
+    return p;
 }
 
 static json_t *json_row(const rep *r, const rrow *w)
 {
     json_t *o = json_object();
     const rtask *any = w->profile ? w->profile : w->validate;
-    json_object_set_new(o, "kernel", jstr(kernel_name(r, w->kernel)));
+    const Kfleet__KernelRef *k = kref(r, w->kernel);
+    const Kfleet__AgentInfo *a = agent(r, w->node);
+    set(o, "kernel", json_string(kernel_name(r, w->kernel)));
+    set(o, "kernel_index", json_integer(w->kernel));
+    set(o, "config_index", json_integer(w->config));
     json_t *params = json_object();
     for (size_t i = 0; i < any->task->n_params; i++)
-        json_object_set_new(params, any->task->params[i]->name,
-                            json_integer(any->task->params[i]->value));
-    json_object_set_new(o, "params", params);
-    json_object_set_new(o, "config_index", json_integer(w->config));
-    json_object_set_new(o, "node", jstr(w->node));
-    const Kfleet__AgentInfo *a = agent(r, w->node);
+        set(params, nz(any->task->params[i]->name), json_integer(any->task->params[i]->value));
+    set(o, "params", params);
+    set(o, "node", jstr_or_null(w->node));
+    set(o, "device", json_string(device_of(r, w->node)));
+
     json_t *prov = json_object();
-    json_object_set_new(prov, "hostname", jstr(a ? a->hostname : ""));
-    json_object_set_new(prov, "device", jstr(a && a->n_gpus ? a->gpus[0]->name : "cpu"));
-    json_object_set_new(prov, "gpu_uuid", jstr(a && a->n_gpus ? a->gpus[0]->uuid : ""));
-    json_object_set_new(prov, "cpu_model", jstr(a ? a->cpu_model : ""));
-    json_object_set_new(prov, "driver_version", jstr(a ? a->driver_version : ""));
-    json_object_set_new(prov, "compiler", jstr(a ? (r->sw->kernels[w->kernel]->cuda ? a->nvcc_version : a->cc_version) : ""));
-    json_object_set_new(prov, "kernel_hash", jstr(r->sw->kernels[w->kernel]->hash));
-    Kfleet__BuildRecord *br = NULL;
-    Kfleet__Result *bres = NULL;
-    if (kf_store_get_build(r->t, w->node, r->sw->kernels[w->kernel]->hash, &br) == KF_OK) {
-        if (kf_store_get_result(r->t, br->task_id, &bres) == KF_OK && bres->build)
-            json_object_set_new(prov, "artifact_hash", jstr(bres->build->artifact_hash));
-        if (bres)
-            kfleet__result__free_unpacked(bres, NULL);
-        kfleet__build_record__free_unpacked(br, NULL);
-    }
-    json_object_set_new(prov, "kfleet_version", jstr(KF_VERSION));
-    json_object_set_new(o, "provenance", prov);
-    if (w->validate) {
-        json_t *v = json_object();
-        const rtask *vt = w->validate;
-        json_object_set_new(v, "task_id", json_integer((json_int_t)vt->task->task_id));
-        json_object_set_new(v, "state", jstr(vt->res ? state_name(vt->res->state) : state_name(vt->task->state)));
-        if (vt->res) {
-            json_object_set_new(v, "attempt", json_integer(vt->res->attempt));
-            json_object_set_new(v, "agent", jstr(vt->res->agent_id));
-            json_object_set_new(v, "deterministic", json_boolean(vt->res->deterministic));
-            json_object_set_new(v, "error", jstr(vt->res->error));
-            json_t *trials = json_array();
-            for (size_t i = 0; i < vt->res->n_trials; i++) {
-                const Kfleet__ValidateTrial *t = vt->res->trials[i];
-                json_t *jt = json_object();
-                json_object_set_new(jt, "seed", json_integer((json_int_t)t->seed));
-                json_object_set_new(jt, "max_abs_err", json_real(t->max_abs_err));
-                json_object_set_new(jt, "rel_err", json_real(t->rel_err));
-                json_object_set_new(jt, "nonfinite", json_integer((json_int_t)t->nonfinite));
-                json_object_set_new(jt, "passed", json_boolean(t->passed));
-                json_array_append_new(trials, jt);
-            }
-            json_object_set_new(v, "trials", trials);
-        }
-        json_object_set_new(o, "validation", v);
-    }
-    if (w->profile) {
-        const rtask *pt = w->profile;
-        json_t *p = json_object();
-        json_object_set_new(p, "task_id", json_integer((json_int_t)pt->task->task_id));
-        json_object_set_new(p, "state", jstr(pt->res ? state_name(pt->res->state) : state_name(pt->task->state)));
-        if (pt->res) {
-            const Kfleet__ProfileStats *ps = pt->res->profile;
-            json_object_set_new(p, "attempt", json_integer(pt->res->attempt));
-            json_object_set_new(p, "agent", jstr(pt->res->agent_id));
-            json_object_set_new(p, "error", jstr(pt->res->error));
-            json_object_set_new(p, "samples", json_integer((json_int_t)w->st.n));
-            json_object_set_new(p, "samples_reported", json_integer(pt->res->sample_count));
-            json_object_set_new(p, "median_s", json_real(w->st.median));
-            json_object_set_new(p, "mean_s", json_real(w->st.mean));
-            json_object_set_new(p, "min_s", json_real(w->st.min));
-            json_object_set_new(p, "max_s", json_real(w->st.max));
-            json_object_set_new(p, "stddev_s", json_real(w->st.stddev));
-            json_object_set_new(p, "p10_s", json_real(w->st.p10));
-            json_object_set_new(p, "p90_s", json_real(w->st.p90));
-            json_object_set_new(p, "noise_pct", json_real(w->st.noise_pct));
-            json_object_set_new(p, "rsd_pct", json_real(w->st.rsd_pct));
-            json_object_set_new(p, "converged", json_boolean(ps && ps->converged));
-            json_object_set_new(p, "bytes", json_real(ps ? ps->bytes : 0));
-            json_object_set_new(p, "flops", json_real(ps ? ps->flops : 0));
-            json_object_set_new(p, "gbps", json_real(w->gbps));
-            json_object_set_new(p, "gflops", json_real(w->gflops));
-            json_object_set_new(p, "hot", json_boolean(ps && ps->hot));
-            json_object_set_new(p, "batch", json_integer(ps ? ps->batch : 0));
-            json_t *times = json_array();
-            for (size_t i = 0; i < pt->nsamples; i++)
-                json_array_append_new(times, json_real(pt->samples[i]));
-            json_object_set_new(p, "sample_seconds", times);
-        }
-        json_object_set_new(o, "profile", p);
-    }
-    if (!isnan(w->speedup))
-        json_object_set_new(o, "speedup", json_real(w->speedup));
+    set(prov, "agent_id", jstr_or_null(w->node));
+    set(prov, "hostname", a ? jstr_or_null(a->hostname) : json_null());
+    set(prov, "gpu_name", a && a->n_gpus ? jstr_or_null(a->gpus[0]->name) : json_null());
+    set(prov, "gpu_uuid", a && a->n_gpus ? jstr_or_null(a->gpus[0]->uuid) : json_null());
+    set(prov, "cpu_model", a ? jstr_or_null(a->cpu_model) : json_null());
+    set(prov, "driver_version", a ? jstr_or_null(a->driver_version) : json_null());
+    /* The compiler the build reported; the agent's inventory otherwise. */
+    const char *cc = w->build && w->build->compiler && *w->build->compiler ? w->build->compiler
+                     : !a                                                  ? NULL
+                     : k && k->cuda                                        ? a->nvcc_version
+                                                                           : a->cc_version;
+    set(prov, "compiler", jstr_or_null(cc));
+    set(prov, "kernel_hash", k ? jstr_or_null(k->hash) : json_null());
+    set(prov, "build_task_id", w->build ? json_integer((json_int_t)w->build_task) : json_null());
+    set(prov, "artifact_hash", w->build ? jstr_or_null(w->build->artifact_hash) : json_null());
+    set(prov, "agent_version", a ? jstr_or_null(a->version) : json_null());
+    set(o, "provenance", prov);
+
+    set(o, "validation", w->validate ? json_validation(w->validate) : json_null());
+    set(o, "profile", w->profile ? json_profile(w) : json_null());
+    set(o, "speedup", jnum(w->speedup));
+    set(o, "baseline_median_s", jnum(w->base_median));
+
     json_t *flags = json_array();
     if (w->noisy)
         json_array_append_new(flags, json_string("noisy"));
-    if (w->throttled)
+    if (w->profile && w->profile->nthrottled)
         json_array_append_new(flags, json_string("throttled"));
     if (w->mismatch)
         json_array_append_new(flags, json_string("samples-mismatch"));
-    json_object_set_new(o, "flags", flags);
+    if ((w->validate && is_failure(state_of(w->validate))) ||
+        (w->profile && is_failure(state_of(w->profile))))
+        json_array_append_new(flags, json_string("failed"));
+    set(o, "flags", flags);
     return o;
 }
 
-static void render_json(const rep *r, kf_buf *out)
+static json_t *json_sweep(const rep *r)
 {
-    json_t *root = json_object();
-    json_object_set_new(root, "schema", json_string("kfleet.report/1"));
-    json_object_set_new(root, "kfleet_version", json_string(KF_VERSION));
-    json_t *sw = json_object();
-    json_object_set_new(sw, "sweep_id", json_integer(r->sw->sweep_id));
-    json_object_set_new(sw, "name", jstr(r->sw->name));
-    json_object_set_new(sw, "file", jstr(r->sw->file));
-    json_object_set_new(sw, "created_ns", json_integer((json_int_t)r->sw->created_ns));
-    json_object_set_new(sw, "finished_ns", json_integer((json_int_t)r->sw->finished_ns));
-    json_object_set_new(sw, "nodes", json_string(r->sw->nodes_all ? "all" : "any"));
-    json_object_set_new(sw, "baseline", jstr(r->sw->baseline));
+    const Kfleet__Sweep *s = r->sw;
+    char iso[32];
+    json_t *o = json_object();
+    set(o, "sweep_id", json_integer(s->sweep_id));
+    set(o, "name", jstr(s->name));
+    set(o, "file", jstr(s->file));
+    set(o, "created_ns", json_integer((json_int_t)s->created_ns));
+    fmt_iso(s->created_ns, iso, sizeof iso);
+    set(o, "created", s->created_ns ? json_string(iso) : json_null());
+    set(o, "finished_ns", s->finished_ns ? json_integer((json_int_t)s->finished_ns) : json_null());
+    fmt_iso(s->finished_ns, iso, sizeof iso);
+    set(o, "finished", s->finished_ns ? json_string(iso) : json_null());
+    set(o, "cancelled", json_boolean(s->cancelled));
+    set(o, "nodes", json_string(s->nodes_all ? "all" : "any"));
+    set(o, "baseline", jstr_or_null(s->baseline));
+    set(o, "max_attempts", json_integer(s->max_attempts));
     json_t *kernels = json_array();
-    for (size_t k = 0; k < r->sw->n_kernels; k++) {
-        json_t *jk = json_object();
-        json_object_set_new(jk, "name", jstr(r->sw->kernels[k]->name));
-        json_object_set_new(jk, "hash", jstr(r->sw->kernels[k]->hash));
-        json_object_set_new(jk, "cuda", json_boolean(r->sw->kernels[k]->cuda));
+    for (size_t i = 0; i < s->n_kernels; i++) {
+        const Kfleet__KernelRef *k = s->kernels[i];
+        json_t *jk = json_object(), *flags = json_array();
+        set(jk, "index", json_integer((json_int_t)i));
+        set(jk, "name", jstr(k->name));
+        set(jk, "hash", jstr(k->hash));
+        set(jk, "cuda", json_boolean(k->cuda));
+        for (size_t f = 0; f < k->n_flags; f++)
+            json_array_append_new(flags, jstr(k->flags[f]));
+        set(jk, "flags", flags);
         json_array_append_new(kernels, jk);
     }
-    json_object_set_new(sw, "kernels", kernels);
-    json_object_set_new(root, "sweep", sw);
-    json_t *tot = json_object();
-    json_object_set_new(tot, "tasks", json_integer((json_int_t)r->ntasks));
-    json_object_set_new(tot, "succeeded", json_integer(r->counts[KFLEET__TASK_STATE__SUCCEEDED]));
-    json_object_set_new(tot, "failed", json_integer(r->counts[KFLEET__TASK_STATE__FAILED]));
-    json_object_set_new(tot, "timed_out", json_integer(r->counts[KFLEET__TASK_STATE__TIMED_OUT]));
-    json_object_set_new(tot, "cancelled", json_integer(r->counts[KFLEET__TASK_STATE__CANCELLED]));
-    json_object_set_new(root, "totals", tot);
-    json_t *agents = json_array();
-    for (size_t k = 0; k < r->nagents; k++) {
-        const Kfleet__AgentInfo *a = r->agents[k];
-        json_t *ja = json_object();
-        json_object_set_new(ja, "agent_id", jstr(a->agent_id));
-        json_object_set_new(ja, "hostname", jstr(a->hostname));
-        json_object_set_new(ja, "cpu_model", jstr(a->cpu_model));
-        json_object_set_new(ja, "cpu_count", json_integer(a->cpu_count));
-        json_object_set_new(ja, "driver_version", jstr(a->driver_version));
-        json_object_set_new(ja, "cuda_driver_version", json_integer(a->cuda_driver_version));
-        json_object_set_new(ja, "nvcc_version", jstr(a->nvcc_version));
-        json_object_set_new(ja, "cc_version", jstr(a->cc_version));
-        json_t *gpus = json_array();
-        for (size_t g = 0; g < a->n_gpus; g++) {
-            json_t *jg = json_object();
-            json_object_set_new(jg, "name", jstr(a->gpus[g]->name));
-            json_object_set_new(jg, "uuid", jstr(a->gpus[g]->uuid));
-            json_array_append_new(gpus, jg);
-        }
-        json_object_set_new(ja, "gpus", gpus);
-        json_array_append_new(agents, ja);
+    set(o, "kernels", kernels);
+    return o;
+}
+
+static json_t *json_agent(const Kfleet__AgentInfo *a)
+{
+    json_t *o = json_object(), *gpus = json_array();
+    set(o, "agent_id", jstr(a->agent_id));
+    set(o, "hostname", jstr(a->hostname));
+    set(o, "version", jstr(a->version));
+    set(o, "arch", jstr(a->arch));
+    set(o, "cpu_model", jstr(a->cpu_model));
+    set(o, "cpu_count", json_integer(a->cpu_count));
+    set(o, "memory_bytes", json_integer((json_int_t)a->memory_bytes));
+    set(o, "driver_version", jstr_or_null(a->driver_version));
+    set(o, "cuda_driver_version",
+        a->cuda_driver_version ? json_integer(a->cuda_driver_version) : json_null());
+    set(o, "nvcc_version", jstr_or_null(a->nvcc_version));
+    set(o, "cc_version", jstr_or_null(a->cc_version));
+    set(o, "lost", json_boolean(a->lost));
+    for (size_t g = 0; g < a->n_gpus; g++) {
+        const Kfleet__GpuInfo *gi = a->gpus[g];
+        json_t *jg = json_object();
+        set(jg, "index", json_integer(gi->index));
+        set(jg, "name", jstr(gi->name));
+        set(jg, "uuid", jstr(gi->uuid));
+        set(jg, "cc_major", json_integer(gi->cc_major));
+        set(jg, "cc_minor", json_integer(gi->cc_minor));
+        set(jg, "memory_bytes", json_integer((json_int_t)gi->memory_bytes));
+        set(jg, "sm_count", json_integer(gi->sm_count));
+        json_array_append_new(gpus, jg);
     }
-    json_object_set_new(root, "agents", agents);
+    set(o, "gpus", gpus);
+    return o;
+}
+
+static json_t *json_build(const rep *r, const rtask *rt)
+{
+    const Kfleet__BuildInfo *bi = rt->res ? rt->res->build : NULL;
+    const Kfleet__KernelRef *k = kref(r, rt->task->kernel_index);
+    json_t *b = json_task_common(rt);
+    set(b, "kind", json_string("build"));
+    set(b, "kernel", json_string(kernel_name(r, rt->task->kernel_index)));
+    set(b, "kernel_hash", k ? jstr_or_null(k->hash) : json_null());
+    set(b, "node", jstr_or_null(node_of(rt)));
+    set(b, "cached", bi ? json_boolean(bi->cached) : json_null());
+    set(b, "compile_s", bi ? jnum(bi->compile_s) : json_null());
+    set(b, "compiler", bi ? jstr_or_null(bi->compiler) : json_null());
+    set(b, "artifact_hash", bi ? jstr_or_null(bi->artifact_hash) : json_null());
+    set(b, "registers", bi ? json_integer(bi->registers) : json_null());
+    set(b, "shared_bytes", bi ? json_integer(bi->shared_bytes) : json_null());
+    set(b, "stack_bytes", bi ? json_integer(bi->stack_bytes) : json_null());
+    set(b, "spill_bytes", bi ? json_integer(bi->spill_bytes) : json_null());
+    set(b, "warnings", bi ? jstr_or_null(bi->warnings) : json_null());
+    return b;
+}
+
+static json_t *json_failure(const rep *r, const rtask *rt)
+{
+    json_t *f = json_task_common(rt), *params = json_object();
+    set(f, "kind", json_string(kind_name((int)rt->task->kind)));
+    set(f, "kernel", json_string(kernel_name(r, rt->task->kernel_index)));
+    for (size_t i = 0; i < rt->task->n_params; i++)
+        set(params, nz(rt->task->params[i]->name), json_integer(rt->task->params[i]->value));
+    set(f, "params", params);
+    set(f, "config_index", json_integer(rt->task->config_index));
+    set(f, "node", jstr_or_null(node_of(rt)));
+    return f;
+}
+
+static int render_json(const rep *r, kf_buf *out)
+{
+    json_t *root = json_object();
+    set(root, "schema", json_string(KF_REPORT_SCHEMA));
+    set(root, "kfleet_version", json_string(KF_VERSION));
+    set(root, "sweep", json_sweep(r));
+    json_t *tot = json_object();
+    set(tot, "tasks", json_integer((json_int_t)r->ntasks));
+    for (int st = KFLEET__TASK_STATE__PENDING; st <= KFLEET__TASK_STATE__CANCELLED; st++)
+        if (st <= KFLEET__TASK_STATE__RUNNING || st >= KFLEET__TASK_STATE__SUCCEEDED)
+            set(tot, state_name(st), json_integer(r->counts[st]));
+    set(root, "totals", tot);
+    json_t *agents = json_array();
+    for (size_t k = 0; k < r->nagents; k++)
+        json_array_append_new(agents, json_agent(r->agents[k]));
+    set(root, "agents", agents);
     json_t *rows = json_array();
     for (size_t i = 0; i < r->nrows; i++)
         json_array_append_new(rows, json_row(r, &r->rows[i]));
-    json_object_set_new(root, "rows", rows);
+    set(root, "rows", rows);
     json_t *builds = json_array(), *failures = json_array();
     for (size_t i = 0; i < r->ntasks; i++) {
         const rtask *rt = &r->tasks[i];
-        if (rt->task->kind == KFLEET__TASK_KIND__BUILD) {
-            json_t *b = json_object();
-            const Kfleet__BuildInfo *bi = rt->res ? rt->res->build : NULL;
-            json_object_set_new(b, "kind", json_string("build"));
-            json_object_set_new(b, "task_id", json_integer((json_int_t)rt->task->task_id));
-            json_object_set_new(b, "kernel", jstr(kernel_name(r, rt->task->kernel_index)));
-            json_object_set_new(b, "node", jstr(node_of(rt)));
-            json_object_set_new(b, "state", jstr(state_name(rt->task->state)));
-            json_object_set_new(b, "cached", json_boolean(bi && bi->cached));
-            json_object_set_new(b, "compile_s", json_real(bi ? bi->compile_s : 0));
-            json_object_set_new(b, "compiler", jstr(bi ? bi->compiler : ""));
-            json_object_set_new(b, "artifact_hash", jstr(bi ? bi->artifact_hash : ""));
-            json_object_set_new(b, "registers", json_integer(bi ? bi->registers : 0));
-            json_object_set_new(b, "shared_bytes", json_integer(bi ? bi->shared_bytes : 0));
-            json_object_set_new(b, "stack_bytes", json_integer(bi ? bi->stack_bytes : 0));
-            json_object_set_new(b, "spill_bytes", json_integer(bi ? bi->spill_bytes : 0));
-            json_object_set_new(b, "error", jstr(rt->res ? rt->res->error : ""));
-            json_array_append_new(builds, b);
-        }
-        int s = rt->task->state;
-        if (s == KFLEET__TASK_STATE__FAILED || s == KFLEET__TASK_STATE__TIMED_OUT) {
-            json_t *f = json_object();
-            json_object_set_new(f, "task_id", json_integer((json_int_t)rt->task->task_id));
-            json_object_set_new(f, "kind", json_string(kind_name(rt->task->kind)));
-            json_object_set_new(f, "kernel", jstr(kernel_name(r, rt->task->kernel_index)));
-            json_object_set_new(f, "node", jstr(node_of(rt)));
-            json_object_set_new(f, "state", jstr(state_name(s)));
-            json_object_set_new(f, "error", jstr(rt->res ? rt->res->error : rt->task->error));
-            json_array_append_new(failures, f);
-        }
+        if (rt->task->kind == KFLEET__TASK_KIND__BUILD)
+            json_array_append_new(builds, json_build(r, rt));
+        if (is_failure(state_of(rt)))
+            json_array_append_new(failures, json_failure(r, rt));
     }
-    json_object_set_new(root, "builds", builds);
-    json_object_set_new(root, "failures", failures);
-    char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+    set(root, "builds", builds);
+    set(root, "failures", failures);
+    /* Default real precision (17 digits): sample times round-trip exactly. */
+    char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    if (!s)
+        return KF_ENOMEM;
     kf_buf_adds(out, s);
     kf_buf_addc(out, '\n');
     free(s);
-    json_decref(root);
+    return 0;
 }
 
 int kf_report_render(kf_txn *t, uint32_t sweep_id, kf_report_format fmt, int color, kf_buf *out,
@@ -744,21 +1143,33 @@ int kf_report_render(kf_txn *t, uint32_t sweep_id, kf_report_format fmt, int col
     rep r;
     memset(&r, 0, sizeof r);
     r.t = t;
-    if (kf_store_get_sweep(t, sweep_id, &r.sw) != KF_OK)
+    int rc = kf_store_get_sweep(t, sweep_id, &r.sw);
+    if (rc == KF_ENOTFOUND)
         return kf_err_set(err, KF_ENOTFOUND,
                           "no sweep %u in this store; `kfleet status` lists the sweeps", sweep_id);
-    int rc = kf_store_foreach_task(t, sweep_id, task_cb, &r);
-    if (rc) {
-        rep_free(&r);
-        return kf_err_set(err, rc, "cannot read the tasks of sweep %u: %s", sweep_id,
+    if (rc)
+        return kf_err_set(err, rc, "cannot read sweep %u from the store: %s", sweep_id,
                           kf_strerror(rc));
+    const char *what = "reading its tasks and results";
+    rc = kf_store_foreach_task(t, sweep_id, task_cb, &r);
+    if (!rc) {
+        what = "reading its agents and builds";
+        rc = collect_agents(&r);
     }
-    build_rows(&r);
-    collect_agents(&r);
-    if (fmt == KF_REPORT_JSON)
-        render_json(&r, out);
-    else
-        render_text(&r, fmt == KF_REPORT_MD, color, out);
+    if (!rc)
+        rc = build_rows(&r);
+    if (!rc) {
+        what = "rendering the report";
+        /* Rendered into a scratch buffer so a failure leaves out as it was. */
+        kf_buf tmp = KF_BUF_INIT;
+        rc = fmt == KF_REPORT_JSON ? render_json(&r, &tmp)
+                                   : render_text(&r, fmt == KF_REPORT_MD, color, &tmp);
+        if (!rc)
+            kf_buf_add(out, tmp.data, tmp.len);
+        kf_buf_release(&tmp);
+    }
     rep_free(&r);
+    if (rc)
+        return kf_err_set(err, rc, "sweep %u: failed %s: %s", sweep_id, what, kf_strerror(rc));
     return KF_OK;
 }

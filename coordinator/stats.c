@@ -1,57 +1,121 @@
-/* stats — summary statistics of samples; see stats.h. */
+/* stats — summary statistics of timing samples; see stats.h.
+ *
+ * Everything but kf_stats_compute works on caller-owned arrays and never
+ * allocates; compute makes the one sorted copy and derives the rest from it.
+ * The MAD is found by walking outward from the median through the sorted
+ * values: the deviations on each side come out already ordered, so merging
+ * the two sides yields the sorted deviations without a second array. */
 #include "stats.h"
+#include "err.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp(const void *a, const void *b)
+static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
+void kf_stats_sort(double *v, size_t n)
+{
+    if (n > 1)
+        qsort(v, n, sizeof *v, cmp_double);
+}
+
 double kf_stats_quantile(const double *s, size_t n, double q)
 {
     if (n == 0)
-        return 0;
+        return NAN;
+    if (q <= 0)
+        return s[0];
+    if (q >= 1)
+        return s[n - 1];
     double pos = q * (double)(n - 1);
     size_t lo = (size_t)pos;
-    if (lo + 1 >= n)
-        return s[n - 1];
     double f = pos - (double)lo;
-    return s[lo] * (1 - f) + s[lo + 1] * f;
+    /* An exact rank returns the value itself, not a blend with its neighbour
+     * that rounding could move by an ulp. */
+    if (f == 0 || lo + 1 >= n)
+        return s[lo];
+    return s[lo] + (s[lo + 1] - s[lo]) * f;
 }
 
-void kf_stats_compute(double *v, size_t n, kf_stats *s)
+double kf_stats_mad(const double *s, size_t n)
 {
-    memset(s, 0, sizeof *s);
     if (n == 0)
-        return;
-    qsort(v, n, sizeof *v, cmp);
-    s->n = n;
+        return NAN;
+    double med = kf_stats_quantile(s, n, 0.5);
+    /* Values left of `right` are below the median, from `right` on at or
+     * above it; each step takes the smaller deviation of the two sides. */
+    size_t right = 0;
+    while (right < n && s[right] < med)
+        right++;
+    size_t left = right; /* one past the next left candidate */
+    size_t want = n / 2; /* index of the upper middle deviation */
+    double prev = 0, cur = 0;
+    for (size_t k = 0; k <= want; k++) {
+        double dl = left > 0 ? med - s[left - 1] : INFINITY;
+        double dr = right < n ? s[right] - med : INFINITY;
+        prev = cur;
+        if (dl <= dr) {
+            cur = dl;
+            left--;
+        } else {
+            cur = dr;
+            right++;
+        }
+    }
+    return n % 2 ? cur : (prev + cur) / 2;
+}
+
+double kf_stats_mean(const double *v, size_t n)
+{
+    if (n == 0)
+        return NAN;
     double sum = 0;
     for (size_t i = 0; i < n; i++)
         sum += v[i];
-    s->mean = sum / (double)n;
-    double var = 0;
+    return sum / (double)n;
+}
+
+double kf_stats_stddev(const double *v, size_t n)
+{
+    if (n < 2)
+        return NAN;
+    /* Two passes: the one-pass sum-of-squares formula loses the digits that
+     * matter when the spread is tiny next to the mean, as timings' is. */
+    double mean = kf_stats_mean(v, n), var = 0;
     for (size_t i = 0; i < n; i++)
-        var += (v[i] - s->mean) * (v[i] - s->mean);
-    s->stddev = n > 1 ? sqrt(var / (double)(n - 1)) : 0;
-    s->rsd_pct = s->mean > 0 ? s->stddev / s->mean * 100.0 : 0;
-    s->median = kf_stats_quantile(v, n, 0.5);
-    /* MAD needs the deviations sorted; v stays sorted for the caller. */
-    double *dev = malloc(n * sizeof *dev);
-    if (dev) {
-        for (size_t i = 0; i < n; i++)
-            dev[i] = fabs(v[i] - s->median);
-        qsort(dev, n, sizeof *dev, cmp);
-        double mad = kf_stats_quantile(dev, n, 0.5);
-        s->noise_pct = s->median > 0 ? 1.4826 * mad / s->median * 100.0 : 0;
-        free(dev);
-    }
-    s->min = v[0];
-    s->max = v[n - 1];
-    s->p10 = kf_stats_quantile(v, n, 0.1);
-    s->p90 = kf_stats_quantile(v, n, 0.9);
+        var += (v[i] - mean) * (v[i] - mean);
+    return sqrt(var / (double)(n - 1));
+}
+
+int kf_stats_compute(const double *v, size_t n, kf_stats *out)
+{
+    out->n = 0;
+    out->median = out->mean = out->min = out->max = NAN;
+    out->stddev = out->p10 = out->p90 = out->noise_pct = out->rsd_pct = NAN;
+    if (n == 0)
+        return KF_OK;
+    double *s = malloc(n * sizeof *s);
+    if (!s)
+        return KF_ENOMEM;
+    memcpy(s, v, n * sizeof *s);
+    kf_stats_sort(s, n);
+    out->n = n;
+    out->min = s[0];
+    out->max = s[n - 1];
+    out->median = kf_stats_quantile(s, n, 0.5);
+    out->p10 = kf_stats_quantile(s, n, 0.1);
+    out->p90 = kf_stats_quantile(s, n, 0.9);
+    out->mean = kf_stats_mean(s, n);
+    out->stddev = kf_stats_stddev(s, n);
+    if (n >= 2 && out->median > 0)
+        out->noise_pct = 1.4826 * kf_stats_mad(s, n) / out->median * 100.0;
+    if (n >= 2 && out->mean > 0)
+        out->rsd_pct = out->stddev / out->mean * 100.0;
+    free(s);
+    return KF_OK;
 }

@@ -1,5 +1,18 @@
-/* stats — summary statistics of timing samples: median, mean, spread and
- * relative noise, computed from the stored samples, never from a summary. */
+/* stats — summary statistics of timing samples: median, mean, min/max,
+ * standard deviation, percentiles and relative noise.
+ *
+ * The report recomputes every figure from the samples in the store with
+ * these functions, never from the summary an agent sent; other modules use
+ * them the same way. Quantiles interpolate linearly between closest ranks
+ * (numpy's default, "type 7"), so the median of an even count is the mean of
+ * the two middle values. The noise is the robust relative spread
+ * 1.4826 * MAD / median in percent — the agent's stop criterion
+ * (agent/harness.c): for normal samples it equals the relative standard
+ * deviation, but a few preemption outliers do not inflate it. The relative
+ * standard deviation (stddev / mean) is kept beside it.
+ *
+ * Written here rather than taken from a library: a few dozen lines, and GSL
+ * would be a large dependency for them. */
 #ifndef KF_STATS_H
 #define KF_STATS_H
 
@@ -7,15 +20,28 @@
 
 typedef struct kf_stats {
     size_t n;
-    double median, mean, min, max, stddev;
-    double noise_pct; /* robust: 1.4826 * MAD / median * 100 */
-    double rsd_pct;   /* stddev / mean * 100 */
-    double p10, p90;
+    double median, mean, min, max;
+    double stddev;    /* sample standard deviation (n - 1); NAN when n < 2 */
+    double p10, p90;  /* 10th and 90th percentiles */
+    double noise_pct; /* 1.4826 * MAD / median * 100; NAN when n < 2 or median <= 0 */
+    double rsd_pct;   /* stddev / mean * 100; NAN when n < 2 or mean <= 0 */
 } kf_stats;
 
-/* Sorts v in place and fills s. n == 0 gives all zeros. */
-void kf_stats_compute(double *v, size_t n, kf_stats *s);
-/* The q-quantile (0..1) of sorted values, linearly interpolated. */
+/* Fills out from n values (not modified; a sorted copy is made). With n == 0
+ * every figure is NAN and out->n is 0. Returns 0 or KF_ENOMEM. */
+int kf_stats_compute(const double *v, size_t n, kf_stats *out);
+
+/* Sorts v ascending in place (the input the functions below want). */
+void kf_stats_sort(double *v, size_t n);
+/* The q-quantile (0 <= q <= 1) of sorted values; NAN when n == 0.
+ * kf_stats_quantile(s, n, 0.5) is the median. */
 double kf_stats_quantile(const double *sorted, size_t n, double q);
+/* The median absolute deviation from the median, of sorted values, without
+ * allocating; NAN when n == 0. */
+double kf_stats_mad(const double *sorted, size_t n);
+/* Arithmetic mean; NAN when n == 0. */
+double kf_stats_mean(const double *v, size_t n);
+/* Sample standard deviation (divides by n - 1); NAN when n < 2. */
+double kf_stats_stddev(const double *v, size_t n);
 
 #endif

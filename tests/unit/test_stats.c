@@ -192,13 +192,31 @@ static void test_helpers(void **state)
     assert_true(kf_stats_quantile(w, 5, 0.75) == 0.7);
 }
 
+/* The report's fixture, 1, 2, 3, 4 and 100 ms: the median must come back
+ * bit for bit (its JSON is compared exactly) and the outlier must not make
+ * the noise figure. */
+static void test_report_vector(void **state)
+{
+    (void)state;
+    double v[] = {0.004, 0.100, 0.001, 0.003, 0.002};
+    kf_stats st;
+    assert_int_equal(kf_stats_compute(v, 5, &st), KF_OK);
+    assert_true(st.median == 0.003);
+    assert_true(st.min == 0.001 && st.max == 0.100);
+    /* |x - 3| = 2, 1, 0, 1, 97 -> MAD 1 ms. */
+    assert_near(st.noise_pct, 1.4826 * 0.001 / 0.003 * 100.0, 1e-9);
+    double same[] = {7, 7, 7, 7};
+    assert_near(kf_stats_mad(same, 4), 0, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_odd),         cmocka_unit_test(test_even),
+        cmocka_unit_test(test_odd),           cmocka_unit_test(test_even),
         cmocka_unit_test(test_interpolation), cmocka_unit_test(test_outlier),
-        cmocka_unit_test(test_empty),       cmocka_unit_test(test_single),
-        cmocka_unit_test(test_zero_median), cmocka_unit_test(test_helpers),
+        cmocka_unit_test(test_empty),         cmocka_unit_test(test_single),
+        cmocka_unit_test(test_zero_median),   cmocka_unit_test(test_helpers),
+        cmocka_unit_test(test_report_vector),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

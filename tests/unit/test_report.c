@@ -1,0 +1,569 @@
+/* Tests for coordinator/report.c: a store written by hand with known
+ * samples, results and failures, rendered in all three formats.
+ *
+ * The fixture (sweep "demo", baseline "base", one agent n1 with a GPU):
+ *   base cfg0 n=1048576 block=32: validate passes; profile samples
+ *        1, 2, 3, 4, 100 ms, 3e9 bytes -> median 3 ms, 1000 GB/s exactly
+ *   base cfg1 n=2097152 block=64: profile of 4 stored samples (one
+ *        throttled) but the agent claimed 5, not converged
+ *        -> samples-mismatch, throttled, noisy; median 4 ms
+ *   fast cfg0: validate FAILS (tolerance); profile 1.5 ms x3 -> speedup 2
+ *        against base's best median on n1 (3 ms)
+ *   fast cfg1: profile TIMED OUT
+ *   builds of base and fast on n1.
+ * A second sweep with `nodes: any` and no build tasks checks that the row
+ * takes the node that ran the profile and finds the build of the first
+ * sweep through the store's build record. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "report.h"
+
+#include <ftw.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char dir[64];
+static kf_store *store;
+static uint32_t sweep1, sweep2;
+
+#define HASH_BASE "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0"
+#define HASH_FAST "fafafafafafafafafafafafafafafafafafafafafafafafafafafafafafafafa"
+#define ART_BASE "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1"
+#define ART_FAST "a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2"
+#define FAIL_ERR                                                                                   \
+    "max abs error 0.5 exceeds tolerance 1e-06 (seed 7)\nat index 12\nexpected 1.0\ngot 1.5"
+
+static int rm_cb(const char *p, const struct stat *s, int f, struct FTW *w)
+{
+    (void)s;
+    (void)f;
+    (void)w;
+    return remove(p);
+}
+
+/* ---- writing the fixture ---- */
+
+typedef struct tspec {
+    Kfleet__TaskKind kind;
+    uint32_t kernel, config;
+    int64_t n, block; /* 0: no params (builds) */
+    const char *pin;
+    Kfleet__TaskState state;
+    const char *error;
+} tspec;
+
+static void put_task(kf_txn *t, uint32_t sweep, uint32_t idx, const tspec *ts)
+{
+    Kfleet__Param pn = KFLEET__PARAM__INIT, pb = KFLEET__PARAM__INIT;
+    Kfleet__Param *params[2] = {&pn, &pb};
+    pn.name = "n";
+    pn.value = ts->n;
+    pb.name = "block";
+    pb.value = ts->block;
+    Kfleet__Task task = KFLEET__TASK__INIT;
+    task.task_id = kf_task_id(sweep, idx);
+    task.sweep_id = sweep;
+    task.kind = ts->kind;
+    task.kernel_index = ts->kernel;
+    task.config_index = ts->config;
+    task.n_params = ts->n ? 2 : 0;
+    task.params = params;
+    task.pin_agent = (char *)ts->pin;
+    task.agent_id = "n1";
+    task.state = ts->state;
+    task.attempts = 1;
+    task.error = (char *)(ts->error ? ts->error : "");
+    assert_int_equal(kf_store_put_task(t, &task), 0);
+}
+
+static void put_result(kf_txn *t, Kfleet__Result *r, uint32_t sweep, uint32_t idx,
+                       Kfleet__TaskState st)
+{
+    r->task_id = kf_task_id(sweep, idx);
+    r->attempt = 1;
+    r->state = st;
+    r->agent_id = "n1";
+    r->elapsed_s = 0.5;
+    int dup = -1;
+    assert_int_equal(kf_store_put_result(t, r, &dup), 0);
+    assert_int_equal(dup, 0);
+}
+
+static void put_samples(kf_txn *t, uint32_t sweep, uint32_t idx, const double *ms, size_t n,
+                        int throttled_seq)
+{
+    for (size_t i = 0; i < n; i++) {
+        Kfleet__Sample s = KFLEET__SAMPLE__INIT;
+        s.seq = (uint32_t)i;
+        s.seconds = ms[i] / 1000.0;
+        s.t_ns = 1700000000000000000ull + i;
+        s.throttled = (int)i == throttled_seq;
+        int dup = -1;
+        assert_int_equal(kf_store_put_sample(t, kf_task_id(sweep, idx), 1, &s, &dup), 0);
+    }
+}
+
+static void put_profile(kf_txn *t, uint32_t sweep, uint32_t idx, uint32_t claimed, int converged)
+{
+    Kfleet__ProfileStats ps = KFLEET__PROFILE_STATS__INIT;
+    ps.samples = claimed;
+    ps.median_s = 42; /* the agent's summary: the report must not use it */
+    ps.converged = converged;
+    ps.bytes = 3e9;
+    ps.flops = 6e9;
+    Kfleet__Result r = KFLEET__RESULT__INIT;
+    r.profile = &ps;
+    r.sample_count = claimed;
+    put_result(t, &r, sweep, idx, KFLEET__TASK_STATE__SUCCEEDED);
+}
+
+static void put_build(kf_txn *t, uint32_t sweep, uint32_t idx, const char *art, const char *hash)
+{
+    Kfleet__BuildInfo b = KFLEET__BUILD_INFO__INIT;
+    b.artifact_hash = (char *)art;
+    b.compile_s = 1.25;
+    b.compiler = "gcc 12.2.0";
+    b.registers = 32;
+    Kfleet__Result r = KFLEET__RESULT__INIT;
+    r.build = &b;
+    put_result(t, &r, sweep, idx, KFLEET__TASK_STATE__SUCCEEDED);
+    Kfleet__BuildRecord br = KFLEET__BUILD_RECORD__INIT;
+    br.agent_id = "n1";
+    br.kernel_hash = (char *)hash;
+    br.task_id = kf_task_id(sweep, idx);
+    br.state = KFLEET__TASK_STATE__SUCCEEDED;
+    assert_int_equal(kf_store_put_build(t, &br), 0);
+}
+
+static void put_sweep(kf_txn *t, uint32_t id, const char *name, int nodes_all)
+{
+    Kfleet__KernelRef kb = KFLEET__KERNEL_REF__INIT, kf = KFLEET__KERNEL_REF__INIT;
+    Kfleet__KernelRef *kernels[2] = {&kb, &kf};
+    kb.name = "base";
+    kb.hash = HASH_BASE;
+    kb.cuda = 1;
+    kf.name = "fast";
+    kf.hash = HASH_FAST;
+    kf.cuda = 1;
+    Kfleet__Sweep sw = KFLEET__SWEEP__INIT;
+    sw.sweep_id = id;
+    sw.name = (char *)name;
+    sw.file = "sweeps/demo.yaml";
+    sw.created_ns = 1700000000000000000ull; /* 2023-11-14T22:13:20Z */
+    sw.finished_ns = 1700000060000000000ull;
+    sw.n_kernels = 2;
+    sw.kernels = kernels;
+    sw.nodes_all = nodes_all;
+    sw.baseline = "base";
+    sw.max_attempts = 3;
+    assert_int_equal(kf_store_put_sweep(t, &sw), 0);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/kf-test-report.XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    kf_err err;
+    assert_int_equal(kf_store_open(dir, 0, &store, &err), 0);
+    kf_txn *t = NULL;
+    assert_int_equal(kf_store_begin(store, 0, &t, &err), 0);
+
+    Kfleet__GpuInfo gpu = KFLEET__GPU_INFO__INIT;
+    Kfleet__GpuInfo *gpus[1] = {&gpu};
+    gpu.name = "NVIDIA H100 80GB HBM3";
+    gpu.uuid = "GPU-0123-4567";
+    gpu.cc_major = 9;
+    Kfleet__AgentInfo ai = KFLEET__AGENT_INFO__INIT;
+    ai.agent_id = "n1";
+    ai.hostname = "host1.example";
+    ai.cpu_model = "Xeon";
+    ai.n_gpus = 1;
+    ai.gpus = gpus;
+    ai.driver_version = "550.54.15";
+    ai.nvcc_version = "12.4";
+    ai.cc_version = "gcc 12.2.0";
+    assert_int_equal(kf_store_put_agent(t, &ai), 0);
+
+    assert_int_equal(kf_store_next_sweep_id(t, &sweep1), 0);
+    put_sweep(t, sweep1, "demo", 1);
+    const tspec tasks[] = {
+        {KFLEET__TASK_KIND__BUILD, 0, 0, 0, 0, "n1", KFLEET__TASK_STATE__SUCCEEDED, NULL},
+        {KFLEET__TASK_KIND__BUILD, 1, 0, 0, 0, "n1", KFLEET__TASK_STATE__SUCCEEDED, NULL},
+        {KFLEET__TASK_KIND__VALIDATE, 0, 0, 1048576, 32, "n1", KFLEET__TASK_STATE__SUCCEEDED, NULL},
+        {KFLEET__TASK_KIND__PROFILE, 0, 0, 1048576, 32, "n1", KFLEET__TASK_STATE__SUCCEEDED, NULL},
+        {KFLEET__TASK_KIND__PROFILE, 0, 1, 2097152, 64, "n1", KFLEET__TASK_STATE__SUCCEEDED, NULL},
+        {KFLEET__TASK_KIND__VALIDATE, 1, 0, 1048576, 32, "n1", KFLEET__TASK_STATE__FAILED,
+         FAIL_ERR},
+        {KFLEET__TASK_KIND__PROFILE, 1, 0, 1048576, 32, "n1", KFLEET__TASK_STATE__SUCCEEDED, NULL},
+        {KFLEET__TASK_KIND__PROFILE, 1, 1, 2097152, 64, "n1", KFLEET__TASK_STATE__TIMED_OUT,
+         "timed out: the task ran past its limit of 3.0 s"},
+    };
+    for (uint32_t i = 0; i < sizeof tasks / sizeof tasks[0]; i++)
+        put_task(t, sweep1, i, &tasks[i]);
+    put_build(t, sweep1, 0, ART_BASE, HASH_BASE);
+    put_build(t, sweep1, 1, ART_FAST, HASH_FAST);
+    {
+        Kfleet__ValidateTrial t1 = KFLEET__VALIDATE_TRIAL__INIT, t2 = KFLEET__VALIDATE_TRIAL__INIT;
+        Kfleet__ValidateTrial *trials[2] = {&t1, &t2};
+        t1.seed = 1;
+        t1.max_abs_err = 1e-7;
+        t1.passed = 1;
+        t2.seed = 2;
+        t2.max_abs_err = 2e-7;
+        t2.passed = 1;
+        Kfleet__Result r = KFLEET__RESULT__INIT;
+        r.n_trials = 2;
+        r.trials = trials;
+        put_result(t, &r, sweep1, 2, KFLEET__TASK_STATE__SUCCEEDED);
+    }
+    const double s3[] = {3, 1, 100, 2, 4};
+    put_samples(t, sweep1, 3, s3, 5, -1);
+    put_profile(t, sweep1, 3, 5, 1);
+    const double s4[] = {4, 4, 4, 4};
+    put_samples(t, sweep1, 4, s4, 4, 2);
+    put_profile(t, sweep1, 4, 5, 0); /* claims 5, 4 stored */
+    {
+        Kfleet__Result r = KFLEET__RESULT__INIT;
+        r.error = FAIL_ERR;
+        put_result(t, &r, sweep1, 5, KFLEET__TASK_STATE__FAILED);
+    }
+    const double s6[] = {1.5, 1.5, 1.5};
+    put_samples(t, sweep1, 6, s6, 3, -1);
+    put_profile(t, sweep1, 6, 3, 1);
+    {
+        Kfleet__Result r = KFLEET__RESULT__INIT;
+        r.error = "timed out: the task ran past its limit of 3.0 s";
+        put_result(t, &r, sweep1, 7, KFLEET__TASK_STATE__TIMED_OUT);
+    }
+
+    /* Sweep 2: `nodes: any`, one unpinned profile run by n1, no builds. */
+    assert_int_equal(kf_store_next_sweep_id(t, &sweep2), 0);
+    put_sweep(t, sweep2, "any", 0);
+    const tspec any = {KFLEET__TASK_KIND__PROFILE,    0,   0, 1048576, 32, "",
+                       KFLEET__TASK_STATE__SUCCEEDED, NULL};
+    put_task(t, sweep2, 0, &any);
+    const double s20[] = {2, 2};
+    put_samples(t, sweep2, 0, s20, 2, -1);
+    put_profile(t, sweep2, 0, 2, 1);
+    assert_int_equal(kf_store_commit(&t, &err), 0);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    kf_store_close(&store);
+    return nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- helpers ---- */
+
+static char *render(uint32_t sweep, kf_report_format fmt, int color)
+{
+    kf_err err;
+    kf_txn *t = NULL;
+    assert_int_equal(kf_store_begin(store, 1, &t, &err), 0);
+    kf_buf out = KF_BUF_INIT;
+    int rc = kf_report_render(t, sweep, fmt, color, &out, &err);
+    if (rc)
+        fail_msg("render: %s", err.msg);
+    kf_store_abort(&t);
+    /* KF_TEST_SHOW=1 prints what was rendered, for eyeballing the layout. */
+    if (getenv("KF_TEST_SHOW"))
+        fprintf(stderr, "%s\n", out.data);
+    return kf_buf_detach(&out);
+}
+
+static json_t *render_json(uint32_t sweep)
+{
+    char *s = render(sweep, KF_REPORT_JSON, 0);
+    json_error_t je;
+    json_t *root = json_loads(s, 0, &je);
+    if (!root)
+        fail_msg("report JSON does not parse: %s at line %d", je.text, je.line);
+    free(s);
+    return root;
+}
+
+static double num(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    if (!json_is_number(v))
+        fail_msg("%s is not a number", key);
+    return json_number_value(v);
+}
+
+static const char *str(const json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    if (!s)
+        fail_msg("%s is not a string", key);
+    return s;
+}
+
+static int has_flag(const json_t *row, const char *flag)
+{
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(row, "flags"), i,
+                       f) if (strcmp(json_string_value(f), flag) == 0) return 1;
+    return 0;
+}
+
+static void assert_near(double got, double want, double eps)
+{
+    if (!(fabs(got - want) <= eps))
+        fail_msg("got %.17g, want %.17g", got, want);
+}
+
+/* Display columns from a to b: UTF-8 continuation bytes take none. */
+static int display_col(const char *a, const char *b)
+{
+    int n = 0;
+    for (; a < b; a++)
+        n += ((unsigned char)*a & 0xC0) != 0x80;
+    return n;
+}
+
+static const char *line_start(const char *floor, const char *p)
+{
+    while (p > floor && p[-1] != '\n')
+        p--;
+    return p;
+}
+
+/* ---- tests ---- */
+
+static void test_parse_format(void **state)
+{
+    (void)state;
+    assert_int_equal(kf_report_parse_format("table"), KF_REPORT_TABLE);
+    assert_int_equal(kf_report_parse_format("md"), KF_REPORT_MD);
+    assert_int_equal(kf_report_parse_format("markdown"), KF_REPORT_MD);
+    assert_int_equal(kf_report_parse_format("json"), KF_REPORT_JSON);
+    assert_int_equal(kf_report_parse_format("csv"), -1);
+    assert_int_equal(kf_report_parse_format(""), -1);
+}
+
+static void test_unknown_sweep(void **state)
+{
+    (void)state;
+    kf_err err;
+    kf_txn *t = NULL;
+    assert_int_equal(kf_store_begin(store, 1, &t, &err), 0);
+    kf_buf out = KF_BUF_INIT;
+    assert_int_equal(kf_report_render(t, 999, KF_REPORT_TABLE, 0, &out, &err), KF_ENOTFOUND);
+    assert_string_equal(err.msg, "no sweep 999 in this store; `kfleet status` lists the sweeps");
+    assert_int_equal(out.len, 0);
+    kf_store_abort(&t);
+    kf_buf_release(&out);
+}
+
+static void test_json(void **state)
+{
+    (void)state;
+    json_t *root = render_json(sweep1);
+    assert_string_equal(str(root, "schema"), "kfleet.report/1");
+    assert_string_equal(str(root, "kfleet_version"), KF_VERSION);
+    json_t *sw = json_object_get(root, "sweep");
+    assert_int_equal((int)num(sw, "sweep_id"), (int)sweep1);
+    assert_string_equal(str(sw, "created"), "2023-11-14T22:13:20Z");
+    assert_string_equal(str(sw, "baseline"), "base");
+    json_t *tot = json_object_get(root, "totals");
+    assert_int_equal((int)num(tot, "tasks"), 8);
+    assert_int_equal((int)num(tot, "succeeded"), 6);
+    assert_int_equal((int)num(tot, "failed"), 1);
+    assert_int_equal((int)num(tot, "timed_out"), 1);
+    json_t *agents = json_object_get(root, "agents");
+    assert_int_equal(json_array_size(agents), 1);
+    assert_string_equal(str(json_array_get(agents, 0), "hostname"), "host1.example");
+
+    /* Rows in (kernel, config, node) order. */
+    json_t *rows = json_object_get(root, "rows");
+    assert_int_equal(json_array_size(rows), 4);
+    json_t *r0 = json_array_get(rows, 0), *r1 = json_array_get(rows, 1),
+           *r2 = json_array_get(rows, 2), *r3 = json_array_get(rows, 3);
+    assert_string_equal(str(r0, "kernel"), "base");
+    assert_int_equal((int)num(json_object_get(r0, "params"), "n"), 1048576);
+    assert_int_equal((int)num(json_object_get(r0, "params"), "block"), 32);
+    assert_string_equal(str(r0, "node"), "n1");
+    assert_string_equal(str(r0, "device"), "NVIDIA H100 80GB HBM3");
+
+    /* Recomputed from the stored samples, not the agent's 42 s. */
+    json_t *p0 = json_object_get(r0, "profile");
+    assert_true(num(p0, "median_s") == 0.003);
+    assert_true(num(p0, "min_s") == 0.001);
+    assert_true(num(p0, "max_s") == 0.1);
+    assert_near(num(p0, "gbps"), 1000, 1e-9);
+    assert_near(num(p0, "gflops"), 2000, 1e-9);
+    assert_int_equal((int)num(p0, "samples"), 5);
+    assert_int_equal((int)num(p0, "attempt"), 1);
+    json_t *times = json_object_get(p0, "sample_seconds");
+    assert_int_equal(json_array_size(times), 5);
+    /* The evidence in stored (seq) order, exactly as stored. */
+    assert_true(json_real_value(json_array_get(times, 0)) == 0.003);
+    assert_true(json_real_value(json_array_get(times, 2)) == 0.1);
+    assert_int_equal(json_array_size(json_object_get(r0, "flags")), 0);
+    assert_near(num(r0, "speedup"), 1.0, 1e-12);
+    json_t *v0 = json_object_get(r0, "validation");
+    assert_true(json_is_true(json_object_get(v0, "passed")));
+    assert_true(num(v0, "max_abs_err") == 2e-7);
+    assert_int_equal(json_array_size(json_object_get(v0, "trials")), 2);
+
+    /* Provenance of the row. */
+    json_t *pv = json_object_get(r0, "provenance");
+    assert_string_equal(str(pv, "agent_id"), "n1");
+    assert_string_equal(str(pv, "hostname"), "host1.example");
+    assert_string_equal(str(pv, "gpu_uuid"), "GPU-0123-4567");
+    assert_string_equal(str(pv, "driver_version"), "550.54.15");
+    assert_string_equal(str(pv, "compiler"), "gcc 12.2.0");
+    assert_string_equal(str(pv, "kernel_hash"), HASH_BASE);
+    assert_string_equal(str(pv, "artifact_hash"), ART_BASE);
+    assert_true(num(pv, "build_task_id") == (double)kf_task_id(sweep1, 0));
+    assert_true(num(p0, "task_id") == (double)kf_task_id(sweep1, 3));
+
+    /* 4 stored samples, 5 claimed; one throttled; not converged. */
+    json_t *p1 = json_object_get(r1, "profile");
+    assert_int_equal((int)num(p1, "samples"), 4);
+    assert_int_equal((int)num(p1, "samples_reported"), 5);
+    assert_true(num(p1, "median_s") == 0.004);
+    assert_true(has_flag(r1, "samples-mismatch"));
+    assert_true(has_flag(r1, "throttled"));
+    assert_true(has_flag(r1, "noisy"));
+    assert_near(num(r1, "speedup"), 0.75, 1e-12);
+    assert_true(json_is_null(json_object_get(r1, "validation")));
+
+    /* fast: 1.5 ms against base's best 3 ms on n1. */
+    assert_string_equal(str(r2, "kernel"), "fast");
+    assert_near(num(r2, "speedup"), 2.0, 1e-12);
+    assert_true(num(r2, "baseline_median_s") == 0.003);
+    assert_true(has_flag(r2, "failed"));
+    assert_false(has_flag(r2, "samples-mismatch"));
+    json_t *v2 = json_object_get(r2, "validation");
+    assert_true(json_is_false(json_object_get(v2, "passed")));
+    assert_non_null(strstr(str(v2, "error"), "tolerance"));
+    assert_string_equal(str(json_object_get(r2, "provenance"), "artifact_hash"), ART_FAST);
+
+    /* The timed-out profile: no figures, null rather than 0. */
+    json_t *p3 = json_object_get(r3, "profile");
+    assert_string_equal(str(p3, "state"), "timed_out");
+    assert_true(json_is_null(json_object_get(p3, "median_s")));
+    assert_true(json_is_null(json_object_get(r3, "speedup")));
+    assert_true(has_flag(r3, "failed"));
+
+    json_t *builds = json_object_get(root, "builds");
+    assert_int_equal(json_array_size(builds), 2);
+    assert_string_equal(str(json_array_get(builds, 0), "kind"), "build");
+    assert_string_equal(str(json_array_get(builds, 0), "artifact_hash"), ART_BASE);
+    assert_true(num(json_array_get(builds, 0), "compile_s") == 1.25);
+
+    json_t *failures = json_object_get(root, "failures");
+    assert_int_equal(json_array_size(failures), 2);
+    json_t *f0 = json_array_get(failures, 0), *f1 = json_array_get(failures, 1);
+    assert_true(num(f0, "task_id") == (double)kf_task_id(sweep1, 5));
+    assert_string_equal(str(f0, "kind"), "validate");
+    assert_string_equal(str(f0, "kernel"), "fast");
+    assert_string_equal(str(f0, "error"), FAIL_ERR);
+    assert_string_equal(str(f1, "state"), "timed_out");
+    assert_non_null(strstr(str(f1, "error"), "timed out"));
+    json_decref(root);
+}
+
+static void test_nodes_any(void **state)
+{
+    (void)state;
+    json_t *root = render_json(sweep2);
+    json_t *rows = json_object_get(root, "rows");
+    assert_int_equal(json_array_size(rows), 1);
+    json_t *r0 = json_array_get(rows, 0);
+    assert_string_equal(str(r0, "node"), "n1");
+    assert_true(num(json_object_get(r0, "profile"), "median_s") == 0.002);
+    /* No build task in this sweep: found through the build record. */
+    json_t *pv = json_object_get(r0, "provenance");
+    assert_string_equal(str(pv, "artifact_hash"), ART_BASE);
+    assert_true(num(pv, "build_task_id") == (double)kf_task_id(sweep1, 0));
+    /* It is the baseline itself: its own best. */
+    assert_near(num(r0, "speedup"), 1.0, 0);
+    assert_int_equal(json_array_size(json_object_get(root, "builds")), 0);
+    assert_int_equal(json_array_size(json_object_get(root, "failures")), 0);
+    json_decref(root);
+}
+
+static void test_table(void **state)
+{
+    (void)state;
+    char *s = render(sweep1, KF_REPORT_TABLE, 0);
+    assert_non_null(strstr(s, "sweep 1: demo (sweeps/demo.yaml)"));
+    assert_non_null(strstr(s, "2023-11-14T22:13:20Z"));
+    assert_non_null(strstr(s, "host1.example"));
+    assert_non_null(strstr(s, "base"));
+    assert_non_null(strstr(s, "fast"));
+    assert_non_null(strstr(s, "n=1048576 block=32"));
+    assert_non_null(strstr(s, "FAIL"));
+    assert_non_null(strstr(s, "pass 2.0e-07/2 seeds"));
+    assert_non_null(strstr(s, "3.000 ms"));
+    assert_non_null(strstr(s, "1.500 ms"));
+    assert_non_null(strstr(s, "1000.00"));
+    assert_non_null(strstr(s, "2.00x"));
+    assert_non_null(strstr(s, "samples-mismatch"));
+    assert_non_null(strstr(s, "validate failed: max abs error 0.5 exceeds tolerance"));
+    /* Failures with their first three lines, not the fourth. */
+    assert_non_null(strstr(s, "expected 1.0"));
+    assert_null(strstr(s, "got 1.5"));
+    assert_non_null(strstr(s, "a1a1a1a1a1a1"));
+    assert_null(strchr(s, '\033'));
+    assert_non_null(strstr(s, "profile failed: timed out: the task ran past its limit"));
+    assert_non_null(strstr(s, "1 timed out"));
+    /* Aligned in display columns (the min-max dash is three bytes): the
+     * flags start under the "flags" header on every row. */
+    const char *hdr = strstr(s, "  kernel");
+    assert_non_null(hdr);
+    int col = display_col(hdr, strstr(hdr, "flags"));
+    const char *noisy = strstr(hdr, "noisy");
+    const char *failed = strstr(hdr, "validate failed");
+    assert_int_equal(display_col(line_start(hdr, noisy), noisy), col);
+    assert_int_equal(display_col(line_start(hdr, failed), failed), col);
+    /* No trailing blanks where the last cell is empty. */
+    assert_null(strstr(s, " \n"));
+    free(s);
+
+    s = render(sweep1, KF_REPORT_TABLE, 1);
+    assert_non_null(strstr(s, "\033[32mpass"));
+    assert_non_null(strstr(s, "\033[31mFAIL"));
+    assert_non_null(strstr(s, "\033[33m"));
+    free(s);
+}
+
+static void test_markdown(void **state)
+{
+    (void)state;
+    char *s = render(sweep1, KF_REPORT_MD, 1);
+    assert_true(strncmp(s, "# Sweep 1: demo", 15) == 0);
+    assert_non_null(strstr(s, "\n| kernel | params |"));
+    assert_non_null(strstr(s, "\n| --- | --- |"));
+    assert_non_null(strstr(s, "---: |"));
+    assert_non_null(strstr(s, "| base | n=1048576 block=32 |"));
+    assert_non_null(strstr(s, "## Builds"));
+    assert_non_null(strstr(s, "## Failures"));
+    /* Colour is for terminals only. */
+    assert_null(strchr(s, '\033'));
+    free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_format), cmocka_unit_test(test_unknown_sweep),
+        cmocka_unit_test(test_json),         cmocka_unit_test(test_nodes_any),
+        cmocka_unit_test(test_table),        cmocka_unit_test(test_markdown),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
