@@ -872,10 +872,31 @@ static int parse_tasks(ctx *c, const yaml_node_t *n, int *out)
     return KF_OK;
 }
 
+static int bool_value(ctx *c, const yaml_node_t *v, const char *what, int *out)
+{
+    static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
+    const char *s;
+    int rc = nonempty_scalar(c, v, what, &s);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < 3; i++) {
+        if (strcasecmp(s, yes[i]) == 0) {
+            *out = 1;
+            return KF_OK;
+        }
+        if (strcasecmp(s, no[i]) == 0) {
+            *out = 0;
+            return KF_OK;
+        }
+    }
+    return fail(c, v, "%s must be true or false, not '%.40s'; fix the value", what, s);
+}
+
 static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
 {
-    static const char *const keys[] = {"min_samples", "min_time", "max_noise", "timeout", "warmup",
-                                       "hot",         "seeds",    "batch",     NULL};
+    static const char *const keys[] = {"min_samples", "min_time", "max_noise", "timeout",
+                                       "warmup",      "hot",      "seeds",     "batch",
+                                       "sanitize",    "ncu",      NULL};
     if (n->type != YAML_MAPPING_NODE)
         return fail(c, n,
                     "measure must be a mapping, like {min_samples: 10, min_time: 0.5s}, "
@@ -922,22 +943,38 @@ static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
                         s);
         m->max_noise_pct = d;
     }
-    if ((v = map_get(c, n, "hot"))) {
-        static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no",
-                                                                               "off"};
-        const char *s;
-        if ((rc = nonempty_scalar(c, v, "hot", &s)))
-            return rc;
-        int val = -1;
-        for (size_t i = 0; i < 3; i++) {
-            if (strcasecmp(s, yes[i]) == 0)
-                val = 1;
-            if (strcasecmp(s, no[i]) == 0)
-                val = 0;
+    if ((v = map_get(c, n, "hot")) && (rc = bool_value(c, v, "hot", &m->hot)))
+        return rc;
+    if ((v = map_get(c, n, "sanitize")) && (rc = bool_value(c, v, "sanitize", &m->sanitize)))
+        return rc;
+    if ((v = map_get(c, n, "ncu"))) {
+        if (v->type != YAML_SEQUENCE_NODE || v->data.sequence.items.top ==
+                                                 v->data.sequence.items.start)
+            return fail(c, v,
+                        "ncu must be a non-empty list of Nsight Compute metric names, like "
+                        "[gpu__time_duration.sum]");
+        size_t cnt = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+        if (cnt > 64)
+            return fail(c, v, "ncu lists %zu metrics; at most 64", cnt);
+        m->ncu = calloc(cnt, sizeof *m->ncu);
+        if (!m->ncu)
+            return oom(c);
+        for (size_t i = 0; i < cnt; i++) {
+            yaml_node_t *it = yaml_document_get_node(c->doc, v->data.sequence.items.start[i]);
+            const char *s;
+            if ((rc = nonempty_scalar(c, it, "an ncu metric", &s)))
+                return rc;
+            for (const char *q = s; *q; q++)
+                if (!(isalnum((unsigned char)*q) || *q == '_' || *q == '.' || *q == ':'))
+                    return fail(c, it,
+                                "ncu metric '%.80s' has a character metric names never have; "
+                                "use names like sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                                s);
+            m->ncu[i] = strdup(s);
+            if (!m->ncu[i])
+                return oom(c);
+            m->nncu = i + 1;
         }
-        if (val < 0)
-            return fail(c, v, "hot must be true or false, not '%.40s'; fix the value", s);
-        m->hot = val;
     }
     return KF_OK;
 }
@@ -1189,6 +1226,9 @@ void kf_sweep_destroy(kf_sweep_spec **self)
     free(s->file);
     free(s->text);
     free(s->baseline);
+    for (size_t i = 0; i < s->measure.nncu; i++)
+        free(s->measure.ncu[i]);
+    free(s->measure.ncu);
     free(s);
     *self = NULL;
 }

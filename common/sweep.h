@@ -14,7 +14,8 @@
  *   attempts: 3
  *   time_limit: 120s
  *   measure: {min_samples: 10, min_time: 0.5s, max_noise: 0.5, timeout: 15s,
- *             warmup: 1, hot: false, seeds: 3, batch: 1}
+ *             warmup: 1, hot: false, seeds: 3, batch: 1,
+ *             sanitize: false, ncu: [gpu__time_duration.sum]}
  *
  * Parameter values are integers, optionally with a K/M/G suffix (powers of
  * 1024), or a range map {from: A, to: B, mul: M} / {from: A, to: B, step: S}.
@@ -59,6 +60,9 @@ typedef struct kf_sweep_measure {
     int hot;
     uint32_t seeds;
     uint32_t batch;
+    int sanitize;     /* validate under compute-sanitizer (memcheck, racecheck) */
+    char **ncu;       /* Nsight Compute metrics collected with each profile */
+    size_t nncu;
 } kf_sweep_measure;
 
 typedef struct kf_sweep_spec {

@@ -191,6 +191,13 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
     ms->hot = spec->measure.hot;
     ms->validate_seeds = spec->measure.seeds;
     ms->batch = spec->measure.batch;
+    ms->sanitize = spec->measure.sanitize;
+    ms->n_ncu_metrics = spec->measure.nncu;
+    ms->ncu_metrics = calloc(spec->measure.nncu ? spec->measure.nncu : 1, sizeof(char *));
+    if (!ms->ncu_metrics)
+        abort();
+    for (size_t i = 0; i < spec->measure.nncu; i++)
+        ms->ncu_metrics[i] = xstrdup(spec->measure.ncu[i]);
     sw->measure = ms;
     sw->n_kernels = spec->nkernels;
     sw->kernels = calloc(spec->nkernels, sizeof *sw->kernels);
