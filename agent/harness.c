@@ -14,6 +14,7 @@
  * cudrv (dlopen'd), host kernels by CLOCK_MONOTONIC. */
 #include "harness.h"
 #include "buf.h"
+#include "build.h"
 #include "cudrv.h"
 #include "kf_kernel.h"
 #include "log.h"
@@ -34,7 +35,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define MIN_BUILD_FREE (256ull << 20)
 #define SAMPLE_BATCH 64
 
 typedef struct hctx {
@@ -43,12 +43,12 @@ typedef struct hctx {
     const char *workdir;
     int out_fd;
     Kfleet__Result *res;
-    Kfleet__Sample *pending;     /* samples not yet flushed */
+    Kfleet__Sample *pending; /* samples not yet flushed */
     size_t npending;
     uint32_t seq;
     uint64_t last_flush;
     char err[4096];
-    kf_cudrv *cu;                /* NULL for host kernels */
+    kf_cudrv *cu; /* NULL for host kernels */
 } hctx;
 
 /* ---- frames ---- */
@@ -127,119 +127,9 @@ static int fail(hctx *h, int state, const char *fmt, ...)
     return -1;
 }
 
-/* ---- compiler and cache ---- */
+/* ---- build ---- */
 
-/* Runs argv with stdout+stderr into log_path; returns the wait status or -1. */
-static int run_cmd(char *const argv[], const char *log_path, const char *cwd)
-{
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0)
-            dup2(devnull, 0);
-        if (cwd && chdir(cwd) != 0)
-            _exit(126);
-        execvp(argv[0], argv);
-        dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return st;
-}
-
-static const char *compiler(int cuda)
-{
-    const char *env = getenv(cuda ? "KF_NVCC" : "KF_CC");
-    if (env && *env)
-        return env;
-    if (cuda && access("/usr/local/cuda/bin/nvcc", X_OK) == 0) {
-        const char *path = getenv("PATH");
-        /* Prefer PATH's nvcc; fall back to the toolkit's usual place. */
-        if (!path || !strstr(path, "cuda"))
-            return "/usr/local/cuda/bin/nvcc";
-    }
-    return cuda ? "nvcc" : "cc";
-}
-
-/* The compiler's identity line: the last line of nvcc --version (its build),
- * the first line of cc --version. */
-static void compiler_version(int cuda, char *out, size_t len)
-{
-    out[0] = '\0';
-    char cmd[PATH_MAX];
-    snprintf(cmd, sizeof cmd, "%s --version 2>/dev/null", compiler(cuda));
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return;
-    char line[512];
-    while (fgets(line, sizeof line, p)) {
-        line[strcspn(line, "\n")] = '\0';
-        if (!cuda && out[0])
-            continue;
-        if (!cuda || !out[0])
-            snprintf(out, len, "%s", line);
-        if (cuda && strstr(line, "release"))
-            snprintf(out, len, "%s", line);
-    }
-    pclose(p);
-}
-
-/* The CUDA arch to build for: KF_CUDA_ARCH (e.g. "90a"), else the GPU's
- * compute capability as libcuda reports it ("90a" on Hopper, where wgmma
- * needs the arch-specific target), else "native". */
-static void cuda_arch(char *out, size_t len)
-{
-    const char *env = getenv("KF_CUDA_ARCH");
-    if (env && *env) {
-        snprintf(out, len, "%s", env);
-        return;
-    }
-    int major = 0, minor = 0;
-    if (kf_cudrv_compute_capability(0, &major, &minor) == KF_OK && major > 0)
-        snprintf(out, len, "%d%d%s", major, minor, major == 9 ? "a" : "");
-    else
-        snprintf(out, len, "native");
-}
-
-int kf_harness_cache_key(const char *kernel_hash, int cuda, char out[65])
-{
-    char ver[512], arch[32] = "";
-    compiler_version(cuda, ver, sizeof ver);
-    struct utsname u;
-    uname(&u);
-    if (cuda)
-        cuda_arch(arch, sizeof arch);
-    kf_hash_part parts[] = {{kernel_hash, strlen(kernel_hash)},
-                            {ver, strlen(ver)},
-                            {u.machine, strlen(u.machine)},
-                            {arch, strlen(arch)}};
-    kf_hash_hex(parts, 4, out);
-    return KF_OK;
-}
-
-static int file_hash(const char *path, char out[65])
-{
-    kf_buf b = KF_BUF_INIT;
-    int rc = kf_buf_read_file(&b, path);
-    if (rc == KF_OK) {
-        kf_hash_part part = {b.data, b.len};
-        kf_hash_hex(&part, 1, out);
-    }
-    kf_buf_release(&b);
-    return rc;
-}
-
+/* The first `lines` lines of text, for an error message. */
 static void first_lines(const char *text, int lines, char *out, size_t len)
 {
     size_t i = 0;
@@ -255,135 +145,42 @@ static void first_lines(const char *text, int lines, char *out, size_t len)
     out[i] = '\0';
 }
 
-/* The cache dir and the artifact path of this kernel on this node. */
-static void artifact_path(hctx *h, char *key, char *path, size_t len)
+/* Fills the wire BuildInfo from build.c's record; strings point into `b`,
+ * which outlives the Result frame. */
+static void build_to_wire(const kf_build_info *b, Kfleet__BuildInfo *bi)
 {
-    kf_harness_cache_key(h->spec->kernel_hash, h->spec->device_cuda, key);
-    snprintf(path, len, "%s/cache/%s.so", h->workdir, key);
+    bi->cached = b->cached;
+    bi->compile_s = b->compile_s;
+    bi->compiler = (char *)b->compiler;
+    bi->artifact_hash = (char *)b->artifact_hash;
+    bi->warnings = b->log.data ? b->log.data : "";
+    bi->registers = b->registers;
+    bi->shared_bytes = b->shared_bytes;
+    bi->stack_bytes = b->stack_bytes;
+    bi->spill_bytes = b->spill_bytes;
+    bi->sass_archs = (char *)b->sass_archs;
+    bi->has_ptx = b->has_ptx;
+    bi->jit_fallback = b->jit_fallback;
+    bi->nvcc_cuda = (char *)b->nvcc_cuda;
+    bi->driver_cuda = (char *)b->driver_cuda;
 }
 
-static int do_build(hctx *h, Kfleet__BuildInfo *bi)
+static int do_build(hctx *h, Kfleet__BuildInfo *bi, kf_build_info *b)
 {
-    const Kfleet__TaskSpec *sp = h->spec;
-    uint64_t free_b = 0;
-    if (kf_free_bytes(h->workdir, &free_b) == KF_OK && free_b < MIN_BUILD_FREE)
-        return fail(h, KFLEET__TASK_STATE__FAILED,
-                    "work dir %s has %llu MiB free, builds need %llu MiB; free space on the "
-                    "node and retry",
-                    h->workdir, (unsigned long long)(free_b >> 20),
-                    (unsigned long long)(MIN_BUILD_FREE >> 20));
-    if (sp->n_sources == 0 || !sp->kernel_hash || strlen(sp->kernel_hash) != 64)
-        return fail(h, KFLEET__TASK_STATE__FAILED, "build task without sources or kernel hash");
-    char key[65], so[PATH_MAX];
-    artifact_path(h, key, so, sizeof so);
-    static char compiler_line[512];
-    compiler_version(sp->device_cuda, compiler_line, sizeof compiler_line);
-    bi->compiler = compiler_line;
-    struct stat st;
-    static char ahash[65];
-    if (stat(so, &st) == 0 && file_hash(so, ahash) == KF_OK) {
-        bi->cached = 1;
-        bi->artifact_hash = ahash;
-        return 0;
-    }
-    char dir[PATH_MAX], path[PATH_MAX + 300], logp[PATH_MAX + 32], out_so[PATH_MAX + 32];
-    snprintf(dir, sizeof dir, "%s/tmp/build-%llx-%u", h->workdir,
+    char scratch[PATH_MAX];
+    snprintf(scratch, sizeof scratch, "%s/tmp/build-%llx-%u", h->workdir,
              (unsigned long long)h->ta->task_id, h->ta->attempt);
     kf_err err;
-    if (kf_mkdirs(dir, 0700, &err) != KF_OK)
-        return fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
-    for (size_t i = 0; i < sp->n_sources; i++) {
-        const char *name = sp->sources[i]->name;
-        if (!name || !*name || strchr(name, '/') || name[0] == '.')
-            return fail(h, KFLEET__TASK_STATE__FAILED, "source file name '%s' refused",
-                        name ? name : "");
-        snprintf(path, sizeof path, "%s/%s", dir, name);
-        if (kf_write_file(path, sp->sources[i]->content.data, sp->sources[i]->content.len, 0600,
-                          &err) != KF_OK)
-            return fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
-    }
-    snprintf(path, sizeof path, "%s/%s", dir, sp->sources[0]->name);
-    snprintf(out_so, sizeof out_so, "%s/kernel.so", dir);
-    snprintf(logp, sizeof logp, "%s/compile.log", dir);
-    char *argv[64 + 80];
-    int n = 0;
-    char gencode_sm[96], gencode_ptx[96], arch[32];
-    argv[n++] = (char *)compiler(sp->device_cuda);
-    if (sp->device_cuda) {
-        cuda_arch(arch, sizeof arch);
-        argv[n++] = "-O3";
-        argv[n++] = "-std=c++17";
-        argv[n++] = "-shared";
-        argv[n++] = "-Xcompiler";
-        argv[n++] = "-fPIC";
-        argv[n++] = "-Xptxas";
-        argv[n++] = "-v";
-        if (strcmp(arch, "native") == 0) {
-            argv[n++] = "-arch=native";
-        } else {
-            /* Machine code for this GPU, plus PTX so a newer GPU can JIT it. */
-            char num[16];
-            snprintf(num, sizeof num, "%s", arch);
-            snprintf(gencode_sm, sizeof gencode_sm, "-gencode=arch=compute_%s,code=sm_%s", num,
-                     num);
-            snprintf(gencode_ptx, sizeof gencode_ptx, "-gencode=arch=compute_%s,code=compute_%s",
-                     num, num);
-            argv[n++] = gencode_sm;
-            argv[n++] = gencode_ptx;
-        }
-    } else {
-        argv[n++] = "-std=gnu11";
-        argv[n++] = "-O2";
-        argv[n++] = "-march=native";
-        argv[n++] = "-fPIC";
-        argv[n++] = "-shared";
-    }
-    argv[n++] = "-I";
-    argv[n++] = dir;
-    argv[n++] = "-o";
-    argv[n++] = out_so;
-    argv[n++] = path;
-    for (size_t i = 0; i < sp->n_flags && n < 64 + 76; i++)
-        argv[n++] = sp->flags[i];
-    if (!sp->device_cuda)
-        argv[n++] = "-lm";
-    argv[n] = NULL;
-    uint64_t t0 = kf_mono_ns();
-    int wst = run_cmd(argv, logp, dir);
-    bi->compile_s = (double)(kf_mono_ns() - t0) / 1e9;
-    kf_buf log = KF_BUF_INIT;
-    kf_buf_read_file(&log, logp);
-    if (wst < 0 || !WIFEXITED(wst) || WEXITSTATUS(wst) != 0) {
+    int rc = kf_build_kernel(h->spec, h->workdir, scratch, b, &err);
+    build_to_wire(b, bi);
+    if (rc == KF_OK)
+        return 0;
+    if (b->rejected && b->log.data) {
         char lines[3000];
-        first_lines(log.data, 20, lines, sizeof lines);
-        kf_buf_release(&log);
-        if (wst >= 0 && WIFEXITED(wst) && WEXITSTATUS(wst) == 127)
-            return fail(h, KFLEET__TASK_STATE__FAILED,
-                        "compile failed: compiler %s not found on this node\n%s", argv[0], lines);
-        return fail(h, KFLEET__TASK_STATE__FAILED, "compile failed:\n%s", lines);
+        first_lines(b->log.data, 20, lines, sizeof lines);
+        return fail(h, KFLEET__TASK_STATE__FAILED, "%s:\n%s", err.msg, lines);
     }
-    static char warnings[4096];
-    snprintf(warnings, sizeof warnings, "%s", log.data);
-    bi->warnings = warnings;
-    if (sp->device_cuda)
-        kf_cudrv_parse_ptxas(log.data, &bi->registers, &bi->shared_bytes, &bi->stack_bytes,
-                             &bi->spill_bytes);
-    kf_buf_release(&log);
-    if (rename(out_so, so) != 0)
-        return fail(h, KFLEET__TASK_STATE__FAILED, "cannot move the artifact into %s: %s", so,
-                    strerror(errno));
-    if (file_hash(so, ahash) != KF_OK)
-        return fail(h, KFLEET__TASK_STATE__FAILED, "cannot read back %s", so);
-    bi->artifact_hash = ahash;
-    char side[PATH_MAX + 16];
-    snprintf(side, sizeof side, "%s/cache/%s.json", h->workdir, key);
-    kf_buf j = KF_BUF_INIT;
-    kf_buf_addf(&j, "{\"kernel\": \"%s\", \"kernel_hash\": \"%s\", \"artifact_hash\": \"%s\", "
-                    "\"compiler\": \"%s\", \"compile_s\": %.3f}\n",
-                sp->kernel, sp->kernel_hash, ahash, compiler_line, bi->compile_s);
-    kf_write_file(side, j.data, j.len, 0600, &err);
-    kf_buf_release(&j);
-    return 0;
+    return fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
 }
 
 /* ---- loading and driving a kernel ---- */
@@ -397,7 +194,10 @@ typedef struct loaded {
 static int load_kernel(hctx *h, loaded *L)
 {
     char key[65], so[PATH_MAX];
-    artifact_path(h, key, so, sizeof so);
+    kf_err berr;
+    if (kf_build_artifact(h->workdir, h->spec->kernel_hash, h->spec->device_cuda, key, so,
+                          sizeof so, &berr) != KF_OK)
+        return fail(h, KFLEET__TASK_STATE__FAILED, "%s", berr.msg);
     if (access(so, R_OK) != 0)
         return fail(h, KFLEET__TASK_STATE__FAILED,
                     "artifact %s of kernel %s not in cache; the build must run first", key,
@@ -407,8 +207,7 @@ static int load_kernel(hctx *h, loaded *L)
         return fail(h, KFLEET__TASK_STATE__FAILED, "cannot load %s: %s", so, dlerror());
     kf_kernel_get_fn get = (kf_kernel_get_fn)dlsym(L->dl, KF_KERNEL_SYMBOL);
     if (!get)
-        return fail(h, KFLEET__TASK_STATE__FAILED, "%s does not define %s()", so,
-                    KF_KERNEL_SYMBOL);
+        return fail(h, KFLEET__TASK_STATE__FAILED, "%s does not define %s()", so, KF_KERNEL_SYMBOL);
     L->k = get();
     if (!L->k || L->k->abi_version != KF_KERNEL_ABI_VERSION)
         return fail(h, KFLEET__TASK_STATE__FAILED, "kernel ABI version %u, this agent speaks %d",
@@ -432,10 +231,13 @@ static int load_kernel(hctx *h, loaded *L)
 static size_t dtype_size(kf_dtype t)
 {
     switch (t) {
-    case KF_DTYPE_F64: return 8;
+    case KF_DTYPE_F64:
+        return 8;
     case KF_DTYPE_F16:
-    case KF_DTYPE_BF16: return 2;
-    default: return 4;
+    case KF_DTYPE_BF16:
+        return 2;
+    default:
+        return 4;
     }
 }
 
@@ -449,16 +251,20 @@ static double half_to_double(uint16_t h)
 static double elem(const void *data, kf_dtype t, size_t i)
 {
     switch (t) {
-    case KF_DTYPE_F64: return ((const double *)data)[i];
-    case KF_DTYPE_I32: return ((const int32_t *)data)[i];
-    case KF_DTYPE_F16: return half_to_double(((const uint16_t *)data)[i]);
+    case KF_DTYPE_F64:
+        return ((const double *)data)[i];
+    case KF_DTYPE_I32:
+        return ((const int32_t *)data)[i];
+    case KF_DTYPE_F16:
+        return half_to_double(((const uint16_t *)data)[i]);
     case KF_DTYPE_BF16: {
         uint32_t u = (uint32_t)((const uint16_t *)data)[i] << 16;
         float f;
         memcpy(&f, &u, 4);
         return f;
     }
-    default: return ((const float *)data)[i];
+    default:
+        return ((const float *)data)[i];
     }
 }
 
@@ -506,13 +312,11 @@ static int run_once(hctx *h, const loaded *L, void *state)
 {
     char kerr[512] = "";
     if (L->k->run(state, kerr, sizeof kerr) != 0)
-        return fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s failed: %s", h->spec->kernel,
-                    kerr);
+        return fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s failed: %s", h->spec->kernel, kerr);
     if (h->cu) {
         kf_err err;
         if (kf_cudrv_sync(h->cu, &err) != KF_OK)
-            return fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel,
-                        err.msg);
+            return fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel, err.msg);
     }
     return 0;
 }
@@ -750,8 +554,7 @@ static int do_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
             kf_err err;
             kf_cudrv_timing tm;
             if (kf_cudrv_time(h->cu, hot, batch, L->k->run, state, &tm, &err) != KF_OK) {
-                rc = fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel,
-                          err.msg);
+                rc = fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel, err.msg);
                 break;
             }
             secs = tm.seconds;
@@ -815,6 +618,7 @@ int kf_harness_run(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd
 {
     Kfleet__Result res = KFLEET__RESULT__INIT;
     Kfleet__BuildInfo bi = KFLEET__BUILD_INFO__INIT;
+    kf_build_info binfo = {0};
     Kfleet__ProfileStats ps = KFLEET__PROFILE_STATS__INIT;
     Kfleet__Sample pending[SAMPLE_BATCH];
     hctx h = {0};
@@ -834,7 +638,7 @@ int kf_harness_run(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd
         fail(&h, KFLEET__TASK_STATE__FAILED, "task without a spec");
     } else if (h.spec->kind == KFLEET__TASK_KIND__BUILD) {
         res.build = &bi;
-        do_build(&h, &bi);
+        do_build(&h, &bi, &binfo);
     } else if (h.spec->kind == KFLEET__TASK_KIND__VALIDATE ||
                h.spec->kind == KFLEET__TASK_KIND__PROFILE) {
         if (load_kernel(&h, &L) == 0) {
@@ -858,6 +662,7 @@ int kf_harness_run(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd
     for (size_t i = 0; i < res.n_trials; i++)
         free(res.trials[i]);
     free(res.trials);
+    kf_build_info_release(&binfo);
     kf_cudrv_close(&h.cu);
     /* The kernel's library stays loaded: the runner exits right after, and
      * unloading a CUDA library with live runtime state can crash at exit. */

@@ -39,7 +39,4 @@ int kf_runner_main(const char *workdir);
 /* Writes one framed envelope to fd (handles short writes). */
 int kf_harness_write_frame(int fd, Kfleet__Envelope *env);
 
-/* The cache key of a kernel on this node, 64 hex chars. */
-int kf_harness_cache_key(const char *kernel_hash, int cuda, char out[65]);
-
 #endif

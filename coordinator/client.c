@@ -156,6 +156,51 @@ static Kfleet__SourceFile *source_file(const char *name, kf_buf *content)
     return sf;
 }
 
+/* The local headers a kernel needs: every `#include "NAME"` (a plain file
+ * name, not kf_kernel.h) that exists beside the source, and theirs in turn,
+ * at most 16. They travel with the kernel and enter its hash, so a changed
+ * header rebuilds. Names go to names[], contents to texts[]. */
+#define KF_MAX_HEADERS 16
+static int collect_headers(const char *dir, const kf_buf *text, char **names, kf_buf *texts,
+                           size_t *n, kf_err *err)
+{
+    for (const char *p = text->data; p && (p = strstr(p, "#include")) != NULL;) {
+        p += 8;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p != '"')
+            continue;
+        const char *e = strchr(p + 1, '"');
+        const char *nl = strchr(p + 1, '\n');
+        if (!e || (nl && nl < e) || e == p + 1)
+            continue;
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(e - p - 1), p + 1);
+        if (strchr(name, '/') || name[0] == '.' || strcmp(name, "kf_kernel.h") == 0)
+            continue;
+        int seen = 0;
+        for (size_t i = 0; i < *n; i++)
+            seen |= strcmp(names[i], name) == 0;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        if (seen || access(path, R_OK) != 0)
+            continue; /* a system or toolkit header */
+        if (*n == KF_MAX_HEADERS)
+            return kf_err_set(err, KF_EINVAL,
+                              "%s: a kernel may bring at most %d local headers; merge some", path,
+                              KF_MAX_HEADERS);
+        kf_buf_init(&texts[*n]);
+        if (kf_buf_read_file(&texts[*n], path) != KF_OK)
+            return kf_err_set(err, KF_EIO, "cannot read header %s: %s", path, strerror(errno));
+        names[*n] = xstrdup(name);
+        size_t me = (*n)++;
+        int rc = collect_headers(dir, &texts[me], names, texts, n, err);
+        if (rc != KF_OK)
+            return rc;
+    }
+    return KF_OK;
+}
+
 int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
                            Kfleet__SubmitRequest **out, kf_err *err)
 {
@@ -230,6 +275,21 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
         }
         const char *base = strrchr(k->path, '/');
         base = base ? base + 1 : k->path;
+        char srcdir[PATH_MAX];
+        snprintf(srcdir, sizeof srcdir, "%.*s", (int)(base - k->path), k->path);
+        if (!srcdir[0])
+            snprintf(srcdir, sizeof srcdir, ".");
+        char *hnames[KF_MAX_HEADERS];
+        kf_buf htexts[KF_MAX_HEADERS];
+        size_t nh = 0;
+        if ((rc = collect_headers(srcdir, &src, hnames, htexts, &nh, err)) != KF_OK) {
+            for (size_t h = 0; h < nh; h++) {
+                free(hnames[h]);
+                kf_buf_release(&htexts[h]);
+            }
+            kf_buf_release(&src);
+            break;
+        }
         kr->n_flags = k->nflags;
         kr->flags = calloc(k->nflags ? k->nflags : 1, sizeof *kr->flags);
         if (!kr->flags)
@@ -239,25 +299,33 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
         /* The hash covers what decides the artifact on the coordinator's
          * side: every source byte, the file names and the flags. The agent
          * adds its compiler version and arch to make its cache key. */
-        kf_hash_part parts[4 + 64];
+        kf_hash_part parts[4 + 2 * KF_MAX_HEADERS + 64];
         size_t np = 0;
         parts[np++] = (kf_hash_part){base, strlen(base)};
         parts[np++] = (kf_hash_part){src.data, src.len};
         parts[np++] = (kf_hash_part){"kf_kernel.h", 11};
         parts[np++] = (kf_hash_part){abi.data, abi.len};
-        for (size_t f = 0; f < k->nflags && np < 68; f++)
+        for (size_t h = 0; h < nh; h++) {
+            parts[np++] = (kf_hash_part){hnames[h], strlen(hnames[h])};
+            parts[np++] = (kf_hash_part){htexts[h].data, htexts[h].len};
+        }
+        for (size_t f = 0; f < k->nflags && f < 64; f++)
             parts[np++] = (kf_hash_part){k->flags[f], strlen(k->flags[f])};
         char hex[65];
         kf_hash_hex(parts, np, hex);
         kr->hash = xstrdup(hex);
-        kr->n_sources = 2;
-        kr->sources = calloc(2, sizeof *kr->sources);
+        kr->n_sources = 2 + nh;
+        kr->sources = calloc(2 + nh, sizeof *kr->sources);
         if (!kr->sources)
             abort();
         kr->sources[0] = source_file(base, &src);
         kf_buf abicopy = KF_BUF_INIT;
         kf_buf_add(&abicopy, abi.data, abi.len);
         kr->sources[1] = source_file("kf_kernel.h", &abicopy);
+        for (size_t h = 0; h < nh; h++) {
+            kr->sources[2 + h] = source_file(hnames[h], &htexts[h]);
+            free(hnames[h]);
+        }
 
         size_t nconf = kf_sweep_kernel_configs(k);
         if (!per_config) {

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "buf.h"
+#include "build.h"
 #include "harness.h"
 #include "util.h"
 #include "wire.h"
@@ -202,8 +203,9 @@ static void test_build_cache(void **state)
     assert_false(o->res->build->cached);
     free_outcome(o);
     char k1[65], k2[65];
-    kf_harness_cache_key(t.hash, 0, k1);
-    kf_harness_cache_key(first, 0, k2);
+    kf_err kerr;
+    assert_int_equal(kf_build_cache_key(t.hash, 0, k1, &kerr), KF_OK);
+    assert_int_equal(kf_build_cache_key(first, 0, k2, &kerr), KF_OK);
     assert_string_not_equal(k1, k2);
     free_task(&t);
 }

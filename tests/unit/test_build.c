@@ -1,0 +1,231 @@
+/* Tests for agent/build.c: the //@kfleet flags directive, cuobjdump
+ * parsing, which machine code runs on which GPU, and — where this machine
+ * has nvcc, as CI's image does — a real CUDA build into the cache with its
+ * resource usage, its archs, and the nvcc-newer-than-driver refusal. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "build.h"
+#include "util.h"
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char workdir[64];
+
+static int rm_cb(const char *p, const struct stat *s, int f, struct FTW *w)
+{
+    (void)s;
+    (void)f;
+    (void)w;
+    return remove(p);
+}
+
+static void test_source_flags(void **state)
+{
+    (void)state;
+    const char *src = "// a kernel\n"
+                      "  //@kfleet flags: -lcublas\t -DX=1\n"
+                      "int x; //@kfleet flags: -DNOT_AT_LINE_START\n"
+                      "//@kfleet flags:\n"
+                      "//@kfleet flags: -O1\r\n";
+    char **argv = NULL;
+    size_t argc = 0;
+    kf_err err;
+    assert_int_equal(kf_build_source_flags(src, strlen(src), &argv, &argc, &err), KF_OK);
+    assert_int_equal(argc, 3);
+    assert_string_equal(argv[0], "-lcublas");
+    assert_string_equal(argv[1], "-DX=1");
+    assert_string_equal(argv[2], "-O1");
+    for (size_t i = 0; i < argc; i++)
+        free(argv[i]);
+    free(argv);
+
+    kf_buf many = KF_BUF_INIT;
+    kf_buf_addf(&many, "\n//@kfleet flags:");
+    for (int i = 0; i < 65; i++)
+        kf_buf_addf(&many, " -DF%d", i);
+    argv = NULL;
+    argc = 0;
+    assert_int_equal(kf_build_source_flags(many.data, many.len, &argv, &argc, &err), KF_EINVAL);
+    assert_non_null(strstr(err.msg, "line 2"));
+    for (size_t i = 0; i < argc; i++)
+        free(argv[i]);
+    free(argv);
+    kf_buf_release(&many);
+}
+
+static void test_cuobjdump(void **state)
+{
+    (void)state;
+    char archs[128];
+    int ptx;
+    kf_build_parse_cuobjdump("\nELF file    1: kernel.1.sm_90a.cubin\n"
+                             "ELF file    2: kernel.2.sm_80.cubin\n"
+                             "ELF file    3: kernel.3.sm_90a.cubin\n"
+                             "PTX file    1: kernel.1.sm_90a.ptx\n",
+                             archs, sizeof archs, &ptx);
+    assert_string_equal(archs, "sm_90a,sm_80");
+    assert_true(ptx);
+    kf_build_parse_cuobjdump("ELF file    1: x.1.sm_75.cubin\n", archs, sizeof archs, &ptx);
+    assert_string_equal(archs, "sm_75");
+    assert_false(ptx);
+    kf_build_parse_cuobjdump("", archs, sizeof archs, &ptx);
+    assert_string_equal(archs, "");
+}
+
+static void test_sass_runs_on(void **state)
+{
+    (void)state;
+    assert_true(kf_build_sass_runs_on("sm_90a", 9, 0));
+    assert_true(kf_build_sass_runs_on("sm_90", 9, 0));
+    assert_true(kf_build_sass_runs_on("sm_80", 8, 6));  /* same major, older minor */
+    assert_false(kf_build_sass_runs_on("sm_86", 8, 0)); /* newer minor */
+    assert_false(kf_build_sass_runs_on("sm_80", 9, 0)); /* other major: PTX JIT */
+    assert_false(kf_build_sass_runs_on("sm_90a", 10, 0));
+    assert_false(kf_build_sass_runs_on("sm_100a", 10, 3)); /* arch-specific: exact only */
+    assert_false(kf_build_sass_runs_on("compute_90", 9, 0));
+}
+
+/* The spec of tests/kernels/cu_flags.cu with kf_kernel.h beside it. */
+typedef struct cuspec {
+    Kfleet__TaskSpec spec;
+    Kfleet__SourceFile src, abi;
+    Kfleet__SourceFile *srcs[2];
+    kf_buf text, header;
+    char hash[65];
+} cuspec;
+
+static void make_cuspec(cuspec *c)
+{
+    memset(c, 0, sizeof *c);
+    kfleet__task_spec__init(&c->spec);
+    kfleet__source_file__init(&c->src);
+    kfleet__source_file__init(&c->abi);
+    kf_buf_init(&c->text);
+    kf_buf_init(&c->header);
+    assert_int_equal(kf_buf_read_file(&c->text, KF_SOURCE_DIR "/tests/kernels/cu_flags.cu"), 0);
+    assert_int_equal(kf_buf_read_file(&c->header, KF_SOURCE_DIR "/kernels/kf_kernel.h"), 0);
+    c->src.name = "cu_flags.cu";
+    c->src.content.data = (uint8_t *)c->text.data;
+    c->src.content.len = c->text.len;
+    c->abi.name = "kf_kernel.h";
+    c->abi.content.data = (uint8_t *)c->header.data;
+    c->abi.content.len = c->header.len;
+    c->srcs[0] = &c->src;
+    c->srcs[1] = &c->abi;
+    c->spec.sources = c->srcs;
+    c->spec.n_sources = 2;
+    c->spec.device_cuda = 1;
+    c->spec.kernel = "cu_flags";
+    kf_hash_part part = {c->text.data, c->text.len};
+    kf_hash_hex(&part, 1, c->hash);
+    c->spec.kernel_hash = c->hash;
+}
+
+static void free_cuspec(cuspec *c)
+{
+    kf_buf_release(&c->text);
+    kf_buf_release(&c->header);
+}
+
+static void test_cuda_build(void **state)
+{
+    (void)state;
+    const char *ver;
+    kf_err err;
+    if (kf_build_compiler_version(1, &ver, &err) != KF_OK) {
+        print_message("no nvcc on this machine: %s\n", err.msg);
+        skip();
+    }
+    setenv("KF_CUDA_ARCH", "90a", 1); /* no GPU here: name the Hopper target */
+    cuspec c;
+    make_cuspec(&c);
+    char scratch[128];
+    snprintf(scratch, sizeof scratch, "%s/tmp/b1", workdir);
+    kf_build_info bi;
+    int rc = kf_build_kernel(&c.spec, workdir, scratch, &bi, &err);
+    if (rc != KF_OK)
+        print_message("%s\n%s\n", err.msg, bi.log.data ? bi.log.data : "");
+    assert_int_equal(rc, KF_OK);
+    assert_false(bi.cached);
+    assert_true(bi.registers > 0); /* ptxas -v was read */
+    assert_non_null(strstr(bi.sass_archs, "sm_90a"));
+    assert_true(bi.has_ptx);
+    assert_string_not_equal(bi.nvcc_cuda, "");
+    assert_false(bi.jit_fallback); /* no GPU to compare with: not flagged */
+    char key[65], path[256];
+    assert_int_equal(kf_build_artifact(workdir, c.hash, 1, key, path, sizeof path, &err), KF_OK);
+    assert_int_equal(access(path, R_OK), 0);
+    kf_build_info_release(&bi);
+
+    /* The second build is a cache hit that still reports the archs. */
+    snprintf(scratch, sizeof scratch, "%s/tmp/b2", workdir);
+    assert_int_equal(kf_build_kernel(&c.spec, workdir, scratch, &bi, &err), KF_OK);
+    assert_true(bi.cached);
+    assert_non_null(strstr(bi.sass_archs, "sm_90a"));
+    kf_build_info_release(&bi);
+
+    /* A driver older than nvcc: refused before anything runs, naming both. */
+    setenv("KF_DRIVER_CUDA", "1.0", 1);
+    snprintf(scratch, sizeof scratch, "%s/tmp/b3", workdir);
+    assert_int_equal(kf_build_kernel(&c.spec, workdir, scratch, &bi, &err), KF_EUNAVAIL);
+    assert_non_null(strstr(err.msg, "driver runs CUDA 1.0"));
+    assert_non_null(strstr(err.msg, bi.nvcc_cuda));
+    unsetenv("KF_DRIVER_CUDA");
+    kf_build_info_release(&bi);
+    unsetenv("KF_CUDA_ARCH");
+    free_cuspec(&c);
+}
+
+static void test_cuda_flags_missing(void **state)
+{
+    (void)state;
+    const char *ver;
+    kf_err err;
+    if (kf_build_compiler_version(1, &ver, &err) != KF_OK)
+        skip();
+    setenv("KF_CUDA_ARCH", "90a", 1);
+    cuspec c;
+    make_cuspec(&c);
+    /* Without its flags line the fixture must not compile: the directive is
+     * what made the build above pass. */
+    kf_buf stripped = KF_BUF_INIT;
+    const char *line = strstr(c.text.data, "\n//@kfleet") + 1;
+    kf_buf_add(&stripped, c.text.data, (size_t)(line - c.text.data));
+    kf_buf_addf(&stripped, "%s", strchr(line, '\n'));
+    c.src.content.data = (uint8_t *)stripped.data;
+    c.src.content.len = stripped.len;
+    kf_hash_part part = {stripped.data, stripped.len};
+    kf_hash_hex(&part, 1, c.hash);
+    char scratch[128];
+    snprintf(scratch, sizeof scratch, "%s/tmp/b4", workdir);
+    kf_build_info bi;
+    assert_int_equal(kf_build_kernel(&c.spec, workdir, scratch, &bi, &err), KF_EINVAL);
+    assert_true(bi.rejected);
+    assert_non_null(strstr(bi.log.data, "was not applied"));
+    kf_build_info_release(&bi);
+    kf_buf_release(&stripped);
+    unsetenv("KF_CUDA_ARCH");
+    free_cuspec(&c);
+}
+
+int main(void)
+{
+    snprintf(workdir, sizeof workdir, "/tmp/kf-test-build.XXXXXX");
+    if (!mkdtemp(workdir))
+        return 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_source_flags),       cmocka_unit_test(test_cuobjdump),
+        cmocka_unit_test(test_sass_runs_on),       cmocka_unit_test(test_cuda_build),
+        cmocka_unit_test(test_cuda_flags_missing),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    nftw(workdir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+    return rc;
+}

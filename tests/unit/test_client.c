@@ -1,0 +1,92 @@
+/* Tests for coordinator/client.c's submit builder: a kernel's local
+ * headers travel with it and enter its hash, so editing a header rebuilds
+ * the kernel; headers that are not beside the source stay behind. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "client.h"
+#include "sweep.h"
+#include "util.h"
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char dir[64];
+
+static int rm_cb(const char *p, const struct stat *s, int f, struct FTW *w)
+{
+    (void)s;
+    (void)f;
+    (void)w;
+    return remove(p);
+}
+
+static void put(const char *name, const char *text)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    assert_int_equal(kf_write_file(path, text, strlen(text), 0600, NULL), KF_OK);
+}
+
+/* Submits dir/sweep.yaml and returns kernel 0's hash; *nsrc its sources. */
+static void submit(char hash[65], size_t *nsrc, char names[4][64])
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/sweep.yaml", dir);
+    kf_sweep_spec *spec = NULL;
+    kf_err err;
+    int rc = kf_sweep_parse_file(path, KF_SOURCE_DIR "/kernels", &spec, &err);
+    if (rc)
+        print_message("%s\n", err.msg);
+    assert_int_equal(rc, KF_OK);
+    Kfleet__SubmitRequest *req = NULL;
+    rc = kf_client_build_submit(spec, KF_SOURCE_DIR "/kernels", &req, &err);
+    if (rc)
+        print_message("%s\n", err.msg);
+    assert_int_equal(rc, KF_OK);
+    Kfleet__KernelRef *k = req->sweep->kernels[0];
+    snprintf(hash, 65, "%s", k->hash);
+    *nsrc = k->n_sources;
+    for (size_t i = 0; i < k->n_sources && i < 4; i++)
+        snprintf(names[i], 64, "%s", k->sources[i]->name);
+    kf_client_free_submit(&req);
+    kf_sweep_destroy(&spec);
+}
+
+static void test_headers_travel(void **state)
+{
+    (void)state;
+    put("sweep.yaml", "kernels:\n  - path: ./k.cu\ntasks: [build]\n");
+    put("k.cu", "#include \"kf_kernel.h\"\n#include \"a.cuh\"\n#include <stdio.h>\n"
+                "#include \"missing.h\"\nint k;\n");
+    put("a.cuh", "#include \"b.cuh\"\n#include \"a.cuh\"\n");
+    put("b.cuh", "static int b;\n");
+    char h1[65], h2[65], h3[65], names[4][64];
+    size_t n;
+    submit(h1, &n, names);
+    assert_int_equal(n, 4); /* k.cu, kf_kernel.h, a.cuh, b.cuh; not missing.h or stdio.h */
+    assert_string_equal(names[0], "k.cu");
+    assert_string_equal(names[1], "kf_kernel.h");
+    assert_string_equal(names[2], "a.cuh");
+    assert_string_equal(names[3], "b.cuh");
+    submit(h2, &n, names);
+    assert_string_equal(h1, h2);      /* nothing changed: same hash */
+    put("b.cuh", "static int b2;\n"); /* a header two levels down changes */
+    submit(h3, &n, names);
+    assert_string_not_equal(h1, h3);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/kf-test-client.XXXXXX");
+    if (!mkdtemp(dir))
+        return 1;
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_headers_travel)};
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+    return rc;
+}
