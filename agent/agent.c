@@ -9,6 +9,7 @@
  * group (so a kill takes the compiler or kernel children too), stdin from the
  * task file, stdout a pipe of frames (harness.h), stderr a log file whose
  * tail explains a runner that died without a result. */
+#include "doctor.h"
 #include "agent.h"
 #include "buf.h"
 #include "harness.h"
@@ -61,6 +62,7 @@ struct kf_agent {
     kf_agent_config cfg;
     char workdir[PATH_MAX];
     char runner_exe[PATH_MAX];
+    char doctor_error[512]; /* the inventory's doctor_error points here */
     void *zctx, *sock;
     kf_outbox *outbox;
     Kfleet__AgentInfo *info;
@@ -261,6 +263,25 @@ static void fail_assignment(kf_agent *a, const Kfleet__TaskAssign *ta, const cha
     send_result(a, &tmp, KFLEET__TASK_STATE__FAILED, why);
 }
 
+/* The CUDA_VISIBLE_DEVICES entry for the agent's GPU `index`: the agent
+ * numbers the GPUs it sees, so when it was itself started with a subset
+ * ("2,3"), its GPU 1 is the node's "3", not "1". */
+static void visible_device(uint32_t index, char *out, size_t len)
+{
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    snprintf(out, len, "%u", index);
+    if (!vis || !*vis)
+        return;
+    const char *p = vis;
+    for (uint32_t i = 0; i < index && p; i++) {
+        p = strchr(p, ',');
+        if (p)
+            p++;
+    }
+    if (p && *p)
+        snprintf(out, len, "%.*s", (int)strcspn(p, ","), p);
+}
+
 static int start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
 {
     krunner *r = calloc(1, sizeof *r);
@@ -321,13 +342,12 @@ static int start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
         const char *asan = getenv("ASAN_OPTIONS");
         if (asan) {
             char opts[1024];
-            snprintf(opts, sizeof opts, "%s:handle_segv=0:handle_sigbus=0:handle_sigfpe=0",
-                     asan);
+            snprintf(opts, sizeof opts, "%s:handle_segv=0:handle_sigbus=0:handle_sigfpe=0", asan);
             setenv("ASAN_OPTIONS", opts, 1);
         }
         if (r->gpu) {
-            char dev[16];
-            snprintf(dev, sizeof dev, "%u", r->gpu_index);
+            char dev[128];
+            visible_device(r->gpu_index, dev, sizeof dev);
             setenv("CUDA_VISIBLE_DEVICES", dev, 1);
         }
         execl(a->runner_exe, "kfleet-agent", "--runner", "--workdir", a->workdir, (char *)NULL);
@@ -633,6 +653,26 @@ static const kf_wire_handler agent_handlers[KF_WIRE_BODY_MAX] = {
 
 /* ---- life cycle ---- */
 
+/* The doctor's ceilings, once per start (registration), in a child so that
+ * a broken driver cannot take the agent down. A failure is recorded in
+ * the inventory and the agent still registers: reports then show no
+ * percentage rather than a made-up one. */
+static void measure_ceilings(kf_agent *a)
+{
+    kf_doctor d;
+    kf_err err;
+    char dev[128];
+    visible_device(0, dev, sizeof dev);
+    int gpu = a->info->n_gpus > 0;
+    kf_doctor_run(a->runner_exe, gpu, gpu ? dev : NULL, 120, &d, &err);
+    a->info->ceiling_copy_gbps = d.copy_gbps;
+    a->info->ceiling_bf16_tflops = d.bf16_tflops;
+    snprintf(a->doctor_error, sizeof a->doctor_error, "%s", d.error);
+    a->info->doctor_error = a->doctor_error;
+    kf_info("agent.doctor", "copy_gbps=%.1f bf16_tflops=%.1f error=\"%s\"", d.copy_gbps,
+            d.bf16_tflops, d.error);
+}
+
 int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
 {
     kf_agent *a = calloc(1, sizeof *a);
@@ -665,6 +705,7 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
         goto fail;
     if (cfg->cpu_slots)
         a->info->cpu_slots = cfg->cpu_slots;
+    measure_ceilings(a);
     kf_outbox_foreach(a->outbox, load_pending_cb, a);
 
     a->zctx = zmq_ctx_new();

@@ -46,6 +46,9 @@ struct kf_cudrv {
     CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
     CUresult (*cuGetErrorName)(CUresult, const char **);
     CUresult (*cuGetErrorString)(CUresult, const char **);
+    CUresult (*cuDeviceGetUuid)(unsigned char *, CUdevice);
+    CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
 };
 
 static int cu_fail(kf_cudrv *cu, CUresult r, const char *what, kf_err *err)
@@ -59,13 +62,13 @@ static int cu_fail(kf_cudrv *cu, CUresult r, const char *what, kf_err *err)
                       desc ? desc : "");
 }
 
-#define SYM(cu, name, ver)                                                                     \
-    do {                                                                                       \
-        *(void **)&(cu)->name = dlsym((cu)->lib, ver);                                         \
-        if (!(cu)->name) {                                                                     \
-            missing = ver;                                                                     \
-            goto fail;                                                                         \
-        }                                                                                      \
+#define SYM(cu, name, ver)                                                                         \
+    do {                                                                                           \
+        *(void **)&(cu)->name = dlsym((cu)->lib, ver);                                             \
+        if (!(cu)->name) {                                                                         \
+            missing = ver;                                                                         \
+            goto fail;                                                                             \
+        }                                                                                          \
     } while (0)
 
 static int load(kf_cudrv *cu, kf_err *err)
@@ -96,6 +99,9 @@ static int load(kf_cudrv *cu, kf_err *err)
     SYM(cu, cuMemsetD8Async, "cuMemsetD8Async");
     SYM(cu, cuGetErrorName, "cuGetErrorName");
     SYM(cu, cuGetErrorString, "cuGetErrorString");
+    SYM(cu, cuDeviceGetUuid, "cuDeviceGetUuid_v2");
+    SYM(cu, cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+    SYM(cu, cuMemcpyHtoD, "cuMemcpyHtoD_v2");
     return KF_OK;
 fail:
     return kf_err_set(err, KF_EUNAVAIL, "the CUDA driver lacks %s; update the driver", missing);
@@ -264,4 +270,102 @@ void kf_cudrv_parse_ptxas(const char *log, int *regs, int *smem, int *stack, int
             *spill = v;
         line = nl ? nl + 1 : NULL;
     }
+}
+
+int kf_cudrv_uuid(kf_cudrv *cu, char *out, size_t len)
+{
+    unsigned char u[16];
+    if (cu->cuDeviceGetUuid(u, cu->dev) != 0)
+        return KF_EUNAVAIL;
+    /* NVML's spelling: GPU-8-4-4-4-12 hex digits. */
+    snprintf(out, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+             u[14], u[15]);
+    return KF_OK;
+}
+
+static int cmp_f(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+int kf_cudrv_copy_bandwidth(kf_cudrv *cu, size_t bytes, int reps, double *gbps, kf_err *err)
+{
+    CUdeviceptr a = 0, b = 0;
+    CUresult r;
+    int rc = KF_OK;
+    float ms[64];
+    if (reps < 1 || reps > 64)
+        reps = 20;
+    if ((r = cu->cuMemAlloc(&a, bytes)) || (r = cu->cuMemAlloc(&b, bytes))) {
+        rc = cu_fail(cu, r, "cuMemAlloc (copy ceiling)", err);
+        goto out;
+    }
+    /* Not zeros: a fill pattern the copy engine cannot shortcut. */
+    if ((r = cu->cuMemsetD8(a, 0xA5, bytes))) {
+        rc = cu_fail(cu, r, "cuMemsetD8", err);
+        goto out;
+    }
+    for (int i = -2; i < reps; i++) { /* two warm-ups */
+        if ((r = cu->cuEventRecord(cu->start, CU_STREAM_LEGACY)) ||
+            (r = cu->cuMemcpyDtoDAsync(b, a, bytes, CU_STREAM_LEGACY)) ||
+            (r = cu->cuEventRecord(cu->stop, CU_STREAM_LEGACY)) ||
+            (r = cu->cuEventSynchronize(cu->stop))) {
+            rc = cu_fail(cu, r, "device-to-device copy", err);
+            goto out;
+        }
+        if (i >= 0 && (r = cu->cuEventElapsedTime(&ms[i], cu->start, cu->stop))) {
+            rc = cu_fail(cu, r, "cuEventElapsedTime", err);
+            goto out;
+        }
+    }
+    qsort(ms, (size_t)reps, sizeof *ms, cmp_f);
+    /* Bytes read plus bytes written, per the median copy. */
+    *gbps = 2.0 * (double)bytes / ((double)ms[reps / 2] / 1e3) / 1e9;
+out:
+    if (a)
+        cu->cuMemFree(a);
+    if (b)
+        cu->cuMemFree(b);
+    return rc;
+}
+
+int kf_cudrv_alloc(kf_cudrv *cu, void **out, size_t n, kf_err *err)
+{
+    CUdeviceptr p = 0;
+    CUresult r = cu->cuMemAlloc(&p, n);
+    if (r)
+        return cu_fail(cu, r, "cuMemAlloc", err);
+    *out = (void *)(uintptr_t)p;
+    return KF_OK;
+}
+
+void kf_cudrv_free(kf_cudrv *cu, void *p)
+{
+    if (p)
+        cu->cuMemFree((CUdeviceptr)(uintptr_t)p);
+}
+
+int kf_cudrv_copy_to_device(kf_cudrv *cu, void *dev_dst, const void *src, size_t n, kf_err *err)
+{
+    CUresult r = cu->cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dev_dst, src, n);
+    return r ? cu_fail(cu, r, "copying to the device", err) : KF_OK;
+}
+
+int kf_cudrv_mark(kf_cudrv *cu, int stop)
+{
+    return cu->cuEventRecord(stop ? cu->stop : cu->start, CU_STREAM_LEGACY) ? KF_EIO : KF_OK;
+}
+
+int kf_cudrv_elapsed(kf_cudrv *cu, double *seconds, kf_err *err)
+{
+    CUresult r;
+    float ms = 0;
+    if ((r = cu->cuEventSynchronize(cu->stop)))
+        return cu_fail(cu, r, "cuEventSynchronize", err);
+    if ((r = cu->cuEventElapsedTime(&ms, cu->start, cu->stop)))
+        return cu_fail(cu, r, "cuEventElapsedTime", err);
+    *seconds = (double)ms / 1e3;
+    return KF_OK;
 }

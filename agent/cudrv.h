@@ -16,7 +16,7 @@
 typedef struct kf_cudrv kf_cudrv;
 
 typedef struct kf_cudrv_timing {
-    double seconds;  /* per launch */
+    double seconds; /* per launch */
     int throttled;
 } kf_cudrv_timing;
 
@@ -36,6 +36,23 @@ int kf_cudrv_sync(kf_cudrv *cu, kf_err *err);
  * legacy stream, L2 flushed first unless hot. */
 int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, void *state,
                   kf_cudrv_timing *out, kf_err *err);
+
+/* Device memory in the primary context, for the doctor's own buffers. */
+int kf_cudrv_alloc(kf_cudrv *cu, void **out, size_t n, kf_err *err);
+void kf_cudrv_free(kf_cudrv *cu, void *p);
+int kf_cudrv_copy_to_device(kf_cudrv *cu, void *dev_dst, const void *src, size_t n, kf_err *err);
+/* Records the start (stop = 0) or stop event on the legacy stream, and the
+ * time between them once the stop event completed. */
+int kf_cudrv_mark(kf_cudrv *cu, int stop);
+int kf_cudrv_elapsed(kf_cudrv *cu, double *seconds, kf_err *err);
+
+/* The device's UUID as NVML spells it ("GPU-xxxxxxxx-xxxx-…"). */
+int kf_cudrv_uuid(kf_cudrv *cu, char *out, size_t len);
+
+/* The device-to-device copy rate of `bytes`-sized copies, counting bytes
+ * read plus written, median of `reps` after two warm-ups: the memory
+ * ceiling profiles are compared with. */
+int kf_cudrv_copy_bandwidth(kf_cudrv *cu, size_t bytes, int reps, double *gbps, kf_err *err);
 
 /* Compute capability of device `dev` without keeping the driver open. */
 int kf_cudrv_compute_capability(int dev, int *major, int *minor);

@@ -16,6 +16,7 @@
 #include "buf.h"
 #include "build.h"
 #include "cudrv.h"
+#include "nvml.h"
 #include "kf_kernel.h"
 #include "log.h"
 #include "util.h"
@@ -48,7 +49,11 @@ typedef struct hctx {
     uint32_t seq;
     uint64_t last_flush;
     char err[4096];
-    kf_cudrv *cu; /* NULL for host kernels */
+    kf_cudrv *cu;    /* NULL for host kernels */
+    kf_nvml *nv;     /* NULL without NVML */
+    size_t tel_sent; /* readings streamed so far (= next seq) */
+    uint32_t throttled_samples;
+    char uuid[64];
 } hctx;
 
 /* ---- frames ---- */
@@ -82,18 +87,39 @@ int kf_harness_write_frame(int fd, Kfleet__Envelope *env)
     return rc;
 }
 
+#define TEL_BATCH 128
+
 static int flush_samples(hctx *h)
 {
-    if (h->npending == 0)
+    /* NVML readings ride along with the samples they were taken beside. */
+    kf_nvml_reading rd[TEL_BATCH];
+    size_t nt = h->nv ? kf_nvml_readings(h->nv, h->tel_sent, rd, TEL_BATCH) : 0;
+    if (h->npending == 0 && nt == 0)
         return KF_OK;
     Kfleet__Sample *ptrs[SAMPLE_BATCH];
     for (size_t i = 0; i < h->npending; i++)
         ptrs[i] = &h->pending[i];
+    Kfleet__Telemetry tel[TEL_BATCH], *tptrs[TEL_BATCH];
+    for (size_t i = 0; i < nt; i++) {
+        kfleet__telemetry__init(&tel[i]);
+        tel[i].seq = (uint32_t)(h->tel_sent + i);
+        tel[i].t_ns = rd[i].wall_ns;
+        tel[i].sm_clock_mhz = rd[i].sm_mhz;
+        tel[i].mem_clock_mhz = rd[i].mem_mhz;
+        tel[i].power_mw = rd[i].power_mw;
+        tel[i].temp_c = rd[i].temp_c;
+        tel[i].clock_event_reasons = rd[i].reasons;
+        tel[i].throttled = rd[i].throttled;
+        tptrs[i] = &tel[i];
+    }
+    h->tel_sent += nt;
     Kfleet__SampleBatch sb = KFLEET__SAMPLE_BATCH__INIT;
     sb.task_id = h->ta->task_id;
     sb.attempt = h->ta->attempt;
     sb.n_samples = h->npending;
     sb.samples = ptrs;
+    sb.n_telemetry = nt;
+    sb.telemetry = tptrs;
     Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
     env.body_case = KFLEET__ENVELOPE__BODY_SAMPLES;
     env.samples = &sb;
@@ -507,6 +533,76 @@ static void stats(const double *v, size_t n, Kfleet__ProfileStats *ps)
     ps->noise_pct = noise_of(v, n);
 }
 
+/* NVML at 20 Hz beside the profile; without NVML the profile still runs,
+ * with no telemetry and nothing flagged (the summary says 0 readings). */
+static void start_telemetry(hctx *h)
+{
+    kf_err err;
+    if (kf_cudrv_uuid(h->cu, h->uuid, sizeof h->uuid) != KF_OK) {
+        fprintf(stderr, "runner: no GPU UUID from the driver: no telemetry\n");
+        return;
+    }
+    if (kf_nvml_open(h->uuid, &h->nv, &err) != KF_OK) {
+        fprintf(stderr, "runner: %s: no telemetry\n", err.msg);
+        return;
+    }
+    if (kf_nvml_start(h->nv, 50, &err) != KF_OK) {
+        fprintf(stderr, "runner: %s\n", err.msg);
+        kf_nvml_close(&h->nv);
+    }
+}
+
+/* Streams what the sampler read after the last sample batch. */
+static int drain_telemetry(hctx *h)
+{
+    while (h->nv) {
+        kf_nvml_reading one;
+        if (kf_nvml_readings(h->nv, h->tel_sent, &one, 1) == 0)
+            return KF_OK;
+        int rc = flush_samples(h);
+        if (rc != KF_OK)
+            return rc;
+    }
+    return KF_OK;
+}
+
+static void minmax(uint32_t *lo, uint32_t *hi, uint32_t v)
+{
+    if (v < *lo)
+        *lo = v;
+    if (v > *hi)
+        *hi = v;
+}
+
+static void summarize_telemetry(hctx *h, Kfleet__TelemetrySummary *ts)
+{
+    ts->gpu_uuid = h->uuid;
+    kf_nvml_reading r[256];
+    size_t from = 0, k;
+    uint64_t first = 0, last = 0;
+    while (h->nv && (k = kf_nvml_readings(h->nv, from, r, 256)) > 0) {
+        for (size_t i = 0; i < k; i++) {
+            if (ts->readings == 0) {
+                ts->sm_clock_min_mhz = ts->sm_clock_max_mhz = r[i].sm_mhz;
+                ts->mem_clock_min_mhz = ts->mem_clock_max_mhz = r[i].mem_mhz;
+                first = r[i].mono_ns;
+            }
+            minmax(&ts->sm_clock_min_mhz, &ts->sm_clock_max_mhz, r[i].sm_mhz);
+            minmax(&ts->mem_clock_min_mhz, &ts->mem_clock_max_mhz, r[i].mem_mhz);
+            if (r[i].power_mw > ts->power_max_mw)
+                ts->power_max_mw = r[i].power_mw;
+            if (r[i].temp_c > ts->temp_max_c)
+                ts->temp_max_c = r[i].temp_c;
+            ts->reasons_seen |= r[i].reasons;
+            ts->throttled_readings += (uint32_t)r[i].throttled;
+            ts->readings++;
+            last = r[i].mono_ns;
+        }
+        from += k;
+    }
+    ts->period_s = ts->readings > 1 ? (double)(last - first) / 1e9 / (ts->readings - 1) : 0;
+}
+
 static int do_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
 {
     const Kfleet__MeasureSettings *m = h->spec->measure;
@@ -538,6 +634,8 @@ static int do_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
         flush_n = 2 * (size_t)(l2 > 0 ? l2 : 4 << 20);
         flush = malloc(flush_n);
     }
+    if (h->cu)
+        start_telemetry(h);
     size_t cap = 1024, n = 0;
     double *times = malloc(cap * sizeof *times);
     uint64_t start = kf_mono_ns();
@@ -553,12 +651,14 @@ static int do_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
         if (h->cu) {
             kf_err err;
             kf_cudrv_timing tm;
+            uint64_t t0 = kf_mono_ns();
             if (kf_cudrv_time(h->cu, hot, batch, L->k->run, state, &tm, &err) != KF_OK) {
                 rc = fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel, err.msg);
                 break;
             }
             secs = tm.seconds;
-            throttled = tm.throttled;
+            throttled = h->nv && kf_nvml_throttled(h->nv, t0, kf_mono_ns());
+            h->throttled_samples += (uint32_t)throttled;
         } else {
             uint64_t t0 = kf_mono_ns();
             char kerr[512] = "";
@@ -597,7 +697,9 @@ static int do_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
             break;
     }
     free(flush);
-    if (rc == 0 && flush_samples(h) != KF_OK)
+    if (h->nv)
+        kf_nvml_stop(h->nv);
+    if (rc == 0 && (flush_samples(h) != KF_OK || drain_telemetry(h) != KF_OK))
         rc = fail(h, KFLEET__TASK_STATE__FAILED, "cannot stream samples to the agent");
     if (rc == 0 && n > 0) {
         stats(times, n, ps);
@@ -620,6 +722,7 @@ int kf_harness_run(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd
     Kfleet__BuildInfo bi = KFLEET__BUILD_INFO__INIT;
     kf_build_info binfo = {0};
     Kfleet__ProfileStats ps = KFLEET__PROFILE_STATS__INIT;
+    Kfleet__TelemetrySummary tsum = KFLEET__TELEMETRY_SUMMARY__INIT;
     Kfleet__Sample pending[SAMPLE_BATCH];
     hctx h = {0};
     h.ta = ta;
@@ -647,6 +750,12 @@ int kf_harness_run(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd
             } else {
                 res.profile = &ps;
                 do_profile(&h, &L, &ps);
+                if (h.cu) {
+                    summarize_telemetry(&h, &tsum);
+                    res.telemetry = &tsum;
+                    res.throttled_samples = h.throttled_samples;
+                    res.gpu_uuid = h.uuid;
+                }
             }
         }
     } else {
@@ -663,6 +772,7 @@ int kf_harness_run(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd
         free(res.trials[i]);
     free(res.trials);
     kf_build_info_release(&binfo);
+    kf_nvml_close(&h.nv);
     kf_cudrv_close(&h.cu);
     /* The kernel's library stays loaded: the runner exits right after, and
      * unloading a CUDA library with live runtime state can crash at exit. */

@@ -8,6 +8,7 @@
  * STATE/agents/agent-N (N = 0, 1, ...), so several agents on one machine
  * each get their own outbox and cache, and a restarted agent finds its own
  * outbox again. (`--runner` is internal: the agent execs itself with it.) */
+#include "doctor.h"
 #include "agent.h"
 #include "buf.h"
 #include "harness.h"
@@ -45,6 +46,9 @@ static void usage(FILE *f)
                "  --name ID               agent id (default: HOSTNAME-N, kept in the workdir)\n"
                "  --cpu-slots N           tasks run at once on CPU slots (default 1)\n"
                "  --log-level LEVEL       debug|info|warn|error (default info)\n"
+               "  --doctor [--gpu]        measure this node's ceilings (copy bandwidth, bf16\n"
+               "                          matrix rate), print them and exit; the agent runs\n"
+               "                          this itself at every start\n"
                "  -h, --help              this help\n");
 }
 
@@ -85,7 +89,7 @@ int main(int argc, char **argv)
     const char *coordinator = NULL, *home = NULL, *workdir = NULL, *name = NULL;
     const char *level = "info";
     long cpu_slots = 0;
-    int runner = 0, keep_tmp = 0;
+    int runner = 0, keep_tmp = 0, doctor = 0, doctor_gpu = 0;
     static const struct option opts[] = {{"coordinator", required_argument, 0, 'c'},
                                          {"home", required_argument, 0, 'H'},
                                          {"workdir", required_argument, 0, 'w'},
@@ -94,6 +98,9 @@ int main(int argc, char **argv)
                                          {"log-level", required_argument, 0, 'l'},
                                          {"runner", no_argument, 0, 'R'},
                                          {"keep-tmp", no_argument, 0, 'k'},
+                                         {"doctor", no_argument, 0, 'D'},
+                                         {"gpu", no_argument, 0, 'G'},
+                                         {"host", no_argument, 0, 'O'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int ch;
@@ -119,6 +126,15 @@ int main(int argc, char **argv)
             break;
         case 'k':
             keep_tmp = 1;
+            break;
+        case 'D':
+            doctor = 1;
+            break;
+        case 'G':
+            doctor_gpu = 1;
+            break;
+        case 'O':
+            doctor_gpu = 0;
             break;
         case 's': {
             char *end;
@@ -151,6 +167,12 @@ int main(int argc, char **argv)
         return 2;
     }
     kf_log_setup(runner ? "kfleet-runner" : "kfleet-agent", (kf_log_level)lv);
+    if (doctor) {
+        kf_doctor d;
+        kf_doctor_measure(doctor_gpu, &d);
+        kf_doctor_print(&d, 1);
+        return 0;
+    }
     if (runner) {
         if (!workdir) {
             fprintf(stderr, "kfleet-agent: --runner needs --workdir\n");

@@ -22,10 +22,11 @@ enum {
     DB_SAMPLES,
     DB_AGENTS,
     DB_BUILDS,
+    DB_TELEMETRY,
     DB_COUNT
 };
 static const char *db_names[DB_COUNT] = {"meta", "sweeps",  "tasks",  "attempts", "results",
-                                         "late", "samples", "agents", "builds"};
+                                         "late", "samples", "agents", "builds",   "telemetry"};
 
 #define KF_STORE_INITIAL_MAP (256ull << 20)
 
@@ -374,6 +375,16 @@ int kf_store_put_sample(kf_txn *t, uint64_t task_id, uint32_t attempt, const Kfl
     return put_msg(t, DB_SAMPLES, k, 16, &s->base, MDB_NOOVERWRITE, dup);
 }
 
+int kf_store_put_telemetry(kf_txn *t, uint64_t task_id, uint32_t attempt,
+                           const Kfleet__Telemetry *r, int *dup)
+{
+    uint8_t k[16];
+    be64(k, task_id);
+    be32(k + 8, attempt);
+    be32(k + 12, r->seq);
+    return put_msg(t, DB_TELEMETRY, k, 16, &r->base, MDB_NOOVERWRITE, dup);
+}
+
 int kf_store_put_agent(kf_txn *t, const Kfleet__AgentInfo *a)
 {
     return put_msg(t, DB_AGENTS, a->agent_id, strlen(a->agent_id), &a->base, 0, NULL);
@@ -464,6 +475,7 @@ DECODE_CB(sample_cb, kfleet__sample, Kfleet__Sample, kf_store_sample_cb)
 DECODE_CB(attempt_cb, kfleet__attempt, Kfleet__Attempt, kf_store_attempt_cb)
 DECODE_CB(result_cb, kfleet__result, Kfleet__Result, kf_store_result_cb)
 DECODE_CB(agent_cb, kfleet__agent_info, Kfleet__AgentInfo, kf_store_agent_cb)
+DECODE_CB(telemetry_cb, kfleet__telemetry, Kfleet__Telemetry, kf_store_telemetry_cb)
 
 int kf_store_foreach_sweep(kf_txn *t, kf_store_sweep_cb cb, void *ctx)
 {
@@ -505,6 +517,16 @@ int kf_store_foreach_sample(kf_txn *t, uint64_t task_id, uint32_t attempt, kf_st
     be32(p + 8, attempt);
     struct sample_cb_ctx x = {cb, ctx};
     return walk(t, DB_SAMPLES, p, 12, sample_cb, &x);
+}
+
+int kf_store_foreach_telemetry(kf_txn *t, uint64_t task_id, uint32_t attempt,
+                               kf_store_telemetry_cb cb, void *ctx)
+{
+    uint8_t p[12];
+    be64(p, task_id);
+    be32(p + 8, attempt);
+    struct telemetry_cb_ctx x = {cb, ctx};
+    return walk(t, DB_TELEMETRY, p, 12, telemetry_cb, &x);
 }
 
 int kf_store_foreach_attempt(kf_txn *t, uint64_t task_id, kf_store_attempt_cb cb, void *ctx)

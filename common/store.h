@@ -11,6 +11,7 @@
  *   results   task_id u64                       -> Result  (the terminal record)
  *   late      task_id u64, attempt u32          -> Result  (superseded attempts)
  *   samples   task_id u64, attempt u32, seq u32 -> Sample
+ *   telemetry task_id u64, attempt u32, seq u32 -> Telemetry (NVML readings)
  *   agents    agent_id string                   -> AgentInfo
  *   builds    agent_id, 0, kernel_hash          -> BuildRecord
  *
@@ -81,6 +82,10 @@ int kf_store_put_late(kf_txn *t, const Kfleet__Result *r, int *dup);
 /* *dup is set (and nothing written) when (task, attempt, seq) is stored. */
 int kf_store_put_sample(kf_txn *t, uint64_t task_id, uint32_t attempt, const Kfleet__Sample *s,
                         int *dup);
+/* Stores a telemetry reading once (MDB_NOOVERWRITE): *dup = 1 when its
+ * (task, attempt, seq) was already there. */
+int kf_store_put_telemetry(kf_txn *t, uint64_t task_id, uint32_t attempt,
+                           const Kfleet__Telemetry *r, int *dup);
 
 int kf_store_put_agent(kf_txn *t, const Kfleet__AgentInfo *a);
 int kf_store_get_agent(kf_txn *t, const char *agent_id, Kfleet__AgentInfo **out);
@@ -97,6 +102,10 @@ typedef int (*kf_store_sample_cb)(void *ctx, const Kfleet__Sample *s);
 typedef int (*kf_store_attempt_cb)(void *ctx, const Kfleet__Attempt *a);
 typedef int (*kf_store_result_cb)(void *ctx, const Kfleet__Result *r);
 typedef int (*kf_store_agent_cb)(void *ctx, const Kfleet__AgentInfo *a);
+typedef int (*kf_store_telemetry_cb)(void *ctx, const Kfleet__Telemetry *r);
+/* NVML readings of an attempt in seq order. */
+int kf_store_foreach_telemetry(kf_txn *t, uint64_t task_id, uint32_t attempt,
+                               kf_store_telemetry_cb cb, void *ctx);
 
 int kf_store_foreach_sweep(kf_txn *t, kf_store_sweep_cb cb, void *ctx);
 /* Tasks of one sweep, in task id order. */

@@ -571,6 +571,12 @@ static int on_samples(void *ctx, const kf_peer *peer, const Kfleet__Envelope *en
             if ((rc = kf_store_put_sample(txn, sb->task_id, sb->attempt, sb->samples[i], &dup)))
                 return rc;
         }
+        for (size_t i = 0; i < sb->n_telemetry; i++) {
+            int dup = 0;
+            if ((rc =
+                     kf_store_put_telemetry(txn, sb->task_id, sb->attempt, sb->telemetry[i], &dup)))
+                return rc;
+        }
     }
     if (env->oseq)
         coord_ack_later(a, env->oseq);

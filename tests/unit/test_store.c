@@ -49,6 +49,16 @@ static int sum_seq(void *ctx, const Kfleet__Sample *s)
     return 0;
 }
 
+/* Sums the SM clocks of the readings, checking they come in seq order. */
+static int sum_clock(void *ctx, const Kfleet__Telemetry *r)
+{
+    uint32_t *x = ctx; /* x[0]: clock sum, x[1]: next expected seq */
+    assert_int_equal(r->seq, x[1]);
+    x[1]++;
+    x[0] += r->sm_clock_mhz;
+    return 0;
+}
+
 static void test_records(void **state)
 {
     (void)state;
@@ -90,6 +100,19 @@ static void test_records(void **state)
         assert_int_equal(kf_store_put_sample(t, r.task_id, 1, &smp, &dup), 0);
         assert_int_equal(dup, 0);
     }
+    for (uint32_t q = 0; q < 3; q++) {
+        Kfleet__Telemetry tel = KFLEET__TELEMETRY__INIT;
+        tel.seq = q;
+        tel.sm_clock_mhz = 1000 + q;
+        tel.throttled = q == 2;
+        assert_int_equal(kf_store_put_telemetry(t, r.task_id, 1, &tel, &dup), 0);
+        assert_int_equal(dup, 0);
+    }
+    Kfleet__Telemetry tel_again = KFLEET__TELEMETRY__INIT;
+    tel_again.seq = 1;
+    tel_again.sm_clock_mhz = 9999; /* a resend must not replace the stored reading */
+    assert_int_equal(kf_store_put_telemetry(t, r.task_id, 1, &tel_again, &dup), 0);
+    assert_int_equal(dup, 1);
     Kfleet__Sample again = KFLEET__SAMPLE__INIT;
     again.seq = 4;
     assert_int_equal(kf_store_put_sample(t, r.task_id, 1, &again, &dup), 0);
@@ -118,6 +141,10 @@ static void test_records(void **state)
     assert_int_equal(seqsum, 45);
     assert_int_equal(kf_store_count_samples(t, r.task_id, 2, &cnt), 0);
     assert_int_equal(cnt, 0);
+    uint32_t tel_sum[2] = {0, 0};
+    assert_int_equal(kf_store_foreach_telemetry(t, r.task_id, 1, sum_clock, tel_sum), 0);
+    assert_int_equal(tel_sum[1], 3);
+    assert_int_equal(tel_sum[0], 1000 + 1001 + 1002);
     uint32_t latest = 0;
     assert_int_equal(kf_store_latest_sweep_id(t, &latest), 0);
     assert_int_equal(latest, id2);

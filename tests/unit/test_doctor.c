@@ -1,0 +1,59 @@
+/* Tests for agent/doctor.c on a machine without a GPU: the host ceiling is
+ * measured through the real `kfleet-agent --doctor` child, a GPU doctor on
+ * a node without a driver says why it measured nothing, and a binary that
+ * is not a doctor is an error rather than a zero ceiling. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "doctor.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#define AGENT KF_BINARY_DIR "/kfleet-agent"
+
+static void test_host(void **state)
+{
+    (void)state;
+    kf_doctor d;
+    kf_err err;
+    assert_int_equal(kf_doctor_run(AGENT, 0, NULL, 60, &d, &err), KF_OK);
+    assert_true(d.copy_gbps > 0.1); /* any machine copies faster than 100 MB/s */
+    assert_true(d.bf16_tflops == 0);
+    assert_string_equal(d.error, "");
+}
+
+static void test_gpu_without_driver(void **state)
+{
+    (void)state;
+    if (access("/dev/nvidiactl", F_OK) == 0)
+        skip(); /* a GPU machine: the error path does not apply */
+    kf_doctor d;
+    kf_err err;
+    assert_int_equal(kf_doctor_run(AGENT, 1, "0", 60, &d, &err), KF_OK);
+    assert_true(d.copy_gbps == 0);
+    assert_non_null(strstr(d.error, "libcuda.so.1"));
+}
+
+static void test_not_a_doctor(void **state)
+{
+    (void)state;
+    kf_doctor d;
+    kf_err err;
+    assert_int_equal(kf_doctor_run("/bin/true", 0, NULL, 10, &d, &err), KF_EIO);
+    assert_non_null(strstr(err.msg, "without a measurement"));
+    assert_string_equal(d.error, err.msg);
+    assert_int_equal(kf_doctor_run("/nonexistent/kfleet-agent", 0, NULL, 10, &d, &err), KF_EIO);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_host),
+        cmocka_unit_test(test_gpu_without_driver),
+        cmocka_unit_test(test_not_a_doctor),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
