@@ -49,6 +49,8 @@ struct kf_cudrv {
     CUresult (*cuDeviceGetUuid)(unsigned char *, CUdevice);
     CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
     CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*cuProfilerStart)(void);
+    CUresult (*cuProfilerStop)(void);
 };
 
 static int cu_fail(kf_cudrv *cu, CUresult r, const char *what, kf_err *err)
@@ -102,6 +104,8 @@ static int load(kf_cudrv *cu, kf_err *err)
     SYM(cu, cuDeviceGetUuid, "cuDeviceGetUuid_v2");
     SYM(cu, cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
     SYM(cu, cuMemcpyHtoD, "cuMemcpyHtoD_v2");
+    SYM(cu, cuProfilerStart, "cuProfilerStart");
+    SYM(cu, cuProfilerStop, "cuProfilerStop");
     return KF_OK;
 fail:
     return kf_err_set(err, KF_EUNAVAIL, "the CUDA driver lacks %s; update the driver", missing);
@@ -368,4 +372,10 @@ int kf_cudrv_elapsed(kf_cudrv *cu, double *seconds, kf_err *err)
         return cu_fail(cu, r, "cuEventElapsedTime", err);
     *seconds = (double)ms / 1e3;
     return KF_OK;
+}
+
+int kf_cudrv_profiler(kf_cudrv *cu, int on, kf_err *err)
+{
+    CUresult r = on ? cu->cuProfilerStart() : cu->cuProfilerStop();
+    return r ? cu_fail(cu, r, on ? "cuProfilerStart" : "cuProfilerStop", err) : KF_OK;
 }

@@ -46,6 +46,10 @@ int kf_cudrv_copy_to_device(kf_cudrv *cu, void *dev_dst, const void *src, size_t
 int kf_cudrv_mark(kf_cudrv *cu, int stop);
 int kf_cudrv_elapsed(kf_cudrv *cu, double *seconds, kf_err *err);
 
+/* Opens (on = 1) or closes the range a profiler started with
+ * --profile-from-start off records. */
+int kf_cudrv_profiler(kf_cudrv *cu, int on, kf_err *err);
+
 /* The device's UUID as NVML spells it ("GPU-xxxxxxxx-xxxx-…"). */
 int kf_cudrv_uuid(kf_cudrv *cu, char *out, size_t len);
 

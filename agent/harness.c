@@ -17,6 +17,7 @@
 #include "build.h"
 #include "cudrv.h"
 #include "nvml.h"
+#include "tools.h"
 #include "kf_kernel.h"
 #include "log.h"
 #include "util.h"
@@ -54,6 +55,7 @@ typedef struct hctx {
     size_t tel_sent; /* readings streamed so far (= next seq) */
     uint32_t throttled_samples;
     char uuid[64];
+    char sanitizer[4096]; /* the Result's sanitizer verdict */
 } hctx;
 
 /* ---- frames ---- */
@@ -360,6 +362,142 @@ static int do_setup(hctx *h, const loaded *L, uint64_t seed, void **state)
             return fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s setup: %s", h->spec->kernel,
                         err.msg);
     }
+    return 0;
+}
+
+/* ---- under NVIDIA's tools ---- */
+
+/* The nested run a tool watches: set up, then `runs` launches (each
+ * synchronised) inside the profiler range, nothing timed or streamed. */
+static int do_nested(hctx *h, const loaded *L, unsigned runs)
+{
+    void *state = NULL;
+    kf_err err;
+    int rc = do_setup(h, L, 1, &state);
+    if (rc == 0)
+        rc = run_once(h, L, state); /* warm-up: module load stays out of the metrics */
+    if (rc == 0 && h->cu && kf_cudrv_profiler(h->cu, 1, &err) != KF_OK)
+        rc = fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
+    for (unsigned i = 0; rc == 0 && i < runs; i++)
+        rc = run_once(h, L, state);
+    if (h->cu)
+        kf_cudrv_profiler(h->cu, 0, &err);
+    L->k->teardown(state);
+    return rc;
+}
+
+/* The last `lines` lines of a file, for a verdict or an error. */
+static void tail_lines(const char *path, int lines, char *out, size_t len)
+{
+    kf_buf b = KF_BUF_INIT;
+    out[0] = '\0';
+    if (kf_buf_read_file(&b, path) != KF_OK || !b.data) {
+        kf_buf_release(&b);
+        return;
+    }
+    size_t i = b.len;
+    while (i > 0 && (b.data[i - 1] == '\n' || b.data[i - 1] == ' '))
+        i--;
+    size_t end = i;
+    for (int n = 0; i > 0; i--)
+        if (b.data[i - 1] == '\n' && ++n == lines)
+            break;
+    snprintf(out, len, "%.*s", (int)(end - i), b.data + i);
+    kf_buf_release(&b);
+}
+
+/* ncu on the nested run; the metrics go into the Result. */
+static int do_ncu(hctx *h)
+{
+    const Kfleet__MeasureSettings *m = h->spec->measure;
+    char ncu[PATH_MAX], log[PATH_MAX + 32];
+    if (!kf_tools_find("ncu", ncu, sizeof ncu))
+        return fail(h, KFLEET__TASK_STATE__FAILED,
+                    "the sweep asks for ncu metrics but Nsight Compute (ncu) is not on this "
+                    "node; install it with the CUDA toolkit or drop measure.ncu");
+    kf_buf metrics = KF_BUF_INIT;
+    for (size_t i = 0; i < m->n_ncu_metrics; i++)
+        kf_buf_addf(&metrics, "%s%s", i ? "," : "", m->ncu_metrics[i]);
+    snprintf(log, sizeof log, "%s/tmp/ncu-%llx-%u.csv", h->workdir,
+             (unsigned long long)h->ta->task_id, h->ta->attempt);
+    char *argv[] = {ncu,
+                    "--clock-control",
+                    "none",
+                    "--profile-from-start",
+                    "off",
+                    "--metrics",
+                    metrics.data,
+                    "--csv",
+                    "--print-units",
+                    "base",
+                    "--log-file",
+                    log,
+                    "--target-processes",
+                    "all"};
+    int st = 0;
+    kf_err err;
+    int rc =
+        kf_tools_run_nested(NULL, h->workdir, h->ta, argv, sizeof argv / sizeof *argv, &st, &err);
+    kf_buf_release(&metrics);
+    if (rc != KF_OK)
+        return fail(h, KFLEET__TASK_STATE__FAILED, "ncu: %s", err.msg);
+    kf_buf text = KF_BUF_INIT;
+    kf_buf_read_file(&text, log);
+    Kfleet__Metric **mv = NULL;
+    size_t n = 0;
+    rc = st == 0 ? kf_tools_parse_ncu_csv(text.data, KF_TOOLS_NCU_RUNS, &mv, &n, &err) : KF_EIO;
+    kf_buf_release(&text);
+    if (rc != KF_OK) {
+        char tail[1500];
+        tail_lines(log, 8, tail, sizeof tail);
+        return fail(h, KFLEET__TASK_STATE__FAILED, "ncu (exit %d): %s\n%s", st,
+                    st == 0 ? err.msg : "the profiled run failed", tail);
+    }
+    h->res->ncu = mv;
+    h->res->n_ncu = n;
+    return 0;
+}
+
+/* memcheck, then racecheck, on the nested run; the verdict is stored, and
+ * an error either tool finds fails the validation. */
+static int do_sanitize(hctx *h)
+{
+    static const char *const tools[] = {"memcheck", "racecheck"};
+    char cs[PATH_MAX], log[PATH_MAX + 32];
+    if (!kf_tools_find("compute-sanitizer", cs, sizeof cs))
+        return fail(h, KFLEET__TASK_STATE__FAILED,
+                    "the sweep asks for sanitize but compute-sanitizer is not on this node; "
+                    "install it with the CUDA toolkit or drop measure.sanitize");
+    kf_buf verdict = KF_BUF_INIT;
+    int bad = 0;
+    for (size_t t = 0; t < 2; t++) {
+        snprintf(log, sizeof log, "%s/tmp/sanitize-%s-%llx-%u.log", h->workdir, tools[t],
+                 (unsigned long long)h->ta->task_id, h->ta->attempt);
+        char *argv[] = {cs,           "--tool", (char *)tools[t], "--error-exitcode", "97",
+                        "--log-file", log};
+        int st = 0;
+        kf_err err;
+        if (kf_tools_run_nested(NULL, h->workdir, h->ta, argv, sizeof argv / sizeof *argv, &st,
+                                &err)) {
+            kf_buf_release(&verdict);
+            return fail(h, KFLEET__TASK_STATE__FAILED, "compute-sanitizer: %s", err.msg);
+        }
+        char tail[1200];
+        tail_lines(log, st == 0 ? 1 : 12, tail, sizeof tail);
+        kf_buf_addf(&verdict, "%s%s: %s%s", t ? "\n" : "", tools[t],
+                    st == 0    ? "clean"
+                    : st == 97 ? "ERRORS"
+                               : "run failed",
+                    st ? "\n" : " — ");
+        kf_buf_addf(&verdict, "%s", tail);
+        bad |= st != 0;
+    }
+    snprintf(h->sanitizer, sizeof h->sanitizer, "%s", verdict.data);
+    kf_buf_release(&verdict);
+    h->res->sanitizer = h->sanitizer;
+    if (bad)
+        return fail(h, KFLEET__TASK_STATE__FAILED, "compute-sanitizer found errors:\n%s",
+                    h->sanitizer);
     return 0;
 }
 
@@ -744,18 +882,23 @@ int kf_harness_run(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd
         do_build(&h, &bi, &binfo);
     } else if (h.spec->kind == KFLEET__TASK_KIND__VALIDATE ||
                h.spec->kind == KFLEET__TASK_KIND__PROFILE) {
-        if (load_kernel(&h, &L) == 0) {
-            if (h.spec->kind == KFLEET__TASK_KIND__VALIDATE) {
-                do_validate(&h, &L);
-            } else {
-                res.profile = &ps;
-                do_profile(&h, &L, &ps);
-                if (h.cu) {
-                    summarize_telemetry(&h, &tsum);
-                    res.telemetry = &tsum;
-                    res.throttled_samples = h.throttled_samples;
-                    res.gpu_uuid = h.uuid;
-                }
+        const Kfleet__MeasureSettings *ms = h.spec->measure;
+        if (load_kernel(&h, &L) != 0) {
+            /* the Result says why */
+        } else if (h.spec->ncu_pass) {
+            do_nested(&h, &L, h.spec->kind == KFLEET__TASK_KIND__PROFILE ? KF_TOOLS_NCU_RUNS : 1);
+        } else if (h.spec->kind == KFLEET__TASK_KIND__VALIDATE) {
+            if (do_validate(&h, &L) == 0 && ms && ms->sanitize)
+                do_sanitize(&h);
+        } else {
+            res.profile = &ps;
+            if (do_profile(&h, &L, &ps) == 0 && ms && ms->n_ncu_metrics > 0)
+                do_ncu(&h);
+            if (h.cu) {
+                summarize_telemetry(&h, &tsum);
+                res.telemetry = &tsum;
+                res.throttled_samples = h.throttled_samples;
+                res.gpu_uuid = h.uuid;
             }
         }
     } else {
@@ -771,6 +914,7 @@ int kf_harness_run(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd
     for (size_t i = 0; i < res.n_trials; i++)
         free(res.trials[i]);
     free(res.trials);
+    kf_tools_free_metrics(res.ncu, res.n_ncu);
     kf_build_info_release(&binfo);
     kf_nvml_close(&h.nv);
     kf_cudrv_close(&h.cu);

@@ -9,6 +9,7 @@
 #include "buf.h"
 #include "build.h"
 #include "harness.h"
+#include "tools.h"
 #include "util.h"
 #include "wire.h"
 
@@ -214,8 +215,7 @@ static void test_compile_error(void **state)
 {
     (void)state;
     task t;
-    make_task(&t, "tests/kernels/bad_compile.c", "bad_compile", KFLEET__TASK_KIND__BUILD, 0,
-              NULL);
+    make_task(&t, "tests/kernels/bad_compile.c", "bad_compile", KFLEET__TASK_KIND__BUILD, 0, NULL);
     outcome *o = run_task(&t.ta);
     assert_int_equal(o->res->state, KFLEET__TASK_STATE__FAILED);
     assert_non_null(strstr(o->res->error, "compile failed"));
@@ -299,6 +299,59 @@ static void test_profile(void **state)
     free_task(&t);
 }
 
+/* The nested run the tools wrap, with /usr/bin/env standing in for ncu:
+ * a built kernel runs cleanly (exit 0, nothing streamed to the tool's
+ * stdout), a crashing one reports its signal, and a profile that asks
+ * for ncu on a node without it fails saying so. */
+static void test_nested(void **state)
+{
+    (void)state;
+    task t;
+    make_task(&t, "kernels/host/triad.c", "triad", KFLEET__TASK_KIND__BUILD, 0, NULL);
+    outcome *o = run_task(&t.ta);
+    assert_int_equal(o->res->state, KFLEET__TASK_STATE__SUCCEEDED);
+    free_outcome(o);
+    t.spec.kind = KFLEET__TASK_KIND__PROFILE;
+    t.p.value = 4096;
+    char *env[] = {"/usr/bin/env"};
+    int st = -1;
+    kf_err err;
+    assert_int_equal(
+        kf_tools_run_nested(KF_BINARY_DIR "/kfleet-agent", workdir, &t.ta, env, 1, &st, &err),
+        KF_OK);
+    assert_int_equal(st, 0);
+    free_task(&t);
+
+    make_task(&t, "tests/kernels/crash.c", "crash", KFLEET__TASK_KIND__BUILD, 0, NULL);
+    o = run_task(&t.ta);
+    assert_int_equal(o->res->state, KFLEET__TASK_STATE__SUCCEEDED);
+    free_outcome(o);
+    t.spec.kind = KFLEET__TASK_KIND__VALIDATE;
+    setenv("ASAN_OPTIONS", "handle_segv=0", 1);
+    assert_int_equal(
+        kf_tools_run_nested(KF_BINARY_DIR "/kfleet-agent", workdir, &t.ta, env, 1, &st, &err),
+        KF_OK);
+    assert_int_not_equal(st, 0);
+    free_task(&t);
+
+    make_task(&t, "kernels/host/triad.c", "triad", KFLEET__TASK_KIND__PROFILE, 4096, NULL);
+    char *metrics[] = {"gpu__time_duration.sum"};
+    t.ms.ncu_metrics = metrics;
+    t.ms.n_ncu_metrics = 1;
+    setenv("PATH", "/nonexistent", 1);
+    setenv("KF_NVCC", "/nonexistent/nvcc", 1);
+    o = run_task(&t.ta);
+    char ncu[256];
+    if (kf_tools_find("ncu", ncu, sizeof ncu)) {
+        print_message("ncu found at %s: the missing-tool path is not tested here\n", ncu);
+    } else {
+        assert_int_equal(o->res->state, KFLEET__TASK_STATE__FAILED);
+        assert_non_null(strstr(o->res->error, "Nsight Compute (ncu) is not on this node"));
+    }
+    free_outcome(o);
+    free_task(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -307,6 +360,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_validate_needs_build, setup, teardown),
         cmocka_unit_test_setup_teardown(test_validate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nested, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
