@@ -44,6 +44,9 @@ typedef struct rrow {
     rtask *validate, *profile;
     kf_stats st;                               /* st.n == 0: no successful profile */
     double gbps, gflops, speedup, base_median; /* NAN when not applicable */
+    /* % of the node's measured ceilings (doctor): copy bandwidth, bf16
+     * matrix rate; NAN when the node has none or the row has no figure. */
+    double pct_bw, pct_mma;
     int mismatch, noisy;
     uint64_t build_task;
     const Kfleet__BuildInfo *build; /* the build on this node, or NULL */
@@ -358,6 +361,7 @@ static rrow *row_for(rep *r, rtask *rt)
     w->config = rt->task->config_index;
     w->node = node;
     w->gbps = w->gflops = w->speedup = w->base_median = NAN;
+    w->pct_bw = w->pct_mma = NAN;
     kf_stats_compute(NULL, 0, &w->st);
     return w;
 }
@@ -441,6 +445,11 @@ static int build_rows(rep *r)
             if (ps->flops > 0)
                 w->gflops = ps->flops / w->st.median / 1e9;
         }
+        const Kfleet__AgentInfo *a = agent(r, w->node);
+        if (a && a->ceiling_copy_gbps > 0 && isfinite(w->gbps))
+            w->pct_bw = 100 * w->gbps / a->ceiling_copy_gbps;
+        if (a && a->ceiling_bf16_tflops > 0 && isfinite(w->gflops))
+            w->pct_mma = 100 * w->gflops / 1e3 / a->ceiling_bf16_tflops;
     }
     if (rc || !r->sw->baseline || !*r->sw->baseline)
         return rc;
@@ -596,14 +605,15 @@ enum {
     R_NOISE,
     R_GBPS,
     R_GFLOPS,
+    R_CEIL,
     R_SPEEDUP,
     R_FLAGS,
     R_N
 };
-static const char *const row_names[R_N] = {"kernel",  "params",  "node",    "device", "validation",
-                                           "samples", "median",  "min-max", "noise",  "GB/s",
-                                           "GFLOP/s", "speedup", "flags"};
-static const int row_right[R_N] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0};
+static const char *const row_names[R_N] = {"kernel",  "params",   "node",    "device", "validation",
+                                           "samples", "median",   "min-max", "noise",  "GB/s",
+                                           "GFLOP/s", "%ceiling", "speedup", "flags"};
+static const int row_right[R_N] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 0};
 
 static const char *row_color(int col, const char *s)
 {
@@ -659,6 +669,8 @@ static void flags_str(const rrow *w, char *out, size_t len)
         ADD("throttled");
     if (w->mismatch)
         ADD("samples-mismatch");
+    if (w->build && w->build->jit_fallback)
+        ADD("jit-fallback");
     const rtask *both[2] = {w->validate, w->profile};
     for (int i = 0; i < 2; i++) {
         const rtask *t = both[i];
@@ -706,6 +718,10 @@ static void row_cells(const rep *r, const rrow *w, char (*cells)[CELL])
         snprintf(cells[R_GBPS], CELL, "%.2f", w->gbps);
     if (isfinite(w->gflops))
         snprintf(cells[R_GFLOPS], CELL, "%.2f", w->gflops);
+    /* The nearer ceiling says what bounds the kernel: bandwidth or matrix. */
+    int bw = isfinite(w->pct_bw) && !(w->pct_mma > w->pct_bw);
+    if (bw || isfinite(w->pct_mma))
+        snprintf(cells[R_CEIL], CELL, "%.0f%% %s", bw ? w->pct_bw : w->pct_mma, bw ? "bw" : "mma");
     if (isfinite(w->speedup))
         snprintf(cells[R_SPEEDUP], CELL, "%.2fx", w->speedup);
     flags_str(w, cells[R_FLAGS], CELL);
@@ -906,6 +922,8 @@ static json_t *json_validation(const rtask *vt)
     set(v, "passed", res ? json_boolean(res->state == KFLEET__TASK_STATE__SUCCEEDED) : json_null());
     set(v, "max_abs_err", jnum(mx));
     set(v, "deterministic", res ? json_boolean(res->deterministic) : json_null());
+    set(v, "sanitizer",
+        res && res->sanitizer && *res->sanitizer ? json_string(res->sanitizer) : json_null());
     set(v, "trials", trials);
     return v;
 }
@@ -932,8 +950,40 @@ static json_t *json_profile(const rrow *w)
     set(p, "flops", ps ? jnum(ps->flops) : json_null());
     set(p, "gbps", jnum(w->gbps));
     set(p, "gflops", jnum(w->gflops));
+    set(p, "pct_copy_ceiling", jnum(w->pct_bw));
+    set(p, "pct_bf16_ceiling", jnum(w->pct_mma));
     set(p, "hot", ps ? json_boolean(ps->hot) : json_null());
     set(p, "batch", ps ? json_integer(ps->batch) : json_null());
+    const Kfleet__TelemetrySummary *ts = pt->res ? pt->res->telemetry : NULL;
+    if (ts) {
+        json_t *t = json_object();
+        set(t, "gpu_uuid", jstr_or_null(ts->gpu_uuid));
+        set(t, "readings", json_integer(ts->readings));
+        set(t, "period_s", jnum(ts->period_s));
+        set(t, "sm_clock_mhz_min", json_integer(ts->sm_clock_min_mhz));
+        set(t, "sm_clock_mhz_max", json_integer(ts->sm_clock_max_mhz));
+        set(t, "mem_clock_mhz_min", json_integer(ts->mem_clock_min_mhz));
+        set(t, "mem_clock_mhz_max", json_integer(ts->mem_clock_max_mhz));
+        set(t, "power_w_max", jnum(ts->power_max_mw / 1e3));
+        set(t, "temp_c_max", json_integer(ts->temp_max_c));
+        set(t, "clock_event_reasons", json_integer((json_int_t)ts->reasons_seen));
+        set(t, "throttled_readings", json_integer(ts->throttled_readings));
+        set(p, "telemetry", t);
+    } else {
+        set(p, "telemetry", json_null());
+    }
+    json_t *ncu = json_array();
+    for (size_t i = 0; pt->res && i < pt->res->n_ncu; i++) {
+        const Kfleet__Metric *m = pt->res->ncu[i];
+        json_t *jm = json_object();
+        set(jm, "name", jstr_or_null(m->name));
+        set(jm, "kernel", jstr_or_null(m->kernel));
+        set(jm, "value", jnum(m->value));
+        set(jm, "unit", jstr_or_null(m->unit));
+        set(jm, "launches", json_integer(m->launches));
+        json_array_append_new(ncu, jm);
+    }
+    set(p, "ncu", ncu);
     json_t *times = json_array();
     for (size_t i = 0; i < pt->nsamples; i++)
         json_array_append_new(times, jnum(pt->samples[i]));
@@ -974,6 +1024,17 @@ static json_t *json_row(const rep *r, const rrow *w)
     set(prov, "build_task_id", w->build ? json_integer((json_int_t)w->build_task) : json_null());
     set(prov, "artifact_hash", w->build ? jstr_or_null(w->build->artifact_hash) : json_null());
     set(prov, "agent_version", a ? jstr_or_null(a->version) : json_null());
+    const Kfleet__BuildInfo *b = w->build;
+    set(prov, "sass_archs",
+        b && b->sass_archs && *b->sass_archs ? json_string(b->sass_archs) : json_null());
+    set(prov, "has_ptx", b && k && k->cuda ? json_boolean(b->has_ptx) : json_null());
+    set(prov, "jit_fallback", b && k && k->cuda ? json_boolean(b->jit_fallback) : json_null());
+    set(prov, "registers", b && k && k->cuda ? json_integer(b->registers) : json_null());
+    set(prov, "spill_bytes", b && k && k->cuda ? json_integer(b->spill_bytes) : json_null());
+    set(prov, "nvcc_cuda",
+        b && b->nvcc_cuda && *b->nvcc_cuda ? json_string(b->nvcc_cuda) : json_null());
+    set(prov, "driver_cuda",
+        b && b->driver_cuda && *b->driver_cuda ? json_string(b->driver_cuda) : json_null());
     set(o, "provenance", prov);
 
     set(o, "validation", w->validate ? json_validation(w->validate) : json_null());
@@ -988,6 +1049,8 @@ static json_t *json_row(const rep *r, const rrow *w)
         json_array_append_new(flags, json_string("throttled"));
     if (w->mismatch)
         json_array_append_new(flags, json_string("samples-mismatch"));
+    if (w->build && w->build->jit_fallback)
+        json_array_append_new(flags, json_string("jit-fallback"));
     if ((w->validate && is_failure(state_of(w->validate))) ||
         (w->profile && is_failure(state_of(w->profile))))
         json_array_append_new(flags, json_string("failed"));
@@ -1046,6 +1109,11 @@ static json_t *json_agent(const Kfleet__AgentInfo *a)
     set(o, "nvcc_version", jstr_or_null(a->nvcc_version));
     set(o, "cc_version", jstr_or_null(a->cc_version));
     set(o, "lost", json_boolean(a->lost));
+    set(o, "ceiling_copy_gbps",
+        a->ceiling_copy_gbps > 0 ? jnum(a->ceiling_copy_gbps) : json_null());
+    set(o, "ceiling_bf16_tflops",
+        a->ceiling_bf16_tflops > 0 ? jnum(a->ceiling_bf16_tflops) : json_null());
+    set(o, "doctor_error", jstr_or_null(a->doctor_error));
     for (size_t g = 0; g < a->n_gpus; g++) {
         const Kfleet__GpuInfo *gi = a->gpus[g];
         json_t *jg = json_object();

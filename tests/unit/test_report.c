@@ -190,6 +190,8 @@ static int setup(void **state)
     ai.driver_version = "550.54.15";
     ai.nvcc_version = "12.4";
     ai.cc_version = "gcc 12.2.0";
+    ai.ceiling_copy_gbps = 2500;   /* the doctor's: base cfg0's 1000 GB/s is 40 % */
+    ai.ceiling_bf16_tflops = 1000; /* 2000 GFLOP/s is 0.2 %: bandwidth bound */
     assert_int_equal(kf_store_put_agent(t, &ai), 0);
 
     assert_int_equal(kf_store_next_sweep_id(t, &sweep1), 0);
@@ -404,6 +406,8 @@ static void test_json(void **state)
     assert_true(num(p0, "max_s") == 0.1);
     assert_near(num(p0, "gbps"), 1000, 1e-9);
     assert_near(num(p0, "gflops"), 2000, 1e-9);
+    assert_near(num(p0, "pct_copy_ceiling"), 40, 1e-9);
+    assert_near(num(p0, "pct_bf16_ceiling"), 0.2, 1e-9);
     assert_int_equal((int)num(p0, "samples"), 5);
     assert_int_equal((int)num(p0, "attempt"), 1);
     json_t *times = json_object_get(p0, "sample_seconds");
@@ -513,6 +517,8 @@ static void test_table(void **state)
     assert_non_null(strstr(s, "1.500 ms"));
     assert_non_null(strstr(s, "1000.00"));
     assert_non_null(strstr(s, "2.00x"));
+    assert_non_null(strstr(s, "%ceiling"));
+    assert_non_null(strstr(s, "40% bw"));
     assert_non_null(strstr(s, "samples-mismatch"));
     assert_non_null(strstr(s, "validate failed: max abs error 0.5 exceeds tolerance"));
     /* Failures with their first three lines, not the fourth. */
