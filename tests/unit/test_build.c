@@ -215,6 +215,58 @@ static void test_cuda_flags_missing(void **state)
     free_cuspec(&c);
 }
 
+/* Every CUDA kernel kfleet ships compiles as an agent builds it, for
+ * Hopper, with kf_cuda.cuh beside it, without spilling: the GPU machine is
+ * not where a typo should be found. */
+static void test_shipped_kernels(void **state)
+{
+    (void)state;
+    const char *ver;
+    kf_err err;
+    if (kf_build_compiler_version(1, &ver, &err) != KF_OK)
+        skip();
+    setenv("KF_CUDA_ARCH", "90a", 1);
+    static const char *const names[] = {"copy",     "gemm_bf16",     "gemm_cublas",
+                                        "bsr_spmm", "traj_resample", "voxelize"};
+    kf_buf helper = KF_BUF_INIT;
+    assert_int_equal(kf_buf_read_file(&helper, KF_SOURCE_DIR "/kernels/cuda/kf_cuda.cuh"), 0);
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        cuspec c;
+        make_cuspec(&c);
+        char path[256], file[64], scratch[128];
+        snprintf(path, sizeof path, KF_SOURCE_DIR "/kernels/cuda/%s.cu", names[i]);
+        snprintf(file, sizeof file, "%s.cu", names[i]);
+        kf_buf_reset(&c.text);
+        assert_int_equal(kf_buf_read_file(&c.text, path), 0);
+        Kfleet__SourceFile cuh = KFLEET__SOURCE_FILE__INIT;
+        cuh.name = "kf_cuda.cuh";
+        cuh.content.data = (uint8_t *)helper.data;
+        cuh.content.len = helper.len;
+        Kfleet__SourceFile *srcs[3] = {&c.src, &c.abi, &cuh};
+        c.src.name = file;
+        c.src.content.data = (uint8_t *)c.text.data;
+        c.src.content.len = c.text.len;
+        c.spec.sources = srcs;
+        c.spec.n_sources = 3;
+        c.spec.kernel = (char *)names[i];
+        kf_hash_part part = {c.text.data, c.text.len};
+        kf_hash_hex(&part, 1, c.hash);
+        snprintf(scratch, sizeof scratch, "%s/tmp/k%zu", workdir, i);
+        kf_build_info bi;
+        int rc = kf_build_kernel(&c.spec, workdir, scratch, &bi, &err);
+        if (rc != KF_OK)
+            print_message("%s: %s\n%s\n", names[i], err.msg, bi.log.data ? bi.log.data : "");
+        assert_int_equal(rc, KF_OK);
+        assert_true(bi.registers > 0);
+        assert_int_equal(bi.spill_bytes, 0);
+        assert_non_null(strstr(bi.sass_archs, "sm_90a"));
+        kf_build_info_release(&bi);
+        free_cuspec(&c);
+    }
+    kf_buf_release(&helper);
+    unsetenv("KF_CUDA_ARCH");
+}
+
 int main(void)
 {
     snprintf(workdir, sizeof workdir, "/tmp/kf-test-build.XXXXXX");
@@ -223,7 +275,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_source_flags),       cmocka_unit_test(test_cuobjdump),
         cmocka_unit_test(test_sass_runs_on),       cmocka_unit_test(test_cuda_build),
-        cmocka_unit_test(test_cuda_flags_missing),
+        cmocka_unit_test(test_cuda_flags_missing), cmocka_unit_test(test_shipped_kernels),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     nftw(workdir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
