@@ -157,12 +157,13 @@ static Kfleet__SourceFile *source_file(const char *name, kf_buf *content)
 }
 
 /* The local headers a kernel needs: every `#include "NAME"` (a plain file
- * name, not kf_kernel.h) that exists beside the source, and theirs in turn,
- * at most 16. They travel with the kernel and enter its hash, so a changed
- * header rebuilds. Names go to names[], contents to texts[]. */
+ * name, not kf_kernel.h) that exists beside the source, or else among
+ * kfleet's shipped helpers (KERNELS_DIR/cuda, e.g. kf_cuda.cuh), and theirs
+ * in turn, at most 16. They travel with the kernel and enter its hash, so a
+ * changed header rebuilds. Names go to names[], contents to texts[]. */
 #define KF_MAX_HEADERS 16
-static int collect_headers(const char *dir, const kf_buf *text, char **names, kf_buf *texts,
-                           size_t *n, kf_err *err)
+static int collect_headers(const char *dir, const char *kernels_dir, const kf_buf *text,
+                           char **names, kf_buf *texts, size_t *n, kf_err *err)
 {
     for (const char *p = text->data; p && (p = strstr(p, "#include")) != NULL;) {
         p += 8;
@@ -183,6 +184,8 @@ static int collect_headers(const char *dir, const kf_buf *text, char **names, kf
             seen |= strcmp(names[i], name) == 0;
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, name);
+        if (!seen && access(path, R_OK) != 0)
+            snprintf(path, sizeof path, "%s/cuda/%s", kernels_dir, name);
         if (seen || access(path, R_OK) != 0)
             continue; /* a system or toolkit header */
         if (*n == KF_MAX_HEADERS)
@@ -194,7 +197,7 @@ static int collect_headers(const char *dir, const kf_buf *text, char **names, kf
             return kf_err_set(err, KF_EIO, "cannot read header %s: %s", path, strerror(errno));
         names[*n] = xstrdup(name);
         size_t me = (*n)++;
-        int rc = collect_headers(dir, &texts[me], names, texts, n, err);
+        int rc = collect_headers(dir, kernels_dir, &texts[me], names, texts, n, err);
         if (rc != KF_OK)
             return rc;
     }
@@ -282,7 +285,7 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
         char *hnames[KF_MAX_HEADERS];
         kf_buf htexts[KF_MAX_HEADERS];
         size_t nh = 0;
-        if ((rc = collect_headers(srcdir, &src, hnames, htexts, &nh, err)) != KF_OK) {
+        if ((rc = collect_headers(srcdir, kernels_dir, &src, hnames, htexts, &nh, err)) != KF_OK) {
             for (size_t h = 0; h < nh; h++) {
                 free(hnames[h]);
                 kf_buf_release(&htexts[h]);

@@ -78,6 +78,17 @@ static void test_headers_travel(void **state)
     put("b.cuh", "static int b2;\n"); /* a header two levels down changes */
     submit(h3, &n, names);
     assert_string_not_equal(h1, h3);
+
+    /* A header kfleet ships (kernels/cuda/kf_cuda.cuh) is found there when
+     * it is not beside the source; a local one of the same name wins. */
+    put("k.cu", "#include \"kf_cuda.cuh\"\nint k;\n");
+    submit(h1, &n, names);
+    assert_int_equal(n, 3);
+    assert_string_equal(names[2], "kf_cuda.cuh");
+    put("kf_cuda.cuh", "/* a local copy */\n");
+    submit(h2, &n, names);
+    assert_int_equal(n, 3);
+    assert_string_not_equal(h1, h2);
 }
 
 int main(void)
