@@ -27,6 +27,11 @@ struct kf_cudrv {
     CUdeviceptr flush;
     size_t flush_bytes;
     unsigned flush_value;
+    /* The blocking kernel (see kf_cudrv_time): its module, function and the
+     * host-mapped release flag; NULL when the driver could not load it. */
+    void *block_mod, *block_fn, *flush_fn;
+    volatile unsigned *release;
+    CUdeviceptr release_dev;
     CUresult (*cuInit)(unsigned);
     CUresult (*cuDeviceGet)(CUdevice *, int);
     CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
@@ -49,6 +54,13 @@ struct kf_cudrv {
     CUresult (*cuDeviceGetUuid)(unsigned char *, CUdevice);
     CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
     CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*cuModuleLoadData)(void **, const void *);
+    CUresult (*cuModuleGetFunction)(void **, void *, const char *);
+    CUresult (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                               unsigned, CUstream, void **, void **);
+    CUresult (*cuMemHostAlloc)(void **, size_t, unsigned);
+    CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr *, void *, unsigned);
+    CUresult (*cuMemFreeHost)(void *);
     CUresult (*cuProfilerStart)(void);
     CUresult (*cuProfilerStop)(void);
 };
@@ -104,12 +116,20 @@ static int load(kf_cudrv *cu, kf_err *err)
     SYM(cu, cuDeviceGetUuid, "cuDeviceGetUuid_v2");
     SYM(cu, cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
     SYM(cu, cuMemcpyHtoD, "cuMemcpyHtoD_v2");
+    SYM(cu, cuModuleLoadData, "cuModuleLoadData");
+    SYM(cu, cuModuleGetFunction, "cuModuleGetFunction");
+    SYM(cu, cuLaunchKernel, "cuLaunchKernel");
+    SYM(cu, cuMemHostAlloc, "cuMemHostAlloc");
+    SYM(cu, cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2");
+    SYM(cu, cuMemFreeHost, "cuMemFreeHost");
     SYM(cu, cuProfilerStart, "cuProfilerStart");
     SYM(cu, cuProfilerStop, "cuProfilerStop");
     return KF_OK;
 fail:
     return kf_err_set(err, KF_EUNAVAIL, "the CUDA driver lacks %s; update the driver", missing);
 }
+
+static void load_block_kernel(kf_cudrv *cu);
 
 int kf_cudrv_open(kf_cudrv **out, kf_err *err)
 {
@@ -134,8 +154,11 @@ int kf_cudrv_open(kf_cudrv **out, kf_err *err)
         int l2 = 0;
         cu->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, cu->dev);
         cu->flush_bytes = 2 * (size_t)(l2 > 0 ? l2 : 64 << 20);
-        if ((r = cu->cuMemAlloc(&cu->flush, cu->flush_bytes)))
+        if ((r = cu->cuMemAlloc(&cu->flush, cu->flush_bytes)) ||
+            (r = cu->cuMemsetD8(cu->flush, 0x5A, cu->flush_bytes)))
             rc = cu_fail(cu, r, "cuMemAlloc (L2 flush buffer)", err);
+        else
+            load_block_kernel(cu);
     }
 out:
     if (rc) {
@@ -153,6 +176,8 @@ void kf_cudrv_close(kf_cudrv **self)
         return;
     if (cu->flush)
         cu->cuMemFree(cu->flush);
+    if (cu->release)
+        cu->cuMemFreeHost((void *)cu->release);
     if (cu->start)
         cu->cuEventDestroy(cu->start);
     if (cu->stop)
@@ -181,24 +206,136 @@ int kf_cudrv_sync(kf_cudrv *cu, kf_err *err)
     return r ? cu_fail(cu, r, "the kernel (cuCtxSynchronize)", err) : KF_OK;
 }
 
+/* nvbench's blocking kernel, in PTX the driver compiles for any GPU: one
+ * thread spins on a host-mapped flag (or 1 s of %globaltimer, so a host
+ * that never releases it cannot hang the GPU). Launched before the start
+ * event, it holds the stream while the host enqueues the event and the
+ * kernel's launches; released, they run back to back, so the measured
+ * interval holds the kernel and not the host's launch latency. */
+static const char block_ptx[] = ".version 7.0\n"
+                                ".target sm_50\n"
+                                ".address_size 64\n"
+                                ".visible .entry kf_block(.param .u64 flag)\n"
+                                "{\n"
+                                "  .reg .pred p, q;\n"
+                                "  .reg .u32 v;\n"
+                                "  .reg .u64 a, t0, t1, d;\n"
+                                "  ld.param.u64 a, [flag];\n"
+                                "  mov.u64 t0, %globaltimer;\n"
+                                "SPIN:\n"
+                                "  ld.volatile.global.u32 v, [a];\n"
+                                "  setp.ne.u32 p, v, 0;\n"
+                                "  @p bra DONE;\n"
+                                "  mov.u64 t1, %globaltimer;\n"
+                                "  sub.u64 d, t1, t0;\n"
+                                "  setp.lt.u64 q, d, 1000000000;\n"
+                                "  @q bra SPIN;\n"
+                                "DONE:\n"
+                                "  ret;\n"
+                                "}\n"
+                                /* The L2 flush: every block strides over
+                                 * the buffer with 16-byte loads cached in L2
+                                 * only, so what the last sample left in L2
+                                 * (dirty output lines too) is written back
+                                 * and evicted here, outside the timing, and
+                                 * L2 holds clean lines of this buffer. A
+                                 * store that never happens keeps the loads. */
+                                ".visible .entry kf_flush(.param .u64 buf, .param .u64 n16,\n"
+                                "                         .param .u64 sink)\n"
+                                "{\n"
+                                "  .reg .pred p;\n"
+                                "  .reg .u32 a0, a1, a2, a3, acc, tid, ntid, cta, ncta;\n"
+                                "  .reg .u64 b, n, s, i, st, off, t;\n"
+                                "  ld.param.u64 b, [buf];\n"
+                                "  ld.param.u64 n, [n16];\n"
+                                "  ld.param.u64 s, [sink];\n"
+                                "  mov.u32 tid, %tid.x;\n"
+                                "  mov.u32 ntid, %ntid.x;\n"
+                                "  mov.u32 cta, %ctaid.x;\n"
+                                "  mov.u32 ncta, %nctaid.x;\n"
+                                "  cvt.u64.u32 t, tid;\n"
+                                "  mad.wide.u32 i, cta, ntid, t;\n"
+                                "  mul.wide.u32 st, ntid, ncta;\n"
+                                "  mov.u32 acc, 0;\n"
+                                "LOOP:\n"
+                                "  setp.ge.u64 p, i, n;\n"
+                                "  @p bra END;\n"
+                                "  shl.b64 off, i, 4;\n"
+                                "  add.u64 t, b, off;\n"
+                                "  ld.global.cg.v4.u32 {a0, a1, a2, a3}, [t];\n"
+                                "  xor.b32 acc, acc, a0;\n"
+                                "  xor.b32 acc, acc, a3;\n"
+                                "  add.u64 i, i, st;\n"
+                                "  bra LOOP;\n"
+                                "END:\n"
+                                "  setp.eq.u32 p, acc, 0x7fc0ffee;\n"
+                                "  @p st.global.u32 [s], acc;\n"
+                                "  ret;\n"
+                                "}\n";
+
+static void load_block_kernel(kf_cudrv *cu)
+{
+    void *host = NULL;
+    if (cu->cuModuleLoadData(&cu->block_mod, block_ptx) != 0 ||
+        cu->cuModuleGetFunction(&cu->block_fn, cu->block_mod, "kf_block") != 0 ||
+        cu->cuModuleGetFunction(&cu->flush_fn, cu->block_mod, "kf_flush") != 0 ||
+        cu->cuMemHostAlloc(&host, 64, 0x1 | 0x2) != 0 || /* PORTABLE | DEVICEMAP */
+        cu->cuMemHostGetDevicePointer(&cu->release_dev, host, 0) != 0) {
+        if (host)
+            cu->cuMemFreeHost(host);
+        cu->block_fn = cu->flush_fn = NULL;
+        return;
+    }
+    cu->release = host;
+}
+
+int kf_cudrv_blocking(const kf_cudrv *cu)
+{
+    return cu->block_fn != NULL;
+}
+
 int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, void *state,
                   kf_cudrv_timing *out, kf_err *err)
 {
     CUresult r;
-    if (!hot) {
-        /* A different byte each time, so the write is never elided. */
+    if (!hot && cu->flush_fn) {
+        unsigned long long n16 = cu->flush_bytes / 16;
+        CUdeviceptr sink = cu->release_dev + 32;
+        void *args[] = {&cu->flush, &n16, &sink};
+        if ((r = cu->cuLaunchKernel(cu->flush_fn, 1024, 1, 1, 256, 1, 1, 0, CU_STREAM_LEGACY, args,
+                                    NULL)))
+            return cu_fail(cu, r, "flushing L2", err);
+    } else if (!hot) {
+        /* Without the PTX module: a different byte each time, so the write
+         * is never elided (it leaves dirty lines the kernel evicts). */
         cu->flush_value = (cu->flush_value + 1) & 0xFF;
         if ((r = cu->cuMemsetD8Async(cu->flush, (unsigned char)cu->flush_value, cu->flush_bytes,
                                      CU_STREAM_LEGACY)))
             return cu_fail(cu, r, "flushing L2", err);
     }
-    if ((r = cu->cuEventRecord(cu->start, CU_STREAM_LEGACY)))
-        return cu_fail(cu, r, "cuEventRecord", err);
+    int blocked = 0;
+    if (cu->block_fn) {
+        *cu->release = 0;
+        __sync_synchronize();
+        void *args[] = {&cu->release_dev};
+        blocked = cu->cuLaunchKernel(cu->block_fn, 1, 1, 1, 1, 1, 1, 0, CU_STREAM_LEGACY, args,
+                                     NULL) == 0;
+    }
+    int launch_failed = 0;
     char kerr[512] = "";
-    for (unsigned i = 0; i < (batch ? batch : 1); i++)
-        if (run(state, kerr, sizeof kerr) != 0)
-            return kf_err_set(err, KF_EIO, "launch failed: %s", kerr);
-    if ((r = cu->cuEventRecord(cu->stop, CU_STREAM_LEGACY)))
+    if ((r = cu->cuEventRecord(cu->start, CU_STREAM_LEGACY)) == 0) {
+        for (unsigned i = 0; i < (batch ? batch : 1) && !launch_failed; i++)
+            launch_failed = run(state, kerr, sizeof kerr) != 0;
+        if (!launch_failed)
+            r = cu->cuEventRecord(cu->stop, CU_STREAM_LEGACY);
+    }
+    if (blocked) { /* released on every path, or the stream waits its 1 s */
+        __sync_synchronize();
+        *cu->release = 1;
+    }
+    if (launch_failed)
+        return kf_err_set(err, KF_EIO, "launch failed: %s", kerr);
+    if (r)
         return cu_fail(cu, r, "cuEventRecord", err);
     if ((r = cu->cuEventSynchronize(cu->stop)))
         return cu_fail(cu, r, "the kernel", err);

@@ -33,7 +33,9 @@ int kf_cudrv_memset(kf_cudrv *cu, void *dev_dst, unsigned char value, size_t n, 
 int kf_cudrv_sync(kf_cudrv *cu, kf_err *err);
 
 /* Times `batch` back-to-back launches of run between two events on the
- * legacy stream, L2 flushed first unless hot. */
+ * legacy stream, L2 flushed first unless hot. A blocking kernel holds the
+ * stream while they are enqueued (as nvbench does), so the host's launch
+ * latency stays out of the interval. */
 int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, void *state,
                   kf_cudrv_timing *out, kf_err *err);
 
@@ -57,6 +59,9 @@ int kf_cudrv_uuid(kf_cudrv *cu, char *out, size_t len);
  * read plus written, median of `reps` after two warm-ups: the memory
  * ceiling profiles are compared with. */
 int kf_cudrv_copy_bandwidth(kf_cudrv *cu, size_t bytes, int reps, double *gbps, kf_err *err);
+
+/* Whether the blocking kernel loaded (else timing includes launch gaps). */
+int kf_cudrv_blocking(const kf_cudrv *cu);
 
 /* Compute capability of device `dev` without keeping the driver open. */
 int kf_cudrv_compute_capability(int dev, int *major, int *minor);

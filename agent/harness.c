@@ -741,6 +741,21 @@ static void summarize_telemetry(hctx *h, Kfleet__TelemetrySummary *ts)
     ts->period_s = ts->readings > 1 ? (double)(last - first) / 1e9 / (ts->readings - 1) : 0;
 }
 
+#define NOISE_HIST 20
+
+/* Whether the last NOISE_HIST noise estimates agree within 5 % of their
+ * mean: the estimate has settled. */
+static int noise_settled(const double *hist)
+{
+    double lo = hist[0], hi = hist[0], sum = 0;
+    for (size_t i = 0; i < NOISE_HIST; i++) {
+        lo = hist[i] < lo ? hist[i] : lo;
+        hi = hist[i] > hi ? hist[i] : hi;
+        sum += hist[i];
+    }
+    return hi - lo <= 0.05 * sum / NOISE_HIST;
+}
+
 static int do_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
 {
     const Kfleet__MeasureSettings *m = h->spec->measure;
@@ -779,6 +794,8 @@ static int do_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
     uint64_t start = kf_mono_ns();
     double elapsed = 0, total_timed = 0;
     int converged = 0, rc = 0;
+    double hist[NOISE_HIST];
+    size_t nhist = 0;
     while (times) {
         if (flush) {
             memset(flush, (int)(n & 0xFF), flush_n);
@@ -826,10 +843,20 @@ static int do_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
         }
         elapsed = (double)(kf_mono_ns() - start) / 1e9;
         /* The noise check sorts: do it at most ~every 1% of the samples. */
-        if (n >= min_samples && total_timed >= min_time && n % (1 + n / 100) == 0 &&
-            noise_of(times, n) <= max_noise) {
-            converged = 1;
-            break;
+        if (n >= min_samples && total_timed >= min_time && n % (1 + n / 100) == 0) {
+            double noise = noise_of(times, n);
+            if (noise <= max_noise) {
+                converged = 1;
+                break;
+            }
+            /* As nvbench's stdrel criterion: when the noise estimate has
+             * stopped moving, more samples will not bring it under the
+             * limit — they only heat the GPU into its power cap. Stop,
+             * flagged noisy (not converged), instead of running to the
+             * timeout. */
+            hist[nhist++ % NOISE_HIST] = noise;
+            if (nhist >= NOISE_HIST && total_timed >= 2 * min_time && noise_settled(hist))
+                break;
         }
         if (elapsed >= timeout)
             break;
