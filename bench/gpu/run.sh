@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# bench/gpu/run.sh PART — the GPU half of kfleet's proof, in one device call
+# per machine kind, on the relocatable bundle built here (`make bundle`,
+# carried as bundle/). Everything goes through `kfleet run`: the embedded
+# coordinator, one agent per GPU, the real ZeroMQ/LMDB/runner path.
+#
+#   PART=targets  bench/gpu/targets.yaml twice (the second run must
+#                 recompile nothing and reproduce the medians), with ncu
+#   PART=checks   bench/gpu/isolation.yaml (faults on purpose) and
+#                 bench/gpu/sanitize.yaml (compute-sanitizer on every kernel)
+#   PART=h100     targets then checks, in one call
+#   PART=fleet    examples/gpu.yaml (62 configurations) on every GPU
+# Each sweep is bounded by SWEEP_LIMIT seconds (default 280), so a call
+# always ends inside the device tool's 10 minutes with its files packed.
+#
+# Reports (JSON and Markdown) and logs are written under a work dir and
+# packed into $OUT/bench-PART.tgz (the device tool returns at most 8 files);
+# bench/gpu/summarize.py prints the targets table last, also kept as
+# $OUT/summary-PART.md. Never touches the
+# GPU's clocks, power limits or modes; ncu runs with --clock-control none.
+set -uo pipefail
+PART=${1:-targets}
+SWEEP_LIMIT=${SWEEP_LIMIT:-280}
+OUT=${OUT:-/tmp/kf-bench}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+B=$ROOT/bundle
+W=/tmp/kf-bench-$PART
+mkdir -p "$OUT" "$W"
+export KFLEET_HOME=/tmp/kfh-$PART
+export PATH=$PATH:/usr/local/cuda/bin
+[ -x "$B/kfleet" ] || { echo "run.sh: no bundle at $B (make bundle, and carry bundle/)" >&2; exit 2; }
+
+{
+  date -u +"date: %Y-%m-%dT%H:%M:%SZ"
+  nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,power.limit --format=csv
+  nvcc --version | tail -2
+  uname -r
+} 2>&1 | tee "$W/machine-$PART.txt"
+
+# One sweep: table on the terminal (and in the log), JSON and Markdown kept.
+sweep() { # NAME FILE [kfleet run args...]
+  local name=$1 file=$2
+  shift 2
+  echo "== $name: $file"
+  local t0=$SECONDS
+  timeout -s INT "$SWEEP_LIMIT" "$B/kfleet" run "$file" "$@" 2>"$W/$name.progress" |
+    tee "$W/$name.txt" | tail -40
+  local rc=${PIPESTATUS[0]}
+  echo "$name: exit $rc, $((SECONDS - t0)) s" | tee -a "$W/times.txt"
+  "$B/kfleet" report --format json >"$W/$name.json"
+  "$B/kfleet" report --format md >"$W/$name.md"
+}
+
+case $PART in
+targets)
+  "$B/kfleet-agent" --doctor --gpu | tee "$W/doctor.txt"
+  sweep targets1 "$ROOT/bench/gpu/targets.yaml"
+  sweep targets2 "$ROOT/bench/gpu/targets.yaml"
+  ;;
+h100) # both of the above in one call
+  "$B/kfleet-agent" --doctor --gpu | tee "$W/doctor.txt"
+  sweep targets1 "$ROOT/bench/gpu/targets.yaml"
+  sweep targets2 "$ROOT/bench/gpu/targets.yaml"
+  sweep isolation "$ROOT/bench/gpu/isolation.yaml" --agents 1
+  sweep sanitize "$ROOT/bench/gpu/sanitize.yaml"
+  ;;
+checks)
+  sweep isolation "$ROOT/bench/gpu/isolation.yaml" --agents 1
+  sweep sanitize "$ROOT/bench/gpu/sanitize.yaml"
+  ;;
+fleet)
+  sweep fleet "$ROOT/examples/gpu.yaml"
+  ;;
+*)
+  echo "run.sh: PART is targets, checks, h100 or fleet" >&2
+  exit 2
+  ;;
+esac
+cat "$W/times.txt"
+python3 "$ROOT/bench/gpu/summarize.py" "$W" >"$W/summary-$PART.md" 2>&1
+cp "$W/summary-$PART.md" "$OUT/"
+# Reports, progress, and the agents' and runners' logs, for the record.
+tar czf "$OUT/bench-$PART.tgz" --exclude='*/store/*' --exclude='*/outbox/*' --exclude='*.so' \
+  -C /tmp "kf-bench-$PART" "kfh-$PART" 2>/dev/null
+cat "$W/summary-$PART.md"

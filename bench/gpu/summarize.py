@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Checks the issue's GPU targets against kfleet report JSON files and prints
+one table (Markdown), last. Reads only what `kfleet report --format json`
+wrote; every figure it prints is computed from those reports.
+
+usage: summarize.py DIR   (DIR holds targets1.json, targets2.json,
+                           isolation.json, sanitize.json, fleet.json — any
+                           that exist)
+"""
+import json
+import os
+import sys
+
+
+def load(d, name):
+    p = os.path.join(d, name)
+    if not os.path.exists(p):
+        return None
+    with open(p) as f:
+        return json.load(f)
+
+
+def key(row):
+    return (row["kernel"], tuple(sorted(row["params"].items())))
+
+
+def pstr(row):
+    return " ".join(f"{k}={v}" for k, v in sorted(row["params"].items()))
+
+
+def median(row):
+    p = row.get("profile") or {}
+    return p.get("median_s") if p.get("state") == "succeeded" else None
+
+
+def ncu_time(row):
+    p = row.get("profile") or {}
+    for m in p.get("ncu") or []:
+        if m["name"] == "gpu__time_duration.sum" and m["kernel"] == "(per run)":
+            return m["value"] * (1e-9 if m["unit"] in ("ns", "nsecond") else 1.0)
+    return None
+
+
+def main():
+    d = sys.argv[1]
+    out = []  # (target, measured, needed, verdict)
+    t1, t2 = load(d, "targets1.json"), load(d, "targets2.json")
+    if t1:
+        rows = {key(r): r for r in t1["rows"]}
+        agent = t1["agents"][0] if t1["agents"] else {}
+        out.append(("doctor ceilings (" + str(agent.get("gpus", [{}])[0].get("name")) + ")",
+                    f"copy {agent.get('ceiling_copy_gbps') or 0:.0f} GB/s, "
+                    f"bf16 {agent.get('ceiling_bf16_tflops') or 0:.0f} TFLOP/s",
+                    "measured once per registration", "-"))
+        bad = [r for r in t1["rows"] if not (r.get("validation") or {}).get("passed")]
+        out.append(("targets sweep: validations pass", f"{len(t1['rows']) - len(bad)}/{len(t1['rows'])}",
+                    "all", "PASS" if not bad else "FAIL: " + ", ".join(r["kernel"] + " " + pstr(r) for r in bad)))
+        for r in t1["rows"]:
+            if r["kernel"] == "copy":
+                pct = (r.get("profile") or {}).get("pct_copy_ceiling")
+                gb = (r.get("profile") or {}).get("gbps")
+                out.append(("copy 1 GiB vs measured copy ceiling",
+                            f"{gb or 0:.0f} GB/s = {pct or 0:.1f} %", ">= 90 %",
+                            "PASS" if pct and pct >= 90 else "FAIL"))
+        cub = [median(r) for r in t1["rows"] if r["kernel"] == "gemm_cublas" and median(r)]
+        cub = min(cub) if cub else None
+        for r in t1["rows"]:
+            m = median(r)
+            if r["kernel"] == "gemm_bf16" and m and cub:
+                tf = (r["profile"].get("gflops") or 0) / 1e3
+                out.append((f"gemm_bf16 {pstr(r)} vs cuBLAS",
+                            f"{tf:.0f} TFLOP/s = {100 * cub / m:.1f} % of cuBLAS", ">= 50 %",
+                            "PASS" if cub / m >= 0.5 else "FAIL"))
+            if r["kernel"] == "bsr_spmm" and m and cub:
+                dens = r["params"].get("density", 100)
+                out.append((f"bsr_spmm {pstr(r)} vs dense cuBLAS",
+                            f"{m * 1e3:.3f} ms vs {cub * 1e3:.3f} ms ({cub / m:.2f}x)",
+                            "faster (density <= 10 %)" if dens <= 10 else "(info)",
+                            ("PASS" if m < cub else "FAIL") if dens <= 10 else "-"))
+        # ncu agreement
+        worst, n_ok, n = 0.0, 0, 0
+        for r in t1["rows"]:
+            m, g = median(r), ncu_time(r)
+            if m and g:
+                dev = abs(m - g) / g * 100
+                n += 1
+                n_ok += dev <= 3
+                worst = max(worst, dev)
+                out.append((f"  median vs ncu: {r['kernel']} {pstr(r)}",
+                            f"{m * 1e6:.1f} us vs {g * 1e6:.1f} us ({dev:+.2f} %)", "<= 3 %",
+                            "PASS" if dev <= 3 else "FAIL"))
+        out.append(("profile median vs ncu gpu__time_duration", f"{n_ok}/{n} within 3 %, worst {worst:.2f} %",
+                    "<= 3 %", "PASS" if n and n_ok == n else "FAIL"))
+    if t1 and t2:
+        r2 = {key(r): r for r in t2["rows"]}
+        worst, n_ok, n = 0.0, 0, 0
+        for k, r in rows.items():
+            a, b = median(r), median(r2.get(k, {}))
+            if a and b and a >= 50e-6:
+                dev = abs(b - a) / a * 100
+                n += 1
+                n_ok += dev <= 1
+                worst = max(worst, dev)
+        out.append(("same profile twice, kernels >= 50 us", f"{n_ok}/{n} within 1 %, worst {worst:.2f} %",
+                    "<= 1 %", "PASS" if n and n_ok == n else "FAIL"))
+        # The coordinator knows which agent holds which build: a second sweep
+        # may need no build task at all; any it runs must be cache hits, and
+        # every row must name the same artifact as the first sweep.
+        b2 = t2.get("builds") or []
+        compiled = sum(1 for b in b2 if not b.get("cached"))
+        same = sum(1 for k, r in rows.items() if k in r2 and r["provenance"]["artifact_hash"]
+                   and r["provenance"]["artifact_hash"] == r2[k]["provenance"]["artifact_hash"])
+        out.append(("second sweep recompiles nothing",
+                    f"{len(b2)} build tasks, {compiled} compiled; {same}/{len(rows)} rows on the same artifact",
+                    "0 compiled, same artifacts", "PASS" if compiled == 0 and same == len(rows) else "FAIL"))
+    iso = load(d, "isolation.json")
+    if iso:
+        want = {0: "succeeded", 1: "failed", 2: "failed", 3: "timed_out"}
+        ok = True
+        for r in iso["rows"]:
+            if r["kernel"] != "fault":
+                continue
+            mode = r["params"]["mode"]
+            for kind in ("validation", "profile"):
+                t = r.get(kind) or {}
+                st = t.get("state")
+                good = st == want[mode] or (mode == 3 and st in ("timed_out", "failed"))
+                ok &= good
+                err = (t.get("error") or "").split("\n")[0][:70]
+                out.append((f"  fault mode={mode} {kind}", f"{st}: {err}", want[mode], "PASS" if good else "FAIL"))
+        after = [r for r in iso["rows"] if r["kernel"] == "copy" and median(r)]
+        out.append(("isolation: faults fail alone, agent goes on",
+                    f"{len(after)} copy profiles succeeded on the same agents", "all copy tasks succeed",
+                    "PASS" if ok and len(after) == 2 else "FAIL"))
+    san = load(d, "sanitize.json")
+    if san:
+        for r in san["rows"]:
+            v = r.get("validation") or {}
+            verdict = (v.get("sanitizer") or v.get("error") or "").replace("\n", " / ")[:90]
+            out.append((f"  sanitize {r['kernel']} {pstr(r)}", verdict, "memcheck+racecheck clean",
+                        "PASS" if v.get("passed") else "FAIL"))
+    fl = load(d, "fleet.json")
+    if fl:
+        rows_f = fl["rows"]
+        passed = sum(1 for r in rows_f if (r.get("validation") or {}).get("passed"))
+        prof = sum(1 for r in rows_f if median(r))
+        agents = sorted({r["node"] for r in rows_f if r.get("node")})
+        out.append((f"fleet sweep ({len(fl['agents'])} agents: {', '.join(agents)})",
+                    f"{len(rows_f)} configs, {passed} validations pass, {prof} profiles",
+                    ">= 60 configs, all pass",
+                    "PASS" if len(rows_f) >= 60 and passed == len(rows_f) and prof == len(rows_f) else "FAIL"))
+    w = [max(len(str(x[i])) for x in out + [("target", "measured", "needed", "verdict")]) for i in range(4)]
+    print("| " + " | ".join(h.ljust(w[i]) for i, h in enumerate(("target", "measured", "needed", "verdict"))) + " |")
+    print("|" + "|".join("-" * (x + 2) for x in w) + "|")
+    for row in out:
+        print("| " + " | ".join(str(c).ljust(w[i]) for i, c in enumerate(row)) + " |")
+
+
+if __name__ == "__main__":
+    main()
