@@ -23,6 +23,10 @@
  *    computed independently of run (in higher precision where it matters).
  *  - bytes/flops are the algorithmic traffic and work of one run, used for
  *    GB/s and GFLOP/s in reports.
+ *  - CUDA kernels launch on the legacy default stream (stream 0) and never
+ *    synchronize in run(): the harness brackets run() with events on that
+ *    stream behind a blocking kernel, so a synchronizing call in run() would
+ *    wait for the host that waits for it (bounded at 1 s, and timed).
  *  - Every function returns 0 or a negative value, filling err (a short
  *    message) on failure.
  */
