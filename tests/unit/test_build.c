@@ -228,8 +228,9 @@ static void test_shipped_kernels(void **state)
     setenv("KF_CUDA_ARCH", "90a", 1);
     static const char *const names[] = {"copy",     "gemm_bf16",     "gemm_cublas",
                                         "bsr_spmm", "traj_resample", "voxelize"};
-    kf_buf helper = KF_BUF_INIT;
+    kf_buf helper = KF_BUF_INIT, gemm_ref = KF_BUF_INIT;
     assert_int_equal(kf_buf_read_file(&helper, KF_SOURCE_DIR "/kernels/cuda/kf_cuda.cuh"), 0);
+    assert_int_equal(kf_buf_read_file(&gemm_ref, KF_SOURCE_DIR "/kernels/cuda/kf_gemm_ref.cuh"), 0);
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         cuspec c;
         make_cuspec(&c);
@@ -242,12 +243,16 @@ static void test_shipped_kernels(void **state)
         cuh.name = "kf_cuda.cuh";
         cuh.content.data = (uint8_t *)helper.data;
         cuh.content.len = helper.len;
-        Kfleet__SourceFile *srcs[3] = {&c.src, &c.abi, &cuh};
+        Kfleet__SourceFile ref = KFLEET__SOURCE_FILE__INIT;
+        ref.name = "kf_gemm_ref.cuh";
+        ref.content.data = (uint8_t *)gemm_ref.data;
+        ref.content.len = gemm_ref.len;
+        Kfleet__SourceFile *srcs[4] = {&c.src, &c.abi, &cuh, &ref};
         c.src.name = file;
         c.src.content.data = (uint8_t *)c.text.data;
         c.src.content.len = c.text.len;
         c.spec.sources = srcs;
-        c.spec.n_sources = 3;
+        c.spec.n_sources = 4;
         c.spec.kernel = (char *)names[i];
         kf_hash_part part = {c.text.data, c.text.len};
         kf_hash_hex(&part, 1, c.hash);
@@ -264,6 +269,7 @@ static void test_shipped_kernels(void **state)
         free_cuspec(&c);
     }
     kf_buf_release(&helper);
+    kf_buf_release(&gemm_ref);
     unsetenv("KF_CUDA_ARCH");
 }
 
