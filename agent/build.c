@@ -32,23 +32,6 @@
  * or to the build itself; a source by one of these names would clobber it. */
 static const char *const reserved_names[] = {"task.pb", "runner.log", "kernel.so", "compile.log"};
 
-/* Whether `name` is an executable file in one of PATH's directories. */
-static int on_path(const char *name)
-{
-    const char *p = getenv("PATH");
-    char cand[PATH_MAX];
-    while (p && *p) {
-        size_t n = strcspn(p, ":");
-        int w = snprintf(cand, sizeof cand, "%.*s/%s", (int)n, p, name);
-        if (n > 0 && w > 0 && (size_t)w < sizeof cand && access(cand, X_OK) == 0)
-            return 1;
-        p += n;
-        if (*p == ':')
-            p++;
-    }
-    return 0;
-}
-
 /* $KF_CC / $KF_NVCC as given, else cc / nvcc from PATH; nvcc also from the
  * toolkit's usual place, which a service's PATH often lacks. */
 static const char *compiler_path(int cuda)
@@ -56,7 +39,8 @@ static const char *compiler_path(int cuda)
     const char *env = getenv(cuda ? "KF_NVCC" : "KF_CC");
     if (env && *env)
         return env;
-    if (cuda && !on_path("nvcc") && access(NVCC_FALLBACK, X_OK) == 0)
+    char found[PATH_MAX];
+    if (cuda && !kf_find_exe("nvcc", found, sizeof found) && access(NVCC_FALLBACK, X_OK) == 0)
         return NVCC_FALLBACK;
     return cuda ? "nvcc" : "cc";
 }
@@ -302,33 +286,13 @@ int kf_build_source_flags(const char *text, size_t len, char ***argv, size_t *ar
     return KF_OK;
 }
 
-/* Finds an executable: a path as given, else in PATH. Fills out with it. */
-static int find_exe(const char *name, char *out, size_t len)
-{
-    if (strchr(name, '/')) {
-        snprintf(out, len, "%s", name);
-        return access(out, X_OK) == 0;
-    }
-    const char *p = getenv("PATH");
-    while (p && *p) {
-        size_t n = strcspn(p, ":");
-        int w = snprintf(out, len, "%.*s/%s", (int)n, p, name);
-        if (n > 0 && w > 0 && (size_t)w < len && access(out, X_OK) == 0)
-            return 1;
-        p += n;
-        if (*p == ':')
-            p++;
-    }
-    return 0;
-}
-
 /* The toolkit's directory (…/cuda-13.0) from the nvcc that builds, so its
  * lib64 and cuobjdump are the ones that match. "" when not found. */
 static void toolkit_dir(char *out, size_t len)
 {
     char exe[PATH_MAX], real[PATH_MAX];
     out[0] = '\0';
-    if (!find_exe(compiler_path(1), exe, sizeof exe) || !realpath(exe, real))
+    if (!kf_find_exe(compiler_path(1), exe, sizeof exe) || !realpath(exe, real))
         return;
     char *slash = strrchr(real, '/');
     if (slash)

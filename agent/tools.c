@@ -27,16 +27,8 @@ int kf_tools_find(const char *name, char *out, size_t len)
         if (access(out, X_OK) == 0)
             return 1;
     }
-    const char *p = getenv("PATH");
-    while (p && *p) {
-        size_t n = strcspn(p, ":");
-        int w = snprintf(out, len, "%.*s/%s", (int)n, p, name);
-        if (n > 0 && w > 0 && (size_t)w < len && access(out, X_OK) == 0)
-            return 1;
-        p += n;
-        if (*p == ':')
-            p++;
-    }
+    if (kf_find_exe(name, out, len))
+        return 1;
     snprintf(out, len, "/usr/local/cuda/bin/%s", name);
     return access(out, X_OK) == 0;
 }

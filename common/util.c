@@ -152,3 +152,22 @@ int kf_parse_duration(const char *s, double *seconds)
     *seconds = v * mul;
     return KF_OK;
 }
+
+int kf_find_exe(const char *name, char *out, size_t len)
+{
+    if (strchr(name, '/')) {
+        snprintf(out, len, "%s", name);
+        return access(out, X_OK) == 0;
+    }
+    const char *p = getenv("PATH");
+    while (p && *p) {
+        size_t n = strcspn(p, ":");
+        int w = snprintf(out, len, "%.*s/%s", (int)n, p, name);
+        if (n > 0 && w > 0 && (size_t)w < len && access(out, X_OK) == 0)
+            return 1;
+        p += n;
+        if (*p == ':')
+            p++;
+    }
+    return 0;
+}

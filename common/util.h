@@ -31,6 +31,10 @@ void kf_hash_hex(const kf_hash_part *parts, size_t n, char out[65]);
 /* Free bytes available to an unprivileged user on the filesystem of path. */
 int kf_free_bytes(const char *path, uint64_t *out);
 
+/* Finds an executable: `name` itself when it has a '/', else the first
+ * PATH entry that holds it. Fills out and returns 1, or returns 0. */
+int kf_find_exe(const char *name, char *out, size_t len);
+
 /* Directory of the running executable (from /proc/self/exe). */
 int kf_exe_dir(char *out, size_t len);
 
