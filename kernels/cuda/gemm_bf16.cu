@@ -462,7 +462,6 @@ typedef struct gemm_state {
     int m, n, k, impl;
     bf16 *a, *b;
     float *c;
-    double *ref; /* device, only while reference() runs */
 } gemm_state;
 
 static void teardown(void *state);
@@ -624,42 +623,17 @@ static int output(void *state, kf_view *out)
 static int reference(void *state, double *ref, char *err, size_t errlen)
 {
     gemm_state *st = (gemm_state *)state;
-    const size_t bytes = (size_t)st->m * st->n * sizeof(double);
-    if (!st->ref) {
-        size_t free_b = 0, total_b = 0;
-        KF_CU(cudaMemGetInfo(&free_b, &total_b));
-        if (bytes + (256u << 20) > free_b) {
-            snprintf(err, errlen,
-                     KF_NAME ": reference needs %.2f GiB of device memory (+256 MiB), %.2f GiB "
-                             "free",
-                     bytes / 1073741824.0, free_b / 1073741824.0);
-            return -1;
-        }
-        KF_CU(cudaMalloc((void **)&st->ref, bytes));
-    }
-    const dim3 grid((unsigned)((st->n + REF_TILE - 1) / REF_TILE),
-                    (unsigned)((st->m + REF_TILE - 1) / REF_TILE));
-    ref_kernel<<<grid, 256>>>(st->a, st->b, st->ref, st->m, st->n, st->k);
-    KF_CU_LAUNCHED();
-    KF_CU(cudaMemcpy(ref, st->ref, bytes, cudaMemcpyDeviceToHost));
-    /* Only validation needs it: give the memory back to the profiled runs. */
-    KF_CU(cudaFree(st->ref));
-    st->ref = NULL;
-    return 0;
+    return kf_gemm_reference(KF_NAME, st->a, st->b, st->m, st->n, st->k, ref, err, errlen);
 }
 
 static double bytes(const kf_params *p)
 {
-    const double m = (double)kf_param(p, "m", 8192), n = (double)kf_param(p, "n", 8192),
-                 k = (double)kf_param(p, "k", 8192);
-    return 2.0 * (m * k + k * n) + 4.0 * m * n;
+    return kf_gemm_bytes(p);
 }
 
 static double flops(const kf_params *p)
 {
-    const double m = (double)kf_param(p, "m", 8192), n = (double)kf_param(p, "n", 8192),
-                 k = (double)kf_param(p, "k", 8192);
-    return 2.0 * m * n * k;
+    return kf_gemm_flops(p);
 }
 
 /* Tolerates a partial setup: every pointer starts NULL and cudaFree(NULL) is a no-op. Errors
@@ -672,7 +646,6 @@ static void teardown(void *state)
     cudaFree(st->a);
     cudaFree(st->b);
     cudaFree(st->c);
-    cudaFree(st->ref);
     delete st;
 }
 

@@ -86,4 +86,51 @@ __global__ static void __launch_bounds__(256)
         }
 }
 
+/* Runs ref_kernel into a device buffer of m*n doubles (allocated here and
+ * freed before returning, so profiled runs never carry it) and copies it to
+ * ref. Refuses with the sizes when the GPU lacks the room. */
+static inline int kf_gemm_reference(const char *name, const bf16 *a, const bf16 *b, int m, int n,
+                                    int k, double *ref, char *err, size_t errlen)
+{
+    const size_t bytes = (size_t)m * n * sizeof(double);
+    size_t free_b = 0, total_b = 0;
+    KF_CU(cudaMemGetInfo(&free_b, &total_b));
+    if (bytes + (256u << 20) > free_b) {
+        snprintf(err, errlen,
+                 "%s: reference needs %.2f GiB of device memory (+256 MiB), %.2f GiB free", name,
+                 bytes / 1073741824.0, free_b / 1073741824.0);
+        return -1;
+    }
+    double *dev = NULL;
+    KF_CU(cudaMalloc((void **)&dev, bytes));
+    const dim3 grid((unsigned)((n + REF_TILE - 1) / REF_TILE),
+                    (unsigned)((m + REF_TILE - 1) / REF_TILE));
+    ref_kernel<<<grid, 256>>>(a, b, dev, m, n, k);
+    cudaError_t rc = cudaGetLastError();
+    if (rc == cudaSuccess)
+        rc = cudaMemcpy(ref, dev, bytes, cudaMemcpyDeviceToHost);
+    cudaFree(dev);
+    if (rc != cudaSuccess) {
+        snprintf(err, errlen, "%s reference: %s (%s)", name, cudaGetErrorString(rc),
+                 cudaGetErrorName(rc));
+        return -1;
+    }
+    return 0;
+}
+
+/* Algorithmic traffic and work of one GEMM: A and B read once, C written. */
+static inline double kf_gemm_bytes(const kf_params *p)
+{
+    const double m = (double)kf_param(p, "m", 8192), n = (double)kf_param(p, "n", 8192),
+                 k = (double)kf_param(p, "k", 8192);
+    return 2.0 * (m * k + k * n) + 4.0 * m * n;
+}
+
+static inline double kf_gemm_flops(const kf_params *p)
+{
+    const double m = (double)kf_param(p, "m", 8192), n = (double)kf_param(p, "n", 8192),
+                 k = (double)kf_param(p, "k", 8192);
+    return 2.0 * m * n * k;
+}
+
 #endif
