@@ -445,7 +445,11 @@ static int build_rows(rep *r)
             if (ps->flops > 0)
                 w->gflops = ps->flops / w->st.median / 1e9;
         }
-        const Kfleet__AgentInfo *a = agent(r, w->node);
+        /* GPU rows only: a GPU sample starts from a flushed L2, so the copy
+         * ceiling bounds it; a host kernel's working set may sit in a last-
+         * level cache that the DRAM memcpy ceiling does not describe. */
+        const Kfleet__KernelRef *k = kref(r, w->kernel);
+        const Kfleet__AgentInfo *a = k && k->cuda ? agent(r, w->node) : NULL;
         if (a && a->ceiling_copy_gbps > 0 && isfinite(w->gbps))
             w->pct_bw = 100 * w->gbps / a->ceiling_copy_gbps;
         if (a && a->ceiling_bf16_tflops > 0 && isfinite(w->gflops))
@@ -815,6 +819,12 @@ static int render_text(const rep *r, int md, int color, kf_buf *out)
         row_cells(r, &r->rows[i], &cells[i * R_N]);
     /* Without a baseline the speedup column would be all dashes. */
     unsigned hide = r->sw->baseline && *r->sw->baseline ? 0 : 1u << R_SPEEDUP;
+    /* Likewise %ceiling on a sweep of host kernels (see the ceilings above). */
+    int any_ceil = 0;
+    for (size_t i = 0; i < r->nrows; i++)
+        any_ceil |= isfinite(r->rows[i].pct_bw) || isfinite(r->rows[i].pct_mma);
+    if (!any_ceil)
+        hide |= 1u << R_CEIL;
     grid g = {R_N, row_names, row_right, cells, r->nrows, row_color, hide};
     if (r->nrows)
         grid_render(&g, md, color, out);
