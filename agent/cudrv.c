@@ -516,3 +516,8 @@ int kf_cudrv_profiler(kf_cudrv *cu, int on, kf_err *err)
     CUresult r = on ? cu->cuProfilerStart() : cu->cuProfilerStop();
     return r ? cu_fail(cu, r, on ? "cuProfilerStart" : "cuProfilerStop", err) : KF_OK;
 }
+
+size_t kf_cudrv_l2_bytes(const kf_cudrv *cu)
+{
+    return cu->flush_bytes / 2;
+}

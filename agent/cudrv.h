@@ -60,6 +60,9 @@ int kf_cudrv_uuid(kf_cudrv *cu, char *out, size_t len);
  * ceiling profiles are compared with. */
 int kf_cudrv_copy_bandwidth(kf_cudrv *cu, size_t bytes, int reps, double *gbps, kf_err *err);
 
+/* The device's L2 size in bytes. */
+size_t kf_cudrv_l2_bytes(const kf_cudrv *cu);
+
 /* Whether the blocking kernel loaded (else timing includes launch gaps). */
 int kf_cudrv_blocking(const kf_cudrv *cu);
 

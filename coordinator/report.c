@@ -675,6 +675,12 @@ static void flags_str(const rrow *w, char *out, size_t len)
         ADD("samples-mismatch");
     if (w->build && w->build->jit_fallback)
         ADD("jit-fallback");
+    const Kfleet__ProfileStats *hp =
+        w->profile && w->profile->res ? w->profile->res->profile : NULL;
+    if (hp && hp->hot)
+        ADD("hot");
+    if (hp && hp->batch > 1)
+        ADD("batch %u", hp->batch);
     const rtask *both[2] = {w->validate, w->profile};
     for (int i = 0; i < 2; i++) {
         const rtask *t = both[i];
@@ -964,6 +970,7 @@ static json_t *json_profile(const rrow *w)
     set(p, "pct_bf16_ceiling", jnum(w->pct_mma));
     set(p, "hot", ps ? json_boolean(ps->hot) : json_null());
     set(p, "batch", ps ? json_integer(ps->batch) : json_null());
+    set(p, "input_sets", ps && ps->input_sets ? json_integer(ps->input_sets) : json_null());
     const Kfleet__TelemetrySummary *ts = pt->res ? pt->res->telemetry : NULL;
     if (ts) {
         json_t *t = json_object();

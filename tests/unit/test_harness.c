@@ -295,6 +295,17 @@ static void test_profile(void **state)
     assert_true(ps->median_s > 0 && ps->min_s <= ps->median_s && ps->median_s <= ps->max_s);
     assert_true(ps->bytes == 3.0 * 4096 * 4);
     assert_true(ps->flops == 2.0 * 4096);
+    assert_int_equal(ps->input_sets, 1); /* cold: the flush does the job */
+    free_outcome(o);
+
+    /* Hot, with a 48 KiB working set: far inside any cache, so the samples
+     * rotate among input sets that together are twice the cache. */
+    t.ms.hot = 1;
+    o = run_task(&t.ta);
+    assert_int_equal(o->res->state, KFLEET__TASK_STATE__SUCCEEDED);
+    assert_true(o->res->profile->hot);
+    assert_true(o->res->profile->input_sets > 1);
+    assert_true(o->res->profile->input_sets <= 16);
     free_outcome(o);
     free_task(&t);
 }
