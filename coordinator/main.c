@@ -5,6 +5,7 @@
  * Exit codes: 0 success; 1 the work failed (a task failed, a coordinator is
  * missing); 2 bad usage or bad input (an unknown flag, a sweep file error). */
 #include "client.h"
+#include "compare.h"
 #include "coord.h"
 #include "log.h"
 #include "paths.h"
@@ -513,6 +514,82 @@ static int cmd_report(int argc, char **argv, const char *home)
     return kf_cli_render_report(p.store, id, have_id, fmt, out);
 }
 
+/* ---- compare ---- */
+
+static int cmd_compare(int argc, char **argv, const char *home)
+{
+    int json = 0;
+    double threshold = 5;
+    static const struct option opts[] = {{"format", required_argument, 0, 'F'},
+                                         {"threshold", required_argument, 0, 't'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    int ch;
+    for (;;) {
+        if (next_opt("compare", argc, argv, opts, &ch))
+            return 2;
+        if (ch == -1)
+            break;
+        char *end;
+        switch (ch) {
+        case 'F':
+            if (strcmp(optarg, "table") != 0 && strcmp(optarg, "json") != 0)
+                return usage_error("compare", "--format wants table or json, got '%s'", optarg);
+            json = strcmp(optarg, "json") == 0;
+            break;
+        case 't':
+            threshold = strtod(optarg, &end);
+            if (end == optarg || (*end && strcmp(end, "%") != 0) || !(threshold >= 0) ||
+                threshold > 1000)
+                return usage_error("compare", "--threshold wants a percentage >= 0, got '%s'",
+                                   optarg);
+            break;
+        case 'h':
+            print_cmd_help(stdout, find_cmd("compare"));
+            return 0;
+        default:
+            return usage_error("compare", "unexpected option '%s'", argv[optind - 1]);
+        }
+    }
+    uint32_t ids[2];
+    if (argc - optind != 2)
+        return usage_error("compare", "wants two sweep ids, A (the reference) and B%s", "");
+    for (int i = 0; i < 2; i++)
+        if (parse_sweep_id(argv[optind + i], &ids[i]))
+            return usage_error("compare", "a sweep id is a positive number, got '%s'",
+                               argv[optind + i]);
+    kf_paths p;
+    if (resolve(home, 0, &p))
+        return 1;
+    kf_err err;
+    kf_store *s = NULL;
+    kf_txn *t = NULL;
+    if (access(p.store, F_OK) != 0) {
+        fprintf(stderr, "kfleet compare: no store at %s: nothing has run with this home yet\n",
+                p.store);
+        return 1;
+    }
+    if (kf_store_open(p.store, 1, &s, &err) != KF_OK || kf_store_begin(s, 1, &t, &err) != KF_OK) {
+        fprintf(stderr, "kfleet compare: %s\n", err.msg);
+        kf_store_close(&s);
+        return 1;
+    }
+    kf_buf out = KF_BUF_INIT;
+    kf_compare_result res;
+    int rc = kf_compare_render(t, ids[0], ids[1], threshold, json, &out, &res, &err);
+    kf_store_abort(&t);
+    kf_store_close(&s);
+    if (rc != KF_OK) {
+        fprintf(stderr, "kfleet compare: %s\n", err.msg);
+        kf_buf_release(&out);
+        return rc == KF_ENOTFOUND ? 2 : 1;
+    }
+    fwrite(out.data, 1, out.len, stdout);
+    kf_buf_release(&out);
+    /* The gate: a regression beyond the threshold and the noise fails. */
+    return res.regressions ? 1 : 0;
+}
+
 /* ---- cancel / stop ---- */
 
 static int simple_call(const char *cmdname, const char *home, Kfleet__ControlRequest *req,
@@ -777,6 +854,14 @@ static const cmd cmds[] = {
      "  --format FMT       table, md or json (schema in docs/report-json.md)\n"
      "  -o, --output FILE  write to FILE instead of stdout",
      "report [SWEEP_ID] [--format table|md|json] [-o FILE]"},
+    {"compare", cmd_compare,
+     "Compares sweep B with sweep A (the reference), configuration by configuration (same\n"
+     "kernel and parameters; same node, else same device): the change of the median and\n"
+     "whether it exceeds the two profiles' combined noise. Exit 1 when a configuration got\n"
+     "slower beyond the noise and the threshold, so it gates CI; exit 0 otherwise.\n\n"
+     "  --threshold PCT  a slowdown must exceed this to count as a regression (default 5)\n"
+     "  --format FMT     table or json (schema kfleet.compare/1)",
+     "compare SWEEP_A SWEEP_B [--threshold PCT] [--format table|json]"},
     {"cancel", cmd_cancel,
      "Cancels a running sweep: pending tasks end as cancelled, running ones are stopped.",
      "cancel SWEEP_ID"},

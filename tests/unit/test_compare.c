@@ -1,0 +1,277 @@
+/* Tests for coordinator/compare.c: two sweeps written into a store with
+ * known samples, compared configuration by configuration.
+ *
+ * Sweep 1 (A) and sweep 2 (B), kernel "k", profiles only:
+ *   n=1 on n1:  A 10 ms (noise 0), B 12 ms (noise 0)      -> +20 %, slower, regression
+ *   n=2 on n1:  A 10 ms, B 10.1 ms, both noisy (~10 %)     -> +1 %, same
+ *   n=3 on n1:  A 10 ms, B 5 ms                            -> -50 %, faster
+ *   n=4:        A on n1, B on n2 (same device "H100")      -> matched by device, same
+ *   n=5:        only in A;  n=6: only in B
+ * So with threshold 5: 1 regression (exit 1); with threshold 25: none. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "compare.h"
+#include "util.h"
+
+#include <ftw.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+static char home[64], dir[128]; /* dir: HOME/state/store, as `kfleet --home HOME` reads it */
+static kf_store *store;
+
+static int rm_cb(const char *p, const struct stat *s, int f, struct FTW *w)
+{
+    (void)s;
+    (void)f;
+    (void)w;
+    return remove(p);
+}
+
+/* A succeeded profile of k(n) on `node`, whose samples are `ms`. */
+static void put_profile(kf_txn *t, uint32_t sweep, uint32_t idx, int64_t n, const char *node,
+                        const double *ms, size_t count)
+{
+    Kfleet__Param pn = KFLEET__PARAM__INIT;
+    Kfleet__Param *params[1] = {&pn};
+    pn.name = "n";
+    pn.value = n;
+    Kfleet__Task task = KFLEET__TASK__INIT;
+    task.task_id = kf_task_id(sweep, idx);
+    task.sweep_id = sweep;
+    task.kind = KFLEET__TASK_KIND__PROFILE;
+    task.config_index = idx;
+    task.n_params = 1;
+    task.params = params;
+    task.agent_id = (char *)node;
+    task.state = KFLEET__TASK_STATE__SUCCEEDED;
+    task.attempts = 1;
+    assert_int_equal(kf_store_put_task(t, &task), 0);
+    Kfleet__ProfileStats ps = KFLEET__PROFILE_STATS__INIT;
+    ps.samples = (uint32_t)count;
+    ps.converged = 1;
+    Kfleet__Result r = KFLEET__RESULT__INIT;
+    r.task_id = task.task_id;
+    r.attempt = 1;
+    r.state = KFLEET__TASK_STATE__SUCCEEDED;
+    r.agent_id = (char *)node;
+    r.profile = &ps;
+    r.sample_count = (uint32_t)count;
+    int dup = -1;
+    assert_int_equal(kf_store_put_result(t, &r, &dup), 0);
+    for (size_t i = 0; i < count; i++) {
+        Kfleet__Sample s = KFLEET__SAMPLE__INIT;
+        s.seq = (uint32_t)i;
+        s.seconds = ms[i] / 1000.0;
+        assert_int_equal(kf_store_put_sample(t, task.task_id, 1, &s, &dup), 0);
+    }
+}
+
+static void put_sweep(kf_txn *t, uint32_t id)
+{
+    Kfleet__KernelRef k = KFLEET__KERNEL_REF__INIT;
+    Kfleet__KernelRef *kernels[1] = {&k};
+    k.name = "k";
+    k.hash = "aa";
+    k.cuda = 1;
+    Kfleet__Sweep sw = KFLEET__SWEEP__INIT;
+    sw.sweep_id = id;
+    sw.name = id == 1 ? "before" : "after";
+    sw.n_kernels = 1;
+    sw.kernels = kernels;
+    sw.max_attempts = 1;
+    assert_int_equal(kf_store_put_sweep(t, &sw), 0);
+}
+
+static void put_agent(kf_txn *t, const char *id)
+{
+    Kfleet__GpuInfo gpu = KFLEET__GPU_INFO__INIT;
+    Kfleet__GpuInfo *gpus[1] = {&gpu};
+    gpu.name = "H100";
+    Kfleet__AgentInfo ai = KFLEET__AGENT_INFO__INIT;
+    ai.agent_id = (char *)id;
+    ai.n_gpus = 1;
+    ai.gpus = gpus;
+    assert_int_equal(kf_store_put_agent(t, &ai), 0);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(home, sizeof home, "/tmp/kf-test-compare.XXXXXX");
+    if (!mkdtemp(home))
+        return -1;
+    snprintf(dir, sizeof dir, "%s/state/store", home);
+    kf_err err;
+    assert_int_equal(kf_mkdirs(dir, 0700, &err), 0);
+    assert_int_equal(kf_store_open(dir, 0, &store, &err), 0);
+    kf_txn *t = NULL;
+    assert_int_equal(kf_store_begin(store, 0, &t, &err), 0);
+    put_agent(t, "n1");
+    put_agent(t, "n2");
+    put_sweep(t, 1);
+    put_sweep(t, 2);
+    static const double ten[5] = {10, 10, 10, 10, 10}, twelve[5] = {12, 12, 12, 12, 12},
+                        five[5] = {5, 5, 5, 5, 5}, noisy_a[5] = {9, 10, 11, 8, 12},
+                        noisy_b[5] = {9.1, 10.1, 11.1, 8.1, 12.1};
+    put_profile(t, 1, 0, 1, "n1", ten, 5);
+    put_profile(t, 2, 0, 1, "n1", twelve, 5);
+    put_profile(t, 1, 1, 2, "n1", noisy_a, 5);
+    put_profile(t, 2, 1, 2, "n1", noisy_b, 5);
+    put_profile(t, 1, 2, 3, "n1", ten, 5);
+    put_profile(t, 2, 2, 3, "n1", five, 5);
+    put_profile(t, 1, 3, 4, "n1", ten, 5);
+    put_profile(t, 2, 3, 4, "n2", ten, 5);
+    put_profile(t, 1, 4, 5, "n1", ten, 5);
+    put_profile(t, 2, 4, 6, "n1", ten, 5);
+    assert_int_equal(kf_store_commit(&t, &err), 0);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    kf_store_close(&store);
+    return nftw(home, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+static char *compare(uint32_t a, uint32_t b, double threshold, int json, kf_compare_result *res)
+{
+    kf_err err;
+    kf_txn *t = NULL;
+    assert_int_equal(kf_store_begin(store, 1, &t, &err), 0);
+    kf_buf out = KF_BUF_INIT;
+    int rc = kf_compare_render(t, a, b, threshold, json, &out, res, &err);
+    kf_store_abort(&t);
+    if (rc)
+        print_message("%s\n", err.msg);
+    assert_int_equal(rc, 0);
+    return kf_buf_detach(&out);
+}
+
+static void test_table(void **state)
+{
+    (void)state;
+    kf_compare_result res;
+    char *s = compare(1, 2, 5, 0, &res);
+    assert_int_equal(res.pairs, 4);
+    assert_int_equal(res.slower, 1);
+    assert_int_equal(res.faster, 1);
+    assert_int_equal(res.same, 2);
+    assert_int_equal(res.regressions, 1);
+    assert_int_equal(res.only_a, 1);
+    assert_int_equal(res.only_b, 1);
+    assert_non_null(strstr(s, "+20.00%"));
+    assert_non_null(strstr(s, "REGRESSION"));
+    assert_non_null(strstr(s, "-50.00%"));
+    assert_non_null(strstr(s, "n=5 on n1: only in sweep 1"));
+    assert_non_null(strstr(s, "n=6 on n1: only in sweep 2"));
+    assert_non_null(strstr(s, "1 regression beyond 5.0%"));
+    free(s);
+
+    /* A threshold above the slowdown: slower, but no regression. */
+    s = compare(1, 2, 25, 0, &res);
+    assert_int_equal(res.slower, 1);
+    assert_int_equal(res.regressions, 0);
+    assert_null(strstr(s, "REGRESSION"));
+    free(s);
+
+    /* Reversed, the slowdown is a speed-up. */
+    s = compare(2, 1, 5, 0, &res);
+    assert_int_equal(res.regressions, 1); /* n=3: 5 ms -> 10 ms */
+    assert_int_equal(res.faster, 1);
+    free(s);
+}
+
+static void test_json(void **state)
+{
+    (void)state;
+    kf_compare_result res;
+    char *s = compare(1, 2, 5, 1, &res);
+    json_error_t je;
+    json_t *o = json_loads(s, 0, &je);
+    assert_non_null(o);
+    assert_string_equal(json_string_value(json_object_get(o, "schema")), "kfleet.compare/1");
+    json_t *rows = json_object_get(o, "rows");
+    assert_int_equal(json_array_size(rows), 4);
+    int seen_device_match = 0, seen_same = 0;
+    size_t i;
+    json_t *r;
+    json_array_foreach(rows, i, r)
+    {
+        const char *params = json_string_value(json_object_get(r, "params"));
+        const char *verdict = json_string_value(json_object_get(r, "verdict"));
+        if (strcmp(params, "n=4") == 0) {
+            assert_string_equal(json_string_value(json_object_get(r, "node_a")), "n1");
+            assert_string_equal(json_string_value(json_object_get(r, "node_b")), "n2");
+            seen_device_match = 1;
+        }
+        if (strcmp(params, "n=2") == 0) {
+            /* +1 % inside a ~15 % band (two noisy profiles combined) */
+            assert_string_equal(verdict, "same");
+            assert_true(json_real_value(json_object_get(r, "noise_band_pct")) > 1);
+            seen_same = 1;
+        }
+    }
+    assert_true(seen_device_match && seen_same);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(o, "summary"), "regressions")), 1);
+    json_decref(o);
+    free(s);
+}
+
+static void test_missing(void **state)
+{
+    (void)state;
+    kf_err err;
+    kf_txn *t = NULL;
+    assert_int_equal(kf_store_begin(store, 1, &t, &err), 0);
+    kf_buf out = KF_BUF_INIT;
+    kf_compare_result res;
+    assert_int_equal(kf_compare_render(t, 1, 7, 5, 0, &out, &res, &err), KF_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "no sweep 7"));
+    kf_store_abort(&t);
+    kf_buf_release(&out);
+}
+
+/* The CLI's exit codes, the CI gate: 1 on a regression, 0 without, 2 for
+ * bad usage or a sweep that does not exist. */
+static int cli(const char *args)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s/kfleet --home %s compare %s >/dev/null 2>&1", KF_BINARY_DIR, home,
+             args);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_exit_codes(void **state)
+{
+    (void)state;
+    assert_int_equal(cli("1 2"), 1);
+    assert_int_equal(cli("1 2 --threshold 25"), 0);
+    assert_int_equal(cli("1 2 --threshold 25%"), 0);
+    assert_int_equal(cli("1 2 --format json"), 1);
+    assert_int_equal(cli("1 9"), 2);
+    assert_int_equal(cli("1"), 2);
+    assert_int_equal(cli("1 2 --threshold -3"), 2);
+    assert_int_equal(cli("1 2 --format html"), 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_json),
+        cmocka_unit_test(test_missing),
+        cmocka_unit_test(test_exit_codes),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
