@@ -44,6 +44,8 @@ typedef struct rrow {
     rtask *validate, *profile;
     kf_stats st;                               /* st.n == 0: no successful profile */
     double gbps, gflops, speedup, base_median; /* NAN when not applicable */
+    double speedup_err;                        /* one standard error of the speedup */
+    double outlier_pct; /* slower than the nodes' median by this much; NAN: not an outlier */
     /* % of the node's measured ceilings (doctor): copy bandwidth, bf16
      * matrix rate; NAN when the node has none or the row has no figure. */
     double pct_bw, pct_mma;
@@ -362,6 +364,7 @@ static rrow *row_for(rep *r, rtask *rt)
     w->node = node;
     w->gbps = w->gflops = w->speedup = w->base_median = NAN;
     w->pct_bw = w->pct_mma = NAN;
+    w->speedup_err = w->outlier_pct = NAN;
     kf_stats_compute(NULL, 0, &w->st);
     return w;
 }
@@ -405,6 +408,104 @@ static int cmp_rows(const void *a, const void *b)
     if (x->config != y->config)
         return x->config < y->config ? -1 : 1;
     return strcmp(x->node, y->node);
+}
+
+/* The parameters of a row's task (profile, else validation). */
+static const Kfleet__Task *task_of(const rrow *w)
+{
+    return (w->profile ? w->profile : w->validate)->task;
+}
+
+/* Whether baseline row b runs the configuration row w runs: every axis of
+ * b is an axis of w with the same value, and they share at least one. So
+ * gemm_bf16 {m, n, k, impl} compares with gemm_cublas {m, n, k}, and a
+ * kernel with other axes (copy {bytes}) has no baseline rather than a
+ * meaningless one. */
+static int same_config(const rrow *b, const rrow *w)
+{
+    const Kfleet__Task *tb = task_of(b), *tw = task_of(w);
+    if (tb->n_params == 0)
+        return 0;
+    for (size_t i = 0; i < tb->n_params; i++) {
+        size_t j = 0;
+        while (j < tw->n_params && strcmp(tw->params[j]->name, tb->params[i]->name) != 0)
+            j++;
+        if (j == tw->n_params || tw->params[j]->value != tb->params[i]->value)
+            return 0;
+    }
+    return 1;
+}
+
+/* The standard error of a median relative to it, from the robust noise:
+ * 1.2533 sigma / sqrt(n), sigma = noise * median. */
+static double median_rel_se(const kf_stats *st)
+{
+    return st->n >= 2 && isfinite(st->noise_pct)
+               ? 1.2533 * st->noise_pct / 100 / sqrt((double)st->n)
+               : NAN;
+}
+
+/* Speedup of each row against the baseline kernel's row of the same
+ * configuration on the same node, with the uncertainty of the ratio. The
+ * baseline's rows are gathered first: rows x baseline rows, not rows^2. */
+static void compare_baseline(rep *r)
+{
+    const rrow **base = malloc((r->nrows ? r->nrows : 1) * sizeof *base);
+    size_t nb = 0;
+    if (!base)
+        return; /* no speedups: the report stands without them */
+    for (size_t j = 0; j < r->nrows; j++) {
+        const rrow *b = &r->rows[j];
+        if (b->st.n && b->st.median > 0 && strcmp(kernel_name(r, b->kernel), r->sw->baseline) == 0)
+            base[nb++] = b;
+    }
+    for (size_t i = 0; i < r->nrows; i++) {
+        rrow *w = &r->rows[i];
+        if (!w->st.n || !(w->st.median > 0))
+            continue;
+        for (size_t j = 0; j < nb; j++) {
+            const rrow *b = base[j];
+            if (strcmp(b->node, w->node) != 0 || !same_config(b, w))
+                continue;
+            w->base_median = b->st.median;
+            w->speedup = b->st.median / w->st.median;
+            double eb = median_rel_se(&b->st), ew = median_rel_se(&w->st);
+            w->speedup_err = w->speedup * sqrt(eb * eb + ew * ew);
+            break;
+        }
+    }
+    free(base);
+}
+
+/* Outlier nodes: a configuration that ran on three or more nodes, and a
+ * node whose median is slower than the nodes' median by more than its
+ * noise allows (3 standard errors of its median, and at least 2 %). Rows
+ * are sorted by (kernel, configuration, node), so each configuration's
+ * nodes are one run of rows. */
+static void mark_outliers(rep *r)
+{
+    double *m = malloc((r->nrows ? r->nrows : 1) * sizeof *m);
+    if (!m)
+        return; /* the flag is an extra: the report stands without it */
+    for (size_t g = 0, e; g < r->nrows; g = e) {
+        size_t n = 0;
+        for (e = g; e < r->nrows && r->rows[e].kernel == r->rows[g].kernel &&
+                    r->rows[e].config == r->rows[g].config;
+             e++)
+            if (r->rows[e].st.n)
+                m[n++] = r->rows[e].st.median;
+        if (n < 3)
+            continue;
+        kf_stats_sort(m, n);
+        double fleet = kf_stats_quantile(m, n, 0.5);
+        for (size_t i = g; i < e; i++) {
+            rrow *w = &r->rows[i];
+            double slower = w->st.n ? w->st.median / fleet - 1 : NAN;
+            if (slower > fmax(0.02, 3 * median_rel_se(&w->st)))
+                w->outlier_pct = 100 * slower;
+        }
+    }
+    free(m);
 }
 
 static int build_rows(rep *r)
@@ -455,37 +556,11 @@ static int build_rows(rep *r)
         if (a && a->ceiling_bf16_tflops > 0 && isfinite(w->gflops))
             w->pct_mma = 100 * w->gflops / 1e3 / a->ceiling_bf16_tflops;
     }
-    if (rc || !r->sw->baseline || !*r->sw->baseline)
+    if (rc)
         return rc;
-    /* The baseline's best median per node first (nodes are few), then each
-     * row against its node's: linear in rows, not quadratic. */
-    const rrow **best = calloc(r->nrows ? r->nrows : 1, sizeof *best);
-    size_t nbest = 0;
-    if (!best)
-        return KF_ENOMEM;
-    for (size_t i = 0; i < r->nrows; i++) {
-        const rrow *b = &r->rows[i];
-        if (!b->st.n || !(b->st.median > 0) || strcmp(kernel_name(r, b->kernel), r->sw->baseline))
-            continue;
-        size_t k = 0;
-        while (k < nbest && strcmp(best[k]->node, b->node) != 0)
-            k++;
-        if (k == nbest)
-            best[nbest++] = b;
-        else if (b->st.median < best[k]->st.median)
-            best[k] = b;
-    }
-    for (size_t i = 0; i < r->nrows; i++) {
-        rrow *w = &r->rows[i];
-        for (size_t k = 0; k < nbest && w->st.n && w->st.median > 0; k++) {
-            if (strcmp(best[k]->node, w->node) == 0) {
-                w->base_median = best[k]->st.median;
-                w->speedup = w->base_median / w->st.median;
-                break;
-            }
-        }
-    }
-    free(best);
+    mark_outliers(r);
+    if (r->sw->baseline && *r->sw->baseline)
+        compare_baseline(r);
     return 0;
 }
 
@@ -669,6 +744,8 @@ static void flags_str(const rrow *w, char *out, size_t len)
     } while (0)
     if (w->noisy)
         ADD("noisy");
+    if (isfinite(w->outlier_pct))
+        ADD("outlier node +%.0f%%", w->outlier_pct);
     if (w->profile && w->profile->nthrottled)
         ADD("throttled");
     if (w->mismatch)
@@ -732,7 +809,9 @@ static void row_cells(const rep *r, const rrow *w, char (*cells)[CELL])
     int bw = isfinite(w->pct_bw) && !(w->pct_mma > w->pct_bw);
     if (bw || isfinite(w->pct_mma))
         snprintf(cells[R_CEIL], CELL, "%.0f%% %s", bw ? w->pct_bw : w->pct_mma, bw ? "bw" : "mma");
-    if (isfinite(w->speedup))
+    if (isfinite(w->speedup) && isfinite(w->speedup_err))
+        snprintf(cells[R_SPEEDUP], CELL, "%.2fx \xC2\xB1%.2f", w->speedup, w->speedup_err);
+    else if (isfinite(w->speedup))
         snprintf(cells[R_SPEEDUP], CELL, "%.2fx", w->speedup);
     flags_str(w, cells[R_FLAGS], CELL);
 }
@@ -959,6 +1038,10 @@ static json_t *json_profile(const rrow *w)
     set(p, "stddev_s", jnum(w->st.stddev));
     set(p, "p10_s", jnum(w->st.p10));
     set(p, "p90_s", jnum(w->st.p90));
+    json_t *ci = json_array();
+    json_array_append_new(ci, jnum(w->st.ci_lo));
+    json_array_append_new(ci, jnum(w->st.ci_hi));
+    set(p, "median_ci95_s", isfinite(w->st.ci_lo) ? ci : (json_decref(ci), json_null()));
     set(p, "noise_pct", jnum(w->st.noise_pct));
     set(p, "rsd_pct", jnum(w->st.rsd_pct));
     set(p, "converged", ps ? json_boolean(ps->converged) : json_null());
@@ -1057,11 +1140,15 @@ static json_t *json_row(const rep *r, const rrow *w)
     set(o, "validation", w->validate ? json_validation(w->validate) : json_null());
     set(o, "profile", w->profile ? json_profile(w) : json_null());
     set(o, "speedup", jnum(w->speedup));
+    set(o, "speedup_err", jnum(w->speedup_err));
+    set(o, "outlier_pct", jnum(w->outlier_pct));
     set(o, "baseline_median_s", jnum(w->base_median));
 
     json_t *flags = json_array();
     if (w->noisy)
         json_array_append_new(flags, json_string("noisy"));
+    if (isfinite(w->outlier_pct))
+        json_array_append_new(flags, json_string("outlier"));
     if (w->profile && w->profile->nthrottled)
         json_array_append_new(flags, json_string("throttled"));
     if (w->mismatch)

@@ -92,9 +92,26 @@ double kf_stats_stddev(const double *v, size_t n)
     return sqrt(var / (double)(n - 1));
 }
 
+void kf_stats_median_ci(const double *s, size_t n, double *lo, double *hi)
+{
+    *lo = *hi = NAN;
+    if (n < 6)
+        return;
+    /* 1-based ranks j = floor(n/2 - 0.98 sqrt(n)), k = ceil(1 + n/2 + 0.98 sqrt(n)) */
+    double half = 0.98 * sqrt((double)n);
+    long j = (long)floor((double)n / 2 - half), k = (long)ceil(1 + (double)n / 2 + half);
+    if (j < 1)
+        j = 1;
+    if (k > (long)n)
+        k = (long)n;
+    *lo = s[j - 1];
+    *hi = s[k - 1];
+}
+
 int kf_stats_compute(const double *v, size_t n, kf_stats *out)
 {
     out->n = 0;
+    out->ci_lo = out->ci_hi = NAN;
     out->median = out->mean = out->min = out->max = NAN;
     out->stddev = out->p10 = out->p90 = out->noise_pct = out->rsd_pct = NAN;
     if (n == 0)
@@ -110,6 +127,7 @@ int kf_stats_compute(const double *v, size_t n, kf_stats *out)
     out->median = kf_stats_quantile(s, n, 0.5);
     out->p10 = kf_stats_quantile(s, n, 0.1);
     out->p90 = kf_stats_quantile(s, n, 0.9);
+    kf_stats_median_ci(s, n, &out->ci_lo, &out->ci_hi);
     out->mean = kf_stats_mean(s, n);
     out->stddev = kf_stats_stddev(s, n);
     if (n >= 2 && out->median > 0)

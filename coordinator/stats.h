@@ -25,11 +25,19 @@ typedef struct kf_stats {
     double p10, p90;  /* 10th and 90th percentiles */
     double noise_pct; /* 1.4826 * MAD / median * 100; NAN when n < 2 or median <= 0 */
     double rsd_pct;   /* stddev / mean * 100; NAN when n < 2 or mean <= 0 */
+    /* A distribution-free 95 % confidence interval of the median: the order
+     * statistics at ranks n/2 -+ 1.96 sqrt(n)/2 (binomial, normal
+     * approximation); NAN when n < 6, where it would be the whole range. */
+    double ci_lo, ci_hi;
 } kf_stats;
 
 /* Fills out from n values (not modified; a sorted copy is made). With n == 0
  * every figure is NAN and out->n is 0. Returns 0 or KF_ENOMEM. */
 int kf_stats_compute(const double *v, size_t n, kf_stats *out);
+
+/* The 95 % confidence interval of the median of n sorted values (see
+ * kf_stats.ci_lo); both NAN when n < 6. */
+void kf_stats_median_ci(const double *sorted, size_t n, double *lo, double *hi);
 
 /* Sorts v ascending in place (the input the functions below want). */
 void kf_stats_sort(double *v, size_t n);

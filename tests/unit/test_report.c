@@ -8,7 +8,7 @@
  *        throttled) but the agent claimed 5, not converged
  *        -> samples-mismatch, throttled, noisy; median 4 ms
  *   fast cfg0: validate FAILS (tolerance); profile 1.5 ms x3 -> speedup 2
- *        against base's best median on n1 (3 ms)
+ *        against base's same configuration on n1 (3 ms)
  *   fast cfg1: profile TIMED OUT
  *   builds of base and fast on n1.
  * A second sweep with `nodes: any` and no build tasks checks that the row
@@ -30,7 +30,7 @@
 
 static char dir[64];
 static kf_store *store;
-static uint32_t sweep1, sweep2;
+static uint32_t sweep1, sweep2, sweep3;
 
 #define HASH_BASE "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0"
 #define HASH_FAST "fafafafafafafafafafafafafafafafafafafafafafafafafafafafafafafafa"
@@ -255,6 +255,21 @@ static int setup(void **state)
     const double s20[] = {2, 2};
     put_samples(t, sweep2, 0, s20, 2, -1);
     put_profile(t, sweep2, 0, 2, 1);
+
+    /* Sweep 3: `nodes: all`, one configuration on n1, n2, n3; n3 is 50 %
+     * slower, well beyond its noise: an outlier node. n2 is 1 % slower than
+     * the nodes' median, inside the 2 % floor: not one. */
+    assert_int_equal(kf_store_next_sweep_id(t, &sweep3), 0);
+    put_sweep(t, sweep3, "fleet", 1);
+    const char *pins[3] = {"n1", "n2", "n3"};
+    const double per_node[3][4] = {{1, 1, 1, 1}, {1.01, 1.01, 1.01, 1.01}, {1.5, 1.5, 1.5, 1.5}};
+    for (uint32_t i = 0; i < 3; i++) {
+        const tspec ps3 = {KFLEET__TASK_KIND__PROFILE,    0,   0, 1048576, 32, pins[i],
+                           KFLEET__TASK_STATE__SUCCEEDED, NULL};
+        put_task(t, sweep3, i, &ps3);
+        put_samples(t, sweep3, i, per_node[i], 4, -1);
+        put_profile(t, sweep3, i, 4, 1);
+    }
     assert_int_equal(kf_store_commit(&t, &err), 0);
     return 0;
 }
@@ -442,13 +457,19 @@ static void test_json(void **state)
     assert_true(has_flag(r1, "samples-mismatch"));
     assert_true(has_flag(r1, "throttled"));
     assert_true(has_flag(r1, "noisy"));
-    assert_near(num(r1, "speedup"), 0.75, 1e-12);
+    /* The baseline's own configuration: speedup against itself. */
+    assert_near(num(r1, "speedup"), 1.0, 1e-12);
     assert_true(json_is_null(json_object_get(r1, "validation")));
 
-    /* fast: 1.5 ms against base's best 3 ms on n1. */
+    /* fast cfg0: 1.5 ms against base's same configuration (3 ms) on n1. The
+     * error: base's noise 1.4826 * MAD(1) / 3 = 49.42 %, so its median's
+     * standard error is 1.2533 * 0.4942 / sqrt(5) = 27.70 %; fast's is 0. */
     assert_string_equal(str(r2, "kernel"), "fast");
     assert_near(num(r2, "speedup"), 2.0, 1e-12);
     assert_true(num(r2, "baseline_median_s") == 0.003);
+    assert_near(num(r2, "speedup_err"), 2.0 * 1.2533 * (1.4826 / 3) / sqrt(5.0), 1e-9);
+    /* Five samples are too few for a median interval: null, not a range. */
+    assert_true(json_is_null(json_object_get(json_object_get(r2, "profile"), "median_ci95_s")));
     assert_true(has_flag(r2, "failed"));
     assert_false(has_flag(r2, "samples-mismatch"));
     json_t *v2 = json_object_get(r2, "validation");
@@ -548,6 +569,31 @@ static void test_table(void **state)
     free(s);
 }
 
+static void test_outlier_nodes(void **state)
+{
+    (void)state;
+    char *s = render(sweep3, KF_REPORT_JSON, 0);
+    json_error_t je;
+    json_t *root = json_loads(s, 0, &je);
+    assert_non_null(root);
+    json_t *rows = json_object_get(root, "rows");
+    assert_int_equal(json_array_size(rows), 3);
+    for (size_t i = 0; i < 3; i++) {
+        json_t *r = json_array_get(rows, i);
+        int is_n3 = strcmp(str(r, "node"), "n3") == 0;
+        assert_int_equal(has_flag(r, "outlier"), is_n3);
+        if (is_n3)
+            assert_near(num(r, "outlier_pct"), (1.5 / 1.01 - 1) * 100, 1e-9);
+        else
+            assert_true(json_is_null(json_object_get(r, "outlier_pct")));
+    }
+    json_decref(root);
+    free(s);
+    s = render(sweep3, KF_REPORT_TABLE, 0);
+    assert_non_null(strstr(s, "outlier node +49%"));
+    free(s);
+}
+
 static void test_markdown(void **state)
 {
     (void)state;
@@ -567,9 +613,10 @@ static void test_markdown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_format), cmocka_unit_test(test_unknown_sweep),
-        cmocka_unit_test(test_json),         cmocka_unit_test(test_nodes_any),
-        cmocka_unit_test(test_table),        cmocka_unit_test(test_markdown),
+        cmocka_unit_test(test_parse_format),  cmocka_unit_test(test_unknown_sweep),
+        cmocka_unit_test(test_json),          cmocka_unit_test(test_nodes_any),
+        cmocka_unit_test(test_table),         cmocka_unit_test(test_markdown),
+        cmocka_unit_test(test_outlier_nodes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

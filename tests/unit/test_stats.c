@@ -195,6 +195,32 @@ static void test_helpers(void **state)
 /* The report's fixture, 1, 2, 3, 4 and 100 ms: the median must come back
  * bit for bit (its JSON is compared exactly) and the outlier must not make
  * the noise figure. */
+/* The median's 95 % interval against the textbook table: for n = 100 the
+ * order statistics at ranks 40 and 61 (1-based). Shuffled input, so the
+ * sort is exercised; too few values give NAN rather than a false range. */
+static void test_median_ci(void **state)
+{
+    (void)state;
+    double v[100];
+    for (int i = 0; i < 100; i++)
+        v[i] = (double)((i * 37) % 100 + 1); /* a permutation of 1..100 */
+    kf_stats st;
+    assert_int_equal(kf_stats_compute(v, 100, &st), KF_OK);
+    assert_true(st.ci_lo == 40.0);
+    assert_true(st.ci_hi == 61.0);
+    assert_true(st.ci_lo <= st.median && st.median <= st.ci_hi);
+    assert_int_equal(kf_stats_compute(v, 5, &st), KF_OK);
+    assert_true(isnan(st.ci_lo) && isnan(st.ci_hi));
+    /* n = 20: floor(10 - 4.38) = 5 and ceil(1 + 10 + 4.38) = 16; the normal
+     * approximation's rounding is conservative here (exact binomial: 6, 15). */
+    double w[20];
+    for (int i = 0; i < 20; i++)
+        w[i] = (double)(20 - i);
+    assert_int_equal(kf_stats_compute(w, 20, &st), KF_OK);
+    assert_true(st.ci_lo == 5.0);
+    assert_true(st.ci_hi == 16.0);
+}
+
 static void test_report_vector(void **state)
 {
     (void)state;
@@ -216,7 +242,7 @@ int main(void)
         cmocka_unit_test(test_interpolation), cmocka_unit_test(test_outlier),
         cmocka_unit_test(test_empty),         cmocka_unit_test(test_single),
         cmocka_unit_test(test_zero_median),   cmocka_unit_test(test_helpers),
-        cmocka_unit_test(test_report_vector),
+        cmocka_unit_test(test_report_vector), cmocka_unit_test(test_median_ci),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
