@@ -343,7 +343,6 @@ int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, vo
     if ((r = cu->cuEventElapsedTime(&ms, cu->start, cu->stop)))
         return cu_fail(cu, r, "cuEventElapsedTime", err);
     out->seconds = (double)ms / 1e3 / (batch ? batch : 1);
-    out->throttled = 0;
     return KF_OK;
 }
 

@@ -16,8 +16,7 @@
 typedef struct kf_cudrv kf_cudrv;
 
 typedef struct kf_cudrv_timing {
-    double seconds; /* per launch */
-    int throttled;
+    double seconds; /* per launch; throttling is NVML's to say (nvml.h) */
 } kf_cudrv_timing;
 
 typedef int (*kf_cudrv_run_fn)(void *state, char *err, size_t errlen);
