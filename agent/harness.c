@@ -17,6 +17,7 @@
 #include "build.h"
 #include "cudrv.h"
 #include "nvml.h"
+#include "stats.h"
 #include "tools.h"
 #include "kf_kernel.h"
 #include "log.h"
@@ -620,55 +621,44 @@ static int do_validate(hctx *h, const loaded *L)
 
 /* ---- profile ---- */
 
-static int cmp_double(const void *a, const void *b)
+/* The robust noise of the samples so far (1.4826 MAD / median, percent, as
+ * common/stats.h defines it) and the timer's quantum in the same units:
+ * the smallest gap between two distinct sample values. CUDA events tick
+ * in 32 ns steps, so a 15 us kernel's noise estimate moves by ~0.3 % per
+ * tick of its MAD; the settling test below must not ask for less. */
+static void noise_of(const double *v, size_t n, double *noise, double *quantum_pct)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The robust relative spread, 1.4826 * MAD / median, in percent: for
- * normally distributed samples it equals the relative standard deviation
- * (nvbench's noise), but a few preemption outliers on a shared CPU do not
- * inflate it. The stop criterion uses it; the report shows both. */
-static double noise_of(const double *v, size_t n)
-{
-    if (n < 2)
-        return INFINITY;
-    double *s = malloc(n * sizeof *s);
-    if (!s)
-        return INFINITY;
-    memcpy(s, v, n * sizeof *s);
-    qsort(s, n, sizeof *s, cmp_double);
-    double med = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-    for (size_t i = 0; i < n; i++)
-        s[i] = fabs(s[i] - med);
-    qsort(s, n, sizeof *s, cmp_double);
-    double mad = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-    free(s);
-    return med > 0 ? 1.4826 * mad / med * 100.0 : INFINITY;
-}
-
-static void stats(const double *v, size_t n, Kfleet__ProfileStats *ps)
-{
-    double *s = malloc(n * sizeof *s);
+    *noise = INFINITY;
+    *quantum_pct = 0;
+    double *s = n >= 2 ? malloc(n * sizeof *s) : NULL;
     if (!s)
         return;
     memcpy(s, v, n * sizeof *s);
-    qsort(s, n, sizeof *s, cmp_double);
-    double sum = 0;
-    for (size_t i = 0; i < n; i++)
-        sum += s[i];
-    double mean = sum / (double)n, var = 0;
-    for (size_t i = 0; i < n; i++)
-        var += (s[i] - mean) * (s[i] - mean);
-    ps->samples = (uint32_t)n;
-    ps->median_s = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-    ps->mean_s = mean;
-    ps->min_s = s[0];
-    ps->max_s = s[n - 1];
-    ps->stddev_s = n > 1 ? sqrt(var / (double)(n - 1)) : 0;
+    kf_stats_sort(s, n);
+    double med = kf_stats_quantile(s, n, 0.5), gap = INFINITY;
+    for (size_t i = 1; i < n; i++)
+        if (s[i] > s[i - 1] && s[i] - s[i - 1] < gap)
+            gap = s[i] - s[i - 1];
+    if (med > 0) {
+        *noise = 1.4826 * kf_stats_mad(s, n) / med * 100.0;
+        *quantum_pct = isfinite(gap) ? 1.4826 * gap / med * 100.0 : 0;
+    }
     free(s);
-    ps->noise_pct = noise_of(v, n);
+}
+
+/* The stored summary, from the same statistics the report recomputes. */
+static void stats(const double *v, size_t n, Kfleet__ProfileStats *ps)
+{
+    kf_stats st;
+    if (kf_stats_compute(v, n, &st) != KF_OK)
+        return;
+    ps->samples = (uint32_t)n;
+    ps->median_s = st.median;
+    ps->mean_s = st.mean;
+    ps->min_s = st.min;
+    ps->max_s = st.max;
+    ps->stddev_s = isfinite(st.stddev) ? st.stddev : 0;
+    ps->noise_pct = st.noise_pct;
 }
 
 /* NVML at 20 Hz beside the profile; without NVML the profile still runs,
@@ -754,8 +744,9 @@ static size_t host_cache_bytes(void)
 }
 
 /* Whether the last NOISE_HIST noise estimates agree within 5 % of their
- * mean: the estimate has settled. */
-static int noise_settled(const double *hist)
+ * mean, or within two timer quanta when those are wider: the estimate has
+ * settled. */
+static int noise_settled(const double *hist, double quantum_pct)
 {
     double lo = hist[0], hi = hist[0], sum = 0;
     for (size_t i = 0; i < NOISE_HIST; i++) {
@@ -763,7 +754,7 @@ static int noise_settled(const double *hist)
         hi = hist[i] > hi ? hist[i] : hi;
         sum += hist[i];
     }
-    return hi - lo <= 0.05 * sum / NOISE_HIST;
+    return hi - lo <= fmax(0.05 * sum / NOISE_HIST, 2 * quantum_pct);
 }
 
 static int do_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
@@ -870,7 +861,8 @@ static int do_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
         elapsed = (double)(kf_mono_ns() - start) / 1e9;
         /* The noise check sorts: do it at most ~every 1% of the samples. */
         if (n >= min_samples && total_timed >= min_time && n % (1 + n / 100) == 0) {
-            double noise = noise_of(times, n);
+            double noise, quantum;
+            noise_of(times, n, &noise, &quantum);
             if (noise <= max_noise) {
                 converged = 1;
                 break;
@@ -881,7 +873,7 @@ static int do_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
              * flagged noisy (not converged), instead of running to the
              * timeout. */
             hist[nhist++ % NOISE_HIST] = noise;
-            if (nhist >= NOISE_HIST && total_timed >= 2 * min_time && noise_settled(hist))
+            if (nhist >= NOISE_HIST && total_timed >= 2 * min_time && noise_settled(hist, quantum))
                 break;
         }
         if (elapsed >= timeout)
