@@ -487,7 +487,8 @@ static int cmd_report(int argc, char **argv, const char *home)
         switch (ch) {
         case 'F':
             if ((fmt = kf_report_parse_format(optarg)) < 0)
-                return usage_error("report", "--format wants table, md or json, got '%s'", optarg);
+                return usage_error("report", "--format wants table, md, json or html, got '%s'",
+                                   optarg);
             break;
         case 'o':
             out = optarg;
@@ -787,7 +788,8 @@ static int cmd_run(int argc, char **argv, const char *home)
         }
         case 'F':
             if ((fmt = kf_report_parse_format(optarg)) < 0)
-                return usage_error("run", "--format wants table, md or json, got '%s'", optarg);
+                return usage_error("run", "--format wants table, md, json or html, got '%s'",
+                                   optarg);
             break;
         case 'o':
             o.output = optarg;
@@ -825,9 +827,9 @@ static const cmd cmds[] = {
      "(one per GPU, or CPU agents where there is none), progress while it runs, then the\n"
      "report. Nothing is left running. Exit 1 if any task failed.\n\n"
      "  --agents N        local agents to start (default: one per GPU, else 2)\n"
-     "  --format FMT      report format: table, md or json (default table)\n"
+     "  --format FMT      report format: table, md, json or html (default table)\n"
      "  -o, --output FILE write the report to FILE instead of stdout",
-     "run SWEEP.yaml [--agents N] [--format table|md|json] [-o FILE]"},
+     "run SWEEP.yaml [--agents N] [--format table|md|json|html] [-o FILE]"},
     {"serve", cmd_serve,
      "Runs the coordinator daemon: agents connect to its ROUTER socket, the CLI to its\n"
      "control socket under the home's run directory. Stops on SIGINT/SIGTERM or `kfleet stop`.\n\n"
@@ -851,9 +853,10 @@ static const cmd cmds[] = {
     {"report", cmd_report,
      "Prints the report of a sweep (the latest when no id is given), read from the store:\n"
      "works whether or not a coordinator is running.\n\n"
-     "  --format FMT       table, md or json (schema in docs/report-json.md)\n"
+     "  --format FMT       table, md, json (schema in docs/report-json.md) or html (one\n"
+     "                     self-contained page with charts)\n"
      "  -o, --output FILE  write to FILE instead of stdout",
-     "report [SWEEP_ID] [--format table|md|json] [-o FILE]"},
+     "report [SWEEP_ID] [--format table|md|json|html] [-o FILE]"},
     {"compare", cmd_compare,
      "Compares sweep B with sweep A (the reference), configuration by configuration (same\n"
      "kernel and parameters; same node, else same device): the change of the median and\n"

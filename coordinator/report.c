@@ -17,8 +17,10 @@
  * another kernel's parameters need not line up with this one's.
  *
  * The renderers — aligned table, Markdown, JSON — all read the same
- * collected rows, so the formats cannot disagree. */
+ * collected rows, so the formats cannot disagree; HTML (report_html.c) is
+ * rendered from the JSON. */
 #include "report.h"
+#include "report_html.h"
 #include "stats.h"
 
 #include <jansson.h>
@@ -77,6 +79,8 @@ int kf_report_parse_format(const char *s)
         return KF_REPORT_MD;
     if (strcmp(s, "json") == 0)
         return KF_REPORT_JSON;
+    if (strcmp(s, "html") == 0)
+        return KF_REPORT_HTML;
     return -1;
 }
 
@@ -1309,6 +1313,21 @@ static int render_json(const rep *r, kf_buf *out)
     return 0;
 }
 
+/* The page reads the JSON, not the rows: what it shows is what a script
+ * reading the JSON sees. */
+static int render_html(const rep *r, kf_buf *out)
+{
+    kf_buf js = KF_BUF_INIT;
+    int rc = render_json(r, &js);
+    /* Our own JSON fails to load only for want of memory. */
+    json_t *root = rc ? NULL : json_loadb(js.data, js.len, 0, NULL);
+    kf_buf_release(&js);
+    if (!rc)
+        rc = root ? kf_report_html(root, out, NULL) : KF_ENOMEM;
+    json_decref(root);
+    return rc;
+}
+
 int kf_report_render(kf_txn *t, uint32_t sweep_id, kf_report_format fmt, int color, kf_buf *out,
                      kf_err *err)
 {
@@ -1334,8 +1353,9 @@ int kf_report_render(kf_txn *t, uint32_t sweep_id, kf_report_format fmt, int col
         what = "rendering the report";
         /* Rendered into a scratch buffer so a failure leaves out as it was. */
         kf_buf tmp = KF_BUF_INIT;
-        rc = fmt == KF_REPORT_JSON ? render_json(&r, &tmp)
-                                   : render_text(&r, fmt == KF_REPORT_MD, color, &tmp);
+        rc = fmt == KF_REPORT_JSON   ? render_json(&r, &tmp)
+             : fmt == KF_REPORT_HTML ? render_html(&r, &tmp)
+                                     : render_text(&r, fmt == KF_REPORT_MD, color, &tmp);
         if (!rc)
             kf_buf_add(out, tmp.data, tmp.len);
         kf_buf_release(&tmp);

@@ -1,6 +1,7 @@
 /* report — turns a sweep's stored records into the report people read:
- * a terminal table, Markdown, or JSON (schema "kfleet.report/1",
- * docs/report-json.md).
+ * a terminal table, Markdown, JSON (schema "kfleet.report/1",
+ * docs/report-json.md), or one self-contained HTML page drawn from that
+ * JSON (report_html.h).
  *
  * Every figure is computed from stored samples and results, never from a
  * summary the agent claimed: the median and spread come from the samples in
@@ -13,9 +14,11 @@
 #include "err.h"
 #include "store.h"
 
-typedef enum { KF_REPORT_TABLE = 0, KF_REPORT_MD, KF_REPORT_JSON } kf_report_format;
+/* KF_REPORT_HTML: the JSON rendered as one HTML page with its charts, for
+ * a browser (no network needed); see report_html.h. */
+typedef enum { KF_REPORT_TABLE = 0, KF_REPORT_MD, KF_REPORT_JSON, KF_REPORT_HTML } kf_report_format;
 
-/* Parses "table|md|json"; returns -1 when unknown. */
+/* Parses "table|md|json|html"; returns -1 when unknown. */
 int kf_report_parse_format(const char *s);
 
 /* Renders the report of sweep_id from a read transaction into out.

@@ -13,6 +13,7 @@ pkgs=(
   libyaml-dev libjansson-dev
   libcmocka-dev
   procps
+  chromium # headless, for the HTML report's integration test
 )
 
 missing=()
