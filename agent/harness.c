@@ -811,7 +811,7 @@ static int do_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
     double elapsed = 0, total_timed = 0;
     int converged = 0, rc = 0;
     double hist[NOISE_HIST];
-    size_t nhist = 0;
+    size_t nhist = 0, next_check = 0;
     while (times) {
         void *state = states[n % nsets];
         if (flush) {
@@ -859,8 +859,11 @@ static int do_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
             break;
         }
         elapsed = (double)(kf_mono_ns() - start) / 1e9;
-        /* The noise check sorts: do it at most ~every 1% of the samples. */
-        if (n >= min_samples && total_timed >= min_time && n % (1 + n / 100) == 0) {
+        /* The noise check sorts: do it at most ~every 1% of the samples.
+         * (As `n % (1 + n / 100) == 0` it never fired again past 10,000
+         * samples, so short kernels always ran to the timeout.) */
+        if (n >= min_samples && total_timed >= min_time && n >= next_check) {
+            next_check = n + 1 + n / 100;
             double noise, quantum;
             noise_of(times, n, &noise, &quantum);
             if (noise <= max_noise) {

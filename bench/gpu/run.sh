@@ -9,6 +9,7 @@
 #   PART=checks   bench/gpu/isolation.yaml (faults on purpose) and
 #                 bench/gpu/sanitize.yaml (compute-sanitizer on every kernel)
 #   PART=h100     targets then checks, in one call
+#   PART=short    short kernels: how soon their profiles stop
 #   PART=fleet    examples/gpu.yaml (62 configurations) on every GPU
 # Each sweep is bounded by SWEEP_LIMIT seconds (default 280), so a call
 # always ends inside the device tool's 10 minutes with its files packed.
@@ -64,6 +65,17 @@ h100) # both of the above in one call
   sweep isolation "$ROOT/bench/gpu/isolation.yaml" --agents 1
   sweep sanitize "$ROOT/bench/gpu/sanitize.yaml"
   ;;
+short)
+  sweep short "$ROOT/bench/gpu/short.yaml"
+  python3 - "$W/short.json" <<'PY' | tee -a "$W/times.txt"
+import json, sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    p = r["profile"] or {}
+    print(f"short: {r['kernel']} {r['params']}: {p.get('samples')} samples, "
+          f"median {p.get('median_s', 0) * 1e6:.2f} us, noise {p.get('noise_pct') or 0:.2f} %, "
+          f"profile task {p.get('elapsed_s') or 0:.1f} s, converged {p.get('converged')}")
+PY
+  ;;
 checks)
   sweep isolation "$ROOT/bench/gpu/isolation.yaml" --agents 1
   sweep sanitize "$ROOT/bench/gpu/sanitize.yaml"
@@ -72,7 +84,7 @@ fleet)
   sweep fleet "$ROOT/examples/gpu.yaml"
   ;;
 *)
-  echo "run.sh: PART is targets, checks, h100 or fleet" >&2
+  echo "run.sh: PART is targets, checks, h100, short or fleet" >&2
   exit 2
   ;;
 esac

@@ -52,7 +52,7 @@ static int teardown(void **state)
 
 /* What a run produced: the samples in order and the one result. */
 typedef struct outcome {
-    uint32_t seqs[100000];
+    uint32_t seqs[1u << 21]; /* calloc'd: 8 MiB */
     size_t nsamples;
     int nresults;
     Kfleet__Result *res;
@@ -78,8 +78,10 @@ static outcome *run_task(Kfleet__TaskAssign *ta)
         assert_non_null(env);
         if (env->body_case == KFLEET__ENVELOPE__BODY_SAMPLES) {
             assert_int_equal(o->nresults, 0); /* samples come before the result */
-            for (size_t i = 0; i < env->samples->n_samples; i++)
+            for (size_t i = 0; i < env->samples->n_samples; i++) {
+                assert_true(o->nsamples < sizeof o->seqs / sizeof *o->seqs);
                 o->seqs[o->nsamples++] = env->samples->samples[i]->seq;
+            }
             kf_wire_free(env);
         } else {
             assert_int_equal(env->body_case, KFLEET__ENVELOPE__BODY_RESULT);
@@ -310,6 +312,30 @@ static void test_profile(void **state)
     free_task(&t);
 }
 
+/* A noise limit no machine meets and a long timeout: the profile must stop
+ * once its noise estimate has settled, tens of thousands of samples in,
+ * not run to the timeout. */
+static void test_profile_settles(void **state)
+{
+    (void)state;
+    task t;
+    make_task(&t, "kernels/host/triad.c", "triad", KFLEET__TASK_KIND__PROFILE, 1024, NULL);
+    build_then(&t, KFLEET__TASK_KIND__PROFILE);
+    t.ms.hot = 1;
+    t.ms.min_time_s = 0.02;
+    t.ms.max_noise_pct = 1e-9;
+    t.ms.timeout_s = 60;
+    uint64_t t0 = kf_mono_ns();
+    outcome *o = run_task(&t.ta);
+    double wall = (double)(kf_mono_ns() - t0) / 1e9;
+    assert_int_equal(o->res->state, KFLEET__TASK_STATE__SUCCEEDED);
+    assert_false(o->res->profile->converged);
+    assert_true(o->nsamples > 10000); /* past where the old check stopped firing */
+    assert_true(wall < 30);           /* settled, not timed out at 60 s */
+    free_outcome(o);
+    free_task(&t);
+}
+
 /* The nested run the tools wrap, with /usr/bin/env standing in for ncu:
  * a built kernel runs cleanly (exit 0, nothing streamed to the tool's
  * stdout), a crashing one reports its signal, and a profile that asks
@@ -371,6 +397,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_validate_needs_build, setup, teardown),
         cmocka_unit_test_setup_teardown(test_validate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_settles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nested, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
