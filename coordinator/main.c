@@ -472,10 +472,14 @@ static int parse_sweep_id(const char *s, uint32_t *id)
 
 static int cmd_report(int argc, char **argv, const char *home)
 {
-    int fmt = KF_REPORT_TABLE;
+    kf_report_opts ro = {KF_REPORT_TABLE, 0, NULL, KF_GROUP_KERNEL, 0};
+    int fmt = KF_REPORT_TABLE, group;
     const char *out = NULL;
     static const struct option opts[] = {{"format", required_argument, 0, 'F'},
                                          {"output", required_argument, 0, 'o'},
+                                         {"baseline", required_argument, 0, 'b'},
+                                         {"group-by", required_argument, 0, 'g'},
+                                         {"provenance", no_argument, 0, 'P'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int ch;
@@ -487,11 +491,23 @@ static int cmd_report(int argc, char **argv, const char *home)
         switch (ch) {
         case 'F':
             if ((fmt = kf_report_parse_format(optarg)) < 0)
-                return usage_error("report", "--format wants table, md, json or html, got '%s'",
-                                   optarg);
+                return usage_error("report",
+                                   "--format wants table, md, json, html or csv, got '%s'", optarg);
             break;
         case 'o':
             out = optarg;
+            break;
+        case 'b':
+            ro.baseline = optarg;
+            break;
+        case 'g':
+            if ((group = kf_report_parse_group(optarg)) < 0)
+                return usage_error("report", "--group-by wants gpu, node or kernel, got '%s'",
+                                   optarg);
+            ro.group_by = (kf_report_group)group;
+            break;
+        case 'P':
+            ro.provenance = 1;
             break;
         case 'h':
             print_cmd_help(stdout, find_cmd("report"));
@@ -512,7 +528,8 @@ static int cmd_report(int argc, char **argv, const char *home)
     kf_paths p;
     if (resolve(home, 0, &p))
         return 1;
-    return kf_cli_render_report(p.store, id, have_id, fmt, out);
+    ro.fmt = (kf_report_format)fmt;
+    return kf_cli_render_report(p.store, id, have_id, &ro, out);
 }
 
 /* ---- compare ---- */
@@ -788,7 +805,7 @@ static int cmd_run(int argc, char **argv, const char *home)
         }
         case 'F':
             if ((fmt = kf_report_parse_format(optarg)) < 0)
-                return usage_error("run", "--format wants table, md, json or html, got '%s'",
+                return usage_error("run", "--format wants table, md, json, html or csv, got '%s'",
                                    optarg);
             break;
         case 'o':
@@ -827,9 +844,9 @@ static const cmd cmds[] = {
      "(one per GPU, or CPU agents where there is none), progress while it runs, then the\n"
      "report. Nothing is left running. Exit 1 if any task failed.\n\n"
      "  --agents N        local agents to start (default: one per GPU, else 2)\n"
-     "  --format FMT      report format: table, md, json or html (default table)\n"
+     "  --format FMT      report format: table, md, json, html or csv (default table)\n"
      "  -o, --output FILE write the report to FILE instead of stdout",
-     "run SWEEP.yaml [--agents N] [--format table|md|json|html] [-o FILE]"},
+     "run SWEEP.yaml [--agents N] [--format table|md|json|html|csv] [-o FILE]"},
     {"serve", cmd_serve,
      "Runs the coordinator daemon: agents connect to its ROUTER socket, the CLI to its\n"
      "control socket under the home's run directory. Stops on SIGINT/SIGTERM or `kfleet stop`.\n\n"
@@ -853,10 +870,16 @@ static const cmd cmds[] = {
     {"report", cmd_report,
      "Prints the report of a sweep (the latest when no id is given), read from the store:\n"
      "works whether or not a coordinator is running.\n\n"
-     "  --format FMT       table, md, json (schema in docs/report-json.md) or html (one\n"
-     "                     self-contained page with charts)\n"
-     "  -o, --output FILE  write to FILE instead of stdout",
-     "report [SWEEP_ID] [--format table|md|json|html] [-o FILE]"},
+     "  --format FMT       table, md, json (schema in docs/report-json.md), html (one\n"
+     "                     self-contained page with charts) or csv\n"
+     "  -o, --output FILE  write to FILE instead of stdout\n"
+     "  --baseline KERNEL  compare against this kernel of the sweep instead of its own\n"
+     "                     baseline (speedup per matching configuration and node)\n"
+     "  --group-by KEY     order rows by gpu, node or kernel (the default)\n"
+     "  --provenance       table, md, csv: each row's node, GPU UUID, driver, clocks seen,\n"
+     "                     compiler, source and binary hashes (JSON always has them)",
+     "report [SWEEP_ID] [--format table|md|json|html|csv] [-o FILE] [--baseline KERNEL]\n"
+     "       [--group-by gpu|node|kernel] [--provenance]"},
     {"compare", cmd_compare,
      "Compares sweep B with sweep A (the reference), configuration by configuration (same\n"
      "kernel and parameters; same node, else same device): the change of the median and\n"

@@ -13,13 +13,15 @@
  * there is no profile). Statistics are recomputed from the stored samples
  * (stats.h); the count shown is the stored one, and a profile whose agent
  * claimed another count is flagged samples-mismatch. Speedup compares a row
- * with the baseline kernel's best (lowest) median on the same node, because
- * another kernel's parameters need not line up with this one's.
+ * with the baseline kernel's row of the same configuration on the same node
+ * (every axis of the baseline present with the same value); a kernel with
+ * other axes has no speedup rather than one against a different problem.
  *
  * The renderers — aligned table, Markdown, JSON — all read the same
- * collected rows, so the formats cannot disagree; HTML (report_html.c) is
- * rendered from the JSON. */
+ * collected rows, so the formats cannot disagree; HTML (report_html.c) and
+ * CSV (report_csv.c) are rendered from the JSON. */
 #include "report.h"
+#include "report_csv.h"
 #include "report_html.h"
 #include "stats.h"
 
@@ -67,6 +69,8 @@ typedef struct rep {
     Kfleet__AgentInfo **agents;
     size_t nagents, capagents;
     uint32_t counts[KFLEET__TASK_STATE__CANCELLED + 1];
+    kf_report_group group_by;
+    int provenance;
 } rep;
 
 int kf_report_parse_format(const char *s)
@@ -81,6 +85,17 @@ int kf_report_parse_format(const char *s)
         return KF_REPORT_JSON;
     if (strcmp(s, "html") == 0)
         return KF_REPORT_HTML;
+    if (strcmp(s, "csv") == 0)
+        return KF_REPORT_CSV;
+    return -1;
+}
+
+int kf_report_parse_group(const char *s)
+{
+    static const char *const names[] = {"kernel", "gpu", "node"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
     return -1;
 }
 
@@ -404,9 +419,15 @@ static int find_build(rep *r, rrow *w)
     return rc == KF_ENOTFOUND ? 0 : rc;
 }
 
-static int cmp_rows(const void *a, const void *b)
+static int cmp_rows(const void *a, const void *b, void *ctx)
 {
     const rrow *x = a, *y = b;
+    const rep *r = ctx;
+    int g = r->group_by == KF_GROUP_GPU    ? strcmp(device_of(r, x->node), device_of(r, y->node))
+            : r->group_by == KF_GROUP_NODE ? strcmp(x->node, y->node)
+                                           : 0;
+    if (g)
+        return g;
     if (x->kernel != y->kernel)
         return x->kernel < y->kernel ? -1 : 1;
     if (x->config != y->config)
@@ -474,7 +495,8 @@ static void compare_baseline(rep *r)
             w->base_median = b->st.median;
             w->speedup = b->st.median / w->st.median;
             double eb = median_rel_se(&b->st), ew = median_rel_se(&w->st);
-            w->speedup_err = w->speedup * sqrt(eb * eb + ew * ew);
+            /* The baseline against itself is the same samples: exactly 1. */
+            w->speedup_err = b == w ? 0 : w->speedup * sqrt(eb * eb + ew * ew);
             break;
         }
     }
@@ -532,7 +554,7 @@ static int build_rows(rep *r)
                 w->validate = rt;
         }
     }
-    qsort(r->rows, r->nrows, sizeof *r->rows, cmp_rows);
+    qsort_r(r->rows, r->nrows, sizeof *r->rows, cmp_rows, r);
     int rc = 0;
     for (size_t i = 0; i < r->nrows && !rc; i++) {
         rrow *w = &r->rows[i];
@@ -888,8 +910,43 @@ static void render_header(const rep *r, int md, kf_buf *out)
         kf_buf_addc(out, '\n');
     }
     if (r->sw->baseline && *r->sw->baseline)
-        kf_buf_addf(out, "%sspeedup: against %s's best median on the same node\n", md ? "- " : "  ",
-                    r->sw->baseline);
+        kf_buf_addf(out,
+                    "%sspeedup: against %s in the same configuration on the same node "
+                    "(\xC2\xB1 one standard error)\n",
+                    md ? "- " : "  ", r->sw->baseline);
+}
+
+/* --provenance: where each row's numbers come from, one line each. */
+static void render_provenance(const rep *r, int md, kf_buf *out)
+{
+    kf_buf_adds(out, md ? "\n## Provenance\n\n" : "\nprovenance:\n");
+    for (size_t i = 0; i < r->nrows; i++) {
+        const rrow *w = &r->rows[i];
+        const rtask *any = w->profile ? w->profile : w->validate;
+        const Kfleet__AgentInfo *a = agent(r, w->node);
+        const Kfleet__KernelRef *k = kref(r, w->kernel);
+        const Kfleet__TelemetrySummary *ts =
+            w->profile && w->profile->res ? w->profile->res->telemetry : NULL;
+        char params[256];
+        params_str(any->task, params, sizeof params);
+        kf_buf_addf(out, "%s%s %s on %s:", md ? "- " : "  ", kernel_name(r, w->kernel), params,
+                    *w->node ? w->node : "-");
+        if (a && a->n_gpus)
+            kf_buf_addf(out, " %s %s,", nz(a->gpus[0]->name), nz(a->gpus[0]->uuid));
+        else if (a)
+            kf_buf_addf(out, " %s,", nz(a->cpu_model));
+        if (a && a->driver_version && *a->driver_version)
+            kf_buf_addf(out, " driver %s,", a->driver_version);
+        if (ts && ts->readings)
+            kf_buf_addf(out, " SM %u-%u MHz, mem %u-%u MHz over %u readings,", ts->sm_clock_min_mhz,
+                        ts->sm_clock_max_mhz, ts->mem_clock_min_mhz, ts->mem_clock_max_mhz,
+                        ts->readings);
+        if (w->build && w->build->compiler && *w->build->compiler)
+            kf_buf_addf(out, " %s,", w->build->compiler);
+        kf_buf_addf(out, " source %.12s, binary %.12s, kfleet %s\n", k ? nz(k->hash) : "-",
+                    w->build ? nz(w->build->artifact_hash) : "-",
+                    a && a->version && *a->version ? a->version : KF_VERSION);
+    }
 }
 
 static int render_text(const rep *r, int md, int color, kf_buf *out)
@@ -920,6 +977,9 @@ static int render_text(const rep *r, int md, int color, kf_buf *out)
     else
         kf_buf_adds(out,
                     md ? "No validate or profile tasks.\n" : "  (no validate or profile tasks)\n");
+
+    if (r->provenance)
+        render_provenance(r, md, out);
 
     if (nb) {
         kf_buf_adds(out, md ? "\n## Builds\n\n" : "\nbuilds:\n");
@@ -1313,6 +1373,19 @@ static int render_json(const rep *r, kf_buf *out)
     return 0;
 }
 
+/* CSV, like HTML, is drawn from the JSON (report_csv.c). */
+static int render_csv(const rep *r, kf_buf *out)
+{
+    kf_buf js = KF_BUF_INIT;
+    int rc = render_json(r, &js);
+    json_t *root = rc ? NULL : json_loadb(js.data, js.len, 0, NULL);
+    kf_buf_release(&js);
+    if (!rc)
+        rc = root ? kf_report_csv(root, r->provenance, out) : KF_ENOMEM;
+    json_decref(root);
+    return rc;
+}
+
 /* The page reads the JSON, not the rows: what it shows is what a script
  * reading the JSON sees. */
 static int render_html(const rep *r, kf_buf *out)
@@ -1331,9 +1404,45 @@ static int render_html(const rep *r, kf_buf *out)
 int kf_report_render(kf_txn *t, uint32_t sweep_id, kf_report_format fmt, int color, kf_buf *out,
                      kf_err *err)
 {
+    kf_report_opts o = {fmt, color, NULL, KF_GROUP_KERNEL, 0};
+    return kf_report_render_opts(t, sweep_id, &o, out, err);
+}
+
+/* --baseline: one of the sweep's kernels, which then stands as its baseline. */
+static int set_baseline(rep *r, const char *name, kf_err *err)
+{
+    kf_buf names = KF_BUF_INIT;
+    for (size_t i = 0; i < r->sw->n_kernels; i++) {
+        if (strcmp(r->sw->kernels[i]->name, name) == 0) {
+            char *copy = strdup(name);
+            kf_buf_release(&names);
+            if (!copy)
+                return kf_err_set(err, KF_ENOMEM, "out of memory");
+            /* The unpacked message's own string (free_unpacked frees ours
+             * with the same malloc), unless it is protobuf-c's shared "". */
+            if (r->sw->baseline != protobuf_c_empty_string)
+                free(r->sw->baseline);
+            r->sw->baseline = copy;
+            return KF_OK;
+        }
+        kf_buf_addf(&names, "%s%s", i ? ", " : "", r->sw->kernels[i]->name);
+    }
+    kf_err_set(err, KF_EINVAL, "--baseline %s is not a kernel of sweep %u; its kernels: %s", name,
+               r->sw->sweep_id, names.data ? names.data : "(none)");
+    kf_buf_release(&names);
+    return KF_EINVAL;
+}
+
+int kf_report_render_opts(kf_txn *t, uint32_t sweep_id, const kf_report_opts *opts, kf_buf *out,
+                          kf_err *err)
+{
     rep r;
     memset(&r, 0, sizeof r);
     r.t = t;
+    r.group_by = opts->group_by;
+    r.provenance = opts->provenance;
+    kf_report_format fmt = opts->fmt;
+    int color = opts->color;
     int rc = kf_store_get_sweep(t, sweep_id, &r.sw);
     if (rc == KF_ENOTFOUND)
         return kf_err_set(err, KF_ENOTFOUND,
@@ -1341,6 +1450,10 @@ int kf_report_render(kf_txn *t, uint32_t sweep_id, kf_report_format fmt, int col
     if (rc)
         return kf_err_set(err, rc, "cannot read sweep %u from the store: %s", sweep_id,
                           kf_strerror(rc));
+    if (opts->baseline && (rc = set_baseline(&r, opts->baseline, err)) != KF_OK) {
+        rep_free(&r);
+        return rc;
+    }
     const char *what = "reading its tasks and results";
     rc = kf_store_foreach_task(t, sweep_id, task_cb, &r);
     if (!rc) {
@@ -1355,6 +1468,7 @@ int kf_report_render(kf_txn *t, uint32_t sweep_id, kf_report_format fmt, int col
         kf_buf tmp = KF_BUF_INIT;
         rc = fmt == KF_REPORT_JSON   ? render_json(&r, &tmp)
              : fmt == KF_REPORT_HTML ? render_html(&r, &tmp)
+             : fmt == KF_REPORT_CSV  ? render_csv(&r, &tmp)
                                      : render_text(&r, fmt == KF_REPORT_MD, color, &tmp);
         if (!rc)
             kf_buf_add(out, tmp.data, tmp.len);

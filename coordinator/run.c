@@ -100,8 +100,8 @@ static int local_gpus(const kf_paths *p)
     return n;
 }
 
-int kf_cli_render_report(const char *store_dir, uint32_t sweep_id, int have_id, int fmt,
-                         const char *out_file)
+int kf_cli_render_report(const char *store_dir, uint32_t sweep_id, int have_id,
+                         const kf_report_opts *opts, const char *out_file)
 {
     kf_err err;
     kf_store *s = NULL;
@@ -125,8 +125,9 @@ int kf_cli_render_report(const char *store_dir, uint32_t sweep_id, int have_id, 
     }
     kf_buf out = KF_BUF_INIT;
     if (rc == KF_OK) {
-        int color = !out_file && isatty(STDOUT_FILENO) && fmt == KF_REPORT_TABLE;
-        rc = kf_report_render(t, sweep_id, (kf_report_format)fmt, color, &out, &err);
+        kf_report_opts o = *opts;
+        o.color = !out_file && isatty(STDOUT_FILENO) && o.fmt == KF_REPORT_TABLE;
+        rc = kf_report_render_opts(t, sweep_id, &o, &out, &err);
     }
     kf_store_abort(&t);
     kf_store_close(&s);
@@ -258,7 +259,8 @@ out:
     unlink(agent_ep + 6);
     close(lock);
     if (sweep_id) {
-        int rrc = kf_cli_render_report(p->store, sweep_id, 1, o->format, o->output);
+        kf_report_opts ro = {(kf_report_format)o->format, 0, NULL, KF_GROUP_KERNEL, 0};
+        int rrc = kf_cli_render_report(p->store, sweep_id, 1, &ro, o->output);
         if (rrc && exit_code == 0)
             exit_code = rrc;
         if (o->output)

@@ -8,6 +8,7 @@
 #ifndef KF_RUN_H
 #define KF_RUN_H
 
+#include "report.h"
 #include "paths.h"
 #include "sweep.h"
 
@@ -27,7 +28,7 @@ int kf_run(const kf_paths *paths, const kf_sweep_spec *spec, const kf_run_option
 
 /* Renders a sweep's report from the store at store_dir (the latest sweep
  * when !have_id) to out_file or stdout. Returns an exit code. */
-int kf_cli_render_report(const char *store_dir, uint32_t sweep_id, int have_id, int fmt,
-                         const char *out_file);
+int kf_cli_render_report(const char *store_dir, uint32_t sweep_id, int have_id,
+                         const kf_report_opts *opts, const char *out_file);
 
 #endif

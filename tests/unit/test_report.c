@@ -366,7 +366,7 @@ static void test_parse_format(void **state)
     assert_int_equal(kf_report_parse_format("md"), KF_REPORT_MD);
     assert_int_equal(kf_report_parse_format("markdown"), KF_REPORT_MD);
     assert_int_equal(kf_report_parse_format("json"), KF_REPORT_JSON);
-    assert_int_equal(kf_report_parse_format("csv"), -1);
+    assert_int_equal(kf_report_parse_format("xml"), -1);
     assert_int_equal(kf_report_parse_format(""), -1);
 }
 
@@ -594,6 +594,88 @@ static void test_outlier_nodes(void **state)
     free(s);
 }
 
+static char *render_opts(uint32_t sweep, const kf_report_opts *o, int *rc_out)
+{
+    kf_err err;
+    kf_txn *t = NULL;
+    assert_int_equal(kf_store_begin(store, 1, &t, &err), 0);
+    kf_buf out = KF_BUF_INIT;
+    int rc = kf_report_render_opts(t, sweep, o, &out, &err);
+    kf_store_abort(&t);
+    *rc_out = rc;
+    if (rc) {
+        kf_buf_reset(&out);
+        kf_buf_adds(&out, err.msg);
+    }
+    return kf_buf_detach(&out);
+}
+
+/* CSV: a header and one line per row, CRLF, the same figures as the JSON,
+ * nulls as empty fields, provenance columns on request. */
+static void test_csv(void **state)
+{
+    (void)state;
+    kf_report_opts o = {KF_REPORT_CSV, 0, NULL, KF_GROUP_KERNEL, 1};
+    int rc;
+    char *s = render_opts(sweep1, &o, &rc);
+    assert_int_equal(rc, 0);
+    size_t lines = 0;
+    for (const char *p = s; (p = strstr(p, "\r\n")); p += 2)
+        lines++;
+    assert_int_equal(lines, 1 + 4); /* header + 4 rows */
+    assert_true(strncmp(s, "kernel,params,node,device,validation,", 37) == 0);
+    assert_non_null(strstr(s, ",gpu_uuid,"));
+    /* base cfg0: median 3 ms, GPU UUID in the provenance columns */
+    assert_non_null(strstr(s, "base,n=1048576;block=32,n1,NVIDIA H100 80GB HBM3,pass,"));
+    assert_non_null(strstr(s, ",0.003,"));
+    assert_non_null(strstr(s, "GPU-0123-4567"));
+    /* fast cfg1 timed out: no median, no speedup: empty fields, not 0 or nan */
+    assert_null(strstr(s, "nan"));
+    assert_non_null(strstr(s, "fast,n=2097152;block=64,n1,NVIDIA H100 80GB HBM3,,"));
+    free(s);
+}
+
+/* --baseline: another kernel of the sweep stands as the baseline; a name
+ * that is not one is an error naming the kernels there are. --provenance
+ * adds a section to the table. */
+static void test_options(void **state)
+{
+    (void)state;
+    assert_int_equal(kf_report_parse_group("gpu"), KF_GROUP_GPU);
+    assert_int_equal(kf_report_parse_group("node"), KF_GROUP_NODE);
+    assert_int_equal(kf_report_parse_group("kernel"), KF_GROUP_KERNEL);
+    assert_int_equal(kf_report_parse_group("nodes"), -1);
+    assert_int_equal(kf_report_parse_format("csv"), KF_REPORT_CSV);
+
+    kf_report_opts o = {KF_REPORT_JSON, 0, "fast", KF_GROUP_KERNEL, 0};
+    int rc;
+    char *s = render_opts(sweep1, &o, &rc);
+    assert_int_equal(rc, 0);
+    json_error_t je;
+    json_t *root = json_loads(s, 0, &je);
+    assert_non_null(root);
+    assert_string_equal(str(json_object_get(root, "sweep"), "baseline"), "fast");
+    /* base cfg0 (3 ms) against fast cfg0 (1.5 ms): 0.5 */
+    assert_near(num(json_array_get(json_object_get(root, "rows"), 0), "speedup"), 0.5, 1e-12);
+    json_decref(root);
+    free(s);
+
+    o.baseline = "slow";
+    s = render_opts(sweep1, &o, &rc);
+    assert_int_equal(rc, KF_EINVAL);
+    assert_non_null(strstr(s, "--baseline slow is not a kernel of sweep"));
+    assert_non_null(strstr(s, "base, fast"));
+    free(s);
+
+    kf_report_opts t = {KF_REPORT_TABLE, 0, NULL, KF_GROUP_NODE, 1};
+    s = render_opts(sweep1, &t, &rc);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(s, "provenance:"));
+    assert_non_null(strstr(s, "GPU-0123-4567, driver 550.54.15"));
+    assert_non_null(strstr(s, "source b0b0b0b0b0b0, binary a1a1a1a1a1a1"));
+    free(s);
+}
+
 static void test_markdown(void **state)
 {
     (void)state;
@@ -616,7 +698,8 @@ int main(void)
         cmocka_unit_test(test_parse_format),  cmocka_unit_test(test_unknown_sweep),
         cmocka_unit_test(test_json),          cmocka_unit_test(test_nodes_any),
         cmocka_unit_test(test_table),         cmocka_unit_test(test_markdown),
-        cmocka_unit_test(test_outlier_nodes),
+        cmocka_unit_test(test_outlier_nodes), cmocka_unit_test(test_csv),
+        cmocka_unit_test(test_options),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
