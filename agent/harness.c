@@ -571,6 +571,8 @@ static int do_validate(hctx *h, const loaded *L)
         t->rel_err = rel;
         t->nonfinite = nonfinite;
         t->passed = nonfinite == 0 && max_abs <= L->k->tol_abs && rel <= L->k->tol_rel;
+        h->res->tol_abs = L->k->tol_abs;
+        h->res->tol_rel = L->k->tol_rel;
         trials[h->res->n_trials++] = t;
         if (!t->passed && all_pass) {
             all_pass = 0;

@@ -1081,6 +1081,8 @@ static json_t *json_validation(const rtask *vt)
     set(v, "passed", res ? json_boolean(res->state == KFLEET__TASK_STATE__SUCCEEDED) : json_null());
     set(v, "max_abs_err", jnum(mx));
     set(v, "deterministic", res ? json_boolean(res->deterministic) : json_null());
+    set(v, "tol_abs", res && res->n_trials ? jnum(res->tol_abs) : json_null());
+    set(v, "tol_rel", res && res->n_trials ? jnum(res->tol_rel) : json_null());
     set(v, "sanitizer",
         res && res->sanitizer && *res->sanitizer ? json_string(res->sanitizer) : json_null());
     set(v, "trials", trials);

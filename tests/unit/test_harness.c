@@ -258,7 +258,10 @@ static void test_validate(void **state)
     assert_int_equal(o->res->state, KFLEET__TASK_STATE__SUCCEEDED);
     assert_int_equal(o->res->n_trials, 3);
     assert_true(o->res->deterministic);
+    /* The kernel's declared tolerances travel with the verdict. */
+    assert_true(o->res->tol_abs > 0 && o->res->tol_rel > 0);
     for (size_t i = 0; i < 3; i++) {
+        assert_true(o->res->trials[i]->max_abs_err <= o->res->tol_abs);
         assert_true(o->res->trials[i]->passed);
         assert_true(o->res->trials[i]->max_abs_err < 1e-3);
         assert_int_equal(o->res->trials[i]->nonfinite, 0);
