@@ -8,10 +8,13 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 TBUILD ?= build-test
 
-.PHONY: deps build demo test test-build bundle bench clean
+.PHONY: deps deps-test build demo test test-build bundle bench clean
 
 deps:
 	@bash deploy/install-deps.sh
+
+deps-test:
+	@bash deploy/install-deps.sh --test
 
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null
@@ -20,7 +23,7 @@ build: deps
 demo: build
 	@$(BUILD)/kfleet run examples/quickstart.yaml
 
-test-build: deps
+test-build: deps-test
 	@cmake -S . -B $(TBUILD) -DCMAKE_BUILD_TYPE=Debug -DKF_SANITIZE=ON -DBUILD_TESTING=ON >/dev/null
 	@cmake --build $(TBUILD) -j $(JOBS)
 

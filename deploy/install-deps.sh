@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs kfleet's build and test dependencies with apt-get, and nothing else.
+# Installs kfleet's build dependencies with apt-get, and nothing else; with
+# --test also what the test suite needs (cmocka, and Chromium for the HTML
+# report's browser test), so `make demo` does not fetch a browser.
 # Idempotent: a package already present is not fetched again, and apt-get update
 # runs only when something is missing.
 set -euo pipefail
@@ -11,10 +13,16 @@ pkgs=(
   liblmdb-dev lmdb-utils
   libssh2-1-dev
   libyaml-dev libjansson-dev
-  libcmocka-dev
   procps
-  chromium # headless, for the HTML report's integration test
 )
+case "${1:-}" in
+"") ;;
+--test) pkgs+=(libcmocka-dev chromium) ;;
+*)
+  echo "install-deps: unknown argument '$1' (none, or --test)" >&2
+  exit 2
+  ;;
+esac
 
 missing=()
 for p in "${pkgs[@]}"; do
