@@ -57,7 +57,8 @@ static void params_of(const json_t *params, char *out, size_t len)
 static int load_side(kf_txn *t, uint32_t id, side *s, kf_err *err)
 {
     kf_buf b = KF_BUF_INIT;
-    int rc = kf_report_render(t, id, KF_REPORT_JSON, 0, &b, err);
+    kf_report_opts o = {.fmt = KF_REPORT_JSON, .omit_samples = 1};
+    int rc = kf_report_render_opts(t, id, &o, &b, err);
     if (rc != KF_OK) {
         kf_buf_release(&b);
         return rc;

@@ -472,7 +472,7 @@ static int parse_sweep_id(const char *s, uint32_t *id)
 
 static int cmd_report(int argc, char **argv, const char *home)
 {
-    kf_report_opts ro = {KF_REPORT_TABLE, 0, NULL, KF_GROUP_KERNEL, 0};
+    kf_report_opts ro = {.fmt = KF_REPORT_TABLE};
     int fmt = KF_REPORT_TABLE, group;
     const char *out = NULL;
     static const struct option opts[] = {{"format", required_argument, 0, 'F'},

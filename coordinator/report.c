@@ -1089,7 +1089,7 @@ static json_t *json_validation(const rtask *vt)
     return v;
 }
 
-static json_t *json_profile(const rrow *w)
+static json_t *json_profile(const rrow *w, int with_samples)
 {
     const rtask *pt = w->profile;
     const Kfleet__ProfileStats *ps = pt->res ? pt->res->profile : NULL;
@@ -1150,14 +1150,18 @@ static json_t *json_profile(const rrow *w)
         json_array_append_new(ncu, jm);
     }
     set(p, "ncu", ncu);
-    json_t *times = json_array();
-    for (size_t i = 0; i < pt->nsamples; i++)
-        json_array_append_new(times, jnum(pt->samples[i]));
-    set(p, "sample_seconds", times);
+    /* The evidence, unless the caller renders for its own reading (HTML,
+     * CSV, compare): millions of numbers it would only parse and drop. */
+    if (with_samples) {
+        json_t *times = json_array();
+        for (size_t i = 0; i < pt->nsamples; i++)
+            json_array_append_new(times, jnum(pt->samples[i]));
+        set(p, "sample_seconds", times);
+    }
     return p;
 }
 
-static json_t *json_row(const rep *r, const rrow *w)
+static json_t *json_row(const rep *r, const rrow *w, int with_samples)
 {
     json_t *o = json_object();
     const rtask *any = w->profile ? w->profile : w->validate;
@@ -1204,7 +1208,7 @@ static json_t *json_row(const rep *r, const rrow *w)
     set(o, "provenance", prov);
 
     set(o, "validation", w->validate ? json_validation(w->validate) : json_null());
-    set(o, "profile", w->profile ? json_profile(w) : json_null());
+    set(o, "profile", w->profile ? json_profile(w, with_samples) : json_null());
     set(o, "speedup", jnum(w->speedup));
     set(o, "speedup_err", jnum(w->speedup_err));
     set(o, "outlier_pct", jnum(w->outlier_pct));
@@ -1334,7 +1338,7 @@ static json_t *json_failure(const rep *r, const rtask *rt)
     return f;
 }
 
-static int render_json(const rep *r, kf_buf *out)
+static int render_json(const rep *r, int with_samples, kf_buf *out)
 {
     json_t *root = json_object();
     set(root, "schema", json_string(KF_REPORT_SCHEMA));
@@ -1352,7 +1356,7 @@ static int render_json(const rep *r, kf_buf *out)
     set(root, "agents", agents);
     json_t *rows = json_array();
     for (size_t i = 0; i < r->nrows; i++)
-        json_array_append_new(rows, json_row(r, &r->rows[i]));
+        json_array_append_new(rows, json_row(r, &r->rows[i], with_samples));
     set(root, "rows", rows);
     json_t *builds = json_array(), *failures = json_array();
     for (size_t i = 0; i < r->ntasks; i++) {
@@ -1379,7 +1383,7 @@ static int render_json(const rep *r, kf_buf *out)
 static int render_csv(const rep *r, kf_buf *out)
 {
     kf_buf js = KF_BUF_INIT;
-    int rc = render_json(r, &js);
+    int rc = render_json(r, 0, &js);
     json_t *root = rc ? NULL : json_loadb(js.data, js.len, 0, NULL);
     kf_buf_release(&js);
     if (!rc)
@@ -1393,7 +1397,7 @@ static int render_csv(const rep *r, kf_buf *out)
 static int render_html(const rep *r, kf_buf *out)
 {
     kf_buf js = KF_BUF_INIT;
-    int rc = render_json(r, &js);
+    int rc = render_json(r, 0, &js);
     /* Our own JSON fails to load only for want of memory. */
     json_t *root = rc ? NULL : json_loadb(js.data, js.len, 0, NULL);
     kf_buf_release(&js);
@@ -1406,7 +1410,7 @@ static int render_html(const rep *r, kf_buf *out)
 int kf_report_render(kf_txn *t, uint32_t sweep_id, kf_report_format fmt, int color, kf_buf *out,
                      kf_err *err)
 {
-    kf_report_opts o = {fmt, color, NULL, KF_GROUP_KERNEL, 0};
+    kf_report_opts o = {.fmt = fmt, .color = color};
     return kf_report_render_opts(t, sweep_id, &o, out, err);
 }
 
@@ -1468,7 +1472,7 @@ int kf_report_render_opts(kf_txn *t, uint32_t sweep_id, const kf_report_opts *op
         what = "rendering the report";
         /* Rendered into a scratch buffer so a failure leaves out as it was. */
         kf_buf tmp = KF_BUF_INIT;
-        rc = fmt == KF_REPORT_JSON   ? render_json(&r, &tmp)
+        rc = fmt == KF_REPORT_JSON   ? render_json(&r, !opts->omit_samples, &tmp)
              : fmt == KF_REPORT_HTML ? render_html(&r, &tmp)
              : fmt == KF_REPORT_CSV  ? render_csv(&r, &tmp)
                                      : render_text(&r, fmt == KF_REPORT_MD, color, &tmp);

@@ -41,7 +41,8 @@ typedef struct kf_report_opts {
     const char
         *baseline; /* compare against this kernel instead of the sweep's; NULL: the sweep's */
     kf_report_group group_by;
-    int provenance; /* table, Markdown, CSV: add each row's provenance (JSON always has it) */
+    int provenance;   /* table, Markdown, CSV: add each row's provenance (JSON always has it) */
+    int omit_samples; /* JSON: leave out sample_seconds (for a program's own reading) */
 } kf_report_opts;
 
 /* Renders the report of sweep_id as opts says. KF_ENOTFOUND when there is

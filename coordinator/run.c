@@ -259,7 +259,7 @@ out:
     unlink(agent_ep + 6);
     close(lock);
     if (sweep_id) {
-        kf_report_opts ro = {(kf_report_format)o->format, 0, NULL, KF_GROUP_KERNEL, 0};
+        kf_report_opts ro = {.fmt = (kf_report_format)o->format};
         int rrc = kf_cli_render_report(p->store, sweep_id, 1, &ro, o->output);
         if (rrc && exit_code == 0)
             exit_code = rrc;

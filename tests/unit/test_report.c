@@ -615,7 +615,7 @@ static char *render_opts(uint32_t sweep, const kf_report_opts *o, int *rc_out)
 static void test_csv(void **state)
 {
     (void)state;
-    kf_report_opts o = {KF_REPORT_CSV, 0, NULL, KF_GROUP_KERNEL, 1};
+    kf_report_opts o = {.fmt = KF_REPORT_CSV, .provenance = 1};
     int rc;
     char *s = render_opts(sweep1, &o, &rc);
     assert_int_equal(rc, 0);
@@ -647,7 +647,7 @@ static void test_options(void **state)
     assert_int_equal(kf_report_parse_group("nodes"), -1);
     assert_int_equal(kf_report_parse_format("csv"), KF_REPORT_CSV);
 
-    kf_report_opts o = {KF_REPORT_JSON, 0, "fast", KF_GROUP_KERNEL, 0};
+    kf_report_opts o = {.fmt = KF_REPORT_JSON, .baseline = "fast"};
     int rc;
     char *s = render_opts(sweep1, &o, &rc);
     assert_int_equal(rc, 0);
@@ -660,6 +660,14 @@ static void test_options(void **state)
     json_decref(root);
     free(s);
 
+    /* For a program's own reading: no sample arrays, all else the same. */
+    kf_report_opts lean = {.fmt = KF_REPORT_JSON, .omit_samples = 1};
+    s = render_opts(sweep1, &lean, &rc);
+    assert_int_equal(rc, 0);
+    assert_null(strstr(s, "sample_seconds"));
+    assert_non_null(strstr(s, "\"median_s\""));
+    free(s);
+
     o.baseline = "slow";
     s = render_opts(sweep1, &o, &rc);
     assert_int_equal(rc, KF_EINVAL);
@@ -667,7 +675,7 @@ static void test_options(void **state)
     assert_non_null(strstr(s, "base, fast"));
     free(s);
 
-    kf_report_opts t = {KF_REPORT_TABLE, 0, NULL, KF_GROUP_NODE, 1};
+    kf_report_opts t = {.fmt = KF_REPORT_TABLE, .group_by = KF_GROUP_NODE, .provenance = 1};
     s = render_opts(sweep1, &t, &rc);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(s, "provenance:"));
