@@ -20,7 +20,7 @@
  * The renderers — aligned table, Markdown, JSON — all read the same
  * collected rows, so the formats cannot disagree; HTML (report_html.c) and
  * CSV (report_csv.c) are rendered from the JSON. */
-#include "report.h"
+#include "report_int.h"
 #include "report_csv.h"
 #include "report_html.h"
 #include "stats.h"
@@ -31,47 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define KF_REPORT_SCHEMA "kfleet.report/1"
-
-typedef struct rtask {
-    Kfleet__Task *task;  /* owned copy */
-    Kfleet__Result *res; /* the terminal record; NULL while not ended */
-    double *samples;     /* stored sample times of res->attempt, in seq order */
-    size_t nsamples, cap;
-    size_t nthrottled;
-} rtask;
-
-typedef struct rrow {
-    uint32_t kernel, config;
-    const char *node; /* points into a task or result of the rep */
-    rtask *validate, *profile;
-    kf_stats st;                               /* st.n == 0: no successful profile */
-    double gbps, gflops, speedup, base_median; /* NAN when not applicable */
-    double speedup_err;                        /* one standard error of the speedup */
-    double outlier_pct; /* slower than the nodes' median by this much; NAN: not an outlier */
-    /* % of the node's measured ceilings (doctor): copy bandwidth, bf16
-     * matrix rate; NAN when the node has none or the row has no figure. */
-    double pct_bw, pct_mma;
-    int mismatch, noisy;
-    uint64_t build_task;
-    const Kfleet__BuildInfo *build; /* the build on this node, or NULL */
-    Kfleet__Result *own_build;      /* a build result of another sweep */
-} rrow;
-
-typedef struct rep {
-    kf_txn *t;
-    Kfleet__Sweep *sw;
-    rtask *tasks;
-    size_t ntasks, cap;
-    rrow *rows;
-    size_t nrows;
-    Kfleet__AgentInfo **agents;
-    size_t nagents, capagents;
-    uint32_t counts[KFLEET__TASK_STATE__CANCELLED + 1];
-    kf_report_group group_by;
-    int provenance;
-} rep;
 
 int kf_report_parse_format(const char *s)
 {
@@ -101,34 +60,35 @@ int kf_report_parse_group(const char *s)
 
 /* ---- small helpers ---- */
 
-static const char *nz(const char *s)
+const char *kf_rep_nz(const char *s)
 {
     return s ? s : "";
 }
 
-static const Kfleet__KernelRef *kref(const rep *r, uint32_t ki)
+const Kfleet__KernelRef *kf_rep_kref(const rep *r, uint32_t ki)
 {
     return ki < r->sw->n_kernels ? r->sw->kernels[ki] : NULL;
 }
 
-static const char *kernel_name(const rep *r, uint32_t ki)
+const char *kf_rep_kernel_name(const rep *r, uint32_t ki)
 {
-    const Kfleet__KernelRef *k = kref(r, ki);
-    return k ? nz(k->name) : "?";
+    const Kfleet__KernelRef *k = kf_rep_kref(r, ki);
+    return k ? kf_rep_nz(k->name) : "?";
 }
 
 /* The state that counts: the terminal record's when there is one. */
-static int state_of(const rtask *rt)
+int kf_rep_state_of(const rtask *rt)
 {
     return rt->res ? (int)rt->res->state : (int)rt->task->state;
 }
 
-static const char *err_of(const rtask *rt)
+const char *kf_rep_err_of(const rtask *rt)
 {
-    return rt->res && rt->res->error && *rt->res->error ? rt->res->error : nz(rt->task->error);
+    return rt->res && rt->res->error && *rt->res->error ? rt->res->error
+                                                        : kf_rep_nz(rt->task->error);
 }
 
-static int is_failure(int state)
+int kf_rep_is_failure(int state)
 {
     return state == KFLEET__TASK_STATE__FAILED || state == KFLEET__TASK_STATE__TIMED_OUT;
 }
@@ -141,7 +101,7 @@ static const char *const state_names[] = {
     [KFLEET__TASK_STATE__CANCELLED] = "cancelled",
 };
 
-static const char *state_name(int st)
+const char *kf_rep_state_name(int st)
 {
     size_t n = sizeof state_names / sizeof state_names[0];
     return st >= 0 && (size_t)st < n && state_names[st] ? state_names[st] : "unknown";
@@ -149,10 +109,10 @@ static const char *state_name(int st)
 
 static const char *state_text(int st)
 {
-    return st == KFLEET__TASK_STATE__TIMED_OUT ? "timed out" : state_name(st);
+    return st == KFLEET__TASK_STATE__TIMED_OUT ? "timed out" : kf_rep_state_name(st);
 }
 
-static const char *kind_name(int k)
+const char *kf_rep_kind_name(int k)
 {
     static const char *const names[] = {
         [KFLEET__TASK_KIND__BUILD] = "build",
@@ -164,13 +124,13 @@ static const char *kind_name(int k)
 }
 
 /* The node a task belongs to: its pin, else the agent that ran it. */
-static const char *node_of(const rtask *rt)
+const char *kf_rep_node_of(const rtask *rt)
 {
     if (rt->task->pin_agent && *rt->task->pin_agent)
         return rt->task->pin_agent;
     if (rt->res && rt->res->agent_id && *rt->res->agent_id)
         return rt->res->agent_id;
-    return nz(rt->task->agent_id);
+    return kf_rep_nz(rt->task->agent_id);
 }
 
 static void params_str(const Kfleet__Task *t, char *out, size_t len)
@@ -179,7 +139,7 @@ static void params_str(const Kfleet__Task *t, char *out, size_t len)
     out[0] = '\0';
     for (size_t i = 0; i < t->n_params && off < len; i++)
         off += (size_t)snprintf(out + off, len - off, "%s%s=%lld", i ? " " : "",
-                                nz(t->params[i]->name), (long long)t->params[i]->value);
+                                kf_rep_nz(t->params[i]->name), (long long)t->params[i]->value);
 }
 
 /* Copies the first line of s, cut to at most max bytes on a UTF-8 boundary
@@ -187,7 +147,7 @@ static void params_str(const Kfleet__Task *t, char *out, size_t len)
  * past the screen. */
 static void first_line(const char *s, char *out, size_t len, size_t max)
 {
-    s = nz(s);
+    s = kf_rep_nz(s);
     size_t n = strcspn(s, "\r\n"), cut = 0;
     if (max + 4 > len)
         max = len - 4;
@@ -246,7 +206,7 @@ static void fmt_short(double v, char *out, size_t len)
     snprintf(out, len, "%.*f", decimals, v);
 }
 
-static void fmt_iso(uint64_t ns, char *out, size_t len)
+void kf_rep_fmt_iso(uint64_t ns, char *out, size_t len)
 {
     time_t t = (time_t)(ns / 1000000000ull);
     struct tm tm;
@@ -304,7 +264,7 @@ static int task_cb(void *ctx, const Kfleet__Task *task)
     }
     if (rc == 0 && rt->res && task->kind == KFLEET__TASK_KIND__PROFILE)
         rc = kf_store_foreach_sample(r->t, task->task_id, rt->res->attempt, sample_cb, rt);
-    int st = state_of(rt);
+    int st = kf_rep_state_of(rt);
     if (st >= 0 && st <= KFLEET__TASK_STATE__CANCELLED)
         r->counts[st]++;
     return rc;
@@ -341,14 +301,14 @@ static int collect_agents(rep *r)
 {
     int rc = 0;
     for (size_t i = 0; i < r->ntasks && !rc; i++) {
-        rc = add_agent(r, node_of(&r->tasks[i]));
+        rc = add_agent(r, kf_rep_node_of(&r->tasks[i]));
         if (!rc && r->tasks[i].res)
             rc = add_agent(r, r->tasks[i].res->agent_id);
     }
     return rc;
 }
 
-static const Kfleet__AgentInfo *agent(const rep *r, const char *id)
+const Kfleet__AgentInfo *kf_rep_agent(const rep *r, const char *id)
 {
     for (size_t k = 0; k < r->nagents; k++)
         if (strcmp(r->agents[k]->agent_id, id) == 0)
@@ -356,17 +316,17 @@ static const Kfleet__AgentInfo *agent(const rep *r, const char *id)
     return NULL;
 }
 
-static const char *device_of(const rep *r, const char *node)
+const char *kf_rep_device_of(const rep *r, const char *node)
 {
-    const Kfleet__AgentInfo *a = agent(r, node);
+    const Kfleet__AgentInfo *a = kf_rep_agent(r, node);
     if (!a)
         return "?";
-    return a->n_gpus ? nz(a->gpus[0]->name) : "cpu";
+    return a->n_gpus ? kf_rep_nz(a->gpus[0]->name) : "cpu";
 }
 
 static rrow *row_for(rep *r, rtask *rt)
 {
-    const char *node = node_of(rt);
+    const char *node = kf_rep_node_of(rt);
     int pinned = rt->task->pin_agent && *rt->task->pin_agent;
     for (size_t i = 0; i < r->nrows; i++) {
         rrow *w = &r->rows[i];
@@ -393,11 +353,11 @@ static rrow *row_for(rep *r, rtask *rt)
  * which may name a build of an earlier sweep. */
 static int find_build(rep *r, rrow *w)
 {
-    const Kfleet__KernelRef *k = kref(r, w->kernel);
+    const Kfleet__KernelRef *k = kf_rep_kref(r, w->kernel);
     for (size_t i = 0; i < r->ntasks; i++) {
         rtask *rt = &r->tasks[i];
         if (rt->task->kind == KFLEET__TASK_KIND__BUILD && rt->task->kernel_index == w->kernel &&
-            strcmp(node_of(rt), w->node) == 0 && rt->res &&
+            strcmp(kf_rep_node_of(rt), w->node) == 0 && rt->res &&
             rt->res->state == KFLEET__TASK_STATE__SUCCEEDED) {
             w->build_task = rt->task->task_id;
             w->build = rt->res->build;
@@ -423,7 +383,8 @@ static int cmp_rows(const void *a, const void *b, void *ctx)
 {
     const rrow *x = a, *y = b;
     const rep *r = ctx;
-    int g = r->group_by == KF_GROUP_GPU    ? strcmp(device_of(r, x->node), device_of(r, y->node))
+    int g = r->group_by == KF_GROUP_GPU
+                ? strcmp(kf_rep_device_of(r, x->node), kf_rep_device_of(r, y->node))
             : r->group_by == KF_GROUP_NODE ? strcmp(x->node, y->node)
                                            : 0;
     if (g)
@@ -481,7 +442,8 @@ static void compare_baseline(rep *r)
         return; /* no speedups: the report stands without them */
     for (size_t j = 0; j < r->nrows; j++) {
         const rrow *b = &r->rows[j];
-        if (b->st.n && b->st.median > 0 && strcmp(kernel_name(r, b->kernel), r->sw->baseline) == 0)
+        if (b->st.n && b->st.median > 0 &&
+            strcmp(kf_rep_kernel_name(r, b->kernel), r->sw->baseline) == 0)
             base[nb++] = b;
     }
     for (size_t i = 0; i < r->nrows; i++) {
@@ -575,8 +537,8 @@ static int build_rows(rep *r)
         /* GPU rows only: a GPU sample starts from a flushed L2, so the copy
          * ceiling bounds it; a host kernel's working set may sit in a last-
          * level cache that the DRAM memcpy ceiling does not describe. */
-        const Kfleet__KernelRef *k = kref(r, w->kernel);
-        const Kfleet__AgentInfo *a = k && k->cuda ? agent(r, w->node) : NULL;
+        const Kfleet__KernelRef *k = kf_rep_kref(r, w->kernel);
+        const Kfleet__AgentInfo *a = k && k->cuda ? kf_rep_agent(r, w->node) : NULL;
         if (a && a->ceiling_copy_gbps > 0 && isfinite(w->gbps))
             w->pct_bw = 100 * w->gbps / a->ceiling_copy_gbps;
         if (a && a->ceiling_bf16_tflops > 0 && isfinite(w->gflops))
@@ -736,11 +698,11 @@ static void validation_str(const rrow *w, char *out, size_t len)
         snprintf(out, len, "-");
         return;
     }
-    if (!kf_state_terminal(state_of(v))) {
-        snprintf(out, len, "%s", state_name(state_of(v)));
+    if (!kf_state_terminal(kf_rep_state_of(v))) {
+        snprintf(out, len, "%s", kf_rep_state_name(kf_rep_state_of(v)));
         return;
     }
-    if (state_of(v) == KFLEET__TASK_STATE__CANCELLED) {
+    if (kf_rep_state_of(v) == KFLEET__TASK_STATE__CANCELLED) {
         snprintf(out, len, "cancelled");
         return;
     }
@@ -748,7 +710,7 @@ static void validation_str(const rrow *w, char *out, size_t len)
     size_t n = v->res ? v->res->n_trials : 0;
     for (size_t i = 0; i < n; i++)
         mx = v->res->trials[i]->max_abs_err > mx ? v->res->trials[i]->max_abs_err : mx;
-    const char *word = state_of(v) == KFLEET__TASK_STATE__SUCCEEDED ? "pass" : "FAIL";
+    const char *word = kf_rep_state_of(v) == KFLEET__TASK_STATE__SUCCEEDED ? "pass" : "FAIL";
     if (n)
         snprintf(out, len, "%s %.1e/%zu seed%s", word, mx, n, n == 1 ? "" : "s");
     else
@@ -789,15 +751,16 @@ static void flags_str(const rrow *w, char *out, size_t len)
         const rtask *t = both[i];
         if (!t)
             continue;
-        int st = state_of(t);
+        int st = kf_rep_state_of(t);
         char line[96];
-        first_line(err_of(t), line, sizeof line, 60);
-        if (is_failure(st))
-            ADD("%s failed: %s", kind_name((int)t->task->kind), *line ? line : state_text(st));
+        first_line(kf_rep_err_of(t), line, sizeof line, 60);
+        if (kf_rep_is_failure(st))
+            ADD("%s failed: %s", kf_rep_kind_name((int)t->task->kind),
+                *line ? line : state_text(st));
         else if (st == KFLEET__TASK_STATE__CANCELLED && i == 1)
             ADD("profile cancelled");
         else if (!kf_state_terminal(st) && i == 1)
-            ADD("profile %s", state_name(st));
+            ADD("profile %s", kf_rep_state_name(st));
     }
 #undef ADD
 }
@@ -805,10 +768,10 @@ static void flags_str(const rrow *w, char *out, size_t len)
 static void row_cells(const rep *r, const rrow *w, char (*cells)[CELL])
 {
     const rtask *any = w->profile ? w->profile : w->validate;
-    snprintf(cells[R_KERNEL], CELL, "%s", kernel_name(r, w->kernel));
+    snprintf(cells[R_KERNEL], CELL, "%s", kf_rep_kernel_name(r, w->kernel));
     params_str(any->task, cells[R_PARAMS], CELL);
     snprintf(cells[R_NODE], CELL, "%s", *w->node ? w->node : "-");
-    snprintf(cells[R_DEVICE], CELL, "%s", device_of(r, w->node));
+    snprintf(cells[R_DEVICE], CELL, "%s", kf_rep_device_of(r, w->node));
     validation_str(w, cells[R_VALID], CELL);
     for (int c = R_SAMPLES; c <= R_SPEEDUP; c++)
         snprintf(cells[c], CELL, "-");
@@ -859,10 +822,10 @@ static const char *build_color(int col, const char *s)
 static void build_cells(const rep *r, const rtask *rt, char (*cells)[CELL])
 {
     const Kfleet__BuildInfo *b = rt->res ? rt->res->build : NULL;
-    int ok = state_of(rt) == KFLEET__TASK_STATE__SUCCEEDED;
-    snprintf(cells[B_KERNEL], CELL, "%s", kernel_name(r, rt->task->kernel_index));
-    snprintf(cells[B_NODE], CELL, "%s", *node_of(rt) ? node_of(rt) : "-");
-    snprintf(cells[B_STATUS], CELL, "%s", state_text(state_of(rt)));
+    int ok = kf_rep_state_of(rt) == KFLEET__TASK_STATE__SUCCEEDED;
+    snprintf(cells[B_KERNEL], CELL, "%s", kf_rep_kernel_name(r, rt->task->kernel_index));
+    snprintf(cells[B_NODE], CELL, "%s", *kf_rep_node_of(rt) ? kf_rep_node_of(rt) : "-");
+    snprintf(cells[B_STATUS], CELL, "%s", state_text(kf_rep_state_of(rt)));
     snprintf(cells[B_CACHED], CELL, "%s", b && ok ? (b->cached ? "yes" : "no") : "-");
     if (b && ok)
         fmt_time(b->compile_s, cells[B_COMPILE], CELL);
@@ -870,8 +833,9 @@ static void build_cells(const rep *r, const rtask *rt, char (*cells)[CELL])
         snprintf(cells[B_COMPILE], CELL, "-");
     snprintf(cells[B_ARTIFACT], CELL, "%.12s",
              b && b->artifact_hash && *b->artifact_hash ? b->artifact_hash : "-");
-    if (is_failure(state_of(rt)) || state_of(rt) == KFLEET__TASK_STATE__CANCELLED)
-        first_line(err_of(rt), cells[B_ERROR], CELL, 100);
+    if (kf_rep_is_failure(kf_rep_state_of(rt)) ||
+        kf_rep_state_of(rt) == KFLEET__TASK_STATE__CANCELLED)
+        first_line(kf_rep_err_of(rt), cells[B_ERROR], CELL, 100);
     else
         cells[B_ERROR][0] = '\0';
 }
@@ -879,15 +843,15 @@ static void build_cells(const rep *r, const rtask *rt, char (*cells)[CELL])
 static void render_header(const rep *r, int md, kf_buf *out)
 {
     char created[32], finished[32];
-    fmt_iso(r->sw->created_ns, created, sizeof created);
-    fmt_iso(r->sw->finished_ns, finished, sizeof finished);
+    kf_rep_fmt_iso(r->sw->created_ns, created, sizeof created);
+    kf_rep_fmt_iso(r->sw->finished_ns, finished, sizeof finished);
     if (md)
         kf_buf_addf(out, "# Sweep %u: %s\n\n- file: `%s`\n- created %s, finished %s\n- tasks: ",
-                    r->sw->sweep_id, nz(r->sw->name), nz(r->sw->file), created,
+                    r->sw->sweep_id, kf_rep_nz(r->sw->name), kf_rep_nz(r->sw->file), created,
                     r->sw->finished_ns ? finished : "not yet");
     else
         kf_buf_addf(out, "sweep %u: %s (%s)\n  created %s, finished %s\n  tasks: ", r->sw->sweep_id,
-                    nz(r->sw->name), nz(r->sw->file), created,
+                    kf_rep_nz(r->sw->name), kf_rep_nz(r->sw->file), created,
                     r->sw->finished_ns ? finished : "not yet");
     kf_buf_addf(out, "%zu", r->ntasks);
     const char *sep = " (";
@@ -901,8 +865,9 @@ static void render_header(const rep *r, int md, kf_buf *out)
     kf_buf_adds(out, ")\n");
     for (size_t k = 0; k < r->nagents; k++) {
         const Kfleet__AgentInfo *a = r->agents[k];
-        kf_buf_addf(out, "%snode %s: %s, %s", md ? "- " : "  ", nz(a->agent_id), nz(a->hostname),
-                    a->n_gpus ? nz(a->gpus[0]->name) : nz(a->cpu_model));
+        kf_buf_addf(out, "%snode %s: %s, %s", md ? "- " : "  ", kf_rep_nz(a->agent_id),
+                    kf_rep_nz(a->hostname),
+                    a->n_gpus ? kf_rep_nz(a->gpus[0]->name) : kf_rep_nz(a->cpu_model));
         if (a->n_gpus > 1)
             kf_buf_addf(out, " (x%zu)", a->n_gpus);
         if (a->driver_version && *a->driver_version)
@@ -923,18 +888,18 @@ static void render_provenance(const rep *r, int md, kf_buf *out)
     for (size_t i = 0; i < r->nrows; i++) {
         const rrow *w = &r->rows[i];
         const rtask *any = w->profile ? w->profile : w->validate;
-        const Kfleet__AgentInfo *a = agent(r, w->node);
-        const Kfleet__KernelRef *k = kref(r, w->kernel);
+        const Kfleet__AgentInfo *a = kf_rep_agent(r, w->node);
+        const Kfleet__KernelRef *k = kf_rep_kref(r, w->kernel);
         const Kfleet__TelemetrySummary *ts =
             w->profile && w->profile->res ? w->profile->res->telemetry : NULL;
         char params[256];
         params_str(any->task, params, sizeof params);
-        kf_buf_addf(out, "%s%s %s on %s:", md ? "- " : "  ", kernel_name(r, w->kernel), params,
-                    *w->node ? w->node : "-");
+        kf_buf_addf(out, "%s%s %s on %s:", md ? "- " : "  ", kf_rep_kernel_name(r, w->kernel),
+                    params, *w->node ? w->node : "-");
         if (a && a->n_gpus)
-            kf_buf_addf(out, " %s %s,", nz(a->gpus[0]->name), nz(a->gpus[0]->uuid));
+            kf_buf_addf(out, " %s %s,", kf_rep_nz(a->gpus[0]->name), kf_rep_nz(a->gpus[0]->uuid));
         else if (a)
-            kf_buf_addf(out, " %s,", nz(a->cpu_model));
+            kf_buf_addf(out, " %s,", kf_rep_nz(a->cpu_model));
         if (a && a->driver_version && *a->driver_version)
             kf_buf_addf(out, " driver %s,", a->driver_version);
         if (ts && ts->readings)
@@ -943,8 +908,8 @@ static void render_provenance(const rep *r, int md, kf_buf *out)
                         ts->readings);
         if (w->build && w->build->compiler && *w->build->compiler)
             kf_buf_addf(out, " %s,", w->build->compiler);
-        kf_buf_addf(out, " source %.12s, binary %.12s, kfleet %s\n", k ? nz(k->hash) : "-",
-                    w->build ? nz(w->build->artifact_hash) : "-",
+        kf_buf_addf(out, " source %.12s, binary %.12s, kfleet %s\n", k ? kf_rep_nz(k->hash) : "-",
+                    w->build ? kf_rep_nz(w->build->artifact_hash) : "-",
                     a && a->version && *a->version ? a->version : KF_VERSION);
     }
 }
@@ -995,8 +960,8 @@ static int render_text(const rep *r, int md, int color, kf_buf *out)
     int any = 0;
     for (size_t i = 0; i < r->ntasks; i++) {
         const rtask *rt = &r->tasks[i];
-        int st = state_of(rt);
-        if (!is_failure(st))
+        int st = kf_rep_state_of(rt);
+        if (!kf_rep_is_failure(st))
             continue;
         if (!any)
             kf_buf_adds(out, md ? "\n## Failures\n" : "\nfailures:\n");
@@ -1004,13 +969,13 @@ static int render_text(const rep *r, int md, int color, kf_buf *out)
         char params[256];
         params_str(rt->task, params, sizeof params);
         kf_buf_addf(out, "%s%s %s%s%s%s on %s, task %llx: %s\n", md ? "\n- " : "  ",
-                    kind_name((int)rt->task->kind), kernel_name(r, rt->task->kernel_index),
-                    *params ? " [" : "", params, *params ? "]" : "",
-                    *node_of(rt) ? node_of(rt) : "no node", (unsigned long long)rt->task->task_id,
-                    state_text(st));
+                    kf_rep_kind_name((int)rt->task->kind),
+                    kf_rep_kernel_name(r, rt->task->kernel_index), *params ? " [" : "", params,
+                    *params ? "]" : "", *kf_rep_node_of(rt) ? kf_rep_node_of(rt) : "no node",
+                    (unsigned long long)rt->task->task_id, state_text(st));
         /* The first three lines: enough to see the cause; the whole error
          * is in the JSON. */
-        const char *e = err_of(rt);
+        const char *e = kf_rep_err_of(rt);
         if (md && *e)
             kf_buf_adds(out, "\n  ```\n");
         for (int l = 0; l < 3 && *e; l++) {
@@ -1018,364 +983,9 @@ static int render_text(const rep *r, int md, int color, kf_buf *out)
             kf_buf_addf(out, "%s%.*s\n", md ? "  " : "      ", (int)len, e);
             e += len + (e[len] == '\n');
         }
-        if (md && *err_of(rt))
+        if (md && *kf_rep_err_of(rt))
             kf_buf_adds(out, "  ```\n");
     }
-    return 0;
-}
-
-/* ---- JSON ---- */
-
-static json_t *jstr(const char *s)
-{
-    return json_string(nz(s));
-}
-
-/* A number, or null where there is none: JSON has no NaN. */
-static json_t *jnum(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
-}
-
-static json_t *jstr_or_null(const char *s)
-{
-    return s && *s ? json_string(s) : json_null();
-}
-
-static void set(json_t *o, const char *key, json_t *v)
-{
-    /* jansson returns NULL only for invalid UTF-8 or out of memory; an
-     * agent's odd bytes must not drop the key silently. */
-    json_object_set_new(o, key, v ? v : json_string("<not UTF-8>"));
-}
-
-static json_t *json_task_common(const rtask *rt)
-{
-    json_t *o = json_object();
-    set(o, "task_id", json_integer((json_int_t)rt->task->task_id));
-    set(o, "state", json_string(state_name(state_of(rt))));
-    set(o, "attempt", rt->res ? json_integer(rt->res->attempt) : json_null());
-    set(o, "agent_id", jstr_or_null(rt->res ? rt->res->agent_id : rt->task->agent_id));
-    set(o, "elapsed_s", rt->res ? jnum(rt->res->elapsed_s) : json_null());
-    set(o, "error", jstr_or_null(err_of(rt)));
-    return o;
-}
-
-static json_t *json_validation(const rtask *vt)
-{
-    json_t *v = json_task_common(vt);
-    const Kfleet__Result *res = vt->res;
-    json_t *trials = json_array();
-    double mx = NAN;
-    for (size_t i = 0; res && i < res->n_trials; i++) {
-        const Kfleet__ValidateTrial *t = res->trials[i];
-        json_t *jt = json_object();
-        set(jt, "seed", json_integer((json_int_t)t->seed));
-        set(jt, "max_abs_err", jnum(t->max_abs_err));
-        set(jt, "rel_err", jnum(t->rel_err));
-        set(jt, "nonfinite", json_integer((json_int_t)t->nonfinite));
-        set(jt, "passed", json_boolean(t->passed));
-        json_array_append_new(trials, jt);
-        mx = !(t->max_abs_err <= mx) ? t->max_abs_err : mx;
-    }
-    set(v, "passed", res ? json_boolean(res->state == KFLEET__TASK_STATE__SUCCEEDED) : json_null());
-    set(v, "max_abs_err", jnum(mx));
-    set(v, "deterministic", res ? json_boolean(res->deterministic) : json_null());
-    set(v, "tol_abs", res && res->n_trials ? jnum(res->tol_abs) : json_null());
-    set(v, "tol_rel", res && res->n_trials ? jnum(res->tol_rel) : json_null());
-    set(v, "sanitizer",
-        res && res->sanitizer && *res->sanitizer ? json_string(res->sanitizer) : json_null());
-    set(v, "trials", trials);
-    return v;
-}
-
-static json_t *json_profile(const rrow *w, int with_samples)
-{
-    const rtask *pt = w->profile;
-    const Kfleet__ProfileStats *ps = pt->res ? pt->res->profile : NULL;
-    json_t *p = json_task_common(pt);
-    set(p, "samples", json_integer((json_int_t)pt->nsamples));
-    set(p, "samples_reported", pt->res ? json_integer(pt->res->sample_count) : json_null());
-    set(p, "throttled_samples", json_integer((json_int_t)pt->nthrottled));
-    set(p, "median_s", jnum(w->st.median));
-    set(p, "mean_s", jnum(w->st.mean));
-    set(p, "min_s", jnum(w->st.min));
-    set(p, "max_s", jnum(w->st.max));
-    set(p, "stddev_s", jnum(w->st.stddev));
-    set(p, "p10_s", jnum(w->st.p10));
-    set(p, "p90_s", jnum(w->st.p90));
-    json_t *ci = json_array();
-    json_array_append_new(ci, jnum(w->st.ci_lo));
-    json_array_append_new(ci, jnum(w->st.ci_hi));
-    set(p, "median_ci95_s", isfinite(w->st.ci_lo) ? ci : (json_decref(ci), json_null()));
-    set(p, "noise_pct", jnum(w->st.noise_pct));
-    set(p, "rsd_pct", jnum(w->st.rsd_pct));
-    set(p, "converged", ps ? json_boolean(ps->converged) : json_null());
-    set(p, "bytes", ps ? jnum(ps->bytes) : json_null());
-    set(p, "flops", ps ? jnum(ps->flops) : json_null());
-    set(p, "gbps", jnum(w->gbps));
-    set(p, "gflops", jnum(w->gflops));
-    set(p, "pct_copy_ceiling", jnum(w->pct_bw));
-    set(p, "pct_bf16_ceiling", jnum(w->pct_mma));
-    set(p, "hot", ps ? json_boolean(ps->hot) : json_null());
-    set(p, "batch", ps ? json_integer(ps->batch) : json_null());
-    set(p, "input_sets", ps && ps->input_sets ? json_integer(ps->input_sets) : json_null());
-    const Kfleet__TelemetrySummary *ts = pt->res ? pt->res->telemetry : NULL;
-    if (ts) {
-        json_t *t = json_object();
-        set(t, "gpu_uuid", jstr_or_null(ts->gpu_uuid));
-        set(t, "readings", json_integer(ts->readings));
-        set(t, "period_s", jnum(ts->period_s));
-        set(t, "sm_clock_mhz_min", json_integer(ts->sm_clock_min_mhz));
-        set(t, "sm_clock_mhz_max", json_integer(ts->sm_clock_max_mhz));
-        set(t, "mem_clock_mhz_min", json_integer(ts->mem_clock_min_mhz));
-        set(t, "mem_clock_mhz_max", json_integer(ts->mem_clock_max_mhz));
-        set(t, "power_w_max", jnum(ts->power_max_mw / 1e3));
-        set(t, "temp_c_max", json_integer(ts->temp_max_c));
-        set(t, "clock_event_reasons", json_integer((json_int_t)ts->reasons_seen));
-        set(t, "throttled_readings", json_integer(ts->throttled_readings));
-        set(p, "telemetry", t);
-    } else {
-        set(p, "telemetry", json_null());
-    }
-    json_t *ncu = json_array();
-    for (size_t i = 0; pt->res && i < pt->res->n_ncu; i++) {
-        const Kfleet__Metric *m = pt->res->ncu[i];
-        json_t *jm = json_object();
-        set(jm, "name", jstr_or_null(m->name));
-        set(jm, "kernel", jstr_or_null(m->kernel));
-        set(jm, "value", jnum(m->value));
-        set(jm, "unit", jstr_or_null(m->unit));
-        set(jm, "launches", json_integer(m->launches));
-        json_array_append_new(ncu, jm);
-    }
-    set(p, "ncu", ncu);
-    /* The evidence, unless the caller renders for its own reading (HTML,
-     * CSV, compare): millions of numbers it would only parse and drop. */
-    if (with_samples) {
-        json_t *times = json_array();
-        for (size_t i = 0; i < pt->nsamples; i++)
-            json_array_append_new(times, jnum(pt->samples[i]));
-        set(p, "sample_seconds", times);
-    }
-    return p;
-}
-
-static json_t *json_row(const rep *r, const rrow *w, int with_samples)
-{
-    json_t *o = json_object();
-    const rtask *any = w->profile ? w->profile : w->validate;
-    const Kfleet__KernelRef *k = kref(r, w->kernel);
-    const Kfleet__AgentInfo *a = agent(r, w->node);
-    set(o, "kernel", json_string(kernel_name(r, w->kernel)));
-    set(o, "kernel_index", json_integer(w->kernel));
-    set(o, "config_index", json_integer(w->config));
-    json_t *params = json_object();
-    for (size_t i = 0; i < any->task->n_params; i++)
-        set(params, nz(any->task->params[i]->name), json_integer(any->task->params[i]->value));
-    set(o, "params", params);
-    set(o, "node", jstr_or_null(w->node));
-    set(o, "device", json_string(device_of(r, w->node)));
-
-    json_t *prov = json_object();
-    set(prov, "agent_id", jstr_or_null(w->node));
-    set(prov, "hostname", a ? jstr_or_null(a->hostname) : json_null());
-    set(prov, "gpu_name", a && a->n_gpus ? jstr_or_null(a->gpus[0]->name) : json_null());
-    set(prov, "gpu_uuid", a && a->n_gpus ? jstr_or_null(a->gpus[0]->uuid) : json_null());
-    set(prov, "cpu_model", a ? jstr_or_null(a->cpu_model) : json_null());
-    set(prov, "driver_version", a ? jstr_or_null(a->driver_version) : json_null());
-    /* The compiler the build reported; the agent's inventory otherwise. */
-    const char *cc = w->build && w->build->compiler && *w->build->compiler ? w->build->compiler
-                     : !a                                                  ? NULL
-                     : k && k->cuda                                        ? a->nvcc_version
-                                                                           : a->cc_version;
-    set(prov, "compiler", jstr_or_null(cc));
-    set(prov, "kernel_hash", k ? jstr_or_null(k->hash) : json_null());
-    set(prov, "build_task_id", w->build ? json_integer((json_int_t)w->build_task) : json_null());
-    set(prov, "artifact_hash", w->build ? jstr_or_null(w->build->artifact_hash) : json_null());
-    set(prov, "agent_version", a ? jstr_or_null(a->version) : json_null());
-    const Kfleet__BuildInfo *b = w->build;
-    set(prov, "sass_archs",
-        b && b->sass_archs && *b->sass_archs ? json_string(b->sass_archs) : json_null());
-    set(prov, "has_ptx", b && k && k->cuda ? json_boolean(b->has_ptx) : json_null());
-    set(prov, "jit_fallback", b && k && k->cuda ? json_boolean(b->jit_fallback) : json_null());
-    set(prov, "registers", b && k && k->cuda ? json_integer(b->registers) : json_null());
-    set(prov, "spill_bytes", b && k && k->cuda ? json_integer(b->spill_bytes) : json_null());
-    set(prov, "nvcc_cuda",
-        b && b->nvcc_cuda && *b->nvcc_cuda ? json_string(b->nvcc_cuda) : json_null());
-    set(prov, "driver_cuda",
-        b && b->driver_cuda && *b->driver_cuda ? json_string(b->driver_cuda) : json_null());
-    set(o, "provenance", prov);
-
-    set(o, "validation", w->validate ? json_validation(w->validate) : json_null());
-    set(o, "profile", w->profile ? json_profile(w, with_samples) : json_null());
-    set(o, "speedup", jnum(w->speedup));
-    set(o, "speedup_err", jnum(w->speedup_err));
-    set(o, "outlier_pct", jnum(w->outlier_pct));
-    set(o, "baseline_median_s", jnum(w->base_median));
-
-    json_t *flags = json_array();
-    if (w->noisy)
-        json_array_append_new(flags, json_string("noisy"));
-    if (isfinite(w->outlier_pct))
-        json_array_append_new(flags, json_string("outlier"));
-    if (w->profile && w->profile->nthrottled)
-        json_array_append_new(flags, json_string("throttled"));
-    if (w->mismatch)
-        json_array_append_new(flags, json_string("samples-mismatch"));
-    if (w->build && w->build->jit_fallback)
-        json_array_append_new(flags, json_string("jit-fallback"));
-    if ((w->validate && is_failure(state_of(w->validate))) ||
-        (w->profile && is_failure(state_of(w->profile))))
-        json_array_append_new(flags, json_string("failed"));
-    set(o, "flags", flags);
-    return o;
-}
-
-static json_t *json_sweep(const rep *r)
-{
-    const Kfleet__Sweep *s = r->sw;
-    char iso[32];
-    json_t *o = json_object();
-    set(o, "sweep_id", json_integer(s->sweep_id));
-    set(o, "name", jstr(s->name));
-    set(o, "file", jstr(s->file));
-    set(o, "created_ns", json_integer((json_int_t)s->created_ns));
-    fmt_iso(s->created_ns, iso, sizeof iso);
-    set(o, "created", s->created_ns ? json_string(iso) : json_null());
-    set(o, "finished_ns", s->finished_ns ? json_integer((json_int_t)s->finished_ns) : json_null());
-    fmt_iso(s->finished_ns, iso, sizeof iso);
-    set(o, "finished", s->finished_ns ? json_string(iso) : json_null());
-    set(o, "cancelled", json_boolean(s->cancelled));
-    set(o, "nodes", json_string(s->nodes_all ? "all" : "any"));
-    set(o, "baseline", jstr_or_null(s->baseline));
-    set(o, "max_attempts", json_integer(s->max_attempts));
-    json_t *kernels = json_array();
-    for (size_t i = 0; i < s->n_kernels; i++) {
-        const Kfleet__KernelRef *k = s->kernels[i];
-        json_t *jk = json_object(), *flags = json_array();
-        set(jk, "index", json_integer((json_int_t)i));
-        set(jk, "name", jstr(k->name));
-        set(jk, "hash", jstr(k->hash));
-        set(jk, "cuda", json_boolean(k->cuda));
-        for (size_t f = 0; f < k->n_flags; f++)
-            json_array_append_new(flags, jstr(k->flags[f]));
-        set(jk, "flags", flags);
-        json_array_append_new(kernels, jk);
-    }
-    set(o, "kernels", kernels);
-    return o;
-}
-
-static json_t *json_agent(const Kfleet__AgentInfo *a)
-{
-    json_t *o = json_object(), *gpus = json_array();
-    set(o, "agent_id", jstr(a->agent_id));
-    set(o, "hostname", jstr(a->hostname));
-    set(o, "version", jstr(a->version));
-    set(o, "arch", jstr(a->arch));
-    set(o, "cpu_model", jstr(a->cpu_model));
-    set(o, "cpu_count", json_integer(a->cpu_count));
-    set(o, "memory_bytes", json_integer((json_int_t)a->memory_bytes));
-    set(o, "driver_version", jstr_or_null(a->driver_version));
-    set(o, "cuda_driver_version",
-        a->cuda_driver_version ? json_integer(a->cuda_driver_version) : json_null());
-    set(o, "nvcc_version", jstr_or_null(a->nvcc_version));
-    set(o, "cc_version", jstr_or_null(a->cc_version));
-    set(o, "lost", json_boolean(a->lost));
-    set(o, "ceiling_copy_gbps",
-        a->ceiling_copy_gbps > 0 ? jnum(a->ceiling_copy_gbps) : json_null());
-    set(o, "ceiling_bf16_tflops",
-        a->ceiling_bf16_tflops > 0 ? jnum(a->ceiling_bf16_tflops) : json_null());
-    set(o, "doctor_error", jstr_or_null(a->doctor_error));
-    for (size_t g = 0; g < a->n_gpus; g++) {
-        const Kfleet__GpuInfo *gi = a->gpus[g];
-        json_t *jg = json_object();
-        set(jg, "index", json_integer(gi->index));
-        set(jg, "name", jstr(gi->name));
-        set(jg, "uuid", jstr(gi->uuid));
-        set(jg, "cc_major", json_integer(gi->cc_major));
-        set(jg, "cc_minor", json_integer(gi->cc_minor));
-        set(jg, "memory_bytes", json_integer((json_int_t)gi->memory_bytes));
-        set(jg, "sm_count", json_integer(gi->sm_count));
-        json_array_append_new(gpus, jg);
-    }
-    set(o, "gpus", gpus);
-    return o;
-}
-
-static json_t *json_build(const rep *r, const rtask *rt)
-{
-    const Kfleet__BuildInfo *bi = rt->res ? rt->res->build : NULL;
-    const Kfleet__KernelRef *k = kref(r, rt->task->kernel_index);
-    json_t *b = json_task_common(rt);
-    set(b, "kind", json_string("build"));
-    set(b, "kernel", json_string(kernel_name(r, rt->task->kernel_index)));
-    set(b, "kernel_hash", k ? jstr_or_null(k->hash) : json_null());
-    set(b, "node", jstr_or_null(node_of(rt)));
-    set(b, "cached", bi ? json_boolean(bi->cached) : json_null());
-    set(b, "compile_s", bi ? jnum(bi->compile_s) : json_null());
-    set(b, "compiler", bi ? jstr_or_null(bi->compiler) : json_null());
-    set(b, "artifact_hash", bi ? jstr_or_null(bi->artifact_hash) : json_null());
-    set(b, "registers", bi ? json_integer(bi->registers) : json_null());
-    set(b, "shared_bytes", bi ? json_integer(bi->shared_bytes) : json_null());
-    set(b, "stack_bytes", bi ? json_integer(bi->stack_bytes) : json_null());
-    set(b, "spill_bytes", bi ? json_integer(bi->spill_bytes) : json_null());
-    set(b, "warnings", bi ? jstr_or_null(bi->warnings) : json_null());
-    return b;
-}
-
-static json_t *json_failure(const rep *r, const rtask *rt)
-{
-    json_t *f = json_task_common(rt), *params = json_object();
-    set(f, "kind", json_string(kind_name((int)rt->task->kind)));
-    set(f, "kernel", json_string(kernel_name(r, rt->task->kernel_index)));
-    for (size_t i = 0; i < rt->task->n_params; i++)
-        set(params, nz(rt->task->params[i]->name), json_integer(rt->task->params[i]->value));
-    set(f, "params", params);
-    set(f, "config_index", json_integer(rt->task->config_index));
-    set(f, "node", jstr_or_null(node_of(rt)));
-    return f;
-}
-
-static int render_json(const rep *r, int with_samples, kf_buf *out)
-{
-    json_t *root = json_object();
-    set(root, "schema", json_string(KF_REPORT_SCHEMA));
-    set(root, "kfleet_version", json_string(KF_VERSION));
-    set(root, "sweep", json_sweep(r));
-    json_t *tot = json_object();
-    set(tot, "tasks", json_integer((json_int_t)r->ntasks));
-    for (int st = KFLEET__TASK_STATE__PENDING; st <= KFLEET__TASK_STATE__CANCELLED; st++)
-        if (st <= KFLEET__TASK_STATE__RUNNING || st >= KFLEET__TASK_STATE__SUCCEEDED)
-            set(tot, state_name(st), json_integer(r->counts[st]));
-    set(root, "totals", tot);
-    json_t *agents = json_array();
-    for (size_t k = 0; k < r->nagents; k++)
-        json_array_append_new(agents, json_agent(r->agents[k]));
-    set(root, "agents", agents);
-    json_t *rows = json_array();
-    for (size_t i = 0; i < r->nrows; i++)
-        json_array_append_new(rows, json_row(r, &r->rows[i], with_samples));
-    set(root, "rows", rows);
-    json_t *builds = json_array(), *failures = json_array();
-    for (size_t i = 0; i < r->ntasks; i++) {
-        const rtask *rt = &r->tasks[i];
-        if (rt->task->kind == KFLEET__TASK_KIND__BUILD)
-            json_array_append_new(builds, json_build(r, rt));
-        if (is_failure(state_of(rt)))
-            json_array_append_new(failures, json_failure(r, rt));
-    }
-    set(root, "builds", builds);
-    set(root, "failures", failures);
-    /* Default real precision (17 digits): sample times round-trip exactly. */
-    char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    json_decref(root);
-    if (!s)
-        return KF_ENOMEM;
-    kf_buf_adds(out, s);
-    kf_buf_addc(out, '\n');
-    free(s);
     return 0;
 }
 
@@ -1383,7 +993,7 @@ static int render_json(const rep *r, int with_samples, kf_buf *out)
 static int render_csv(const rep *r, kf_buf *out)
 {
     kf_buf js = KF_BUF_INIT;
-    int rc = render_json(r, 0, &js);
+    int rc = kf_rep_render_json(r, 0, &js);
     json_t *root = rc ? NULL : json_loadb(js.data, js.len, 0, NULL);
     kf_buf_release(&js);
     if (!rc)
@@ -1397,7 +1007,7 @@ static int render_csv(const rep *r, kf_buf *out)
 static int render_html(const rep *r, kf_buf *out)
 {
     kf_buf js = KF_BUF_INIT;
-    int rc = render_json(r, 0, &js);
+    int rc = kf_rep_render_json(r, 0, &js);
     /* Our own JSON fails to load only for want of memory. */
     json_t *root = rc ? NULL : json_loadb(js.data, js.len, 0, NULL);
     kf_buf_release(&js);
@@ -1472,7 +1082,7 @@ int kf_report_render_opts(kf_txn *t, uint32_t sweep_id, const kf_report_opts *op
         what = "rendering the report";
         /* Rendered into a scratch buffer so a failure leaves out as it was. */
         kf_buf tmp = KF_BUF_INIT;
-        rc = fmt == KF_REPORT_JSON   ? render_json(&r, !opts->omit_samples, &tmp)
+        rc = fmt == KF_REPORT_JSON   ? kf_rep_render_json(&r, !opts->omit_samples, &tmp)
              : fmt == KF_REPORT_HTML ? render_html(&r, &tmp)
              : fmt == KF_REPORT_CSV  ? render_csv(&r, &tmp)
                                      : render_text(&r, fmt == KF_REPORT_MD, color, &tmp);
