@@ -1,0 +1,235 @@
+/* keys — Curve key files and the agent allow list; see keys.h. Keys are
+ * made by libzmq's zmq_curve_keypair (libsodium underneath). */
+#include "keys.h"
+#include "buf.h"
+#include "util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zmq.h>
+
+static const char z85_chars[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                ".-:+=^!/*?&<>()[]{}@%$#";
+
+int kf_key_valid(const char *s)
+{
+    if (!s || strlen(s) != KF_KEY_Z85)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!strchr(z85_chars, *p))
+            return 0;
+    return 1;
+}
+
+/* The line at *p (without its newline) into out; advances *p. */
+static void next_line(const char **p, char *out, size_t len)
+{
+    size_t n = strcspn(*p, "\r\n");
+    snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), *p);
+    *p += n;
+    *p += strspn(*p, "\r\n");
+}
+
+int kf_keys_load(const char *path, int create, kf_keypair *kp, kf_err *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        if (errno != ENOENT)
+            return kf_err_set(err, KF_EIO, "cannot read key file %s: %s", path, strerror(errno));
+        if (!create)
+            return kf_err_set(err, KF_ENOTFOUND, "no key file %s", path);
+        if (zmq_curve_keypair(kp->pub, kp->sec) != 0)
+            return kf_err_set(err, KF_EIO,
+                              "cannot make a Curve key pair: %s (libzmq built "
+                              "without CURVE?)",
+                              zmq_strerror(errno));
+        char text[2 * KF_KEY_Z85 + 3];
+        int n = snprintf(text, sizeof text, "%s\n%s\n", kp->pub, kp->sec);
+        return kf_write_file(path, text, (size_t)n, 0600, err);
+    }
+    if (st.st_mode & 077)
+        return kf_err_set(err, KF_EINVAL,
+                          "key file %s is readable by others (mode %03o); chmod 600 it, or remove "
+                          "it and make a new key",
+                          path, (unsigned)(st.st_mode & 0777));
+    kf_buf b = KF_BUF_INIT;
+    if (kf_buf_read_file(&b, path) != KF_OK) {
+        kf_buf_release(&b);
+        return kf_err_set(err, KF_EIO, "cannot read key file %s: %s", path, strerror(errno));
+    }
+    const char *p = b.data ? b.data : "";
+    char pub[64], sec[64];
+    next_line(&p, pub, sizeof pub);
+    next_line(&p, sec, sizeof sec);
+    kf_buf_release(&b);
+    if (!kf_key_valid(pub) || !kf_key_valid(sec))
+        return kf_err_set(err, KF_EINVAL,
+                          "%s is not a key file (two lines: the Z85 public and secret keys, 40 "
+                          "characters each); remove it to make a new key",
+                          path);
+    snprintf(kp->pub, sizeof kp->pub, "%s", pub);
+    snprintf(kp->sec, sizeof kp->sec, "%s", sec);
+    return KF_OK;
+}
+
+int kf_keys_read_public(const char *path, char pub[KF_KEY_Z85 + 1], kf_err *err)
+{
+    kf_buf b = KF_BUF_INIT;
+    if (kf_buf_read_file(&b, path) != KF_OK) {
+        kf_buf_release(&b);
+        return kf_err_set(err, KF_ENOTFOUND, "cannot read %s: %s", path, strerror(errno));
+    }
+    const char *p = b.data ? b.data : "";
+    char line[64];
+    next_line(&p, line, sizeof line);
+    kf_buf_release(&b);
+    if (!kf_key_valid(line))
+        return kf_err_set(err, KF_EINVAL, "%s:1: not a Z85 public key (40 characters)", path);
+    snprintf(pub, KF_KEY_Z85 + 1, "%s", line);
+    return KF_OK;
+}
+
+void kf_allow_free(kf_allow *a)
+{
+    free(a->e);
+    a->e = NULL;
+    a->n = 0;
+}
+
+int kf_allow_load(const char *path, kf_allow *a, kf_err *err)
+{
+    kf_allow_free(a);
+    a->mtime = 0;
+    a->mtime_ns = 0;
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return errno == ENOENT
+                   ? KF_OK
+                   : kf_err_set(err, KF_EIO, "cannot read %s: %s", path, strerror(errno));
+    kf_buf b = KF_BUF_INIT;
+    if (kf_buf_read_file(&b, path) != KF_OK) {
+        kf_buf_release(&b);
+        return kf_err_set(err, KF_EIO, "cannot read %s: %s", path, strerror(errno));
+    }
+    a->mtime = st.st_mtim.tv_sec;
+    a->mtime_ns = st.st_mtim.tv_nsec;
+    int rc = KF_OK, lineno = 0;
+    for (const char *p = b.data ? b.data : ""; *p && rc == KF_OK;) {
+        char line[512], pub[64], name[128];
+        next_line(&p, line, sizeof line);
+        lineno++;
+        if (!line[0] || line[0] == '#')
+            continue;
+        if (sscanf(line, "%63s %127s", pub, name) != 2 || !kf_key_valid(pub)) {
+            rc = kf_err_set(err, KF_EINVAL,
+                            "%s:%d:1: want \"PUBLIC_KEY NAME\" (a 40-character Z85 key and a "
+                            "name); fix or remove the line",
+                            path, lineno);
+            break;
+        }
+        kf_allow_entry *ne = realloc(a->e, (a->n + 1) * sizeof *ne);
+        if (!ne) {
+            rc = kf_err_set(err, KF_ENOMEM, "out of memory");
+            break;
+        }
+        a->e = ne;
+        snprintf(a->e[a->n].pub, sizeof a->e[a->n].pub, "%s", pub);
+        snprintf(a->e[a->n].name, sizeof a->e[a->n].name, "%s", name);
+        a->n++;
+    }
+    kf_buf_release(&b);
+    if (rc != KF_OK)
+        kf_allow_free(a);
+    return rc;
+}
+
+int kf_allow_refresh(const char *path, kf_allow *a, int *changed, kf_err *err)
+{
+    struct stat st;
+    *changed = 0;
+    int exists = stat(path, &st) == 0;
+    if (exists ? st.st_mtim.tv_sec == a->mtime && st.st_mtim.tv_nsec == a->mtime_ns
+               : a->mtime == 0 && a->n == 0)
+        return KF_OK;
+    *changed = 1;
+    return kf_allow_load(path, a, err);
+}
+
+const char *kf_allow_find(const kf_allow *a, const char *pub)
+{
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(a->e[i].pub, pub) == 0)
+            return a->e[i].name;
+    return NULL;
+}
+
+static int save(const char *path, const kf_allow *a, kf_err *err)
+{
+    kf_buf b = KF_BUF_INIT;
+    kf_buf_adds(&b, "# agents the kfleet coordinator accepts: PUBLIC_KEY NAME "
+                    "(kfleet agent-key add|list|revoke)\n");
+    for (size_t i = 0; i < a->n; i++)
+        kf_buf_addf(&b, "%s %s\n", a->e[i].pub, a->e[i].name);
+    int rc = kf_write_file(path, b.data, b.len, 0600, err);
+    kf_buf_release(&b);
+    return rc;
+}
+
+int kf_allow_add(const char *path, const char *pub, const char *name, kf_err *err)
+{
+    if (!kf_key_valid(pub))
+        return kf_err_set(err, KF_EINVAL,
+                          "'%.60s' is not a Z85 public key (40 characters, as `kfleet-agent "
+                          "--show-key` prints)",
+                          pub);
+    if (!name[0] || strlen(name) >= sizeof((kf_allow_entry *)0)->name || strpbrk(name, " \t\r\n#"))
+        return kf_err_set(err, KF_EINVAL,
+                          "agent key name '%.60s' must be 1-127 characters without blanks or #",
+                          name);
+    kf_allow a = {0};
+    int rc = kf_allow_load(path, &a, err);
+    for (size_t i = 0; rc == KF_OK && i < a.n; i++)
+        if (strcmp(a.e[i].name, name) == 0 && strcmp(a.e[i].pub, pub) != 0)
+            rc = kf_err_set(err, KF_EEXIST,
+                            "the name %s is taken by key %s; revoke it first or pick another", name,
+                            a.e[i].pub);
+    size_t i = 0;
+    while (rc == KF_OK && i < a.n && strcmp(a.e[i].pub, pub) != 0)
+        i++;
+    if (rc == KF_OK && i == a.n) {
+        kf_allow_entry *ne = realloc(a.e, (a.n + 1) * sizeof *ne);
+        if (!ne)
+            rc = kf_err_set(err, KF_ENOMEM, "out of memory");
+        else
+            a.e = ne, a.n++;
+    }
+    if (rc == KF_OK) {
+        snprintf(a.e[i].pub, sizeof a.e[i].pub, "%s", pub);
+        snprintf(a.e[i].name, sizeof a.e[i].name, "%s", name);
+        rc = save(path, &a, err);
+    }
+    kf_allow_free(&a);
+    return rc;
+}
+
+int kf_allow_remove(const char *path, const char *which, size_t *removed, kf_err *err)
+{
+    kf_allow a = {0};
+    *removed = 0;
+    int rc = kf_allow_load(path, &a, err);
+    size_t k = 0;
+    for (size_t i = 0; rc == KF_OK && i < a.n; i++) {
+        if (strcmp(a.e[i].name, which) == 0 || strcmp(a.e[i].pub, which) == 0)
+            (*removed)++;
+        else
+            a.e[k++] = a.e[i];
+    }
+    a.n = k;
+    if (rc == KF_OK && *removed)
+        rc = save(path, &a, err);
+    kf_allow_free(&a);
+    return rc;
+}

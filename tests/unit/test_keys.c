@@ -1,0 +1,124 @@
+/* Tests for common/keys.c: key files made once and read back, refused when
+ * others may read them or when malformed; the allow list added to, renamed,
+ * refused on a taken name, revoked by name or key, and re-read only when it
+ * changed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "keys.h"
+#include "util.h"
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[64];
+
+static int rm_cb(const char *p, const struct stat *s, int f, struct FTW *w)
+{
+    (void)s;
+    (void)f;
+    (void)w;
+    return remove(p);
+}
+
+static void test_keyfile(void **state)
+{
+    (void)state;
+    char path[128];
+    snprintf(path, sizeof path, "%s/a.key", dir);
+    kf_keypair k1, k2;
+    kf_err err;
+    assert_int_equal(kf_keys_load(path, 0, &k1, &err), KF_ENOTFOUND);
+    assert_int_equal(kf_keys_load(path, 1, &k1, &err), KF_OK);
+    assert_true(kf_key_valid(k1.pub) && kf_key_valid(k1.sec));
+    assert_string_not_equal(k1.pub, k1.sec);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    /* Read back, not made again. */
+    assert_int_equal(kf_keys_load(path, 1, &k2, &err), KF_OK);
+    assert_string_equal(k1.pub, k2.pub);
+    assert_string_equal(k1.sec, k2.sec);
+    char pub[KF_KEY_Z85 + 1];
+    assert_int_equal(kf_keys_read_public(path, pub, &err), KF_OK);
+    assert_string_equal(pub, k1.pub);
+    /* Readable by others: refused, with what to do. */
+    chmod(path, 0644);
+    assert_int_equal(kf_keys_load(path, 1, &k2, &err), KF_EINVAL);
+    assert_non_null(strstr(err.msg, "chmod 600"));
+    /* Not a key file. */
+    snprintf(path, sizeof path, "%s/bad.key", dir);
+    assert_int_equal(kf_write_file(path, "hello\nworld\n", 12, 0600, &err), KF_OK);
+    assert_int_equal(kf_keys_load(path, 1, &k2, &err), KF_EINVAL);
+    assert_non_null(strstr(err.msg, "is not a key file"));
+    assert_false(kf_key_valid("short"));
+    assert_false(kf_key_valid("0123456789012345678901234567890123456789~"));
+    assert_false(kf_key_valid("012345678901234567890123456789012345678\""));
+}
+
+static void test_allow(void **state)
+{
+    (void)state;
+    char path[128], kpath[128];
+    snprintf(path, sizeof path, "%s/agents.allow", dir);
+    kf_keypair a, b;
+    kf_err err;
+    snprintf(kpath, sizeof kpath, "%s/x.key", dir);
+    assert_int_equal(kf_keys_load(kpath, 1, &a, &err), KF_OK);
+    snprintf(kpath, sizeof kpath, "%s/y.key", dir);
+    assert_int_equal(kf_keys_load(kpath, 1, &b, &err), KF_OK);
+
+    kf_allow al = {0};
+    assert_int_equal(kf_allow_load(path, &al, &err), KF_OK); /* missing: empty */
+    assert_int_equal(al.n, 0);
+    assert_int_equal(kf_allow_add(path, a.pub, "pod-1", &err), KF_OK);
+    assert_int_equal(kf_allow_add(path, b.pub, "pod-2", &err), KF_OK);
+    assert_int_equal(kf_allow_add(path, b.pub, "pod-1", &err), KF_EEXIST);
+    assert_int_equal(kf_allow_add(path, "nope", "pod-3", &err), KF_EINVAL);
+    assert_int_equal(kf_allow_add(path, a.pub, "has space", &err), KF_EINVAL);
+    int changed = 0;
+    assert_int_equal(kf_allow_refresh(path, &al, &changed, &err), KF_OK);
+    assert_true(changed);
+    assert_int_equal(al.n, 2);
+    assert_string_equal(kf_allow_find(&al, a.pub), "pod-1");
+    assert_string_equal(kf_allow_find(&al, b.pub), "pod-2");
+    assert_int_equal(kf_allow_refresh(path, &al, &changed, &err), KF_OK);
+    assert_false(changed); /* nothing changed: not read again */
+
+    /* Re-adding a key under a new name renames it. */
+    assert_int_equal(kf_allow_add(path, b.pub, "pod-2b", &err), KF_OK);
+    size_t removed = 0;
+    assert_int_equal(kf_allow_remove(path, "pod-1", &removed, &err), KF_OK);
+    assert_int_equal(removed, 1);
+    assert_int_equal(kf_allow_remove(path, b.pub, &removed, &err), KF_OK);
+    assert_int_equal(removed, 1);
+    assert_int_equal(kf_allow_remove(path, "nobody", &removed, &err), KF_OK);
+    assert_int_equal(removed, 0);
+    assert_int_equal(kf_allow_load(path, &al, &err), KF_OK);
+    assert_int_equal(al.n, 0);
+    assert_null(kf_allow_find(&al, a.pub));
+
+    /* A malformed line is named by file and line. */
+    assert_int_equal(kf_write_file(path, "# c\nnot-a-key pod\n", 18, 0600, &err), KF_OK);
+    assert_int_equal(kf_allow_load(path, &al, &err), KF_EINVAL);
+    assert_non_null(strstr(err.msg, "agents.allow:2:1"));
+    kf_allow_free(&al);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/kf-test-keys.XXXXXX");
+    if (!mkdtemp(dir))
+        return 1;
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_keyfile),
+                                       cmocka_unit_test(test_allow)};
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+    return rc;
+}
