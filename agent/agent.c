@@ -64,6 +64,9 @@ struct kf_agent {
     char runner_exe[PATH_MAX];
     char doctor_error[512]; /* the inventory's doctor_error points here */
     void *zctx, *sock;
+    void *monitor; /* PAIR fed by the DEALER's monitor: handshake failures */
+    uint64_t last_auth_log_mono;
+    uint64_t reconnect_mono; /* when to connect again after a refused handshake; 0: none due */
     kf_outbox *outbox;
     Kfleet__AgentInfo *info;
     int welcomed;
@@ -644,11 +647,22 @@ static int on_cancel(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
     return KF_OK;
 }
 
+static int on_reject(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env)
+{
+    (void)peer;
+    kf_agent *a = ctx;
+    const Kfleet__Reject *r = env->reject;
+    kf_error("agent.rejected",
+             "coordinator=%s reason=\"%s\" bytes=%u coordinator_protocol=%u agent_protocol=%d",
+             a->cfg.coordinator, r && r->reason ? r->reason : "", r ? r->frame_bytes : 0,
+             r ? r->coordinator_protocol : 0, KF_PROTOCOL_VERSION);
+    return KF_OK;
+}
+
 static const kf_wire_handler agent_handlers[KF_WIRE_BODY_MAX] = {
-    [KFLEET__ENVELOPE__BODY_WELCOME] = on_welcome,
-    [KFLEET__ENVELOPE__BODY_ASSIGN] = on_assign,
-    [KFLEET__ENVELOPE__BODY_ACK] = on_ack,
-    [KFLEET__ENVELOPE__BODY_CANCEL] = on_cancel,
+    [KFLEET__ENVELOPE__BODY_WELCOME] = on_welcome, [KFLEET__ENVELOPE__BODY_ASSIGN] = on_assign,
+    [KFLEET__ENVELOPE__BODY_ACK] = on_ack,         [KFLEET__ENVELOPE__BODY_CANCEL] = on_cancel,
+    [KFLEET__ENVELOPE__BODY_REJECT] = on_reject,
 };
 
 /* ---- life cycle ---- */
@@ -718,6 +732,34 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
     zmq_setsockopt(a->sock, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max);
     zmq_setsockopt(a->sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(a->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    if (!cfg->server_key || !cfg->public_key || !cfg->secret_key) {
+        rc = kf_err_set(err, KF_EINVAL,
+                        "the agent link is CurveZMQ: the coordinator's public "
+                        "key and the agent's key pair are needed");
+        goto fail;
+    }
+    if (zmq_setsockopt(a->sock, ZMQ_CURVE_SERVERKEY, cfg->server_key,
+                       strlen(cfg->server_key) + 1) ||
+        zmq_setsockopt(a->sock, ZMQ_CURVE_PUBLICKEY, cfg->public_key,
+                       strlen(cfg->public_key) + 1) ||
+        zmq_setsockopt(a->sock, ZMQ_CURVE_SECRETKEY, cfg->secret_key,
+                       strlen(cfg->secret_key) + 1)) {
+        rc = kf_err_set(err, KF_EINVAL, "cannot set the Curve keys: %s", zmq_strerror(errno));
+        goto fail;
+    }
+    /* A refused key is otherwise silent: the DEALER just reconnects. */
+    char mon[64];
+    snprintf(mon, sizeof mon, "inproc://agent-monitor-%p", (void *)a);
+    if (zmq_socket_monitor(a->sock, mon,
+                           ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                               ZMQ_EVENT_HANDSHAKE_SUCCEEDED) == 0) {
+        a->monitor = zmq_socket(a->zctx, ZMQ_PAIR);
+        if (zmq_connect(a->monitor, mon) != 0) {
+            zmq_close(a->monitor);
+            a->monitor = NULL;
+        }
+    }
     if (zmq_connect(a->sock, cfg->coordinator) != 0) {
         rc = kf_err_set(err, KF_EINVAL, "cannot connect to %s: %s", cfg->coordinator,
                         zmq_strerror(errno));
@@ -748,6 +790,8 @@ void kf_agent_destroy(kf_agent **self)
         kf_buf_release(&r->in);
         free(r);
     }
+    if (a->monitor)
+        zmq_close(a->monitor);
     if (a->sock)
         zmq_close(a->sock);
     if (a->zctx)
@@ -760,16 +804,71 @@ void kf_agent_destroy(kf_agent **self)
     *self = NULL;
 }
 
+/* Monitor events: [u16 event][u32 value] then the endpoint. A refused
+ * handshake is logged with our public key, which is what the operator needs
+ * to accept it (at most every 10 s: the DEALER retries every 2 s). */
+static void drain_monitor(kf_agent *a)
+{
+    for (;;) {
+        zmq_msg_t ev, ep;
+        zmq_msg_init(&ev);
+        if (zmq_msg_recv(&ev, a->monitor, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&ev);
+            return;
+        }
+        zmq_msg_init(&ep);
+        if (zmq_msg_more(&ev))
+            zmq_msg_recv(&ep, a->monitor, 0);
+        uint16_t event = 0;
+        uint32_t value = 0;
+        if (zmq_msg_size(&ev) >= 6) {
+            memcpy(&event, zmq_msg_data(&ev), 2);
+            memcpy(&value, (const char *)zmq_msg_data(&ev) + 2, 4);
+        }
+        uint64_t now = kf_mono_ns();
+        /* libzmq ends a session whose handshake was refused (a protocol
+         * error) and never retries it; an operator may accept the key any
+         * moment, so the agent connects again itself. */
+        if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ||
+            event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
+            a->reconnect_mono = now + 2000000000ull;
+        if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+            if (a->last_auth_log_mono)
+                kf_info("agent.auth_ok", "coordinator=%s", a->cfg.coordinator);
+            a->last_auth_log_mono = 0;
+        } else if (event &&
+                   (!a->last_auth_log_mono || now - a->last_auth_log_mono > 10000000000ull)) {
+            a->last_auth_log_mono = now;
+            if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+                kf_error(
+                    "agent.auth_refused",
+                    "coordinator=%s status=%u key=%s hint=\"the coordinator does not accept "
+                    "this agent's key: run `kfleet agent-key add %s NAME` on the coordinator\"",
+                    a->cfg.coordinator, value, a->cfg.public_key, a->cfg.public_key);
+            else
+                kf_error("agent.handshake_failed",
+                         "coordinator=%s event=%u errno=%u hint=\"is --server-key the "
+                         "coordinator's public key (`kfleet init` prints it)?\"",
+                         a->cfg.coordinator, event, value);
+        }
+        zmq_msg_close(&ev);
+        zmq_msg_close(&ep);
+    }
+}
+
 int kf_agent_run(kf_agent *a, volatile sig_atomic_t *stop, kf_err *err)
 {
-    kf_info("agent.start", "agent=%s coordinator=%s workdir=%s gpus=%zu cpu_slots=%u outbox=%zu",
+    kf_info("agent.start",
+            "agent=%s coordinator=%s workdir=%s gpus=%zu cpu_slots=%u outbox=%zu key=%s",
             a->info->agent_id, a->cfg.coordinator, a->workdir, a->info->n_gpus, a->info->cpu_slots,
-            a->npending);
+            a->npending, a->cfg.public_key);
     send_register(a);
     while (!(stop && *stop)) {
-        zmq_pollitem_t items[1 + MAX_RUNNERS];
+        zmq_pollitem_t items[2 + MAX_RUNNERS];
         size_t n = 0;
         items[n++] = (zmq_pollitem_t){a->sock, 0, ZMQ_POLLIN, 0};
+        if (a->monitor)
+            items[n++] = (zmq_pollitem_t){a->monitor, 0, ZMQ_POLLIN, 0};
         for (size_t i = 0; i < a->nrunners; i++)
             if (a->runners[i]->out_fd >= 0)
                 items[n++] = (zmq_pollitem_t){NULL, a->runners[i]->out_fd, ZMQ_POLLIN, 0};
@@ -783,11 +882,20 @@ int kf_agent_run(kf_agent *a, volatile sig_atomic_t *stop, kf_err *err)
                 break;
             }
             kf_err derr;
-            kf_peer peer = {NULL, 0};
+            kf_peer peer = {NULL, 0, NULL};
             if (kf_wire_dispatch(agent_handlers, a, &peer, zmq_msg_data(&msg), zmq_msg_size(&msg),
                                  &derr) == KF_EPROTO)
                 kf_warn("agent.bad_frame", "bytes=%zu error=\"%s\"", zmq_msg_size(&msg), derr.msg);
             zmq_msg_close(&msg);
+        }
+        if (a->monitor)
+            drain_monitor(a);
+        if (a->reconnect_mono && kf_mono_ns() > a->reconnect_mono) {
+            a->reconnect_mono = 0;
+            zmq_disconnect(a->sock, a->cfg.coordinator);
+            if (zmq_connect(a->sock, a->cfg.coordinator) != 0)
+                kf_warn("agent.reconnect", "coordinator=%s error=\"%s\"", a->cfg.coordinator,
+                        zmq_strerror(errno));
         }
         for (size_t i = 0; i < a->nrunners; i++)
             if (a->runners[i]->out_fd >= 0)

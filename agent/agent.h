@@ -25,6 +25,10 @@ typedef struct kf_agent_config {
     double default_limit_s; /* task time limit when the task names none; 0: 300 s */
     const char *runner_exe; /* binary to exec with --runner; NULL: this one */
     int keep_tmp;           /* keep task scratch dirs (debugging) */
+    /* CurveZMQ: the coordinator's public key and the agent's own pair (Z85). */
+    const char *server_key;
+    const char *public_key;
+    const char *secret_key;
 } kf_agent_config;
 
 int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err);

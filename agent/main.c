@@ -2,16 +2,25 @@
  *
  *   kfleet-agent [--coordinator ENDPOINT] [--home DIR] [--workdir DIR]
  *                [--name ID] [--cpu-slots N] [--log-level L]
+ *                [--server-key KEY|FILE] [--show-key]
  *
  * Without --coordinator it reads the endpoint a local `kfleet serve` wrote
  * into its run directory. Without --workdir it takes the first free
  * STATE/agents/agent-N (N = 0, 1, ...), so several agents on one machine
  * each get their own outbox and cache, and a restarted agent finds its own
- * outbox again. (`--runner` is internal: the agent execs itself with it.) */
+ * outbox again. (`--runner` is internal: the agent execs itself with it.)
+ *
+ * The link is CurveZMQ. The agent's key pair is WORKDIR/agent.key (made on
+ * first start). The coordinator's public key comes from --server-key, else
+ * WORKDIR/coordinator.pub (what `kfleet launch` writes), else the home's
+ * STATE/keys/coordinator.pub — an agent sharing the coordinator's home is
+ * the same user on the same machine, so it enrolls its own key in the allow
+ * list; any other agent's key is accepted with `kfleet agent-key add`. */
 #include "doctor.h"
 #include "agent.h"
 #include "buf.h"
 #include "harness.h"
+#include "keys.h"
 #include "log.h"
 #include "paths.h"
 #include "util.h"
@@ -46,6 +55,12 @@ static void usage(FILE *f)
                "  --name ID               agent id (default: HOSTNAME-N, kept in the workdir)\n"
                "  --cpu-slots N           tasks run at once on CPU slots (default 1)\n"
                "  --log-level LEVEL       debug|info|warn|error (default info)\n"
+               "  --server-key KEY|FILE   the coordinator's Curve public key (Z85), or a file\n"
+               "                          holding it; default WORKDIR/coordinator.pub, else\n"
+               "                          the home's (then this agent enrolls its own key)\n"
+               "  --show-key              print this agent's public key (making its key pair\n"
+               "                          in the work dir if needed) and exit; accept it on\n"
+               "                          the coordinator with `kfleet agent-key add KEY NAME`\n"
                "  --doctor [--gpu]        measure this node's ceilings (copy bandwidth, bf16\n"
                "                          matrix rate), print them and exit; the agent runs\n"
                "                          this itself at every start\n"
@@ -84,12 +99,47 @@ static int agent_id(const char *workdir, const char *name, int n, char *out, siz
     return kf_write_file(path, line, (size_t)m, 0600, err);
 }
 
+/* The coordinator's public key: --server-key, else WORKDIR/coordinator.pub,
+ * else the home's, in which case this agent enrolls its own key. */
+static int resolve_server_key(const char *arg, const char *wd, const kf_paths *paths,
+                              const char *id, const kf_keypair *kp, char out[KF_KEY_Z85 + 1],
+                              kf_err *err)
+{
+    if (arg)
+        return kf_keys_resolve_public(arg, out, err);
+    char local[PATH_MAX + 32];
+    snprintf(local, sizeof local, "%s/coordinator.pub", wd);
+    if (kf_keys_read_public(local, out, err) == KF_OK)
+        return KF_OK;
+    int rc = kf_keys_read_public(paths->coord_pub, out, err);
+    if (rc == KF_ENOTFOUND)
+        return kf_err_set(err, KF_EINVAL,
+                          "no coordinator key: pass --server-key (the coordinator's public key; "
+                          "`kfleet init` on the coordinator prints it), or put it in %s",
+                          local);
+    if (rc)
+        return rc;
+    kf_allow cur = {0};
+    int known = kf_allow_load(paths->allow, &cur, err) == KF_OK && kf_allow_find(&cur, kp->pub);
+    kf_allow_free(&cur);
+    if (known)
+        return KF_OK;
+    rc = kf_allow_enroll(paths->allow, kp->pub, id, err);
+    if (rc)
+        return kf_err_set(err, rc,
+                          "cannot enroll this agent's key in %s: %s (accept it on the "
+                          "coordinator with `kfleet agent-key add %s %s`)",
+                          paths->allow, err->msg, kp->pub, id);
+    kf_info("agent.enrolled", "agent=%s key=%s allow=%s", id, kp->pub, paths->allow);
+    return KF_OK;
+}
+
 int main(int argc, char **argv)
 {
     const char *coordinator = NULL, *home = NULL, *workdir = NULL, *name = NULL;
-    const char *level = "info";
+    const char *level = "info", *server_key_arg = NULL;
     long cpu_slots = 0;
-    int runner = 0, keep_tmp = 0, doctor = 0, doctor_gpu = 0;
+    int runner = 0, keep_tmp = 0, doctor = 0, doctor_gpu = 0, show_key = 0;
     static const struct option opts[] = {{"coordinator", required_argument, 0, 'c'},
                                          {"home", required_argument, 0, 'H'},
                                          {"workdir", required_argument, 0, 'w'},
@@ -101,6 +151,8 @@ int main(int argc, char **argv)
                                          {"doctor", no_argument, 0, 'D'},
                                          {"gpu", no_argument, 0, 'G'},
                                          {"host", no_argument, 0, 'O'},
+                                         {"server-key", required_argument, 0, 'S'},
+                                         {"show-key", no_argument, 0, 'K'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int ch;
@@ -135,6 +187,12 @@ int main(int argc, char **argv)
             break;
         case 'O':
             doctor_gpu = 0;
+            break;
+        case 'S':
+            server_key_arg = optarg;
+            break;
+        case 'K':
+            show_key = 1;
             break;
         case 's': {
             char *end;
@@ -189,7 +247,7 @@ int main(int argc, char **argv)
         return 1;
     }
     char endpoint[512];
-    if (!coordinator) {
+    if (!coordinator && !show_key) {
         kf_buf b = KF_BUF_INIT;
         if (kf_buf_read_file(&b, paths.agent_endpoint_file) != KF_OK || b.len == 0) {
             fprintf(stderr,
@@ -241,6 +299,22 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    kf_keypair kp;
+    char keyp[PATH_MAX + 16], server_key[KF_KEY_Z85 + 1];
+    snprintf(keyp, sizeof keyp, "%s/agent.key", wd);
+    if (kf_keys_load(keyp, 1, &kp, &err) != KF_OK) {
+        fprintf(stderr, "kfleet-agent: %s\n", err.msg);
+        return 1;
+    }
+    if (show_key) {
+        printf("%s\n", kp.pub);
+        return 0;
+    }
+    if (resolve_server_key(server_key_arg, wd, &paths, id, &kp, server_key, &err) != KF_OK) {
+        fprintf(stderr, "kfleet-agent: %s\n", err.msg);
+        return 2;
+    }
+
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -254,6 +328,9 @@ int main(int argc, char **argv)
     cfg.agent_id = id;
     cfg.cpu_slots = (uint32_t)cpu_slots;
     cfg.keep_tmp = keep_tmp;
+    cfg.server_key = server_key;
+    cfg.public_key = kp.pub;
+    cfg.secret_key = kp.sec;
     kf_agent *agent = NULL;
     if (kf_agent_new(&cfg, &agent, &err) != KF_OK) {
         fprintf(stderr, "kfleet-agent: %s\n", err.msg);
@@ -263,6 +340,7 @@ int main(int argc, char **argv)
     if (rc)
         fprintf(stderr, "kfleet-agent: %s\n", err.msg);
     kf_agent_destroy(&agent);
+    memset(&kp, 0, sizeof kp);
     close(lock_fd);
     return rc ? 1 : 0;
 }

@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zmq.h>
 
 static const char z85_chars[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -90,6 +93,35 @@ int kf_keys_read_public(const char *path, char pub[KF_KEY_Z85 + 1], kf_err *err)
         return kf_err_set(err, KF_EINVAL, "%s:1: not a Z85 public key (40 characters)", path);
     snprintf(pub, KF_KEY_Z85 + 1, "%s", line);
     return KF_OK;
+}
+
+int kf_keys_coordinator(const char *key_path, const char *pub_path, kf_keypair *kp, kf_err *err)
+{
+    int rc = kf_keys_load(key_path, 1, kp, err);
+    if (rc)
+        return rc;
+    char have[KF_KEY_Z85 + 1];
+    kf_err ignored;
+    if (kf_keys_read_public(pub_path, have, &ignored) == KF_OK && strcmp(have, kp->pub) == 0)
+        return KF_OK;
+    char line[KF_KEY_Z85 + 2];
+    int n = snprintf(line, sizeof line, "%s\n", kp->pub);
+    return kf_write_file(pub_path, line, (size_t)n, 0644, err);
+}
+
+int kf_keys_resolve_public(const char *arg, char pub[KF_KEY_Z85 + 1], kf_err *err)
+{
+    if (kf_key_valid(arg)) {
+        snprintf(pub, KF_KEY_Z85 + 1, "%s", arg);
+        return KF_OK;
+    }
+    int rc = kf_keys_read_public(arg, pub, err);
+    if (rc == KF_ENOTFOUND)
+        return kf_err_set(err, KF_EINVAL,
+                          "'%s' is neither a Z85 key (40 characters) nor a readable key file; "
+                          "pass the coordinator's public key (`kfleet init` prints it)",
+                          arg);
+    return rc;
 }
 
 void kf_allow_free(kf_allow *a)
@@ -178,7 +210,7 @@ static int save(const char *path, const kf_allow *a, kf_err *err)
     return rc;
 }
 
-int kf_allow_add(const char *path, const char *pub, const char *name, kf_err *err)
+static int allow_add(const char *path, const char *pub, const char *name, kf_err *err)
 {
     if (!kf_key_valid(pub))
         return kf_err_set(err, KF_EINVAL,
@@ -215,7 +247,7 @@ int kf_allow_add(const char *path, const char *pub, const char *name, kf_err *er
     return rc;
 }
 
-int kf_allow_remove(const char *path, const char *which, size_t *removed, kf_err *err)
+static int allow_remove(const char *path, const char *which, size_t *removed, kf_err *err)
 {
     kf_allow a = {0};
     *removed = 0;
@@ -231,5 +263,59 @@ int kf_allow_remove(const char *path, const char *which, size_t *removed, kf_err
     if (rc == KF_OK && *removed)
         rc = save(path, &a, err);
     kf_allow_free(&a);
+    return rc;
+}
+
+/* Writers serialize on PATH.lock: local agents starting together all enroll
+ * at once, and a read-modify-write without it loses all but one. */
+static int lock_list(const char *path, int *fd, kf_err *err)
+{
+    char lp[4096];
+    snprintf(lp, sizeof lp, "%s.lock", path);
+    *fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (*fd < 0)
+        return kf_err_set(err, KF_EIO, "cannot open %s: %s", lp, strerror(errno));
+    while (flock(*fd, LOCK_EX) != 0) {
+        if (errno != EINTR) {
+            int rc = kf_err_set(err, KF_EIO, "cannot lock %s: %s", lp, strerror(errno));
+            close(*fd);
+            return rc;
+        }
+    }
+    return KF_OK;
+}
+
+int kf_allow_add(const char *path, const char *pub, const char *name, kf_err *err)
+{
+    int fd, rc = lock_list(path, &fd, err);
+    if (rc)
+        return rc;
+    rc = allow_add(path, pub, name, err);
+    close(fd);
+    return rc;
+}
+
+int kf_allow_remove(const char *path, const char *which, size_t *removed, kf_err *err)
+{
+    int fd, rc = lock_list(path, &fd, err);
+    if (rc)
+        return rc;
+    rc = allow_remove(path, which, removed, err);
+    close(fd);
+    return rc;
+}
+
+int kf_allow_enroll(const char *path, const char *pub, const char *name, kf_err *err)
+{
+    int fd, rc = lock_list(path, &fd, err);
+    if (rc)
+        return rc;
+    rc = allow_add(path, pub, name, err);
+    if (rc == KF_EEXIST) {
+        size_t removed = 0;
+        if ((rc = allow_remove(path, name, &removed, err)) == KF_OK)
+            rc = allow_add(path, pub, name, err);
+    }
+    close(fd);
     return rc;
 }

@@ -35,6 +35,15 @@ int kf_key_valid(const char *s);
  * one others may read. */
 int kf_keys_load(const char *path, int create, kf_keypair *kp, kf_err *err);
 
+/* The coordinator's pair: loads key_path (making it on first use) and
+ * (re)writes pub_path with the public half when it is missing or stale, so
+ * agents and launchers sharing the machine can read it. */
+int kf_keys_coordinator(const char *key_path, const char *pub_path, kf_keypair *kp, kf_err *err);
+
+/* A server key given on a command line: the Z85 key itself, or the path of
+ * a key or .pub file holding it. */
+int kf_keys_resolve_public(const char *arg, char pub[KF_KEY_Z85 + 1], kf_err *err);
+
 /* The public key in the first line of a key or .pub file. */
 int kf_keys_read_public(const char *path, char pub[KF_KEY_Z85 + 1], kf_err *err);
 
@@ -63,6 +72,10 @@ const char *kf_allow_find(const kf_allow *a, const char *pub);
  * a malformed key or a name with blanks; KF_EEXIST when the name is taken
  * by another key. */
 int kf_allow_add(const char *path, const char *pub, const char *name, kf_err *err);
+/* kf_allow_add, but a name already taken by another key is given to this
+ * one: for a machine's own agents (and launched ones), whose work dir may
+ * have been wiped and its key made anew. */
+int kf_allow_enroll(const char *path, const char *pub, const char *name, kf_err *err);
 /* Removes the entries whose name or key is `which`; *removed counts them. */
 int kf_allow_remove(const char *path, const char *which, size_t *removed, kf_err *err);
 

@@ -68,7 +68,11 @@ int kf_paths_resolve(kf_paths *p, const char *home, int create, kf_err *err)
                   "control.sock")) ||
         (rc = fit(p->agent_endpoint_file, sizeof p->agent_endpoint_file, err, "%s/%s", p->run,
                   "agent-endpoint")) ||
-        (rc = fit(p->agents_dir, sizeof p->agents_dir, err, "%s/%s", p->state, "agents")))
+        (rc = fit(p->agents_dir, sizeof p->agents_dir, err, "%s/%s", p->state, "agents")) ||
+        (rc = fit(p->keys, sizeof p->keys, err, "%s/%s", p->state, "keys")) ||
+        (rc = fit(p->coord_key, sizeof p->coord_key, err, "%s/%s", p->keys, "coordinator.key")) ||
+        (rc = fit(p->coord_pub, sizeof p->coord_pub, err, "%s/%s", p->keys, "coordinator.pub")) ||
+        (rc = fit(p->allow, sizeof p->allow, err, "%s/%s", p->keys, "agents.allow")))
         return rc;
     /* ZeroMQ's ipc transport is bound by sun_path (108 bytes). */
     if (strlen(p->control_endpoint) - strlen("ipc://") >= 107)
@@ -77,7 +81,8 @@ int kf_paths_resolve(kf_paths *p, const char *home, int create, kf_err *err)
                           p->control_endpoint + 6);
     if (create) {
         if ((rc = kf_mkdirs(p->config, 0700, err)) || (rc = kf_mkdirs(p->state, 0700, err)) ||
-            (rc = kf_mkdirs(p->run, 0700, err)) || (rc = kf_mkdirs(p->store, 0700, err)))
+            (rc = kf_mkdirs(p->run, 0700, err)) || (rc = kf_mkdirs(p->store, 0700, err)) ||
+            (rc = kf_mkdirs(p->keys, 0700, err)))
             return rc;
     }
     return KF_OK;

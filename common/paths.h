@@ -20,6 +20,10 @@ typedef struct kf_paths {
     char control_endpoint[PATH_MAX];    /* ipc://run/control.sock */
     char agent_endpoint_file[PATH_MAX]; /* run/agent-endpoint: where agents connect */
     char agents_dir[PATH_MAX];          /* state/agents: local agents' work dirs */
+    char keys[PATH_MAX];                /* state/keys: the Curve keys of the agent link */
+    char coord_key[PATH_MAX];           /* state/keys/coordinator.key (0600) */
+    char coord_pub[PATH_MAX];           /* state/keys/coordinator.pub: its public half */
+    char allow[PATH_MAX];               /* state/keys/agents.allow: accepted agent keys */
 } kf_paths;
 
 /* home: the --home flag or NULL (then KFLEET_HOME, then XDG). Creates the

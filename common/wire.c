@@ -94,6 +94,8 @@ const char *kf_wire_body_name(int bc)
         return "ack";
     case KFLEET__ENVELOPE__BODY_CANCEL:
         return "cancel";
+    case KFLEET__ENVELOPE__BODY_REJECT:
+        return "reject";
     default:
         return "unknown";
     }

@@ -23,6 +23,7 @@
 typedef struct kf_peer {
     const void *id; /* ROUTER identity, NULL on a DEALER */
     size_t id_len;
+    const char *user; /* the Z85 Curve key it authenticated with; NULL on a DEALER */
 } kf_peer;
 
 /* A handler owns nothing: env is freed after it returns. */

@@ -28,6 +28,165 @@ static int bind_or_fail(void *sock, const char *ep, const char *what, kf_err *er
     return KF_OK;
 }
 
+static int cmp_allow(const void *a, const void *b)
+{
+    return strcmp(((const kf_allow_entry *)a)->pub, ((const kf_allow_entry *)b)->pub);
+}
+
+static void sort_allow(kf_allow *a)
+{
+    if (a->n > 1)
+        qsort(a->e, a->n, sizeof *a->e, cmp_allow);
+}
+
+/* The name a key is accepted under, or NULL: a binary search, since this
+ * runs for every frame an agent sends. */
+static const char *allowed(const kf_coord *c, const char *pub)
+{
+    if (!pub || !*pub)
+        return NULL;
+    kf_allow_entry key;
+    snprintf(key.pub, sizeof key.pub, "%s", pub);
+    const kf_allow_entry *e =
+        c->allow.n ? bsearch(&key, c->allow.e, c->allow.n, sizeof *c->allow.e, cmp_allow) : NULL;
+    return e ? e->name : NULL;
+}
+
+/* Logs a refusal unless the same key was logged in the last 10 s: a port
+ * scanner retrying cannot flood the log, and each new key still shows. */
+static void log_refused(kf_coord *c, const char *what, const char *pub, const char *address)
+{
+    uint64_t now = kf_mono_ns();
+    size_t slot = 0;
+    for (size_t i = 0; i < sizeof c->refused_log / sizeof *c->refused_log; i++) {
+        if (strcmp(c->refused_log[i].key, pub) == 0) {
+            if (now - c->refused_log[i].mono < 10000000000ull)
+                return;
+            slot = i;
+            break;
+        }
+        if (c->refused_log[i].mono < c->refused_log[slot].mono)
+            slot = i;
+    }
+    snprintf(c->refused_log[slot].key, sizeof c->refused_log[slot].key, "%s", pub);
+    c->refused_log[slot].mono = now;
+    kf_warn(what,
+            "key=%s address=%s handshakes_refused=%llu frames_refused=%llu hint=\"`kfleet "
+            "agent-key add KEY NAME` to accept it\"",
+            pub, address ? address : "?", (unsigned long long)c->refused_handshakes,
+            (unsigned long long)c->refused_frames);
+}
+
+static int make_zap(kf_coord *c, kf_err *err)
+{
+    c->zap_sock = zmq_socket(c->zctx, ZMQ_REP);
+    int zero = 0;
+    zmq_setsockopt(c->zap_sock, ZMQ_LINGER, &zero, sizeof zero);
+    if (!c->zap_sock || zmq_bind(c->zap_sock, "inproc://zeromq.zap.01") != 0)
+        return kf_err_set(err, KF_EIO, "cannot start the Curve authentication handler: %s",
+                          zmq_strerror(errno));
+    return KF_OK;
+}
+
+/* One ZAP request (RFC 27): version, request id, domain, address, routing
+ * id, mechanism, credentials; the reply names the key as the user id, which
+ * libzmq then attaches to every frame of that connection. */
+static void handle_zap(kf_coord *c)
+{
+    zmq_msg_t f[8];
+    int n = 0, more = 1;
+    while (more && n < 8) {
+        zmq_msg_init(&f[n]);
+        if (zmq_msg_recv(&f[n], c->zap_sock, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&f[n]);
+            if (n == 0)
+                return;
+            break;
+        }
+        more = zmq_msg_more(&f[n]);
+        n++;
+    }
+    while (more) { /* more frames than RFC 27 has: drain them */
+        zmq_msg_t x;
+        zmq_msg_init(&x);
+        if (zmq_msg_recv(&x, c->zap_sock, 0) < 0)
+            more = 0;
+        else
+            more = zmq_msg_more(&x);
+        zmq_msg_close(&x);
+    }
+    char pub[KF_KEY_Z85 + 1] = "", address[64] = "";
+    const char *status = "400", *text = "malformed request";
+    if (n >= 7 && zmq_msg_size(&f[0]) == 3 && memcmp(zmq_msg_data(&f[0]), "1.0", 3) == 0) {
+        size_t alen =
+            zmq_msg_size(&f[3]) < sizeof address - 1 ? zmq_msg_size(&f[3]) : sizeof address - 1;
+        memcpy(address, zmq_msg_data(&f[3]), alen);
+        address[alen] = '\0';
+        int curve = zmq_msg_size(&f[5]) == 5 && memcmp(zmq_msg_data(&f[5]), "CURVE", 5) == 0;
+        if (curve && zmq_msg_size(&f[6]) == 32) {
+            zmq_z85_encode(pub, zmq_msg_data(&f[6]), 32);
+            kf_err rerr;
+            int changed = 0;
+            /* A key added a moment ago must not wait for the next check. */
+            if (!allowed(c, pub) &&
+                kf_allow_refresh(c->cfg.allow_file, &c->allow, &changed, &rerr) == KF_OK && changed)
+                sort_allow(&c->allow);
+            if (allowed(c, pub)) {
+                status = "200";
+                text = "OK";
+            } else {
+                text = "unknown key";
+                c->refused_handshakes++;
+                log_refused(c, "auth.refused", pub, address);
+            }
+        } else {
+            text = "the agent link is CURVE only";
+            c->refused_handshakes++;
+            log_refused(c, "auth.refused", curve ? "(bad key)" : "(no CURVE)", address);
+        }
+    }
+    const char *reply[6] = {"1.0", NULL, status, text, status[0] == '2' ? pub : "", ""};
+    for (int i = 0; i < 6; i++) {
+        int flags = i < 5 ? ZMQ_SNDMORE : 0;
+        if (i == 1) {
+            if (n > 1)
+                zmq_send(c->zap_sock, zmq_msg_data(&f[1]), zmq_msg_size(&f[1]), flags);
+            else
+                zmq_send(c->zap_sock, "", 0, flags);
+        } else {
+            zmq_send(c->zap_sock, reply[i], strlen(reply[i]), flags);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        zmq_msg_close(&f[i]);
+}
+
+/* Re-reads the allow list when it changed; agents whose key left it are
+ * cut off: their frames are dropped from now on and the next check loses
+ * them, requeueing what they ran. */
+static void refresh_allow(kf_coord *c)
+{
+    kf_err err;
+    int changed = 0;
+    if (kf_allow_refresh(c->cfg.allow_file, &c->allow, &changed, &err) != KF_OK) {
+        kf_warn("auth.allow_list", "error=\"%s\" keeping=%zu", err.msg, c->allow.n);
+        return;
+    }
+    if (!changed)
+        return;
+    sort_allow(&c->allow);
+    kf_info("auth.allow_list", "keys=%zu", c->allow.n);
+    for (size_t i = 0; i < c->nagents; i++) {
+        kagent *a = c->agents[i];
+        if (a->key[0] && !a->revoked && !allowed(c, a->key)) {
+            a->revoked = 1;
+            kf_warn("agent.revoked", "agent=%s key=%s", a->id, a->key);
+        } else if (a->revoked && allowed(c, a->key)) {
+            a->revoked = 0;
+        }
+    }
+}
+
 int kf_coord_new(const kf_coord_config *cfg, kf_coord **out, kf_err *err)
 {
     kf_coord *c = calloc(1, sizeof *c);
@@ -46,7 +205,19 @@ int kf_coord_new(const kf_coord_config *cfg, kf_coord **out, kf_err *err)
     if (rc)
         goto fail;
 
+    if (!cfg->key_file || !cfg->pub_file || !cfg->allow_file) {
+        rc = kf_err_set(err, KF_EINVAL, "the coordinator needs its key and allow-list paths");
+        goto fail;
+    }
+    if ((rc = kf_keys_coordinator(cfg->key_file, cfg->pub_file, &c->keys, err)) ||
+        (rc = kf_allow_load(cfg->allow_file, &c->allow, err)))
+        goto fail;
+    sort_allow(&c->allow);
+
     c->zctx = zmq_ctx_new();
+    /* The handler must be bound before any CURVE socket accepts. */
+    if ((rc = make_zap(c, err)))
+        goto fail;
     c->agents_sock = zmq_socket(c->zctx, ZMQ_ROUTER);
     c->control_sock = zmq_socket(c->zctx, ZMQ_ROUTER);
     int one = 1, zero = 0;
@@ -62,6 +233,11 @@ int kf_coord_new(const kf_coord_config *cfg, kf_coord **out, kf_err *err)
     int hwm = 100000;
     zmq_setsockopt(c->agents_sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(c->agents_sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    /* CURVE on the agent link, loopback included: a port on a pod or a
+     * laptop's LAN is reachable by more than the fleet. */
+    zmq_setsockopt(c->agents_sock, ZMQ_CURVE_SERVER, &one, sizeof one);
+    zmq_setsockopt(c->agents_sock, ZMQ_CURVE_SECRETKEY, c->keys.sec, KF_KEY_Z85 + 1);
+    zmq_setsockopt(c->agents_sock, ZMQ_ZAP_DOMAIN, "kfleet", 6);
 
     if ((rc = bind_or_fail(c->agents_sock, cfg->agent_bind, "agent", err)))
         goto fail;
@@ -114,6 +290,8 @@ void kf_coord_destroy(kf_coord **self)
         zmq_close(c->agents_sock);
     if (c->control_sock)
         zmq_close(c->control_sock);
+    if (c->zap_sock)
+        zmq_close(c->zap_sock);
     if (c->zctx)
         zmq_ctx_term(c->zctx);
     if (c->cfg.endpoint_file)
@@ -122,6 +300,8 @@ void kf_coord_destroy(kf_coord **self)
         unlink(c->cfg.control_endpoint + 6);
     kf_store_close(&c->store);
     kf_buf_release(&c->scratch);
+    kf_allow_free(&c->allow);
+    memset(&c->keys, 0, sizeof c->keys);
     free(c);
     *self = NULL;
 }
@@ -203,13 +383,41 @@ static int recv_routed(void *sock, zmq_msg_t *peer, zmq_msg_t *body)
 
 static void handle_agent_frame(kf_coord *c, zmq_msg_t *peer, zmq_msg_t *body)
 {
-    kf_peer p = {zmq_msg_data(peer), zmq_msg_size(peer)};
+    /* ZAP vetted the key at the handshake; checking it again per frame is
+     * what makes a revocation take effect on connections already open. */
+    const char *user = zmq_msg_gets(body, "User-Id");
+    if (!allowed(c, user)) {
+        c->refused_frames++;
+        log_refused(c, "auth.frame_refused", user ? user : "(none)",
+                    zmq_msg_gets(body, "Peer-Address"));
+        return;
+    }
+    kf_peer p = {zmq_msg_data(peer), zmq_msg_size(peer), user};
     kf_err err;
     kf_err_clear(&err);
     int rc =
         kf_wire_dispatch(kf_sched_handlers, c, &p, zmq_msg_data(body), zmq_msg_size(body), &err);
+    if (rc == KF_OK) {
+        char id[256];
+        size_t n = p.id_len < sizeof id - 1 ? p.id_len : sizeof id - 1;
+        memcpy(id, p.id, n);
+        id[n] = '\0';
+        kagent *a = sched_agent(c, id, 0);
+        if (a && strcmp(a->key, user) != 0)
+            snprintf(a->key, sizeof a->key, "%s", user);
+    }
     if (rc == KF_EPROTO) {
         c->protocol_errors++;
+        /* Authenticated, so worth telling: an agent of another version
+         * learns why nothing it sends is taken. */
+        Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
+        Kfleet__Reject rej = KFLEET__REJECT__INIT;
+        rej.reason = err.msg;
+        rej.frame_bytes = (uint32_t)zmq_msg_size(body);
+        rej.coordinator_protocol = KF_PROTOCOL_VERSION;
+        env.body_case = KFLEET__ENVELOPE__BODY_REJECT;
+        env.reject = &rej;
+        kf_wire_send(c->agents_sock, &p, &env, ZMQ_DONTWAIT);
         kf_warn("agent.bad_frame", "peer=%.*s bytes=%zu error=\"%s\" total=%llu",
                 (int)(p.id_len > 64 ? 64 : p.id_len), (const char *)p.id, zmq_msg_size(body),
                 err.msg, (unsigned long long)c->protocol_errors);
@@ -229,7 +437,7 @@ static void send_outgoing(kf_coord *c)
         ack.oseq = a->acks;
         env.body_case = KFLEET__ENVELOPE__BODY_ACK;
         env.ack = &ack;
-        kf_peer p = {a->id, strlen(a->id)};
+        kf_peer p = {a->id, strlen(a->id), NULL};
         if (kf_wire_send(c->agents_sock, &p, &env, ZMQ_DONTWAIT) != KF_OK)
             kf_debug("agent.ack_unsent", "agent=%s error=\"%s\"", a->id, zmq_strerror(errno));
         a->nacks = 0;
@@ -266,21 +474,30 @@ static int ensure_room(kf_coord *c, kf_err *err)
 
 int kf_coord_run(kf_coord *c, volatile sig_atomic_t *stop, kf_err *err)
 {
-    kf_info("coordinator.start", "agents=%s control=%s store=%s heartbeat_timeout_s=%.1f",
+    kf_info("coordinator.start",
+            "agents=%s control=%s store=%s heartbeat_timeout_s=%.1f curve_key=%s allowed_keys=%zu",
             c->agent_endpoint, c->cfg.control_endpoint, c->cfg.store_dir,
-            c->cfg.heartbeat_timeout_s);
+            c->cfg.heartbeat_timeout_s, c->keys.pub, c->allow.n);
     uint64_t last_check = 0;
     int rc = KF_OK;
     c->dispatch_needed = 1;
     while (!(stop && *stop) && !c->shutdown) {
-        zmq_pollitem_t items[2] = {{c->agents_sock, 0, ZMQ_POLLIN, 0},
-                                   {c->control_sock, 0, ZMQ_POLLIN, 0}};
-        if (zmq_poll(items, 2, 100) < 0 && errno != EINTR) {
+        zmq_pollitem_t items[3] = {{c->agents_sock, 0, ZMQ_POLLIN, 0},
+                                   {c->control_sock, 0, ZMQ_POLLIN, 0},
+                                   {c->zap_sock, 0, ZMQ_POLLIN, 0}};
+        if (zmq_poll(items, 3, 100) < 0 && errno != EINTR) {
             rc = kf_err_set(err, KF_EIO, "poll failed: %s", zmq_strerror(errno));
             break;
         }
         if ((rc = ensure_room(c, err)))
             break;
+        for (int z = 0; z < 64 && (items[2].revents & ZMQ_POLLIN); z++) {
+            int ev = 0;
+            size_t evlen = sizeof ev;
+            handle_zap(c);
+            if (zmq_getsockopt(c->zap_sock, ZMQ_EVENTS, &ev, &evlen) != 0 || !(ev & ZMQ_POLLIN))
+                break;
+        }
         int n = 0;
         zmq_msg_t peer, body;
         zmq_msg_init(&peer);
@@ -301,6 +518,7 @@ int kf_coord_run(kf_coord *c, volatile sig_atomic_t *stop, kf_err *err)
 
         uint64_t now = kf_mono_ns();
         if (now - last_check > 200000000ull) {
+            refresh_allow(c);
             sched_check_agents(c);
             last_check = now;
             c->dispatch_needed = 1;

@@ -20,10 +20,15 @@ typedef struct kf_coord_config {
     const char *agent_bind;       /* e.g. "tcp://127.0.0.1:*" or "ipc:///..." */
     const char *control_endpoint; /* "ipc://.../control.sock" */
     const char *endpoint_file;    /* where the bound agent endpoint is written, or NULL */
-    double heartbeat_interval_s;  /* asked of agents; default 1 s */
-    double heartbeat_timeout_s;   /* silence after which an agent is lost; default 10 s */
-    double assign_grace_s;        /* an assignment an agent does not confirm in this
-                                   * time is requeued; default 5 s */
+    /* CurveZMQ, always on: the coordinator's key pair (made on first start)
+     * with its public half beside it, and the list of accepted agent keys. */
+    const char *key_file;
+    const char *pub_file;
+    const char *allow_file;
+    double heartbeat_interval_s; /* asked of agents; default 1 s */
+    double heartbeat_timeout_s;  /* silence after which an agent is lost; default 10 s */
+    double assign_grace_s;       /* an assignment an agent does not confirm in this
+                                  * time is requeued; default 5 s */
 } kf_coord_config;
 
 /* Opens the store, binds both sockets, and loads unfinished work. */

@@ -10,6 +10,7 @@
 
 #include "buf.h"
 #include "coord.h"
+#include "keys.h"
 #include "store.h"
 #include "wire.h"
 
@@ -50,6 +51,8 @@ typedef struct kagent {
     int registered;          /* registered since this coordinator started */
     int lost;
     uint64_t last_seen_mono;
+    char key[41]; /* the Curve key it registered with */
+    int revoked;  /* its key left the allow list: lost at the next check */
     uint32_t gpu_slots, cpu_slots, cpu_used;
     uint8_t gpu_busy[KF_MAX_SLOTS];
     uint64_t *acks; /* outbox seqs handled in this batch, acked after commit */
@@ -73,6 +76,14 @@ struct kf_coord {
     void *zctx;
     void *agents_sock;
     void *control_sock;
+    void *zap_sock; /* REP at inproc://zeromq.zap.01: libzmq asks it about each handshake */
+    kf_keypair keys;
+    kf_allow allow; /* sorted by key */
+    uint64_t refused_handshakes, refused_frames;
+    struct {
+        char key[41];
+        uint64_t mono;
+    } refused_log[16]; /* the last refusals logged, to keep a scanner from flooding the log */
     kf_store *store;
     kf_txn *txn; /* the batch's write transaction, NULL between batches */
     char agent_endpoint[256];

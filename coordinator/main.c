@@ -5,6 +5,8 @@
  * Exit codes: 0 success; 1 the work failed (a task failed, a coordinator is
  * missing); 2 bad usage or bad input (an unknown flag, a sweep file error). */
 #include "client.h"
+#include "cmds.h"
+#include "keys.h"
 #include "compare.h"
 #include "coord.h"
 #include "log.h"
@@ -162,6 +164,9 @@ static int cmd_serve(int argc, char **argv, const char *home)
     cfg.agent_bind = bind;
     cfg.control_endpoint = p.control_endpoint;
     cfg.endpoint_file = p.agent_endpoint_file;
+    cfg.key_file = p.coord_key;
+    cfg.pub_file = p.coord_pub;
+    cfg.allow_file = p.allow;
     cfg.heartbeat_interval_s = hb_interval;
     cfg.heartbeat_timeout_s = hb_timeout;
     kf_coord *c = NULL;
@@ -170,10 +175,14 @@ static int cmd_serve(int argc, char **argv, const char *home)
         close(lock);
         return 1;
     }
-    printf("kfleet coordinator %s (pid %d)\n  agents connect to: %s\n  start one: kfleet-agent "
-           "--coordinator %s\n  store: %s\n",
-           KF_VERSION, (int)getpid(), kf_coord_agent_endpoint(c), kf_coord_agent_endpoint(c),
-           p.store);
+    char pub[64] = "";
+    kf_keys_read_public(p.coord_pub, pub, &err);
+    printf("kfleet coordinator %s (pid %d)\n  agents connect to: %s\n  its public key:    %s\n"
+           "  start one: kfleet-agent --coordinator %s --server-key %s\n"
+           "  (an agent elsewhere: accept its key with `kfleet agent-key add KEY NAME`)\n"
+           "  store: %s\n",
+           KF_VERSION, (int)getpid(), kf_coord_agent_endpoint(c), pub, kf_coord_agent_endpoint(c),
+           pub, p.store);
     fflush(stdout);
     int rc = kf_coord_run(c, &g_stop, &err);
     if (rc)
@@ -898,6 +907,19 @@ static const cmd cmds[] = {
      "stored once with contiguous sequence numbers. Exit 1 on any violation.\n\n"
      "  --format FMT   table or json",
      "verify [SWEEP_ID] [--format table|json]"},
+    {"init", kf_cmd_init,
+     "Makes the home and the coordinator's Curve key pair (kept when they exist) and prints\n"
+     "the public key agents connect with (kfleet-agent --server-key KEY). `kfleet serve`\n"
+     "and `kfleet run` do this on their first start too.",
+     "init"},
+    {"agent-key", kf_cmd_agent_key,
+     "The agent keys the coordinator accepts. The agent link is CurveZMQ: an agent whose key\n"
+     "is not listed is refused at the handshake and logged with its key and address.\n\n"
+     "  add KEY NAME   accept KEY (Z85, or a file holding it) under NAME\n"
+     "  list           the accepted keys (--format json)\n"
+     "  revoke WHICH   remove by name or key; a running coordinator drops the agent's\n"
+     "                 messages at once and requeues its tasks",
+     "agent-key add KEY NAME | list [--format table|json] | revoke NAME|KEY"},
     {"version", cmd_version, "Prints kfleet's version.", "version"},
 };
 

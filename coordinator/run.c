@@ -3,6 +3,7 @@
 #include "client.h"
 #include "coord.h"
 #include "inventory.h"
+#include "keys.h"
 #include "log.h"
 #include "report.h"
 #include "store.h"
@@ -35,6 +36,23 @@ static void *coord_main(void *arg)
     return NULL;
 }
 
+/* Makes local agent n's key pair in its work dir and accepts it: the run
+ * owns both ends, so it enrolls them as `kfleet launch` does on pods. */
+static int enroll_local(const kf_paths *p, int n, kf_err *err)
+{
+    char wd[PATH_MAX + 32], keyp[PATH_MAX + 48], name[32];
+    snprintf(wd, sizeof wd, "%s/run-%d", p->agents_dir, n);
+    snprintf(keyp, sizeof keyp, "%s/agent.key", wd);
+    snprintf(name, sizeof name, "local-%d", n);
+    kf_keypair kp;
+    int rc;
+    if ((rc = kf_mkdirs(wd, 0700, err)) || (rc = kf_keys_load(keyp, 1, &kp, err)) ||
+        (rc = kf_allow_enroll(p->allow, kp.pub, name, err)))
+        return rc;
+    memset(&kp, 0, sizeof kp);
+    return KF_OK;
+}
+
 static pid_t spawn_agent(const kf_paths *p, const char *endpoint, int n, int gpus)
 {
     char exe[PATH_MAX], agent[PATH_MAX + 32], wd[PATH_MAX + 32], name[32], logp[PATH_MAX + 32];
@@ -60,7 +78,7 @@ static pid_t spawn_agent(const kf_paths *p, const char *endpoint, int n, int gpu
         setenv("CUDA_VISIBLE_DEVICES", dev, 1);
     }
     execl(agent, "kfleet-agent", "--coordinator", endpoint, "--workdir", wd, "--name", name,
-          "--log-level", "info", (char *)NULL);
+          "--server-key", p->coord_pub, "--log-level", "info", (char *)NULL);
     fprintf(stderr, "cannot exec %s: %s\n", agent, strerror(errno));
     _exit(127);
 }
@@ -186,6 +204,9 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
     cfg.store_dir = p->store;
     cfg.agent_bind = agent_ep;
     cfg.control_endpoint = p->control_endpoint;
+    cfg.key_file = p->coord_key;
+    cfg.pub_file = p->coord_pub;
+    cfg.allow_file = p->allow;
     cfg.heartbeat_interval_s = 0.5;
     cfg.heartbeat_timeout_s = 10.0;
     struct coord_thread ct = {0};
@@ -202,6 +223,16 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
         return 1;
     }
     pid_t pids[MAX_LOCAL_AGENTS] = {0};
+    for (int i = 0; i < nagents; i++) {
+        if (enroll_local(p, i, &err) != KF_OK) {
+            fprintf(stderr, "kfleet run: %s\n", err.msg);
+            ct.stop = 1;
+            pthread_join(th, NULL);
+            kf_coord_destroy(&ct.c);
+            close(lock);
+            return 1;
+        }
+    }
     for (int i = 0; i < nagents; i++)
         pids[i] = spawn_agent(p, agent_ep, i, gpus);
     fprintf(stderr, "kfleet run: %s — %zu kernels, %d local %s agents (logs in %s)\n", spec->file,

@@ -674,11 +674,15 @@ void sched_check_agents(kf_coord *c)
     uint64_t grace = (uint64_t)(c->cfg.assign_grace_s * 1e9);
     for (size_t i = 0; i < c->nagents; i++) {
         kagent *a = c->agents[i];
-        if (!a->lost && now - a->last_seen_mono > timeout && (a->registered || a->nrunning > 0)) {
+        if (!a->lost && (a->revoked || (now - a->last_seen_mono > timeout &&
+                                        (a->registered || a->nrunning > 0)))) {
             a->lost = 1;
             char why[256];
-            snprintf(why, sizeof why, "agent %s lost: no heartbeat for %.1f s", a->id,
-                     (double)(now - a->last_seen_mono) / 1e9);
+            if (a->revoked)
+                snprintf(why, sizeof why, "agent %s lost: its key was revoked", a->id);
+            else
+                snprintf(why, sizeof why, "agent %s lost: no heartbeat for %.1f s", a->id,
+                         (double)(now - a->last_seen_mono) / 1e9);
             kf_warn("agent.lost", "agent=%s silent_s=%.1f running=%zu", a->id,
                     (double)(now - a->last_seen_mono) / 1e9, a->nrunning);
             if (a->info) {

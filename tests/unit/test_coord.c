@@ -1,0 +1,262 @@
+/* coord: the Curve gate of the agent socket, driven by raw ZeroMQ clients
+ * against a real coordinator (its loop in a thread, a real LMDB store).
+ * A plaintext client, a CURVE client whose key is not accepted, and an
+ * accepted one each send a valid Register; only the accepted one is
+ * welcomed, and only it reaches the store. */
+#include "coord.h"
+#include "keys.h"
+#include "store.h"
+#include "util.h"
+#include "wire.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zmq.h>
+
+struct fixture {
+    char dir[64], store[128], key[128], pub[128], allow[128], control[160];
+    kf_coord *c;
+    volatile sig_atomic_t stop;
+    pthread_t th;
+    int rc;
+};
+
+static void *loop(void *arg)
+{
+    struct fixture *f = arg;
+    kf_err err;
+    f->rc = kf_coord_run(f->c, &f->stop, &err);
+    return NULL;
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    snprintf(f->dir, sizeof f->dir, "/tmp/kf-test-coord.XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->store, sizeof f->store, "%s/store", f->dir);
+    snprintf(f->key, sizeof f->key, "%s/coordinator.key", f->dir);
+    snprintf(f->pub, sizeof f->pub, "%s/coordinator.pub", f->dir);
+    snprintf(f->allow, sizeof f->allow, "%s/agents.allow", f->dir);
+    snprintf(f->control, sizeof f->control, "ipc://%s/control.sock", f->dir);
+    kf_err err;
+    assert_int_equal(kf_mkdirs(f->store, 0700, &err), KF_OK);
+    *state = f;
+    return 0;
+}
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    nftw(f->dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+    free(f);
+    return 0;
+}
+
+static void start(struct fixture *f)
+{
+    kf_coord_config cfg = {0};
+    cfg.store_dir = f->store;
+    cfg.agent_bind = "tcp://127.0.0.1:*";
+    cfg.control_endpoint = f->control;
+    cfg.key_file = f->key;
+    cfg.pub_file = f->pub;
+    cfg.allow_file = f->allow;
+    cfg.heartbeat_interval_s = 0.2;
+    cfg.heartbeat_timeout_s = 2;
+    kf_err err;
+    int rc = kf_coord_new(&cfg, &f->c, &err);
+    if (rc)
+        fail_msg("kf_coord_new: %s", err.msg);
+    assert_int_equal(pthread_create(&f->th, NULL, loop, f), 0);
+}
+
+static void stop(struct fixture *f)
+{
+    f->stop = 1;
+    pthread_join(f->th, NULL);
+    assert_int_equal(f->rc, KF_OK);
+}
+
+/* A DEALER named id; with client keys (kp) it speaks CURVE to server_pub. */
+static void *client(void *ctx, const char *id, const kf_keypair *kp, const char *server_pub,
+                    const char *endpoint)
+{
+    void *s = zmq_socket(ctx, ZMQ_DEALER);
+    int zero = 0;
+    zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(s, ZMQ_ROUTING_ID, id, strlen(id));
+    if (kp) {
+        zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, server_pub, KF_KEY_Z85 + 1);
+        zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, kp->pub, KF_KEY_Z85 + 1);
+        zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, kp->sec, KF_KEY_Z85 + 1);
+    }
+    assert_int_equal(zmq_connect(s, endpoint), 0);
+    return s;
+}
+
+static void send_register(void *s, const char *id)
+{
+    Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
+    Kfleet__Register reg = KFLEET__REGISTER__INIT;
+    Kfleet__AgentInfo info = KFLEET__AGENT_INFO__INIT;
+    info.agent_id = (char *)id;
+    info.hostname = (char *)"test";
+    info.cpu_slots = 1;
+    reg.info = &info;
+    env.body_case = KFLEET__ENVELOPE__BODY_REGISTER;
+    env.register_ = &reg;
+    kf_peer p = {NULL, 0, NULL};
+    assert_int_equal(kf_wire_send(s, &p, &env, ZMQ_DONTWAIT), KF_OK);
+}
+
+/* Whether s receives a Welcome within ms. */
+static int welcomed(void *s, int ms)
+{
+    zmq_pollitem_t it = {s, 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(&it, 1, ms) <= 0)
+        return 0;
+    char buf[4096];
+    int n = zmq_recv(s, buf, sizeof buf, ZMQ_DONTWAIT);
+    if (n <= 0)
+        return 0;
+    Kfleet__Envelope *env = kf_wire_unpack(buf, (size_t)n, NULL);
+    int ok = env && env->body_case == KFLEET__ENVELOPE__BODY_WELCOME;
+    if (env)
+        kfleet__envelope__free_unpacked(env, NULL);
+    return ok;
+}
+
+static int count_agent(void *ctx, const Kfleet__AgentInfo *a)
+{
+    char *names = ctx;
+    strncat(names, a->agent_id, 200 - strlen(names) - 2);
+    strcat(names, " ");
+    return 0;
+}
+
+static void test_only_accepted_keys_get_in(void **state)
+{
+    struct fixture *f = *state;
+    kf_err err;
+    kf_keypair good, stranger;
+    char p1[160], p2[160];
+    snprintf(p1, sizeof p1, "%s/good.key", f->dir);
+    snprintf(p2, sizeof p2, "%s/stranger.key", f->dir);
+    assert_int_equal(kf_keys_load(p1, 1, &good, &err), KF_OK);
+    assert_int_equal(kf_keys_load(p2, 1, &stranger, &err), KF_OK);
+    assert_int_equal(kf_allow_add(f->allow, good.pub, "good", &err), KF_OK);
+    start(f);
+    char server[KF_KEY_Z85 + 1];
+    assert_int_equal(kf_keys_read_public(f->pub, server, &err), KF_OK);
+    const char *ep = kf_coord_agent_endpoint(f->c);
+
+    void *ctx = zmq_ctx_new();
+    void *plain = client(ctx, "plain", NULL, NULL, ep);
+    void *bad = client(ctx, "stranger", &stranger, server, ep);
+    void *ok = client(ctx, "good", &good, server, ep);
+    send_register(plain, "plain");
+    send_register(bad, "stranger");
+    send_register(ok, "good");
+    assert_true(welcomed(ok, 3000));
+    assert_false(welcomed(bad, 300));
+    assert_false(welcomed(plain, 300));
+
+    /* A frame that does not decode: counted, and the authenticated peer is
+     * told why. */
+    assert_int_equal(zmq_send(ok, "\xff\xff garbage", 10, 0), 10);
+    zmq_pollitem_t it = {ok, 0, ZMQ_POLLIN, 0};
+    assert_int_equal(zmq_poll(&it, 1, 3000), 1);
+    char buf[4096];
+    int n = zmq_recv(ok, buf, sizeof buf, 0);
+    assert_true(n > 0);
+    Kfleet__Envelope *rej = kf_wire_unpack(buf, (size_t)n, NULL);
+    assert_non_null(rej);
+    assert_int_equal(rej->body_case, KFLEET__ENVELOPE__BODY_REJECT);
+    assert_int_equal(rej->reject->frame_bytes, 10);
+    assert_non_null(strstr(rej->reject->reason, "does not decode"));
+    kfleet__envelope__free_unpacked(rej, NULL);
+
+    /* Revoked: the next frames of the open connection are dropped. */
+    size_t removed = 0;
+    assert_int_equal(kf_allow_remove(f->allow, "good", &removed, &err), KF_OK);
+    assert_int_equal(removed, 1);
+    usleep(400000); /* one periodic check (200 ms) re-reads the list */
+    send_register(ok, "good");
+    assert_false(welcomed(ok, 500));
+
+    zmq_close(plain);
+    zmq_close(bad);
+    zmq_close(ok);
+    zmq_ctx_term(ctx);
+    stop(f);
+    kf_coord_destroy(&f->c);
+
+    kf_store *s = NULL;
+    kf_txn *t = NULL;
+    assert_int_equal(kf_store_open(f->store, 1, &s, &err), KF_OK);
+    assert_int_equal(kf_store_begin(s, 1, &t, &err), KF_OK);
+    char names[200] = "";
+    assert_int_equal(kf_store_foreach_agent(t, count_agent, names), KF_OK);
+    kf_store_abort(&t);
+    kf_store_close(&s);
+    assert_string_equal(names, "good ");
+}
+
+static void test_missing_key_paths_refused(void **state)
+{
+    struct fixture *f = *state;
+    kf_coord_config cfg = {0};
+    cfg.store_dir = f->store;
+    cfg.agent_bind = "tcp://127.0.0.1:*";
+    cfg.control_endpoint = f->control;
+    kf_err err;
+    kf_coord *c = NULL;
+    assert_int_equal(kf_coord_new(&cfg, &c, &err), KF_EINVAL);
+    assert_null(c);
+}
+
+static void test_world_readable_key_refused(void **state)
+{
+    struct fixture *f = *state;
+    kf_err err;
+    kf_keypair kp;
+    assert_int_equal(kf_keys_load(f->key, 1, &kp, &err), KF_OK);
+    assert_int_equal(chmod(f->key, 0644), 0);
+    kf_coord_config cfg = {0};
+    cfg.store_dir = f->store;
+    cfg.agent_bind = "tcp://127.0.0.1:*";
+    cfg.control_endpoint = f->control;
+    cfg.key_file = f->key;
+    cfg.pub_file = f->pub;
+    cfg.allow_file = f->allow;
+    kf_coord *c = NULL;
+    assert_int_equal(kf_coord_new(&cfg, &c, &err), KF_EINVAL);
+    assert_non_null(strstr(err.msg, "readable by others"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_only_accepted_keys_get_in, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_key_paths_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_world_readable_key_refused, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
