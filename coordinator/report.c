@@ -232,6 +232,34 @@ static int sample_cb(void *ctx, const Kfleet__Sample *s)
     return 0;
 }
 
+struct attempt_ctx {
+    rep *r;
+    int gpu;
+};
+
+static int attempt_cb(void *ctx, const Kfleet__Attempt *a)
+{
+    struct attempt_ctx *ac = ctx;
+    rschedule *s = &ac->r->sched;
+    if (!a->assigned_ns || a->ended_ns < a->assigned_ns)
+        return 0;
+    double d = (double)(a->ended_ns - a->assigned_ns) / 1e9;
+    if (!s->first_assign_ns || a->assigned_ns < s->first_assign_ns)
+        s->first_assign_ns = a->assigned_ns;
+    if (a->ended_ns > s->last_end_ns)
+        s->last_end_ns = a->ended_ns;
+    if (ac->gpu) {
+        s->gpu_busy_s += d;
+        s->gpu_attempts++;
+        if (!s->first_gpu_assign_ns || a->assigned_ns < s->first_gpu_assign_ns)
+            s->first_gpu_assign_ns = a->assigned_ns;
+    } else {
+        s->cpu_busy_s += d;
+        s->cpu_attempts++;
+    }
+    return 0;
+}
+
 static int task_cb(void *ctx, const Kfleet__Task *task)
 {
     rep *r = ctx;
@@ -264,6 +292,11 @@ static int task_cb(void *ctx, const Kfleet__Task *task)
     }
     if (rc == 0 && rt->res && task->kind == KFLEET__TASK_KIND__PROFILE)
         rc = kf_store_foreach_sample(r->t, task->task_id, rt->res->attempt, sample_cb, rt);
+    if (rc == 0) {
+        const Kfleet__KernelRef *k = kf_rep_kref(r, task->kernel_index);
+        struct attempt_ctx ac = {r, k && k->cuda && task->kind != KFLEET__TASK_KIND__BUILD};
+        rc = kf_store_foreach_attempt(r->t, task->task_id, attempt_cb, &ac);
+    }
     int st = kf_rep_state_of(rt);
     if (st >= 0 && st <= KFLEET__TASK_STATE__CANCELLED)
         r->counts[st]++;
@@ -840,6 +873,48 @@ static void build_cells(const rep *r, const rtask *rt, char (*cells)[CELL])
         cells[B_ERROR][0] = '\0';
 }
 
+void kf_rep_schedule_figures(const rep *r, double *makespan_s, double *startup_s, double *ideal_s,
+                             double *over_pct)
+{
+    const rschedule *s = &r->sched;
+    int gpu = s->gpu_attempts > 0;
+    uint32_t slots = 0;
+    for (size_t k = 0; k < r->nagents; k++) {
+        const Kfleet__AgentInfo *a = r->agents[k];
+        slots += gpu ? (a->gpu_slots ? a->gpu_slots : (uint32_t)a->n_gpus)
+                     : (a->cpu_slots ? a->cpu_slots : 1);
+    }
+    *makespan_s = r->sw->finished_ns && r->sw->finished_ns > r->sw->created_ns
+                      ? (double)(r->sw->finished_ns - r->sw->created_ns) / 1e9
+                      : NAN;
+    *startup_s = *ideal_s = *over_pct = NAN;
+    uint64_t first = gpu ? s->first_gpu_assign_ns : s->first_assign_ns;
+    if (!slots || !first || first < r->sw->created_ns)
+        return;
+    *startup_s = (double)(first - r->sw->created_ns) / 1e9;
+    *ideal_s = *startup_s + (gpu ? s->gpu_busy_s : s->cpu_busy_s) / slots;
+    if (!isnan(*makespan_s))
+        *over_pct = (*makespan_s / *ideal_s - 1) * 100;
+}
+
+static void render_schedule(const rep *r, int md, kf_buf *out)
+{
+    double makespan, startup, ideal, over;
+    kf_rep_schedule_figures(r, &makespan, &startup, &ideal, &over);
+    if (isnan(makespan))
+        return;
+    const rschedule *s = &r->sched;
+    kf_buf_addf(out, "%sschedule: makespan %.2f s; CPU tasks %.2f s (%u attempts)",
+                md ? "- " : "  ", makespan, s->cpu_busy_s, s->cpu_attempts);
+    if (s->gpu_attempts)
+        kf_buf_addf(out, ", GPU tasks %.2f s (%u attempts)", s->gpu_busy_s, s->gpu_attempts);
+    if (!isnan(ideal))
+        kf_buf_addf(out, "; ideal %.2f s = start-up %.2f s + %s task time / %s slots: %+.1f%%",
+                    ideal, startup, s->gpu_attempts ? "GPU" : "CPU",
+                    s->gpu_attempts ? "GPU" : "CPU", over);
+    kf_buf_addc(out, '\n');
+}
+
 static void render_header(const rep *r, int md, kf_buf *out)
 {
     char created[32], finished[32];
@@ -863,6 +938,7 @@ static void render_header(const rep *r, int md, kf_buf *out)
         if (r->counts[st])
             kf_buf_addf(out, ", %u %s", r->counts[st], state_text(st));
     kf_buf_adds(out, ")\n");
+    render_schedule(r, md, out);
     for (size_t k = 0; k < r->nagents; k++) {
         const Kfleet__AgentInfo *a = r->agents[k];
         kf_buf_addf(out, "%snode %s: %s, %s", md ? "- " : "  ", kf_rep_nz(a->agent_id),

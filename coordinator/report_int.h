@@ -39,6 +39,16 @@ typedef struct rrow {
     Kfleet__Result *own_build;      /* a build result of another sweep */
 } rrow;
 
+/* How the sweep used its slots, from the stored attempts: what the
+ * coordinator's scheduling cost against an ideal packing. */
+typedef struct rschedule {
+    uint64_t first_assign_ns, last_end_ns; /* over all attempts; 0: none */
+    uint64_t first_gpu_assign_ns;          /* 0: no GPU task */
+    double gpu_busy_s, cpu_busy_s;         /* summed attempt times (assigned → ended) */
+    uint32_t gpu_attempts, cpu_attempts;
+    uint32_t gpu_slots; /* GPUs of the agents that ran GPU attempts */
+} rschedule;
+
 typedef struct rep {
     kf_txn *t;
     Kfleet__Sweep *sw;
@@ -51,7 +61,15 @@ typedef struct rep {
     uint32_t counts[KFLEET__TASK_STATE__CANCELLED + 1];
     kf_report_group group_by;
     int provenance;
+    rschedule sched;
 } rep;
+
+/* The schedule's derived figures; NAN where they do not apply (no GPU
+ * task, sweep not finished). makespan: created → finished. startup:
+ * created → the first GPU assignment (registration, builds). ideal: startup
+ * + GPU busy time / GPU slots. over_pct: makespan over ideal, in %. */
+void kf_rep_schedule_figures(const rep *r, double *makespan_s, double *startup_s, double *ideal_s,
+                             double *over_pct);
 
 /* "" for NULL. */
 const char *kf_rep_nz(const char *s);

@@ -252,6 +252,22 @@ static json_t *json_sweep(const rep *r)
     return o;
 }
 
+static json_t *json_schedule(const rep *r)
+{
+    double makespan, startup, ideal, over;
+    kf_rep_schedule_figures(r, &makespan, &startup, &ideal, &over);
+    json_t *o = json_object();
+    set(o, "makespan_s", jnum(makespan));
+    set(o, "cpu_busy_s", json_real(r->sched.cpu_busy_s));
+    set(o, "cpu_attempts", json_integer(r->sched.cpu_attempts));
+    set(o, "gpu_busy_s", json_real(r->sched.gpu_busy_s));
+    set(o, "gpu_attempts", json_integer(r->sched.gpu_attempts));
+    set(o, "startup_s", jnum(startup));
+    set(o, "ideal_s", jnum(ideal));
+    set(o, "over_ideal_pct", jnum(over));
+    return o;
+}
+
 static json_t *json_agent(const Kfleet__AgentInfo *a)
 {
     json_t *o = json_object(), *gpus = json_array();
@@ -329,6 +345,7 @@ int kf_rep_render_json(const rep *r, int with_samples, kf_buf *out)
     set(root, "schema", json_string(KF_REPORT_SCHEMA));
     set(root, "kfleet_version", json_string(KF_VERSION));
     set(root, "sweep", json_sweep(r));
+    set(root, "schedule", json_schedule(r));
     json_t *tot = json_object();
     set(tot, "tasks", json_integer((json_int_t)r->ntasks));
     for (int st = KFLEET__TASK_STATE__PENDING; st <= KFLEET__TASK_STATE__CANCELLED; st++)

@@ -255,6 +255,17 @@ static int setup(void **state)
     const double s20[] = {2, 2};
     put_samples(t, sweep2, 0, s20, 2, -1);
     put_profile(t, sweep2, 0, 2, 1);
+    /* Its attempts: a first one lost after 4 s, the second ran 30 s. */
+    for (uint32_t at = 1; at <= 2; at++) {
+        Kfleet__Attempt a = KFLEET__ATTEMPT__INIT;
+        a.task_id = kf_task_id(sweep2, 0);
+        a.attempt = at;
+        a.agent_id = "n1";
+        a.assigned_ns = 1700000000000000000ull + (at == 1 ? 2 : 10) * 1000000000ull;
+        a.ended_ns = a.assigned_ns + (at == 1 ? 4 : 30) * 1000000000ull;
+        a.state = at == 1 ? KFLEET__TASK_STATE__FAILED : KFLEET__TASK_STATE__SUCCEEDED;
+        assert_int_equal(kf_store_put_attempt(t, &a), 0);
+    }
 
     /* Sweep 3: `nodes: all`, one configuration on n1, n2, n3; n3 is 50 %
      * slower, well beyond its noise: an outlier node. n2 is 1 % slower than
@@ -519,7 +530,21 @@ static void test_nodes_any(void **state)
     assert_near(num(r0, "speedup"), 1.0, 0);
     assert_int_equal(json_array_size(json_object_get(root, "builds")), 0);
     assert_int_equal(json_array_size(json_object_get(root, "failures")), 0);
+    /* Schedule: 34 s of GPU attempts on n1's one GPU, the first assigned
+     * 2 s after submission: ideal 2 + 34 = 36 s against a 60 s makespan. */
+    json_t *sc = json_object_get(root, "schedule");
+    assert_near(num(sc, "makespan_s"), 60, 1e-9);
+    assert_near(num(sc, "gpu_busy_s"), 34, 1e-9);
+    assert_true(num(sc, "gpu_attempts") == 2);
+    assert_near(num(sc, "startup_s"), 2, 1e-9);
+    assert_near(num(sc, "ideal_s"), 36, 1e-9);
+    assert_near(num(sc, "over_ideal_pct"), (60.0 / 36 - 1) * 100, 1e-9);
     json_decref(root);
+    char *txt = render(sweep2, KF_REPORT_TABLE, 0);
+    assert_non_null(strstr(txt, "schedule: makespan 60.00 s"));
+    assert_non_null(
+        strstr(txt, "ideal 36.00 s = start-up 2.00 s + GPU task time / GPU slots: +66.7%"));
+    free(txt);
 }
 
 static void test_table(void **state)
