@@ -4,11 +4,14 @@
 #   make test    install deps, build with ASan+UBSan, run the whole suite
 #   make bundle  relocatable agent/CLI bundle (binaries + their libraries)
 #   make bench   benchmarks (not part of test)
+#   make fuzz    libFuzzer targets (clang, build-fuzz/), FUZZ_SECONDS each (300)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 TBUILD ?= build-test
+FBUILD ?= build-fuzz
+FUZZ_SECONDS ?= 300
 
-.PHONY: deps deps-test build demo test test-build bundle bench clean
+.PHONY: deps deps-test build demo test test-build bundle bench fuzz clean
 
 deps:
 	@bash deploy/install-deps.sh
@@ -36,5 +39,8 @@ bundle: build
 bench: build
 	@bash bench/run.sh $(BUILD)
 
+fuzz: deps-test
+	@bash tests/fuzz/run.sh --build $(FBUILD) --seconds $(FUZZ_SECONDS) --jobs $(JOBS)
+
 clean:
-	rm -rf $(BUILD) $(TBUILD) bundle
+	rm -rf $(BUILD) $(TBUILD) $(FBUILD) bundle

@@ -200,7 +200,7 @@ int kf_inventory_parse_nvcc(const char *text, char *out, size_t len)
 {
     if (len > 0)
         out[0] = '\0';
-    if (!text)
+    if (!text || len == 0) /* no room for even the terminator */
         return KF_ENOTFOUND;
     /* The line is "Cuda compilation tools, release 13.0, V13.0.88"; prefer
      * it over any other line that happens to say "release ". */

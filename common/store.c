@@ -40,6 +40,10 @@ struct kf_store {
 struct kf_txn {
     kf_store *s;
     MDB_txn *txn;
+    /* The first LMDB error a put met. LMDB then refuses the rest of the
+     * transaction with a bare MDB_BAD_TXN; the commit reports this cause
+     * (map full, disk full) instead. */
+    int failed;
 };
 
 static int map_rc(int rc)
@@ -65,9 +69,14 @@ int kf_store_open(const char *dir, int readonly, kf_store **out, kf_err *err)
     mdb_env_set_maxdbs(s->env, DB_COUNT + 2);
     mdb_env_set_maxreaders(s->env, 256);
     if (!readonly) {
-        /* A store already larger keeps its size: LMDB takes the larger of
-         * this and the size recorded in the file. */
+        /* A store already larger keeps what it holds: LMDB raises the map to
+         * the data's size, and the coordinator grows it before a turn.
+         * KF_STORE_MAP_SIZE (bytes) starts a tiny map, for the tests that
+         * make it grow. */
         s->map_size = KF_STORE_INITIAL_MAP;
+        const char *env_map = getenv("KF_STORE_MAP_SIZE");
+        if (env_map && strtoull(env_map, NULL, 10) >= (64u << 10))
+            s->map_size = (size_t)strtoull(env_map, NULL, 10);
         if ((rc = mdb_env_set_mapsize(s->env, s->map_size)))
             goto fail;
     }
@@ -189,10 +198,17 @@ int kf_store_commit(kf_txn **txn, kf_err *err)
 {
     kf_txn *t = *txn;
     *txn = NULL;
-    int rc = mdb_txn_commit(t->txn);
+    int rc;
+    if (t->failed) {
+        rc = t->failed;
+        mdb_txn_abort(t->txn);
+    } else {
+        rc = mdb_txn_commit(t->txn);
+    }
     free(t);
     if (rc)
-        return kf_err_set(err, map_rc(rc), "store commit failed: %s", mdb_strerror(rc));
+        return kf_err_set(err, map_rc(rc), "store commit failed: %s%s", mdb_strerror(rc),
+                          rc == MDB_MAP_FULL ? " (the map is full)" : "");
     return KF_OK;
 }
 
@@ -241,8 +257,11 @@ static int put_msg(kf_txn *t, int db, const void *key, size_t klen, const Protob
     }
     if (dup)
         *dup = 0;
-    if (rc)
+    if (rc) {
+        if (!t->failed)
+            t->failed = rc;
         return map_rc(rc);
+    }
     protobuf_c_message_pack(m, v.mv_data);
     return KF_OK;
 }
@@ -277,8 +296,11 @@ int kf_store_next_sweep_id(kf_txn *t, uint32_t *id)
     uint8_t buf[4];
     be32(buf, next + 1);
     MDB_val k = {10, (void *)"next_sweep"}, nv = {4, buf};
-    if ((rc = mdb_put(t->txn, t->s->dbi[DB_META], &k, &nv, 0)))
+    if ((rc = mdb_put(t->txn, t->s->dbi[DB_META], &k, &nv, 0))) {
+        if (!t->failed)
+            t->failed = rc;
         return map_rc(rc);
+    }
     *id = next;
     return KF_OK;
 }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,7 +135,8 @@ int kf_parse_duration(const char *s, double *seconds)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (end == s || errno != 0 || v < 0)
+    /* strtod also reads "nan" and "inf": no duration (found by fuzz_inventory). */
+    if (end == s || errno != 0 || !isfinite(v) || v < 0)
         return KF_EINVAL;
     double mul = 1;
     if (strcmp(end, "") == 0 || strcmp(end, "s") == 0)
@@ -149,6 +151,8 @@ int kf_parse_duration(const char *s, double *seconds)
         mul = 3600;
     else
         return KF_EINVAL;
+    if (!isfinite(v * mul))
+        return KF_EINVAL; /* "1e308h" */
     *seconds = v * mul;
     return KF_OK;
 }

@@ -3,6 +3,42 @@
 
 #include <zmq.h>
 
+/* protobuf-c (1.4.1) accepts an unknown field whose tag is field number 0
+ * when the tag is spelled in more than one byte (80 80 80 80 00), keeps it,
+ * and writes it back as the single byte 00, which it then refuses to
+ * decode. A message carrying one decodes here but its copy (the
+ * coordinator's pack/unpack deep copies, the store) does not: refuse it at
+ * the door. Found by tests/fuzz/fuzz_control. */
+static int has_field_zero(const ProtobufCMessage *m)
+{
+    if (!m)
+        return 0;
+    for (unsigned i = 0; i < m->n_unknown_fields; i++)
+        if (m->unknown_fields[i].tag == 0)
+            return 1;
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+    const char *base = (const char *)m;
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *f = &d->fields[i];
+        if (f->type != PROTOBUF_C_TYPE_MESSAGE)
+            continue;
+        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+            size_t n = *(const size_t *)(base + f->quantifier_offset);
+            ProtobufCMessage *const *arr = *(ProtobufCMessage *const *const *)(base + f->offset);
+            for (size_t k = 0; k < n; k++)
+                if (has_field_zero(arr[k]))
+                    return 1;
+            continue;
+        }
+        if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+            *(const uint32_t *)(base + f->quantifier_offset) != f->id)
+            continue;
+        if (has_field_zero(*(ProtobufCMessage *const *)(base + f->offset)))
+            return 1;
+    }
+    return 0;
+}
+
 void kf_wire_pack(Kfleet__Envelope *env, kf_buf *out)
 {
     env->version = KF_PROTOCOL_VERSION;
@@ -17,8 +53,9 @@ void kf_wire_pack(Kfleet__Envelope *env, kf_buf *out)
 Kfleet__Envelope *kf_wire_unpack(const void *data, size_t len, kf_err *err)
 {
     Kfleet__Envelope *env = kfleet__envelope__unpack(NULL, len, data);
-    if (!env) {
+    if (!env || has_field_zero(&env->base)) {
         kf_err_set(err, KF_EPROTO, "frame of %zu bytes does not decode as an envelope", len);
+        kf_wire_free(env);
         return NULL;
     }
     if (env->version != KF_PROTOCOL_VERSION) {
@@ -126,8 +163,10 @@ void kf_ctl_pack_reply(Kfleet__ControlReply *rep, kf_buf *out)
 Kfleet__ControlRequest *kf_ctl_unpack_request(const void *data, size_t len, kf_err *err)
 {
     Kfleet__ControlRequest *r = kfleet__control_request__unpack(NULL, len, data);
-    if (!r) {
+    if (!r || has_field_zero(&r->base)) {
         kf_err_set(err, KF_EPROTO, "control request of %zu bytes does not decode", len);
+        if (r)
+            kfleet__control_request__free_unpacked(r, NULL);
         return NULL;
     }
     if (r->version != KF_PROTOCOL_VERSION ||
@@ -143,8 +182,10 @@ Kfleet__ControlRequest *kf_ctl_unpack_request(const void *data, size_t len, kf_e
 Kfleet__ControlReply *kf_ctl_unpack_reply(const void *data, size_t len, kf_err *err)
 {
     Kfleet__ControlReply *r = kfleet__control_reply__unpack(NULL, len, data);
-    if (!r) {
+    if (!r || has_field_zero(&r->base)) {
         kf_err_set(err, KF_EPROTO, "control reply of %zu bytes does not decode", len);
+        if (r)
+            kfleet__control_reply__free_unpacked(r, NULL);
         return NULL;
     }
     if (r->version != KF_PROTOCOL_VERSION) {

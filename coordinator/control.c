@@ -4,6 +4,7 @@
  * the batch commits, so "submitted as sweep 7" means sweep 7 is on disk. */
 #include "coord_int.h"
 #include "log.h"
+#include "tunnel.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -313,6 +314,99 @@ static void handle_cancel(kf_coord *c, const void *peer, size_t peer_len, uint32
     sched_free_sweep(sw);
 }
 
+/* Tunnels: the SSH sessions of launched agents live in the daemon (so they
+ * outlive `kfleet launch`). The manager is made on the first request: a
+ * coordinator that never launched over SSH runs no extra thread. KF_COORD_TUNNELS
+ * is defined by coord_int.h where struct kf_coord carries the manager. */
+#ifdef KF_COORD_TUNNELS
+static int tunnels(kf_coord *c, kf_err *err)
+{
+    if (c->tunnels)
+        return KF_OK;
+    char host[256];
+    int port = 0;
+    int rc = kf_tunnels_parse_endpoint(c->agent_endpoint, host, sizeof host, &port, err);
+    if (rc == KF_OK)
+        rc = kf_tunnels_new(host, port, &c->tunnels, err);
+    return rc;
+}
+
+static void copy_str(char *dst, size_t n, const char *src)
+{
+    snprintf(dst, n, "%s", src ? src : "");
+}
+
+static void handle_tunnel_open(kf_coord *c, const void *peer, size_t peer_len,
+                               const Kfleet__TunnelSpec *ts)
+{
+    kf_err err;
+    kf_err_clear(&err);
+    if (!ts || !ts->name || !*ts->name || !ts->host || !*ts->host) {
+        reply_error(c, peer, peer_len, KF_EINVAL, "tunnel_open: a name and a host are needed");
+        return;
+    }
+    kf_tunnel_spec spec;
+    memset(&spec, 0, sizeof spec);
+    copy_str(spec.name, sizeof spec.name, ts->name);
+    copy_str(spec.host, sizeof spec.host, ts->host);
+    spec.port = ts->port ? (int)ts->port : 22;
+    copy_str(spec.user, sizeof spec.user, ts->user);
+    copy_str(spec.identity, sizeof spec.identity, ts->identity);
+    copy_str(spec.known_hosts, sizeof spec.known_hosts, ts->known_hosts);
+    spec.remote_port = (int)ts->remote_port;
+    if (tunnels(c, &err) != KF_OK || kf_tunnels_open(c->tunnels, &spec, &err) != KF_OK) {
+        reply_error(c, peer, peer_len, err.code ? err.code : KF_EIO, err.msg);
+        return;
+    }
+    Kfleet__ControlReply rep = KFLEET__CONTROL_REPLY__INIT;
+    reply(c, peer, peer_len, &rep);
+}
+
+static void handle_tunnel_status(kf_coord *c, const void *peer, size_t peer_len, const char *name)
+{
+    kf_tunnel_info *v = NULL;
+    size_t n = 0;
+    if (c->tunnels)
+        kf_tunnels_list(c->tunnels, name, &v, &n);
+    Kfleet__TunnelState *st = calloc(n ? n : 1, sizeof *st);
+    Kfleet__TunnelState **pp = calloc(n ? n : 1, sizeof *pp);
+    if (!st || !pp)
+        abort();
+    for (size_t i = 0; i < n; i++) {
+        kfleet__tunnel_state__init(&st[i]);
+        st[i].name = v[i].name;
+        st[i].host = v[i].host;
+        st[i].remote_port = (uint32_t)v[i].remote_port;
+        st[i].up = v[i].up;
+        st[i].reconnects = v[i].reconnects;
+        st[i].relays = v[i].relays;
+        st[i].error = v[i].error;
+        pp[i] = &st[i];
+    }
+    Kfleet__ControlReply rep = KFLEET__CONTROL_REPLY__INIT;
+    rep.n_tunnels = n;
+    rep.tunnels = pp;
+    reply(c, peer, peer_len, &rep);
+    free(st);
+    free(pp);
+    free(v);
+}
+
+static void handle_tunnel_close(kf_coord *c, const void *peer, size_t peer_len, const char *name)
+{
+    kf_err err;
+    kf_err_clear(&err);
+    if (!c->tunnels || kf_tunnels_close(c->tunnels, name ? name : "", &err) != KF_OK) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "no tunnel named %s", name ? name : "");
+        reply_error(c, peer, peer_len, KF_ENOTFOUND, msg);
+        return;
+    }
+    Kfleet__ControlReply rep = KFLEET__CONTROL_REPLY__INIT;
+    reply(c, peer, peer_len, &rep);
+}
+#endif
+
 void control_handle(kf_coord *c, const void *peer, size_t peer_len, const void *data, size_t len)
 {
     kf_err err;
@@ -342,6 +436,25 @@ void control_handle(kf_coord *c, const void *peer, size_t peer_len, const void *
         c->shutdown = 1;
         break;
     }
+#ifdef KF_COORD_TUNNELS
+    case KFLEET__CONTROL_REQUEST__BODY_TUNNEL_OPEN:
+        handle_tunnel_open(c, peer, peer_len, req->tunnel_open);
+        break;
+    case KFLEET__CONTROL_REQUEST__BODY_TUNNEL_STATUS:
+        handle_tunnel_status(c, peer, peer_len, req->tunnel_status);
+        break;
+    case KFLEET__CONTROL_REQUEST__BODY_TUNNEL_CLOSE:
+        handle_tunnel_close(c, peer, peer_len, req->tunnel_close);
+        break;
+#else
+    case KFLEET__CONTROL_REQUEST__BODY_TUNNEL_OPEN:
+    case KFLEET__CONTROL_REQUEST__BODY_TUNNEL_STATUS:
+    case KFLEET__CONTROL_REQUEST__BODY_TUNNEL_CLOSE:
+        reply_error(c, peer, peer_len, KF_EUNAVAIL,
+                    "this coordinator keeps no SSH tunnels (built without them); launch with "
+                    "--direct ENDPOINT");
+        break;
+#endif
     default:
         reply_error(c, peer, peer_len, KF_EPROTO, "unknown control request");
         break;

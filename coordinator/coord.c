@@ -7,6 +7,7 @@
  * "durably stored". */
 #include "coord_int.h"
 #include "log.h"
+#include "tunnel.h"
 #include "util.h"
 
 #include <errno.h>
@@ -274,6 +275,7 @@ void kf_coord_destroy(kf_coord **self)
     kf_coord *c = *self;
     if (!c)
         return;
+    kf_tunnels_destroy(&c->tunnels);
     kf_store_abort(&c->txn);
     for (size_t i = 0; i < c->nsweeps; i++)
         sched_free_sweep(c->sweeps[i]);
@@ -458,18 +460,23 @@ static void send_outgoing(kf_coord *c)
     c->nout = 0;
 }
 
-/* Grows the map before a batch when it is over 3/4 full, so that a commit
- * never meets MDB_MAP_FULL in normal operation. */
-static int ensure_room(kf_coord *c, kf_err *err)
+/* Grows the map before a batch while it is over 3/4 full or has less room
+ * than 8 of the largest frames seen, so that a commit never meets
+ * MDB_MAP_FULL in normal operation; *budget is how many bytes of agent
+ * frames this turn may take (a quarter of the room: LMDB writes whole pages,
+ * and a batch's records spread over many). */
+static int ensure_room(kf_coord *c, size_t *budget, kf_err *err)
 {
     size_t used = kf_store_used(c->store), map = kf_store_map_size(c->store);
-    if (used * 4 < map * 3)
-        return KF_OK;
-    int rc = kf_store_grow(c->store, err);
-    if (rc == KF_OK)
-        kf_info("store.grow", "used_mib=%zu map_mib=%zu", used >> 20,
-                kf_store_map_size(c->store) >> 20);
-    return rc;
+    while (used * 4 >= map * 3 || map - used < 8 * c->max_frame) {
+        int rc = kf_store_grow(c->store, err);
+        if (rc)
+            return rc;
+        map = kf_store_map_size(c->store);
+        kf_info("store.grow", "used_mib=%zu map_mib=%zu", used >> 20, map >> 20);
+    }
+    *budget = (map - used) / 4;
+    return KF_OK;
 }
 
 int kf_coord_run(kf_coord *c, volatile sig_atomic_t *stop, kf_err *err)
@@ -489,7 +496,8 @@ int kf_coord_run(kf_coord *c, volatile sig_atomic_t *stop, kf_err *err)
             rc = kf_err_set(err, KF_EIO, "poll failed: %s", zmq_strerror(errno));
             break;
         }
-        if ((rc = ensure_room(c, err)))
+        size_t budget = 0, taken = 0;
+        if ((rc = ensure_room(c, &budget, err)))
             break;
         for (int z = 0; z < 64 && (items[2].revents & ZMQ_POLLIN); z++) {
             int ev = 0;
@@ -502,8 +510,12 @@ int kf_coord_run(kf_coord *c, volatile sig_atomic_t *stop, kf_err *err)
         zmq_msg_t peer, body;
         zmq_msg_init(&peer);
         zmq_msg_init(&body);
-        while (n < BATCH_MAX && recv_routed(c->agents_sock, &peer, &body)) {
-            if (zmq_msg_size(&body) > 0)
+        while (n < BATCH_MAX && taken < budget && recv_routed(c->agents_sock, &peer, &body)) {
+            size_t len = zmq_msg_size(&body);
+            if (len > c->max_frame)
+                c->max_frame = len;
+            taken += len;
+            if (len > 0)
                 handle_agent_frame(c, &peer, &body);
             n++;
         }
@@ -531,11 +543,19 @@ int kf_coord_run(kf_coord *c, volatile sig_atomic_t *stop, kf_err *err)
             if ((rc = kf_store_commit(&c->txn, err))) {
                 /* Memory now runs ahead of the store; the only safe way on is
                  * a restart, which reloads from what was committed. */
-                kf_error("store.commit", "error=\"%s\"", err->msg);
+                uint64_t free_b = 0;
+                kf_free_bytes(c->cfg.store_dir, &free_b);
+                kf_error("store.commit", "error=\"%s\" free_mib=%llu", err->msg,
+                         (unsigned long long)(free_b >> 20));
+                /* LMDB reports a short write on a full disk as an I/O error:
+                 * the free space says which it was. */
+                char cause[sizeof err->msg];
+                snprintf(cause, sizeof cause, "%s", err->msg);
                 kf_err_set(err, rc,
-                           "store commit failed (%s); nothing committed was lost. Free disk "
-                           "space under %s and start the coordinator again",
-                           err->msg, c->cfg.store_dir);
+                           "cannot write the store %s: %s (%llu MiB free on its disk); it stops "
+                           "here and nothing committed was lost. Free disk space there and start "
+                           "the coordinator again",
+                           c->cfg.store_dir, cause, (unsigned long long)(free_b >> 20));
                 break;
             }
         }

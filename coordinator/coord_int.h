@@ -100,8 +100,11 @@ struct kf_coord {
     size_t rr; /* round-robin start of the dispatcher */
     uint64_t started_ns;
     uint64_t protocol_errors;
+    size_t max_frame; /* the largest agent frame seen: the map keeps room for it */
     kf_buf scratch;
+    struct kf_tunnels *tunnels; /* SSH tunnels of launched agents; NULL until the first */
 };
+#define KF_COORD_TUNNELS 1
 
 /* coord.c */
 void coord_queue(kf_coord *c, int to_control, const void *peer, size_t peer_len,

@@ -9,6 +9,7 @@
 #include "keys.h"
 #include "compare.h"
 #include "coord.h"
+#include "launch.h"
 #include "log.h"
 #include "paths.h"
 #include "report.h"
@@ -95,6 +96,23 @@ static int resolve(const char *home, int create, kf_paths *p)
         return 1;
     }
     return 0;
+}
+
+/* ---- launch, teardown, bundle (cmd_launch.c) ---- */
+static int cmd_launch(int argc, char **argv, const char *home)
+{
+    kf_paths p;
+    return resolve(home, 1, &p) ? 1 : kf_cmd_launch(argc, argv, &p);
+}
+static int cmd_teardown(int argc, char **argv, const char *home)
+{
+    kf_paths p;
+    return resolve(home, 1, &p) ? 1 : kf_cmd_teardown(argc, argv, &p);
+}
+static int cmd_bundle(int argc, char **argv, const char *home)
+{
+    kf_paths p;
+    return resolve(home, 0, &p) ? 1 : kf_cmd_bundle(argc, argv, &p);
 }
 
 /* ---- serve ---- */
@@ -920,6 +938,9 @@ static const cmd cmds[] = {
      "  revoke WHICH   remove by name or key; a running coordinator drops the agent's\n"
      "                 messages at once and requeues its tasks",
      "agent-key add KEY NAME | list [--format table|json] | revoke NAME|KEY"},
+    {"launch", cmd_launch, kf_cmd_launch_summary, kf_cmd_launch_usage},
+    {"teardown", cmd_teardown, kf_cmd_teardown_summary, kf_cmd_teardown_usage},
+    {"bundle", cmd_bundle, kf_cmd_bundle_summary, kf_cmd_bundle_usage},
     {"version", cmd_version, "Prints kfleet's version.", "version"},
 };
 

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs kfleet's build dependencies with apt-get, and nothing else; with
-# --test also what the test suite needs (cmocka, and Chromium for the HTML
-# report's browser test), so `make demo` does not fetch a browser.
+# --test also what the test suite needs (cmocka, Chromium for the HTML
+# report's browser test, clang and its runtimes for the libFuzzer targets,
+# OpenSSH server and client for the fake pods of the launch test),
+# so `make demo` does not fetch a browser; with --bench what `make bench`
+# compares against (beanstalkd, gearmand and libgearman's C client, perf),
+# so neither `make demo` nor `make test` fetches them.
 # Idempotent: a package already present is not fetched again, and apt-get update
 # runs only when something is missing.
 set -euo pipefail
@@ -17,9 +21,10 @@ pkgs=(
 )
 case "${1:-}" in
 "") ;;
---test) pkgs+=(libcmocka-dev chromium) ;;
+--test) pkgs+=(libcmocka-dev chromium clang libclang-rt-14-dev openssh-server openssh-client) ;;
+--bench) pkgs+=(beanstalkd gearman-job-server libgearman-dev gearman-tools linux-perf) ;;
 *)
-  echo "install-deps: unknown argument '$1' (none, or --test)" >&2
+  echo "install-deps: unknown argument '$1' (none, --test or --bench)" >&2
   exit 2
   ;;
 esac

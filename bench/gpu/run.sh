@@ -10,7 +10,9 @@
 #                 bench/gpu/sanitize.yaml (compute-sanitizer on every kernel)
 #   PART=h100     targets then checks, in one call
 #   PART=short    short kernels: how soon their profiles stop
-#   PART=fleet    examples/gpu.yaml (62 configurations) on every GPU
+#   PART=fleet    examples/gpu.yaml (62 configurations) on every GPU, with
+#                 the schedule (makespan against start-up + GPU time / GPUs)
+#                 and bench/gpu/isolation.yaml (faults on purpose) after it
 # Each sweep is bounded by SWEEP_LIMIT seconds (default 280), so a call
 # always ends inside the device tool's 10 minutes with its files packed.
 #
@@ -82,6 +84,16 @@ checks)
   ;;
 fleet)
   sweep fleet "$ROOT/examples/gpu.yaml"
+  python3 - "$W/fleet.json" <<'PY' | tee -a "$W/times.txt"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["schedule"]
+g = sum(max(a.get("gpu_slots") or 0, len(a.get("gpus") or [])) for a in d["agents"])
+print(f"schedule: makespan {s['makespan_s']:.1f} s, start-up {s['startup_s']:.1f} s, "
+      f"GPU task time {s['gpu_busy_s']:.1f} s in {s['gpu_attempts']} attempts on {g} GPUs, "
+      f"ideal {s['ideal_s']:.1f} s, makespan over ideal {s['over_ideal_pct']:+.2f} % (target <= 5 %)")
+PY
+  sweep isolation "$ROOT/bench/gpu/isolation.yaml" --agents 1
   ;;
 *)
   echo "run.sh: PART is targets, checks, h100, short or fleet" >&2

@@ -3,7 +3,10 @@
  * A plaintext client, a CURVE client whose key is not accepted, and an
  * accepted one each send a valid Register; only the accepted one is
  * welcomed, and only it reaches the store. */
+#include "client.h"
 #include "coord.h"
+#include "paths.h"
+#include "sweep.h"
 #include "keys.h"
 #include "store.h"
 #include "util.h"
@@ -251,12 +254,154 @@ static void test_world_readable_key_refused(void **state)
     assert_non_null(strstr(err.msg, "readable by others"));
 }
 
+/* The next envelope on s within ms, or NULL. */
+static Kfleet__Envelope *next_env(void *s, int ms)
+{
+    zmq_pollitem_t it = {s, 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(&it, 1, ms) <= 0)
+        return NULL;
+    char buf[1 << 16];
+    int n = zmq_recv(s, buf, sizeof buf, ZMQ_DONTWAIT);
+    return n > 0 && (size_t)n <= sizeof buf ? kf_wire_unpack(buf, (size_t)n, NULL) : NULL;
+}
+
+/* The next TaskAssign within ms (other messages skipped), or NULL. */
+static Kfleet__Envelope *next_assign(void *s, int ms)
+{
+    uint64_t end = kf_mono_ns() + (uint64_t)ms * 1000000ull;
+    while (kf_mono_ns() < end) {
+        Kfleet__Envelope *e = next_env(s, 100);
+        if (e && e->body_case == KFLEET__ENVELOPE__BODY_ASSIGN)
+            return e;
+        if (e)
+            kfleet__envelope__free_unpacked(e, NULL);
+    }
+    return NULL;
+}
+
+static void send_progress_and_result(void *s, const Kfleet__TaskAssign *as, uint64_t oseq)
+{
+    Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
+    Kfleet__Progress pr = KFLEET__PROGRESS__INIT;
+    pr.task_id = as->task_id;
+    pr.attempt = as->attempt;
+    pr.state = KFLEET__TASK_STATE__RUNNING;
+    env.body_case = KFLEET__ENVELOPE__BODY_PROGRESS;
+    env.progress = &pr;
+    kf_peer p = {NULL, 0, NULL};
+    assert_int_equal(kf_wire_send(s, &p, &env, 0), KF_OK);
+    Kfleet__Envelope renv = KFLEET__ENVELOPE__INIT;
+    Kfleet__Result r = KFLEET__RESULT__INIT;
+    r.task_id = as->task_id;
+    r.attempt = as->attempt;
+    r.state = KFLEET__TASK_STATE__SUCCEEDED;
+    renv.oseq = oseq;
+    renv.body_case = KFLEET__ENVELOPE__BODY_RESULT;
+    renv.result = &r;
+    assert_int_equal(kf_wire_send(s, &p, &renv, 0), KF_OK);
+}
+
+/* While an agent's GPU runs a task of kernel A, the build of kernel B
+ * (whose tasks come next) is assigned to its free CPU slot, so the GPU does
+ * not wait for nvcc when it reaches B. */
+static void test_builds_overlap_gpu_work(void **state)
+{
+    struct fixture *f = *state;
+    kf_err err;
+    kf_keypair kp;
+    char kpath[160], sweep[160];
+    snprintf(kpath, sizeof kpath, "%s/gpu.key", f->dir);
+    assert_int_equal(kf_keys_load(kpath, 1, &kp, &err), KF_OK);
+    assert_int_equal(kf_allow_add(f->allow, kp.pub, "gpu1", &err), KF_OK);
+    snprintf(sweep, sizeof sweep, "%s/two.yaml", f->dir);
+    FILE *y = fopen(sweep, "w");
+    assert_non_null(y);
+    fprintf(y,
+            "name: two\nkernels:\n  - path: %s/kernels/cuda/copy.cu\n    params: {bytes: [1M]}\n"
+            "  - path: %s/kernels/cuda/voxelize.cu\n    params: {points: [1M], grid: [128]}\n"
+            "tasks: [build, validate]\nnodes: any\n",
+            KF_SOURCE_DIR, KF_SOURCE_DIR);
+    fclose(y);
+    start(f);
+    char server[KF_KEY_Z85 + 1];
+    assert_int_equal(kf_keys_read_public(f->pub, server, &err), KF_OK);
+    void *ctx = zmq_ctx_new();
+    void *s = client(ctx, "gpu1", &kp, server, kf_coord_agent_endpoint(f->c));
+    {
+        Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
+        Kfleet__Register reg = KFLEET__REGISTER__INIT;
+        Kfleet__AgentInfo info = KFLEET__AGENT_INFO__INIT;
+        info.agent_id = "gpu1";
+        info.hostname = "test";
+        info.cpu_slots = 1;
+        info.gpu_slots = 1;
+        reg.info = &info;
+        env.body_case = KFLEET__ENVELOPE__BODY_REGISTER;
+        env.register_ = &reg;
+        kf_peer p = {NULL, 0, NULL};
+        assert_int_equal(kf_wire_send(s, &p, &env, 0), KF_OK);
+        assert_true(welcomed(s, 3000));
+    }
+
+    kf_sweep_spec *spec = NULL;
+    char kdir[256];
+    snprintf(kdir, sizeof kdir, "%s/kernels", KF_SOURCE_DIR);
+    if (kf_sweep_parse_file(sweep, kdir, &spec, &err) != KF_OK)
+        fail_msg("%s", err.msg);
+    Kfleet__SubmitRequest *sub = NULL;
+    assert_int_equal(kf_client_build_submit(spec, kdir, &sub, &err), KF_OK);
+    kf_paths paths;
+    memset(&paths, 0, sizeof paths);
+    snprintf(paths.control_endpoint, sizeof paths.control_endpoint, "%s", f->control);
+    /* The client looks for a running coordinator by its lock, as kfleet serve holds it. */
+    snprintf(paths.lock, sizeof paths.lock, "%s/coordinator.lock", f->dir);
+    snprintf(paths.state, sizeof paths.state, "%s", f->dir);
+    int lock = kf_lock_file(paths.lock, &err);
+    assert_true(lock >= 0);
+    kf_client *cl = NULL;
+    assert_int_equal(kf_client_open(&paths, &cl, &err), KF_OK);
+    Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
+    req.body_case = KFLEET__CONTROL_REQUEST__BODY_SUBMIT;
+    req.submit = sub;
+    Kfleet__ControlReply *rep = NULL;
+    assert_int_equal(kf_client_call(cl, &req, 5000, &rep, &err), KF_OK);
+    assert_int_equal(rep->code, 0);
+    kfleet__control_reply__free_unpacked(rep, NULL);
+
+    /* First the build of copy (nothing is built yet). */
+    Kfleet__Envelope *a1 = next_assign(s, 3000);
+    assert_non_null(a1);
+    assert_int_equal(a1->assign->spec->kind, KFLEET__TASK_KIND__BUILD);
+    send_progress_and_result(s, a1->assign, 1);
+    /* Then copy's validate on the GPU and, at once, voxelize's build on the
+     * CPU slot, while the validate is still running. */
+    Kfleet__Envelope *a2 = next_assign(s, 3000), *a3 = next_assign(s, 3000);
+    assert_non_null(a2);
+    assert_non_null(a3);
+    int kinds = (1 << a2->assign->spec->kind) | (1 << a3->assign->spec->kind);
+    assert_int_equal(kinds, (1 << KFLEET__TASK_KIND__VALIDATE) | (1 << KFLEET__TASK_KIND__BUILD));
+    assert_int_not_equal(a1->assign->task_id, a3->assign->task_id);
+    kfleet__envelope__free_unpacked(a1, NULL);
+    kfleet__envelope__free_unpacked(a2, NULL);
+    kfleet__envelope__free_unpacked(a3, NULL);
+
+    kf_client_close(&cl);
+    close(lock);
+    kf_client_free_submit(&sub);
+    kf_sweep_destroy(&spec);
+    zmq_close(s);
+    zmq_ctx_term(ctx);
+    stop(f);
+    kf_coord_destroy(&f->c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_only_accepted_keys_get_in, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_key_paths_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_world_readable_key_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_builds_overlap_gpu_work, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

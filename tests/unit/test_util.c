@@ -48,6 +48,12 @@ static void test_duration(void **state)
     assert_int_not_equal(kf_parse_duration("2 parsecs", &d), 0);
     assert_int_not_equal(kf_parse_duration("-1s", &d), 0);
     assert_int_not_equal(kf_parse_duration("", &d), 0);
+    /* strtod reads these; a duration must be a finite number (fuzz_inventory
+     * found "nan"; tests/fuzz/corpus/inventory/regress-nan). */
+    assert_int_not_equal(kf_parse_duration("nan", &d), 0);
+    assert_int_not_equal(kf_parse_duration("inf", &d), 0);
+    assert_int_not_equal(kf_parse_duration("-nan", &d), 0);
+    assert_int_not_equal(kf_parse_duration("1e308h", &d), 0);
 }
 
 static void test_hash(void **state)

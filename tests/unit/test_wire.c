@@ -120,6 +120,45 @@ static void test_control_roundtrip(void **state)
     kf_buf_release(&b);
 }
 
+/* Field number 0 spelled in five bytes: protobuf-c decodes it as an unknown
+ * field but cannot decode its own re-encoding, so the coordinator's deep
+ * copy (pack + unpack) of such a message would abort. Found by fuzz_control
+ * (tests/fuzz/corpus/control/regress-field-zero). */
+static void test_refuses_field_number_zero(void **state)
+{
+    (void)state;
+    kf_wire_handler table[KF_WIRE_BODY_MAX] = {0};
+    table[KFLEET__ENVELOPE__BODY_REGISTER] = on_any;
+    kf_err err;
+    /* Envelope{version 1, register{info{agent_id "a0", <field 0> = 1}}} */
+    const unsigned char nested[] = {0x08, 0x01, 0x52, 0x0c, 0x0a, 0x0a, 0x0a, 0x02,
+                                    'a',  '0',  0x80, 0x80, 0x80, 0x80, 0x00, 0x01};
+    seen_calls = 0;
+    assert_int_equal(kf_wire_dispatch(table, NULL, NULL, nested, sizeof nested, &err), KF_EPROTO);
+    assert_int_equal(seen_calls, 0);
+    /* The same without the bad field is a register. */
+    unsigned char good[sizeof nested - 6];
+    memcpy(good, nested, sizeof good);
+    good[3] = 0x06;
+    good[5] = 0x04;
+    assert_int_equal(kf_wire_dispatch(table, NULL, NULL, good, sizeof good, &err), 0);
+    assert_int_equal(seen_calls, 1);
+
+    Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
+    req.body_case = KFLEET__CONTROL_REQUEST__BODY_STATUS;
+    req.status = 1;
+    kf_buf b = KF_BUF_INIT;
+    kf_ctl_pack_request(&req, &b);
+    kf_buf_add(&b, "\x80\x80\x80\x80\x00\x01", 6);
+    assert_null(kf_ctl_unpack_request(b.data, b.len, &err));
+    assert_int_equal(err.code, KF_EPROTO);
+    Kfleet__ControlReply rep = KFLEET__CONTROL_REPLY__INIT;
+    kf_ctl_pack_reply(&rep, &b);
+    kf_buf_add(&b, "\x80\x80\x80\x80\x00\x01", 6);
+    assert_null(kf_ctl_unpack_reply(b.data, b.len, &err));
+    kf_buf_release(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -128,6 +167,7 @@ int main(void)
         cmocka_unit_test(test_refuses_garbage_and_empty),
         cmocka_unit_test(test_unhandled_body_is_error),
         cmocka_unit_test(test_control_roundtrip),
+        cmocka_unit_test(test_refuses_field_number_zero),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# kfleet launch / teardown against real sshd "pods", each in its own network
+# namespace that cannot reach the coordinator except through the SSH tunnel
+# the coordinator daemon keeps. Four good pods run a sweep through their
+# tunnels (verified); beside them a wrong host key is refused, a host that is
+# down is retried then reported, and a pod whose work dir is a 1 MiB tmpfs is
+# refused by preflight with the free space. An agent killed on a pod shows as
+# lost, and a second launch brings it back without a second copy. Teardown
+# --purge stops every agent and removes the work dirs.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/sshd/pods.sh"
+trap 'rc=$?; pods_cleanup; (exit $rc); cleanup' EXIT
+
+# Until main.c lists `launch`, there is nothing to test here.
+"$KFLEET" help launch >/dev/null 2>&1 || { echo "skip: this kfleet has no launch command"; exit 0; }
+pods_init
+"$KFLEET" bundle --out "$T/bundle" >"$T/bundle.log" 2>&1 || fail "kfleet bundle: $(tail -3 "$T/bundle.log")"
+pass "bundle built"
+
+start_pod p1 1
+start_pod p2 2
+start_pod p3 3
+start_pod p4 4 "" nosftp
+start_pod tiny 5 1m
+start_pod badkey 6
+# A known_hosts line for badkey that holds another key: a "changed" key.
+ssh-keygen -q -t ed25519 -N '' -f "$T/other_key"
+echo "10.77.6.2 $(cut -d' ' -f1-2 "$T/other_key.pub")" >>"$T/known_hosts"
+pass "6 pods up (sshd in network namespaces)"
+
+# The pods must not reach the coordinator's loopback on their own.
+start_serve --heartbeat-interval 0.5s --heartbeat-timeout 3s
+port=${ENDPOINT##*:}
+ip netns exec "${POD_TAG}-p1" bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null &&
+  fail "pod p1 reaches the coordinator's 127.0.0.1:$port without a tunnel"
+pass "no route from the pods to the coordinator at $ENDPOINT"
+
+{
+  echo "hosts:"
+  for i in 1 2 3 4; do pod_entry "p$i" "$i"; done
+} >"$T/good.yaml"
+{
+  cat "$T/good.yaml"
+  pod_entry tiny 5
+  pod_entry badkey 6
+  printf '  - name: down\n    host: 127.0.0.1\n    port: 1\n    user: root\n    identity: %s\n    workdir: %s\n' \
+    "$T/id_ed25519" "$T/pods/down"
+} >"$T/all.yaml"
+
+LAUNCH=("$KFLEET" launch --known-hosts "$T/known_hosts" --bundle "$T/bundle" --min-free 4M
+  --attempts 3 --register-timeout 60s)
+rc=0
+"${LAUNCH[@]}" --accept-new "$T/all.yaml" >"$T/launch1.out" 2>"$T/launch1.log" || rc=$?
+cat "$T/launch1.out"; [ -s "$T/launch1.out" ] || { tail -5 "$T/launch1.log"; fail "launch printed nothing"; }
+[ $rc -eq 1 ] || fail "launch with bad hosts exited $rc, expected 1"
+for i in 1 2 3 4; do
+  grep -q "^p$i  *ok .*connect.*preflight.*upload.*tunnel.*start.*register" "$T/launch1.out" ||
+    fail "p$i not launched"
+done
+grep -q "^p4 .*bundle sent (scp)" "$T/launch1.out" || fail "p4 (no sftp) did not get the bundle over scp"
+grep -q "^p1 .*bundle sent (sftp)" "$T/launch1.out" || fail "p1 did not get the bundle over sftp"
+pass "4 pods launched in parallel (p4 over scp)"
+grep -A1 "^badkey .*FAILED" "$T/launch1.out" | grep -q "HOST KEY CHANGED.*SHA256:.*SHA256:.*known_hosts" ||
+  fail "badkey's changed key not refused loudly"
+pass "changed host key refused with both fingerprints and the file"
+grep -A1 "^down .*FAILED" "$T/launch1.out" | grep -q "connect:.*gave up after 3 attempts" ||
+  fail "the down host was not retried and reported"
+pass "down host retried 3 times, then reported"
+grep -A1 "^tiny .*FAILED" "$T/launch1.out" | grep -q "preflight:.*free" ||
+  fail "the tiny tmpfs pod was not refused by preflight with its free space"
+pass "tiny tmpfs refused by preflight: $(grep -A1 '^tiny' "$T/launch1.out" | tail -1 | cut -c1-160)"
+[ ! -e "$T/pods/tiny/work/bundle.tar.gz" ] || fail "the tiny pod got an upload despite preflight"
+for i in 1 2 3 4; do
+  [ "$(stat -c %a "$T/pods/p$i/work/agent.key")" = 600 ] || fail "p$i agent.key is not 0600"
+  grep -q " p$i\$" "$KFLEET_HOME/state/keys/agents.allow" || fail "p$i not in the allow list"
+done
+pass "agent keys 0600 on the pods, public keys allowed"
+
+wait_agents 4
+# nodes: all: every pod's agent builds and runs, each through its tunnel.
+cat >"$T/sweep.yaml" <<'YAML'
+name: launch-pods
+kernels:
+  - name: triad
+    params:
+      n: [1K, 16K]
+  - name: matmul
+    params:
+      n: [32]
+      block: [8]
+tasks: [build, validate, profile]
+nodes: all
+measure:
+  min_samples: 5
+  min_time: 1ms
+  max_noise: 100
+  timeout: 2s
+YAML
+"$KFLEET" submit "$T/sweep.yaml" --follow >"$T/submit.out" 2>"$T/follow.log" ||
+  fail "submit --follow exited $?"
+id=$(grep -o 'submitted sweep [0-9]*' "$T/submit.out" | awk '{print $3}')
+"$KFLEET" verify "$id" --format json >"$T/verify.json" || { cat "$T/verify.json"; fail "verify found violations"; }
+tasks=$(json_field "$T/verify.json" tasks)
+succeeded=$(json_field "$T/verify.json" succeeded)
+[ "$tasks" -ge 1 ] && [ "$succeeded" -eq "$tasks" ] || fail "$succeeded of $tasks succeeded"
+"$KFLEET" report "$id" --format json >"$T/report.json"
+ran_on=$(grep -o '"agent_id": "p[1-4]"' "$T/report.json" | sort -u | wc -l)
+[ "$ran_on" -eq 4 ] || fail "tasks ran on $ran_on of the 4 pod agents"
+pass "sweep $id through the tunnels: $succeeded/$tasks tasks, on $ran_on pod agents; verify clean"
+
+# An agent killed on a pod: lost; launch again restarts it, once.
+kill -9 "$(cat "$T/pods/p2/work/agent.pid")"
+for _ in $(seq 1 100); do
+  "$KFLEET" status --format json >"$T/status.json" 2>/dev/null || true
+  grep -A3 '"p2"' "$T/status.json" | grep -q '"state": "lost"' && break
+  sleep 0.1
+done
+grep -A3 '"p2"' "$T/status.json" | grep -q '"state": "lost"' || { cat "$T/status.json"; fail "p2 not lost"; }
+pass "killed agent p2 shows as lost"
+"${LAUNCH[@]}" "$T/good.yaml" >"$T/launch2.out" 2>"$T/launch2.log" || { cat "$T/launch2.out"; fail "relaunch failed"; }
+cat "$T/launch2.out"
+grep -q "^p2 .*started.*bundle unchanged" "$T/launch2.out" || fail "p2 not restarted"
+for i in 1 3 4; do grep -q "^p$i .*already running" "$T/launch2.out" || fail "p$i restarted needlessly"; done
+n=$(pgrep -f -c -- "--workdir $T/pods/p2/work" || true)
+[ "$n" -eq 1 ] || fail "$n agents run in p2's work dir"
+wait_agents 4
+pass "relaunch: p2 back, one copy; p1 p3 p4 untouched; bundle not sent again"
+
+"$KFLEET" teardown --known-hosts "$T/known_hosts" --purge "$T/good.yaml" >"$T/teardown.out" 2>"$T/teardown.log" ||
+  { cat "$T/teardown.out"; fail "teardown failed"; }
+cat "$T/teardown.out"
+for i in 1 2 3 4; do
+  grep -q "^p$i .*ok.*stopped.*purged" "$T/teardown.out" || fail "p$i not stopped and purged"
+  [ ! -d "$T/pods/p$i/work" ] || fail "p$i work dir still there"
+done
+n=$(pgrep -f -c -- "--workdir $T/pods/" || true)
+[ "$n" -eq 0 ] || fail "$n agents still run after teardown"
+pass "teardown --purge: agents stopped (SIGTERM), work dirs removed"
