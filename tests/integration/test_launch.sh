@@ -126,6 +126,33 @@ n=$(pgrep -f -c -- "--workdir $T/pods/p2/work" || true)
 wait_agents 4
 pass "relaunch: p2 back, one copy; p1 p3 p4 untouched; bundle not sent again"
 
+# The tunnel's SSH session dies (sshd's session processes killed on the pod):
+# the coordinator reconnects it on the same remote port, and p1's agent gets
+# back through it without being relaunched.
+p1_agent=$(cat "$T/pods/p1/work/agent.pid")
+listener=$(cat "$T/pods/p1/sshd.pid")
+killed=0
+for pid in $(ip netns pids "${POD_TAG}-p1"); do
+  [ "$pid" = "$listener" ] && continue
+  [ "$(cat /proc/"$pid"/comm 2>/dev/null)" = sshd ] || continue
+  kill -9 "$pid" 2>/dev/null && killed=$((killed + 1))
+done
+[ "$killed" -ge 1 ] || fail "no sshd session process of p1's tunnel to kill"
+for _ in $(seq 1 300); do
+  grep -q 'tunnel.up name=p1 .*reconnects=[1-9]' "$T/serve.log" && break
+  sleep 0.1
+done
+grep -q 'tunnel.down name=p1' "$T/serve.log" || fail "the coordinator did not see p1's tunnel go down"
+grep -q 'tunnel.up name=p1 .*reconnects=[1-9]' "$T/serve.log" || fail "p1's tunnel was not reconnected"
+kill -0 "$p1_agent" || fail "p1's agent died with its tunnel"
+"$KFLEET" submit "$T/sweep.yaml" --follow >"$T/submit3.out" 2>"$T/follow3.log" ||
+  fail "the sweep after the tunnel reconnect exited $?"
+id3=$(grep -o 'submitted sweep [0-9]*' "$T/submit3.out" | awk '{print $3}')
+"$KFLEET" verify "$id3" >/dev/null || fail "verify after the reconnect"
+"$KFLEET" report "$id3" --format json >"$T/report3.json"
+grep -q '"agent_id": "p1"' "$T/report3.json" || fail "p1 ran nothing after the reconnect"
+pass "tunnel session killed ($killed sshd processes): reconnected, p1's agent (same pid) ran sweep $id3"
+
 "$KFLEET" teardown --known-hosts "$T/known_hosts" --purge "$T/good.yaml" >"$T/teardown.out" 2>"$T/teardown.log" ||
   { cat "$T/teardown.out"; fail "teardown failed"; }
 cat "$T/teardown.out"
