@@ -117,7 +117,8 @@ static int file_exists(const char *p)
 /* The bundle as a tarball: `arg` itself when a file, else a reproducible
  * tar.gz of the directory (arg, this executable's dir when it is a bundle,
  * ./bundle) written into tmpdir. */
-static int bundle_tarball(const char *arg, char *tmpdir, char *out, size_t n, kf_err *err)
+static int bundle_tarball(const char *arg, char *tmpdir, char *out, size_t n, char min_glibc[16],
+                          kf_err *err)
 {
     char dir[PATH_MAX] = "";
     struct stat st;
@@ -143,6 +144,14 @@ static int bundle_tarball(const char *arg, char *tmpdir, char *out, size_t n, kf
                               "no bundle found (not run from one, and no ./bundle); run "
                               "`kfleet bundle` or pass --bundle DIR");
     }
+    /* deploy/bundle.sh measured the newest glibc symbol version the bundle
+     * needs; preflight refuses nodes older than that. */
+    char gp[PATH_MAX + 32];
+    snprintf(gp, sizeof gp, "%s/GLIBC_REQUIRED", dir);
+    kf_buf g = KF_BUF_INIT;
+    if (kf_buf_read_file(&g, gp) == KF_OK && g.len > 6 && strncmp(g.data, "GLIBC_", 6) == 0)
+        snprintf(min_glibc, 16, "%.*s", (int)strcspn(g.data + 6, " \r\n"), g.data + 6);
+    kf_buf_release(&g);
     char agent[PATH_MAX + 32];
     snprintf(agent, sizeof agent, "%s/kfleet-agent", dir);
     if (access(agent, X_OK) != 0)
@@ -289,7 +298,7 @@ int kf_cmd_launch(int argc, char **argv, const kf_paths *p)
     char tmpdir[] = "/tmp/kfleet-bundle.XXXXXX", tar[PATH_MAX];
     tar[0] = '\0';
     kf_launch_result *res = NULL;
-    if ((rc = bundle_tarball(bundle, tmpdir, tar, sizeof tar, &err)) == KF_OK) {
+    if ((rc = bundle_tarball(bundle, tmpdir, tar, sizeof tar, o.min_glibc, &err)) == KF_OK) {
         o.bundle_tar = tar;
         rc = kf_launch_run(f, &o, &res, &err);
     }

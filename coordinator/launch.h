@@ -44,6 +44,7 @@ typedef struct kf_launch_opts {
     double register_timeout_s; /* wait for the agent's registration (default 60 s) */
     uint64_t min_free_bytes;   /* preflight threshold for the work dir */
     int need_gpu;              /* preflight refuses a node without a GPU */
+    char min_glibc[16];        /* the bundle's GLIBC_REQUIRED ("2.35"); "" = unknown */
     int purge;                 /* teardown: remove the work dir too */
     FILE *progress;            /* one line per host as it finishes; NULL = none */
 } kf_launch_opts;
@@ -90,6 +91,9 @@ extern const char kf_cmd_launch_summary[], kf_cmd_teardown_summary[], kf_cmd_bun
 int kf_launch_parse_size(const char *s, uint64_t *out);
 
 /* sha256 of a file as 64 hex characters. */
+/* Compares dotted version numbers ("2.35" < "2.39" < "2.100"): <0, 0, >0. */
+int kf_launch_version_cmp(const char *a, const char *b);
+
 int kf_launch_sha256_file(const char *path, char out[65], kf_err *err);
 
 /* Appends a remote work dir for a POSIX shell: "~/x" becomes "$HOME"/'x',

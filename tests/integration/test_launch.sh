@@ -153,6 +153,19 @@ id3=$(grep -o 'submitted sweep [0-9]*' "$T/submit3.out" | awk '{print $3}')
 grep -q '"agent_id": "p1"' "$T/report3.json" || fail "p1 ran nothing after the reconnect"
 pass "tunnel session killed ($killed sshd processes): reconnected, p1's agent (same pid) ran sweep $id3"
 
+# A bundle that needs a newer glibc than the node has: refused at preflight,
+# before anything is uploaded, with both versions.
+cp -a "$T/bundle" "$T/newglibc"
+echo GLIBC_9.99 >"$T/newglibc/GLIBC_REQUIRED"
+{ echo "hosts:"; pod_entry p1 1; } >"$T/p1.yaml"
+rc=0
+"$KFLEET" launch --known-hosts "$T/known_hosts" --bundle "$T/newglibc" --min-free 4M "$T/p1.yaml" \
+  >"$T/launch-glibc.out" 2>&1 || rc=$?
+[ $rc -eq 1 ] || fail "a bundle needing glibc 9.99 launched (exit $rc)"
+grep -q "preflight: glibc 2\.[0-9]* on the node, the bundle needs 9.99" "$T/launch-glibc.out" ||
+  fail "glibc refusal: $(cat "$T/launch-glibc.out")"
+pass "a bundle needing a newer glibc is refused at preflight: $(grep -o 'glibc 2[.0-9]* on the node' "$T/launch-glibc.out")"
+
 "$KFLEET" teardown --known-hosts "$T/known_hosts" --purge "$T/good.yaml" >"$T/teardown.out" 2>"$T/teardown.log" ||
   { cat "$T/teardown.out"; fail "teardown failed"; }
 cat "$T/teardown.out"
