@@ -1,8 +1,8 @@
 /* sweep — reads a sweep file (YAML) into a kf_sweep_spec. The format is in
  * sweep.h; docs/sweep-format.md is the reference for users.
  *
- * How: libyaml's document API loads the whole file into a node tree. Sweep
- * files are small, and every node keeps its start mark, which is what each
+ * How: yamldoc loads the whole file into libyaml's node tree. Sweep files
+ * are small, and every node keeps its start mark, which is what each
  * message points at. The tree is then walked once, top-down, with one
  * expected shape at every level (mapping → kernels list → kernel entry →
  * params mapping → axis values). Because nothing deeper is ever followed,
@@ -17,12 +17,12 @@
 #include "sweep.h"
 #include "buf.h"
 #include "util.h"
+#include "yamldoc.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,199 +37,10 @@
 #define MAX_FLAGS 64 /* the submit path hashes at most 64 flags per kernel */
 
 typedef struct ctx {
-    const char *file; /* for messages */
+    kf_yaml y;
     const char *base_dir;
     const char *kernels_dir;
-    const char *text;
-    size_t len;
-    yaml_document_t *doc;
-    kf_err *err;
 } ctx;
-
-/* ---- messages ---- */
-
-static int vfail(ctx *c, size_t line, size_t col, const char *fmt, va_list ap)
-{
-    char what[900];
-    vsnprintf(what, sizeof what, fmt, ap);
-    return kf_err_set(c->err, KF_EINVAL, "%s:%zu:%zu: %s", c->file, line + 1, col + 1, what);
-}
-
-/* Fills the error with "FILE:LINE:COL: ..." at node n and returns KF_EINVAL. */
-static int fail(ctx *c, const yaml_node_t *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(ctx *c, const yaml_node_t *n, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = vfail(c, n->start_mark.line, n->start_mark.column, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-static int fail_at(ctx *c, size_t line, size_t col, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail_at(ctx *c, size_t line, size_t col, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = vfail(c, line, col, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-static int oom(ctx *c)
-{
-    return kf_err_set(c->err, KF_ENOMEM, "out of memory");
-}
-
-/* ---- the node tree ---- */
-
-static yaml_node_t *node(ctx *c, int index)
-{
-    return yaml_document_get_node(c->doc, index);
-}
-
-static size_t seq_len(const yaml_node_t *n)
-{
-    return (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
-}
-
-static yaml_node_t *seq_item(ctx *c, const yaml_node_t *n, size_t i)
-{
-    return node(c, n->data.sequence.items.start[i]);
-}
-
-static size_t map_len(const yaml_node_t *n)
-{
-    return (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
-}
-
-static yaml_node_t *map_key(ctx *c, const yaml_node_t *n, size_t i)
-{
-    return node(c, n->data.mapping.pairs.start[i].key);
-}
-
-static yaml_node_t *map_value(ctx *c, const yaml_node_t *n, size_t i)
-{
-    return node(c, n->data.mapping.pairs.start[i].value);
-}
-
-static const char *text(const yaml_node_t *n)
-{
-    return (const char *)n->data.scalar.value;
-}
-
-static const char *kind(const yaml_node_t *n)
-{
-    switch (n->type) {
-    case YAML_SCALAR_NODE:
-        return n->data.scalar.length ? "a single value" : "empty";
-    case YAML_SEQUENCE_NODE:
-        return "a list";
-    case YAML_MAPPING_NODE:
-        return "a mapping";
-    default:
-        return "nothing";
-    }
-}
-
-/* The text of a scalar node; `what` names it in the message otherwise. */
-static int scalar(ctx *c, const yaml_node_t *n, const char *what, const char **out)
-{
-    if (n->type != YAML_SCALAR_NODE)
-        return fail(c, n, "%s must be a single value, not %s; write it as one value", what,
-                    kind(n));
-    /* A "\0" escape would cut the string short everywhere it is used. */
-    if (strlen(text(n)) != n->data.scalar.length)
-        return fail(c, n, "%s contains a NUL character; remove it", what);
-    *out = text(n);
-    return KF_OK;
-}
-
-static int nonempty_scalar(ctx *c, const yaml_node_t *n, const char *what, const char **out)
-{
-    int rc = scalar(c, n, what, out);
-    if (rc == KF_OK && **out == '\0')
-        return fail(c, n, "%s is empty; give it a value", what);
-    return rc;
-}
-
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b), row[33];
-    if (la > 32 || lb > 32)
-        return SIZE_MAX;
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
-/* Every key of `map` must be a scalar from `known` (NULL-terminated) and
- * appear once. `where` completes "unknown key 'x' ...". */
-static int check_keys(ctx *c, const yaml_node_t *map, const char *where, const char *const *known)
-{
-    size_t n = map_len(map);
-    for (size_t i = 0; i < n; i++) {
-        yaml_node_t *k = map_key(c, map, i);
-        const char *s = NULL;
-        int rc = scalar(c, k, "a key", &s);
-        if (rc)
-            return rc;
-        size_t j = 0;
-        while (known[j] && strcmp(known[j], s) != 0)
-            j++;
-        if (!known[j]) {
-            char list[512] = "";
-            size_t off = 0, bestd = 3;
-            const char *best = NULL;
-            for (j = 0; known[j]; j++) {
-                if (off < sizeof list)
-                    off += (size_t)snprintf(list + off, sizeof list - off, "%s%s", j ? ", " : "",
-                                            known[j]);
-                size_t d = edit_distance(s, known[j]);
-                if (d < bestd && d < strlen(s)) {
-                    bestd = d;
-                    best = known[j];
-                }
-            }
-            if (best)
-                return fail(c, k, "unknown key '%.80s' %s; did you mean '%s'? (known keys: %s)", s,
-                            where, best, list);
-            return fail(c, k, "unknown key '%.80s' %s; use one of the known keys: %s", s, where,
-                        list);
-        }
-        for (j = 0; j < i; j++) {
-            yaml_node_t *prev = map_key(c, map, j);
-            if (strcmp(text(prev), s) == 0)
-                return fail(c, k, "key '%s' appears twice %s (first at %zu:%zu); keep one", s,
-                            where, prev->start_mark.line + 1, prev->start_mark.column + 1);
-        }
-    }
-    return KF_OK;
-}
-
-/* The value under `key`, or NULL. Only after check_keys (keys are scalars). */
-static yaml_node_t *map_get(ctx *c, const yaml_node_t *map, const char *key)
-{
-    for (size_t i = 0; i < map_len(map); i++)
-        if (strcmp(text(map_key(c, map, i)), key) == 0)
-            return map_value(c, map, i);
-    return NULL;
-}
 
 /* ---- scalar values ---- */
 
@@ -265,27 +76,29 @@ static int int_value(ctx *c, const yaml_node_t *n, const char *what, int64_t min
 {
     const char *s;
     int64_t v;
-    int rc = nonempty_scalar(c, n, what, &s);
+    int rc = kf_yaml_nonempty_scalar(&c->y, n, what, &s);
     if (rc)
         return rc;
     rc = parse_count(s, &v);
     if (rc == -2)
-        return fail(c, n, "%s '%.40s' is too large (the limit is %lld); use a smaller value", what,
-                    s, (long long)INT64_MAX);
+        return kf_yaml_fail(&c->y, n,
+                            "%s '%.40s' is too large (the limit is %lld); use a smaller value",
+                            what, s, (long long)INT64_MAX);
     if (rc == -1 && s[0] == '-' && parse_count(s + 1, &v) != -1)
-        return fail(c, n, "%s must be at least %lld, not %.40s; use a value >= %lld", what,
-                    (long long)min, s, (long long)min);
+        return kf_yaml_fail(&c->y, n, "%s must be at least %lld, not %.40s; use a value >= %lld",
+                            what, (long long)min, s, (long long)min);
     if (rc == -1)
-        return fail(c, n,
-                    "%s must be an integer (digits with an optional K, M or G suffix), not "
-                    "'%.40s'; fix the value",
-                    what, s);
+        return kf_yaml_fail(&c->y, n,
+                            "%s must be an integer (digits with an optional K, M or G suffix), not "
+                            "'%.40s'; fix the value",
+                            what, s);
     if (v < min || v > max) {
         if (v < min && max >= UINT32_MAX)
-            return fail(c, n, "%s must be at least %lld, not %lld; use a larger value", what,
-                        (long long)min, (long long)v);
-        return fail(c, n, "%s must be between %lld and %lld, not %lld; use a value in range", what,
-                    (long long)min, (long long)max, (long long)v);
+            return kf_yaml_fail(&c->y, n, "%s must be at least %lld, not %lld; use a larger value",
+                                what, (long long)min, (long long)v);
+        return kf_yaml_fail(&c->y, n,
+                            "%s must be between %lld and %lld, not %lld; use a value in range",
+                            what, (long long)min, (long long)max, (long long)v);
     }
     *out = v;
     return KF_OK;
@@ -305,21 +118,22 @@ static int duration_value(ctx *c, const yaml_node_t *n, const char *what, double
 {
     const char *s;
     double v;
-    int rc = nonempty_scalar(c, n, what, &s);
+    int rc = kf_yaml_nonempty_scalar(&c->y, n, what, &s);
     if (rc)
         return rc;
     if (s[0] == '-')
         v = -1; /* reported below as not positive, not as "not a duration" */
     else if (kf_parse_duration(s, &v) != KF_OK || !isfinite(v))
-        return fail(c, n,
-                    "%s '%.40s' is not a duration; write it like 250ms, 2s, 1.5m, 1h or a number "
-                    "of seconds",
-                    what, s);
+        return kf_yaml_fail(
+            &c->y, n,
+            "%s '%.40s' is not a duration; write it like 250ms, 2s, 1.5m, 1h or a number "
+            "of seconds",
+            what, s);
     if (v <= 0)
-        return fail(c, n,
-                    "%s must be longer than 0, not '%.40s'; give a positive duration or "
-                    "leave it out",
-                    what, s);
+        return kf_yaml_fail(&c->y, n,
+                            "%s must be longer than 0, not '%.40s'; give a positive duration or "
+                            "leave it out",
+                            what, s);
     *out = v;
     return KF_OK;
 }
@@ -375,32 +189,36 @@ static int resolve_path(ctx *c, const yaml_node_t *n, const char *given, kf_swee
 {
     int cu = ends_with(given, ".cu");
     if (!cu && !ends_with(given, ".c"))
-        return fail(c, n,
-                    "path '%s' does not end in .c or .cu; a kernel is one C (.c) or CUDA (.cu) "
-                    "source file",
-                    given);
+        return kf_yaml_fail(
+            &c->y, n,
+            "path '%s' does not end in .c or .cu; a kernel is one C (.c) or CUDA (.cu) "
+            "source file",
+            given);
     char joined[PATH_MAX], real[PATH_MAX];
     int len = given[0] == '/' || !c->base_dir
                   ? snprintf(joined, sizeof joined, "%s", given)
                   : snprintf(joined, sizeof joined, "%s/%s", c->base_dir, given);
     if (len < 0 || (size_t)len >= sizeof joined)
-        return fail(c, n, "path '%.80s...' is too long; shorten it", given);
+        return kf_yaml_fail(&c->y, n, "path '%.80s...' is too long; shorten it", given);
     if (!realpath(joined, real))
-        return fail(c, n,
-                    "path '%s' cannot be used: %s (looked at %s); paths are relative to the "
-                    "sweep file's directory",
-                    given, strerror(errno), joined);
+        return kf_yaml_fail(
+            &c->y, n,
+            "path '%s' cannot be used: %s (looked at %s); paths are relative to the "
+            "sweep file's directory",
+            given, strerror(errno), joined);
     if (!is_regular(real))
-        return fail(c, n, "path '%s' is not a regular file (%s); point it at a kernel source file",
-                    given, real);
+        return kf_yaml_fail(
+            &c->y, n, "path '%s' is not a regular file (%s); point it at a kernel source file",
+            given, real);
     /* The compiler picks the language from the stored (resolved) name. */
     if (!ends_with(real, cu ? ".cu" : ".c"))
-        return fail(c, n,
-                    "path '%s' resolves to %s, which does not end in %s; point path: at the "
-                    "source file itself",
-                    given, real, cu ? ".cu" : ".c");
+        return kf_yaml_fail(
+            &c->y, n,
+            "path '%s' resolves to %s, which does not end in %s; point path: at the "
+            "source file itself",
+            given, real, cu ? ".cu" : ".c");
     if (!(k->path = strdup(real)))
-        return oom(c);
+        return kf_yaml_oom(&c->y);
     k->cuda = cu;
     return KF_OK;
 }
@@ -410,10 +228,11 @@ static int resolve_path(ctx *c, const yaml_node_t *n, const char *given, kf_swee
 static int find_kernel(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
 {
     if (!c->kernels_dir)
-        return fail(c, n,
-                    "kernel '%s' is named without a path and no kernels directory is known; "
-                    "give its source with path:",
-                    k->name);
+        return kf_yaml_fail(
+            &c->y, n,
+            "kernel '%s' is named without a path and no kernels directory is known; "
+            "give its source with path:",
+            k->name);
     char cand[2][PATH_MAX], real[PATH_MAX];
     snprintf(cand[0], sizeof cand[0], "%s/host/%s.c", c->kernels_dir, k->name);
     snprintf(cand[1], sizeof cand[1], "%s/cuda/%s.cu", c->kernels_dir, k->name);
@@ -421,14 +240,15 @@ static int find_kernel(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
         if (!is_regular(cand[i]) || !realpath(cand[i], real))
             continue;
         if (!(k->path = strdup(real)))
-            return oom(c);
+            return kf_yaml_oom(&c->y);
         k->cuda = i == 1;
         return KF_OK;
     }
-    return fail(c, n,
-                "unknown kernel '%s': neither %s nor %s exists; check the name, or give the source "
-                "with path:",
-                k->name, cand[0], cand[1]);
+    return kf_yaml_fail(
+        &c->y, n,
+        "unknown kernel '%s': neither %s nor %s exists; check the name, or give the source "
+        "with path:",
+        k->name, cand[0], cand[1]);
 }
 
 /* ---- parameter axes ---- */
@@ -444,19 +264,19 @@ typedef struct vals {
 static int vals_push(ctx *c, vals *vs, const char *axis, int64_t v, const yaml_node_t *from)
 {
     if (vs->n == MAX_AXIS_VALUES)
-        return fail(c, from,
-                    "axis '%s' has more than %d values; use fewer values or a coarser "
-                    "range",
-                    axis, MAX_AXIS_VALUES);
+        return kf_yaml_fail(&c->y, from,
+                            "axis '%s' has more than %d values; use fewer values or a coarser "
+                            "range",
+                            axis, MAX_AXIS_VALUES);
     if (vs->n == vs->cap) {
         size_t cap = vs->cap ? vs->cap * 2 : 8;
         int64_t *nv = realloc(vs->v, cap * sizeof *nv);
         if (!nv)
-            return oom(c);
+            return kf_yaml_oom(&c->y);
         vs->v = nv;
         const yaml_node_t **nf = realloc(vs->from, cap * sizeof *nf);
         if (!nf)
-            return oom(c);
+            return kf_yaml_oom(&c->y);
         vs->from = nf;
         vs->cap = cap;
     }
@@ -470,23 +290,24 @@ static int parse_range(ctx *c, const char *axis, const yaml_node_t *map, vals *v
     static const char *const keys[] = {"from", "to", "step", "mul", NULL};
     char where[MAX_NAME + 32], what[MAX_NAME + 48];
     snprintf(where, sizeof where, "in a range of axis '%s'", axis);
-    int rc = check_keys(c, map, where, keys);
+    int rc = kf_yaml_check_keys(&c->y, map, where, keys);
     if (rc)
         return rc;
-    yaml_node_t *nf = map_get(c, map, "from"), *nt = map_get(c, map, "to");
-    yaml_node_t *ns = map_get(c, map, "step"), *nm = map_get(c, map, "mul");
+    yaml_node_t *nf = kf_yaml_map_get(&c->y, map, "from"), *nt = kf_yaml_map_get(&c->y, map, "to");
+    yaml_node_t *ns = kf_yaml_map_get(&c->y, map, "step"), *nm = kf_yaml_map_get(&c->y, map, "mul");
     if (!nf || !nt)
-        return fail(c, map,
-                    "the range of axis '%s' needs both from: and to:; write {from: A, to: "
-                    "B, mul: M} or {from: A, to: B, step: S}",
-                    axis);
+        return kf_yaml_fail(&c->y, map,
+                            "the range of axis '%s' needs both from: and to:; write {from: A, to: "
+                            "B, mul: M} or {from: A, to: B, step: S}",
+                            axis);
     if (!ns && !nm)
-        return fail(c, map,
-                    "the range of axis '%s' needs step: or mul:; add step: S to count up "
-                    "by S or mul: M to multiply by M",
-                    axis);
+        return kf_yaml_fail(&c->y, map,
+                            "the range of axis '%s' needs step: or mul:; add step: S to count up "
+                            "by S or mul: M to multiply by M",
+                            axis);
     if (ns && nm)
-        return fail(c, nm, "the range of axis '%s' has both step: and mul:; keep one", axis);
+        return kf_yaml_fail(&c->y, nm, "the range of axis '%s' has both step: and mul:; keep one",
+                            axis);
     int64_t from, to, by;
     snprintf(what, sizeof what, "from: of axis '%s'", axis);
     if ((rc = int_value(c, nf, what, 0, INT64_MAX, &from)))
@@ -495,30 +316,30 @@ static int parse_range(ctx *c, const char *axis, const yaml_node_t *map, vals *v
     if ((rc = int_value(c, nt, what, 0, INT64_MAX, &to)))
         return rc;
     if (from > to)
-        return fail(c, nt,
-                    "the range of axis '%s' goes from %lld down to %lld; from: must be <= "
-                    "to:, swap them",
-                    axis, (long long)from, (long long)to);
+        return kf_yaml_fail(&c->y, nt,
+                            "the range of axis '%s' goes from %lld down to %lld; from: must be <= "
+                            "to:, swap them",
+                            axis, (long long)from, (long long)to);
     snprintf(what, sizeof what, "%s of axis '%s'", ns ? "step:" : "mul:", axis);
     if ((rc = int_value(c, ns ? ns : nm, what, ns ? 1 : 2, INT64_MAX, &by)))
         return rc;
     if (ns) {
         uint64_t count = (uint64_t)(to - from) / (uint64_t)by + 1;
         if (count > MAX_AXIS_VALUES)
-            return fail(c, map,
-                        "the range of axis '%s' has %llu values, more than %d; use a "
-                        "larger step: or a narrower range",
-                        axis, (unsigned long long)count, MAX_AXIS_VALUES);
+            return kf_yaml_fail(&c->y, map,
+                                "the range of axis '%s' has %llu values, more than %d; use a "
+                                "larger step: or a narrower range",
+                                axis, (unsigned long long)count, MAX_AXIS_VALUES);
         for (uint64_t i = 0; i < count; i++)
             if ((rc = vals_push(c, vs, axis, from + (int64_t)i * by, map)))
                 return rc;
         return KF_OK;
     }
     if (from == 0)
-        return fail(c, nf,
-                    "the range of axis '%s' multiplies from 0, which never grows; start "
-                    "from: at 1 or more, or use step:",
-                    axis);
+        return kf_yaml_fail(&c->y, nf,
+                            "the range of axis '%s' multiplies from 0, which never grows; start "
+                            "from: at 1 or more, or use step:",
+                            axis);
     /* v <= to / by guarantees v * by <= to: no overflow, and it stops. */
     for (int64_t v = from;; v *= by) {
         if ((rc = vals_push(c, vs, axis, v, map)))
@@ -536,7 +357,8 @@ static int axis_item(ctx *c, const char *axis, const yaml_node_t *n, vals *vs)
     if (n->type == YAML_MAPPING_NODE)
         return parse_range(c, axis, n, vs);
     if (n->type != YAML_SCALAR_NODE)
-        return fail(c, n, "axis '%s' holds a list inside a list; flatten it into one list", axis);
+        return kf_yaml_fail(&c->y, n,
+                            "axis '%s' holds a list inside a list; flatten it into one list", axis);
     snprintf(what, sizeof what, "a value of axis '%s'", axis);
     int rc = int_value(c, n, what, 0, INT64_MAX, &v);
     return rc ? rc : vals_push(c, vs, axis, v, n);
@@ -561,7 +383,7 @@ static int check_unique(ctx *c, const char *axis, const vals *vs)
 {
     ordered *o = malloc(vs->n * sizeof *o);
     if (!o)
-        return oom(c);
+        return kf_yaml_oom(&c->y);
     for (size_t i = 0; i < vs->n; i++)
         o[i] = (ordered){vs->v[i], i};
     qsort(o, vs->n, sizeof *o, cmp_ordered);
@@ -578,10 +400,11 @@ static int check_unique(ctx *c, const char *axis, const vals *vs)
     if (again == SIZE_MAX)
         return KF_OK;
     const yaml_node_t *a = vs->from[first];
-    return fail(c, vs->from[again],
-                "value %lld appears twice in axis '%s' (also at %zu:%zu); "
-                "remove one",
-                (long long)vs->v[again], axis, a->start_mark.line + 1, a->start_mark.column + 1);
+    return kf_yaml_fail(&c->y, vs->from[again],
+                        "value %lld appears twice in axis '%s' (also at %zu:%zu); "
+                        "remove one",
+                        (long long)vs->v[again], axis, a->start_mark.line + 1,
+                        a->start_mark.column + 1);
 }
 
 static int parse_axis(ctx *c, const char *name, const yaml_node_t *n, kf_sweep_axis *axis)
@@ -589,22 +412,23 @@ static int parse_axis(ctx *c, const char *name, const yaml_node_t *n, kf_sweep_a
     vals vs = {0};
     int rc = KF_OK;
     if (n->type == YAML_SCALAR_NODE && n->data.scalar.length == 0) {
-        rc = fail(c, n,
-                  "axis '%s' has no values; give a value, a list [A, B] or a range {from: "
-                  "A, to: B, mul: M}",
-                  name);
+        rc = kf_yaml_fail(&c->y, n,
+                          "axis '%s' has no values; give a value, a list [A, B] or a range {from: "
+                          "A, to: B, mul: M}",
+                          name);
     } else if (n->type == YAML_SEQUENCE_NODE) {
-        if (seq_len(n) == 0)
-            rc = fail(c, n, "axis '%s' is an empty list; give at least one value", name);
-        for (size_t i = 0; rc == KF_OK && i < seq_len(n); i++)
-            rc = axis_item(c, name, seq_item(c, n, i), &vs);
+        if (kf_yaml_seq_len(n) == 0)
+            rc =
+                kf_yaml_fail(&c->y, n, "axis '%s' is an empty list; give at least one value", name);
+        for (size_t i = 0; rc == KF_OK && i < kf_yaml_seq_len(n); i++)
+            rc = axis_item(c, name, kf_yaml_seq_item(&c->y, n, i), &vs);
     } else {
         rc = axis_item(c, name, n, &vs);
     }
     if (rc == KF_OK)
         rc = check_unique(c, name, &vs);
     if (rc == KF_OK && !(axis->name = strdup(name)))
-        rc = oom(c);
+        rc = kf_yaml_oom(&c->y);
     free(vs.from);
     if (rc) {
         free(vs.v);
@@ -627,41 +451,43 @@ static void axes_free(kf_sweep_axis *axes, size_t n)
 static int parse_params(ctx *c, const yaml_node_t *pn, kf_sweep_axis **out, size_t *nout)
 {
     if (pn->type != YAML_MAPPING_NODE)
-        return fail(c, pn,
-                    "params must be a mapping from axis name to values, like {n: [1K, "
-                    "4K]}, not %s; write {} for no axes",
-                    kind(pn));
-    size_t n = map_len(pn), got = 0;
+        return kf_yaml_fail(&c->y, pn,
+                            "params must be a mapping from axis name to values, like {n: [1K, "
+                            "4K]}, not %s; write {} for no axes",
+                            kf_yaml_kind(pn));
+    size_t n = kf_yaml_map_len(pn), got = 0;
     kf_sweep_axis *axes = n ? calloc(n, sizeof *axes) : NULL;
     if (n && !axes)
-        return oom(c);
+        return kf_yaml_oom(&c->y);
     int rc = KF_OK;
     for (; rc == KF_OK && got < n; got++) {
-        yaml_node_t *k = map_key(c, pn, got);
+        yaml_node_t *k = kf_yaml_map_key(&c->y, pn, got);
         const char *name;
-        if ((rc = nonempty_scalar(c, k, "an axis name", &name)))
+        if ((rc = kf_yaml_nonempty_scalar(&c->y, k, "an axis name", &name)))
             break;
         if (got == KF_SWEEP_MAX_AXES) {
-            rc = fail(c, k, "more than %d axes; a kernel takes at most %d parameters, drop some",
-                      KF_SWEEP_MAX_AXES, KF_SWEEP_MAX_AXES);
+            rc = kf_yaml_fail(&c->y, k,
+                              "more than %d axes; a kernel takes at most %d parameters, drop some",
+                              KF_SWEEP_MAX_AXES, KF_SWEEP_MAX_AXES);
             break;
         }
         if (!valid_axis_name(name)) {
-            rc = fail(c, k,
-                      "axis name '%.80s' is not an identifier; use letters, digits and '_', "
-                      "not starting with a digit",
-                      name);
+            rc =
+                kf_yaml_fail(&c->y, k,
+                             "axis name '%.80s' is not an identifier; use letters, digits and '_', "
+                             "not starting with a digit",
+                             name);
             break;
         }
         for (size_t j = 0; j < got; j++)
             if (strcmp(axes[j].name, name) == 0) {
-                yaml_node_t *first = map_key(c, pn, j);
-                rc = fail(c, k, "axis '%s' is given twice (first at %zu:%zu); keep one", name,
-                          first->start_mark.line + 1, first->start_mark.column + 1);
+                yaml_node_t *first = kf_yaml_map_key(&c->y, pn, j);
+                rc = kf_yaml_fail(&c->y, k, "axis '%s' is given twice (first at %zu:%zu); keep one",
+                                  name, first->start_mark.line + 1, first->start_mark.column + 1);
                 break;
             }
         if (rc == KF_OK)
-            rc = parse_axis(c, name, map_value(c, pn, got), &axes[got]);
+            rc = parse_axis(c, name, kf_yaml_map_value(&c->y, pn, got), &axes[got]);
     }
     if (rc) {
         axes_free(axes, n);
@@ -677,14 +503,14 @@ static int axes_dup(ctx *c, const kf_sweep_axis *src, size_t n, kf_sweep_kernel 
     if (n == 0)
         return KF_OK;
     if (!(k->axes = calloc(n, sizeof *k->axes)))
-        return oom(c);
+        return kf_yaml_oom(&c->y);
     k->naxes = n;
     for (size_t i = 0; i < n; i++) {
         kf_sweep_axis *a = &k->axes[i];
         a->name = strdup(src[i].name);
         a->values = malloc(src[i].nvalues * sizeof *a->values);
         if (!a->name || !a->values)
-            return oom(c);
+            return kf_yaml_oom(&c->y);
         memcpy(a->values, src[i].values, src[i].nvalues * sizeof *a->values);
         a->nvalues = src[i].nvalues;
     }
@@ -696,27 +522,28 @@ static int axes_dup(ctx *c, const kf_sweep_axis *src, size_t n, kf_sweep_kernel 
 static int parse_flags(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
 {
     if (n->type != YAML_SEQUENCE_NODE)
-        return fail(c, n,
-                    "flags of kernel '%s' must be a list with one compiler argument per "
-                    "item, like [-O3, -march=native], not %s",
-                    k->name, kind(n));
-    size_t len = seq_len(n);
+        return kf_yaml_fail(&c->y, n,
+                            "flags of kernel '%s' must be a list with one compiler argument per "
+                            "item, like [-O3, -march=native], not %s",
+                            k->name, kf_yaml_kind(n));
+    size_t len = kf_yaml_seq_len(n);
     if (len == 0)
         return KF_OK;
     if (len > MAX_FLAGS)
-        return fail(c, seq_item(c, n, MAX_FLAGS),
-                    "kernel '%s' has more than %d flags; put common ones in a response file "
-                    "(@FILE) or drop some",
-                    k->name, MAX_FLAGS);
+        return kf_yaml_fail(
+            &c->y, kf_yaml_seq_item(&c->y, n, MAX_FLAGS),
+            "kernel '%s' has more than %d flags; put common ones in a response file "
+            "(@FILE) or drop some",
+            k->name, MAX_FLAGS);
     if (!(k->flags = calloc(len, sizeof *k->flags)))
-        return oom(c);
+        return kf_yaml_oom(&c->y);
     for (size_t i = 0; i < len; i++) {
         const char *s;
-        int rc = nonempty_scalar(c, seq_item(c, n, i), "a flag", &s);
+        int rc = kf_yaml_nonempty_scalar(&c->y, kf_yaml_seq_item(&c->y, n, i), "a flag", &s);
         if (rc)
             return rc;
         if (!(k->flags[k->nflags] = strdup(s)))
-            return oom(c);
+            return kf_yaml_oom(&c->y);
         k->nflags++;
     }
     return KF_OK;
@@ -734,33 +561,33 @@ static int parse_kernel(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k, int *o
     k->col = (int)n->start_mark.column + 1;
     *own_params = 0;
     if (n->type == YAML_SCALAR_NODE) {
-        if ((rc = nonempty_scalar(c, n, "a kernel name", &name)))
+        if ((rc = kf_yaml_nonempty_scalar(&c->y, n, "a kernel name", &name)))
             return rc;
         nn = n;
     } else if (n->type == YAML_MAPPING_NODE) {
-        if ((rc = check_keys(c, n, "in a kernel entry", keys)))
+        if ((rc = kf_yaml_check_keys(&c->y, n, "in a kernel entry", keys)))
             return rc;
-        nn = map_get(c, n, "name");
-        np = map_get(c, n, "path");
+        nn = kf_yaml_map_get(&c->y, n, "name");
+        np = kf_yaml_map_get(&c->y, n, "path");
         if (!nn && !np)
-            return fail(c, n,
-                        "a kernel entry needs name: or path: (or both); add name: NAME to "
-                        "use KERNELS_DIR or path: FILE.c for your own source");
-        if (nn && (rc = nonempty_scalar(c, nn, "name:", &name)))
+            return kf_yaml_fail(&c->y, n,
+                                "a kernel entry needs name: or path: (or both); add name: NAME to "
+                                "use KERNELS_DIR or path: FILE.c for your own source");
+        if (nn && (rc = kf_yaml_nonempty_scalar(&c->y, nn, "name:", &name)))
             return rc;
-        if (np && (rc = nonempty_scalar(c, np, "path:", &path)))
+        if (np && (rc = kf_yaml_nonempty_scalar(&c->y, np, "path:", &path)))
             return rc;
     } else {
-        return fail(c, n,
-                    "a kernel entry must be a kernel name or a mapping with name: and/or "
-                    "path:, not %s; write - NAME or - {path: FILE.c}",
-                    kind(n));
+        return kf_yaml_fail(&c->y, n,
+                            "a kernel entry must be a kernel name or a mapping with name: and/or "
+                            "path:, not %s; write - NAME or - {path: FILE.c}",
+                            kf_yaml_kind(n));
     }
     if (name && !valid_kernel_name(name))
-        return fail(c, nn,
-                    "kernel name '%.80s' is not valid; use letters, digits, '_', '-' and "
-                    "'.', not starting with '.' or '-'",
-                    name);
+        return kf_yaml_fail(&c->y, nn,
+                            "kernel name '%.80s' is not valid; use letters, digits, '_', '-' and "
+                            "'.', not starting with '.' or '-'",
+                            name);
     if (path && (rc = resolve_path(c, np, path, k)))
         return rc;
     if (!name) {
@@ -768,19 +595,20 @@ static int parse_kernel(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k, int *o
         const char *base = base_name(path);
         size_t stem = strlen(base) - (k->cuda ? 3 : 2);
         if (!(k->name = strndup(base, stem)))
-            return oom(c);
+            return kf_yaml_oom(&c->y);
         if (!valid_kernel_name(k->name))
-            return fail(c, np,
-                        "the file name of '%.80s' does not make a kernel name (letters, "
-                        "digits, '_', '-', '.'); add name: NAME next to path:",
-                        path);
+            return kf_yaml_fail(&c->y, np,
+                                "the file name of '%.80s' does not make a kernel name (letters, "
+                                "digits, '_', '-', '.'); add name: NAME next to path:",
+                                path);
     } else if (!(k->name = strdup(name))) {
-        return oom(c);
+        return kf_yaml_oom(&c->y);
     }
     if (!path && (rc = find_kernel(c, nn, k)))
         return rc;
     if (n->type == YAML_MAPPING_NODE) {
-        yaml_node_t *pn = map_get(c, n, "params"), *fn = map_get(c, n, "flags");
+        yaml_node_t *pn = kf_yaml_map_get(&c->y, n, "params"),
+                    *fn = kf_yaml_map_get(&c->y, n, "flags");
         if (pn) {
             *own_params = 1;
             if ((rc = parse_params(c, pn, &k->axes, &k->naxes)))
@@ -806,34 +634,35 @@ static int parse_kernels(ctx *c, const yaml_node_t *n, const kf_sweep_axis *top,
                          kf_sweep_spec *s)
 {
     if (n->type != YAML_SEQUENCE_NODE)
-        return fail(c, n,
-                    "kernels must be a list, not %s; write kernels: [NAME, ...] or one "
-                    "\"- NAME\" per line",
-                    kind(n));
-    size_t len = seq_len(n);
+        return kf_yaml_fail(&c->y, n,
+                            "kernels must be a list, not %s; write kernels: [NAME, ...] or one "
+                            "\"- NAME\" per line",
+                            kf_yaml_kind(n));
+    size_t len = kf_yaml_seq_len(n);
     if (len == 0)
-        return fail(c, n, "kernels is an empty list; name at least one kernel");
+        return kf_yaml_fail(&c->y, n, "kernels is an empty list; name at least one kernel");
     if (len > MAX_KERNELS)
-        return fail(c, seq_item(c, n, MAX_KERNELS),
-                    "more than %d kernels in one sweep; split it "
-                    "into several sweeps",
-                    MAX_KERNELS);
+        return kf_yaml_fail(&c->y, kf_yaml_seq_item(&c->y, n, MAX_KERNELS),
+                            "more than %d kernels in one sweep; split it "
+                            "into several sweeps",
+                            MAX_KERNELS);
     if (!(s->kernels = calloc(len, sizeof *s->kernels)))
-        return oom(c);
+        return kf_yaml_oom(&c->y);
     s->nkernels = len; /* zeroed entries free cleanly if we stop early */
     for (size_t i = 0; i < len; i++) {
         kf_sweep_kernel *k = &s->kernels[i];
-        int own, rc = parse_kernel(c, seq_item(c, n, i), k, &own);
+        int own, rc = parse_kernel(c, kf_yaml_seq_item(&c->y, n, i), k, &own);
         if (rc)
             return rc;
         if (!own && (rc = axes_dup(c, top, ntop, k)))
             return rc;
         for (size_t j = 0; j < i; j++)
             if (strcmp(s->kernels[j].name, k->name) == 0)
-                return fail_at(c, (size_t)k->line - 1, (size_t)k->col - 1,
-                               "kernel '%s' is listed twice (first at %d:%d); merge the two, or "
-                               "give one another name with name: next to path:",
-                               k->name, s->kernels[j].line, s->kernels[j].col);
+                return kf_yaml_fail_at(
+                    &c->y, (size_t)k->line - 1, (size_t)k->col - 1,
+                    "kernel '%s' is listed twice (first at %d:%d); merge the two, or "
+                    "give one another name with name: next to path:",
+                    k->name, s->kernels[j].line, s->kernels[j].col);
     }
     return KF_OK;
 }
@@ -847,25 +676,26 @@ static int parse_tasks(ctx *c, const yaml_node_t *n, int *out)
         int bit;
     } names[] = {
         {"build", KF_TASK_BUILD}, {"validate", KF_TASK_VALIDATE}, {"profile", KF_TASK_PROFILE}};
-    size_t len = n->type == YAML_SEQUENCE_NODE ? seq_len(n) : 1;
+    size_t len = n->type == YAML_SEQUENCE_NODE ? kf_yaml_seq_len(n) : 1;
     if (n->type == YAML_SEQUENCE_NODE && len == 0)
-        return fail(c, n,
-                    "tasks is an empty list; list at least one of build, validate, profile "
-                    "(or leave tasks out for all three)");
+        return kf_yaml_fail(&c->y, n,
+                            "tasks is an empty list; list at least one of build, validate, profile "
+                            "(or leave tasks out for all three)");
     int bits = 0;
     for (size_t i = 0; i < len; i++) {
-        const yaml_node_t *t = n->type == YAML_SEQUENCE_NODE ? seq_item(c, n, i) : n;
+        const yaml_node_t *t = n->type == YAML_SEQUENCE_NODE ? kf_yaml_seq_item(&c->y, n, i) : n;
         const char *s;
-        int rc = nonempty_scalar(c, t, "a task", &s), bit = 0;
+        int rc = kf_yaml_nonempty_scalar(&c->y, t, "a task", &s), bit = 0;
         if (rc)
             return rc;
         for (size_t j = 0; j < sizeof names / sizeof names[0]; j++)
             if (strcmp(names[j].name, s) == 0)
                 bit = names[j].bit;
         if (!bit)
-            return fail(c, t, "unknown task '%.80s'; valid tasks are build, validate, profile", s);
+            return kf_yaml_fail(
+                &c->y, t, "unknown task '%.80s'; valid tasks are build, validate, profile", s);
         if (bits & bit)
-            return fail(c, t, "task '%s' is listed twice; keep one", s);
+            return kf_yaml_fail(&c->y, t, "task '%s' is listed twice; keep one", s);
         bits |= bit;
     }
     *out = bits;
@@ -876,7 +706,7 @@ static int bool_value(ctx *c, const yaml_node_t *v, const char *what, int *out)
 {
     static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
     const char *s;
-    int rc = nonempty_scalar(c, v, what, &s);
+    int rc = kf_yaml_nonempty_scalar(&c->y, v, what, &s);
     if (rc)
         return rc;
     for (size_t i = 0; i < 3; i++) {
@@ -889,7 +719,7 @@ static int bool_value(ctx *c, const yaml_node_t *v, const char *what, int *out)
             return KF_OK;
         }
     }
-    return fail(c, v, "%s must be true or false, not '%.40s'; fix the value", what, s);
+    return kf_yaml_fail(&c->y, v, "%s must be true or false, not '%.40s'; fix the value", what, s);
 }
 
 static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
@@ -898,33 +728,36 @@ static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
                                        "warmup",      "hot",      "seeds",     "batch",
                                        "sanitize",    "ncu",      NULL};
     if (n->type != YAML_MAPPING_NODE)
-        return fail(c, n,
-                    "measure must be a mapping, like {min_samples: 10, min_time: 0.5s}, "
-                    "not %s",
-                    kind(n));
-    int rc = check_keys(c, n, "in measure", keys);
+        return kf_yaml_fail(&c->y, n,
+                            "measure must be a mapping, like {min_samples: 10, min_time: 0.5s}, "
+                            "not %s",
+                            kf_yaml_kind(n));
+    int rc = kf_yaml_check_keys(&c->y, n, "in measure", keys);
     if (rc)
         return rc;
     yaml_node_t *v;
-    if ((v = map_get(c, n, "min_samples")) &&
+    if ((v = kf_yaml_map_get(&c->y, n, "min_samples")) &&
         (rc = u32_value(c, v, "min_samples", 1, &m->min_samples)))
         return rc;
-    if ((v = map_get(c, n, "min_time")) && (rc = duration_value(c, v, "min_time", &m->min_time_s)))
+    if ((v = kf_yaml_map_get(&c->y, n, "min_time")) &&
+        (rc = duration_value(c, v, "min_time", &m->min_time_s)))
         return rc;
-    if ((v = map_get(c, n, "timeout")) && (rc = duration_value(c, v, "timeout", &m->timeout_s)))
+    if ((v = kf_yaml_map_get(&c->y, n, "timeout")) &&
+        (rc = duration_value(c, v, "timeout", &m->timeout_s)))
         return rc;
     /* 0 in the struct means "the agent's default", so an explicit 0 could
      * not be told apart from leaving the key out: refuse it. */
-    if ((v = map_get(c, n, "warmup")) && (rc = u32_value(c, v, "warmup", 1, &m->warmup)))
+    if ((v = kf_yaml_map_get(&c->y, n, "warmup")) &&
+        (rc = u32_value(c, v, "warmup", 1, &m->warmup)))
         return rc;
-    if ((v = map_get(c, n, "seeds")) && (rc = u32_value(c, v, "seeds", 1, &m->seeds)))
+    if ((v = kf_yaml_map_get(&c->y, n, "seeds")) && (rc = u32_value(c, v, "seeds", 1, &m->seeds)))
         return rc;
-    if ((v = map_get(c, n, "batch")) && (rc = u32_value(c, v, "batch", 1, &m->batch)))
+    if ((v = kf_yaml_map_get(&c->y, n, "batch")) && (rc = u32_value(c, v, "batch", 1, &m->batch)))
         return rc;
-    if ((v = map_get(c, n, "max_noise"))) {
+    if ((v = kf_yaml_map_get(&c->y, n, "max_noise"))) {
         const char *s;
         char *end;
-        if ((rc = nonempty_scalar(c, v, "max_noise", &s)))
+        if ((rc = kf_yaml_nonempty_scalar(&c->y, v, "max_noise", &s)))
             return rc;
         errno = 0;
         double d = strtod(s, &end);
@@ -932,47 +765,48 @@ static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
             end++;
         if (end == s || *end || errno || !isfinite(d) ||
             !(isdigit((unsigned char)s[0]) || s[0] == '.'))
-            return fail(c, v,
-                        "max_noise '%.40s' is not a number; give the allowed noise in "
-                        "percent, like 0.5 or 2%%",
-                        s);
+            return kf_yaml_fail(&c->y, v,
+                                "max_noise '%.40s' is not a number; give the allowed noise in "
+                                "percent, like 0.5 or 2%%",
+                                s);
         if (d <= 0)
-            return fail(c, v,
-                        "max_noise must be above 0, not %.40s; give a positive percentage "
-                        "or leave it out",
-                        s);
+            return kf_yaml_fail(&c->y, v,
+                                "max_noise must be above 0, not %.40s; give a positive percentage "
+                                "or leave it out",
+                                s);
         m->max_noise_pct = d;
     }
-    if ((v = map_get(c, n, "hot")) && (rc = bool_value(c, v, "hot", &m->hot)))
+    if ((v = kf_yaml_map_get(&c->y, n, "hot")) && (rc = bool_value(c, v, "hot", &m->hot)))
         return rc;
-    if ((v = map_get(c, n, "sanitize")) && (rc = bool_value(c, v, "sanitize", &m->sanitize)))
+    if ((v = kf_yaml_map_get(&c->y, n, "sanitize")) &&
+        (rc = bool_value(c, v, "sanitize", &m->sanitize)))
         return rc;
-    if ((v = map_get(c, n, "ncu"))) {
-        if (v->type != YAML_SEQUENCE_NODE || v->data.sequence.items.top ==
-                                                 v->data.sequence.items.start)
-            return fail(c, v,
-                        "ncu must be a non-empty list of Nsight Compute metric names, like "
-                        "[gpu__time_duration.sum]");
-        size_t cnt = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+    if ((v = kf_yaml_map_get(&c->y, n, "ncu"))) {
+        if (v->type != YAML_SEQUENCE_NODE || kf_yaml_seq_len(v) == 0)
+            return kf_yaml_fail(&c->y, v,
+                                "ncu must be a non-empty list of Nsight Compute metric names, like "
+                                "[gpu__time_duration.sum]");
+        size_t cnt = kf_yaml_seq_len(v);
         if (cnt > 64)
-            return fail(c, v, "ncu lists %zu metrics; at most 64", cnt);
+            return kf_yaml_fail(&c->y, v, "ncu lists %zu metrics; at most 64", cnt);
         m->ncu = calloc(cnt, sizeof *m->ncu);
         if (!m->ncu)
-            return oom(c);
+            return kf_yaml_oom(&c->y);
         for (size_t i = 0; i < cnt; i++) {
-            yaml_node_t *it = yaml_document_get_node(c->doc, v->data.sequence.items.start[i]);
+            yaml_node_t *it = kf_yaml_seq_item(&c->y, v, i);
             const char *s;
-            if ((rc = nonempty_scalar(c, it, "an ncu metric", &s)))
+            if ((rc = kf_yaml_nonempty_scalar(&c->y, it, "an ncu metric", &s)))
                 return rc;
             for (const char *q = s; *q; q++)
                 if (!(isalnum((unsigned char)*q) || *q == '_' || *q == '.' || *q == ':'))
-                    return fail(c, it,
-                                "ncu metric '%.80s' has a character metric names never have; "
-                                "use names like sm__throughput.avg.pct_of_peak_sustained_elapsed",
-                                s);
+                    return kf_yaml_fail(
+                        &c->y, it,
+                        "ncu metric '%.80s' has a character metric names never have; "
+                        "use names like sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                        s);
             m->ncu[i] = strdup(s);
             if (!m->ncu[i])
-                return oom(c);
+                return kf_yaml_oom(&c->y);
             m->nncu = i + 1;
         }
     }
@@ -989,10 +823,11 @@ static int count_configs(ctx *c, const kf_sweep_spec *s)
             char count[32] = "more than can be counted"; /* the product saturated */
             if (n != SIZE_MAX)
                 snprintf(count, sizeof count, "%zu", n);
-            return fail_at(c, (size_t)k->line - 1, (size_t)k->col - 1,
-                           "the sweep has more than %d configurations once kernel '%s' is added "
-                           "(%zu before it, %s for it); use fewer axis values or split the sweep",
-                           KF_SWEEP_MAX_CONFIGS, k->name, total, count);
+            return kf_yaml_fail_at(
+                &c->y, (size_t)k->line - 1, (size_t)k->col - 1,
+                "the sweep has more than %d configurations once kernel '%s' is added "
+                "(%zu before it, %s for it); use fewer axis values or split the sweep",
+                KF_SWEEP_MAX_CONFIGS, k->name, total, count);
         }
         total += n;
     }
@@ -1009,104 +844,70 @@ static int parse_root(ctx *c, const yaml_node_t *root, kf_sweep_spec *s)
     const char *str;
     int64_t i64;
     if (root->type != YAML_MAPPING_NODE)
-        return fail(c, root,
-                    "the top level must be a mapping with kernels: and other keys, not "
-                    "%s; see docs/sweep-format.md",
-                    kind(root));
-    int rc = check_keys(c, root, "at the top level", keys);
+        return kf_yaml_fail(&c->y, root,
+                            "the top level must be a mapping with kernels: and other keys, not "
+                            "%s; see docs/sweep-format.md",
+                            kf_yaml_kind(root));
+    int rc = kf_yaml_check_keys(&c->y, root, "at the top level", keys);
     if (rc)
         return rc;
-    if ((v = map_get(c, root, "name"))) {
-        if ((rc = nonempty_scalar(c, v, "name", &str)))
+    if ((v = kf_yaml_map_get(&c->y, root, "name"))) {
+        if ((rc = kf_yaml_nonempty_scalar(&c->y, v, "name", &str)))
             return rc;
         if (!(s->name = strdup(str)))
-            return oom(c);
+            return kf_yaml_oom(&c->y);
     }
-    yaml_node_t *kn = map_get(c, root, "kernels");
+    yaml_node_t *kn = kf_yaml_map_get(&c->y, root, "kernels");
     if (!kn)
-        return fail(c, root,
-                    "missing kernels:; add the list of kernels to run, like kernels: "
-                    "[triad]");
-    if ((v = map_get(c, root, "params")) && (rc = parse_params(c, v, &top, &ntop)))
+        return kf_yaml_fail(&c->y, root,
+                            "missing kernels:; add the list of kernels to run, like kernels: "
+                            "[triad]");
+    if ((v = kf_yaml_map_get(&c->y, root, "params")) && (rc = parse_params(c, v, &top, &ntop)))
         return rc;
     rc = parse_kernels(c, kn, top, ntop, s);
     axes_free(top, ntop);
     if (rc)
         return rc;
-    if ((v = map_get(c, root, "tasks")) && (rc = parse_tasks(c, v, &s->tasks)))
+    if ((v = kf_yaml_map_get(&c->y, root, "tasks")) && (rc = parse_tasks(c, v, &s->tasks)))
         return rc;
-    if ((v = map_get(c, root, "nodes"))) {
-        if ((rc = nonempty_scalar(c, v, "nodes", &str)))
+    if ((v = kf_yaml_map_get(&c->y, root, "nodes"))) {
+        if ((rc = kf_yaml_nonempty_scalar(&c->y, v, "nodes", &str)))
             return rc;
         if (strcmp(str, "any") != 0 && strcmp(str, "all") != 0)
-            return fail(c, v,
-                        "nodes must be any or all, not '%.40s'; any runs each "
-                        "configuration once on some agent, all on every agent",
-                        str);
+            return kf_yaml_fail(&c->y, v,
+                                "nodes must be any or all, not '%.40s'; any runs each "
+                                "configuration once on some agent, all on every agent",
+                                str);
         s->nodes_all = strcmp(str, "all") == 0;
     }
-    if ((v = map_get(c, root, "attempts"))) {
+    if ((v = kf_yaml_map_get(&c->y, root, "attempts"))) {
         if ((rc = int_value(c, v, "attempts", 1, MAX_ATTEMPTS, &i64)))
             return rc;
         s->max_attempts = (uint32_t)i64;
     }
-    if ((v = map_get(c, root, "time_limit")) &&
+    if ((v = kf_yaml_map_get(&c->y, root, "time_limit")) &&
         (rc = duration_value(c, v, "time_limit", &s->time_limit_s)))
         return rc;
-    if ((v = map_get(c, root, "measure")) && (rc = parse_measure(c, v, &s->measure)))
+    if ((v = kf_yaml_map_get(&c->y, root, "measure")) && (rc = parse_measure(c, v, &s->measure)))
         return rc;
-    if ((v = map_get(c, root, "baseline"))) {
-        if ((rc = nonempty_scalar(c, v, "baseline", &str)))
+    if ((v = kf_yaml_map_get(&c->y, root, "baseline"))) {
+        if ((rc = kf_yaml_nonempty_scalar(&c->y, v, "baseline", &str)))
             return rc;
         size_t i = 0;
         while (i < s->nkernels && strcmp(s->kernels[i].name, str) != 0)
             i++;
         if (i == s->nkernels)
-            return fail(c, v,
-                        "baseline '%.80s' is not a kernel of this sweep; name one of the "
-                        "kernels listed under kernels:",
-                        str);
+            return kf_yaml_fail(&c->y, v,
+                                "baseline '%.80s' is not a kernel of this sweep; name one of the "
+                                "kernels listed under kernels:",
+                                str);
         if (!(s->baseline = strdup(str)))
-            return oom(c);
+            return kf_yaml_oom(&c->y);
     }
     return count_configs(c, s);
 }
 
 /* ---- loading ---- */
-
-/* libyaml's reader reports a byte offset, not a mark. */
-static void offset_mark(const char *text, size_t len, size_t off, size_t *line, size_t *col)
-{
-    *line = *col = 0;
-    for (size_t i = 0; i < off && i < len; i++) {
-        if (text[i] == '\n')
-            *line += 1, *col = 0;
-        else if (((unsigned char)text[i] & 0xC0) != 0x80)
-            *col += 1;
-    }
-}
-
-static int syntax_error(ctx *c, const yaml_parser_t *p)
-{
-    if (p->error == YAML_MEMORY_ERROR)
-        return oom(c);
-    size_t line = p->problem_mark.line, col = p->problem_mark.column;
-    if (p->error == YAML_READER_ERROR) {
-        offset_mark(c->text, c->len, p->problem_offset, &line, &col);
-        return fail_at(c, line, col, "the file is not valid UTF-8 text (%s); save it as UTF-8",
-                       p->problem ? p->problem : "unreadable");
-    }
-    /* The composer's problems are anchors and aliases, not layout. */
-    const char *hint = p->error == YAML_COMPOSER_ERROR
-                           ? "define each anchor (&name) before an alias (*name) uses it"
-                           : "check the indentation, colons and quotes here";
-    if (p->context)
-        return fail_at(c, line, col, "YAML syntax error: %s %s that starts at %zu:%zu; %s",
-                       p->problem ? p->problem : "", p->context, p->context_mark.line + 1,
-                       p->context_mark.column + 1, hint);
-    return fail_at(c, line, col, "YAML syntax error: %s; %s",
-                   p->problem ? p->problem : "unknown problem", hint);
-}
 
 /* The default sweep name: the file's stem ("runs/quick.yaml" → "quick"). */
 static char *file_stem(const char *file)
@@ -1119,48 +920,13 @@ static char *file_stem(const char *file)
 
 static int load(ctx *c, kf_sweep_spec *s)
 {
-    yaml_parser_t p;
-    yaml_document_t doc, extra;
-    int rc, have_doc = 0;
-    const char *nul = memchr(c->text, '\0', c->len);
-    if (nul) {
-        size_t line, col;
-        offset_mark(c->text, c->len, (size_t)(nul - c->text), &line, &col);
-        return fail_at(c, line, col, "the file contains a NUL byte; a sweep file is UTF-8 text");
-    }
-    if (!yaml_parser_initialize(&p))
-        return oom(c);
-    yaml_parser_set_input_string(&p, (const unsigned char *)c->text, c->len);
-    if (!yaml_parser_load(&p, &doc)) {
-        rc = syntax_error(c, &p);
-        goto out;
-    }
-    have_doc = 1;
-    c->doc = &doc;
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
-    if (!root) {
-        rc = fail_at(c, 0, 0,
-                     "the file is empty; a sweep needs at least kernels:, like "
-                     "kernels: [triad]");
-        goto out;
-    }
-    /* A second document would otherwise be ignored without a word. */
-    if (!yaml_parser_load(&p, &extra)) {
-        rc = syntax_error(c, &p);
-        goto out;
-    }
-    yaml_node_t *second = yaml_document_get_root_node(&extra);
-    rc = second ? fail(c, second,
-                       "a second YAML document starts here; a sweep file holds one, "
-                       "remove the '---' and what follows or make it a separate file")
-                : KF_OK;
-    yaml_document_delete(&extra);
-    if (rc == KF_OK)
-        rc = parse_root(c, root, s);
-out:
-    if (have_doc)
-        yaml_document_delete(&doc);
-    yaml_parser_delete(&p);
+    yaml_document_t doc;
+    yaml_node_t *root;
+    int rc = kf_yaml_load(&c->y, &doc, &root);
+    if (rc)
+        return rc;
+    rc = parse_root(c, root, s);
+    kf_yaml_unload(&c->y);
     return rc;
 }
 
@@ -1168,19 +934,29 @@ int kf_sweep_parse_string(const char *text, size_t len, const char *filename, co
                           const char *kernels_dir, kf_sweep_spec **out, kf_err *err)
 {
     const char *file = filename ? filename : "<string>";
-    ctx c = {file, base_dir, kernels_dir, text, len, NULL, err};
+    ctx c = {.y = {.file = file,
+                   .text = text,
+                   .len = len,
+                   .err = err,
+                   .nul_fix = "a sweep file is UTF-8 text",
+                   .empty_fix = "a sweep needs at least kernels:, like kernels: [triad]",
+                   .second_fix = "a sweep file holds one, remove the '---' and what follows or "
+                                 "make it a separate file",
+                   .empty_value_fix = "give it a value"},
+             .base_dir = base_dir,
+             .kernels_dir = kernels_dir};
     kf_sweep_spec *s = calloc(1, sizeof *s);
     if (!s)
-        return oom(&c);
+        return kf_yaml_oom(&c.y);
     s->tasks = KF_TASK_BUILD | KF_TASK_VALIDATE | KF_TASK_PROFILE;
     s->max_attempts = 3;
     s->time_limit_s = 300;
     s->measure.seeds = 3;
     int rc = load(&c, s);
     if (rc == KF_OK && !s->name && !(s->name = file_stem(file)))
-        rc = oom(&c);
+        rc = kf_yaml_oom(&c.y);
     if (rc == KF_OK && (!(s->file = strdup(file)) || !(s->text = malloc(len + 1))))
-        rc = oom(&c);
+        rc = kf_yaml_oom(&c.y);
     if (rc) {
         kf_sweep_destroy(&s);
         return rc;

@@ -93,7 +93,7 @@ print(f"schedule: makespan {s['makespan_s']:.1f} s, start-up {s['startup_s']:.1f
       f"GPU task time {s['gpu_busy_s']:.1f} s in {s['gpu_attempts']} attempts on {g} GPUs, "
       f"ideal {s['ideal_s']:.1f} s, makespan over ideal {s['over_ideal_pct']:+.2f} % (target <= 5 %)")
 PY
-  sweep isolation "$ROOT/bench/gpu/isolation.yaml" --agents 1
+  [ -n "${SKIP_ISOLATION:-}" ] || sweep isolation "$ROOT/bench/gpu/isolation.yaml" --agents 1
   ;;
 *)
   echo "run.sh: PART is targets, checks, h100, short or fleet" >&2
