@@ -20,6 +20,13 @@ pass "init: key pair 0600 in a 0700 dir, public key $pub, stable"
 
 start_serve --heartbeat-timeout 3s --heartbeat-interval 250ms
 grep -qF "$pub" "$T/serve.out" || fail "serve does not print its public key"
+# Only the owner reaches the control socket and reads the store.
+[ "$(stat -c %a "$KFLEET_HOME/run")" = 700 ] || fail "run dir (control socket) is not 0700"
+[ -S "$KFLEET_HOME/run/control.sock" ] || fail "no control socket"
+for f in "$KFLEET_HOME"/state/store/*.mdb; do
+  [ "$(stat -c %a "$f")" = 600 ] || fail "$f is not 0600"
+done
+pass "control socket in a 0700 dir, store files 0600"
 
 # An agent of this home enrolls itself.
 start_agent home1
