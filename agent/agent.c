@@ -66,6 +66,7 @@ struct kf_agent {
     void *zctx, *sock;
     void *monitor; /* PAIR fed by the DEALER's monitor: handshake failures */
     uint64_t last_auth_log_mono;
+    int stopping;            /* flushing the outbox on the way out: no new tasks */
     uint64_t reconnect_mono; /* when to connect again after a refused handshake; 0: none due */
     kf_outbox *outbox;
     Kfleet__AgentInfo *info;
@@ -588,6 +589,8 @@ static int on_assign(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
         return KF_EPROTO;
     if (find_runner(a, ta->task_id, ta->attempt))
         return KF_OK; /* a repeated assignment */
+    if (a->stopping)
+        return KF_OK; /* unconfirmed: the coordinator requeues it */
     for (size_t i = 0; i < a->npending; i++)
         if (a->pending[i].is_result && a->pending[i].task_id == ta->task_id &&
             a->pending[i].attempt == ta->attempt)
@@ -856,6 +859,49 @@ static void drain_monitor(kf_agent *a)
     }
 }
 
+/* Handles what the coordinator sent (at most 1000 frames a turn). */
+static void pump_socket(kf_agent *a)
+{
+    for (int k = 0; k < 1000; k++) {
+        zmq_msg_t msg;
+        zmq_msg_init(&msg);
+        if (zmq_msg_recv(&msg, a->sock, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&msg);
+            break;
+        }
+        kf_err derr;
+        kf_peer peer = {NULL, 0, NULL};
+        if (kf_wire_dispatch(agent_handlers, a, &peer, zmq_msg_data(&msg), zmq_msg_size(&msg),
+                             &derr) == KF_EPROTO)
+            kf_warn("agent.bad_frame", "bytes=%zu error=\"%s\"", zmq_msg_size(&msg), derr.msg);
+        zmq_msg_close(&msg);
+    }
+}
+
+/* On the way out (SIGTERM from `kfleet teardown`), the outbox is sent once
+ * more and given up to flush_s to be acked, so a node that is torn down
+ * leaves no result only on its disk. New assignments are not started;
+ * the coordinator requeues them. Whatever stays unacked is kept in the
+ * outbox for the next start. */
+static void flush_outbox(kf_agent *a, double flush_s)
+{
+    if (!a->welcomed || a->npending == 0)
+        return;
+    a->stopping = 1;
+    for (size_t i = 0; i < a->npending; i++)
+        a->pending[i].sent_mono = 0;
+    size_t before = a->npending;
+    uint64_t deadline = kf_mono_ns() + (uint64_t)(flush_s * 1e9);
+    resend_due(a);
+    while (a->npending > 0 && kf_mono_ns() < deadline) {
+        zmq_pollitem_t it = {a->sock, 0, ZMQ_POLLIN, 0};
+        zmq_poll(&it, 1, 50);
+        pump_socket(a);
+    }
+    kf_info("agent.flush", "sent=%zu acked=%zu left=%zu", before, before - a->npending,
+            a->npending);
+}
+
 int kf_agent_run(kf_agent *a, volatile sig_atomic_t *stop, kf_err *err)
 {
     kf_info("agent.start",
@@ -874,20 +920,7 @@ int kf_agent_run(kf_agent *a, volatile sig_atomic_t *stop, kf_err *err)
                 items[n++] = (zmq_pollitem_t){NULL, a->runners[i]->out_fd, ZMQ_POLLIN, 0};
         if (zmq_poll(items, (int)n, 50) < 0 && errno != EINTR)
             return kf_err_set(err, KF_EIO, "poll: %s", zmq_strerror(errno));
-        for (int k = 0; k < 1000; k++) {
-            zmq_msg_t msg;
-            zmq_msg_init(&msg);
-            if (zmq_msg_recv(&msg, a->sock, ZMQ_DONTWAIT) < 0) {
-                zmq_msg_close(&msg);
-                break;
-            }
-            kf_err derr;
-            kf_peer peer = {NULL, 0, NULL};
-            if (kf_wire_dispatch(agent_handlers, a, &peer, zmq_msg_data(&msg), zmq_msg_size(&msg),
-                                 &derr) == KF_EPROTO)
-                kf_warn("agent.bad_frame", "bytes=%zu error=\"%s\"", zmq_msg_size(&msg), derr.msg);
-            zmq_msg_close(&msg);
-        }
+        pump_socket(a);
         if (a->monitor)
             drain_monitor(a);
         if (a->reconnect_mono && kf_mono_ns() > a->reconnect_mono) {
@@ -908,6 +941,7 @@ int kf_agent_run(kf_agent *a, volatile sig_atomic_t *stop, kf_err *err)
             send_heartbeat(a);
         resend_due(a);
     }
+    flush_outbox(a, 5.0);
     kf_info("agent.stop", "agent=%s running=%zu outbox=%zu", a->info->agent_id, a->nrunners,
             a->npending);
     return KF_OK;
