@@ -5,13 +5,14 @@
 #   make bundle  relocatable agent/CLI bundle (binaries + their libraries)
 #   make bench   benchmarks (not part of test)
 #   make fuzz    libFuzzer targets (clang, build-fuzz/), FUZZ_SECONDS each (300)
+#   make chaos   the long chaos run: >= 2,000 tasks under kills and partitions
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 TBUILD ?= build-test
 FBUILD ?= build-fuzz
 FUZZ_SECONDS ?= 300
 
-.PHONY: deps deps-test build demo test test-build bundle bench fuzz clean
+.PHONY: deps deps-test build demo test test-build bundle bench fuzz chaos clean
 
 deps:
 	@bash deploy/install-deps.sh
@@ -41,6 +42,11 @@ bench: build
 
 fuzz: deps-test
 	@bash tests/fuzz/run.sh --build $(FBUILD) --seconds $(FUZZ_SECONDS) --jobs $(JOBS)
+
+# The long chaos run (docs/reliability.md): >= 2,000 tasks while agents and
+# the coordinator are killed and links cut; CHAOS_ARGS="--seed N" replays one.
+chaos: test-build
+	@python3 tests/chaos/chaos.py --bin $(TBUILD) --tasks 2000 --agents 4 --min-faults 20 $(CHAOS_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(TBUILD) $(FBUILD) bundle

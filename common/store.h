@@ -19,8 +19,11 @@
  * tests) may open the same environment read-only from other processes at
  * any time — LMDB gives them a consistent snapshot.
  *
- * The map grows: a write that hits MDB_MAP_FULL is reported as KF_EFULL and
- * kf_store_grow doubles the map before the caller retries its batch. */
+ * The map grows: the coordinator calls kf_store_grow (which doubles it)
+ * between transactions while the map is filling up. A put that still meets
+ * MDB_MAP_FULL or a full disk returns KF_EFULL; the transaction is then dead
+ * and its commit fails with that first cause. KF_STORE_MAP_SIZE (bytes, at
+ * least 64 KiB) sets the initial map of a writable open: a test hook. */
 #ifndef KF_STORE_H
 #define KF_STORE_H
 

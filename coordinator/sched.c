@@ -601,6 +601,23 @@ static void first_line(const char *s, char *out, size_t len)
     out[n] = '\0';
 }
 
+/* Whether r is the very result already stored as its task's terminal
+ * record: an agent resends what the coordinator committed but could not ack
+ * before it died. Such a resend is no superseded attempt; it is only acked.
+ * (A terminal record the coordinator made up for the same attempt, e.g.
+ * "gave up", has another agent or finish time, so a real late result of
+ * that attempt is still kept.) */
+static int is_stored_result(kf_txn *txn, const Kfleet__Result *r)
+{
+    Kfleet__Result *stored = NULL;
+    if (kf_store_get_result(txn, r->task_id, &stored) != KF_OK)
+        return 0;
+    int same = stored->attempt == r->attempt && stored->finished_ns == r->finished_ns &&
+               strcmp(stored->agent_id, r->agent_id ? r->agent_id : "") == 0;
+    kfleet__result__free_unpacked(stored, NULL);
+    return same;
+}
+
 static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env)
 {
     kf_coord *c = ctx;
@@ -621,7 +638,7 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
         t->rec->attempts != r->attempt) {
         /* Late: the attempt was superseded (its agent was thought lost) or
          * the result was already stored. Kept, changes nothing. */
-        if (task_exists(c, r->task_id)) {
+        if (task_exists(c, r->task_id) && !is_stored_result(txn, r)) {
             int dup = 0;
             r->superseded = 1;
             rc = kf_store_put_late(txn, r, &dup);

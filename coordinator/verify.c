@@ -9,6 +9,8 @@ struct vctx {
     kf_verify_summary *sum;
     kf_buf *problems;
     uint32_t next_seq, bad_seq;
+    const Kfleet__Result *terminal; /* the task's terminal record, while its late ones are walked */
+    uint32_t late_dups;
 };
 
 static void problem(struct vctx *v, const char *fmt, unsigned long long task, const char *what)
@@ -40,8 +42,14 @@ static int attempt_cb(void *ctx, const Kfleet__Attempt *a)
 static int late_cb(void *ctx, const Kfleet__Result *r)
 {
     struct vctx *v = ctx;
-    (void)r;
     v->sum->late++;
+    /* The terminal result itself, stored again as late: a resend counted
+     * twice. (A real late result of the same attempt, after the coordinator
+     * gave up on it, has the agent's own finish time, not this one.) */
+    const Kfleet__Result *t = v->terminal;
+    if (t && r->attempt == t->attempt && r->finished_ns == t->finished_ns &&
+        strcmp(r->agent_id, t->agent_id) == 0)
+        v->late_dups++;
     return 0;
 }
 
@@ -64,13 +72,19 @@ static int task_cb(void *ctx, const Kfleet__Task *task)
     kf_store_foreach_attempt(v->t, task->task_id, attempt_cb, v);
     if (s->attempts - before > 1)
         s->requeued += s->attempts - before - 1;
-    kf_store_foreach_late(v->t, task->task_id, late_cb, v);
     Kfleet__Result *r = NULL;
     if (kf_store_get_result(v->t, task->task_id, &r) != KF_OK) {
+        kf_store_foreach_late(v->t, task->task_id, late_cb, v);
         if (kf_state_terminal(task->state))
             problem(v, "task %llx ended but has no terminal record%s", id, "");
         return 0;
     }
+    v->terminal = r;
+    v->late_dups = 0;
+    kf_store_foreach_late(v->t, task->task_id, late_cb, v);
+    v->terminal = NULL;
+    if (v->late_dups)
+        problem(v, "task %llx: its terminal result is stored again as a late record%s", id, "");
     s->results++;
     if (r->task_id != task->task_id)
         problem(v, "task %llx: its terminal record names another task%s", id, "");
@@ -122,6 +136,6 @@ int kf_verify_sweep(kf_txn *t, uint32_t sweep_id, kf_verify_summary *sum, kf_buf
     if (rc)
         return rc;
     kfleet__sweep__free_unpacked(sw, NULL);
-    struct vctx v = {t, sum, problems, 0, 0};
+    struct vctx v = {t, sum, problems, 0, 0, NULL, 0};
     return kf_store_foreach_task(t, sweep_id, task_cb, &v);
 }

@@ -1,7 +1,8 @@
 /* verify — checks a sweep's records against kfleet's promises, from the
  * store alone: every task has ended in exactly one terminal record that
- * agrees with the task; every successful profile has all its samples,
- * stored once, with sequence numbers contiguous from 0. The tests and the
+ * agrees with the task and is not stored again as a late record; every
+ * successful profile has all its samples, stored once, with sequence
+ * numbers contiguous from 0. The tests and the
  * chaos runs use it; so can anyone who doubts a report. */
 #ifndef KF_VERIFY_H
 #define KF_VERIFY_H

@@ -2,7 +2,8 @@
 # Installs kfleet's build dependencies with apt-get, and nothing else; with
 # --test also what the test suite needs (cmocka, Chromium for the HTML
 # report's browser test, clang and its runtimes for the libFuzzer targets,
-# OpenSSH server and client for the fake pods of the launch test),
+# OpenSSH server and client for the fake pods of the launch test, iproute2,
+# nftables and python3 for the partition and chaos tests),
 # so `make demo` does not fetch a browser; with --bench what `make bench`
 # compares against (beanstalkd, gearmand and libgearman's C client, perf),
 # so neither `make demo` nor `make test` fetches them.
@@ -21,7 +22,8 @@ pkgs=(
 )
 case "${1:-}" in
 "") ;;
---test) pkgs+=(libcmocka-dev chromium clang libclang-rt-14-dev openssh-server openssh-client) ;;
+--test) pkgs+=(libcmocka-dev chromium clang libclang-rt-14-dev openssh-server openssh-client
+  iproute2 nftables python3) ;;
 --bench) pkgs+=(beanstalkd gearman-job-server libgearman-dev gearman-tools linux-perf) ;;
 *)
   echo "install-deps: unknown argument '$1' (none, --test or --bench)" >&2

@@ -1,5 +1,6 @@
 /* Tests for common/store.c: records round-trip, duplicates are refused by
- * key, range scans stay within their prefix, the map grows, and a reader in
+ * key, range scans stay within their prefix, the map grows, a batch that
+ * overflows the map fails whole and names the cause, and a reader in
  * another environment handle sees committed data. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -170,6 +171,63 @@ static void test_grow(void **state)
     kf_store_close(&s);
 }
 
+/* A batch that outgrows a tiny map: the put reports KF_EFULL, the commit
+ * names the map as the cause (not LMDB's bare "invalid transaction" that
+ * every later call gets), what was committed before is intact, and after
+ * kf_store_grow the same batch fits. */
+static void test_map_full(void **state)
+{
+    (void)state;
+    kf_err err;
+    kf_store *s = NULL;
+    setenv("KF_STORE_MAP_SIZE", "131072", 1);
+    int rc = kf_store_open(dir, 0, &s, &err);
+    unsetenv("KF_STORE_MAP_SIZE");
+    assert_int_equal(rc, 0);
+    assert_int_equal(kf_store_map_size(s), 131072);
+
+    Kfleet__Sample sm = KFLEET__SAMPLE__INIT;
+    kf_txn *t = NULL;
+    int dup = 0;
+    assert_int_equal(kf_store_begin(s, 0, &t, &err), 0);
+    sm.seq = 0;
+    assert_int_equal(kf_store_put_sample(t, 7, 1, &sm, &dup), 0);
+    assert_int_equal(kf_store_commit(&t, &err), 0);
+
+    assert_int_equal(kf_store_begin(s, 0, &t, &err), 0);
+    rc = 0;
+    uint32_t n;
+    for (n = 1; n < 100000 && rc == 0; n++) {
+        sm.seq = n;
+        sm.seconds = n;
+        rc = kf_store_put_sample(t, 8, 1, &sm, &dup);
+    }
+    assert_int_equal(rc, KF_EFULL);
+    sm.seq = n + 1;
+    kf_store_put_sample(t, 8, 1, &sm, &dup); /* refused by LMDB: the txn is dead */
+    assert_int_equal(kf_store_commit(&t, &err), KF_EFULL);
+    assert_null(t);
+    assert_non_null(strstr(err.msg, "map is full"));
+
+    uint32_t count = 0;
+    assert_int_equal(kf_store_begin(s, 1, &t, &err), 0);
+    assert_int_equal(kf_store_count_samples(t, 7, 1, &count), 0);
+    assert_int_equal(count, 1);
+    assert_int_equal(kf_store_count_samples(t, 8, 1, &count), 0);
+    assert_int_equal(count, 0);
+    kf_store_abort(&t);
+
+    while (kf_store_map_size(s) < (8u << 20))
+        assert_int_equal(kf_store_grow(s, &err), 0);
+    assert_int_equal(kf_store_begin(s, 0, &t, &err), 0);
+    for (uint32_t i = 1; i < n; i++) {
+        sm.seq = i;
+        assert_int_equal(kf_store_put_sample(t, 8, 1, &sm, &dup), 0);
+    }
+    assert_int_equal(kf_store_commit(&t, &err), 0);
+    kf_store_close(&s);
+}
+
 static void test_readonly_missing(void **state)
 {
     (void)state;
@@ -185,6 +243,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_grow, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_map_full, setup, teardown),
         cmocka_unit_test(test_readonly_missing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
