@@ -196,6 +196,21 @@ static void test_only_accepted_keys_get_in(void **state)
     assert_non_null(strstr(rej->reject->reason, "does not decode"));
     kfleet__envelope__free_unpacked(rej, NULL);
 
+    /* Above ZMQ_MAXMSGSIZE: ZeroMQ drops the frame (and the connection)
+     * before anything parses it; the coordinator serves on. */
+    size_t big = (size_t)KF_MAX_FRAME + 1024;
+    char *huge = calloc(1, big);
+    assert_non_null(huge);
+    void *hog = client(ctx, "hog", &good, server, ep);
+    assert_int_equal(zmq_send(hog, huge, big, 0), (int)big);
+    free(huge);
+    /* Had it been parsed, a Reject would come back ("does not decode"). */
+    zmq_pollitem_t hit = {hog, 0, ZMQ_POLLIN, 0};
+    assert_int_equal(zmq_poll(&hit, 1, 700), 0);
+    zmq_close(hog);
+    send_register(ok, "good");
+    assert_true(welcomed(ok, 3000));
+
     /* Revoked: the next frames of the open connection are dropped. */
     size_t removed = 0;
     assert_int_equal(kf_allow_remove(f->allow, "good", &removed, &err), KF_OK);
