@@ -2,19 +2,28 @@
 # bench/run.sh BUILD_DIR — `make bench`. Benchmarks print figures; they are
 # never part of `make test`.
 #
-# What exists today: the GPU benchmarks, run on a GPU machine with the
-# relocatable bundle (bench/gpu/run.sh; results in docs/benchmarks.md). The
-# coordinator's CPU-side benchmarks (dispatch throughput and latency, sample
-# ingest, 1,000 agents, Gearman/beanstalkd side by side) are not written yet.
+# The coordinator's CPU-side benchmarks (bench/coord/run.sh: dispatch
+# throughput and latency, sample ingest, 1,000 agents, Gearman and beanstalkd
+# side by side, the ZeroMQ and LMDB ceilings; results in docs/performance.md)
+# run on any machine: this fetches the peers (install-deps.sh --bench), builds
+# the kfbench target into BUILD_DIR and prints their table last. The GPU
+# benchmarks run on a GPU machine with the relocatable bundle
+# (bench/gpu/run.sh; results in docs/benchmarks.md).
 set -euo pipefail
 BUILD=${1:-build}
 cat <<TXT
 kfleet benchmarks
   GPU (needs NVIDIA GPUs; run there):  make bundle && bash bench/gpu/run.sh targets|checks|fleet
   last GPU results:                    docs/benchmarks.md
-  coordinator CPU benchmarks:          not written yet (no figures to print)
+  coordinator CPU benchmarks:          bench/coord/run.sh (below; docs/performance.md)
 TXT
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   [ -d bundle ] || bash deploy/bundle.sh "$BUILD" bundle
-  exec bash bench/gpu/run.sh targets
+  bash bench/gpu/run.sh targets
 fi
+# The coordinator's benchmarks print their table last.
+bash deploy/install-deps.sh --bench
+cmake -S . -B "$BUILD" >/dev/null
+cmake --build "$BUILD" -j "$(nproc 2>/dev/null || echo 2)" --target kfleet kfbench
+bash bench/coord/run.sh --build "$BUILD"
+

@@ -353,7 +353,7 @@ static int parse_range(ctx *c, const char *axis, const yaml_node_t *map, vals *v
 static int axis_item(ctx *c, const char *axis, const yaml_node_t *n, vals *vs)
 {
     char what[MAX_NAME + 32];
-    int64_t v;
+    int64_t v = 0;
     if (n->type == YAML_MAPPING_NODE)
         return parse_range(c, axis, n, vs);
     if (n->type != YAML_SCALAR_NODE)

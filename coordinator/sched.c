@@ -844,6 +844,12 @@ static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
 {
     int cpu_free = a->cpu_used < a->cpu_slots;
     int gpu_free = free_gpu(a) >= 0;
+    /* Every way below to a task (or a build) needs a free slot: an agent
+     * with none would only walk every pending task for nothing, and that
+     * walk, agents x pending tasks a turn, was over half the coordinator's
+     * time dispatching to 64 agents (docs/performance.md). */
+    if (!cpu_free && !gpu_free)
+        return NULL;
     for (size_t s = 0; s < c->nsweeps; s++) {
         ksweep *sw = c->sweeps[s];
         while (sw->cursor < sw->ntasks &&

@@ -121,7 +121,8 @@ static void tun_down(tun *t, const char *why)
     t->lst = NULL;
     kf_ssh_close(&t->ssh);
     if (t->up)
-        kf_warn("tunnel.down", "name=%s host=%s reason=\"%s\"", t->spec.name, t->spec.host, why);
+        kf_warn("tunnel.down", "name=%s host=%s reason=\"%s\"", t->spec.name, t->spec.host,
+                why ? why : "closed");
     t->up = 0;
     if (why)
         snprintf(t->error, sizeof t->error, "%s", why);
