@@ -11,6 +11,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -487,6 +488,8 @@ int kf_coord_run(kf_coord *c, volatile sig_atomic_t *stop, kf_err *err)
             c->cfg.heartbeat_timeout_s, c->keys.pub, c->allow.n);
     uint64_t last_check = 0;
     int rc = KF_OK;
+    const char *crash_env = getenv("KF_TEST_CRASH_AFTER_COMMITS");
+    unsigned long crash_after = crash_env ? strtoul(crash_env, NULL, 10) : 0, commits = 0;
     c->dispatch_needed = 1;
     while (!(stop && *stop) && !c->shutdown) {
         zmq_pollitem_t items[3] = {{c->agents_sock, 0, ZMQ_POLLIN, 0},
@@ -557,6 +560,13 @@ int kf_coord_run(kf_coord *c, volatile sig_atomic_t *stop, kf_err *err)
                            "the coordinator again",
                            c->cfg.store_dir, cause, (unsigned long long)(free_b >> 20));
                 break;
+            }
+            /* Test hook: die in the one window a random kill rarely hits,
+             * committed but nothing sent, so the agents' resend of what is
+             * already stored is exercised every time (test_commit_crash). */
+            if (crash_after && ++commits == crash_after) {
+                kf_warn("coordinator.test_crash", "commits=%lu", commits);
+                raise(SIGKILL);
             }
         }
         send_outgoing(c);
