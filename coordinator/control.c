@@ -1,8 +1,9 @@
 /* control — the coordinator's side of the CLI protocol: submit, status,
- * progress, cancel, shutdown. Requests arrive on the control ROUTER socket
+ * progress, cancel, shutdown, tunnels, launches. Requests arrive on the control ROUTER socket
  * (ipc, in the 0700 run directory); each gets exactly one reply, sent after
  * the batch commits, so "submitted as sweep 7" means sweep 7 is on disk. */
 #include "coord_int.h"
+#include "launch.h"
 #include "log.h"
 #include "tunnel.h"
 #include "util.h"
@@ -353,6 +354,7 @@ static void handle_tunnel_open(kf_coord *c, const void *peer, size_t peer_len,
     copy_str(spec.user, sizeof spec.user, ts->user);
     copy_str(spec.identity, sizeof spec.identity, ts->identity);
     copy_str(spec.known_hosts, sizeof spec.known_hosts, ts->known_hosts);
+    copy_str(spec.agent_sock, sizeof spec.agent_sock, ts->ssh_auth_sock);
     spec.remote_port = (int)ts->remote_port;
     if (tunnels(c, &err) != KF_OK || kf_tunnels_open(c->tunnels, &spec, &err) != KF_OK) {
         reply_error(c, peer, peer_len, err.code ? err.code : KF_EIO, err.msg);
@@ -407,6 +409,67 @@ static void handle_tunnel_close(kf_coord *c, const void *peer, size_t peer_len, 
 }
 #endif
 
+/* Launches: `kfleet launch` hands the daemon the parsed inventory and the
+ * bundle; the launch runs on its own threads (launch.h, kf_launches) and
+ * this loop only starts it and reports its table, never waiting on SSH. */
+static void reply_launch(kf_coord *c, const void *peer, size_t peer_len, uint32_t id, int attached)
+{
+    kf_err err;
+    kf_err_clear(&err);
+    Kfleet__LaunchState *st = NULL;
+    if (kf_launches_state(c->launches, id, &st, &err) != KF_OK) {
+        reply_error(c, peer, peer_len, err.code, err.msg);
+        return;
+    }
+    st->attached = attached;
+    Kfleet__ControlReply rep = KFLEET__CONTROL_REPLY__INIT;
+    rep.launch = st;
+    reply(c, peer, peer_len, &rep);
+    kf_launches_free_state(&st);
+}
+
+static void handle_launch(kf_coord *c, const void *peer, size_t peer_len,
+                          const Kfleet__LaunchRequest *req)
+{
+    kf_err err;
+    kf_err_clear(&err);
+    uint32_t id = 0;
+    int attached = 0;
+    if (!req) {
+        reply_error(c, peer, peer_len, KF_EINVAL, "launch: empty request");
+        return;
+    }
+    /* The launch threads reach this loop over the control socket and add
+     * keys to the allow list: an embedded coordinator without them (tests,
+     * the fuzz fixture) runs no launches. */
+    if (!c->cfg.control_endpoint || !*c->cfg.control_endpoint || !c->cfg.allow_file) {
+        reply_error(c, peer, peer_len, KF_EUNAVAIL,
+                    "this coordinator runs no launches (no control socket or allow list); use "
+                    "`kfleet serve`");
+        return;
+    }
+    if (!c->launches && kf_launches_new(c->cfg.control_endpoint, c->cfg.allow_file, c->cfg.pub_file,
+                                        &c->launches, &err) != KF_OK) {
+        reply_error(c, peer, peer_len, err.code, err.msg);
+        return;
+    }
+    if (kf_launches_start(c->launches, req, &id, &attached, &err) != KF_OK) {
+        reply_error(c, peer, peer_len, err.code ? err.code : KF_EIO, err.msg);
+        return;
+    }
+    reply_launch(c, peer, peer_len, id, attached);
+}
+
+static void handle_launch_status(kf_coord *c, const void *peer, size_t peer_len, uint32_t id)
+{
+    if (!c->launches) {
+        reply_error(c, peer, peer_len, KF_ENOTFOUND,
+                    "no launch has run in this coordinator (did it restart?)");
+        return;
+    }
+    reply_launch(c, peer, peer_len, id, 0);
+}
+
 void control_handle(kf_coord *c, const void *peer, size_t peer_len, const void *data, size_t len)
 {
     kf_err err;
@@ -455,6 +518,12 @@ void control_handle(kf_coord *c, const void *peer, size_t peer_len, const void *
                     "--direct ENDPOINT");
         break;
 #endif
+    case KFLEET__CONTROL_REQUEST__BODY_LAUNCH:
+        handle_launch(c, peer, peer_len, req->launch);
+        break;
+    case KFLEET__CONTROL_REQUEST__BODY_LAUNCH_STATUS:
+        handle_launch_status(c, peer, peer_len, req->launch_status);
+        break;
     default:
         reply_error(c, peer, peer_len, KF_EPROTO, "unknown control request");
         break;

@@ -6,6 +6,7 @@
  * commit, then send. Sending after the commit is what makes an ack mean
  * "durably stored". */
 #include "coord_int.h"
+#include "launch.h"
 #include "log.h"
 #include "tunnel.h"
 #include "util.h"
@@ -276,6 +277,8 @@ void kf_coord_destroy(kf_coord **self)
     kf_coord *c = *self;
     if (!c)
         return;
+    /* Launches first: their threads may still ask for tunnels. */
+    kf_launches_destroy(&c->launches);
     kf_tunnels_destroy(&c->tunnels);
     kf_store_abort(&c->txn);
     for (size_t i = 0; i < c->nsweeps; i++)

@@ -102,7 +102,8 @@ struct kf_coord {
     uint64_t protocol_errors;
     size_t max_frame; /* the largest agent frame seen: the map keeps room for it */
     kf_buf scratch;
-    struct kf_tunnels *tunnels; /* SSH tunnels of launched agents; NULL until the first */
+    struct kf_tunnels *tunnels;   /* SSH tunnels of launched agents; NULL until the first */
+    struct kf_launches *launches; /* `kfleet launch`es run here (launch.h); NULL until the first */
 };
 #define KF_COORD_TUNNELS 1
 

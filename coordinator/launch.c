@@ -1,34 +1,42 @@
 /* launch — the per-host flow of `kfleet launch` and `kfleet teardown`.
  *
  * Every host runs in its own thread with its own SSH session and its own
- * control connection to the coordinator daemon; results are printed as each
- * host finishes, one line each, under one mutex. The remote side is plain
+ * control connection to the coordinator daemon; results are handed on
+ * (printed, or put in the daemon's launch table) as each host finishes. The remote side is plain
  * POSIX sh fed on stdin (`sh -s -- ARGS`), so nothing but sshd, sh, tar and
  * gzip is needed on the node.
  *
- * The tunnel is not this process's: the daemon holds it (control request
- * tunnel_open), so it outlives `kfleet launch`. The launcher checked (and,
+ * All of it runs inside the daemon (kf_launches, at the end of this file):
+ * `kfleet launch` only asks and follows, so a launch outlives the CLI. The
+ * launch threads still ask for the tunnel and watch registration through
+ * the daemon's control socket, as a client of its loop: loopback ipc, and
+ * no coordinator state shared across threads. The launcher checked (and,
  * with --accept-new, recorded) the host key first, and hands the daemon the
  * same known_hosts file, which it reads strictly. */
 #include "launch.h"
 
-#include "client.h"
 #include "keys.h"
 #include "log.h"
 #include "preflight.h"
 #include "ssh.h"
 #include "util.h"
+#include "wire.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zmq.h>
 
 #define TUNNEL_WAIT_S 30.0
+#define CTL_TIMEOUT_S 10.0
 
 static const char *phase_names[KF_PHASE_COUNT] = {"connect", "preflight", "upload", "tunnel",
                                                   "start",   "register",  "stop"};
@@ -143,32 +151,49 @@ typedef struct job {
     const kf_fleet_host *h;
     const kf_launch_opts *o;
     kf_launch_result *r;
+    size_t idx;
     pthread_mutex_t *out_mu;
     const char *bundle_sha;
     const char *server_key;
     int teardown;
+    void *zctx; /* for the control connections; NULL when there is no daemon */
 } job;
+
+static int cancelled(const kf_launch_opts *o)
+{
+    return o->cancel && atomic_load(o->cancel);
+}
 
 static double since(uint64_t t0)
 {
     return (double)(kf_mono_ns() - t0) / 1e9;
 }
 
+void kf_launch_format(const kf_launch_result *r, kf_buf *b)
+{
+    kf_buf_addf(b, "%-12s %-6s", r->name, r->rc == KF_OK ? "ok" : "FAILED");
+    for (int p = 0; p < KF_PHASE_COUNT; p++)
+        if (r->t[p] >= 0)
+            kf_buf_addf(b, " %s %.2fs", phase_names[p], r->t[p]);
+    if (r->rc == KF_OK)
+        kf_buf_addf(b, "  %s", r->msg);
+    else
+        kf_buf_addf(b, "\n  %s: %s",
+                    r->failed_at >= 0 && r->failed_at < KF_PHASE_COUNT ? phase_names[r->failed_at]
+                                                                       : "launch",
+                    r->msg);
+}
+
 static void print_result(job *j)
 {
     const kf_launch_opts *o = j->o;
     kf_launch_result *r = j->r;
+    if (o->on_done)
+        o->on_done(o->on_done_ctx, j->idx, r);
     if (!o->progress)
         return;
     kf_buf b = KF_BUF_INIT;
-    kf_buf_addf(&b, "%-12s %-6s", r->name, r->rc == KF_OK ? "ok" : "FAILED");
-    for (int p = 0; p < KF_PHASE_COUNT; p++)
-        if (r->t[p] >= 0)
-            kf_buf_addf(&b, " %s %.2fs", phase_names[p], r->t[p]);
-    if (r->rc == KF_OK)
-        kf_buf_addf(&b, "  %s", r->msg);
-    else
-        kf_buf_addf(&b, "\n  %s: %s", phase_names[r->failed_at], r->msg);
+    kf_launch_format(r, &b);
     pthread_mutex_lock(j->out_mu);
     fprintf(o->progress, "%s\n", b.data);
     fflush(o->progress);
@@ -216,6 +241,43 @@ static void connect_opts(const job *j, kf_ssh_opts *so)
     so->attempts = j->o->attempts > 0 ? j->o->attempts : 6;
     so->backoff_s = j->o->backoff_s > 0 ? j->o->backoff_s : 0.5;
     so->timeout_s = j->o->connect_timeout_s > 0 ? j->o->connect_timeout_s : 10;
+    so->agent_sock = j->o->agent_sock;
+}
+
+/* kf_ssh_connect's retries, one attempt per call, so that a cancel (the
+ * daemon shutting down) ends the backoff at once instead of after minutes
+ * of it. A failure is worth another attempt when the host could not be
+ * reached (KF_EUNAVAIL: refused, timed out, handshake cut short), as there. */
+static int connect_host(const job *j, kf_ssh **s, int *tries, kf_err *err)
+{
+    kf_ssh_opts so;
+    connect_opts(j, &so);
+    int attempts = so.attempts;
+    double wait = so.backoff_s;
+    so.attempts = 1;
+    int rc = KF_EUNAVAIL, i;
+    for (i = 0; i < attempts; i++) {
+        *tries = i + 1;
+        rc = kf_ssh_connect(&so, s, NULL, err);
+        if (rc != KF_EUNAVAIL || i + 1 == attempts)
+            break;
+        kf_debug("ssh.retry", "host=%s attempt=%d wait_s=%.2f error=\"%s\"", j->h->name, i + 1,
+                 wait, err->msg);
+        uint64_t t0 = kf_mono_ns();
+        while (since(t0) < wait && !cancelled(j->o)) {
+            struct timespec ts = {0, 50000000};
+            nanosleep(&ts, NULL);
+        }
+        if (cancelled(j->o))
+            return kf_err_set(err, KF_EUNAVAIL, "%s: the coordinator is shutting down", j->h->name);
+        wait = wait * 2 > 8 ? 8 : wait * 2;
+    }
+    if (rc != KF_OK && attempts > 1 && i + 1 == attempts) {
+        char m[sizeof err->msg];
+        snprintf(m, sizeof m, "%s (gave up after %d attempts)", err->msg, attempts);
+        snprintf(err->msg, sizeof err->msg, "%s", m);
+    }
+    return rc;
 }
 
 static void trim(char *s)
@@ -229,7 +291,7 @@ static void trim(char *s)
  * there (0600). Its public key goes into the coordinator's allow list. */
 static int install_key(job *j, kf_ssh *s, kf_err *err)
 {
-    const kf_paths *p = j->o->paths;
+    const char *allow = j->o->allow_file;
     kf_buf cmd = KF_BUF_INIT, out = KF_BUF_INIT;
     kf_buf_adds(&cmd, "head -n 1 ");
     kf_launch_shell_path(&cmd, j->h->workdir);
@@ -274,11 +336,18 @@ static int install_key(job *j, kf_ssh *s, kf_err *err)
             goto out;
         snprintf(pub, sizeof pub, "%s", kp.pub);
     }
-    char keys_dir[PATH_MAX + 8], allow[PATH_MAX + 32];
-    snprintf(keys_dir, sizeof keys_dir, "%s/keys", p->state);
-    snprintf(allow, sizeof allow, "%s/agents.allow", keys_dir);
-    if ((rc = kf_mkdirs(keys_dir, 0700, err)))
+    if (!allow) {
+        rc = kf_err_set(err, KF_EINVAL, "no allow list to add the agent's key to");
         goto out;
+    }
+    char keys_dir[PATH_MAX];
+    snprintf(keys_dir, sizeof keys_dir, "%s", allow);
+    char *slash = strrchr(keys_dir, '/');
+    if (slash && slash != keys_dir) {
+        *slash = '\0';
+        if ((rc = kf_mkdirs(keys_dir, 0700, err)))
+            goto out;
+    }
     rc = kf_allow_add(allow, pub, j->h->name, err);
     if (rc == KF_EEXIST) {
         /* The node's work dir was purged and a new key made: replace. */
@@ -291,7 +360,84 @@ out:
     return rc;
 }
 
-static int ask_tunnel(job *j, kf_client *cl, int *port, kf_err *err)
+/* The daemon's control socket, for this host's thread: a DEALER of its
+ * own (sockets are not shared between threads). */
+static int ctl_open(job *j, void **sock, kf_err *err)
+{
+    *sock = NULL;
+    if (!j->zctx || !j->o->control_endpoint)
+        return kf_err_set(err, KF_EUNAVAIL, "no coordinator daemon to ask; start `kfleet serve`");
+    void *s = zmq_socket(j->zctx, ZMQ_DEALER);
+    if (!s)
+        return kf_err_set(err, KF_EIO, "cannot make a control socket: %s", zmq_strerror(errno));
+    int zero = 0;
+    int64_t maxmsg = KF_MAX_FRAME * 4;
+    zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    if (zmq_connect(s, j->o->control_endpoint) != 0) {
+        int e = errno;
+        zmq_close(s);
+        return kf_err_set(err, KF_EUNAVAIL, "cannot connect to the coordinator at %s: %s",
+                          j->o->control_endpoint, zmq_strerror(e));
+    }
+    *sock = s;
+    return KF_OK;
+}
+
+static void ctl_close(void **sock)
+{
+    if (*sock)
+        zmq_close(*sock);
+    *sock = NULL;
+}
+
+/* One request, one reply; waits in short slices so a cancel (the daemon
+ * shutting down, its loop no longer answering) ends the wait at once. */
+static int ctl_call(job *j, void *sock, Kfleet__ControlRequest *req, Kfleet__ControlReply **out,
+                    kf_err *err)
+{
+    kf_buf b = KF_BUF_INIT;
+    kf_ctl_pack_request(req, &b);
+    int rc = zmq_send(sock, b.data, b.len, 0);
+    kf_buf_release(&b);
+    if (rc < 0)
+        return kf_err_set(err, KF_EIO, "cannot send to the coordinator: %s", zmq_strerror(errno));
+    uint64_t t0 = kf_mono_ns();
+    for (;;) {
+        if (cancelled(j->o))
+            return kf_err_set(err, KF_EUNAVAIL, "the coordinator is shutting down");
+        zmq_pollitem_t it = {sock, 0, ZMQ_POLLIN, 0};
+        rc = zmq_poll(&it, 1, 200);
+        if (rc > 0)
+            break;
+        if (rc < 0 && errno != EINTR)
+            return kf_err_set(err, KF_EIO, "poll on the control socket: %s", zmq_strerror(errno));
+        if (since(t0) > CTL_TIMEOUT_S)
+            return kf_err_set(err, KF_ETIMEOUT,
+                              "the coordinator did not answer within %.0f s (is it stuck? its log "
+                              "says)",
+                              CTL_TIMEOUT_S);
+    }
+    zmq_msg_t msg;
+    zmq_msg_init(&msg);
+    if (zmq_msg_recv(&msg, sock, 0) < 0) {
+        zmq_msg_close(&msg);
+        return kf_err_set(err, KF_EIO, "cannot read the coordinator's reply");
+    }
+    Kfleet__ControlReply *rep = kf_ctl_unpack_reply(zmq_msg_data(&msg), zmq_msg_size(&msg), err);
+    zmq_msg_close(&msg);
+    if (!rep)
+        return KF_EPROTO;
+    if (rep->code != 0) {
+        rc = kf_err_set(err, rep->code, "%s", rep->error ? rep->error : "coordinator error");
+        kfleet__control_reply__free_unpacked(rep, NULL);
+        return rc;
+    }
+    *out = rep;
+    return KF_OK;
+}
+
+static int ask_tunnel(job *j, void *cl, int *port, kf_err *err)
 {
     Kfleet__TunnelSpec ts = KFLEET__TUNNEL_SPEC__INIT;
     char kh[PATH_MAX], ident[PATH_MAX];
@@ -308,6 +454,7 @@ static int ask_tunnel(job *j, kf_client *cl, int *port, kf_err *err)
                           strerror(errno));
     ts.name = j->h->name;
     ts.host = j->h->host;
+    ts.ssh_auth_sock = (char *)(j->o->agent_sock ? j->o->agent_sock : "");
     ts.port = (uint32_t)(j->h->port ? j->h->port : 22);
     ts.user = j->h->user ? j->h->user : (char *)"";
     ts.identity = ident;
@@ -316,17 +463,19 @@ static int ask_tunnel(job *j, kf_client *cl, int *port, kf_err *err)
     req.body_case = KFLEET__CONTROL_REQUEST__BODY_TUNNEL_OPEN;
     req.tunnel_open = &ts;
     Kfleet__ControlReply *rep = NULL;
-    int rc = kf_client_call(cl, &req, 10000, &rep, err);
+    int rc = ctl_call(j, cl, &req, &rep, err);
     if (rc)
         return rc;
     kfleet__control_reply__free_unpacked(rep, NULL);
     uint64_t t0 = kf_mono_ns();
     char last[512] = "";
     while (since(t0) < TUNNEL_WAIT_S) {
+        if (cancelled(j->o))
+            return kf_err_set(err, KF_EUNAVAIL, "the coordinator is shutting down");
         Kfleet__ControlRequest q = KFLEET__CONTROL_REQUEST__INIT;
         q.body_case = KFLEET__CONTROL_REQUEST__BODY_TUNNEL_STATUS;
         q.tunnel_status = j->h->name;
-        if ((rc = kf_client_call(cl, &q, 10000, &rep, err)))
+        if ((rc = ctl_call(j, cl, &q, &rep, err)))
             return rc;
         for (size_t i = 0; i < rep->n_tunnels; i++) {
             Kfleet__TunnelState *t = rep->tunnels[i];
@@ -350,16 +499,18 @@ static int ask_tunnel(job *j, kf_client *cl, int *port, kf_err *err)
 
 /* Waits until the coordinator lists the agent with the pid we started and
  * not lost. */
-static int wait_registered(job *j, kf_client *cl, long pid, kf_err *err)
+static int wait_registered(job *j, void *cl, long pid, kf_err *err)
 {
     double limit = j->o->register_timeout_s > 0 ? j->o->register_timeout_s : 60;
     uint64_t t0 = kf_mono_ns();
     while (since(t0) < limit) {
+        if (cancelled(j->o))
+            return kf_err_set(err, KF_EUNAVAIL, "the coordinator is shutting down");
         Kfleet__ControlRequest q = KFLEET__CONTROL_REQUEST__INIT;
         q.body_case = KFLEET__CONTROL_REQUEST__BODY_STATUS;
         q.status = 1;
         Kfleet__ControlReply *rep = NULL;
-        int rc = kf_client_call(cl, &q, 10000, &rep, err);
+        int rc = ctl_call(j, cl, &q, &rep, err);
         if (rc)
             return rc;
         int ok = 0;
@@ -400,16 +551,14 @@ static void launch_host(job *j)
     const kf_launch_opts *o = j->o;
     kf_launch_result *r = j->r;
     kf_ssh *s = NULL;
-    kf_client *cl = NULL;
+    void *cl = NULL;
     kf_err err;
     kf_err_clear(&err);
     kf_buf out = KF_BUF_INIT, eout = KF_BUF_INIT, script = KF_BUF_INIT;
     int st = 0;
 
     uint64_t t = kf_mono_ns();
-    kf_ssh_opts so;
-    connect_opts(j, &so);
-    int rc = kf_ssh_connect(&so, &s, &r->tries, &err);
+    int rc = connect_host(j, &s, &r->tries, &err);
     r->t[KF_PHASE_CONNECT] = since(t);
     if (rc) {
         fail(r, KF_PHASE_CONNECT, rc, err.msg);
@@ -438,6 +587,10 @@ static void launch_host(job *j)
     r->t[KF_PHASE_PREFLIGHT] = since(t);
     if (rc) {
         fail(r, KF_PHASE_PREFLIGHT, rc, err.msg);
+        goto out;
+    }
+    if (cancelled(o)) {
+        fail(r, KF_PHASE_UPLOAD, KF_EUNAVAIL, "the coordinator is shutting down");
         goto out;
     }
 
@@ -482,7 +635,9 @@ static void launch_host(job *j)
         goto out;
     }
 
-    if ((rc = kf_client_open(o->paths, &cl, &err))) {
+    if (!rc && cancelled(o))
+        rc = kf_err_set(&err, KF_EUNAVAIL, "the coordinator is shutting down");
+    if (rc || (rc = ctl_open(j, &cl, &err))) {
         fail(r, KF_PHASE_TUNNEL, rc, err.msg);
         goto out;
     }
@@ -544,7 +699,7 @@ static void launch_host(job *j)
                          : "bundle unchanged",
              via, r->tries, r->tries == 1 ? "try" : "tries", r->summary);
 out:
-    kf_client_close(&cl);
+    ctl_close(&cl);
     kf_ssh_close(&s);
     kf_buf_release(&out);
     kf_buf_release(&eout);
@@ -562,9 +717,7 @@ static void teardown_host(job *j)
     kf_buf out = KF_BUF_INIT, eout = KF_BUF_INIT, script = KF_BUF_INIT;
     int st = 0;
     uint64_t t = kf_mono_ns();
-    kf_ssh_opts so;
-    connect_opts(j, &so);
-    int rc = kf_ssh_connect(&so, &s, &r->tries, &err);
+    int rc = connect_host(j, &s, &r->tries, &err);
     r->t[KF_PHASE_CONNECT] = since(t);
     if (rc) {
         fail(r, KF_PHASE_CONNECT, rc, err.msg);
@@ -592,22 +745,22 @@ out:
     kf_ssh_close(&s);
     /* The tunnel and, with --purge, the key go whether or not the node
      * answered: a node that is gone should not be waited for. */
-    kf_client *cl = NULL;
+    void *cl = NULL;
     kf_err e2;
-    if (kf_client_open(o->paths, &cl, &e2) == KF_OK) {
+    if (j->zctx && ctl_open(j, &cl, &e2) == KF_OK) {
         Kfleet__ControlRequest q = KFLEET__CONTROL_REQUEST__INIT;
         q.body_case = KFLEET__CONTROL_REQUEST__BODY_TUNNEL_CLOSE;
         q.tunnel_close = j->h->name;
         Kfleet__ControlReply *rep = NULL;
-        if (kf_client_call(cl, &q, 10000, &rep, &e2) == KF_OK)
+        /* No tunnel by that name (a --direct launch) is not a failure. */
+        if (ctl_call(j, cl, &q, &rep, &e2) == KF_OK)
             kfleet__control_reply__free_unpacked(rep, NULL);
-        kf_client_close(&cl);
+        ctl_close(&cl);
     }
-    if (o->purge && r->rc == KF_OK) {
-        char allow[PATH_MAX + 32];
-        snprintf(allow, sizeof allow, "%s/keys/agents.allow", o->paths->state);
+    if (o->purge && r->rc == KF_OK && o->allow_file) {
         size_t removed = 0;
-        kf_allow_remove(allow, j->h->name, &removed, &e2);
+        if (kf_allow_remove(o->allow_file, j->h->name, &removed, &e2) != KF_OK)
+            kf_warn("launch.allow_remove", "host=%s error=\"%s\"", j->h->name, e2.msg);
     }
     kf_buf_release(&out);
     kf_buf_release(&eout);
@@ -639,12 +792,11 @@ static int run_all(const kf_fleet *f, const kf_launch_opts *o, int teardown, kf_
     if (!teardown) {
         if ((rc = kf_launch_sha256_file(o->bundle_tar, sha, err)))
             return rc;
-        char pubp[PATH_MAX + 32];
-        snprintf(pubp, sizeof pubp, "%s/keys/coordinator.pub", o->paths->state);
         char pub[KF_KEY_Z85 + 1];
-        if (kf_keys_read_public(pubp, pub, NULL) == KF_OK)
+        if (o->server_pub_file && kf_keys_read_public(o->server_pub_file, pub, NULL) == KF_OK)
             server_key = strdup(pub);
     }
+    void *zctx = o->control_endpoint ? zmq_ctx_new() : NULL;
     kf_launch_result *r = calloc(f->nhosts, sizeof *r);
     job *jobs = calloc(f->nhosts, sizeof *jobs);
     pthread_t *th = calloc(f->nhosts, sizeof *th);
@@ -656,9 +808,10 @@ static int run_all(const kf_fleet *f, const kf_launch_opts *o, int teardown, kf_
         r[i].failed_at = -1;
         for (int p = 0; p < KF_PHASE_COUNT; p++)
             r[i].t[p] = -1;
-        jobs[i] = (job){&f->hosts[i], o, &r[i], &mu, sha, server_key, teardown};
+        jobs[i] = (job){&f->hosts[i], o, &r[i], i, &mu, sha, server_key, teardown, zctx};
         if (pthread_create(&th[i], NULL, job_main, &jobs[i]) != 0) {
             fail(&r[i], KF_PHASE_CONNECT, KF_EIO, "cannot start a thread");
+            print_result(&jobs[i]);
             th[i] = 0;
         }
     }
@@ -669,6 +822,8 @@ static int run_all(const kf_fleet *f, const kf_launch_opts *o, int teardown, kf_
         if (r[i].rc && !rc)
             rc = r[i].rc;
     }
+    if (zctx)
+        zmq_ctx_term(zctx);
     free(th);
     free(jobs);
     free(server_key);
@@ -680,12 +835,10 @@ int kf_launch_run(const kf_fleet *f, const kf_launch_opts *o, kf_launch_result *
 {
     if (!o->bundle_tar)
         return kf_err_set(err, KF_EINVAL, "no bundle to launch; run `kfleet bundle` first");
-    /* Fail once, up front, rather than once per host. */
-    kf_client *cl = NULL;
-    int rc = kf_client_open(o->paths, &cl, err);
-    if (rc)
-        return rc;
-    kf_client_close(&cl);
+    /* The tunnels and the registration are the daemon's. */
+    if (!o->control_endpoint)
+        return kf_err_set(err, KF_EUNAVAIL,
+                          "launching needs the coordinator daemon; start `kfleet serve`");
     return run_all(f, o, 0, res, err);
 }
 
@@ -693,4 +846,448 @@ int kf_launch_teardown(const kf_fleet *f, const kf_launch_opts *o, kf_launch_res
                        kf_err *err)
 {
     return run_all(f, o, 1, res, err);
+}
+
+/* ---- the daemon's launches ---- */
+
+#define LAUNCHES_KEEP 16   /* finished launches kept for launch_status */
+#define LAUNCHES_ACTIVE 16 /* running at once; more are refused (each is threads) */
+
+typedef struct launch_entry {
+    kf_launches *owner;
+    uint32_t id;
+    int teardown;
+    int done;     /* under owner->mu */
+    int started;  /* the thread exists and must be joined */
+    uint64_t seq; /* when it finished, for pruning */
+    kf_fleet *f;  /* owned */
+    kf_launch_opts o;
+    char *bundle_tar, *known_hosts, *direct, *inventory, *agent_sock; /* owned strings of o */
+    int bundle_owned;
+    kf_launch_result *res; /* published results, under owner->mu */
+    int *host_done;
+    pthread_t th;
+} launch_entry;
+
+struct kf_launches {
+    pthread_mutex_t mu;
+    _Atomic int cancel;
+    char *control_endpoint, *allow_file, *server_pub_file;
+    launch_entry **v;
+    size_t n, cap;
+    uint32_t next_id;
+    uint64_t finished;
+};
+
+int kf_launches_new(const char *control_endpoint, const char *allow_file,
+                    const char *server_pub_file, kf_launches **out, kf_err *err)
+{
+    kf_launches *l = calloc(1, sizeof *l);
+    if (!l)
+        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    pthread_mutex_init(&l->mu, NULL);
+    atomic_init(&l->cancel, 0);
+    l->control_endpoint = strdup(control_endpoint ? control_endpoint : "");
+    l->allow_file = allow_file ? strdup(allow_file) : NULL;
+    l->server_pub_file = server_pub_file ? strdup(server_pub_file) : NULL;
+    l->next_id = 1;
+    if (!l->control_endpoint || (allow_file && !l->allow_file) ||
+        (server_pub_file && !l->server_pub_file)) {
+        kf_launches_destroy(&l);
+        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    }
+    *out = l;
+    return KF_OK;
+}
+
+static void entry_free(launch_entry *e)
+{
+    if (!e)
+        return;
+    kf_fleet_destroy(&e->f);
+    free(e->bundle_tar);
+    free(e->known_hosts);
+    free(e->direct);
+    free(e->inventory);
+    free(e->agent_sock);
+    free(e->res);
+    free(e->host_done);
+    free(e);
+}
+
+/* A temporary bundle the CLI handed over: the tarball and the directory the
+ * CLI made for it (only that one: "kfleet-bundle.*"). */
+static void remove_bundle(const char *tar)
+{
+    if (unlink(tar) != 0 && errno != ENOENT)
+        kf_warn("launch.bundle_cleanup", "path=%s error=\"%s\"", tar, strerror(errno));
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", tar);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return;
+    *slash = '\0';
+    const char *base = strrchr(dir, '/');
+    if (base && strncmp(base + 1, "kfleet-bundle.", 14) == 0)
+        rmdir(dir);
+}
+
+static void entry_on_done(void *ctx, size_t i, const kf_launch_result *r)
+{
+    launch_entry *e = ctx;
+    pthread_mutex_lock(&e->owner->mu);
+    if (i < e->f->nhosts && !e->host_done[i]) {
+        e->res[i] = *r;
+        e->host_done[i] = 1;
+    }
+    pthread_mutex_unlock(&e->owner->mu);
+    kf_info(e->teardown ? "launch.teardown_host" : "launch.host",
+            "launch=%u host=%s ok=%d phase=%d msg=\"%s\"", e->id, r->name, r->rc == KF_OK,
+            r->failed_at, r->msg);
+}
+
+static void *entry_main(void *arg)
+{
+    launch_entry *e = arg;
+    kf_err err;
+    kf_err_clear(&err);
+    kf_launch_result *r = NULL;
+    int rc = e->teardown ? kf_launch_teardown(e->f, &e->o, &r, &err)
+                         : kf_launch_run(e->f, &e->o, &r, &err);
+    if (!r) {
+        /* Failed before any host was tried (the bundle unreadable): each
+         * host says so, so the CLI has a line for every one. */
+        for (size_t i = 0; i < e->f->nhosts; i++) {
+            kf_launch_result x;
+            memset(&x, 0, sizeof x);
+            snprintf(x.name, sizeof x.name, "%s", e->f->hosts[i].name);
+            for (int p = 0; p < KF_PHASE_COUNT; p++)
+                x.t[p] = -1;
+            fail(&x, e->teardown ? KF_PHASE_STOP : KF_PHASE_UPLOAD, rc, err.msg);
+            entry_on_done(e, i, &x);
+        }
+    }
+    free(r);
+    if (e->bundle_owned && e->bundle_tar)
+        remove_bundle(e->bundle_tar);
+    pthread_mutex_lock(&e->owner->mu);
+    e->done = 1;
+    e->seq = ++e->owner->finished;
+    pthread_mutex_unlock(&e->owner->mu);
+    kf_info("launch.done", "launch=%u teardown=%d", e->id, e->teardown);
+    return NULL;
+}
+
+void kf_launches_destroy(kf_launches **self)
+{
+    kf_launches *l = *self;
+    if (!l)
+        return;
+    atomic_store(&l->cancel, 1);
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->v[i]->started) {
+            pthread_mutex_lock(&l->mu);
+            int done = l->v[i]->done;
+            pthread_mutex_unlock(&l->mu);
+            if (!done)
+                kf_info("launch.cancel", "launch=%u waiting for its hosts' SSH calls to end",
+                        l->v[i]->id);
+            pthread_join(l->v[i]->th, NULL);
+        }
+        entry_free(l->v[i]);
+    }
+    free(l->v);
+    free(l->control_endpoint);
+    free(l->allow_file);
+    free(l->server_pub_file);
+    pthread_mutex_destroy(&l->mu);
+    free(l);
+    *self = NULL;
+}
+
+/* Drops the oldest finished launches beyond LAUNCHES_KEEP (their threads
+ * have ended: join is immediate). Called with mu held. */
+static void prune(kf_launches *l)
+{
+    for (;;) {
+        size_t nfinished = 0, oldest = SIZE_MAX;
+        for (size_t i = 0; i < l->n; i++) {
+            if (!l->v[i]->done)
+                continue;
+            nfinished++;
+            if (oldest == SIZE_MAX || l->v[i]->seq < l->v[oldest]->seq)
+                oldest = i;
+        }
+        if (nfinished <= LAUNCHES_KEEP)
+            return;
+        launch_entry *e = l->v[oldest];
+        if (e->started)
+            pthread_join(e->th, NULL);
+        entry_free(e);
+        memmove(&l->v[oldest], &l->v[oldest + 1], (l->n - oldest - 1) * sizeof *l->v);
+        l->n--;
+    }
+}
+
+static const launch_entry *find_overlap(const kf_launches *l, const Kfleet__LaunchRequest *req,
+                                        int *same, const char **which)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        const launch_entry *e = l->v[i];
+        if (e->done)
+            continue;
+        size_t common = 0;
+        for (size_t k = 0; k < req->n_hosts; k++) {
+            const kf_fleet_host *h = kf_fleet_find(e->f, req->hosts[k]->name);
+            if (h) {
+                common++;
+                *which = h->name;
+            }
+        }
+        if (common) {
+            *same = common == req->n_hosts && common == e->f->nhosts &&
+                    e->teardown == (int)req->teardown;
+            return e;
+        }
+    }
+    return NULL;
+}
+
+static char *dup_or_null(const char *s)
+{
+    if (!s || !*s)
+        return NULL;
+    char *d = strdup(s);
+    if (!d)
+        abort();
+    return d;
+}
+
+static int check_request(const Kfleet__LaunchRequest *req, kf_err *err)
+{
+    if (req->n_hosts == 0)
+        return kf_err_set(err, KF_EINVAL, "launch: the request has no hosts");
+    if (req->n_hosts > KF_FLEET_MAX_HOSTS)
+        return kf_err_set(err, KF_EINVAL, "launch: more than %d hosts", KF_FLEET_MAX_HOSTS);
+    for (size_t i = 0; i < req->n_hosts; i++) {
+        const Kfleet__LaunchHost *h = req->hosts[i];
+        if (!h->name || !*h->name || strlen(h->name) >= sizeof((kf_launch_result *)0)->name ||
+            !h->host || !*h->host || !h->workdir || !*h->workdir || h->port > 65535)
+            return kf_err_set(err, KF_EINVAL,
+                              "launch: host %zu needs a name (< 128 bytes), a host, a port and a "
+                              "work dir",
+                              i + 1);
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(req->hosts[k]->name, h->name) == 0)
+                return kf_err_set(err, KF_EINVAL, "launch: host %s is listed twice", h->name);
+        if (h->identity && *h->identity && h->identity[0] != '/')
+            return kf_err_set(err, KF_EINVAL,
+                              "launch: identity %s of %s is not absolute (the daemon runs in "
+                              "another directory)",
+                              h->identity, h->name);
+    }
+    if (req->known_hosts && *req->known_hosts && req->known_hosts[0] != '/')
+        return kf_err_set(err, KF_EINVAL, "launch: known_hosts %s is not absolute",
+                          req->known_hosts);
+    if (!req->teardown) {
+        struct stat st;
+        if (!req->bundle_tar || req->bundle_tar[0] != '/')
+            return kf_err_set(err, KF_EINVAL, "launch: the bundle tarball needs an absolute path");
+        if (stat(req->bundle_tar, &st) != 0)
+            return kf_err_set(err, KF_EINVAL, "launch: the bundle tarball %s: %s", req->bundle_tar,
+                              strerror(errno));
+        if (!S_ISREG(st.st_mode))
+            return kf_err_set(err, KF_EINVAL, "launch: the bundle tarball %s is not a file",
+                              req->bundle_tar);
+        if (req->direct && *req->direct && strncmp(req->direct, "tcp://", 6) != 0)
+            return kf_err_set(err, KF_EINVAL, "launch: --direct wants tcp://HOST:PORT, not %s",
+                              req->direct);
+    }
+    if (req->attempts > 100)
+        return kf_err_set(err, KF_EINVAL, "launch: attempts wants 1..100");
+    return KF_OK;
+}
+
+static kf_fleet *fleet_of(const Kfleet__LaunchRequest *req)
+{
+    kf_fleet *f = calloc(1, sizeof *f);
+    if (!f || !(f->hosts = calloc(req->n_hosts, sizeof *f->hosts)))
+        abort();
+    f->nhosts = req->n_hosts;
+    for (size_t i = 0; i < req->n_hosts; i++) {
+        const Kfleet__LaunchHost *s = req->hosts[i];
+        kf_fleet_host *h = &f->hosts[i];
+        h->name = dup_or_null(s->name);
+        h->host = dup_or_null(s->host);
+        h->port = s->port ? (int)s->port : 22;
+        h->user = dup_or_null(s->user);
+        h->identity = dup_or_null(s->identity);
+        h->workdir = dup_or_null(s->workdir);
+    }
+    return f;
+}
+
+int kf_launches_start(kf_launches *l, const Kfleet__LaunchRequest *req, uint32_t *id, int *attached,
+                      kf_err *err)
+{
+    *attached = 0;
+    int rc = check_request(req, err);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&l->mu);
+    prune(l);
+    int same = 0;
+    const char *which = "";
+    const launch_entry *other = find_overlap(l, req, &same, &which);
+    size_t active = 0;
+    for (size_t i = 0; i < l->n; i++)
+        active += !l->v[i]->done;
+    if (other && same) {
+        *id = other->id;
+        *attached = 1;
+        pthread_mutex_unlock(&l->mu);
+        return KF_OK;
+    }
+    if (other) {
+        uint32_t oid = other->id;
+        int td = other->teardown;
+        pthread_mutex_unlock(&l->mu);
+        return kf_err_set(err, KF_EBUSY,
+                          "%s %u of %s is still running in the coordinator; wait for it (`kfleet "
+                          "status`) and try again",
+                          td ? "teardown" : "launch", oid, which);
+    }
+    if (active >= LAUNCHES_ACTIVE) {
+        pthread_mutex_unlock(&l->mu);
+        return kf_err_set(err, KF_EBUSY, "%zu launches are running; try again when one is done",
+                          active);
+    }
+    launch_entry *e = calloc(1, sizeof *e);
+    if (!e)
+        abort();
+    e->owner = l;
+    e->id = l->next_id++;
+    e->teardown = req->teardown;
+    e->f = fleet_of(req);
+    e->res = calloc(req->n_hosts, sizeof *e->res);
+    e->host_done = calloc(req->n_hosts, sizeof *e->host_done);
+    if (!e->res || !e->host_done)
+        abort();
+    for (size_t i = 0; i < req->n_hosts; i++) {
+        snprintf(e->res[i].name, sizeof e->res[i].name, "%s", req->hosts[i]->name);
+        e->res[i].failed_at = -1;
+        for (int p = 0; p < KF_PHASE_COUNT; p++)
+            e->res[i].t[p] = -1;
+    }
+    e->bundle_tar = dup_or_null(req->bundle_tar);
+    e->known_hosts = dup_or_null(req->known_hosts);
+    e->direct = dup_or_null(req->direct);
+    e->inventory = dup_or_null(req->inventory);
+    e->agent_sock = dup_or_null(req->ssh_auth_sock);
+    e->bundle_owned = req->bundle_owned && !req->teardown;
+    kf_launch_opts *o = &e->o;
+    o->control_endpoint = l->control_endpoint;
+    o->allow_file = l->allow_file;
+    o->server_pub_file = l->server_pub_file;
+    o->known_hosts = e->known_hosts;
+    o->accept_new = req->accept_new;
+    o->bundle_tar = e->bundle_tar;
+    o->direct = e->direct;
+    o->attempts = (int)req->attempts;
+    o->connect_timeout_s = req->connect_timeout_s;
+    o->register_timeout_s = req->register_timeout_s;
+    o->min_free_bytes = req->min_free_bytes;
+    o->need_gpu = req->need_gpu;
+    snprintf(o->min_glibc, sizeof o->min_glibc, "%s", req->min_glibc ? req->min_glibc : "");
+    o->purge = req->purge;
+    o->agent_sock = e->agent_sock;
+    o->on_done = entry_on_done;
+    o->on_done_ctx = e;
+    o->cancel = &l->cancel;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 8;
+        l->v = realloc(l->v, l->cap * sizeof *l->v);
+        if (!l->v)
+            abort();
+    }
+    l->v[l->n++] = e;
+    if (pthread_create(&e->th, NULL, entry_main, e) != 0) {
+        l->n--;
+        pthread_mutex_unlock(&l->mu);
+        entry_free(e);
+        return kf_err_set(err, KF_EIO, "cannot start the launch's thread");
+    }
+    e->started = 1;
+    *id = e->id;
+    pthread_mutex_unlock(&l->mu);
+    kf_info(e->teardown ? "launch.teardown" : "launch.start",
+            "launch=%u hosts=%zu inventory=%s bundle=%s", e->id, e->f->nhosts,
+            e->inventory ? e->inventory : "", e->bundle_tar ? e->bundle_tar : "");
+    return KF_OK;
+}
+
+int kf_launches_state(kf_launches *l, uint32_t id, Kfleet__LaunchState **out, kf_err *err)
+{
+    pthread_mutex_lock(&l->mu);
+    launch_entry *e = NULL;
+    for (size_t i = 0; i < l->n && !e; i++)
+        if (l->v[i]->id == id)
+            e = l->v[i];
+    if (!e) {
+        pthread_mutex_unlock(&l->mu);
+        return kf_err_set(err, KF_ENOTFOUND,
+                          "no launch %u in this coordinator (finished long ago, or it restarted)",
+                          id);
+    }
+    size_t n = e->f->nhosts;
+    Kfleet__LaunchState *st = calloc(1, sizeof *st);
+    if (!st)
+        abort();
+    kfleet__launch_state__init(st);
+    st->id = e->id;
+    st->done = e->done;
+    st->teardown = e->teardown;
+    st->hosts = calloc(n, sizeof *st->hosts);
+    if (!st->hosts)
+        abort();
+    st->n_hosts = n;
+    for (size_t i = 0; i < n; i++) {
+        const kf_launch_result *r = &e->res[i];
+        Kfleet__LaunchHostState *h = calloc(1, sizeof *h);
+        if (!h)
+            abort();
+        kfleet__launch_host_state__init(h);
+        h->t = calloc(KF_PHASE_COUNT, sizeof *h->t);
+        h->name = strdup(r->name);
+        h->msg = strdup(r->msg);
+        if (!h->t || !h->name || !h->msg)
+            abort();
+        h->done = e->host_done[i];
+        h->rc = r->rc;
+        h->failed_at = r->failed_at;
+        h->n_t = KF_PHASE_COUNT;
+        for (int p = 0; p < KF_PHASE_COUNT; p++)
+            h->t[p] = r->t[p];
+        h->tries = (uint32_t)(r->tries > 0 ? r->tries : 0);
+        st->hosts[i] = h;
+    }
+    pthread_mutex_unlock(&l->mu);
+    *out = st;
+    return KF_OK;
+}
+
+void kf_launches_free_state(Kfleet__LaunchState **st)
+{
+    Kfleet__LaunchState *s = *st;
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n_hosts; i++) {
+        free(s->hosts[i]->name);
+        free(s->hosts[i]->msg);
+        free(s->hosts[i]->t);
+        free(s->hosts[i]);
+    }
+    free(s->hosts);
+    free(s);
+    *st = NULL;
 }

@@ -16,6 +16,7 @@
 #include "buf.h"
 #include "err.h"
 #include "fleet.h"
+#include "kfleet.pb-c.h"
 #include "paths.h"
 
 #include <stdint.h>
@@ -32,24 +33,37 @@ enum {
     KF_PHASE_COUNT
 };
 
+typedef struct kf_launch_result kf_launch_result;
+
 typedef struct kf_launch_opts {
-    const kf_paths *paths;
-    const char *known_hosts;   /* NULL = ~/.ssh/known_hosts */
-    int accept_new;            /* record first-seen host keys */
-    const char *bundle_tar;    /* launch: the bundle tarball (gzip'd tar of the bundle dir) */
-    const char *direct;        /* launch: agents connect here, no tunnel; NULL = tunnel */
-    int attempts;              /* connection attempts per host (default 6) */
-    double backoff_s;          /* first retry wait (default 0.5 s) */
-    double connect_timeout_s;  /* per attempt (default 10 s) */
-    double register_timeout_s; /* wait for the agent's registration (default 60 s) */
-    uint64_t min_free_bytes;   /* preflight threshold for the work dir */
-    int need_gpu;              /* preflight refuses a node without a GPU */
-    char min_glibc[16];        /* the bundle's GLIBC_REQUIRED ("2.35"); "" = unknown */
-    int purge;                 /* teardown: remove the work dir too */
-    FILE *progress;            /* one line per host as it finishes; NULL = none */
+    const char *control_endpoint; /* the daemon's control socket: tunnel_open, registration;
+                                   * NULL (teardown only) = no daemon to ask */
+    const char *allow_file;       /* the coordinator's agents.allow */
+    const char *server_pub_file;  /* the coordinator's public key (coordinator.pub) */
+    const char *known_hosts;      /* NULL = ~/.ssh/known_hosts */
+    int accept_new;               /* record first-seen host keys */
+    const char *bundle_tar;       /* launch: the bundle tarball (gzip'd tar of the bundle dir) */
+    const char *direct;           /* launch: agents connect here, no tunnel; NULL = tunnel */
+    int attempts;                 /* connection attempts per host (default 6) */
+    double backoff_s;             /* first retry wait (default 0.5 s) */
+    double connect_timeout_s;     /* per attempt (default 10 s) */
+    double register_timeout_s;    /* wait for the agent's registration (default 60 s) */
+    uint64_t min_free_bytes;      /* preflight threshold for the work dir */
+    int need_gpu;                 /* preflight refuses a node without a GPU */
+    char min_glibc[16];           /* the bundle's GLIBC_REQUIRED ("2.35"); "" = unknown */
+    int purge;                    /* teardown: remove the work dir too */
+    const char *agent_sock;       /* the CLI's SSH_AUTH_SOCK for hosts without identity; NULL =
+                                   * the daemon's own */
+    FILE *progress;               /* one line per host as it finishes; NULL = none */
+    /* Called (from the host's thread) with each host's final result. */
+    void (*on_done)(void *ctx, size_t host, const kf_launch_result *r);
+    void *on_done_ctx;
+    /* Set (non-zero) to stop: each host ends at its next step or poll; an
+     * SSH call under way still runs to its own timeout. NULL = never. */
+    const _Atomic int *cancel;
 } kf_launch_opts;
 
-typedef struct kf_launch_result {
+struct kf_launch_result {
     char name[128];
     int rc;                   /* KF_OK, or the failure's code */
     int failed_at;            /* KF_PHASE_*, -1 when it worked */
@@ -62,7 +76,11 @@ typedef struct kf_launch_result {
     long pid;          /* the agent's pid on the node */
     int remote_port;   /* the tunnel's port on the node, 0 with direct */
     char summary[256]; /* preflight's one line */
-} kf_launch_result;
+};
+
+/* Appends the line a host's result prints as (a second, indented line
+ * says why a host failed), without the final newline. */
+void kf_launch_format(const kf_launch_result *r, kf_buf *out);
 
 /* Launches every host of f in parallel. *res (n = f->nhosts, caller frees)
  * has one result per host. Returns KF_OK when all hosts are up, else the
@@ -76,6 +94,31 @@ int kf_launch_run(const kf_fleet *f, const kf_launch_opts *o, kf_launch_result *
  * and their keys from the allow list. */
 int kf_launch_teardown(const kf_fleet *f, const kf_launch_opts *o, kf_launch_result **res,
                        kf_err *err);
+
+/* The daemon's launches (`kfleet serve`): each launch or teardown request
+ * runs on its own thread (kf_launch_run / kf_launch_teardown, one more
+ * thread per host), never in the coordinator's loop; its results go into a
+ * table under a mutex that the control handler reads. The launch threads
+ * reach the loop like any client, over the control socket (tunnel_open,
+ * status), so no coordinator state is shared across threads. The last
+ * finished launches are kept for launch_status; destroy cancels and joins
+ * the running ones. */
+typedef struct kf_launches kf_launches;
+
+int kf_launches_new(const char *control_endpoint, const char *allow_file,
+                    const char *server_pub_file, kf_launches **out, kf_err *err);
+/* Cancels the running launches and joins their threads. */
+void kf_launches_destroy(kf_launches **self);
+/* Starts the launch (or teardown) of req; *id names it. When a launch of
+ * exactly these hosts is still running, *attached is set and *id is that
+ * one (nothing new starts, req's bundle is not taken); a launch of some of
+ * them is refused with KF_EBUSY. KF_EINVAL for a malformed request. */
+int kf_launches_start(kf_launches *self, const Kfleet__LaunchRequest *req, uint32_t *id,
+                      int *attached, kf_err *err);
+/* The launch's state so far, malloc'd; free with kf_launches_free_state.
+ * KF_ENOTFOUND when there is no such launch (any more). */
+int kf_launches_state(kf_launches *self, uint32_t id, Kfleet__LaunchState **out, kf_err *err);
+void kf_launches_free_state(Kfleet__LaunchState **st);
 
 /* The CLI commands (coordinator/cmd_launch.c), for main.c's table: argv
  * from the command's own name on; exit codes 0 ok, 1 a host failed, 2 bad

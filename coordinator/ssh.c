@@ -259,11 +259,15 @@ out:
     return rc;
 }
 
-static int auth_agent(kf_ssh *k, const char *user, kf_err *err)
+static int auth_agent(kf_ssh *k, const char *user, const char *sock, kf_err *err)
 {
     LIBSSH2_AGENT *ag = libssh2_agent_init(k->s);
     if (!ag)
         return kf_err_set(err, KF_EIO, "%s: cannot start the ssh-agent client", k->name);
+    /* The daemon launches for the CLI's user: it is given the CLI's agent
+     * socket rather than changing its own environment under its threads. */
+    if (sock && *sock)
+        libssh2_agent_set_identity_path(ag, sock);
     int rc = KF_EIO;
     if (libssh2_agent_connect(ag) != 0) {
         rc = kf_err_set(err, KF_EIO,
@@ -373,7 +377,7 @@ static int connect_once(const kf_ssh_opts *o, kf_ssh **out, int *retry, kf_err *
                             k->name, o->identity, user, ssh_errmsg(k->s));
             goto fail;
         }
-    } else if ((rc = auth_agent(k, user, err)) != KF_OK) {
+    } else if ((rc = auth_agent(k, user, o->agent_sock, err)) != KF_OK) {
         goto fail;
     }
     *out = k;

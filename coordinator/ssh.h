@@ -29,6 +29,7 @@ typedef struct kf_ssh_opts {
     int attempts;            /* connection attempts (0 = 1) */
     double backoff_s;        /* first wait between attempts, doubled each time (max 8 s) */
     double timeout_s;        /* per connect and per blocking call (0 = 20 s) */
+    const char *agent_sock;  /* ssh-agent's socket; NULL or "" = $SSH_AUTH_SOCK */
 } kf_ssh_opts;
 
 /* libssh2_init; returns KF_EIO when the library cannot start. */

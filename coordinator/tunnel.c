@@ -166,6 +166,7 @@ static int tun_connect(const kf_tunnel_spec *spec, kf_ssh **out, LIBSSH2_LISTENE
     o.user = spec->user[0] ? spec->user : NULL;
     o.identity = spec->identity[0] ? spec->identity : NULL;
     o.known_hosts = spec->known_hosts[0] ? spec->known_hosts : NULL;
+    o.agent_sock = spec->agent_sock[0] ? spec->agent_sock : NULL;
     o.attempts = 1;
     o.timeout_s = CONNECT_TIMEOUT_S;
     kf_ssh *k = NULL;

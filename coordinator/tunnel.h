@@ -29,6 +29,7 @@ typedef struct kf_tunnel_spec {
     char user[128];
     char identity[1024];    /* "" = ssh-agent */
     char known_hosts[1024]; /* "" = ~/.ssh/known_hosts */
+    char agent_sock[256];   /* "" = the daemon's $SSH_AUTH_SOCK */
     int remote_port;        /* 0 = chosen by sshd on the first connect */
 } kf_tunnel_spec;
 

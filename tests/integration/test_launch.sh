@@ -153,6 +153,21 @@ id3=$(grep -o 'submitted sweep [0-9]*' "$T/submit3.out" | awk '{print $3}')
 grep -q '"agent_id": "p1"' "$T/report3.json" || fail "p1 ran nothing after the reconnect"
 pass "tunnel session killed ($killed sshd processes): reconnected, p1's agent (same pid) ran sweep $id3"
 
+# No identity file: the key is in the user's ssh-agent. The daemon was
+# started without one; the CLI hands it its SSH_AUTH_SOCK.
+eval "$(ssh-agent -s)" >/dev/null
+PIDS+=("$SSH_AGENT_PID")
+ssh-add -q "$T/id_ed25519" 2>/dev/null || fail "ssh-add"
+{ echo "hosts:"; pod_entry p3 3 | grep -v identity; } >"$T/p3-agent.yaml"
+rc=0
+"$KFLEET" launch --known-hosts "$T/known_hosts" --bundle "$T/bundle" --min-free 4M "$T/p3-agent.yaml" \
+  >"$T/launch-agent.out" 2>&1 || rc=$?
+[ $rc -eq 0 ] || fail "launch with ssh-agent auth exited $rc: $(cat "$T/launch-agent.out")"
+grep -q "^p3  *ok " "$T/launch-agent.out" || fail "p3 not reached through ssh-agent: $(cat "$T/launch-agent.out")"
+kill "$SSH_AGENT_PID" 2>/dev/null || true
+unset SSH_AUTH_SOCK SSH_AGENT_PID
+pass "a host without identity: authenticated by the CLI's ssh-agent, passed to the daemon"
+
 # A bundle that needs a newer glibc than the node has: refused at preflight,
 # before anything is uploaded, with both versions.
 cp -a "$T/bundle" "$T/newglibc"
@@ -166,6 +181,39 @@ grep -q "preflight: glibc 2\.[0-9]* on the node, the bundle needs 9.99" "$T/laun
   fail "glibc refusal: $(cat "$T/launch-glibc.out")"
 pass "a bundle needing a newer glibc is refused at preflight: $(grep -o 'glibc 2[.0-9]* on the node' "$T/launch-glibc.out")"
 
+# The launch runs in the daemon, not in the CLI: the CLI interrupted right
+# after it sent the request leaves it running there. p3's agent is killed
+# first, so the launch has something to do.
+old3=$(cat "$T/pods/p3/work/agent.pid")
+kill -9 "$old3"
+"${LAUNCH[@]}" "$T/good.yaml" >"$T/launch-int.out" 2>"$T/launch-int.log" &
+cli=$!
+for _ in $(seq 1 100); do grep -q "runs in the coordinator" "$T/launch-int.log" && break; sleep 0.05; done
+grep -q "launch [0-9]* of 4 hosts runs in the coordinator" "$T/launch-int.log" ||
+  fail "the launch CLI did not say the launch runs in the coordinator: $(cat "$T/launch-int.log")"
+kill -INT "$cli"
+rc=0; wait "$cli" || rc=$?
+[ $rc -eq 1 ] || fail "the interrupted launch CLI exited $rc, expected 1"
+grep -q "interrupted; launch [0-9]* goes on in the coordinator" "$T/launch-int.log" ||
+  fail "the interrupted CLI did not say the launch goes on: $(cat "$T/launch-int.log")"
+# Launching again follows the running launch, or (if it is done already)
+# finds p3 restarted by it: either way the first launch went on alone.
+"${LAUNCH[@]}" "$T/good.yaml" >"$T/launch3.out" 2>"$T/launch3.log" ||
+  { cat "$T/launch3.out" "$T/launch3.log"; fail "the launch after the interrupted one failed"; }
+if grep -q "already running in the coordinator; following it" "$T/launch3.log"; then
+  grep -q "^p3 .*ok.*agent pid [0-9]* started" "$T/launch3.out" || fail "the followed launch did not restart p3"
+  how="followed the running launch"
+else
+  grep -q "^p3 .*ok.*already running" "$T/launch3.out" || fail "p3 was not restarted by the interrupted launch"
+  how="p3 already running"
+fi
+new3=$(cat "$T/pods/p3/work/agent.pid")
+[ "$new3" != "$old3" ] || fail "p3's agent was not restarted"
+n=$(pgrep -f -c -- "--workdir $T/pods/p3/work" || true)
+[ "$n" -eq 1 ] || fail "$n agents run in p3's work dir"
+wait_agents 4
+pass "launch CLI interrupted: the launch went on in the coordinator, p3 back ($how)"
+
 "$KFLEET" teardown --known-hosts "$T/known_hosts" --purge "$T/good.yaml" >"$T/teardown.out" 2>"$T/teardown.log" ||
   { cat "$T/teardown.out"; fail "teardown failed"; }
 cat "$T/teardown.out"
@@ -176,3 +224,39 @@ done
 n=$(pgrep -f -c -- "--workdir $T/pods/" || true)
 [ "$n" -eq 0 ] || fail "$n agents still run after teardown"
 pass "teardown --purge: agents stopped (SIGTERM), work dirs removed"
+
+# The daemon stopped while a launch of a down host is in its backoff (20
+# attempts: minutes): the launch is cancelled, the daemon exits promptly
+# and cleanly (ASan: no leak, no error), and the CLI says it lost the launch.
+{ echo "hosts:"; printf '  - name: down\n    host: 127.0.0.1\n    port: 1\n    user: root\n    identity: %s\n    workdir: %s\n' \
+  "$T/id_ed25519" "$T/pods/down"; } >"$T/down.yaml"
+"$KFLEET" launch --known-hosts "$T/known_hosts" --bundle "$T/bundle" --attempts 20 "$T/down.yaml" \
+  >"$T/launch-down.out" 2>"$T/launch-down.log" &
+cli=$!
+for _ in $(seq 1 100); do grep -q "runs in the coordinator" "$T/launch-down.log" && break; sleep 0.05; done
+sleep 1
+"$KFLEET" stop >/dev/null || fail "kfleet stop"
+t0=$SECONDS
+rc=0; wait "$SERVE_PID" || rc=$?
+[ $rc -eq 0 ] || fail "kfleet serve exited $rc after stop with a launch running"
+took=$((SECONDS - t0))
+[ $took -le 10 ] || fail "kfleet serve took $took s to stop with a launch running"
+! grep -q "Sanitizer" "$T/serve.log" || fail "sanitizer report in serve.log"
+grep -q "launch.cancel\|launch.done" "$T/serve.log" || fail "the daemon did not cancel the launch"
+rc=0; wait "$cli" || rc=$?
+[ $rc -eq 1 ] || fail "the launch CLI exited $rc when its daemon stopped, expected 1"
+pass "daemon stopped mid-launch: cancelled, exited 0 in $took s, no sanitizer report"
+
+# Without a daemon: an inventory error is still reported first (exit 2,
+# FILE:LINE:COL), then launch asks for `kfleet serve`; teardown works alone.
+printf 'hosts:\n  - name: x\n    port: nope\n' >"$T/bad.yaml"
+rc=0; "$KFLEET" launch "$T/bad.yaml" >/dev/null 2>"$T/bad.err" || rc=$?
+[ $rc -eq 2 ] || fail "a bad inventory exited $rc, expected 2"
+grep -q "bad.yaml:[0-9]*:[0-9]*:" "$T/bad.err" || fail "no FILE:LINE:COL: $(cat "$T/bad.err")"
+rc=0; "${LAUNCH[@]}" "$T/good.yaml" >/dev/null 2>"$T/nodaemon.err" || rc=$?
+[ $rc -eq 1 ] || fail "launch without a daemon exited $rc, expected 1"
+grep -q "start it with \`kfleet serve\`" "$T/nodaemon.err" || fail "no hint to start kfleet serve: $(cat "$T/nodaemon.err")"
+"$KFLEET" teardown --known-hosts "$T/known_hosts" "$T/good.yaml" >"$T/teardown2.out" 2>"$T/teardown2.log" ||
+  { cat "$T/teardown2.out" "$T/teardown2.log"; fail "teardown without a daemon failed"; }
+grep -q "^4 of 4 hosts stopped" "$T/teardown2.out" || fail "teardown without a daemon: $(cat "$T/teardown2.out")"
+pass "no daemon: inventory errors first (exit 2), launch asks for \`kfleet serve\`, teardown runs from the CLI"
