@@ -3,7 +3,7 @@
  * (ipc, in the 0700 run directory); each gets exactly one reply, sent after
  * the batch commits, so "submitted as sweep 7" means sweep 7 is on disk. */
 #include "coord_int.h"
-#include "launch.h"
+#include "launches.h"
 #include "log.h"
 #include "tunnel.h"
 #include "util.h"

@@ -6,7 +6,7 @@
  * commit, then send. Sending after the commit is what makes an ack mean
  * "durably stored". */
 #include "coord_int.h"
-#include "launch.h"
+#include "launches.h"
 #include "log.h"
 #include "tunnel.h"
 #include "util.h"

@@ -103,7 +103,7 @@ struct kf_coord {
     size_t max_frame; /* the largest agent frame seen: the map keeps room for it */
     kf_buf scratch;
     struct kf_tunnels *tunnels;   /* SSH tunnels of launched agents; NULL until the first */
-    struct kf_launches *launches; /* `kfleet launch`es run here (launch.h); NULL until the first */
+    struct kf_launches *launches; /* `kfleet launch`es run here (launches.h); NULL until the first */
 };
 #define KF_COORD_TUNNELS 1
 

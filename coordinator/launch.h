@@ -16,7 +16,6 @@
 #include "buf.h"
 #include "err.h"
 #include "fleet.h"
-#include "kfleet.pb-c.h"
 #include "paths.h"
 
 #include <stdint.h>
@@ -82,6 +81,10 @@ struct kf_launch_result {
  * says why a host failed), without the final newline. */
 void kf_launch_format(const kf_launch_result *r, kf_buf *out);
 
+/* Marks r as failed at phase (KF_PHASE_*) with msg; rc 0 counts as KF_EIO.
+ * Returns r->rc. */
+int kf_launch_fail(kf_launch_result *r, int phase, int rc, const char *msg);
+
 /* Launches every host of f in parallel. *res (n = f->nhosts, caller frees)
  * has one result per host. Returns KF_OK when all hosts are up, else the
  * first failure's code (the results say which and why); err is set only
@@ -94,31 +97,6 @@ int kf_launch_run(const kf_fleet *f, const kf_launch_opts *o, kf_launch_result *
  * and their keys from the allow list. */
 int kf_launch_teardown(const kf_fleet *f, const kf_launch_opts *o, kf_launch_result **res,
                        kf_err *err);
-
-/* The daemon's launches (`kfleet serve`): each launch or teardown request
- * runs on its own thread (kf_launch_run / kf_launch_teardown, one more
- * thread per host), never in the coordinator's loop; its results go into a
- * table under a mutex that the control handler reads. The launch threads
- * reach the loop like any client, over the control socket (tunnel_open,
- * status), so no coordinator state is shared across threads. The last
- * finished launches are kept for launch_status; destroy cancels and joins
- * the running ones. */
-typedef struct kf_launches kf_launches;
-
-int kf_launches_new(const char *control_endpoint, const char *allow_file,
-                    const char *server_pub_file, kf_launches **out, kf_err *err);
-/* Cancels the running launches and joins their threads. */
-void kf_launches_destroy(kf_launches **self);
-/* Starts the launch (or teardown) of req; *id names it. When a launch of
- * exactly these hosts is still running, *attached is set and *id is that
- * one (nothing new starts, req's bundle is not taken); a launch of some of
- * them is refused with KF_EBUSY. KF_EINVAL for a malformed request. */
-int kf_launches_start(kf_launches *self, const Kfleet__LaunchRequest *req, uint32_t *id,
-                      int *attached, kf_err *err);
-/* The launch's state so far, malloc'd; free with kf_launches_free_state.
- * KF_ENOTFOUND when there is no such launch (any more). */
-int kf_launches_state(kf_launches *self, uint32_t id, Kfleet__LaunchState **out, kf_err *err);
-void kf_launches_free_state(Kfleet__LaunchState **st);
 
 /* The CLI commands (coordinator/cmd_launch.c), for main.c's table: argv
  * from the command's own name on; exit codes 0 ok, 1 a host failed, 2 bad
