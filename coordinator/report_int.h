@@ -1,8 +1,8 @@
 /* report_int — what the report's renderers share inside coordinator/: the
  * rows collected from the store (report.c) and the small lookups over them.
- * Not an API: report.h is. report.c collects and renders the table and
- * Markdown; report_json.c renders the JSON the HTML and CSV pages are drawn
- * from. */
+ * Not an API: report.h is. report.c collects; report_text.c renders the
+ * table and Markdown; report_json.c renders the JSON the HTML and CSV pages
+ * are drawn from. */
 #ifndef KF_REPORT_INT_H
 #define KF_REPORT_INT_H
 
@@ -93,6 +93,10 @@ const Kfleet__AgentInfo *kf_rep_agent(const rep *r, const char *id);
 /* A node's GPU name, "cpu" for a node without one, "?" for an agent that
  * never registered. */
 const char *kf_rep_device_of(const rep *r, const char *node);
+
+/* The report for people: the aligned table (md = 0; color: ANSI colours)
+ * or Markdown (md = 1). Returns 0 or KF_ENOMEM. */
+int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out);
 
 /* The report as JSON (schema KF_REPORT_SCHEMA); with_samples = 0 leaves
  * out sample_seconds. Returns 0 or KF_ENOMEM. */
