@@ -403,15 +403,6 @@ static void handle_agent_frame(kf_coord *c, zmq_msg_t *peer, zmq_msg_t *body)
     kf_err_clear(&err);
     int rc =
         kf_wire_dispatch(kf_sched_handlers, c, &p, zmq_msg_data(body), zmq_msg_size(body), &err);
-    if (rc == KF_OK) {
-        char id[256];
-        size_t n = p.id_len < sizeof id - 1 ? p.id_len : sizeof id - 1;
-        memcpy(id, p.id, n);
-        id[n] = '\0';
-        kagent *a = sched_agent(c, id, 0);
-        if (a && strcmp(a->key, user) != 0)
-            snprintf(a->key, sizeof a->key, "%s", user);
-    }
     if (rc == KF_EPROTO) {
         c->protocol_errors++;
         /* Authenticated, so worth telling: an agent of another version

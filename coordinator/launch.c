@@ -14,6 +14,7 @@
  * with --accept-new, recorded) the host key first, and hands the daemon the
  * same known_hosts file, which it reads strictly. */
 #include "launch.h"
+#include "client.h"
 
 #include "keys.h"
 #include "log.h"
@@ -395,12 +396,9 @@ static void ctl_close(void **sock)
 static int ctl_call(job *j, void *sock, Kfleet__ControlRequest *req, Kfleet__ControlReply **out,
                     kf_err *err)
 {
-    kf_buf b = KF_BUF_INIT;
-    kf_ctl_pack_request(req, &b);
-    int rc = zmq_send(sock, b.data, b.len, 0);
-    kf_buf_release(&b);
-    if (rc < 0)
-        return kf_err_set(err, KF_EIO, "cannot send to the coordinator: %s", zmq_strerror(errno));
+    int rc = kf_client_send_request(sock, req, err);
+    if (rc)
+        return rc;
     uint64_t t0 = kf_mono_ns();
     for (;;) {
         if (cancelled(j->o))
@@ -417,23 +415,7 @@ static int ctl_call(job *j, void *sock, Kfleet__ControlRequest *req, Kfleet__Con
                               "says)",
                               CTL_TIMEOUT_S);
     }
-    zmq_msg_t msg;
-    zmq_msg_init(&msg);
-    if (zmq_msg_recv(&msg, sock, 0) < 0) {
-        zmq_msg_close(&msg);
-        return kf_err_set(err, KF_EIO, "cannot read the coordinator's reply");
-    }
-    Kfleet__ControlReply *rep = kf_ctl_unpack_reply(zmq_msg_data(&msg), zmq_msg_size(&msg), err);
-    zmq_msg_close(&msg);
-    if (!rep)
-        return KF_EPROTO;
-    if (rep->code != 0) {
-        rc = kf_err_set(err, rep->code, "%s", rep->error ? rep->error : "coordinator error");
-        kfleet__control_reply__free_unpacked(rep, NULL);
-        return rc;
-    }
-    *out = rep;
-    return KF_OK;
+    return kf_client_read_reply(sock, out, err);
 }
 
 static int ask_tunnel(job *j, void *cl, int *port, kf_err *err)

@@ -481,6 +481,8 @@ static int on_register(void *ctx, const kf_peer *peer, const Kfleet__Envelope *e
     a->info->lost = 0;
     a->registered = 1;
     a->lost = 0;
+    /* The key it registered with is the one a revocation looks for. */
+    snprintf(a->key, sizeof a->key, "%s", peer->user ? peer->user : "");
     a->last_seen_mono = kf_mono_ns();
     a->gpu_slots = info->gpu_slots > KF_MAX_SLOTS ? KF_MAX_SLOTS : info->gpu_slots;
     a->cpu_slots = info->cpu_slots ? info->cpu_slots : 1;
