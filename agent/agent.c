@@ -735,6 +735,12 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
     zmq_setsockopt(a->sock, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max);
     zmq_setsockopt(a->sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(a->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    /* ZMTP pings: a connection that died somewhere on the way (a relay, a
+     * tunnel, a NAT that forgot it) without a FIN would otherwise look alive
+     * to the DEALER forever, and it would never reconnect. */
+    int hb_ivl = 2000, hb_timeout = 15000;
+    zmq_setsockopt(a->sock, ZMQ_HEARTBEAT_IVL, &hb_ivl, sizeof hb_ivl);
+    zmq_setsockopt(a->sock, ZMQ_HEARTBEAT_TIMEOUT, &hb_timeout, sizeof hb_timeout);
     if (!cfg->server_key || !cfg->public_key || !cfg->secret_key) {
         rc = kf_err_set(err, KF_EINVAL,
                         "the agent link is CurveZMQ: the coordinator's public "

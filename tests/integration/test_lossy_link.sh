@@ -23,7 +23,7 @@ wait_agents 1
 pass "agent registered over a link with 10% loss and 200 ms delay each way"
 
 start=$(date +%s)
-"$KFLEET" submit "$KF_SRC/tests/chaos/sweeps/lossy.yaml" --follow >"$T/submit.out" 2>"$T/follow.log" \
+timeout 240 "$KFLEET" submit "$KF_SRC/tests/chaos/sweeps/lossy.yaml" --follow >"$T/submit.out" 2>"$T/follow.log" \
   || fail "sweep over the lossy link failed: $(tail -3 "$T/follow.log")"
 id=$(grep -o 'submitted sweep [0-9]*' "$T/submit.out" | awk '{print $3}')
 secs=$(( $(date +%s) - start ))
