@@ -80,6 +80,8 @@ struct kf_agent {
     kpending *pending;
     size_t npending, cappending;
     kf_buf scratch;
+    char refused[512];     /* the coordinator refused our id for good: why; the loop ends */
+    char last_reject[512]; /* the last refusal logged, so a retried one is logged once */
 };
 
 /* ---- outbox bookkeeping ---- */
@@ -655,6 +657,21 @@ static int on_reject(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
     (void)peer;
     kf_agent *a = ctx;
     const Kfleet__Reject *r = env->reject;
+    const char *reason = r && r->reason ? r->reason : "";
+    if (r && r->kind == KFLEET__REJECT_KIND__REJECT_IDENTITY) {
+        /* Our id is bound to another key: nothing we send will be taken. */
+        snprintf(a->refused, sizeof a->refused, "%s", reason);
+        return KF_OK;
+    }
+    if (r && r->kind == KFLEET__REJECT_KIND__REJECT_NAME_IN_USE) {
+        /* Another process holds our id; Register is retried each second
+         * until that one is lost. Said once, not every second. */
+        if (strcmp(a->last_reject, reason) != 0)
+            kf_warn("agent.name_in_use", "coordinator=%s reason=\"%s\"", a->cfg.coordinator,
+                    reason);
+        snprintf(a->last_reject, sizeof a->last_reject, "%s", reason);
+        return KF_OK;
+    }
     kf_error("agent.rejected",
              "coordinator=%s reason=\"%s\" bytes=%u coordinator_protocol=%u agent_protocol=%d",
              a->cfg.coordinator, r && r->reason ? r->reason : "", r ? r->frame_bytes : 0,
@@ -727,7 +744,8 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
 
     a->zctx = zmq_ctx_new();
     a->sock = zmq_socket(a->zctx, ZMQ_DEALER);
-    zmq_setsockopt(a->sock, ZMQ_ROUTING_ID, cfg->agent_id, strlen(cfg->agent_id));
+    /* No routing id: the coordinator's ROUTER names the connection, and the
+     * coordinator binds our id to our key when we register. */
     int linger = 1000, ivl = 100, ivl_max = 2000, hwm = 100000;
     int64_t maxmsg = KF_MAX_FRAME;
     zmq_setsockopt(a->sock, ZMQ_LINGER, &linger, sizeof linger);
@@ -915,7 +933,7 @@ int kf_agent_run(kf_agent *a, volatile sig_atomic_t *stop, kf_err *err)
             a->info->agent_id, a->cfg.coordinator, a->workdir, a->info->n_gpus, a->info->cpu_slots,
             a->npending, a->cfg.public_key);
     send_register(a);
-    while (!(stop && *stop)) {
+    while (!(stop && *stop) && !a->refused[0]) {
         zmq_pollitem_t items[2 + MAX_RUNNERS];
         size_t n = 0;
         items[n++] = (zmq_pollitem_t){a->sock, 0, ZMQ_POLLIN, 0};
@@ -946,6 +964,11 @@ int kf_agent_run(kf_agent *a, volatile sig_atomic_t *stop, kf_err *err)
         if (a->welcomed && now - a->last_hb_mono > (uint64_t)(a->hb_interval_s * 1e9))
             send_heartbeat(a);
         resend_due(a);
+    }
+    if (a->refused[0]) {
+        kf_error("agent.refused", "coordinator=%s reason=\"%s\"", a->cfg.coordinator, a->refused);
+        return kf_err_set(err, KF_EINVAL, "the coordinator %s refused this agent: %s",
+                          a->cfg.coordinator, a->refused);
     }
     flush_outbox(a, 5.0);
     kf_info("agent.stop", "agent=%s running=%zu outbox=%zu", a->info->agent_id, a->nrunners,

@@ -287,7 +287,7 @@ static void handle_cancel(kf_coord *c, const void *peer, size_t peer_len, uint32
             cn.attempt = t->rec->attempts;
             env.body_case = KFLEET__ENVELOPE__BODY_CANCEL;
             env.cancel = &cn;
-            coord_queue_env(c, c->agents[t->agent]->id, &env);
+            coord_queue_env(c, c->agents[t->agent], &env);
         }
         sched_finish(c, sw, t, KFLEET__TASK_STATE__CANCELLED, "cancelled by the user");
     }

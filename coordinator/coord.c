@@ -42,9 +42,8 @@ static void sort_allow(kf_allow *a)
         qsort(a->e, a->n, sizeof *a->e, cmp_allow);
 }
 
-/* The name a key is accepted under, or NULL: a binary search, since this
- * runs for every frame an agent sends. */
-static const char *allowed(const kf_coord *c, const char *pub)
+/* A binary search, since this runs for every frame an agent sends. */
+const char *coord_allowed(const kf_coord *c, const char *pub)
 {
     if (!pub || !*pub)
         return NULL;
@@ -131,10 +130,10 @@ static void handle_zap(kf_coord *c)
             kf_err rerr;
             int changed = 0;
             /* A key added a moment ago must not wait for the next check. */
-            if (!allowed(c, pub) &&
+            if (!coord_allowed(c, pub) &&
                 kf_allow_refresh(c->cfg.allow_file, &c->allow, &changed, &rerr) == KF_OK && changed)
                 sort_allow(&c->allow);
-            if (allowed(c, pub)) {
+            if (coord_allowed(c, pub)) {
                 status = "200";
                 text = "OK";
             } else {
@@ -181,10 +180,10 @@ static void refresh_allow(kf_coord *c)
     kf_info("auth.allow_list", "keys=%zu", c->allow.n);
     for (size_t i = 0; i < c->nagents; i++) {
         kagent *a = c->agents[i];
-        if (a->key[0] && !a->revoked && !allowed(c, a->key)) {
+        if (a->key[0] && !a->revoked && !coord_allowed(c, a->key)) {
             a->revoked = 1;
             kf_warn("agent.revoked", "agent=%s key=%s", a->id, a->key);
-        } else if (a->revoked && allowed(c, a->key)) {
+        } else if (a->revoked && coord_allowed(c, a->key)) {
             a->revoked = 0;
         }
     }
@@ -225,8 +224,11 @@ int kf_coord_new(const kf_coord_config *cfg, kf_coord **out, kf_err *err)
     c->control_sock = zmq_socket(c->zctx, ZMQ_ROUTER);
     int one = 1, zero = 0;
     int64_t maxmsg = KF_MAX_FRAME;
-    /* An agent that reconnects under its id takes over the old connection. */
-    zmq_setsockopt(c->agents_sock, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
+    /* Agents set no routing id: libzmq names each connection, and an agent
+     * is bound to the connection it registered on with its key (sched.c).
+     * Without handover, a peer that does pick the id of a live connection
+     * is not given that connection's traffic. */
+    zmq_setsockopt(c->agents_sock, ZMQ_ROUTER_HANDOVER, &zero, sizeof zero);
     /* Sending to a gone agent fails instead of vanishing silently. */
     zmq_setsockopt(c->agents_sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
     zmq_setsockopt(c->agents_sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
@@ -332,10 +334,16 @@ void coord_queue(kf_coord *c, int to_control, const void *peer, size_t peer_len,
     kf_buf_add(&m->payload, payload->data, payload->len);
 }
 
-void coord_queue_env(kf_coord *c, const char *agent_id, Kfleet__Envelope *env)
+void coord_queue_env(kf_coord *c, const kagent *a, Kfleet__Envelope *env)
+{
+    if (a->route_len)
+        coord_queue_route(c, a->route, a->route_len, env);
+}
+
+void coord_queue_route(kf_coord *c, const void *route, size_t route_len, Kfleet__Envelope *env)
 {
     kf_wire_pack(env, &c->scratch);
-    coord_queue(c, 0, agent_id, strlen(agent_id), &c->scratch);
+    coord_queue(c, 0, route, route_len, &c->scratch);
 }
 
 void coord_ack_later(kagent *a, uint64_t oseq)
@@ -392,7 +400,7 @@ static void handle_agent_frame(kf_coord *c, zmq_msg_t *peer, zmq_msg_t *body)
     /* ZAP vetted the key at the handshake; checking it again per frame is
      * what makes a revocation take effect on connections already open. */
     const char *user = zmq_msg_gets(body, "User-Id");
-    if (!allowed(c, user)) {
+    if (!coord_allowed(c, user)) {
         c->refused_frames++;
         log_refused(c, "auth.frame_refused", user ? user : "(none)",
                     zmq_msg_gets(body, "Peer-Address"));
@@ -415,9 +423,10 @@ static void handle_agent_frame(kf_coord *c, zmq_msg_t *peer, zmq_msg_t *body)
         env.body_case = KFLEET__ENVELOPE__BODY_REJECT;
         env.reject = &rej;
         kf_wire_send(c->agents_sock, &p, &env, ZMQ_DONTWAIT);
-        kf_warn("agent.bad_frame", "peer=%.*s bytes=%zu error=\"%s\" total=%llu",
-                (int)(p.id_len > 64 ? 64 : p.id_len), (const char *)p.id, zmq_msg_size(body),
-                err.msg, (unsigned long long)c->protocol_errors);
+        const kagent *a = sched_agent_by_route(c, p.id, p.id_len);
+        kf_warn("agent.bad_frame", "agent=%s key=%s bytes=%zu error=\"%s\" total=%llu",
+                a ? a->id : "(unregistered)", user, zmq_msg_size(body), err.msg,
+                (unsigned long long)c->protocol_errors);
     }
 }
 
@@ -428,13 +437,17 @@ static void send_outgoing(kf_coord *c)
         kagent *a = c->agents[i];
         if (!a->nacks)
             continue;
+        if (!a->route_len) {
+            a->nacks = 0;
+            continue;
+        }
         Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
         Kfleet__Ack ack = KFLEET__ACK__INIT;
         ack.n_oseq = a->nacks;
         ack.oseq = a->acks;
         env.body_case = KFLEET__ENVELOPE__BODY_ACK;
         env.ack = &ack;
-        kf_peer p = {a->id, strlen(a->id), NULL};
+        kf_peer p = {a->route, a->route_len, NULL};
         if (kf_wire_send(c->agents_sock, &p, &env, ZMQ_DONTWAIT) != KF_OK)
             kf_debug("agent.ack_unsent", "agent=%s error=\"%s\"", a->id, zmq_strerror(errno));
         a->nacks = 0;
@@ -446,8 +459,9 @@ static void send_outgoing(kf_coord *c)
             zmq_send(sock, m->payload.data, m->payload.len, ZMQ_DONTWAIT) < 0) {
             /* The agent is gone (ROUTER_MANDATORY): its assignments will be
              * requeued by the grace check, nothing else to do here. */
-            kf_debug("send.failed", "to=%.*s control=%d error=\"%s\"", (int)m->peer_len,
-                     m->to_control ? "cli" : m->peer, m->to_control, zmq_strerror(errno));
+            const kagent *a = m->to_control ? NULL : sched_agent_by_route(c, m->peer, m->peer_len);
+            kf_debug("send.failed", "to=%s error=\"%s\"",
+                     m->to_control ? "cli" : (a ? a->id : "(gone)"), zmq_strerror(errno));
         }
         free(m->peer);
         kf_buf_release(&m->payload);

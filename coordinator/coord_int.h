@@ -45,14 +45,24 @@ typedef struct kbuild {
     char *error; /* first lines of a failed build */
 } kbuild;
 
+/* The ROUTER routing id of a connection: libzmq makes one per connection
+ * (agents set none), so a route names a connection, never an agent. */
+#define KF_ROUTE_MAX 255
+
 typedef struct kagent {
     char *id;
+    /* Where its frames come from and replies go: the connection it last
+     * registered on (route_len 0: none yet). A frame is this agent's only if
+     * it arrives on this route with this key. */
+    uint8_t route[KF_ROUTE_MAX];
+    size_t route_len;
     Kfleet__AgentInfo *info; /* owned; NULL for an agent known only from the store */
     int registered;          /* registered since this coordinator started */
     int lost;
     uint64_t last_seen_mono;
-    char key[41]; /* the Curve key it registered with */
-    int revoked;  /* its key left the allow list: lost at the next check */
+    char key[41];     /* the Curve key its id is bound to (AgentInfo.key) */
+    int revoked;      /* its key left the allow list: lost at the next check */
+    uint64_t refused; /* its frames refused for want of the right to send them */
     uint32_t gpu_slots, cpu_slots, cpu_used;
     uint8_t gpu_busy[KF_MAX_SLOTS];
     uint64_t *acks; /* outbox seqs handled in this batch, acked after commit */
@@ -102,17 +112,23 @@ struct kf_coord {
     uint64_t protocol_errors;
     size_t max_frame; /* the largest agent frame seen: the map keeps room for it */
     kf_buf scratch;
-    struct kf_tunnels *tunnels;   /* SSH tunnels of launched agents; NULL until the first */
-    struct kf_launches *launches; /* `kfleet launch`es run here (launches.h); NULL until the first */
+    struct kf_tunnels *tunnels; /* SSH tunnels of launched agents; NULL until the first */
+    struct kf_launches
+        *launches; /* `kfleet launch`es run here (launches.h); NULL until the first */
 };
 #define KF_COORD_TUNNELS 1
 
 /* coord.c */
 void coord_queue(kf_coord *c, int to_control, const void *peer, size_t peer_len,
                  const kf_buf *payload);
-void coord_queue_env(kf_coord *c, const char *agent_id, Kfleet__Envelope *env);
+/* Queues env to agent a's connection; nothing when it has none. */
+void coord_queue_env(kf_coord *c, const kagent *a, Kfleet__Envelope *env);
+/* Queues env to a connection that is no registered agent's (yet). */
+void coord_queue_route(kf_coord *c, const void *route, size_t route_len, Kfleet__Envelope *env);
 void coord_ack_later(kagent *a, uint64_t oseq);
 int coord_txn(kf_coord *c, kf_txn **out);
+/* The name a key is accepted under in the allow list, or NULL. */
+const char *coord_allowed(const kf_coord *c, const char *pub);
 
 /* sched.c */
 extern const kf_wire_handler kf_sched_handlers[KF_WIRE_BODY_MAX];
@@ -120,6 +136,8 @@ int sched_load(kf_coord *c, kf_err *err);
 void sched_dispatch(kf_coord *c);
 void sched_check_agents(kf_coord *c);
 kagent *sched_agent(kf_coord *c, const char *id, int create);
+/* The registered agent whose connection is route, or NULL. */
+kagent *sched_agent_by_route(kf_coord *c, const void *route, size_t route_len);
 ksweep *sched_sweep(kf_coord *c, uint32_t sweep_id);
 ktask *sched_task(kf_coord *c, uint64_t task_id, ksweep **sw_out);
 ksweep *sched_add_sweep(kf_coord *c, Kfleet__Sweep *rec);

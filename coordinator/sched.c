@@ -86,6 +86,18 @@ kagent *sched_agent(kf_coord *c, const char *id, int create)
     return a;
 }
 
+kagent *sched_agent_by_route(kf_coord *c, const void *route, size_t route_len)
+{
+    if (!route_len)
+        return NULL;
+    for (size_t i = 0; i < c->nagents; i++) {
+        kagent *a = c->agents[i];
+        if (a->route_len == route_len && memcmp(a->route, route, route_len) == 0)
+            return a;
+    }
+    return NULL;
+}
+
 static int agent_index(kf_coord *c, const kagent *a)
 {
     for (size_t i = 0; i < c->nagents; i++)
@@ -380,7 +392,7 @@ int sched_finish(kf_coord *c, ksweep *sw, ktask *t, int state, const char *error
     return rc;
 }
 
-static void send_cancel(kf_coord *c, const char *agent_id, uint64_t task_id, uint32_t attempt)
+static void send_cancel(kf_coord *c, const kagent *a, uint64_t task_id, uint32_t attempt)
 {
     Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
     Kfleet__Cancel cn = KFLEET__CANCEL__INIT;
@@ -388,7 +400,7 @@ static void send_cancel(kf_coord *c, const char *agent_id, uint64_t task_id, uin
     cn.attempt = attempt;
     env.body_case = KFLEET__ENVELOPE__BODY_CANCEL;
     env.cancel = &cn;
-    coord_queue_env(c, agent_id, &env);
+    coord_queue_env(c, a, &env);
 }
 
 /* Takes the current attempt away from its agent: back to pending while
@@ -399,7 +411,7 @@ static void requeue(kf_coord *c, ksweep *sw, ktask *t, const char *why)
     kagent *a = t->agent >= 0 ? c->agents[t->agent] : NULL;
     end_attempt(c, t, KFLEET__TASK_STATE__CANCELLED, why);
     if (a)
-        send_cancel(c, a->id, t->rec->task_id, t->rec->attempts);
+        send_cancel(c, a, t->rec->task_id, t->rec->attempts);
     release_slot(c, t);
     t->agent = -1;
     t->confirmed = 0;
@@ -431,23 +443,27 @@ static void requeue(kf_coord *c, ksweep *sw, ktask *t, const char *why)
 
 /* ---- handlers for agent messages ---- */
 
+/* The agent a frame comes from: the one registered on its connection, with
+ * the key its id is bound to. Anything else must register first: it is
+ * told so (and then resends its outbox). */
 static kagent *known_agent(kf_coord *c, const kf_peer *peer)
 {
-    char id[256];
-    size_t n = peer->id_len < sizeof id - 1 ? peer->id_len : sizeof id - 1;
-    memcpy(id, peer->id, n);
-    id[n] = '\0';
-    kagent *a = sched_agent(c, id, 0);
+    kagent *a = sched_agent_by_route(c, peer->id, peer->id_len);
+    if (a && a->registered && strcmp(a->key, peer->user ? peer->user : "") != 0) {
+        /* Cannot happen while routes are libzmq's own per connection; if it
+         * ever does, the frame is not this agent's. */
+        kf_warn("agent.key_mismatch", "agent=%s bound_key=%s key=%s", a->id, a->key,
+                peer->user ? peer->user : "");
+        return NULL;
+    }
     if (!a || !a->registered) {
-        /* A peer we do not know (we restarted, or it was lost): it must
-         * register again, then it resends its outbox. */
         Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
         Kfleet__Welcome w = KFLEET__WELCOME__INIT;
         w.reregister = 1;
         w.heartbeat_interval_ms = (uint32_t)(c->cfg.heartbeat_interval_s * 1000);
         env.body_case = KFLEET__ENVELOPE__BODY_WELCOME;
         env.welcome = &w;
-        coord_queue_env(c, id, &env);
+        coord_queue_route(c, peer->id, peer->id_len, &env);
         return NULL;
     }
     a->last_seen_mono = kf_mono_ns();
@@ -465,14 +481,109 @@ static kagent *known_agent(kf_coord *c, const kf_peer *peer)
     return a;
 }
 
+/* Agent ids travel in logs, file names and reports: short and printable. */
+static int valid_agent_id(const char *id)
+{
+    size_t n = id ? strlen(id) : 0;
+    if (n == 0 || n > 128)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)id[i] <= ' ' || (unsigned char)id[i] >= 0x7f || id[i] == '"')
+            return 0;
+    return 1;
+}
+
+static void refuse_register(kf_coord *c, const kf_peer *peer, Kfleet__RejectKind kind,
+                            const char *reason)
+{
+    Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
+    Kfleet__Reject rej = KFLEET__REJECT__INIT;
+    rej.reason = (char *)reason;
+    rej.kind = kind;
+    rej.coordinator_protocol = KF_PROTOCOL_VERSION;
+    env.body_case = KFLEET__ENVELOPE__BODY_REJECT;
+    env.reject = &rej;
+    coord_queue_route(c, peer->id, peer->id_len, &env);
+}
+
+/* The key agent a's id is bound to: in memory, else in its stored record
+ * (a coordinator restart), else "" (never registered: the first key wins). */
+static void bound_key(kf_coord *c, kagent *a)
+{
+    if (a->key[0])
+        return;
+    Kfleet__AgentInfo *stored = NULL;
+    kf_txn *txn;
+    if (coord_txn(c, &txn) == KF_OK && kf_store_get_agent(txn, a->id, &stored) == KF_OK) {
+        snprintf(a->key, sizeof a->key, "%s", stored->key ? stored->key : "");
+        kfleet__agent_info__free_unpacked(stored, NULL);
+    }
+}
+
+/* Whether a Register for agent a on this connection may stand. An id is
+ * bound to the key it first registered with, for good: another key takes
+ * it only once that key has left the allow list (revoked). And one agent
+ * process holds an id at a time: a second process with the same id and key
+ * waits until the first is lost. Else the refusal names the conflict. */
+static int may_register(kf_coord *c, kagent *a, const kf_peer *peer, const Kfleet__AgentInfo *info,
+                        int *rebind)
+{
+    const char *key = peer->user ? peer->user : "";
+    char why[600];
+    *rebind = 0;
+    bound_key(c, a);
+    if (a->key[0] && strcmp(a->key, key) != 0) {
+        if (coord_allowed(c, a->key)) {
+            snprintf(why, sizeof why,
+                     "agent id %s is bound to another key (%s); this agent's key is %s. Start it "
+                     "with its own --id, or revoke the old key first (kfleet agent-key revoke)",
+                     a->id, a->key, key);
+            kf_warn("agent.impostor", "agent=%s bound_key=%s key=%s host=%s pid=%u", a->id, a->key,
+                    key, info->hostname ? info->hostname : "", info->pid);
+            refuse_register(c, peer, KFLEET__REJECT_KIND__REJECT_IDENTITY, why);
+            return 0;
+        }
+        *rebind = 1;
+    }
+    if (!*rebind && a->registered && !a->lost && a->info && a->route_len &&
+        (a->route_len != peer->id_len || memcmp(a->route, peer->id, peer->id_len) != 0) &&
+        (a->info->pid != info->pid || strcmp(a->info->hostname ? a->info->hostname : "",
+                                             info->hostname ? info->hostname : ""))) {
+        uint64_t ago = kf_mono_ns() - a->last_seen_mono;
+        snprintf(why, sizeof why,
+                 "agent %s is already connected (host %s pid %u, heard from %.1f s ago); a second "
+                 "agent may not take its name: start this one with its own --id. Retrying until "
+                 "that agent is lost",
+                 a->id, a->info->hostname ? a->info->hostname : "?", a->info->pid,
+                 (double)ago / 1e9);
+        kf_warn("agent.name_in_use", "agent=%s host=%s pid=%u other_host=%s other_pid=%u", a->id,
+                a->info->hostname ? a->info->hostname : "", a->info->pid,
+                info->hostname ? info->hostname : "", info->pid);
+        refuse_register(c, peer, KFLEET__REJECT_KIND__REJECT_NAME_IN_USE, why);
+        return 0;
+    }
+    return 1;
+}
+
 static int on_register(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env)
 {
     kf_coord *c = ctx;
     const Kfleet__AgentInfo *info = env->register_ ? env->register_->info : NULL;
-    if (!info || !info->agent_id || strlen(info->agent_id) != peer->id_len ||
-        memcmp(info->agent_id, peer->id, peer->id_len) != 0)
+    if (!info || !valid_agent_id(info->agent_id) || peer->id_len == 0 ||
+        peer->id_len > KF_ROUTE_MAX)
         return KF_EPROTO;
     kagent *a = sched_agent(c, info->agent_id, 1);
+    int rebind = 0;
+    if (!may_register(c, a, peer, info, &rebind))
+        return KF_OK;
+    if (rebind)
+        kf_warn("agent.rebind", "agent=%s old_key=%s key=%s why=\"the old key was revoked\"", a->id,
+                a->key, peer->user ? peer->user : "");
+    /* Another registered agent on this connection (it re-registered under a
+     * new id) gives it up. */
+    kagent *prev = sched_agent_by_route(c, peer->id, peer->id_len);
+    if (prev && prev != a)
+        prev->route_len = 0;
     if (a->info)
         kfleet__agent_info__free_unpacked(a->info, NULL);
     a->info = COPY_MSG(kfleet__agent_info, info);
@@ -481,8 +592,12 @@ static int on_register(void *ctx, const kf_peer *peer, const Kfleet__Envelope *e
     a->info->lost = 0;
     a->registered = 1;
     a->lost = 0;
-    /* The key it registered with is the one a revocation looks for. */
+    a->revoked = 0; /* its key passed the allow list on this very frame */
+    memcpy(a->route, peer->id, peer->id_len);
+    a->route_len = peer->id_len;
+    /* The key the id is bound to, and the one a revocation looks for. */
     snprintf(a->key, sizeof a->key, "%s", peer->user ? peer->user : "");
+    set_str(&a->info->key, a->key);
     a->last_seen_mono = kf_mono_ns();
     a->gpu_slots = info->gpu_slots > KF_MAX_SLOTS ? KF_MAX_SLOTS : info->gpu_slots;
     a->cpu_slots = info->cpu_slots ? info->cpu_slots : 1;
@@ -497,7 +612,7 @@ static int on_register(void *ctx, const kf_peer *peer, const Kfleet__Envelope *e
     w.coordinator_version = KF_VERSION;
     out.body_case = KFLEET__ENVELOPE__BODY_WELCOME;
     out.welcome = &w;
-    coord_queue_env(c, a->id, &out);
+    coord_queue_env(c, a, &out);
     c->dispatch_needed = 1;
     return KF_OK;
 }
@@ -524,7 +639,7 @@ static int on_heartbeat(void *ctx, const kf_peer *peer, const Kfleet__Envelope *
                    t->rec->attempts != ref->attempt) {
             /* The agent works on an attempt that is no longer its: stop it.
              * (Its result, if one comes, is kept as superseded.) */
-            send_cancel(c, a->id, ref->task_id, ref->attempt);
+            send_cancel(c, a, ref->task_id, ref->attempt);
         }
     }
     return KF_OK;
@@ -550,16 +665,49 @@ static int on_progress(void *ctx, const kf_peer *peer, const Kfleet__Envelope *e
     return KF_OK;
 }
 
-static int task_exists(kf_coord *c, uint64_t task_id)
+/* Why agent a may not write into attempt (task_id, attempt), or NULL when
+ * it may: it holds that attempt now, or held it (the attempt's record names
+ * it) and the task's sweep is still open. *benign is set when a did hold
+ * the attempt and only the sweep has finished: an outbox resend after a
+ * crash, not an intrusion. */
+static const char *no_right(kf_coord *c, const kagent *a, uint64_t task_id, uint32_t attempt,
+                            int *benign)
 {
-    if (sched_task(c, task_id, NULL))
-        return 1;
+    *benign = 0;
+    ktask *t = sched_task(c, task_id, NULL);
+    if (t && t->agent >= 0 && c->agents[t->agent] == a && t->rec->attempts == attempt)
+        return NULL;
+    Kfleet__Attempt *at = NULL;
     kf_txn *txn;
-    Kfleet__Task *t = NULL;
-    if (coord_txn(c, &txn) != KF_OK || kf_store_get_task(txn, task_id, &t) != KF_OK)
-        return 0;
-    kfleet__task__free_unpacked(t, NULL);
-    return 1;
+    if (attempt == 0 || coord_txn(c, &txn) != KF_OK ||
+        kf_store_get_attempt(txn, task_id, attempt, &at) != KF_OK)
+        return "no such attempt";
+    int mine = strcmp(at->agent_id ? at->agent_id : "", a->id) == 0;
+    kfleet__attempt__free_unpacked(at, NULL);
+    if (!mine)
+        return "the attempt is another agent's";
+    if (!t) {
+        *benign = 1;
+        return "its sweep is finished";
+    }
+    return NULL;
+}
+
+/* A frame refused for want of the right to send it: logged with the key
+ * (rate-limited per agent), never stored, and acked so that an agent's
+ * outbox does not resend it forever. */
+static void refuse_frame(kagent *a, const char *what, uint64_t task_id, uint32_t attempt,
+                         const char *why, int benign)
+{
+    a->refused++;
+    if (benign)
+        kf_debug("frame.dropped", "what=%s agent=%s task=%llx attempt=%u why=\"%s\"", what, a->id,
+                 (unsigned long long)task_id, attempt, why);
+    else if (a->refused <= 10 || (a->refused & (a->refused - 1)) == 0)
+        kf_warn("frame.refused",
+                "what=%s agent=%s key=%s task=%llx attempt=%u why=\"%s\" refused_total=%llu", what,
+                a->id, a->key, (unsigned long long)task_id, attempt, why,
+                (unsigned long long)a->refused);
 }
 
 static int on_samples(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env)
@@ -573,9 +721,10 @@ static int on_samples(void *ctx, const kf_peer *peer, const Kfleet__Envelope *en
     int rc = coord_txn(c, &txn);
     if (rc)
         return rc;
-    if (!task_exists(c, sb->task_id)) {
-        kf_warn("samples.unknown_task", "agent=%s task=%llx", a->id,
-                (unsigned long long)sb->task_id);
+    int benign = 0;
+    const char *why = no_right(c, a, sb->task_id, sb->attempt, &benign);
+    if (why) {
+        refuse_frame(a, "samples", sb->task_id, sb->attempt, why, benign);
     } else {
         for (size_t i = 0; i < sb->n_samples; i++) {
             int dup = 0;
@@ -638,15 +787,24 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
     r->agent_id = a->id;
     if (!t || kf_state_terminal(t->rec->state) || t->agent != ai ||
         t->rec->attempts != r->attempt) {
-        /* Late: the attempt was superseded (its agent was thought lost) or
-         * the result was already stored. Kept, changes nothing. */
-        if (task_exists(c, r->task_id) && !is_stored_result(txn, r)) {
-            int dup = 0;
-            r->superseded = 1;
-            rc = kf_store_put_late(txn, r, &dup);
-            if (!dup)
-                kf_info("result.late", "task=%llx attempt=%u agent=%s",
-                        (unsigned long long)r->task_id, r->attempt, a->id);
+        /* Not the current attempt. What was already stored (a resend after
+         * a crash) is only acked; a superseded attempt of this agent's, in
+         * an open sweep, is kept as a late record and changes nothing;
+         * anything else is not this agent's to write. */
+        int benign = 0;
+        const char *why = NULL;
+        if (!is_stored_result(txn, r)) {
+            why = no_right(c, a, r->task_id, r->attempt, &benign);
+            if (why) {
+                refuse_frame(a, "result", r->task_id, r->attempt, why, benign);
+            } else {
+                int dup = 0;
+                r->superseded = 1;
+                rc = kf_store_put_late(txn, r, &dup);
+                if (!dup)
+                    kf_info("result.late", "task=%llx attempt=%u agent=%s",
+                            (unsigned long long)r->task_id, r->attempt, a->id);
+            }
         }
         r->agent_id = saved_agent;
         if (rc == KF_OK && env->oseq)
@@ -808,7 +966,7 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
     env.body_case = KFLEET__ENVELOPE__BODY_ASSIGN;
     env.assign = &ta;
-    coord_queue_env(c, a->id, &env);
+    coord_queue_env(c, a, &env);
     kf_debug("task.assign", "task=%llx attempt=%u agent=%s kind=%d",
              (unsigned long long)t->rec->task_id, t->rec->attempts, a->id, t->rec->kind);
 }

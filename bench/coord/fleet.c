@@ -439,7 +439,6 @@ int kfb_fleet_new(const kfb_fleet_config *cfg, kfb_fleet **out, kf_err *err)
         zmq_setsockopt(a->sock, ZMQ_LINGER, &zero, sizeof zero);
         zmq_setsockopt(a->sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
         zmq_setsockopt(a->sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
-        zmq_setsockopt(a->sock, ZMQ_ROUTING_ID, a->id, strlen(a->id));
         zmq_setsockopt(a->sock, ZMQ_CURVE_SERVERKEY, cfg->server_pub, KF_KEY_Z85 + 1);
         zmq_setsockopt(a->sock, ZMQ_CURVE_PUBLICKEY, a->kp.pub, KF_KEY_Z85 + 1);
         zmq_setsockopt(a->sock, ZMQ_CURVE_SECRETKEY, a->kp.sec, KF_KEY_Z85 + 1);

@@ -10,7 +10,9 @@
  *   head 0x7f        a tick: the periodic checks run with zero timeouts, so
  *                    every agent is lost and its attempts are requeued
  *   head & 0x80      a control request (peer "cli")
- *   else             an agent frame from peer "a<head & 7>"
+ *   else             an agent frame from peer "a<head & 7>", authenticated
+ *                    with that peer's key, or with bit 3 set with another
+ *                    key (an impostor on the same connection name)
  * A record cut short by the end of the input takes what is left. */
 #include "coord_fixture.h"
 
@@ -47,7 +49,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             control_handle(c, cli, sizeof cli - 1, body, len);
         } else {
             char id[3] = {'a', (char)('0' + (head & 7)), 0};
-            kf_peer peer = {.id = id, .id_len = 2};
+            char key[41];
+            snprintf(key, sizeof key, "%-39s%c", (head & 8) ? "impostor-key" : "agent-key",
+                     '0' + (head & 7));
+            kf_peer peer = {.id = id, .id_len = 2, .user = key};
             kf_err err;
             kf_err_clear(&err);
             kf_wire_dispatch(kf_sched_handlers, c, &peer, body, len, &err);
