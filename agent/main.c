@@ -124,7 +124,17 @@ static int resolve_server_key(const char *arg, const char *wd, const kf_paths *p
     kf_allow_free(&cur);
     if (known)
         return KF_OK;
-    rc = kf_allow_enroll(paths->allow, kp->pub, id, err);
+    /* A first enrolment only: a name another key holds stays that key's
+     * (the running agent of that name would be locked out), so the list
+     * changes otherwise only by an explicit `kfleet agent-key`. */
+    rc = kf_allow_add(paths->allow, kp->pub, id, err);
+    if (rc == KF_EEXIST)
+        return kf_err_set(err, KF_EINVAL,
+                          "agent name %s is already enrolled in %s with another key (another "
+                          "agent of this name, or this one before its work dir %s lost its key). "
+                          "Start this agent with its own --name, or, if the old key is gone for "
+                          "good: kfleet agent-key revoke %s, then start it again",
+                          id, paths->allow, wd, id);
     if (rc)
         return kf_err_set(err, rc,
                           "cannot enroll this agent's key in %s: %s (accept it on the "

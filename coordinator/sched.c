@@ -536,7 +536,7 @@ static int may_register(kf_coord *c, kagent *a, const kf_peer *peer, const Kflee
         if (coord_allowed(c, a->key)) {
             snprintf(why, sizeof why,
                      "agent id %s is bound to another key (%s); this agent's key is %s. Start it "
-                     "with its own --id, or revoke the old key first (kfleet agent-key revoke)",
+                     "with its own --name, or revoke the old key first (kfleet agent-key revoke)",
                      a->id, a->key, key);
             kf_warn("agent.impostor", "agent=%s bound_key=%s key=%s host=%s pid=%u", a->id, a->key,
                     key, info->hostname ? info->hostname : "", info->pid);
@@ -552,7 +552,7 @@ static int may_register(kf_coord *c, kagent *a, const kf_peer *peer, const Kflee
         uint64_t ago = kf_mono_ns() - a->last_seen_mono;
         snprintf(why, sizeof why,
                  "agent %s is already connected (host %s pid %u, heard from %.1f s ago); a second "
-                 "agent may not take its name: start this one with its own --id. Retrying until "
+                 "agent may not take its name: start this one with its own --name. Retrying until "
                  "that agent is lost",
                  a->id, a->info->hostname ? a->info->hostname : "?", a->info->pid,
                  (double)ago / 1e9);

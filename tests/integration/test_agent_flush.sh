@@ -42,7 +42,7 @@ pass "SIGTERM with an unacked result: flushed ($line), then exited"
 # The sweep finishes on a second agent; the flushed result was kept, so no
 # task of a1's was requeued for want of it.
 start_agent a2
-"$KFLEET" submit "$KF_SRC/tests/data/sweeps/minimal.yaml" --follow >/dev/null 2>&1 || true
+"$KFLEET" submit "$KF_SRC/tests/data/sweeps/tiny.yaml" --follow >"$T/follow.out" 2>&1 || fail "the second sweep failed: $(tail -3 "$T/follow.out")"
 for _ in $(seq 1 600); do
   "$KFLEET" status --format json >"$T/status.json" 2>/dev/null || true
   if grep -A12 "\"sweep_id\": $id," "$T/status.json" | grep -q '"finished": true'; then break; fi
