@@ -5,6 +5,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,25 +132,24 @@ void kf_allow_free(kf_allow *a)
     a->n = 0;
 }
 
-int kf_allow_load(const char *path, kf_allow *a, kf_err *err)
+/* The file's bytes into b (empty when there is none) and their digest. */
+static int read_list(const char *path, kf_buf *b, unsigned char digest[16], kf_err *err)
 {
-    kf_allow_free(a);
-    a->mtime = 0;
-    a->mtime_ns = 0;
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return errno == ENOENT
-                   ? KF_OK
-                   : kf_err_set(err, KF_EIO, "cannot read %s: %s", path, strerror(errno));
-    kf_buf b = KF_BUF_INIT;
-    if (kf_buf_read_file(&b, path) != KF_OK) {
-        kf_buf_release(&b);
+    memset(digest, 0, 16);
+    if (kf_buf_read_file(b, path) != KF_OK) {
+        if (errno == ENOENT)
+            return KF_OK;
         return kf_err_set(err, KF_EIO, "cannot read %s: %s", path, strerror(errno));
     }
-    a->mtime = st.st_mtim.tv_sec;
-    a->mtime_ns = st.st_mtim.tv_nsec;
+    crypto_generichash(digest, 16, (const unsigned char *)(b->data ? b->data : ""), b->len, NULL,
+                       0);
+    return KF_OK;
+}
+
+static int parse_list(const char *path, const kf_buf *b, kf_allow *a, kf_err *err)
+{
     int rc = KF_OK, lineno = 0;
-    for (const char *p = b.data ? b.data : ""; *p && rc == KF_OK;) {
+    for (const char *p = b->data ? b->data : ""; *p && rc == KF_OK;) {
         char line[512], pub[64], name[128];
         next_line(&p, line, sizeof line);
         lineno++;
@@ -172,22 +172,44 @@ int kf_allow_load(const char *path, kf_allow *a, kf_err *err)
         snprintf(a->e[a->n].name, sizeof a->e[a->n].name, "%s", name);
         a->n++;
     }
-    kf_buf_release(&b);
     if (rc != KF_OK)
         kf_allow_free(a);
     return rc;
 }
 
+int kf_allow_load(const char *path, kf_allow *a, kf_err *err)
+{
+    kf_allow_free(a);
+    kf_buf b = KF_BUF_INIT;
+    int rc = read_list(path, &b, a->digest, err);
+    if (rc == KF_OK)
+        rc = parse_list(path, &b, a, err);
+    kf_buf_release(&b);
+    return rc;
+}
+
 int kf_allow_refresh(const char *path, kf_allow *a, int *changed, kf_err *err)
 {
-    struct stat st;
     *changed = 0;
-    int exists = stat(path, &st) == 0;
-    if (exists ? st.st_mtim.tv_sec == a->mtime && st.st_mtim.tv_nsec == a->mtime_ns
-               : a->mtime == 0 && a->n == 0)
-        return KF_OK;
-    *changed = 1;
-    return kf_allow_load(path, a, err);
+    kf_buf b = KF_BUF_INIT;
+    unsigned char digest[16];
+    int rc = read_list(path, &b, digest, err);
+    if (rc == KF_OK && memcmp(digest, a->digest, sizeof digest) != 0) {
+        /* A list that does not parse leaves the one in use as it was (said
+         * once: its digest is remembered), rather than locking out every
+         * agent over one bad line. */
+        kf_allow fresh = {0};
+        memcpy(a->digest, digest, sizeof digest);
+        rc = parse_list(path, &b, &fresh, err);
+        if (rc == KF_OK) {
+            *changed = 1;
+            kf_allow_free(a);
+            a->e = fresh.e;
+            a->n = fresh.n;
+        }
+    }
+    kf_buf_release(&b);
+    return rc;
 }
 
 const char *kf_allow_find(const kf_allow *a, const char *pub)

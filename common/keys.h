@@ -55,15 +55,19 @@ typedef struct kf_allow_entry {
 typedef struct kf_allow {
     kf_allow_entry *e;
     size_t n;
-    time_t mtime; /* of the file when read; 0 when there was none */
-    long mtime_ns;
+    /* BLAKE2b of the file's bytes when read (all zero: no file). Not its
+     * mtime: two rewrites within one clock tick of the file system have the
+     * same mtime, and a coordinator that trusted it kept refusing a key it
+     * had been given (the "silent hang" of issue 11). */
+    unsigned char digest[16];
 } kf_allow;
 
 /* Reads the allow list (a missing file is an empty list). KF_EINVAL with
  * path:line for a malformed line. Frees what *a held before. */
 int kf_allow_load(const char *path, kf_allow *a, kf_err *err);
-/* Reads it again only when the file's mtime differs from a->mtime; sets
- * *changed. */
+/* Reads it again and sets *changed when its bytes differ from what a
+ * holds (a small file: the coordinator calls this every 200 ms and on every
+ * refused handshake). */
 int kf_allow_refresh(const char *path, kf_allow *a, int *changed, kf_err *err);
 void kf_allow_free(kf_allow *a);
 /* The name a public key is accepted under, or NULL. */

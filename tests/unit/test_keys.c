@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <fcntl.h>
 
 #include "keys.h"
 #include "util.h"
@@ -111,13 +112,52 @@ static void test_allow(void **state)
     kf_allow_free(&al);
 }
 
+/* The coordinator loaded the list, then an agent was enrolled within the
+ * same clock tick of the file system: the file's mtime did not move. It
+ * must still be seen (the first `kfleet run` that hung for 7 minutes on
+ * the H100, issue 11); and a list that stops parsing keeps the one in use. */
+static void test_allow_refresh_same_mtime(void **state)
+{
+    (void)state;
+    char path[128], kpath[128];
+    snprintf(path, sizeof path, "%s/tick.allow", dir);
+    kf_keypair a, b;
+    kf_err err;
+    snprintf(kpath, sizeof kpath, "%s/t1.key", dir);
+    assert_int_equal(kf_keys_load(kpath, 1, &a, &err), KF_OK);
+    snprintf(kpath, sizeof kpath, "%s/t2.key", dir);
+    assert_int_equal(kf_keys_load(kpath, 1, &b, &err), KF_OK);
+    assert_int_equal(kf_allow_add(path, a.pub, "local-0", &err), KF_OK);
+    struct stat st0;
+    assert_int_equal(stat(path, &st0), 0);
+    kf_allow al = {0};
+    assert_int_equal(kf_allow_load(path, &al, &err), KF_OK);
+    assert_int_equal(al.n, 1);
+
+    assert_int_equal(kf_allow_add(path, b.pub, "local-1", &err), KF_OK);
+    struct timespec same[2] = {st0.st_atim, st0.st_mtim};
+    assert_int_equal(utimensat(AT_FDCWD, path, same, 0), 0); /* as within one tick */
+    int changed = 0;
+    assert_int_equal(kf_allow_refresh(path, &al, &changed, &err), KF_OK);
+    assert_true(changed);
+    assert_string_equal(kf_allow_find(&al, b.pub), "local-1");
+
+    assert_int_equal(kf_write_file(path, "garbage line\n", 13, 0600, &err), KF_OK);
+    assert_int_equal(kf_allow_refresh(path, &al, &changed, &err), KF_EINVAL);
+    assert_false(changed);
+    assert_int_equal(al.n, 2); /* the list in use stands */
+    assert_int_equal(kf_allow_refresh(path, &al, &changed, &err), KF_OK); /* said once */
+    assert_false(changed);
+    kf_allow_free(&al);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/kf-test-keys.XXXXXX");
     if (!mkdtemp(dir))
         return 1;
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_keyfile),
-                                       cmocka_unit_test(test_allow)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_keyfile), cmocka_unit_test(test_allow),
+                                       cmocka_unit_test(test_allow_refresh_same_mtime)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
     return rc;
