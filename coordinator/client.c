@@ -1,6 +1,7 @@
 /* client — control-protocol calls, submit building and --follow; see client.h. */
 #include "client.h"
 #include "buf.h"
+#include "ctlsock.h"
 #include "util.h"
 #include "wire.h"
 
@@ -70,42 +71,10 @@ void kf_client_close(kf_client **self)
     *self = NULL;
 }
 
-int kf_client_send_request(void *sock, Kfleet__ControlRequest *req, kf_err *err)
-{
-    kf_buf b = KF_BUF_INIT;
-    kf_ctl_pack_request(req, &b);
-    int rc = zmq_send(sock, b.data, b.len, 0);
-    kf_buf_release(&b);
-    if (rc < 0)
-        return kf_err_set(err, KF_EIO, "cannot send to the coordinator: %s", zmq_strerror(errno));
-    return KF_OK;
-}
-
-int kf_client_read_reply(void *sock, Kfleet__ControlReply **out, kf_err *err)
-{
-    zmq_msg_t msg;
-    zmq_msg_init(&msg);
-    if (zmq_msg_recv(&msg, sock, 0) < 0) {
-        zmq_msg_close(&msg);
-        return kf_err_set(err, KF_EIO, "cannot read the coordinator's reply");
-    }
-    Kfleet__ControlReply *rep = kf_ctl_unpack_reply(zmq_msg_data(&msg), zmq_msg_size(&msg), err);
-    zmq_msg_close(&msg);
-    if (!rep)
-        return KF_EPROTO;
-    if (rep->code != 0) {
-        int rc = kf_err_set(err, rep->code, "%s", rep->error ? rep->error : "coordinator error");
-        kfleet__control_reply__free_unpacked(rep, NULL);
-        return rc;
-    }
-    *out = rep;
-    return KF_OK;
-}
-
 int kf_client_call(kf_client *c, Kfleet__ControlRequest *req, int timeout_ms,
                    Kfleet__ControlReply **out, kf_err *err)
 {
-    int rc = kf_client_send_request(c->sock, req, err);
+    int rc = kf_ctlsock_send_request(c->sock, req, err);
     if (rc)
         return rc;
     zmq_pollitem_t it = {c->sock, 0, ZMQ_POLLIN, 0};
@@ -114,7 +83,7 @@ int kf_client_call(kf_client *c, Kfleet__ControlRequest *req, int timeout_ms,
                           "the coordinator at %s did not answer within %d ms (is it stuck? its "
                           "log says)",
                           c->endpoint, timeout_ms);
-    return kf_client_read_reply(c->sock, out, err);
+    return kf_ctlsock_read_reply(c->sock, out, err);
 }
 
 int kf_client_kernels_dir(char *out, size_t len, kf_err *err)

@@ -24,11 +24,6 @@ void kf_client_close(kf_client **self);
  * is returned as that code with its message in err. */
 int kf_client_call(kf_client *c, Kfleet__ControlRequest *req, int timeout_ms,
                    Kfleet__ControlReply **out, kf_err *err);
-/* The two halves of kf_client_call on a control DEALER of the caller's own,
- * for callers that wait their own way (the daemon's launch threads watch
- * for a cancel while they wait). */
-int kf_client_send_request(void *sock, Kfleet__ControlRequest *req, kf_err *err);
-int kf_client_read_reply(void *sock, Kfleet__ControlReply **out, kf_err *err);
 
 /* Builds the submit request of a sweep: reads each kernel's source and the
  * ABI header from kernels_dir, hashes them with the flags, and expands the

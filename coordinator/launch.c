@@ -14,7 +14,7 @@
  * with --accept-new, recorded) the host key first, and hands the daemon the
  * same known_hosts file, which it reads strictly. */
 #include "launch.h"
-#include "client.h"
+#include "ctlsock.h"
 
 #include "keys.h"
 #include "log.h"
@@ -396,7 +396,7 @@ static void ctl_close(void **sock)
 static int ctl_call(job *j, void *sock, Kfleet__ControlRequest *req, Kfleet__ControlReply **out,
                     kf_err *err)
 {
-    int rc = kf_client_send_request(sock, req, err);
+    int rc = kf_ctlsock_send_request(sock, req, err);
     if (rc)
         return rc;
     uint64_t t0 = kf_mono_ns();
@@ -415,7 +415,7 @@ static int ctl_call(job *j, void *sock, Kfleet__ControlRequest *req, Kfleet__Con
                               "says)",
                               CTL_TIMEOUT_S);
     }
-    return kf_client_read_reply(sock, out, err);
+    return kf_ctlsock_read_reply(sock, out, err);
 }
 
 static int ask_tunnel(job *j, void *cl, int *port, kf_err *err)
