@@ -8,7 +8,7 @@
  * UB": a refused file gets KF_EINVAL with "fuzz.yaml:LINE:COL: ", and an
  * accepted one has hosts with every required field set, unique names and
  * a port in 1..65535. */
-#include "fleet.h"
+#include "fleet/fleet.h"
 
 #include "fuzz_walk.h"
 

@@ -7,7 +7,7 @@
  * no leak, no UB": a refused file gets KF_EINVAL with a message that starts
  * "fuzz.yaml:LINE:COL: ", and an accepted one has sane kernels whose
  * configurations can all be enumerated (the first few thousand are). */
-#include "sweep.h"
+#include "core/sweep.h"
 
 #include "fuzz_walk.h"
 

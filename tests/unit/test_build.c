@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "build.h"
-#include "util.h"
+#include "runner/build.h"
+#include "common/util.h"
 
 #include <ftw.h>
 #include <stdio.h>

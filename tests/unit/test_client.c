@@ -6,9 +6,9 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "client.h"
-#include "sweep.h"
-#include "util.h"
+#include "cli/client.h"
+#include "core/sweep.h"
+#include "common/util.h"
 
 #include <ftw.h>
 #include <stdio.h>

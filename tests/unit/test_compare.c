@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "compare.h"
-#include "util.h"
+#include "report/compare.h"
+#include "common/util.h"
 
 #include <ftw.h>
 #include <jansson.h>

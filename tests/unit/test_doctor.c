@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "doctor.h"
+#include "runner/doctor.h"
 
 #include <string.h>
 #include <unistd.h>

@@ -6,12 +6,12 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "buf.h"
-#include "build.h"
-#include "harness.h"
-#include "tools.h"
-#include "util.h"
-#include "wire.h"
+#include "common/buf.h"
+#include "runner/build.h"
+#include "runner/harness.h"
+#include "runner/tools.h"
+#include "common/util.h"
+#include "common/wire.h"
 
 #include <fcntl.h>
 #include <ftw.h>

@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "keys.h"
-#include "util.h"
+#include "common/keys.h"
+#include "common/util.h"
 
 #include <ftw.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
  *   - on a 1 MiB tmpfs (then remounted read-only): refused with the free
  *     space in the message, then as not writable. Skipped where mount is not
  *     allowed. */
-#include "preflight.h"
+#include "fleet/preflight.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

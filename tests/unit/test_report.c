@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "report.h"
+#include "report/report.h"
 
 #include <ftw.h>
 #include <jansson.h>

@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "report.h"
-#include "report_html.h"
+#include "report/report.h"
+#include "report/report_html.h"
 
 #include <ctype.h>
 #include <jansson.h>

@@ -2,9 +2,9 @@
  * names, OpenSSH fingerprints, the tunnel's endpoint parsing, launch's size
  * parsing and remote work dir paths. Real sessions are tested against real
  * sshd in tests/integration/test_launch.sh. */
-#include "launch.h"
-#include "ssh.h"
-#include "tunnel.h"
+#include "fleet/launch.h"
+#include "fleet/ssh.h"
+#include "fleet/tunnel.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "err.h"
-#include "stats.h"
+#include "common/err.h"
+#include "common/stats.h"
 
 #include <math.h>
 #include <string.h>

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "store.h"
+#include "core/store.h"
 
 #include <ftw.h>
 #include <stdio.h>

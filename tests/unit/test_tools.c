@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "tools.h"
+#include "runner/tools.h"
 
 #include <math.h>
 #include <string.h>

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "verify.h"
+#include "report/verify.h"
 
 #include <ftw.h>
 #include <stdio.h>
