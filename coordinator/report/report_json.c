@@ -1,8 +1,8 @@
 /* report_json — the report as JSON, schema kfleet.report/1
- * (docs/report-json.md), from the rows report.c collected. Every value
+ * (docs/report-json.md), from the rows report_rows.c collected. Every value
  * that does not apply is null, never 0; numbers that are not finite are
  * null too. */
-#include "report/report_int.h"
+#include "report/report_json.h"
 
 #include <jansson.h>
 #include <math.h>

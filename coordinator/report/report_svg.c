@@ -8,6 +8,7 @@
  *
  * Like the page, the charts read only the report JSON, through the readers
  * report_html.c shares, and escape every string they draw. */
+#include "report/report_page.h"
 #include "report/report_svg.h"
 
 #include <math.h>

@@ -1,5 +1,5 @@
 /* report_text — the report for people: the aligned table (with colour on a
- * terminal) and Markdown, drawn from the rows report.c collects. Both go
+ * terminal) and Markdown, drawn from the rows report_rows.c collects. Both go
  * through one grid renderer, so the two cannot show different cells.
  *
  * Sections: the header (sweep, task counts, schedule, nodes, baseline), the
@@ -7,7 +7,7 @@
  * first lines of their errors (the whole error is in the JSON). Columns that
  * would be all dashes (speedup without a baseline, %ceiling without a
  * measured ceiling) are left out. */
-#include "report/report_int.h"
+#include "report/report_text.h"
 
 #include <math.h>
 #include <stdio.h>

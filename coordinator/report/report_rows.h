@@ -1,18 +1,19 @@
-/* report_int — what the report's renderers share inside coordinator/: the
- * rows collected from the store (report.c) and the small lookups over them.
- * Not an API: report.h is. report.c collects; report_text.c renders the
- * table and Markdown; report_json.c renders the JSON the HTML and CSV pages
- * are drawn from. */
-#ifndef KF_REPORT_INT_H
-#define KF_REPORT_INT_H
+/* report_rows — the rows a report is made of: a sweep's stored records
+ * collected once (report_rows.c) and the small lookups over them. Every
+ * renderer reads these and nothing else: report_text.c (table, Markdown)
+ * and report_json.c (JSON, from which HTML and CSV are drawn). Not an API
+ * outside coordinator/report: report.h is. */
+#ifndef KF_REPORT_ROWS_H
+#define KF_REPORT_ROWS_H
 
-#include "report/report.h"
+#include "common/buf.h"
+#include "common/err.h"
 #include "common/stats.h"
+#include "core/store.h"
+#include "report/report_opts.h"
 
 #include <stddef.h>
 #include <stdint.h>
-
-#define KF_REPORT_SCHEMA "kfleet.report/1"
 
 typedef struct rtask {
     Kfleet__Task *task;  /* owned copy */
@@ -94,12 +95,15 @@ const Kfleet__AgentInfo *kf_rep_agent(const rep *r, const char *id);
  * never registered. */
 const char *kf_rep_device_of(const rep *r, const char *node);
 
-/* The report for people: the aligned table (md = 0; color: ANSI colours)
- * or Markdown (md = 1). Returns 0 or KF_ENOMEM. */
-int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out);
+/* Collects the report of sweep_id into *r (which the caller releases with
+ * kf_rep_release once rendered), as opts asks: its baseline (a kernel of
+ * the sweep to compare against instead of the sweep's own; NULL: the
+ * sweep's), group_by and provenance. On failure *r holds nothing and err
+ * says what: KF_ENOTFOUND for no such sweep, KF_EINVAL when the baseline is
+ * not one of its kernels, else the store's error. */
+int kf_rep_collect(kf_txn *t, uint32_t sweep_id, const kf_report_opts *opts, rep *r, kf_err *err);
 
-/* The report as JSON (schema KF_REPORT_SCHEMA); with_samples = 0 leaves
- * out sample_seconds. Returns 0 or KF_ENOMEM. */
-int kf_rep_render_json(const rep *r, int with_samples, kf_buf *out);
+/* Frees what kf_rep_collect collected and zeroes *r. */
+void kf_rep_release(rep *r);
 
 #endif
