@@ -4,7 +4,8 @@
  * These edit files, not the daemon: a running coordinator re-reads the
  * allow list when it changes (within its 200 ms check), so a revocation
  * needs no control request and works whether or not it is running. */
-#include "cli/cmds.h"
+#include "cli/cli.h"
+#include "cli/options.h"
 #include "common/keys.h"
 #include "common/paths.h"
 
@@ -23,18 +24,15 @@ static int resolve_paths(const char *cmdname, const char *home, kf_paths *p)
     return 0;
 }
 
-int kf_cmd_init(int argc, char **argv, const char *home)
+static int cmd_init(int argc, char **argv, const char *home)
 {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            printf("usage: kfleet init\n\nMakes the home's directories and the coordinator's "
-                   "Curve key pair (kept if they exist)\nand prints the public key agents "
-                   "need (kfleet-agent --server-key KEY).\n");
-            return 0;
-        }
-        fprintf(stderr, "kfleet init: takes no argument, got '%s'\n", argv[i]);
-        return 2;
-    }
+    static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int rc;
+    /* --help is its only flag: anything else ends as KF_OPT_EXIT too. */
+    if (kf_opt_next(&kf_cmd_init, argc, argv, opts, &rc) == KF_OPT_EXIT)
+        return rc;
+    if (optind < argc)
+        return kf_opt_error(&kf_cmd_init, "takes no argument, got '%s'", argv[optind]);
     kf_paths p;
     if (resolve_paths("init", home, &p))
         return 1;
@@ -58,33 +56,70 @@ int kf_cmd_init(int argc, char **argv, const char *home)
     return 0;
 }
 
-static int key_usage(FILE *f)
+/* The subcommands, for their usage errors. */
+static const kf_cmd_entry key_add = {"agent-key add", NULL, NULL, "agent-key add KEY NAME", NULL};
+static const kf_cmd_entry key_list = {"agent-key list", NULL, NULL,
+                                      "agent-key list [--format table|json]", NULL};
+static const kf_cmd_entry key_revoke = {"agent-key revoke", NULL, NULL, "agent-key revoke NAME|KEY",
+                                        NULL};
+
+/* `agent-key list [--format table|json]`, argv from "list" on. */
+static int key_list_cmd(int argc, char **argv, const char *home)
 {
-    fprintf(f, "usage: kfleet agent-key add KEY NAME | list [--format table|json] | revoke "
-               "NAME|KEY\n\n"
-               "The agent keys the coordinator accepts (STATE/keys/agents.allow).\n"
-               "  add KEY NAME    accept KEY (Z85, or a file holding it: an agent's agent.key\n"
-               "                  or `kfleet-agent --show-key` output) under NAME\n"
-               "  list            the accepted keys\n"
-               "  revoke WHICH    remove the key(s) named WHICH (a name or a key); a running\n"
-               "                  coordinator cuts the agent off at its next check (200 ms)\n");
-    return f == stdout ? 0 : 2;
+    static const struct option opts[] = {
+        {"format", required_argument, 0, 'F'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int json = 0, ch, rc;
+    optind = 1;
+    while ((ch = kf_opt_next(&key_list, argc, argv, opts, &rc)) != KF_OPT_END) {
+        if (ch == KF_OPT_EXIT)
+            return rc;
+        if (ch != 'F' || (strcmp(optarg, "json") != 0 && strcmp(optarg, "table") != 0))
+            return kf_opt_error(&key_list, "--format wants table or json, got '%s'", optarg);
+        json = strcmp(optarg, "json") == 0;
+    }
+    if (optind < argc)
+        return kf_opt_error(&key_list, "unexpected '%s'", argv[optind]);
+    kf_paths p;
+    if (resolve_paths("agent-key", home, &p))
+        return 1;
+    kf_err err;
+    kf_allow a = {0};
+    if (kf_allow_load(p.allow, &a, &err) != KF_OK) {
+        fprintf(stderr, "kfleet agent-key list: %s\n", err.msg);
+        return 1;
+    }
+    rc = 0;
+    if (json) {
+        json_t *arr = json_array();
+        for (size_t i = 0; i < a.n; i++)
+            json_array_append_new(arr,
+                                  json_pack("{s:s,s:s}", "name", a.e[i].name, "key", a.e[i].pub));
+        rc = kf_cli_print_json(arr, JSON_INDENT(2));
+    } else if (a.n == 0) {
+        printf("no agent keys accepted yet (%s)\n", p.allow);
+    } else {
+        printf("%-24s %s\n", "name", "key");
+        for (size_t i = 0; i < a.n; i++)
+            printf("%-24s %s\n", a.e[i].name, a.e[i].pub);
+    }
+    kf_allow_free(&a);
+    return rc;
 }
 
-int kf_cmd_agent_key(int argc, char **argv, const char *home)
+static int cmd_agent_key(int argc, char **argv, const char *home)
 {
     if (argc < 2)
-        return key_usage(stderr);
+        return kf_opt_error(&kf_cmd_agent_key, "wants add, list or revoke");
     const char *sub = argv[1];
-    if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0)
-        return key_usage(stdout);
+    if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0) {
+        kf_opt_help(stdout, &kf_cmd_agent_key);
+        return 0;
+    }
     kf_paths p;
     kf_err err;
     if (strcmp(sub, "add") == 0) {
-        if (argc != 4) {
-            fprintf(stderr, "kfleet agent-key add: wants KEY and NAME\n");
-            return key_usage(stderr);
-        }
+        if (argc != 4)
+            return kf_opt_error(&key_add, "wants KEY and NAME");
         char pub[KF_KEY_Z85 + 1];
         if (kf_keys_resolve_public(argv[2], pub, &err) != KF_OK) {
             fprintf(stderr, "kfleet agent-key add: %s\n", err.msg);
@@ -100,48 +135,11 @@ int kf_cmd_agent_key(int argc, char **argv, const char *home)
         printf("accepted %s as %s\n", pub, argv[3]);
         return 0;
     }
-    if (strcmp(sub, "list") == 0) {
-        int json = 0;
-        for (int i = 2; i < argc; i++) {
-            if (strcmp(argv[i], "--format") == 0 && i + 1 < argc &&
-                (strcmp(argv[i + 1], "json") == 0 || strcmp(argv[i + 1], "table") == 0)) {
-                json = strcmp(argv[++i], "json") == 0;
-            } else {
-                fprintf(stderr, "kfleet agent-key list: unexpected '%s'\n", argv[i]);
-                return key_usage(stderr);
-            }
-        }
-        if (resolve_paths("agent-key", home, &p))
-            return 1;
-        kf_allow a = {0};
-        if (kf_allow_load(p.allow, &a, &err) != KF_OK) {
-            fprintf(stderr, "kfleet agent-key list: %s\n", err.msg);
-            return 1;
-        }
-        if (json) {
-            json_t *arr = json_array();
-            for (size_t i = 0; i < a.n; i++)
-                json_array_append_new(
-                    arr, json_pack("{s:s,s:s}", "name", a.e[i].name, "key", a.e[i].pub));
-            char *s = json_dumps(arr, JSON_INDENT(2));
-            printf("%s\n", s ? s : "[]");
-            free(s);
-            json_decref(arr);
-        } else if (a.n == 0) {
-            printf("no agent keys accepted yet (%s)\n", p.allow);
-        } else {
-            printf("%-24s %s\n", "name", "key");
-            for (size_t i = 0; i < a.n; i++)
-                printf("%-24s %s\n", a.e[i].name, a.e[i].pub);
-        }
-        kf_allow_free(&a);
-        return 0;
-    }
+    if (strcmp(sub, "list") == 0)
+        return key_list_cmd(argc - 1, argv + 1, home);
     if (strcmp(sub, "revoke") == 0) {
-        if (argc != 3) {
-            fprintf(stderr, "kfleet agent-key revoke: wants a NAME or a KEY\n");
-            return key_usage(stderr);
-        }
+        if (argc != 3)
+            return kf_opt_error(&key_revoke, "wants a NAME or a KEY");
         if (resolve_paths("agent-key", home, &p))
             return 1;
         size_t removed = 0;
@@ -159,6 +157,31 @@ int kf_cmd_agent_key(int argc, char **argv, const char *home)
         printf("revoked %zu key%s matching %s\n", removed, removed == 1 ? "" : "s", argv[2]);
         return 0;
     }
-    fprintf(stderr, "kfleet agent-key: unknown subcommand '%s'\n", sub);
-    return key_usage(stderr);
+    return kf_opt_error(&kf_cmd_agent_key, "unknown subcommand '%s'", sub);
 }
+
+const kf_cmd_entry kf_cmd_init = {
+    "init",
+    cmd_init,
+    "Makes the home and the coordinator's key pair.",
+    "init",
+    "Makes the home and the coordinator's Curve key pair (kept when they exist) and prints\n"
+    "the public key agents connect with (kfleet-agent --server-key KEY). `kfleet serve`\n"
+    "and `kfleet run` do this on their first start too.",
+};
+
+const kf_cmd_entry kf_cmd_agent_key = {
+    "agent-key",
+    cmd_agent_key,
+    "Adds, lists or revokes the agent keys the coordinator accepts.",
+    "agent-key add KEY NAME | list [--format table|json] | revoke NAME|KEY",
+    "The agent keys the coordinator accepts (STATE/keys/agents.allow). The agent link is\n"
+    "CurveZMQ: an agent whose key is not listed is refused at the handshake and logged\n"
+    "with its key and address.\n\n"
+    "  add KEY NAME   accept KEY (Z85, or a file holding it: an agent's agent.key or\n"
+    "                 `kfleet-agent --show-key` output) under NAME\n"
+    "  list           the accepted keys (--format json)\n"
+    "  revoke WHICH   remove the key(s) named WHICH (a name or a key); a running\n"
+    "                 coordinator drops the agent's messages at once (its next check,\n"
+    "                 200 ms) and requeues its tasks",
+};

@@ -12,12 +12,13 @@
  * The tarball is made here from the bundle directory, reproducibly (sorted
  * names, mtime 0, owner 0, gzip -n), so its sha256 changes only when a file
  * in the bundle does, and nodes that have it are not sent it again. */
-#include "fleet/launch.h"
-
+#include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/options.h"
 #include "common/log.h"
-#include "fleet/ssh.h"
 #include "common/util.h"
+#include "fleet/launch.h"
+#include "fleet/ssh.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -31,88 +32,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-const char kf_cmd_launch_usage[] =
-    "launch INVENTORY [--known-hosts FILE] [--accept-new] [--direct ENDPOINT]\n"
-    "       [--bundle DIR|TARBALL] [--min-free SIZE] [--need-gpu] [--attempts N]\n"
-    "       [--connect-timeout DUR] [--register-timeout DUR]";
-
-const char kf_cmd_launch_summary[] =
-    "Brings agents up on every host of INVENTORY, in parallel, one line per host\n"
-    "with the time of each phase (connect, preflight, upload, tunnel, start,\n"
-    "register). The launch runs inside `kfleet serve` (which keeps each node's SSH\n"
-    "tunnel) and goes on there if this command is interrupted.\n"
-    "  --known-hosts FILE     host keys to check against (default ~/.ssh/known_hosts)\n"
-    "  --accept-new           record the key of a host seen for the first time\n"
-    "  --direct ENDPOINT      agents connect to ENDPOINT (tcp://HOST:PORT), no tunnel\n"
-    "  --bundle DIR|TARBALL   what to install (default: this bundle, else ./bundle)\n"
-    "  --min-free SIZE        free space the work dir needs (default 1G)\n"
-    "  --need-gpu             refuse a node without a working GPU\n"
-    "  --attempts N           connection attempts per host (default 6, backoff from 0.5 s)\n"
-    "  --connect-timeout DUR  per attempt (default 10s)\n"
-    "  --register-timeout DUR wait for each agent to register (default 60s)";
-
-const char kf_cmd_teardown_usage[] =
-    "teardown INVENTORY [--purge] [--known-hosts FILE] [--attempts N]";
-
-const char kf_cmd_teardown_summary[] =
-    "Stops the agents of INVENTORY (SIGTERM: they flush their outboxes first) and\n"
-    "closes their tunnels. --purge also removes their work dirs and their keys\n"
-    "from the coordinator's allow list. Runs inside `kfleet serve`, or from here\n"
-    "when no coordinator runs.";
-
-const char kf_cmd_bundle_usage[] = "bundle [--out DIR]";
-
-const char kf_cmd_bundle_summary[] =
-    "Builds the relocatable bundle (binaries + their libraries, deploy/bundle.sh)\n"
-    "from this build into DIR (default ./bundle). `kfleet launch` installs it.";
-
-int kf_launch_parse_size(const char *s, uint64_t *out)
-{
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno || v < 0 || !isfinite(v))
-        return KF_EINVAL;
-    double mul = 1;
-    switch (*end) {
-    case 'k':
-    case 'K':
-        mul = 1024.0;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        mul = 1024.0 * 1024;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        mul = 1024.0 * 1024 * 1024;
-        end++;
-        break;
-    case 't':
-    case 'T':
-        mul = 1024.0 * 1024 * 1024 * 1024;
-        end++;
-        break;
-    default:
-        break;
-    }
-    if (mul > 1 && (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0))
-        end += strlen(end);
-    if (*end || v * mul > 1.8e19)
-        return KF_EINVAL;
-    *out = (uint64_t)(v * mul);
-    return KF_OK;
-}
-
-static int usage_err(const char *cmd, const char *usage, const char *what, const char *arg)
-{
-    fprintf(stderr, "kfleet %s: %s%s%s\nusage: kfleet %.*s\n", cmd, what, arg ? " " : "",
-            arg ? arg : "", (int)strcspn(usage, "\n"), usage);
-    return 2;
-}
 
 static int run_cmd(const char *cmd)
 {
@@ -415,8 +334,9 @@ enum {
     O_OUT
 };
 
-int kf_cmd_launch(int argc, char **argv, const kf_paths *p)
+static int cmd_launch(int argc, char **argv, const char *home)
 {
+    const kf_cmd_entry *self = &kf_cmd_launch;
     static const struct option opts[] = {{"known-hosts", required_argument, 0, O_KNOWN},
                                          {"accept-new", no_argument, 0, O_ACCEPT},
                                          {"direct", required_argument, 0, O_DIRECT},
@@ -431,11 +351,11 @@ int kf_cmd_launch(int argc, char **argv, const kf_paths *p)
     Kfleet__LaunchRequest lr = KFLEET__LAUNCH_REQUEST__INIT;
     lr.min_free_bytes = 1ull << 30;
     const char *bundle = NULL, *known_hosts = NULL;
-    int ch;
-    opterr = 0;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    int ch, rc;
+    while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
         switch (ch) {
+        case KF_OPT_EXIT:
+            return rc;
         case O_KNOWN:
             known_hosts = optarg;
             break;
@@ -444,8 +364,7 @@ int kf_cmd_launch(int argc, char **argv, const kf_paths *p)
             break;
         case O_DIRECT:
             if (strncmp(optarg, "tcp://", 6) != 0)
-                return usage_err("launch", kf_cmd_launch_usage,
-                                 "--direct wants tcp://HOST:PORT, not", optarg);
+                return kf_opt_error(self, "--direct wants tcp://HOST:PORT, not %s", optarg);
             lr.direct = optarg;
             break;
         case O_BUNDLE:
@@ -453,9 +372,9 @@ int kf_cmd_launch(int argc, char **argv, const kf_paths *p)
             break;
         case O_MINFREE: {
             uint64_t v = 0;
-            if (kf_launch_parse_size(optarg, &v))
-                return usage_err("launch", kf_cmd_launch_usage,
-                                 "--min-free wants a size like 512M or 2G, not", optarg);
+            if (kf_opt_parse_size(optarg, &v))
+                return kf_opt_error(self, "--min-free wants a size like 512M or 2G, not %s",
+                                    optarg);
             lr.min_free_bytes = v;
             break;
         }
@@ -465,8 +384,7 @@ int kf_cmd_launch(int argc, char **argv, const kf_paths *p)
         case O_ATTEMPTS: {
             int a = atoi(optarg);
             if (a < 1 || a > 100)
-                return usage_err("launch", kf_cmd_launch_usage, "--attempts wants 1..100, not",
-                                 optarg);
+                return kf_opt_error(self, "--attempts wants 1..100, not %s", optarg);
             lr.attempts = (uint32_t)a;
             break;
         }
@@ -474,28 +392,26 @@ int kf_cmd_launch(int argc, char **argv, const kf_paths *p)
         case O_RTO: {
             double d = 0;
             if (kf_parse_duration(optarg, &d) || d <= 0)
-                return usage_err("launch", kf_cmd_launch_usage,
-                                 "a timeout wants a duration like 10s, not", optarg);
+                return kf_opt_error(self, "a timeout wants a duration like 10s, not %s", optarg);
             if (ch == O_CTO)
                 lr.connect_timeout_s = d;
             else
                 lr.register_timeout_s = d;
             break;
         }
-        case 'h':
-            printf("usage: kfleet %s\n", kf_cmd_launch_usage);
-            return 0;
         default:
-            return usage_err("launch", kf_cmd_launch_usage,
-                             "unknown option or missing value:", argv[optind - 1]);
+            return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
         }
     }
     if (optind != argc - 1)
-        return usage_err("launch", kf_cmd_launch_usage, "wants exactly one INVENTORY file", NULL);
+        return kf_opt_error(self, "wants exactly one INVENTORY file");
+    kf_paths paths, *p = &paths;
+    if (kf_cli_paths(home, 1, p))
+        return 1;
     /* The inventory is checked here, before anything is sent: its errors
      * point at FILE:LINE:COL of the user's file. */
     kf_fleet *f = NULL;
-    int rc = load_fleet("launch", argv[optind], &f);
+    rc = load_fleet("launch", argv[optind], &f);
     if (rc)
         return rc;
     if (f->nhosts == 0) {
@@ -545,8 +461,9 @@ int kf_cmd_launch(int argc, char **argv, const kf_paths *p)
     return exit;
 }
 
-int kf_cmd_teardown(int argc, char **argv, const kf_paths *p)
+static int cmd_teardown(int argc, char **argv, const char *home)
 {
+    const kf_cmd_entry *self = &kf_cmd_teardown;
     static const struct option opts[] = {{"known-hosts", required_argument, 0, O_KNOWN},
                                          {"purge", no_argument, 0, O_PURGE},
                                          {"attempts", required_argument, 0, O_ATTEMPTS},
@@ -554,11 +471,11 @@ int kf_cmd_teardown(int argc, char **argv, const kf_paths *p)
                                          {0, 0, 0, 0}};
     int purge = 0, attempts = 2;
     const char *known_hosts = NULL;
-    int ch;
-    opterr = 0;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    int ch, rc;
+    while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
         switch (ch) {
+        case KF_OPT_EXIT:
+            return rc;
         case O_KNOWN:
             known_hosts = optarg;
             break;
@@ -568,22 +485,19 @@ int kf_cmd_teardown(int argc, char **argv, const kf_paths *p)
         case O_ATTEMPTS:
             attempts = atoi(optarg);
             if (attempts < 1 || attempts > 100)
-                return usage_err("teardown", kf_cmd_teardown_usage, "--attempts wants 1..100, not",
-                                 optarg);
+                return kf_opt_error(self, "--attempts wants 1..100, not %s", optarg);
             break;
-        case 'h':
-            printf("usage: kfleet %s\n", kf_cmd_teardown_usage);
-            return 0;
         default:
-            return usage_err("teardown", kf_cmd_teardown_usage,
-                             "unknown option or missing value:", argv[optind - 1]);
+            return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
         }
     }
     if (optind != argc - 1)
-        return usage_err("teardown", kf_cmd_teardown_usage, "wants exactly one INVENTORY file",
-                         NULL);
+        return kf_opt_error(self, "wants exactly one INVENTORY file");
+    kf_paths paths, *p = &paths;
+    if (kf_cli_paths(home, 1, p))
+        return 1;
     kf_fleet *f = NULL;
-    int rc = load_fleet("teardown", argv[optind], &f);
+    rc = load_fleet("teardown", argv[optind], &f);
     if (rc)
         return rc;
     const char *what = purge ? "stopped and purged" : "stopped";
@@ -640,30 +554,27 @@ int kf_cmd_teardown(int argc, char **argv, const kf_paths *p)
     return ok == n ? 0 : 1;
 }
 
-int kf_cmd_bundle(int argc, char **argv, const kf_paths *p)
+static int cmd_bundle(int argc, char **argv, const char *home)
 {
-    (void)p;
+    (void)home;
+    const kf_cmd_entry *self = &kf_cmd_bundle;
     static const struct option opts[] = {
         {"out", required_argument, 0, O_OUT}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *out = "bundle";
-    int ch;
-    opterr = 0;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    int ch, rc;
+    while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
         switch (ch) {
+        case KF_OPT_EXIT:
+            return rc;
         case O_OUT:
             out = optarg;
             break;
-        case 'h':
-            printf("usage: kfleet %s\n", kf_cmd_bundle_usage);
-            return 0;
         default:
-            return usage_err("bundle", kf_cmd_bundle_usage,
-                             "unknown option or missing value:", argv[optind - 1]);
+            return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
         }
     }
     if (optind != argc)
-        return usage_err("bundle", kf_cmd_bundle_usage, "unexpected argument", argv[optind]);
+        return kf_opt_error(self, "unexpected argument %s", argv[optind]);
     /* A build tree links kernels/ to the sources; the script sits beside. */
     char exe[PATH_MAX], k[PATH_MAX + 16], src[PATH_MAX], script[PATH_MAX + 32];
     if (kf_exe_dir(exe, sizeof exe) != 0) {
@@ -693,7 +604,7 @@ int kf_cmd_bundle(int argc, char **argv, const kf_paths *p)
     kf_ssh_quote(&cmd, exe);
     kf_buf_addc(&cmd, ' ');
     kf_ssh_quote(&cmd, out);
-    int rc = run_cmd(cmd.data);
+    rc = run_cmd(cmd.data);
     kf_buf_release(&cmd);
     if (rc != 0) {
         fprintf(stderr, "kfleet bundle: deploy/bundle.sh failed (exit %d)\n", rc);
@@ -702,3 +613,45 @@ int kf_cmd_bundle(int argc, char **argv, const kf_paths *p)
     printf("bundle in %s\n", out);
     return 0;
 }
+
+const kf_cmd_entry kf_cmd_launch = {
+    "launch",
+    cmd_launch,
+    "Brings agents up on the hosts of an inventory.",
+    "launch INVENTORY [--known-hosts FILE] [--accept-new] [--direct ENDPOINT]\n"
+    "       [--bundle DIR|TARBALL] [--min-free SIZE] [--need-gpu] [--attempts N]\n"
+    "       [--connect-timeout DUR] [--register-timeout DUR]",
+    "Brings agents up on every host of INVENTORY, in parallel, one line per host\n"
+    "with the time of each phase (connect, preflight, upload, tunnel, start,\n"
+    "register). The launch runs inside `kfleet serve` (which keeps each node's SSH\n"
+    "tunnel) and goes on there if this command is interrupted.\n\n"
+    "  --known-hosts FILE     host keys to check against (default ~/.ssh/known_hosts)\n"
+    "  --accept-new           record the key of a host seen for the first time\n"
+    "  --direct ENDPOINT      agents connect to ENDPOINT (tcp://HOST:PORT), no tunnel\n"
+    "  --bundle DIR|TARBALL   what to install (default: this bundle, else ./bundle)\n"
+    "  --min-free SIZE        free space the work dir needs (default 1G)\n"
+    "  --need-gpu             refuse a node without a working GPU\n"
+    "  --attempts N           connection attempts per host (default 6, backoff from 0.5 s)\n"
+    "  --connect-timeout DUR  per attempt (default 10s)\n"
+    "  --register-timeout DUR wait for each agent to register (default 60s)",
+};
+
+const kf_cmd_entry kf_cmd_teardown = {
+    "teardown",
+    cmd_teardown,
+    "Stops the agents of an inventory.",
+    "teardown INVENTORY [--purge] [--known-hosts FILE] [--attempts N]",
+    "Stops the agents of INVENTORY (SIGTERM: they flush their outboxes first) and\n"
+    "closes their tunnels. --purge also removes their work dirs and their keys\n"
+    "from the coordinator's allow list. Runs inside `kfleet serve`, or from here\n"
+    "when no coordinator runs.",
+};
+
+const kf_cmd_entry kf_cmd_bundle = {
+    "bundle",
+    cmd_bundle,
+    "Builds the relocatable bundle that launch installs.",
+    "bundle [--out DIR]",
+    "Builds the relocatable bundle (binaries + their libraries, deploy/bundle.sh)\n"
+    "from this build into DIR (default ./bundle). `kfleet launch` installs it.",
+};

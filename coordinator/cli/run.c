@@ -1,5 +1,6 @@
 /* run — the one-shot local fleet; see run.h. */
 #include "cli/run.h"
+#include "cli/cli.h"
 #include "cli/client.h"
 #include "daemon/coord.h"
 #include "common/inventory.h"
@@ -116,55 +117,6 @@ static int local_gpus(const kf_paths *p)
     int n = (int)info->n_gpus;
     kf_inventory_free(&info);
     return n;
-}
-
-int kf_cli_render_report(const char *store_dir, uint32_t sweep_id, int have_id,
-                         const kf_report_opts *opts, const char *out_file)
-{
-    kf_err err;
-    kf_store *s = NULL;
-    if (access(store_dir, F_OK) != 0) {
-        fprintf(stderr, "kfleet report: no store at %s: nothing has run with this home yet\n",
-                store_dir);
-        return 1;
-    }
-    if (kf_store_open(store_dir, 1, &s, &err) != KF_OK) {
-        fprintf(stderr, "kfleet report: %s\n", err.msg);
-        return 1;
-    }
-    kf_txn *t = NULL;
-    int rc = kf_store_begin(s, 1, &t, &err);
-    if (rc == KF_OK && !have_id && kf_store_latest_sweep_id(t, &sweep_id) != KF_OK) {
-        fprintf(stderr, "kfleet report: no sweep in %s yet; submit one with `kfleet submit`\n",
-                store_dir);
-        kf_store_abort(&t);
-        kf_store_close(&s);
-        return 1;
-    }
-    kf_buf out = KF_BUF_INIT;
-    if (rc == KF_OK) {
-        kf_report_opts o = *opts;
-        o.color = !out_file && isatty(STDOUT_FILENO) && o.fmt == KF_REPORT_TABLE;
-        rc = kf_report_render_opts(t, sweep_id, &o, &out, &err);
-    }
-    kf_store_abort(&t);
-    kf_store_close(&s);
-    if (rc) {
-        fprintf(stderr, "kfleet report: %s\n", err.msg);
-        kf_buf_release(&out);
-        return 1;
-    }
-    if (out_file) {
-        if (kf_write_file(out_file, out.data, out.len, 0644, &err) != KF_OK) {
-            fprintf(stderr, "kfleet report: %s\n", err.msg);
-            kf_buf_release(&out);
-            return 1;
-        }
-    } else {
-        fwrite(out.data, 1, out.len, stdout);
-    }
-    kf_buf_release(&out);
-    return 0;
 }
 
 int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o,

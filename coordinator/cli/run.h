@@ -26,9 +26,4 @@ typedef struct kf_run_options {
 int kf_run(const kf_paths *paths, const kf_sweep_spec *spec, const kf_run_options *o,
            volatile sig_atomic_t *stop);
 
-/* Renders a sweep's report from the store at store_dir (the latest sweep
- * when !have_id) to out_file or stdout. Returns an exit code. */
-int kf_cli_render_report(const char *store_dir, uint32_t sweep_id, int have_id,
-                         const kf_report_opts *opts, const char *out_file);
-
 #endif

@@ -98,19 +98,6 @@ int kf_launch_run(const kf_fleet *f, const kf_launch_opts *o, kf_launch_result *
 int kf_launch_teardown(const kf_fleet *f, const kf_launch_opts *o, kf_launch_result **res,
                        kf_err *err);
 
-/* The CLI commands (coordinator/cmd_launch.c), for main.c's table: argv
- * from the command's own name on; exit codes 0 ok, 1 a host failed, 2 bad
- * usage or input. */
-int kf_cmd_launch(int argc, char **argv, const kf_paths *p);
-int kf_cmd_teardown(int argc, char **argv, const kf_paths *p);
-int kf_cmd_bundle(int argc, char **argv, const kf_paths *p);
-/* For main.c's table: the synopsis, and the description with the flags. */
-extern const char kf_cmd_launch_usage[], kf_cmd_teardown_usage[], kf_cmd_bundle_usage[];
-extern const char kf_cmd_launch_summary[], kf_cmd_teardown_summary[], kf_cmd_bundle_summary[];
-
-/* Parses a size: "512M", "2G", "1.5GiB", "4096" (bytes). */
-int kf_launch_parse_size(const char *s, uint64_t *out);
-
 /* sha256 of a file as 64 hex characters. */
 /* Compares dotted version numbers ("2.35" < "2.39" < "2.100"): <0, 0, >0. */
 int kf_launch_version_cmp(const char *a, const char *b);
