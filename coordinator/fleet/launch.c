@@ -6,7 +6,7 @@
  * POSIX sh fed on stdin (`sh -s -- ARGS`), so nothing but sshd, sh, tar and
  * gzip is needed on the node.
  *
- * All of it runs inside the daemon (kf_launches, coordinator/launches.c):
+ * All of it runs inside the daemon (kf_launches, coordinator/fleet/launches.c):
  * `kfleet launch` only asks and follows, so a launch outlives the CLI. The
  * launch threads still ask for the tunnel and watch registration through
  * the daemon's control socket, as a client of its loop: loopback ipc, and

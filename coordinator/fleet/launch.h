@@ -2,7 +2,7 @@
  * and stops them again.
  *
  * Per host, in its own thread: connect (retries with backoff), preflight
- * (coordinator/preflight.h's script over SSH, checked before any upload),
+ * (coordinator/fleet/preflight.h's script over SSH, checked before any upload),
  * upload the bundle when its sha256 differs from the one kept in the work
  * dir, install the agent's Curve key pair (0600) and allow its public key,
  * ask the coordinator daemon for a tunnel (a remote forward it keeps alive;

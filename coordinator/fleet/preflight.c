@@ -276,7 +276,7 @@ void kf_preflight_bytes(uint64_t bytes, char *buf, size_t n)
         snprintf(buf, n, "%.1f %s", v, units[u]);
 }
 
-/* Compares "13.0"-style versions numerically, as agent/build.c does. */
+/* Compares "13.0"-style versions numerically, as agent/runner/build.c does. */
 static int version_cmp(const char *a, const char *b)
 {
     long amaj = strtol(a, NULL, 10), bmaj = strtol(b, NULL, 10);

@@ -67,7 +67,7 @@ int kf_preflight_parse(const char *out, size_t len, kf_preflight *pf, kf_err *er
 /* 0 when the node may get work; else KF_EINVAL with every reason, joined by
  * "; ", in err: the work dir missing, not writable or with less than
  * min_free_bytes free; no GPU while need_gpu; an nvcc newer than the driver's
- * CUDA (the same test as agent/build.c); an arch other than x86_64/aarch64. */
+ * CUDA (the same test as agent/runner/build.c); an arch other than x86_64/aarch64. */
 int kf_preflight_check(const kf_preflight *pf, uint64_t min_free_bytes, int need_gpu, kf_err *err);
 
 /* One line for a progress display, like "2× NVIDIA H100 80GB HBM3, driver

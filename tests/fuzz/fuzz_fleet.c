@@ -1,4 +1,4 @@
-/* fuzz_fleet — the fleet inventory (hosts YAML, common/fleet.c) and the
+/* fuzz_fleet — the fleet inventory (hosts YAML, coordinator/fleet/fleet.c) and the
  * OpenSSH config it reads for ssh_alias entries.
  *
  * The input is an inventory, optionally followed by a line "#ssh_config"

@@ -1,4 +1,4 @@
-/* fuzz_sweep — the sweep file parser (common/sweep.c, over libyaml).
+/* fuzz_sweep — the sweep file parser (coordinator/core/sweep.c, over libyaml).
  *
  * One input is one sweep file, parsed from memory as "fuzz.yaml" in
  * tests/data/sweeps (so the repo's relative kernel paths resolve), with a

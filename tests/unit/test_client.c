@@ -1,4 +1,4 @@
-/* Tests for coordinator/client.c's submit builder: a kernel's local
+/* Tests for coordinator/cli/client.c's submit builder: a kernel's local
  * headers travel with it and enter its hash, so editing a header rebuilds
  * the kernel; headers that are not beside the source stay behind. */
 #include <setjmp.h>

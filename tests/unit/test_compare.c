@@ -1,4 +1,4 @@
-/* Tests for coordinator/compare.c: two sweeps written into a store with
+/* Tests for coordinator/report/compare.c: two sweeps written into a store with
  * known samples, compared configuration by configuration.
  *
  * Sweep 1 (A) and sweep 2 (B), kernel "k", profiles only:

@@ -1,4 +1,4 @@
-/* Tests for agent/harness.c, driven as the runner drives it: a TaskAssign
+/* Tests for agent/runner/harness.c, driven as the runner drives it: a TaskAssign
  * in, a frame stream out (here into a temp file). Host kernels only: the
  * CUDA path is exercised on the GPU machine (bench/gpu). */
 #include <setjmp.h>

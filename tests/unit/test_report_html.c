@@ -1,4 +1,4 @@
-/* Tests for coordinator/report_html.c: report JSON built by hand, rendered
+/* Tests for coordinator/report/report_html.c: report JSON built by hand, rendered
  * to HTML, and the page searched for what must and must not be there.
  *
  * The fixture (schema kfleet.report/1, nodes: all):
