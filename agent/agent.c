@@ -9,15 +9,15 @@
  * group (so a kill takes the compiler or kernel children too), stdin from the
  * task file, stdout a pipe of frames (harness.h), stderr a log file whose
  * tail explains a runner that died without a result. */
-#include "doctor.h"
-#include "agent.h"
-#include "buf.h"
-#include "harness.h"
-#include "inventory.h"
-#include "log.h"
-#include "outbox.h"
-#include "util.h"
-#include "wire.h"
+#include "runner/doctor.h"
+#include "agent/agent.h"
+#include "common/buf.h"
+#include "runner/harness.h"
+#include "common/inventory.h"
+#include "common/log.h"
+#include "agent/outbox.h"
+#include "common/util.h"
+#include "common/wire.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -9,7 +9,7 @@
 #ifndef KF_AGENT_H
 #define KF_AGENT_H
 
-#include "err.h"
+#include "common/err.h"
 
 #include <signal.h>
 #include <stdint.h>

@@ -16,14 +16,14 @@
  * STATE/keys/coordinator.pub — an agent sharing the coordinator's home is
  * the same user on the same machine, so it enrolls its own key in the allow
  * list; any other agent's key is accepted with `kfleet agent-key add`. */
-#include "doctor.h"
-#include "agent.h"
-#include "buf.h"
-#include "harness.h"
-#include "keys.h"
-#include "log.h"
-#include "paths.h"
-#include "util.h"
+#include "runner/doctor.h"
+#include "agent/agent.h"
+#include "common/buf.h"
+#include "runner/harness.h"
+#include "common/keys.h"
+#include "common/log.h"
+#include "common/paths.h"
+#include "common/util.h"
 
 #include <getopt.h>
 #include <limits.h>

@@ -5,7 +5,7 @@
  * reused across restarts, which would make the coordinator drop new
  * messages as duplicates of old acks). Each put is its own transaction:
  * a result is on disk before the runner's slot is given up. */
-#include "outbox.h"
+#include "agent/outbox.h"
 
 #include <lmdb.h>
 #include <stdlib.h>

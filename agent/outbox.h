@@ -9,7 +9,7 @@
 #ifndef KF_OUTBOX_H
 #define KF_OUTBOX_H
 
-#include "err.h"
+#include "common/err.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* buf — growable buffer; see buf.h. */
-#include "buf.h"
-#include "err.h"
+#include "common/buf.h"
+#include "common/err.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* err — error codes and the error carrier; see err.h. */
-#include "err.h"
+#include "common/err.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /* keys — Curve key files and the agent allow list; see keys.h. Keys are
  * made by libzmq's zmq_curve_keypair (libsodium underneath). */
-#include "keys.h"
-#include "buf.h"
-#include "util.h"
+#include "common/keys.h"
+#include "common/buf.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <sodium.h>

@@ -14,7 +14,7 @@
 #ifndef KF_KEYS_H
 #define KF_KEYS_H
 
-#include "err.h"
+#include "common/err.h"
 
 #include <stddef.h>
 #include <time.h>

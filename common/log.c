@@ -1,5 +1,5 @@
 /* log — key=value event lines on stderr; see log.h. */
-#include "log.h"
+#include "common/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* paths — config/state/run directories; see paths.h. */
-#include "paths.h"
-#include "util.h"
+#include "common/paths.h"
+#include "common/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

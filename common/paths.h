@@ -7,7 +7,7 @@
 #ifndef KF_PATHS_H
 #define KF_PATHS_H
 
-#include "err.h"
+#include "common/err.h"
 
 #include <limits.h>
 

@@ -5,8 +5,8 @@
  * The MAD is found by walking outward from the median through the sorted
  * values: the deviations on each side come out already ordered, so merging
  * the two sides yields the sorted deviations without a second array. */
-#include "stats.h"
-#include "err.h"
+#include "common/stats.h"
+#include "common/err.h"
 
 #include <math.h>
 #include <stdlib.h>

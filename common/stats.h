@@ -7,7 +7,7 @@
  * (numpy's default, "type 7"), so the median of an even count is the mean of
  * the two middle values. The noise is the robust relative spread
  * 1.4826 * MAD / median in percent — the agent's stop criterion
- * (agent/harness.c): for normal samples it equals the relative standard
+ * (agent/runner/harness.c): for normal samples it equals the relative standard
  * deviation, but a few preemption outliers do not inflate it. The relative
  * standard deviation (stddev / mean) is kept beside it.
  *

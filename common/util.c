@@ -1,5 +1,5 @@
 /* util — small OS helpers; see util.h. */
-#include "util.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
 #ifndef KF_UTIL_H
 #define KF_UTIL_H
 
-#include "err.h"
+#include "common/err.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* wire — envelope encode/decode/dispatch; see wire.h. */
-#include "wire.h"
+#include "common/wire.h"
 
 #include <zmq.h>
 

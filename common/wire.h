@@ -8,9 +8,9 @@
 #ifndef KF_WIRE_H
 #define KF_WIRE_H
 
-#include "buf.h"
-#include "err.h"
-#include "kfleet.pb-c.h"
+#include "common/buf.h"
+#include "common/err.h"
+#include "proto/kfleet.pb-c.h"
 
 #include <stddef.h>
 

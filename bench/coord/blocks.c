@@ -11,7 +11,7 @@
  *         `batch` puts, and commits/s (with the median commit time) of one put
  *         a transaction. Keys are big-endian counters as in the store. */
 #include "coordbench.h"
-#include "util.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <lmdb.h>

@@ -17,14 +17,14 @@
  * Each benchmark prints one machine-readable `RESULT key=value ...` line on
  * stdout; bench/coord/run.sh collects them into the table. */
 #include "coordbench.h"
-#include "client.h"
+#include "cli/client.h"
 #include "fleet.h"
-#include "keys.h"
-#include "log.h"
-#include "paths.h"
-#include "sweep.h"
-#include "util.h"
-#include "wire.h"
+#include "common/keys.h"
+#include "common/log.h"
+#include "common/paths.h"
+#include "core/sweep.h"
+#include "common/util.h"
+#include "common/wire.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
 #ifndef KFB_COORDBENCH_H
 #define KFB_COORDBENCH_H
 
-#include "err.h"
+#include "common/err.h"
 
 #include <stddef.h>
 

@@ -5,11 +5,11 @@
  * same bytes) and the attempts it "runs". Frames are decoded and dispatched
  * by common/wire.c, as in the real agent. */
 #include "fleet.h"
-#include "buf.h"
-#include "keys.h"
-#include "log.h"
-#include "util.h"
-#include "wire.h"
+#include "common/buf.h"
+#include "common/keys.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "common/wire.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -17,7 +17,7 @@
 #ifndef KFB_FLEET_H
 #define KFB_FLEET_H
 
-#include "err.h"
+#include "common/err.h"
 
 #include <stddef.h>
 #include <stdint.h>

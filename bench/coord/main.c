@@ -10,7 +10,7 @@
  *   kfbench beanstalk --port P [--tasks T] [--workers W] [--runs R] [--label L]
  *   kfbench gearman   --port P [--tasks T] [--workers W] [--runs R] [--label L] */
 #include "coordbench.h"
-#include "log.h"
+#include "common/log.h"
 
 #include <getopt.h>
 #include <stdio.h>

@@ -16,7 +16,7 @@
  *     WORK_COMPLETE). With --queue-type=libsqlite3 background jobs are
  *     written to SQLite before JOB_CREATED: the durable setting. */
 #include "coordbench.h"
-#include "util.h"
+#include "common/util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,8 +1,8 @@
 /* coord_fixture — see coord_fixture.h. */
 #include "coord_fixture.h"
 #include "fuzz_walk.h"
-#include "log.h"
-#include "util.h"
+#include "common/log.h"
+#include "common/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

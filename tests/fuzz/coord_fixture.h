@@ -10,7 +10,7 @@
 #ifndef KF_FUZZ_COORD_FIXTURE_H
 #define KF_FUZZ_COORD_FIXTURE_H
 
-#include "coord_int.h"
+#include "daemon/coord_int.h"
 
 /* A coordinator over the process's fuzz store (created on first use). */
 kf_coord *kf_fuzz_coord_new(void);

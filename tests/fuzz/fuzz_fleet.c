@@ -1,4 +1,4 @@
-/* fuzz_fleet — the fleet inventory (hosts YAML, common/fleet.c) and the
+/* fuzz_fleet — the fleet inventory (hosts YAML, coordinator/fleet/fleet.c) and the
  * OpenSSH config it reads for ssh_alias entries.
  *
  * The input is an inventory, optionally followed by a line "#ssh_config"
@@ -8,7 +8,7 @@
  * UB": a refused file gets KF_EINVAL with "fuzz.yaml:LINE:COL: ", and an
  * accepted one has hosts with every required field set, unique names and
  * a port in 1..65535. */
-#include "fleet.h"
+#include "fleet/fleet.h"
 
 #include "fuzz_walk.h"
 

@@ -10,8 +10,8 @@
  * byte. Checked: no crash, the output is a terminated string inside its
  * buffer with no line break, and an accepted duration is a finite number
  * of seconds >= 0. */
-#include "inventory.h"
-#include "util.h"
+#include "common/inventory.h"
+#include "common/util.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* fuzz_sweep — the sweep file parser (common/sweep.c, over libyaml).
+/* fuzz_sweep — the sweep file parser (coordinator/core/sweep.c, over libyaml).
  *
  * One input is one sweep file, parsed from memory as "fuzz.yaml" in
  * tests/data/sweeps (so the repo's relative kernel paths resolve), with a
@@ -7,7 +7,7 @@
  * no leak, no UB": a refused file gets KF_EINVAL with a message that starts
  * "fuzz.yaml:LINE:COL: ", and an accepted one has sane kernels whose
  * configurations can all be enumerated (the first few thousand are). */
-#include "sweep.h"
+#include "core/sweep.h"
 
 #include "fuzz_walk.h"
 

@@ -6,7 +6,7 @@
  * report. Frames are also decoded with kf_wire_unpack on their own, so the
  * refusal paths (other version, no body) are covered. */
 #include "fuzz_walk.h"
-#include "wire.h"
+#include "common/wire.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,9 +4,9 @@
  * against a live (socket-less) coordinator, whose assignments decide which
  * task ids and attempts the agents' progress, samples and results name.
  * Usage: gen_corpus OUTDIR   (run by `tests/fuzz/run.sh --gen-corpus`). */
-#include "client.h"
+#include "cli/client.h"
 #include "coord_fixture.h"
-#include "sweep.h"
+#include "core/sweep.h"
 
 #include <errno.h>
 #include <stdio.h>

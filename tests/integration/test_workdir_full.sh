@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The agent's work dir full: its build is refused with the free space in the
-# message (agent/build.c checks before compiling), the tasks that needed the
+# message (agent/runner/build.c checks before compiling), the tasks that needed the
 # build fail saying so, each with exactly one terminal record, and the agent
 # lives on (its outbox still works on the nearly full disk).
 source "$(dirname "$0")/lib.sh"

@@ -1,4 +1,4 @@
-/* Tests for agent/build.c: the //@kfleet flags directive, cuobjdump
+/* Tests for agent/runner/build.c: the //@kfleet flags directive, cuobjdump
  * parsing, which machine code runs on which GPU, and — where this machine
  * has nvcc, as CI's image does — a real CUDA build into the cache with its
  * resource usage, its archs, and the nvcc-newer-than-driver refusal. */
@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "build.h"
-#include "util.h"
+#include "runner/build.h"
+#include "common/util.h"
 
 #include <ftw.h>
 #include <stdio.h>

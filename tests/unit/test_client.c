@@ -1,4 +1,4 @@
-/* Tests for coordinator/client.c's submit builder: a kernel's local
+/* Tests for coordinator/cli/client.c's submit builder: a kernel's local
  * headers travel with it and enter its hash, so editing a header rebuilds
  * the kernel; headers that are not beside the source stay behind. */
 #include <setjmp.h>
@@ -6,9 +6,9 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "client.h"
-#include "sweep.h"
-#include "util.h"
+#include "cli/client.h"
+#include "core/sweep.h"
+#include "common/util.h"
 
 #include <ftw.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* Tests for coordinator/compare.c: two sweeps written into a store with
+/* Tests for coordinator/report/compare.c: two sweeps written into a store with
  * known samples, compared configuration by configuration.
  *
  * Sweep 1 (A) and sweep 2 (B), kernel "k", profiles only:
@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "compare.h"
-#include "util.h"
+#include "report/compare.h"
+#include "common/util.h"
 
 #include <ftw.h>
 #include <jansson.h>

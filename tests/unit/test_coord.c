@@ -3,14 +3,14 @@
  * A plaintext client, a CURVE client whose key is not accepted, and an
  * accepted one each send a valid Register; only the accepted one is
  * welcomed, and only it reaches the store. */
-#include "client.h"
-#include "coord.h"
-#include "paths.h"
-#include "sweep.h"
-#include "keys.h"
-#include "store.h"
-#include "util.h"
-#include "wire.h"
+#include "cli/client.h"
+#include "daemon/coord.h"
+#include "common/paths.h"
+#include "core/sweep.h"
+#include "common/keys.h"
+#include "core/store.h"
+#include "common/util.h"
+#include "common/wire.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* Tests for agent/doctor.c on a machine without a GPU: the host ceiling is
+/* Tests for agent/runner/doctor.c on a machine without a GPU: the host ceiling is
  * measured through the real `kfleet-agent --doctor` child, a GPU doctor on
  * a node without a driver says why it measured nothing, and a binary that
  * is not a doctor is an error rather than a zero ceiling. */
@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "doctor.h"
+#include "runner/doctor.h"
 
 #include <string.h>
 #include <unistd.h>

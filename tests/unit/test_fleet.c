@@ -8,7 +8,7 @@
  * must load, bad_*.yaml carry their expected "# expect: L:C: text" in their
  * first line. They are also cut and mutated byte by byte: whatever happens
  * must be a clean success or a located error. */
-#include "fleet.h"
+#include "fleet/fleet.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

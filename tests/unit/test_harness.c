@@ -1,4 +1,4 @@
-/* Tests for agent/harness.c, driven as the runner drives it: a TaskAssign
+/* Tests for agent/runner/harness.c, driven as the runner drives it: a TaskAssign
  * in, a frame stream out (here into a temp file). Host kernels only: the
  * CUDA path is exercised on the GPU machine (bench/gpu). */
 #include <setjmp.h>
@@ -6,12 +6,12 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "buf.h"
-#include "build.h"
-#include "harness.h"
-#include "tools.h"
-#include "util.h"
-#include "wire.h"
+#include "common/buf.h"
+#include "runner/build.h"
+#include "runner/harness.h"
+#include "runner/tools.h"
+#include "common/util.h"
+#include "common/wire.h"
 
 #include <fcntl.h>
 #include <ftw.h>

@@ -1,7 +1,7 @@
 /* test_inventory — the node inventory: host facts are filled, GPUs are
  * absent (not an error) where there is no driver or KF_FAKE_NO_GPU=1, the
  * nvcc banner parser, and kf_inventory_free's NULLing. */
-#include "inventory.h"
+#include "common/inventory.h"
 
 #include <dlfcn.h>
 #include <setjmp.h>

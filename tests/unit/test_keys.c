@@ -8,8 +8,8 @@
 #include <cmocka.h>
 #include <fcntl.h>
 
-#include "keys.h"
-#include "util.h"
+#include "common/keys.h"
+#include "common/util.h"
 
 #include <ftw.h>
 #include <stdio.h>

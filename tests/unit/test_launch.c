@@ -1,6 +1,6 @@
 /* launch: the pure helpers of the per-host flow (the flow itself runs
  * against real sshd pods in tests/integration/test_launch.sh). */
-#include "launch.h"
+#include "fleet/launch.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

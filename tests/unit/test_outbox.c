@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "outbox.h"
+#include "agent/outbox.h"
 
 #include <ftw.h>
 #include <stdio.h>

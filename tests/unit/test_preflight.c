@@ -9,7 +9,7 @@
  *   - on a 1 MiB tmpfs (then remounted read-only): refused with the free
  *     space in the message, then as not writable. Skipped where mount is not
  *     allowed. */
-#include "preflight.h"
+#include "fleet/preflight.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -231,7 +231,7 @@ static void test_check_reasons(void **state)
     kf_preflight_free(&pf);
 
     /* The same nvcc on a driver that runs it, or a node without a driver
-     * (nothing to compare with, as agent/build.c) passes that test. */
+     * (nothing to compare with, as agent/runner/build.c) passes that test. */
     parse_ok("kf_preflight=1\nworkdir=/w\nwritable=1\narch=aarch64\nnvcc=/x/nvcc\n"
              "nvcc_version=13.0\nkf_preflight_end=1\n",
              &pf);

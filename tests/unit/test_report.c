@@ -1,4 +1,4 @@
-/* Tests for coordinator/report.c: a store written by hand with known
+/* Tests for coordinator/report/: a store written by hand with known
  * samples, results and failures, rendered in all three formats.
  *
  * The fixture (sweep "demo", baseline "base", one agent n1 with a GPU):
@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "report.h"
+#include "report/report.h"
 
 #include <ftw.h>
 #include <jansson.h>

@@ -1,4 +1,4 @@
-/* Tests for coordinator/report_html.c: report JSON built by hand, rendered
+/* Tests for coordinator/report/report_html.c: report JSON built by hand, rendered
  * to HTML, and the page searched for what must and must not be there.
  *
  * The fixture (schema kfleet.report/1, nodes: all):
@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "report.h"
-#include "report_html.h"
+#include "report/report.h"
+#include "report/report_html.h"
 
 #include <ctype.h>
 #include <jansson.h>

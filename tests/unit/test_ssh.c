@@ -2,9 +2,10 @@
  * names, OpenSSH fingerprints, the tunnel's endpoint parsing, launch's size
  * parsing and remote work dir paths. Real sessions are tested against real
  * sshd in tests/integration/test_launch.sh. */
-#include "launch.h"
-#include "ssh.h"
-#include "tunnel.h"
+#include "cli/options.h"
+#include "fleet/launch.h"
+#include "fleet/ssh.h"
+#include "fleet/tunnel.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -74,15 +75,15 @@ static void test_size(void **state)
 {
     (void)state;
     uint64_t v = 0;
-    assert_int_equal(kf_launch_parse_size("4096", &v), KF_OK);
+    assert_int_equal(kf_opt_parse_size("4096", &v), KF_OK);
     assert_int_equal(v, 4096);
-    assert_int_equal(kf_launch_parse_size("512M", &v), KF_OK);
+    assert_int_equal(kf_opt_parse_size("512M", &v), KF_OK);
     assert_int_equal(v, 512ull << 20);
-    assert_int_equal(kf_launch_parse_size("2GiB", &v), KF_OK);
+    assert_int_equal(kf_opt_parse_size("2GiB", &v), KF_OK);
     assert_int_equal(v, 2ull << 30);
-    assert_int_not_equal(kf_launch_parse_size("lots", &v), KF_OK);
-    assert_int_not_equal(kf_launch_parse_size("-1G", &v), KF_OK);
-    assert_int_not_equal(kf_launch_parse_size("nan", &v), KF_OK);
+    assert_int_not_equal(kf_opt_parse_size("lots", &v), KF_OK);
+    assert_int_not_equal(kf_opt_parse_size("-1G", &v), KF_OK);
+    assert_int_not_equal(kf_opt_parse_size("nan", &v), KF_OK);
 }
 
 static void test_connect_refused(void **state)

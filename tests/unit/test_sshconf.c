@@ -5,7 +5,7 @@
  * the "Key=value" forms and quotes, the %-tokens and ~ of kf_sshconf_expand,
  * and for broken files KF_EINVAL with "FILE:LINE: ..." and nothing handed
  * out. How fleet.c uses the values (precedence, refusals) is in test_fleet. */
-#include "sshconf.h"
+#include "fleet/sshconf.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* Tests for coordinator/stats.c on vectors whose figures were worked out by
+/* Tests for common/stats.c on vectors whose figures were worked out by
  * hand: median of odd and even counts, mean, sample standard deviation
  * (n - 1), min/max, p10/p90 by linear interpolation between closest ranks,
  * the robust noise 1.4826 * MAD / median and the relative standard
@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "err.h"
-#include "stats.h"
+#include "common/err.h"
+#include "common/stats.h"
 
 #include <math.h>
 #include <string.h>

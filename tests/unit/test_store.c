@@ -1,4 +1,4 @@
-/* Tests for common/store.c: records round-trip, duplicates are refused by
+/* Tests for coordinator/core/store.c: records round-trip, duplicates are refused by
  * key, range scans stay within their prefix, the map grows, a batch that
  * overflows the map fails whole and names the cause, and a reader in
  * another environment handle sees committed data. */
@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "store.h"
+#include "core/store.h"
 
 #include <ftw.h>
 #include <stdio.h>

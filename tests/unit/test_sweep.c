@@ -8,7 +8,7 @@
  * never depend on the real kernels/. The seed files under
  * tests/data/sweeps/ are parsed from disk and also cut and mutated byte by
  * byte: whatever happens must be a clean success or a located error. */
-#include "sweep.h"
+#include "core/sweep.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

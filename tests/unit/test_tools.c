@@ -1,4 +1,4 @@
-/* Tests for agent/tools.c's reading of ncu's CSV: quoted kernel names with
+/* Tests for agent/runner/tools.c's reading of ncu's CSV: quoted kernel names with
  * commas, thousands separators, notes and the application's own output
  * between the rows, values that are not numbers, the median per kernel and
  * the per-run total across kernels. */
@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "tools.h"
+#include "runner/tools.h"
 
 #include <math.h>
 #include <string.h>

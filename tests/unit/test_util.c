@@ -6,9 +6,9 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "buf.h"
-#include "paths.h"
-#include "util.h"
+#include "common/buf.h"
+#include "common/paths.h"
+#include "common/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

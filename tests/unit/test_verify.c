@@ -1,4 +1,4 @@
-/* Tests for coordinator/verify.c against a real LMDB store: a clean sweep
+/* Tests for coordinator/report/verify.c against a real LMDB store: a clean sweep
  * passes; a task without its terminal record, a profile missing a sample,
  * and a terminal result stored again as a late record are each a violation;
  * a genuine late result of a superseded attempt is not. */
@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "verify.h"
+#include "report/verify.h"
 
 #include <ftw.h>
 #include <stdio.h>

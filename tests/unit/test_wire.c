@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "wire.h"
+#include "common/wire.h"
 
 #include <string.h>
 

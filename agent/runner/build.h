@@ -1,0 +1,103 @@
+/* build — compiles a kernel's sources into a shared object in the agent's
+ * artifact cache, for the harness's BUILD task (see harness.h for the
+ * cache layout under the work dir).
+ *
+ * The artifact is named by a key that covers everything that changes the
+ * machine code: the coordinator's hash of the sources and flags, the
+ * compiler's identity line, the machine (uname) and, for CUDA, the target
+ * arch. So a second sweep recompiles nothing, while a new compiler or a
+ * changed header does. Host kernels are built with $KF_CC (else cc), CUDA
+ * kernels with $KF_NVCC (else nvcc, then /usr/local/cuda/bin/nvcc).
+ *
+ * A kernel source may carry its own compiler arguments on lines of the form
+ *     //@kfleet flags: -lcublas -DTILE=128
+ * (split on blanks, no shell): they go after the sweep's flags. CUDA
+ * artifacts get an rpath to the toolkit's lib64, so a kernel that links a
+ * toolkit library (cuBLAS) loads in the runner with no LD_LIBRARY_PATH.
+ *
+ * Before compiling CUDA, the CUDA version nvcc builds for is compared with
+ * the newest one the driver runs (cuDriverGetVersion): an nvcc newer than
+ * the driver would build code that fails at its first launch
+ * (cudaErrorInsufficientDriver), so the build fails first, naming both. */
+#ifndef KF_BUILD_H
+#define KF_BUILD_H
+
+#include "common/buf.h"
+#include "common/err.h"
+#include "proto/kfleet.pb-c.h"
+
+#include <stddef.h>
+
+/* Free space a build needs in the work dir (compiler temporaries + .so). */
+#define KF_BUILD_MIN_FREE (256ull << 20)
+
+typedef struct kf_build_info {
+    char key[65];           /* cache key, 64 hex chars */
+    char artifact_hash[65]; /* BLAKE2b of the .so */
+    int cached;             /* 1: the artifact was already there */
+    double compile_s;
+    char compiler[512]; /* the compiler's identity line */
+    /* Everything the compiler printed (KF_BUF_INIT'd by kf_build_kernel;
+     * release with kf_build_info_release). */
+    kf_buf log;
+    /* 1: the compiler ran and rejected the sources; `log` says why. */
+    int rejected;
+    int registers, shared_bytes, stack_bytes, spill_bytes; /* CUDA, from ptxas -v */
+    /* CUDA: the machine code the artifact holds ("sm_90a"), whether it
+     * carries PTX, and whether this node's GPU would have to JIT that PTX
+     * because no machine code matches it (a slow first launch, and code
+     * that is not what was tuned). */
+    char sass_archs[128];
+    int has_ptx, jit_fallback;
+    char nvcc_cuda[16];   /* CUDA version nvcc builds for, "13.0" */
+    char driver_cuda[16]; /* newest CUDA the node's driver runs, "13.0" */
+} kf_build_info;
+
+/* The identity line of the host (cuda = 0) or CUDA compiler: the first line
+ * of `cc --version`, the "release" line of `nvcc --version` (its first line
+ * is the same for every version). Memoized per process and compiler path.
+ * *out points into that memo. Returns 0, or KF_ENOTFOUND (err filled) when
+ * the compiler does not run. */
+int kf_build_compiler_version(int cuda, const char **out, kf_err *err);
+
+/* The cache key of a kernel on this node (64 hex chars + NUL). Returns 0,
+ * or KF_ENOTFOUND (err filled) when the compiler does not run. */
+int kf_build_cache_key(const char *kernel_hash, int cuda, char out[65], kf_err *err);
+
+/* The key and the artifact path (workdir/cache/<key>.so) of a kernel. */
+int kf_build_artifact(const char *workdir, const char *kernel_hash, int cuda, char key[65],
+                      char *path, size_t len, kf_err *err);
+
+/* Builds spec's kernel: if workdir/cache/<key>.so exists, only hashes it
+ * (out->cached = 1); else writes the sources into `scratch` (created 0700),
+ * compiles there and renames the .so into the cache, with a .json sidecar
+ * (kernel, flags, compiler, artifact hash) written first. Returns 0, or a
+ * KF_E* code with err filled: KF_EINVAL "compile failed..." (out->rejected
+ * set when the compiler's output in out->log says why), KF_EFULL when the
+ * work dir has less than KF_BUILD_MIN_FREE free, KF_EIO for OS failures.
+ * out->log is filled in either case; the caller releases it. */
+int kf_build_kernel(const Kfleet__TaskSpec *spec, const char *workdir, const char *scratch,
+                    kf_build_info *out, kf_err *err);
+
+/* Frees what kf_build_kernel allocated in bi (its log). */
+void kf_build_info_release(kf_build_info *bi);
+
+/* The `//@kfleet flags:` arguments of a source text, appended to *argv
+ * (grown with realloc; *argc updated; the strings are malloc'd). Returns 0,
+ * KF_ENOMEM, or KF_EINVAL (err filled, with the line) when there are more
+ * than 64. */
+int kf_build_source_flags(const char *text, size_t len, char ***argv, size_t *argc, kf_err *err);
+
+/* Parses `cuobjdump --list-elf --list-ptx` output into a comma-separated
+ * list of SASS archs ("sm_90a") and whether PTX is present. */
+void kf_build_parse_cuobjdump(const char *text, char *archs, size_t len, int *has_ptx);
+
+/* Whether machine code for `sass` ("sm_90a", "sm_80") runs natively on a
+ * GPU of compute capability major.minor: the same major and a minor not
+ * above the GPU's; an arch-specific "a" target only on exactly that one. */
+int kf_build_sass_runs_on(const char *sass, int major, int minor);
+
+/* BLAKE2b of a file's content as 64 hex chars. Returns 0 or KF_EIO. */
+int kf_build_file_hash(const char *path, char out[65]);
+
+#endif

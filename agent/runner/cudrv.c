@@ -1,0 +1,522 @@
+/* cudrv — dlopen'd CUDA driver calls for the runner; see cudrv.h. */
+#include "runner/cudrv.h"
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef void *CUcontext;
+typedef void *CUevent;
+typedef void *CUstream;
+typedef unsigned long long CUdeviceptr;
+
+#define CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE 38
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_STREAM_LEGACY ((CUstream)0x1)
+
+struct kf_cudrv {
+    void *lib;
+    CUdevice dev;
+    CUcontext ctx;
+    CUevent start, stop;
+    CUdeviceptr flush;
+    size_t flush_bytes;
+    unsigned flush_value;
+    /* The blocking kernel (see kf_cudrv_time): its module, function and the
+     * host-mapped release flag; NULL when the driver could not load it. */
+    void *block_mod, *block_fn, *flush_fn;
+    volatile unsigned *release;
+    CUdeviceptr release_dev;
+    CUresult (*cuInit)(unsigned);
+    CUresult (*cuDeviceGet)(CUdevice *, int);
+    CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
+    CUresult (*cuCtxSetCurrent)(CUcontext);
+    CUresult (*cuCtxSynchronize)(void);
+    CUresult (*cuEventCreate)(CUevent *, unsigned);
+    CUresult (*cuEventDestroy)(CUevent);
+    CUresult (*cuEventRecord)(CUevent, CUstream);
+    CUresult (*cuEventSynchronize)(CUevent);
+    CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*cuMemFree)(CUdeviceptr);
+    CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*cuGetErrorName)(CUresult, const char **);
+    CUresult (*cuGetErrorString)(CUresult, const char **);
+    CUresult (*cuDeviceGetUuid)(unsigned char *, CUdevice);
+    CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*cuModuleLoadData)(void **, const void *);
+    CUresult (*cuModuleGetFunction)(void **, void *, const char *);
+    CUresult (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                               unsigned, CUstream, void **, void **);
+    CUresult (*cuMemHostAlloc)(void **, size_t, unsigned);
+    CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr *, void *, unsigned);
+    CUresult (*cuMemFreeHost)(void *);
+    CUresult (*cuProfilerStart)(void);
+    CUresult (*cuProfilerStop)(void);
+};
+
+static int cu_fail(kf_cudrv *cu, CUresult r, const char *what, kf_err *err)
+{
+    const char *name = "?", *desc = "";
+    if (cu && cu->cuGetErrorName)
+        cu->cuGetErrorName(r, &name);
+    if (cu && cu->cuGetErrorString)
+        cu->cuGetErrorString(r, &desc);
+    return kf_err_set(err, KF_EIO, "%s failed: %s (%d): %s", what, name ? name : "?", r,
+                      desc ? desc : "");
+}
+
+#define SYM(cu, name, ver)                                                                         \
+    do {                                                                                           \
+        *(void **)&(cu)->name = dlsym((cu)->lib, ver);                                             \
+        if (!(cu)->name) {                                                                         \
+            missing = ver;                                                                         \
+            goto fail;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+static int load(kf_cudrv *cu, kf_err *err)
+{
+    const char *missing = NULL;
+    cu->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!cu->lib)
+        return kf_err_set(err, KF_EUNAVAIL,
+                          "no CUDA driver on this node (libcuda.so.1: %s); CUDA kernels need a "
+                          "GPU node",
+                          dlerror());
+    SYM(cu, cuInit, "cuInit");
+    SYM(cu, cuDeviceGet, "cuDeviceGet");
+    SYM(cu, cuDeviceGetAttribute, "cuDeviceGetAttribute");
+    SYM(cu, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    SYM(cu, cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+    SYM(cu, cuCtxSetCurrent, "cuCtxSetCurrent");
+    SYM(cu, cuCtxSynchronize, "cuCtxSynchronize");
+    SYM(cu, cuEventCreate, "cuEventCreate");
+    SYM(cu, cuEventDestroy, "cuEventDestroy_v2");
+    SYM(cu, cuEventRecord, "cuEventRecord");
+    SYM(cu, cuEventSynchronize, "cuEventSynchronize");
+    SYM(cu, cuEventElapsedTime, "cuEventElapsedTime");
+    SYM(cu, cuMemAlloc, "cuMemAlloc_v2");
+    SYM(cu, cuMemFree, "cuMemFree_v2");
+    SYM(cu, cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+    SYM(cu, cuMemsetD8, "cuMemsetD8_v2");
+    SYM(cu, cuMemsetD8Async, "cuMemsetD8Async");
+    SYM(cu, cuGetErrorName, "cuGetErrorName");
+    SYM(cu, cuGetErrorString, "cuGetErrorString");
+    SYM(cu, cuDeviceGetUuid, "cuDeviceGetUuid_v2");
+    SYM(cu, cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+    SYM(cu, cuMemcpyHtoD, "cuMemcpyHtoD_v2");
+    SYM(cu, cuModuleLoadData, "cuModuleLoadData");
+    SYM(cu, cuModuleGetFunction, "cuModuleGetFunction");
+    SYM(cu, cuLaunchKernel, "cuLaunchKernel");
+    SYM(cu, cuMemHostAlloc, "cuMemHostAlloc");
+    SYM(cu, cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2");
+    SYM(cu, cuMemFreeHost, "cuMemFreeHost");
+    SYM(cu, cuProfilerStart, "cuProfilerStart");
+    SYM(cu, cuProfilerStop, "cuProfilerStop");
+    return KF_OK;
+fail:
+    return kf_err_set(err, KF_EUNAVAIL, "the CUDA driver lacks %s; update the driver", missing);
+}
+
+static void load_block_kernel(kf_cudrv *cu);
+
+int kf_cudrv_open(kf_cudrv **out, kf_err *err)
+{
+    kf_cudrv *cu = calloc(1, sizeof *cu);
+    if (!cu)
+        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    int rc = load(cu, err);
+    CUresult r = 0;
+    if (rc)
+        goto out;
+    if ((r = cu->cuInit(0)))
+        rc = cu_fail(cu, r, "cuInit", err);
+    else if ((r = cu->cuDeviceGet(&cu->dev, 0)))
+        rc = cu_fail(cu, r, "cuDeviceGet(0)", err);
+    else if ((r = cu->cuDevicePrimaryCtxRetain(&cu->ctx, cu->dev)))
+        rc = cu_fail(cu, r, "cuDevicePrimaryCtxRetain", err);
+    else if ((r = cu->cuCtxSetCurrent(cu->ctx)))
+        rc = cu_fail(cu, r, "cuCtxSetCurrent", err);
+    else if ((r = cu->cuEventCreate(&cu->start, 0)) || (r = cu->cuEventCreate(&cu->stop, 0)))
+        rc = cu_fail(cu, r, "cuEventCreate", err);
+    if (rc == KF_OK) {
+        int l2 = 0;
+        cu->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, cu->dev);
+        cu->flush_bytes = 2 * (size_t)(l2 > 0 ? l2 : 64 << 20);
+        if ((r = cu->cuMemAlloc(&cu->flush, cu->flush_bytes)) ||
+            (r = cu->cuMemsetD8(cu->flush, 0x5A, cu->flush_bytes)))
+            rc = cu_fail(cu, r, "cuMemAlloc (L2 flush buffer)", err);
+        else
+            load_block_kernel(cu);
+    }
+out:
+    if (rc) {
+        kf_cudrv_close(&cu);
+        return rc;
+    }
+    *out = cu;
+    return KF_OK;
+}
+
+void kf_cudrv_close(kf_cudrv **self)
+{
+    kf_cudrv *cu = self ? *self : NULL;
+    if (!cu)
+        return;
+    if (cu->flush)
+        cu->cuMemFree(cu->flush);
+    if (cu->release)
+        cu->cuMemFreeHost((void *)cu->release);
+    if (cu->start)
+        cu->cuEventDestroy(cu->start);
+    if (cu->stop)
+        cu->cuEventDestroy(cu->stop);
+    /* The primary context stays retained: the kernel's runtime still uses it
+     * until the runner exits. */
+    free(cu);
+    *self = NULL;
+}
+
+int kf_cudrv_copy_to_host(kf_cudrv *cu, void *dst, const void *dev_src, size_t n, kf_err *err)
+{
+    CUresult r = cu->cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)dev_src, n);
+    return r ? cu_fail(cu, r, "copying the output to the host", err) : KF_OK;
+}
+
+int kf_cudrv_memset(kf_cudrv *cu, void *dev_dst, unsigned char value, size_t n, kf_err *err)
+{
+    CUresult r = cu->cuMemsetD8((CUdeviceptr)(uintptr_t)dev_dst, value, n);
+    return r ? cu_fail(cu, r, "poisoning the output", err) : KF_OK;
+}
+
+int kf_cudrv_sync(kf_cudrv *cu, kf_err *err)
+{
+    CUresult r = cu->cuCtxSynchronize();
+    return r ? cu_fail(cu, r, "the kernel (cuCtxSynchronize)", err) : KF_OK;
+}
+
+/* nvbench's blocking kernel, in PTX the driver compiles for any GPU: one
+ * thread spins on a host-mapped flag (or 1 s of %globaltimer, so a host
+ * that never releases it cannot hang the GPU). Launched before the start
+ * event, it holds the stream while the host enqueues the event and the
+ * kernel's launches; released, they run back to back, so the measured
+ * interval holds the kernel and not the host's launch latency. */
+static const char block_ptx[] = ".version 7.0\n"
+                                ".target sm_50\n"
+                                ".address_size 64\n"
+                                ".visible .entry kf_block(.param .u64 flag)\n"
+                                "{\n"
+                                "  .reg .pred p, q;\n"
+                                "  .reg .u32 v;\n"
+                                "  .reg .u64 a, t0, t1, d;\n"
+                                "  ld.param.u64 a, [flag];\n"
+                                "  mov.u64 t0, %globaltimer;\n"
+                                "SPIN:\n"
+                                "  ld.volatile.global.u32 v, [a];\n"
+                                "  setp.ne.u32 p, v, 0;\n"
+                                "  @p bra DONE;\n"
+                                "  mov.u64 t1, %globaltimer;\n"
+                                "  sub.u64 d, t1, t0;\n"
+                                "  setp.lt.u64 q, d, 1000000000;\n"
+                                "  @q bra SPIN;\n"
+                                "DONE:\n"
+                                "  ret;\n"
+                                "}\n"
+                                /* The L2 flush: every block strides over
+                                 * the buffer with 16-byte loads cached in L2
+                                 * only, so what the last sample left in L2
+                                 * (dirty output lines too) is written back
+                                 * and evicted here, outside the timing, and
+                                 * L2 holds clean lines of this buffer. A
+                                 * store that never happens keeps the loads. */
+                                ".visible .entry kf_flush(.param .u64 buf, .param .u64 n16,\n"
+                                "                         .param .u64 sink)\n"
+                                "{\n"
+                                "  .reg .pred p;\n"
+                                "  .reg .u32 a0, a1, a2, a3, acc, tid, ntid, cta, ncta;\n"
+                                "  .reg .u64 b, n, s, i, st, off, t;\n"
+                                "  ld.param.u64 b, [buf];\n"
+                                "  ld.param.u64 n, [n16];\n"
+                                "  ld.param.u64 s, [sink];\n"
+                                "  mov.u32 tid, %tid.x;\n"
+                                "  mov.u32 ntid, %ntid.x;\n"
+                                "  mov.u32 cta, %ctaid.x;\n"
+                                "  mov.u32 ncta, %nctaid.x;\n"
+                                "  cvt.u64.u32 t, tid;\n"
+                                "  mad.wide.u32 i, cta, ntid, t;\n"
+                                "  mul.wide.u32 st, ntid, ncta;\n"
+                                "  mov.u32 acc, 0;\n"
+                                "LOOP:\n"
+                                "  setp.ge.u64 p, i, n;\n"
+                                "  @p bra END;\n"
+                                "  shl.b64 off, i, 4;\n"
+                                "  add.u64 t, b, off;\n"
+                                "  ld.global.cg.v4.u32 {a0, a1, a2, a3}, [t];\n"
+                                "  xor.b32 acc, acc, a0;\n"
+                                "  xor.b32 acc, acc, a3;\n"
+                                "  add.u64 i, i, st;\n"
+                                "  bra LOOP;\n"
+                                "END:\n"
+                                "  setp.eq.u32 p, acc, 0x7fc0ffee;\n"
+                                "  @p st.global.u32 [s], acc;\n"
+                                "  ret;\n"
+                                "}\n";
+
+static void load_block_kernel(kf_cudrv *cu)
+{
+    void *host = NULL;
+    if (cu->cuModuleLoadData(&cu->block_mod, block_ptx) != 0 ||
+        cu->cuModuleGetFunction(&cu->block_fn, cu->block_mod, "kf_block") != 0 ||
+        cu->cuModuleGetFunction(&cu->flush_fn, cu->block_mod, "kf_flush") != 0 ||
+        cu->cuMemHostAlloc(&host, 64, 0x1 | 0x2) != 0 || /* PORTABLE | DEVICEMAP */
+        cu->cuMemHostGetDevicePointer(&cu->release_dev, host, 0) != 0) {
+        if (host)
+            cu->cuMemFreeHost(host);
+        cu->block_fn = cu->flush_fn = NULL;
+        return;
+    }
+    cu->release = host;
+}
+
+int kf_cudrv_blocking(const kf_cudrv *cu)
+{
+    return cu->block_fn != NULL;
+}
+
+int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, void *state,
+                  kf_cudrv_timing *out, kf_err *err)
+{
+    CUresult r;
+    if (!hot && cu->flush_fn) {
+        unsigned long long n16 = cu->flush_bytes / 16;
+        CUdeviceptr sink = cu->release_dev + 32;
+        void *args[] = {&cu->flush, &n16, &sink};
+        if ((r = cu->cuLaunchKernel(cu->flush_fn, 1024, 1, 1, 256, 1, 1, 0, CU_STREAM_LEGACY, args,
+                                    NULL)))
+            return cu_fail(cu, r, "flushing L2", err);
+    } else if (!hot) {
+        /* Without the PTX module: a different byte each time, so the write
+         * is never elided (it leaves dirty lines the kernel evicts). */
+        cu->flush_value = (cu->flush_value + 1) & 0xFF;
+        if ((r = cu->cuMemsetD8Async(cu->flush, (unsigned char)cu->flush_value, cu->flush_bytes,
+                                     CU_STREAM_LEGACY)))
+            return cu_fail(cu, r, "flushing L2", err);
+    }
+    int blocked = 0;
+    if (cu->block_fn) {
+        *cu->release = 0;
+        __sync_synchronize();
+        void *args[] = {&cu->release_dev};
+        blocked = cu->cuLaunchKernel(cu->block_fn, 1, 1, 1, 1, 1, 1, 0, CU_STREAM_LEGACY, args,
+                                     NULL) == 0;
+    }
+    int launch_failed = 0;
+    char kerr[512] = "";
+    if ((r = cu->cuEventRecord(cu->start, CU_STREAM_LEGACY)) == 0) {
+        for (unsigned i = 0; i < (batch ? batch : 1) && !launch_failed; i++)
+            launch_failed = run(state, kerr, sizeof kerr) != 0;
+        if (!launch_failed)
+            r = cu->cuEventRecord(cu->stop, CU_STREAM_LEGACY);
+    }
+    if (blocked) { /* released on every path, or the stream waits its 1 s */
+        __sync_synchronize();
+        *cu->release = 1;
+    }
+    if (launch_failed)
+        return kf_err_set(err, KF_EIO, "launch failed: %s", kerr);
+    if (r)
+        return cu_fail(cu, r, "cuEventRecord", err);
+    if ((r = cu->cuEventSynchronize(cu->stop)))
+        return cu_fail(cu, r, "the kernel", err);
+    float ms = 0;
+    if ((r = cu->cuEventElapsedTime(&ms, cu->start, cu->stop)))
+        return cu_fail(cu, r, "cuEventElapsedTime", err);
+    out->seconds = (double)ms / 1e3 / (batch ? batch : 1);
+    return KF_OK;
+}
+
+int kf_cudrv_compute_capability(int dev, int *major, int *minor)
+{
+    kf_cudrv cu = {0};
+    kf_err err;
+    if (load(&cu, &err) != KF_OK) {
+        if (cu.lib)
+            dlclose(cu.lib);
+        return KF_EUNAVAIL;
+    }
+    CUdevice d;
+    int rc = KF_EUNAVAIL;
+    if (cu.cuInit(0) == 0 && cu.cuDeviceGet(&d, dev) == 0 &&
+        cu.cuDeviceGetAttribute(major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) == 0 &&
+        cu.cuDeviceGetAttribute(minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d) == 0)
+        rc = KF_OK;
+    return rc;
+}
+
+int kf_cudrv_driver_version(int *version)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        return KF_EUNAVAIL;
+    CUresult (*get)(int *) = (CUresult(*)(int *))dlsym(lib, "cuDriverGetVersion");
+    int rc = get && get(version) == 0 ? KF_OK : KF_EUNAVAIL;
+    return rc;
+}
+
+static int after(const char *line, const char *pat)
+{
+    const char *p = strstr(line, pat);
+    if (!p)
+        return -1;
+    /* The number stands just before the pattern: "... 40 bytes stack frame". */
+    while (p > line && p[-1] == ' ')
+        p--;
+    while (p > line && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    return atoi(p);
+}
+
+void kf_cudrv_parse_ptxas(const char *log, int *regs, int *smem, int *stack, int *spill)
+{
+    *regs = *smem = *stack = *spill = 0;
+    const char *line = log;
+    while (line && *line) {
+        const char *nl = strchr(line, '\n');
+        char buf[512];
+        size_t n = nl ? (size_t)(nl - line) : strlen(line);
+        if (n >= sizeof buf)
+            n = sizeof buf - 1;
+        memcpy(buf, line, n);
+        buf[n] = '\0';
+        int v;
+        if ((v = after(buf, " registers")) > *regs)
+            *regs = v;
+        if ((v = after(buf, " bytes smem")) > *smem)
+            *smem = v;
+        if ((v = after(buf, " bytes stack frame")) > *stack)
+            *stack = v;
+        if ((v = after(buf, " bytes spill stores")) > *spill)
+            *spill = v;
+        line = nl ? nl + 1 : NULL;
+    }
+}
+
+int kf_cudrv_uuid(kf_cudrv *cu, char *out, size_t len)
+{
+    unsigned char u[16];
+    if (cu->cuDeviceGetUuid(u, cu->dev) != 0)
+        return KF_EUNAVAIL;
+    /* NVML's spelling: GPU-8-4-4-4-12 hex digits. */
+    snprintf(out, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+             u[14], u[15]);
+    return KF_OK;
+}
+
+static int cmp_f(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+int kf_cudrv_copy_bandwidth(kf_cudrv *cu, size_t bytes, int reps, double *gbps, kf_err *err)
+{
+    CUdeviceptr a = 0, b = 0;
+    CUresult r;
+    int rc = KF_OK;
+    float ms[64];
+    if (reps < 1 || reps > 64)
+        reps = 20;
+    if ((r = cu->cuMemAlloc(&a, bytes)) || (r = cu->cuMemAlloc(&b, bytes))) {
+        rc = cu_fail(cu, r, "cuMemAlloc (copy ceiling)", err);
+        goto out;
+    }
+    /* Not zeros: a fill pattern the copy engine cannot shortcut. */
+    if ((r = cu->cuMemsetD8(a, 0xA5, bytes))) {
+        rc = cu_fail(cu, r, "cuMemsetD8", err);
+        goto out;
+    }
+    for (int i = -2; i < reps; i++) { /* two warm-ups */
+        if ((r = cu->cuEventRecord(cu->start, CU_STREAM_LEGACY)) ||
+            (r = cu->cuMemcpyDtoDAsync(b, a, bytes, CU_STREAM_LEGACY)) ||
+            (r = cu->cuEventRecord(cu->stop, CU_STREAM_LEGACY)) ||
+            (r = cu->cuEventSynchronize(cu->stop))) {
+            rc = cu_fail(cu, r, "device-to-device copy", err);
+            goto out;
+        }
+        if (i >= 0 && (r = cu->cuEventElapsedTime(&ms[i], cu->start, cu->stop))) {
+            rc = cu_fail(cu, r, "cuEventElapsedTime", err);
+            goto out;
+        }
+    }
+    qsort(ms, (size_t)reps, sizeof *ms, cmp_f);
+    /* Bytes read plus bytes written, per the median copy. */
+    *gbps = 2.0 * (double)bytes / ((double)ms[reps / 2] / 1e3) / 1e9;
+out:
+    if (a)
+        cu->cuMemFree(a);
+    if (b)
+        cu->cuMemFree(b);
+    return rc;
+}
+
+int kf_cudrv_alloc(kf_cudrv *cu, void **out, size_t n, kf_err *err)
+{
+    CUdeviceptr p = 0;
+    CUresult r = cu->cuMemAlloc(&p, n);
+    if (r)
+        return cu_fail(cu, r, "cuMemAlloc", err);
+    *out = (void *)(uintptr_t)p;
+    return KF_OK;
+}
+
+void kf_cudrv_free(kf_cudrv *cu, void *p)
+{
+    if (p)
+        cu->cuMemFree((CUdeviceptr)(uintptr_t)p);
+}
+
+int kf_cudrv_copy_to_device(kf_cudrv *cu, void *dev_dst, const void *src, size_t n, kf_err *err)
+{
+    CUresult r = cu->cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dev_dst, src, n);
+    return r ? cu_fail(cu, r, "copying to the device", err) : KF_OK;
+}
+
+int kf_cudrv_mark(kf_cudrv *cu, int stop)
+{
+    return cu->cuEventRecord(stop ? cu->stop : cu->start, CU_STREAM_LEGACY) ? KF_EIO : KF_OK;
+}
+
+int kf_cudrv_elapsed(kf_cudrv *cu, double *seconds, kf_err *err)
+{
+    CUresult r;
+    float ms = 0;
+    if ((r = cu->cuEventSynchronize(cu->stop)))
+        return cu_fail(cu, r, "cuEventSynchronize", err);
+    if ((r = cu->cuEventElapsedTime(&ms, cu->start, cu->stop)))
+        return cu_fail(cu, r, "cuEventElapsedTime", err);
+    *seconds = (double)ms / 1e3;
+    return KF_OK;
+}
+
+int kf_cudrv_profiler(kf_cudrv *cu, int on, kf_err *err)
+{
+    CUresult r = on ? cu->cuProfilerStart() : cu->cuProfilerStop();
+    return r ? cu_fail(cu, r, on ? "cuProfilerStart" : "cuProfilerStop", err) : KF_OK;
+}
+
+size_t kf_cudrv_l2_bytes(const kf_cudrv *cu)
+{
+    return cu->flush_bytes / 2;
+}

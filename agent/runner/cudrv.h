@@ -1,0 +1,77 @@
+/* cudrv — the few CUDA driver API calls the runner needs, through
+ * dlopen("libcuda.so.1"): the agent and runner link no CUDA library, so one
+ * bundle runs on any driver.
+ *
+ * The runner makes the device's primary context current before the kernel's
+ * setup runs; the kernel's own CUDA runtime calls then share that context,
+ * so device pointers the kernel hands back are valid here, and events on the
+ * legacy default stream order against the kernel's launches. */
+#ifndef KF_CUDRV_H
+#define KF_CUDRV_H
+
+#include "common/err.h"
+
+#include <stddef.h>
+
+typedef struct kf_cudrv kf_cudrv;
+
+typedef struct kf_cudrv_timing {
+    double seconds; /* per launch; throttling is NVML's to say (nvml.h) */
+} kf_cudrv_timing;
+
+typedef int (*kf_cudrv_run_fn)(void *state, char *err, size_t errlen);
+
+/* Opens the driver, device 0 (as CUDA_VISIBLE_DEVICES shows it), its primary
+ * context, two events and a flush buffer of twice the L2. */
+int kf_cudrv_open(kf_cudrv **out, kf_err *err);
+void kf_cudrv_close(kf_cudrv **self);
+
+int kf_cudrv_copy_to_host(kf_cudrv *cu, void *dst, const void *dev_src, size_t n, kf_err *err);
+int kf_cudrv_memset(kf_cudrv *cu, void *dev_dst, unsigned char value, size_t n, kf_err *err);
+/* Waits for the device; a kernel fault comes back as its driver error name. */
+int kf_cudrv_sync(kf_cudrv *cu, kf_err *err);
+
+/* Times `batch` back-to-back launches of run between two events on the
+ * legacy stream, L2 flushed first unless hot. A blocking kernel holds the
+ * stream while they are enqueued (as nvbench does), so the host's launch
+ * latency stays out of the interval. */
+int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, void *state,
+                  kf_cudrv_timing *out, kf_err *err);
+
+/* Device memory in the primary context, for the doctor's own buffers. */
+int kf_cudrv_alloc(kf_cudrv *cu, void **out, size_t n, kf_err *err);
+void kf_cudrv_free(kf_cudrv *cu, void *p);
+int kf_cudrv_copy_to_device(kf_cudrv *cu, void *dev_dst, const void *src, size_t n, kf_err *err);
+/* Records the start (stop = 0) or stop event on the legacy stream, and the
+ * time between them once the stop event completed. */
+int kf_cudrv_mark(kf_cudrv *cu, int stop);
+int kf_cudrv_elapsed(kf_cudrv *cu, double *seconds, kf_err *err);
+
+/* Opens (on = 1) or closes the range a profiler started with
+ * --profile-from-start off records. */
+int kf_cudrv_profiler(kf_cudrv *cu, int on, kf_err *err);
+
+/* The device's UUID as NVML spells it ("GPU-xxxxxxxx-xxxx-…"). */
+int kf_cudrv_uuid(kf_cudrv *cu, char *out, size_t len);
+
+/* The device-to-device copy rate of `bytes`-sized copies, counting bytes
+ * read plus written, median of `reps` after two warm-ups: the memory
+ * ceiling profiles are compared with. */
+int kf_cudrv_copy_bandwidth(kf_cudrv *cu, size_t bytes, int reps, double *gbps, kf_err *err);
+
+/* The device's L2 size in bytes. */
+size_t kf_cudrv_l2_bytes(const kf_cudrv *cu);
+
+/* Whether the blocking kernel loaded (else timing includes launch gaps). */
+int kf_cudrv_blocking(const kf_cudrv *cu);
+
+/* Compute capability of device `dev` without keeping the driver open. */
+int kf_cudrv_compute_capability(int dev, int *major, int *minor);
+/* The CUDA version the driver supports (cuDriverGetVersion, e.g. 13000). */
+int kf_cudrv_driver_version(int *version);
+
+/* Reads ptxas -v output: registers, shared memory, stack frame and spill
+ * bytes of the largest kernel reported (0 when absent). */
+void kf_cudrv_parse_ptxas(const char *log, int *regs, int *smem, int *stack, int *spill);
+
+#endif

@@ -1,0 +1,244 @@
+/* doctor — the node's measured ceilings; see doctor.h. */
+#include "runner/doctor.h"
+#include "runner/cudrv.h"
+#include "common/util.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GEMM_N 8192
+#define GEMM_REPS 10
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Host memcpy of 64 MiB (past any LLC a CI machine has), median of 7, counting bytes read plus
+ * written. */
+static double host_copy_gbps(void)
+{
+    size_t n = 64u << 20;
+    char *a = malloc(n), *b = malloc(n);
+    double t[7], r = 0;
+    if (a && b) {
+        memset(a, 0xA5, n);
+        memset(b, 0x5A, n);
+        for (int i = 0; i < 7; i++) {
+            uint64_t t0 = kf_mono_ns();
+            memcpy(b, a, n);
+            __asm__ volatile("" : : "r"(b) : "memory");
+            t[i] = (double)(kf_mono_ns() - t0) / 1e9;
+        }
+        qsort(t, 7, sizeof *t, cmp_d);
+        r = 2.0 * (double)n / t[3] / 1e9;
+    }
+    free(a);
+    free(b);
+    return r;
+}
+
+/* The few cuBLAS and runtime-free driver entry points the matrix rate
+ * needs; the device buffers come from cudrv's context (the primary one,
+ * which cuBLAS's runtime shares). */
+typedef int (*cublas_create_fn)(void **);
+typedef int (*cublas_destroy_fn)(void *);
+typedef int (*cublas_gemm_ex_fn)(void *, int, int, int, int, int, const void *, const void *, int,
+                                 int, const void *, int, int, const void *, void *, int, int, int,
+                                 int);
+
+static void *open_cublas(void)
+{
+    static const char *const names[] = {
+        "libcublas.so.13", "libcublas.so.12", "/usr/local/cuda/lib64/libcublas.so.13",
+        "/usr/local/cuda/lib64/libcublas.so.12", "/usr/local/cuda/lib64/libcublas.so"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (h)
+            return h;
+    }
+    return NULL;
+}
+
+/* bf16 bits of a float, round to nearest even. */
+static uint16_t to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7FFF + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+
+static void gemm_rate(kf_cudrv *cu, kf_doctor *d)
+{
+    void *lib = open_cublas();
+    if (!lib) {
+        snprintf(d->error, sizeof d->error, "no cuBLAS on this node (%s): bf16 ceiling unknown",
+                 dlerror());
+        return;
+    }
+    cublas_create_fn create = (cublas_create_fn)dlsym(lib, "cublasCreate_v2");
+    cublas_destroy_fn destroy = (cublas_destroy_fn)dlsym(lib, "cublasDestroy_v2");
+    cublas_gemm_ex_fn gemm = (cublas_gemm_ex_fn)dlsym(lib, "cublasGemmEx");
+    void *h = NULL;
+    if (!create || !destroy || !gemm || create(&h) != 0) {
+        snprintf(d->error, sizeof d->error, "cuBLAS does not initialise: bf16 ceiling unknown");
+        return;
+    }
+    size_t n = GEMM_N, bytes = n * n * 2;
+    void *a = NULL, *b = NULL, *c = NULL;
+    uint16_t *host = malloc(bytes);
+    kf_err err;
+    if (!host || kf_cudrv_alloc(cu, &a, bytes, &err) || kf_cudrv_alloc(cu, &b, bytes, &err) ||
+        kf_cudrv_alloc(cu, &c, bytes, &err)) {
+        snprintf(d->error, sizeof d->error, "bf16 ceiling: %s",
+                 host ? err.msg : "out of host memory");
+        goto out;
+    }
+    /* Random inputs: zeros run a matrix product measurably faster. */
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < n * n; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        host[i] = to_bf16((float)(s >> 40) / 16777216.0f * 2.0f - 1.0f);
+    }
+    if (kf_cudrv_copy_to_device(cu, a, host, bytes, &err) ||
+        kf_cudrv_copy_to_device(cu, b, host, bytes, &err)) {
+        snprintf(d->error, sizeof d->error, "bf16 ceiling: %s", err.msg);
+        goto out;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    double t[GEMM_REPS];
+    enum { OP_N = 0, R_16BF = 14, COMPUTE_32F = 68, ALGO_DEFAULT = -1 };
+    for (int i = -3; i < GEMM_REPS; i++) {
+        kf_cudrv_mark(cu, 0);
+        int st = gemm(h, OP_N, OP_N, (int)n, (int)n, (int)n, &one, a, R_16BF, (int)n, b, R_16BF,
+                      (int)n, &zero, c, R_16BF, (int)n, COMPUTE_32F, ALGO_DEFAULT);
+        double secs;
+        if (st != 0 || kf_cudrv_mark(cu, 1) || kf_cudrv_elapsed(cu, &secs, &err)) {
+            snprintf(d->error, sizeof d->error, "bf16 ceiling: cublasGemmEx failed (status %d)",
+                     st);
+            goto out;
+        }
+        if (i >= 0)
+            t[i] = secs;
+    }
+    qsort(t, GEMM_REPS, sizeof *t, cmp_d);
+    d->bf16_tflops = 2.0 * (double)n * (double)n * (double)n / t[GEMM_REPS / 2] / 1e12;
+out:
+    kf_cudrv_free(cu, a);
+    kf_cudrv_free(cu, b);
+    kf_cudrv_free(cu, c);
+    free(host);
+    destroy(h);
+}
+
+int kf_doctor_measure(int gpu, kf_doctor *d)
+{
+    memset(d, 0, sizeof *d);
+    if (!gpu) {
+        d->copy_gbps = host_copy_gbps();
+        return KF_OK;
+    }
+    kf_cudrv *cu = NULL;
+    kf_err err;
+    if (kf_cudrv_open(&cu, &err) != KF_OK) {
+        snprintf(d->error, sizeof d->error, "%s", err.msg);
+        return KF_OK;
+    }
+    if (kf_cudrv_copy_bandwidth(cu, 1ull << 30, 20, &d->copy_gbps, &err) != KF_OK)
+        snprintf(d->error, sizeof d->error, "copy ceiling: %s", err.msg);
+    gemm_rate(cu, d);
+    kf_cudrv_close(&cu);
+    return KF_OK;
+}
+
+void kf_doctor_print(const kf_doctor *d, int fd)
+{
+    char e[sizeof d->error];
+    snprintf(e, sizeof e, "%s", d->error);
+    for (char *p = e; *p; p++)
+        if (*p == '\n')
+            *p = ' ';
+    dprintf(fd, "copy_gbps=%.3f bf16_tflops=%.3f error=%s\n", d->copy_gbps, d->bf16_tflops, e);
+}
+
+int kf_doctor_run(const char *exe, int gpu, const char *visible, double timeout_s, kf_doctor *out,
+                  kf_err *err)
+{
+    memset(out, 0, sizeof *out);
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return kf_err_set(err, KF_EIO, "doctor: pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return kf_err_set(err, KF_EIO, "doctor: fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        if (visible)
+            setenv("CUDA_VISIBLE_DEVICES", visible, 1);
+        execl(exe, "kfleet-agent", "--doctor", gpu ? "--gpu" : "--host", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    char buf[1024];
+    size_t got = 0;
+    uint64_t deadline = kf_mono_ns() + (uint64_t)(timeout_s * 1e9);
+    int flags = fcntl(fds[0], F_GETFL);
+    fcntl(fds[0], F_SETFL, flags | O_NONBLOCK);
+    int timed_out = 0;
+    for (;;) {
+        ssize_t n = read(fds[0], buf + got, sizeof buf - 1 - got);
+        if (n > 0) {
+            got += (size_t)n;
+            if (got == sizeof buf - 1)
+                break;
+            continue;
+        }
+        if (n == 0)
+            break;
+        if (errno != EAGAIN && errno != EINTR)
+            break;
+        if (kf_mono_ns() > deadline) {
+            timed_out = 1;
+            kill(pid, SIGKILL);
+            break;
+        }
+        struct timespec ts = {0, 20000000};
+        nanosleep(&ts, NULL);
+    }
+    close(fds[0]);
+    buf[got] = '\0';
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    int rc = KF_OK;
+    if (timed_out)
+        rc = kf_err_set(err, KF_ETIMEOUT, "doctor: no answer within %.0f s", timeout_s);
+    else if (sscanf(buf, "copy_gbps=%lf bf16_tflops=%lf", &out->copy_gbps, &out->bf16_tflops) != 2)
+        rc =
+            kf_err_set(err, KF_EIO, "doctor: %s exited without a measurement (status %d)", exe, st);
+    if (rc != KF_OK) {
+        snprintf(out->error, sizeof out->error, "%s", err->msg);
+        return rc;
+    }
+    const char *e = strstr(buf, " error=");
+    if (e) {
+        snprintf(out->error, sizeof out->error, "%s", e + 7);
+        out->error[strcspn(out->error, "\n")] = '\0';
+    }
+    return KF_OK;
+}

@@ -1,0 +1,41 @@
+/* doctor — measures the node's ceilings once per registration, so that
+ * every profile is reported as a percentage of what this node really does,
+ * not of a datasheet.
+ *
+ * On a GPU: the device-to-device copy rate (1 GiB copies, bytes read plus
+ * written, median of 20) and the bf16 matrix rate of cuBLAS (8192^3
+ * cublasGemmEx, bf16 in and out, fp32 compute, random inputs, median of
+ * 10). cuBLAS is dlopen'd (libcublas.so.13/.12 or the toolkit's), like the
+ * driver: the agent links no CUDA library. Without cuBLAS the matrix rate
+ * is 0 and the reason is recorded. On a CPU-only node: host memcpy
+ * bandwidth, counted the same way.
+ *
+ * The measurement runs in a child (`kfleet-agent --doctor`) so that a
+ * broken driver cannot take the agent down; kf_doctor_run spawns it and
+ * reads its one line of output. */
+#ifndef KF_DOCTOR_H
+#define KF_DOCTOR_H
+
+#include "common/err.h"
+
+typedef struct kf_doctor {
+    double copy_gbps;   /* 0: not measured */
+    double bf16_tflops; /* 0: not measured (CPU node, or no cuBLAS) */
+    char error[512];    /* why something was not measured; "" when all was */
+} kf_doctor;
+
+/* Measures in this process (the --doctor child). gpu: 1 to measure device
+ * 0 as CUDA_VISIBLE_DEVICES shows it, 0 for the host. Returns 0; failures
+ * are described in out->error. */
+int kf_doctor_measure(int gpu, kf_doctor *out);
+
+/* Prints out as one line "copy_gbps=… bf16_tflops=… error=…" to fd. */
+void kf_doctor_print(const kf_doctor *d, int fd);
+
+/* Runs `exe --doctor [--gpu]` with CUDA_VISIBLE_DEVICES=visible (when not
+ * NULL), waits at most timeout_s, parses its line. Returns 0, or KF_EIO /
+ * KF_ETIMEOUT with err filled (and out->error set to the same text). */
+int kf_doctor_run(const char *exe, int gpu, const char *visible, double timeout_s, kf_doctor *out,
+                  kf_err *err);
+
+#endif

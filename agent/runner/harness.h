@@ -1,0 +1,42 @@
+/* harness — runs one task (build, validate or profile) inside a runner
+ * process, a child of the agent, so that a kernel that crashes or hangs
+ * takes down only the runner.
+ *
+ * The runner reads one TaskAssign (protobuf) from stdin and writes a stream
+ * of frames to `out_fd`: each frame is a u32 little-endian length followed by
+ * a packed Kfleet__Envelope whose body is `samples` (SampleBatch, any number,
+ * sequence numbers contiguous from 0) or `result` (Result, exactly one, last).
+ * Diagnostics go to stderr, which the agent keeps.
+ *
+ * Files, under the agent's work dir:
+ *   cache/<key>.so    build artifacts, key = BLAKE2b(kernel_hash, compiler
+ *                     version, arch); written by rename, so a reader never
+ *                     sees a partial file
+ *   cache/<key>.json  what built it (compiler, flags, artifact hash)
+ *   tmp/<task>-<attempt>/  scratch: sources, compiler output
+ */
+#ifndef KF_HARNESS_H
+#define KF_HARNESS_H
+
+#include "common/err.h"
+#include "proto/kfleet.pb-c.h"
+
+/* Defaults, as nvbench's: 10 samples, 0.5 s, 0.5 % noise, 15 s timeout. */
+#define KF_DEFAULT_MIN_SAMPLES 10
+#define KF_DEFAULT_MIN_TIME_S 0.5
+#define KF_DEFAULT_MAX_NOISE_PCT 0.5
+#define KF_DEFAULT_TIMEOUT_S 15.0
+#define KF_DEFAULT_SEEDS 3
+
+/* Runs the task and writes its frames to out_fd. Returns 0 when a Result
+ * frame was written (whatever the task's outcome), else a KF_E* code. */
+int kf_harness_run(const Kfleet__TaskAssign *assign, const char *workdir, int out_fd);
+
+/* Entry point of `kfleet-agent --runner --workdir DIR`: reads the
+ * TaskAssign from stdin, runs it, writes frames to stdout. */
+int kf_runner_main(const char *workdir);
+
+/* Writes one framed envelope to fd (handles short writes). */
+int kf_harness_write_frame(int fd, Kfleet__Envelope *env);
+
+#endif

@@ -1,0 +1,311 @@
+/* tools — ncu and compute-sanitizer around a nested runner; see tools.h.
+ *
+ * ncu's CSV is parsed here (a quoted-field reader of a few lines): no CSV
+ * library is packaged for Debian that would be smaller than this. */
+#include "runner/tools.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int kf_tools_find(const char *name, char *out, size_t len)
+{
+    const char *nvcc = getenv("KF_NVCC");
+    char dir[PATH_MAX];
+    if (nvcc && strchr(nvcc, '/')) {
+        snprintf(dir, sizeof dir, "%s", nvcc);
+        char *slash = strrchr(dir, '/');
+        *slash = '\0';
+        snprintf(out, len, "%s/%s", dir, name);
+        if (access(out, X_OK) == 0)
+            return 1;
+    }
+    if (kf_find_exe(name, out, len))
+        return 1;
+    snprintf(out, len, "/usr/local/cuda/bin/%s", name);
+    return access(out, X_OK) == 0;
+}
+
+int kf_tools_run_nested(const char *runner, const char *workdir, const Kfleet__TaskAssign *ta,
+                        char *const tool_argv[], size_t ntool, int *exit_status, kf_err *err)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 16], self[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/tmp/nested-%llx-%u", workdir, (unsigned long long)ta->task_id,
+             ta->attempt);
+    int rc = kf_mkdirs(dir, 0700, err);
+    if (rc != KF_OK)
+        return rc;
+    if (runner) {
+        snprintf(self, sizeof self, "%s", runner);
+    } else {
+        ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (sl <= 0)
+            return kf_err_set(err, KF_EIO, "cannot find this runner's binary: %s", strerror(errno));
+        self[sl] = '\0';
+    }
+    /* The nested task: the same, marked so that it only launches. */
+    Kfleet__TaskAssign copy = *ta;
+    Kfleet__TaskSpec spec = *ta->spec;
+    spec.ncu_pass = 1;
+    copy.spec = &spec;
+    size_t n = kfleet__task_assign__get_packed_size(&copy);
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf)
+        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    kfleet__task_assign__pack(&copy, buf);
+    snprintf(path, sizeof path, "%s/task.pb", dir);
+    rc = kf_write_file(path, buf, n, 0600, err);
+    free(buf);
+    if (rc != KF_OK)
+        return rc;
+    char **argv = calloc(ntool + 6, sizeof *argv);
+    if (!argv)
+        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    for (size_t i = 0; i < ntool; i++)
+        argv[i] = tool_argv[i];
+    argv[ntool] = self;
+    argv[ntool + 1] = "--runner";
+    argv[ntool + 2] = "--workdir";
+    argv[ntool + 3] = (char *)workdir;
+    int in = open(path, O_RDONLY | O_CLOEXEC);
+    pid_t pid = in >= 0 ? fork() : -1;
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(in, 0);
+        if (devnull >= 0)
+            dup2(devnull, 1); /* the nested runner's frames: nobody reads them */
+        execv(argv[0], argv);
+        dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    int e = errno;
+    free(argv);
+    if (in >= 0)
+        close(in);
+    if (pid < 0)
+        return kf_err_set(err, KF_EIO, "cannot start %s: %s", tool_argv[0], strerror(e));
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return kf_err_set(err, KF_EIO, "waitpid: %s", strerror(errno));
+    *exit_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return KF_OK;
+}
+
+/* Splits one CSV line into at most max fields (quotes removed, "" kept as
+ * one quote), in place. Returns the count. */
+static size_t csv_fields(char *line, char **f, size_t max)
+{
+    size_t n = 0;
+    char *p = line;
+    while (*p && n < max) {
+        char *w = p, *start = p;
+        if (*p == '"') {
+            p++;
+            start = w;
+            while (*p) {
+                if (*p == '"' && p[1] == '"') {
+                    *w++ = '"';
+                    p += 2;
+                } else if (*p == '"') {
+                    p++;
+                    break;
+                } else {
+                    *w++ = *p++;
+                }
+            }
+            while (*p && *p != ',')
+                p++;
+        } else {
+            while (*p && *p != ',')
+                w = ++p;
+        }
+        f[n++] = start;
+        if (*p == ',') {
+            *w = '\0';
+            p++;
+        } else {
+            *w = '\0';
+            break;
+        }
+    }
+    return n;
+}
+
+typedef struct series {
+    char *kernel, *metric, *unit;
+    double *v;
+    size_t n, cap;
+} series;
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static Kfleet__Metric *metric(const char *name, const char *unit, const char *kernel, double value,
+                              uint32_t launches)
+{
+    Kfleet__Metric *m = malloc(sizeof *m);
+    if (!m)
+        return NULL;
+    kfleet__metric__init(m);
+    m->name = strdup(name);
+    m->unit = strdup(unit);
+    m->kernel = strdup(kernel);
+    m->value = value;
+    m->launches = launches;
+    if (!m->name || !m->unit || !m->kernel) {
+        free(m->name);
+        free(m->unit);
+        free(m->kernel);
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+int kf_tools_parse_ncu_csv(const char *text, unsigned runs, Kfleet__Metric ***out, size_t *nout,
+                           kf_err *err)
+{
+    *out = NULL;
+    *nout = 0;
+    char *copy = strdup(text ? text : "");
+    series *s = NULL;
+    size_t ns = 0;
+    int ck = -1, cm = -1, cu = -1, cv = -1, rc = KF_OK;
+    for (char *save = NULL, *line = strtok_r(copy, "\n", &save); line && copy;
+         line = strtok_r(NULL, "\n", &save)) {
+        line[strcspn(line, "\r")] = '\0';
+        if (line[0] != '"')
+            continue; /* ==PROF== notes and the application's own output */
+        char *f[64];
+        size_t nf = csv_fields(line, f, 64);
+        if (ck < 0) {
+            for (size_t i = 0; i < nf; i++) {
+                ck = strcmp(f[i], "Kernel Name") == 0 ? (int)i : ck;
+                cm = strcmp(f[i], "Metric Name") == 0 ? (int)i : cm;
+                cu = strcmp(f[i], "Metric Unit") == 0 ? (int)i : cu;
+                cv = strcmp(f[i], "Metric Value") == 0 ? (int)i : cv;
+            }
+            if (ck < 0 || cm < 0 || cu < 0 || cv < 0)
+                ck = -1;
+            continue;
+        }
+        if ((size_t)ck >= nf || (size_t)cm >= nf || (size_t)cu >= nf || (size_t)cv >= nf)
+            continue;
+        char num[64], *q = num;
+        for (const char *p = f[cv]; *p && q < num + sizeof num - 1; p++)
+            if (*p != ',') /* thousands separators */
+                *q++ = *p;
+        *q = '\0';
+        char *end;
+        double v = strtod(num, &end);
+        if (end == num || *end)
+            continue; /* "n/a" and the like */
+        size_t i = 0;
+        while (i < ns && !(strcmp(s[i].kernel, f[ck]) == 0 && strcmp(s[i].metric, f[cm]) == 0))
+            i++;
+        if (i == ns) {
+            series *grown = realloc(s, (ns + 1) * sizeof *s);
+            if (!grown) {
+                rc = KF_ENOMEM;
+                break;
+            }
+            s = grown;
+            memset(&s[ns], 0, sizeof *s);
+            s[ns].kernel = strdup(f[ck]);
+            s[ns].metric = strdup(f[cm]);
+            s[ns].unit = strdup(f[cu]);
+            ns++;
+        }
+        if (s[i].n == s[i].cap) {
+            size_t cap = s[i].cap ? 2 * s[i].cap : 8;
+            double *nv = realloc(s[i].v, cap * sizeof *nv);
+            if (!nv) {
+                rc = KF_ENOMEM;
+                break;
+            }
+            s[i].v = nv;
+            s[i].cap = cap;
+        }
+        s[i].v[s[i].n++] = v;
+    }
+    if (rc == KF_OK && ns == 0)
+        rc = kf_err_set(err, KF_EINVAL,
+                        "ncu reported no metric rows (no kernel launched, or no metric name was "
+                        "known to this ncu)");
+    else if (rc == KF_ENOMEM)
+        kf_err_set(err, KF_ENOMEM, "out of memory");
+    Kfleet__Metric **m = rc == KF_OK ? calloc(2 * ns, sizeof *m) : NULL;
+    if (rc == KF_OK && !m)
+        rc = kf_err_set(err, KF_ENOMEM, "out of memory");
+    size_t nm = 0;
+    for (size_t i = 0; rc == KF_OK && i < ns; i++) {
+        if (!s[i].kernel || !s[i].metric || !s[i].unit) {
+            rc = kf_err_set(err, KF_ENOMEM, "out of memory");
+            break;
+        }
+        qsort(s[i].v, s[i].n, sizeof *s[i].v, cmp_d);
+        double med =
+            s[i].n % 2 ? s[i].v[s[i].n / 2] : (s[i].v[s[i].n / 2 - 1] + s[i].v[s[i].n / 2]) / 2;
+        if (!(m[nm++] = metric(s[i].metric, s[i].unit, s[i].kernel, med, (uint32_t)s[i].n)))
+            rc = kf_err_set(err, KF_ENOMEM, "out of memory");
+    }
+    /* Per metric, all kernels together, per run. */
+    for (size_t i = 0; rc == KF_OK && i < ns; i++) {
+        int first = 1;
+        for (size_t j = 0; j < i; j++)
+            first &= strcmp(s[j].metric, s[i].metric) != 0;
+        if (!first)
+            continue;
+        double total = 0;
+        uint32_t launches = 0;
+        for (size_t j = i; j < ns; j++) {
+            if (strcmp(s[j].metric, s[i].metric) != 0)
+                continue;
+            for (size_t k = 0; k < s[j].n; k++)
+                total += s[j].v[k];
+            launches += (uint32_t)s[j].n;
+        }
+        if (!(m[nm++] =
+                  metric(s[i].metric, s[i].unit, "(per run)", total / (runs ? runs : 1), launches)))
+            rc = kf_err_set(err, KF_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < ns; i++) {
+        free(s[i].kernel);
+        free(s[i].metric);
+        free(s[i].unit);
+        free(s[i].v);
+    }
+    free(s);
+    free(copy);
+    if (rc != KF_OK) {
+        kf_tools_free_metrics(m, nm);
+        return rc;
+    }
+    *out = m;
+    *nout = nm;
+    return KF_OK;
+}
+
+void kf_tools_free_metrics(Kfleet__Metric **m, size_t n)
+{
+    for (size_t i = 0; m && i < n; i++) {
+        if (!m[i])
+            continue;
+        free(m[i]->name);
+        free(m[i]->unit);
+        free(m[i]->kernel);
+        free(m[i]);
+    }
+    free(m);
+}

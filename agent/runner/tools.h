@@ -1,0 +1,48 @@
+/* tools — runs a task's kernel a second time under one of NVIDIA's tools:
+ * Nsight Compute (ncu) for the metrics a sweep asks for, compute-sanitizer
+ * (memcheck, racecheck) for validations with `sanitize: true`.
+ *
+ * The tool starts this same binary as a nested runner (`--runner`) on a
+ * copy of the task with `ncu_pass` set: the nested runner launches the
+ * kernel a few times between cuProfilerStart/Stop and streams nothing, so
+ * ncu sees only the kernel's own launches (not the input generators of its
+ * setup) and the agent sees only the outer runner's frames. ncu runs with
+ * --clock-control none: the GPU's clocks are left as they are, as for the
+ * timed samples.
+ *
+ * The tools are found beside the nvcc that builds (…/cuda/bin) or on PATH. */
+#ifndef KF_TOOLS_H
+#define KF_TOOLS_H
+
+#include "common/buf.h"
+#include "common/err.h"
+#include "proto/kfleet.pb-c.h"
+
+#include <stddef.h>
+
+/* Launches of the kernel the nested ncu run profiles. */
+#define KF_TOOLS_NCU_RUNS 5
+
+/* Finds a toolkit tool ("ncu", "compute-sanitizer"): beside nvcc, in the
+ * toolkit's usual place, or on PATH. Returns 1 and fills out, or 0. */
+int kf_tools_find(const char *name, char *out, size_t len);
+
+/* Runs `tool_argv... RUNNER --runner --workdir WORKDIR` (RUNNER: `runner`,
+ * or this process's own binary when NULL) with the task
+ * (ncu_pass set) on stdin and the runner's frames discarded; the tool's
+ * output is left in log (its --log-file). Returns the tool's exit status
+ * (>= 0), or a KF_E* code with err filled when it could not be started. */
+int kf_tools_run_nested(const char *runner, const char *workdir, const Kfleet__TaskAssign *ta,
+                        char *const tool_argv[], size_t ntool, int *exit_status, kf_err *err);
+
+/* Parses ncu's --csv output: per (kernel, metric) the median over the
+ * launches, plus, per metric, the total over all kernels divided by `runs`
+ * under the kernel name "(per run)" — what one run() costs when it launches
+ * several kernels. *out is a malloc'd array of malloc'd Metrics (free with
+ * kf_tools_free_metrics). Returns 0, or KF_EINVAL (err filled) when the
+ * text has no metric rows. */
+int kf_tools_parse_ncu_csv(const char *text, unsigned runs, Kfleet__Metric ***out, size_t *n,
+                           kf_err *err);
+void kf_tools_free_metrics(Kfleet__Metric **m, size_t n);
+
+#endif

@@ -1,0 +1,128 @@
+/* cli — the home, sweep ids, sweep files and the stop flag, for every
+ * command; see cli.h. */
+#include "cli/cli.h"
+#include "cli/client.h"
+#include "common/util.h"
+#include "core/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The only global of the command line: set by the signal handler. */
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_stop = 1;
+}
+
+volatile sig_atomic_t *kf_cli_catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    return &g_stop;
+}
+
+int kf_cli_paths(const char *home, int create, kf_paths *p)
+{
+    kf_err err;
+    if (kf_paths_resolve(p, home, create, &err) != KF_OK) {
+        fprintf(stderr, "kfleet: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}
+
+int kf_cli_sweep_id(const char *s, uint32_t *id)
+{
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    if (*s == '\0' || *end || v == 0 || v > UINT32_MAX)
+        return -1;
+    *id = (uint32_t)v;
+    return 0;
+}
+
+int kf_cli_parse_sweep(const char *cmdname, const char *file, kf_sweep_spec **spec, char *kdir,
+                       size_t kdir_len)
+{
+    kf_err err;
+    if (kf_client_kernels_dir(kdir, kdir_len, &err) != KF_OK) {
+        fprintf(stderr, "kfleet %s: %s\n", cmdname, err.msg);
+        return 1;
+    }
+    if (kf_sweep_parse_file(file, kdir, spec, &err) != KF_OK) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 2;
+    }
+    return 0;
+}
+
+int kf_cli_print_json(json_t *o, size_t flags)
+{
+    char *s = o ? json_dumps(o, flags | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    if (!s) {
+        fprintf(stderr, "kfleet: out of memory\n");
+        return 1;
+    }
+    printf("%s\n", s);
+    free(s);
+    return 0;
+}
+
+int kf_cli_render_report(const char *store_dir, uint32_t sweep_id, int have_id,
+                         const kf_report_opts *opts, const char *out_file)
+{
+    kf_err err;
+    kf_store *s = NULL;
+    if (access(store_dir, F_OK) != 0) {
+        fprintf(stderr, "kfleet report: no store at %s: nothing has run with this home yet\n",
+                store_dir);
+        return 1;
+    }
+    if (kf_store_open(store_dir, 1, &s, &err) != KF_OK) {
+        fprintf(stderr, "kfleet report: %s\n", err.msg);
+        return 1;
+    }
+    kf_txn *t = NULL;
+    int rc = kf_store_begin(s, 1, &t, &err);
+    if (rc == KF_OK && !have_id && kf_store_latest_sweep_id(t, &sweep_id) != KF_OK) {
+        fprintf(stderr, "kfleet report: no sweep in %s yet; submit one with `kfleet submit`\n",
+                store_dir);
+        kf_store_abort(&t);
+        kf_store_close(&s);
+        return 1;
+    }
+    kf_buf out = KF_BUF_INIT;
+    if (rc == KF_OK) {
+        kf_report_opts o = *opts;
+        o.color = !out_file && isatty(STDOUT_FILENO) && o.fmt == KF_REPORT_TABLE;
+        rc = kf_report_render_opts(t, sweep_id, &o, &out, &err);
+    }
+    kf_store_abort(&t);
+    kf_store_close(&s);
+    if (rc) {
+        fprintf(stderr, "kfleet report: %s\n", err.msg);
+        kf_buf_release(&out);
+        return 1;
+    }
+    if (out_file) {
+        if (kf_write_file(out_file, out.data, out.len, 0644, &err) != KF_OK) {
+            fprintf(stderr, "kfleet report: %s\n", err.msg);
+            kf_buf_release(&out);
+            return 1;
+        }
+    } else {
+        fwrite(out.data, 1, out.len, stdout);
+    }
+    kf_buf_release(&out);
+    return 0;
+}

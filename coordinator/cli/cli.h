@@ -1,0 +1,43 @@
+/* cli — what the `kfleet` commands share beyond their options: the home's
+ * paths, sweep ids, the sweep file, and the flag SIGINT/SIGTERM set. Each
+ * prints its own one-line error, so a command only returns the status. */
+#ifndef KF_CLI_H
+#define KF_CLI_H
+
+#include "common/paths.h"
+#include "core/sweep.h"
+#include "report/report.h"
+
+#include <jansson.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Resolves the home's paths (making its directories when create is set).
+ * 0, or 1 after printing why not. */
+int kf_cli_paths(const char *home, int create, kf_paths *p);
+
+/* Parses a sweep id: a positive number that fits 32 bits. 0 or -1. */
+int kf_cli_sweep_id(const char *s, uint32_t *id);
+
+/* Parses a sweep file against the kernels directory (written to kdir).
+ * 0; 1 when there is no kernels directory; 2 for an error in the file
+ * (printed as FILE:LINE:COL: what). *spec is the caller's to destroy. */
+int kf_cli_parse_sweep(const char *cmdname, const char *file, kf_sweep_spec **spec, char *kdir,
+                       size_t kdir_len);
+
+/* Renders a sweep's report from the store at store_dir (the latest sweep
+ * when !have_id) to out_file or stdout. Returns an exit code. */
+int kf_cli_render_report(const char *store_dir, uint32_t sweep_id, int have_id,
+                         const kf_report_opts *opts, const char *out_file);
+
+/* Prints o as JSON on stdout (json_dumps flags: JSON_INDENT(2) for a
+ * document, 0 for one line) and drops the caller's reference. 0, or 1
+ * after saying so when o is NULL or cannot be written (out of memory). */
+int kf_cli_print_json(json_t *o, size_t flags);
+
+/* From now on SIGINT and SIGTERM set the returned flag instead of ending
+ * the process, and SIGPIPE is ignored. */
+volatile sig_atomic_t *kf_cli_catch_signals(void);
+
+#endif

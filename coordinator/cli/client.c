@@ -1,0 +1,445 @@
+/* client — control-protocol calls, submit building and --follow; see client.h. */
+#include "cli/client.h"
+#include "common/buf.h"
+#include "core/ctlsock.h"
+#include "common/util.h"
+#include "common/wire.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+struct kf_client {
+    void *ctx, *sock;
+    char endpoint[PATH_MAX];
+};
+
+int kf_client_open(const kf_paths *paths, kf_client **out, kf_err *err)
+{
+    /* The coordinator holds this lock while it runs. */
+    kf_err lerr;
+    int fd = kf_lock_file(paths->lock, &lerr);
+    if (fd >= 0) {
+        close(fd);
+        return kf_err_set(err, KF_EUNAVAIL,
+                          "no coordinator is running for %s; start one with `kfleet serve` "
+                          "(or use `kfleet run FILE` for a one-off local sweep)",
+                          paths->state);
+    }
+    if (lerr.code != KF_EBUSY) {
+        /* The state dir does not exist: nothing ever ran here. */
+        return kf_err_set(err, KF_EUNAVAIL,
+                          "no coordinator is running for %s; start one with `kfleet serve`",
+                          paths->state);
+    }
+    kf_client *c = calloc(1, sizeof *c);
+    if (!c)
+        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    snprintf(c->endpoint, sizeof c->endpoint, "%s", paths->control_endpoint);
+    c->ctx = zmq_ctx_new();
+    c->sock = zmq_socket(c->ctx, ZMQ_DEALER);
+    int zero = 0;
+    int64_t maxmsg = KF_MAX_FRAME * 4;
+    zmq_setsockopt(c->sock, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(c->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    if (zmq_connect(c->sock, c->endpoint) != 0) {
+        int e = errno;
+        kf_client_close(&c);
+        return kf_err_set(err, KF_EUNAVAIL, "cannot connect to the coordinator at %s: %s",
+                          paths->control_endpoint, zmq_strerror(e));
+    }
+    *out = c;
+    return KF_OK;
+}
+
+void kf_client_close(kf_client **self)
+{
+    kf_client *c = *self;
+    if (!c)
+        return;
+    if (c->sock)
+        zmq_close(c->sock);
+    if (c->ctx)
+        zmq_ctx_term(c->ctx);
+    free(c);
+    *self = NULL;
+}
+
+int kf_client_call(kf_client *c, Kfleet__ControlRequest *req, int timeout_ms,
+                   Kfleet__ControlReply **out, kf_err *err)
+{
+    int rc = kf_ctlsock_send_request(c->sock, req, err);
+    if (rc)
+        return rc;
+    zmq_pollitem_t it = {c->sock, 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(&it, 1, timeout_ms) <= 0)
+        return kf_err_set(err, KF_ETIMEOUT,
+                          "the coordinator at %s did not answer within %d ms (is it stuck? its "
+                          "log says)",
+                          c->endpoint, timeout_ms);
+    return kf_ctlsock_read_reply(c->sock, out, err);
+}
+
+int kf_client_kernels_dir(char *out, size_t len, kf_err *err)
+{
+    const char *env = getenv("KF_KERNELS_DIR");
+    struct stat st;
+    if (env && *env) {
+        if (stat(env, &st) != 0 || !S_ISDIR(st.st_mode))
+            return kf_err_set(err, KF_EINVAL, "KF_KERNELS_DIR=%s is not a directory", env);
+        snprintf(out, len, "%s", env);
+        return KF_OK;
+    }
+    char exe[PATH_MAX], cand[PATH_MAX + 32];
+    if (kf_exe_dir(exe, sizeof exe) == KF_OK) {
+        snprintf(cand, sizeof cand, "%s/kernels/kf_kernel.h", exe);
+        if (stat(cand, &st) == 0) {
+            snprintf(out, len, "%s/kernels", exe);
+            return KF_OK;
+        }
+        snprintf(cand, sizeof cand, "%s/../kernels/kf_kernel.h", exe);
+        if (stat(cand, &st) == 0) {
+            snprintf(out, len, "%s/../kernels", exe);
+            return KF_OK;
+        }
+    }
+    return kf_err_set(err, KF_ENOTFOUND,
+                      "cannot find the kernels directory (kf_kernel.h) beside %s; set "
+                      "KF_KERNELS_DIR",
+                      exe);
+}
+
+/* ---- submit ---- */
+
+static char *xstrdup(const char *s)
+{
+    char *p = strdup(s ? s : "");
+    if (!p)
+        abort();
+    return p;
+}
+
+static Kfleet__SourceFile *source_file(const char *name, kf_buf *content)
+{
+    Kfleet__SourceFile *sf = malloc(sizeof *sf);
+    if (!sf)
+        abort();
+    kfleet__source_file__init(sf);
+    sf->name = xstrdup(name);
+    sf->content.len = content->len;
+    sf->content.data = (uint8_t *)kf_buf_detach(content);
+    return sf;
+}
+
+/* The local headers a kernel needs: every `#include "NAME"` (a plain file
+ * name, not kf_kernel.h) that exists beside the source, or else among
+ * kfleet's shipped helpers (KERNELS_DIR/cuda, e.g. kf_cuda.cuh), and theirs
+ * in turn, at most 16. They travel with the kernel and enter its hash, so a
+ * changed header rebuilds. Names go to names[], contents to texts[]. */
+#define KF_MAX_HEADERS 16
+static int collect_headers(const char *dir, const char *kernels_dir, const kf_buf *text,
+                           char **names, kf_buf *texts, size_t *n, kf_err *err)
+{
+    for (const char *p = text->data; p && (p = strstr(p, "#include")) != NULL;) {
+        p += 8;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p != '"')
+            continue;
+        const char *e = strchr(p + 1, '"');
+        const char *nl = strchr(p + 1, '\n');
+        if (!e || (nl && nl < e) || e == p + 1)
+            continue;
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(e - p - 1), p + 1);
+        if (strchr(name, '/') || name[0] == '.' || strcmp(name, "kf_kernel.h") == 0)
+            continue;
+        int seen = 0;
+        for (size_t i = 0; i < *n; i++)
+            seen |= strcmp(names[i], name) == 0;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        if (!seen && access(path, R_OK) != 0)
+            snprintf(path, sizeof path, "%s/cuda/%s", kernels_dir, name);
+        if (seen || access(path, R_OK) != 0)
+            continue; /* a system or toolkit header */
+        if (*n == KF_MAX_HEADERS)
+            return kf_err_set(err, KF_EINVAL,
+                              "%s: a kernel may bring at most %d local headers; merge some", path,
+                              KF_MAX_HEADERS);
+        kf_buf_init(&texts[*n]);
+        if (kf_buf_read_file(&texts[*n], path) != KF_OK)
+            return kf_err_set(err, KF_EIO, "cannot read header %s: %s", path, strerror(errno));
+        names[*n] = xstrdup(name);
+        size_t me = (*n)++;
+        int rc = collect_headers(dir, kernels_dir, &texts[me], names, texts, n, err);
+        if (rc != KF_OK)
+            return rc;
+    }
+    return KF_OK;
+}
+
+int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
+                           Kfleet__SubmitRequest **out, kf_err *err)
+{
+    char abi_path[PATH_MAX + 32];
+    snprintf(abi_path, sizeof abi_path, "%s/kf_kernel.h", kernels_dir);
+    kf_buf abi = KF_BUF_INIT;
+    if (kf_buf_read_file(&abi, abi_path) != KF_OK) {
+        kf_buf_release(&abi);
+        return kf_err_set(err, KF_EIO, "cannot read the kernel ABI header %s: %s", abi_path,
+                          strerror(errno));
+    }
+    Kfleet__SubmitRequest *req = calloc(1, sizeof *req);
+    Kfleet__Sweep *sw = calloc(1, sizeof *sw);
+    Kfleet__MeasureSettings *ms = calloc(1, sizeof *ms);
+    if (!req || !sw || !ms)
+        abort();
+    kfleet__submit_request__init(req);
+    kfleet__sweep__init(sw);
+    kfleet__measure_settings__init(ms);
+    req->sweep = sw;
+    sw->name = xstrdup(spec->name);
+    sw->file = xstrdup(spec->file);
+    sw->spec_yaml = xstrdup(spec->text);
+    sw->nodes_all = spec->nodes_all;
+    sw->max_attempts = spec->max_attempts;
+    sw->time_limit_s = spec->time_limit_s;
+    sw->baseline = xstrdup(spec->baseline);
+    ms->min_samples = spec->measure.min_samples;
+    ms->min_time_s = spec->measure.min_time_s;
+    ms->max_noise_pct = spec->measure.max_noise_pct;
+    ms->timeout_s = spec->measure.timeout_s;
+    ms->warmup = spec->measure.warmup;
+    ms->hot = spec->measure.hot;
+    ms->validate_seeds = spec->measure.seeds;
+    ms->batch = spec->measure.batch;
+    ms->sanitize = spec->measure.sanitize;
+    ms->n_ncu_metrics = spec->measure.nncu;
+    ms->ncu_metrics = calloc(spec->measure.nncu ? spec->measure.nncu : 1, sizeof(char *));
+    if (!ms->ncu_metrics)
+        abort();
+    for (size_t i = 0; i < spec->measure.nncu; i++)
+        ms->ncu_metrics[i] = xstrdup(spec->measure.ncu[i]);
+    sw->measure = ms;
+    sw->n_kernels = spec->nkernels;
+    sw->kernels = calloc(spec->nkernels, sizeof *sw->kernels);
+    if (!sw->kernels)
+        abort();
+    size_t ntasks = 0;
+    int kinds = spec->tasks & (KF_TASK_VALIDATE | KF_TASK_PROFILE);
+    size_t per_config = (size_t) !!(kinds & KF_TASK_VALIDATE) + !!(kinds & KF_TASK_PROFILE);
+    for (size_t i = 0; i < spec->nkernels; i++)
+        ntasks += per_config ? kf_sweep_kernel_configs(&spec->kernels[i]) * per_config : 1;
+    req->tasks = calloc(ntasks ? ntasks : 1, sizeof *req->tasks);
+    if (!req->tasks)
+        abort();
+    int rc = KF_OK;
+    for (size_t i = 0; i < spec->nkernels; i++) {
+        const kf_sweep_kernel *k = &spec->kernels[i];
+        Kfleet__KernelRef *kr = calloc(1, sizeof *kr);
+        if (!kr)
+            abort();
+        kfleet__kernel_ref__init(kr);
+        sw->kernels[i] = kr;
+        kr->name = xstrdup(k->name);
+        kr->cuda = k->cuda;
+        kf_buf src = KF_BUF_INIT;
+        if (kf_buf_read_file(&src, k->path) != KF_OK) {
+            rc = kf_err_set(err, KF_EIO, "%s:%d:%d: cannot read kernel source %s: %s", spec->file,
+                            k->line, k->col, k->path, strerror(errno));
+            kf_buf_release(&src);
+            break;
+        }
+        const char *base = strrchr(k->path, '/');
+        base = base ? base + 1 : k->path;
+        char srcdir[PATH_MAX];
+        snprintf(srcdir, sizeof srcdir, "%.*s", (int)(base - k->path), k->path);
+        if (!srcdir[0])
+            snprintf(srcdir, sizeof srcdir, ".");
+        char *hnames[KF_MAX_HEADERS];
+        kf_buf htexts[KF_MAX_HEADERS];
+        size_t nh = 0;
+        if ((rc = collect_headers(srcdir, kernels_dir, &src, hnames, htexts, &nh, err)) != KF_OK) {
+            for (size_t h = 0; h < nh; h++) {
+                free(hnames[h]);
+                kf_buf_release(&htexts[h]);
+            }
+            kf_buf_release(&src);
+            break;
+        }
+        kr->n_flags = k->nflags;
+        kr->flags = calloc(k->nflags ? k->nflags : 1, sizeof *kr->flags);
+        if (!kr->flags)
+            abort();
+        for (size_t f = 0; f < k->nflags; f++)
+            kr->flags[f] = xstrdup(k->flags[f]);
+        /* The hash covers what decides the artifact on the coordinator's
+         * side: every source byte, the file names and the flags. The agent
+         * adds its compiler version and arch to make its cache key. */
+        kf_hash_part parts[4 + 2 * KF_MAX_HEADERS + 64];
+        size_t np = 0;
+        parts[np++] = (kf_hash_part){base, strlen(base)};
+        parts[np++] = (kf_hash_part){src.data, src.len};
+        parts[np++] = (kf_hash_part){"kf_kernel.h", 11};
+        parts[np++] = (kf_hash_part){abi.data, abi.len};
+        for (size_t h = 0; h < nh; h++) {
+            parts[np++] = (kf_hash_part){hnames[h], strlen(hnames[h])};
+            parts[np++] = (kf_hash_part){htexts[h].data, htexts[h].len};
+        }
+        for (size_t f = 0; f < k->nflags && f < 64; f++)
+            parts[np++] = (kf_hash_part){k->flags[f], strlen(k->flags[f])};
+        char hex[65];
+        kf_hash_hex(parts, np, hex);
+        kr->hash = xstrdup(hex);
+        kr->n_sources = 2 + nh;
+        kr->sources = calloc(2 + nh, sizeof *kr->sources);
+        if (!kr->sources)
+            abort();
+        kr->sources[0] = source_file(base, &src);
+        kf_buf abicopy = KF_BUF_INIT;
+        kf_buf_add(&abicopy, abi.data, abi.len);
+        kr->sources[1] = source_file("kf_kernel.h", &abicopy);
+        for (size_t h = 0; h < nh; h++) {
+            kr->sources[2 + h] = source_file(hnames[h], &htexts[h]);
+            free(hnames[h]);
+        }
+
+        size_t nconf = kf_sweep_kernel_configs(k);
+        if (!per_config) {
+            Kfleet__Task *t = calloc(1, sizeof *t);
+            if (!t)
+                abort();
+            kfleet__task__init(t);
+            t->kind = KFLEET__TASK_KIND__BUILD;
+            t->kernel_index = (uint32_t)i;
+            req->tasks[req->n_tasks++] = t;
+            continue;
+        }
+        for (size_t ci = 0; ci < nconf; ci++) {
+            const char *names[KF_SWEEP_MAX_AXES];
+            int64_t values[KF_SWEEP_MAX_AXES];
+            int np2 = kf_sweep_kernel_config(k, ci, names, values);
+            for (int kind = KFLEET__TASK_KIND__VALIDATE; kind <= KFLEET__TASK_KIND__PROFILE;
+                 kind++) {
+                if (kind == KFLEET__TASK_KIND__VALIDATE && !(kinds & KF_TASK_VALIDATE))
+                    continue;
+                if (kind == KFLEET__TASK_KIND__PROFILE && !(kinds & KF_TASK_PROFILE))
+                    continue;
+                Kfleet__Task *t = calloc(1, sizeof *t);
+                if (!t)
+                    abort();
+                kfleet__task__init(t);
+                t->kind = (Kfleet__TaskKind)kind;
+                t->kernel_index = (uint32_t)i;
+                t->config_index = (uint32_t)ci;
+                t->n_params = (size_t)np2;
+                t->params = calloc(np2 ? (size_t)np2 : 1, sizeof *t->params);
+                if (!t->params)
+                    abort();
+                for (int p = 0; p < np2; p++) {
+                    Kfleet__Param *pp = malloc(sizeof *pp);
+                    if (!pp)
+                        abort();
+                    kfleet__param__init(pp);
+                    pp->name = xstrdup(names[p]);
+                    pp->value = values[p];
+                    t->params[p] = pp;
+                }
+                req->tasks[req->n_tasks++] = t;
+            }
+        }
+    }
+    kf_buf_release(&abi);
+    if (rc) {
+        kf_client_free_submit(&req);
+        return rc;
+    }
+    *out = req;
+    return KF_OK;
+}
+
+void kf_client_free_submit(Kfleet__SubmitRequest **req)
+{
+    /* Everything was malloc'd piecewise with the default allocator, which
+     * is what free_unpacked releases. */
+    if (req && *req) {
+        kfleet__submit_request__free_unpacked(*req, NULL);
+        *req = NULL;
+    }
+}
+
+/* ---- follow ---- */
+
+static uint32_t ended(const Kfleet__SweepProgress *p)
+{
+    return p->succeeded + p->failed + p->timed_out + p->cancelled;
+}
+
+int kf_client_follow(kf_client *c, uint32_t sweep_id, volatile int *interrupted,
+                     Kfleet__SweepProgress *final, kf_err *err)
+{
+    int tty = isatty(STDERR_FILENO);
+    uint64_t start = kf_mono_ns(), last_line = 0;
+    uint32_t last_done = UINT32_MAX, last_failed = UINT32_MAX, last_running = UINT32_MAX;
+    int rc = KF_OK;
+    for (;;) {
+        Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
+        req.body_case = KFLEET__CONTROL_REQUEST__BODY_PROGRESS;
+        req.progress = sweep_id;
+        Kfleet__ControlReply *rep = NULL;
+        if ((rc = kf_client_call(c, &req, 10000, &rep, err)))
+            break;
+        Kfleet__SweepProgress p = *rep->progress;
+        p.name = NULL;
+        kfleet__control_reply__free_unpacked(rep, NULL);
+        *final = p;
+        uint32_t done = ended(&p), bad = p.failed + p.timed_out;
+        uint64_t now = kf_mono_ns();
+        double el = (double)(now - start) / 1e9;
+        double rate = el > 0 ? done / el : 0;
+        int finished = p.total > 0 && done == p.total;
+        if (tty) {
+            int width = 30, fill = p.total ? (int)((uint64_t)width * done / p.total) : 0;
+            char bar[64];
+            for (int i = 0; i < width; i++)
+                bar[i] = i < fill ? '#' : '.';
+            bar[width] = '\0';
+            double eta = rate > 0 ? (p.total - done) / rate : 0;
+            fprintf(stderr,
+                    "\r\033[Ksweep %u [%s] %u/%u done, %u failed, %u running, %.1f/s, "
+                    "ETA %.0fs",
+                    sweep_id, bar, done, p.total, bad, p.running, rate, eta);
+            if (finished)
+                fputc('\n', stderr);
+        } else if (finished ||
+                   ((done != last_done || bad != last_failed || p.running != last_running) &&
+                    now - last_line >= 1000000000ull)) {
+            fprintf(stderr, "sweep %u: %u/%u done, %u failed, %u running, %u pending (%.1fs)\n",
+                    sweep_id, done, p.total, bad, p.running, p.pending, el);
+            last_line = now;
+            last_done = done;
+            last_failed = bad;
+            last_running = p.running;
+        }
+        fflush(stderr);
+        if (finished)
+            break;
+        if (interrupted && *interrupted) {
+            fprintf(stderr,
+                    "\ndetached: sweep %u goes on (`kfleet status`, `kfleet report %u`; "
+                    "`kfleet cancel %u` stops it)\n",
+                    sweep_id, sweep_id, sweep_id);
+            return KF_ETIMEOUT;
+        }
+        struct timespec ts = {0, 200000000};
+        nanosleep(&ts, NULL);
+    }
+    return rc;
+}

@@ -1,0 +1,94 @@
+/* cmd_compare — `kfleet compare A B`: what got faster or slower between
+ * two sweeps, beyond the noise; exit 1 on a regression, so it gates CI.
+ * The comparison is coordinator/report/compare.c's; this file is the flags
+ * and the exit status. */
+#include "cli/cli.h"
+#include "cli/options.h"
+#include "report/compare.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int cmd_compare(int argc, char **argv, const char *home)
+{
+    const kf_cmd_entry *self = &kf_cmd_compare;
+    int json = 0;
+    double threshold = 5;
+    static const struct option opts[] = {{"format", required_argument, 0, 'F'},
+                                         {"threshold", required_argument, 0, 't'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    int ch, rc;
+    while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
+        char *end;
+        switch (ch) {
+        case KF_OPT_EXIT:
+            return rc;
+        case 'F':
+            if (strcmp(optarg, "table") != 0 && strcmp(optarg, "json") != 0)
+                return kf_opt_error(self, "--format wants table or json, got '%s'", optarg);
+            json = strcmp(optarg, "json") == 0;
+            break;
+        case 't':
+            threshold = strtod(optarg, &end);
+            if (end == optarg || (*end && strcmp(end, "%") != 0) || !(threshold >= 0) ||
+                threshold > 1000)
+                return kf_opt_error(self, "--threshold wants a percentage >= 0, got '%s'", optarg);
+            break;
+        default:
+            return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
+        }
+    }
+    uint32_t ids[2];
+    if (argc - optind != 2)
+        return kf_opt_error(self, "wants two sweep ids, A (the reference) and B");
+    for (int i = 0; i < 2; i++)
+        if (kf_cli_sweep_id(argv[optind + i], &ids[i]))
+            return kf_opt_error(self, "a sweep id is a positive number, got '%s'",
+                                argv[optind + i]);
+    kf_paths p;
+    if (kf_cli_paths(home, 0, &p))
+        return 1;
+    kf_err err;
+    kf_store *s = NULL;
+    kf_txn *t = NULL;
+    if (access(p.store, F_OK) != 0) {
+        fprintf(stderr, "kfleet compare: no store at %s: nothing has run with this home yet\n",
+                p.store);
+        return 1;
+    }
+    if (kf_store_open(p.store, 1, &s, &err) != KF_OK || kf_store_begin(s, 1, &t, &err) != KF_OK) {
+        fprintf(stderr, "kfleet compare: %s\n", err.msg);
+        kf_store_close(&s);
+        return 1;
+    }
+    kf_buf out = KF_BUF_INIT;
+    kf_compare_result res;
+    rc = kf_compare_render(t, ids[0], ids[1], threshold, json, &out, &res, &err);
+    kf_store_abort(&t);
+    kf_store_close(&s);
+    if (rc != KF_OK) {
+        fprintf(stderr, "kfleet compare: %s\n", err.msg);
+        kf_buf_release(&out);
+        return rc == KF_ENOTFOUND ? 2 : 1;
+    }
+    fwrite(out.data, 1, out.len, stdout);
+    kf_buf_release(&out);
+    /* The gate: a regression beyond the threshold and the noise fails. */
+    return res.regressions ? 1 : 0;
+}
+
+const kf_cmd_entry kf_cmd_compare = {
+    "compare",
+    cmd_compare,
+    "Compares two sweeps; exit 1 when one got slower beyond the noise.",
+    "compare SWEEP_A SWEEP_B [--threshold PCT] [--format table|json]",
+    "Compares sweep B with sweep A (the reference), configuration by configuration (same\n"
+    "kernel and parameters; same node, else same device): the change of the median and\n"
+    "whether it exceeds the two profiles' combined noise. Exit 1 when a configuration got\n"
+    "slower beyond the noise and the threshold, so it gates CI; exit 0 otherwise.\n\n"
+    "  --threshold PCT  a slowdown must exceed this to count as a regression (default 5)\n"
+    "  --format FMT     table or json (schema kfleet.compare/1)",
+};

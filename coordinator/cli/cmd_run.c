@@ -1,0 +1,76 @@
+/* cmd_run — `kfleet run SWEEP`: the whole sweep on this machine, start to
+ * end, with nothing left running; the fleet itself is run.c's. */
+#include "cli/cli.h"
+#include "cli/options.h"
+#include "cli/run.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+static int cmd_run(int argc, char **argv, const char *home)
+{
+    const kf_cmd_entry *self = &kf_cmd_run;
+    kf_run_options o = {0};
+    int fmt = KF_REPORT_TABLE;
+    static const struct option opts[] = {{"agents", required_argument, 0, 'a'},
+                                         {"format", required_argument, 0, 'F'},
+                                         {"output", required_argument, 0, 'o'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    int ch, rc;
+    while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
+        switch (ch) {
+        case KF_OPT_EXIT:
+            return rc;
+        case 'a': {
+            char *end;
+            long n = strtol(optarg, &end, 10);
+            if (*end || n < 1 || n > 64)
+                return kf_opt_error(self, "--agents wants a number from 1 to 64, got '%s'", optarg);
+            o.agents = (int)n;
+            break;
+        }
+        case 'F':
+            if ((fmt = kf_report_parse_format(optarg)) < 0)
+                return kf_opt_error(self, "--format wants table, md, json, html or csv, got '%s'",
+                                    optarg);
+            break;
+        case 'o':
+            o.output = optarg;
+            break;
+        default:
+            return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return kf_opt_error(self, "wants exactly one sweep file");
+    o.format = fmt;
+    kf_sweep_spec *spec = NULL;
+    char kdir[PATH_MAX];
+    rc = kf_cli_parse_sweep("run", argv[optind], &spec, kdir, sizeof kdir);
+    if (rc)
+        return rc;
+    kf_paths p;
+    if (kf_cli_paths(home, 1, &p)) {
+        kf_sweep_destroy(&spec);
+        return 1;
+    }
+    volatile sig_atomic_t *stop = kf_cli_catch_signals();
+    o.kernels_dir = kdir;
+    rc = kf_run(&p, spec, &o, stop);
+    kf_sweep_destroy(&spec);
+    return rc;
+}
+
+const kf_cmd_entry kf_cmd_run = {
+    "run",
+    cmd_run,
+    "Runs a sweep on this machine, start to end, and prints its report.",
+    "run SWEEP.yaml [--agents N] [--format table|md|json|html|csv] [-o FILE]",
+    "Runs a sweep on this machine, start to end: an embedded coordinator and local agents\n"
+    "(one per GPU, or CPU agents where there is none), progress while it runs, then the\n"
+    "report. Nothing is left running. Exit 1 if any task failed.\n\n"
+    "  --agents N        local agents to start (default: one per GPU, else 2)\n"
+    "  --format FMT      report format: table, md, json, html or csv (default table)\n"
+    "  -o, --output FILE write the report to FILE instead of stdout",
+};

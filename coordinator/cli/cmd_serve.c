@@ -1,0 +1,108 @@
+/* cmd_serve — `kfleet serve`: the coordinator daemon, in the foreground
+ * until SIGINT, SIGTERM or `kfleet stop`. One per home: the home's lock
+ * file says whether one runs. */
+#include "cli/cli.h"
+#include "cli/options.h"
+#include "common/keys.h"
+#include "common/util.h"
+#include "daemon/coord.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+static int cmd_serve(int argc, char **argv, const char *home)
+{
+    const kf_cmd_entry *self = &kf_cmd_serve;
+    const char *bind = "tcp://127.0.0.1:*";
+    double hb_timeout = 10.0, hb_interval = 1.0;
+    static const struct option opts[] = {{"bind", required_argument, 0, 'b'},
+                                         {"heartbeat-timeout", required_argument, 0, 't'},
+                                         {"heartbeat-interval", required_argument, 0, 'i'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    int ch, rc;
+    while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
+        switch (ch) {
+        case KF_OPT_EXIT:
+            return rc;
+        case 'b':
+            bind = optarg;
+            break;
+        case 't':
+            if (kf_parse_duration(optarg, &hb_timeout) || hb_timeout <= 0)
+                return kf_opt_error(self, "--heartbeat-timeout wants a duration like 10s, got '%s'",
+                                    optarg);
+            break;
+        case 'i':
+            if (kf_parse_duration(optarg, &hb_interval) || hb_interval <= 0)
+                return kf_opt_error(self, "--heartbeat-interval wants a duration like 1s, got '%s'",
+                                    optarg);
+            break;
+        default:
+            return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return kf_opt_error(self, "unexpected argument '%s'", argv[optind]);
+    if (hb_timeout < 2 * hb_interval)
+        return kf_opt_error(self, "--heartbeat-timeout must be at least twice the interval (agents "
+                                  "would be declared lost between two heartbeats)");
+    kf_paths p;
+    if (kf_cli_paths(home, 1, &p))
+        return 1;
+    kf_err err;
+    int lock = kf_lock_file(p.lock, &err);
+    if (lock < 0) {
+        fprintf(stderr, "kfleet serve: %s\n",
+                err.code == KF_EBUSY ? "a coordinator is already running for this home; "
+                                       "`kfleet status` talks to it, or pass --home DIR"
+                                     : err.msg);
+        return 1;
+    }
+    volatile sig_atomic_t *stop = kf_cli_catch_signals();
+    kf_coord_config cfg = {0};
+    cfg.store_dir = p.store;
+    cfg.agent_bind = bind;
+    cfg.control_endpoint = p.control_endpoint;
+    cfg.endpoint_file = p.agent_endpoint_file;
+    cfg.key_file = p.coord_key;
+    cfg.pub_file = p.coord_pub;
+    cfg.allow_file = p.allow;
+    cfg.heartbeat_interval_s = hb_interval;
+    cfg.heartbeat_timeout_s = hb_timeout;
+    kf_coord *c = NULL;
+    if (kf_coord_new(&cfg, &c, &err) != KF_OK) {
+        fprintf(stderr, "kfleet serve: %s\n", err.msg);
+        close(lock);
+        return 1;
+    }
+    char pub[64] = "";
+    kf_keys_read_public(p.coord_pub, pub, &err);
+    printf("kfleet coordinator %s (pid %d)\n  agents connect to: %s\n  its public key:    %s\n"
+           "  start one: kfleet-agent --coordinator %s --server-key %s\n"
+           "  (an agent elsewhere: accept its key with `kfleet agent-key add KEY NAME`)\n"
+           "  store: %s\n",
+           KF_VERSION, (int)getpid(), kf_coord_agent_endpoint(c), pub, kf_coord_agent_endpoint(c),
+           pub, p.store);
+    fflush(stdout);
+    rc = kf_coord_run(c, stop, &err);
+    if (rc)
+        fprintf(stderr, "kfleet serve: %s\n", err.msg);
+    kf_coord_destroy(&c);
+    close(lock);
+    return rc ? 1 : 0;
+}
+
+const kf_cmd_entry kf_cmd_serve = {
+    "serve",
+    cmd_serve,
+    "Runs the coordinator daemon.",
+    "serve [--bind ENDPOINT] [--heartbeat-interval DUR] [--heartbeat-timeout DUR]",
+    "Runs the coordinator daemon: agents connect to its ROUTER socket, the CLI to its\n"
+    "control socket under the home's run directory. Stops on SIGINT/SIGTERM or `kfleet stop`.\n\n"
+    "  --bind ENDPOINT           where agents connect (default tcp://127.0.0.1:*, a free port;\n"
+    "                            the chosen endpoint is printed and kept in RUN/agent-endpoint)\n"
+    "  --heartbeat-interval DUR  how often agents heartbeat (default 1s)\n"
+    "  --heartbeat-timeout DUR   silence after which an agent is lost and its tasks\n"
+    "                            requeued (default 10s)",
+};

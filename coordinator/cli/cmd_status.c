@@ -1,0 +1,187 @@
+/* cmd_status — `kfleet status`: the running coordinator's agents and
+ * sweeps, as a table or as JSON (schema kfleet.status/1), from one status
+ * control request. */
+#include "cli/cli.h"
+#include "cli/client.h"
+#include "cli/options.h"
+#include "common/util.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+static void fmt_ago(char *out, size_t len, uint64_t then_ns)
+{
+    uint64_t now = kf_now_ns();
+    double s = then_ns && now > then_ns ? (double)(now - then_ns) / 1e9 : 0;
+    if (s < 120)
+        snprintf(out, len, "%.0fs ago", s);
+    else if (s < 7200)
+        snprintf(out, len, "%.0fm ago", s / 60);
+    else
+        snprintf(out, len, "%.1fh ago", s / 3600);
+}
+
+static json_t *agent_json(const Kfleet__AgentInfo *a)
+{
+    json_t *ja = json_object();
+    json_object_set_new(ja, "agent_id", json_string(a->agent_id));
+    json_object_set_new(ja, "hostname", json_string(a->hostname));
+    json_object_set_new(ja, "state", json_string(a->lost ? "lost" : "ok"));
+    json_object_set_new(ja, "last_seen_ns", json_integer((json_int_t)a->last_seen_ns));
+    json_object_set_new(ja, "cpu_slots", json_integer(a->cpu_slots));
+    json_object_set_new(ja, "gpu_slots", json_integer(a->gpu_slots));
+    json_object_set_new(ja, "cpu_model", json_string(a->cpu_model));
+    json_object_set_new(ja, "driver_version", json_string(a->driver_version));
+    json_object_set_new(ja, "cuda_driver_version", json_integer(a->cuda_driver_version));
+    json_object_set_new(ja, "nvcc_version", json_string(a->nvcc_version));
+    json_object_set_new(ja, "workdir_free_bytes", json_integer((json_int_t)a->workdir_free_bytes));
+    json_t *gpus = json_array();
+    for (size_t g = 0; g < a->n_gpus; g++) {
+        json_t *jg = json_object();
+        json_object_set_new(jg, "index", json_integer(a->gpus[g]->index));
+        json_object_set_new(jg, "name", json_string(a->gpus[g]->name));
+        json_object_set_new(jg, "uuid", json_string(a->gpus[g]->uuid));
+        json_object_set_new(jg, "memory_bytes", json_integer((json_int_t)a->gpus[g]->memory_bytes));
+        char cc[16];
+        snprintf(cc, sizeof cc, "%u.%u", a->gpus[g]->cc_major, a->gpus[g]->cc_minor);
+        json_object_set_new(jg, "compute_capability", json_string(cc));
+        json_array_append_new(gpus, jg);
+    }
+    json_object_set_new(ja, "gpus", gpus);
+    return ja;
+}
+
+static json_t *sweep_json(const Kfleet__SweepProgress *s)
+{
+    json_t *js = json_object();
+    json_object_set_new(js, "sweep_id", json_integer(s->sweep_id));
+    json_object_set_new(js, "name", json_string(s->name));
+    json_object_set_new(js, "total", json_integer(s->total));
+    json_object_set_new(js, "pending", json_integer(s->pending));
+    json_object_set_new(js, "running", json_integer(s->running));
+    json_object_set_new(js, "succeeded", json_integer(s->succeeded));
+    json_object_set_new(js, "failed", json_integer(s->failed));
+    json_object_set_new(js, "timed_out", json_integer(s->timed_out));
+    json_object_set_new(js, "cancelled", json_integer(s->cancelled));
+    json_object_set_new(
+        js, "finished",
+        json_boolean(s->succeeded + s->failed + s->timed_out + s->cancelled == s->total));
+    return js;
+}
+
+/* The status as JSON (kfleet.status/1). 0 or 1. */
+static int print_json(const Kfleet__StatusReply *st)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "schema", json_string("kfleet.status/1"));
+    json_object_set_new(root, "version", json_string(st->version));
+    json_object_set_new(root, "pid", json_integer(st->pid));
+    json_object_set_new(root, "agent_endpoint", json_string(st->agent_endpoint));
+    json_object_set_new(root, "heartbeat_timeout_s", json_real(st->heartbeat_timeout_ms / 1000.0));
+    json_t *agents = json_array();
+    for (size_t i = 0; i < st->n_agents; i++)
+        json_array_append_new(agents, agent_json(st->agents[i]));
+    json_object_set_new(root, "agents", agents);
+    json_t *sweeps = json_array();
+    for (size_t i = 0; i < st->n_sweeps; i++)
+        json_array_append_new(sweeps, sweep_json(st->sweeps[i]));
+    json_object_set_new(root, "sweeps", sweeps);
+    return kf_cli_print_json(root, JSON_INDENT(2));
+}
+
+static void print_table(const Kfleet__StatusReply *st)
+{
+    printf("coordinator %s, pid %u, agents connect to %s (lost after %.1fs of silence)\n\n",
+           st->version, st->pid, st->agent_endpoint, st->heartbeat_timeout_ms / 1000.0);
+    printf("%-24s %-16s %-6s %-10s %-5s %-5s %s\n", "AGENT", "HOST", "STATE", "SEEN", "CPU", "GPU",
+           "DEVICES");
+    for (size_t i = 0; i < st->n_agents; i++) {
+        const Kfleet__AgentInfo *a = st->agents[i];
+        char ago[32], dev[256];
+        fmt_ago(ago, sizeof ago, a->last_seen_ns);
+        if (a->n_gpus)
+            snprintf(dev, sizeof dev, "%zux %s, driver %s", a->n_gpus, a->gpus[0]->name,
+                     a->driver_version);
+        else
+            snprintf(dev, sizeof dev, "cpu: %s", a->cpu_model);
+        printf("%-24s %-16s %-6s %-10s %-5u %-5u %s\n", a->agent_id, a->hostname,
+               a->lost ? "LOST" : "ok", ago, a->cpu_slots, a->gpu_slots, dev);
+    }
+    if (st->n_agents == 0)
+        printf("(no agent registered: start one with kfleet-agent --coordinator %s)\n",
+               st->agent_endpoint);
+    printf("\n%-6s %-20s %-9s %-7s %-7s %-7s %-7s\n", "SWEEP", "NAME", "DONE", "FAILED", "RUNNING",
+           "PENDING", "STATE");
+    for (size_t i = 0; i < st->n_sweeps; i++) {
+        const Kfleet__SweepProgress *s = st->sweeps[i];
+        uint32_t done = s->succeeded + s->failed + s->timed_out + s->cancelled;
+        char frac[32];
+        snprintf(frac, sizeof frac, "%u/%u", done, s->total);
+        printf("%-6u %-20s %-9s %-7u %-7u %-7u %-7s\n", s->sweep_id, s->name, frac,
+               s->failed + s->timed_out, s->running, s->pending,
+               done == s->total ? "done" : "running");
+    }
+    if (st->n_sweeps == 0)
+        printf("(no sweep yet: kfleet submit FILE)\n");
+}
+
+static int cmd_status(int argc, char **argv, const char *home)
+{
+    const kf_cmd_entry *self = &kf_cmd_status;
+    int json = 0;
+    static const struct option opts[] = {
+        {"format", required_argument, 0, 'F'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int ch, rc;
+    while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
+        switch (ch) {
+        case KF_OPT_EXIT:
+            return rc;
+        case 'F':
+            if (strcmp(optarg, "json") == 0)
+                json = 1;
+            else if (strcmp(optarg, "table") != 0)
+                return kf_opt_error(self, "--format wants table or json, got '%s'", optarg);
+            break;
+        default:
+            return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return kf_opt_error(self, "unexpected argument '%s'", argv[optind]);
+    kf_paths p;
+    if (kf_cli_paths(home, 0, &p))
+        return 1;
+    kf_err err;
+    kf_client *c = NULL;
+    if (kf_client_open(&p, &c, &err) != KF_OK) {
+        fprintf(stderr, "kfleet status: %s\n", err.msg);
+        return 1;
+    }
+    Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
+    req.body_case = KFLEET__CONTROL_REQUEST__BODY_STATUS;
+    req.status = 1;
+    Kfleet__ControlReply *rep = NULL;
+    rc = kf_client_call(c, &req, 10000, &rep, &err);
+    kf_client_close(&c);
+    if (rc) {
+        fprintf(stderr, "kfleet status: %s\n", err.msg);
+        return 1;
+    }
+    rc = 0;
+    if (json)
+        rc = print_json(rep->status);
+    else
+        print_table(rep->status);
+    kfleet__control_reply__free_unpacked(rep, NULL);
+    return rc;
+}
+
+const kf_cmd_entry kf_cmd_status = {
+    "status",
+    cmd_status,
+    "Lists the coordinator's agents and sweeps.",
+    "status [--format table|json]",
+    "Lists the coordinator's agents (state, last heartbeat, slots, devices) and recent sweeps.\n\n"
+    "  --format FMT   table or json",
+};

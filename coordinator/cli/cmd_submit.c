@@ -1,0 +1,121 @@
+/* cmd_submit — `kfleet submit`: a sweep file to the running coordinator,
+ * and with --follow its progress until it ends. The file is parsed here,
+ * so its errors are FILE:LINE:COL before anything is sent. */
+#include "cli/cli.h"
+#include "cli/client.h"
+#include "cli/options.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The receipt: one line for people, or one JSON object. 0 or 1. */
+static int print_receipt(int json, uint32_t id, const char *name, size_t ntasks)
+{
+    if (json)
+        return kf_cli_print_json(json_pack("{s:I,s:s,s:I}", "sweep_id", (json_int_t)id, "name",
+                                           name, "configurations", (json_int_t)ntasks),
+                                 0);
+    printf("submitted sweep %u (%s): %zu configurations; `kfleet report %u` when done\n", id, name,
+           ntasks, id);
+    return 0;
+}
+
+static int cmd_submit(int argc, char **argv, const char *home)
+{
+    const kf_cmd_entry *self = &kf_cmd_submit;
+    int follow = 0, json = 0;
+    static const struct option opts[] = {{"follow", no_argument, 0, 'f'},
+                                         {"format", required_argument, 0, 'F'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    int ch, rc;
+    while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
+        switch (ch) {
+        case KF_OPT_EXIT:
+            return rc;
+        case 'f':
+            follow = 1;
+            break;
+        case 'F':
+            if (strcmp(optarg, "json") == 0)
+                json = 1;
+            else if (strcmp(optarg, "table") != 0)
+                return kf_opt_error(self, "--format wants table or json, got '%s'", optarg);
+            break;
+        default:
+            return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return kf_opt_error(self, "wants exactly one sweep file");
+    kf_sweep_spec *spec = NULL;
+    char kdir[PATH_MAX];
+    rc = kf_cli_parse_sweep("submit", argv[optind], &spec, kdir, sizeof kdir);
+    if (rc)
+        return rc;
+    kf_paths p;
+    if (kf_cli_paths(home, 0, &p)) {
+        kf_sweep_destroy(&spec);
+        return 1;
+    }
+    kf_err err;
+    kf_client *c = NULL;
+    Kfleet__SubmitRequest *sub = NULL;
+    if ((rc = kf_client_build_submit(spec, kdir, &sub, &err)) ||
+        (rc = kf_client_open(&p, &c, &err))) {
+        fprintf(stderr, "kfleet submit: %s\n", err.msg);
+        kf_client_free_submit(&sub);
+        kf_sweep_destroy(&spec);
+        return rc == KF_EINVAL ? 2 : 1;
+    }
+    Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
+    req.body_case = KFLEET__CONTROL_REQUEST__BODY_SUBMIT;
+    req.submit = sub;
+    Kfleet__ControlReply *rep = NULL;
+    rc = kf_client_call(c, &req, 30000, &rep, &err);
+    kf_client_free_submit(&sub);
+    size_t ntasks = 0;
+    for (size_t i = 0; i < spec->nkernels; i++)
+        ntasks += kf_sweep_kernel_configs(&spec->kernels[i]);
+    if (rc) {
+        fprintf(stderr, "kfleet submit: %s\n", err.msg);
+        kf_client_close(&c);
+        kf_sweep_destroy(&spec);
+        return 1;
+    }
+    uint32_t id = rep->sweep_id;
+    kfleet__control_reply__free_unpacked(rep, NULL);
+    int exit_code = print_receipt(json, id, spec->name, ntasks);
+    fflush(stdout);
+    if (follow) {
+        volatile sig_atomic_t *stop = kf_cli_catch_signals();
+        Kfleet__SweepProgress fin = KFLEET__SWEEP_PROGRESS__INIT;
+        rc = kf_client_follow(c, id, (volatile int *)stop, &fin, &err);
+        if (rc == KF_ETIMEOUT && *stop)
+            exit_code = 0;
+        else if (rc) {
+            fprintf(stderr, "kfleet submit: %s\n", err.msg);
+            exit_code = 1;
+        } else if (fin.failed + fin.timed_out > 0) {
+            exit_code = 1;
+        }
+    }
+    kf_client_close(&c);
+    kf_sweep_destroy(&spec);
+    return exit_code;
+}
+
+const kf_cmd_entry kf_cmd_submit = {
+    "submit",
+    cmd_submit,
+    "Submits a sweep file to the running coordinator.",
+    "submit SWEEP.yaml [--follow] [--format table|json]",
+    "Submits a sweep file to the running coordinator and prints its id. A sweep file error\n"
+    "is reported as FILE:LINE:COL and nothing is submitted.\n\n"
+    "  --follow       show progress until the sweep ends (Ctrl-C detaches; the sweep goes on);\n"
+    "                 exit 1 if any task failed\n"
+    "  --format FMT   table or json (the submission receipt)",
+};

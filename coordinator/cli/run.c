@@ -1,0 +1,253 @@
+/* run — the one-shot local fleet; see run.h. */
+#include "cli/run.h"
+#include "cli/cli.h"
+#include "cli/client.h"
+#include "daemon/coord.h"
+#include "common/inventory.h"
+#include "common/keys.h"
+#include "common/log.h"
+#include "report/report.h"
+#include "core/store.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_LOCAL_AGENTS 64
+
+struct coord_thread {
+    kf_coord *c;
+    volatile sig_atomic_t stop;
+    int rc;
+    kf_err err;
+};
+
+static void *coord_main(void *arg)
+{
+    struct coord_thread *ct = arg;
+    ct->rc = kf_coord_run(ct->c, &ct->stop, &ct->err);
+    return NULL;
+}
+
+/* Makes local agent n's key pair in its work dir and accepts it: the run
+ * owns both ends, so it enrolls them as `kfleet launch` does on pods. */
+static int enroll_local(const kf_paths *p, int n, kf_err *err)
+{
+    char wd[PATH_MAX + 32], keyp[PATH_MAX + 48], name[32];
+    snprintf(wd, sizeof wd, "%s/run-%d", p->agents_dir, n);
+    snprintf(keyp, sizeof keyp, "%s/agent.key", wd);
+    snprintf(name, sizeof name, "local-%d", n);
+    kf_keypair kp;
+    int rc;
+    if ((rc = kf_mkdirs(wd, 0700, err)) || (rc = kf_keys_load(keyp, 1, &kp, err)) ||
+        (rc = kf_allow_enroll(p->allow, kp.pub, name, err)))
+        return rc;
+    memset(&kp, 0, sizeof kp);
+    return KF_OK;
+}
+
+static pid_t spawn_agent(const kf_paths *p, const char *endpoint, int n, int gpus)
+{
+    char exe[PATH_MAX], agent[PATH_MAX + 32], wd[PATH_MAX + 32], name[32], logp[PATH_MAX + 32];
+    if (kf_exe_dir(exe, sizeof exe) != KF_OK)
+        return -1;
+    snprintf(agent, sizeof agent, "%s/kfleet-agent", exe);
+    snprintf(wd, sizeof wd, "%s/run-%d", p->agents_dir, n);
+    snprintf(name, sizeof name, "local-%d", n);
+    snprintf(logp, sizeof logp, "%s/agent-%d.log", p->run, n);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    /* Child: dies with kfleet run, whatever kills it. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+        _exit(1);
+    FILE *log = freopen(logp, "w", stderr);
+    (void)log;
+    if (gpus > 0) {
+        char dev[16];
+        snprintf(dev, sizeof dev, "%d", n % gpus);
+        setenv("CUDA_VISIBLE_DEVICES", dev, 1);
+    }
+    execl(agent, "kfleet-agent", "--coordinator", endpoint, "--workdir", wd, "--name", name,
+          "--server-key", p->coord_pub, "--log-level", "info", (char *)NULL);
+    fprintf(stderr, "cannot exec %s: %s\n", agent, strerror(errno));
+    _exit(127);
+}
+
+static void stop_agents(pid_t *pids, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (pids[i] > 0)
+            kill(pids[i], SIGTERM);
+    uint64_t deadline = kf_mono_ns() + 5000000000ull;
+    for (int i = 0; i < n; i++) {
+        while (pids[i] > 0) {
+            if (waitpid(pids[i], NULL, WNOHANG) == pids[i] || errno == ECHILD) {
+                pids[i] = 0;
+                break;
+            }
+            if (kf_mono_ns() > deadline) {
+                kill(pids[i], SIGKILL);
+                waitpid(pids[i], NULL, 0);
+                pids[i] = 0;
+                break;
+            }
+            struct timespec ts = {0, 20000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+static int local_gpus(const kf_paths *p)
+{
+    Kfleet__AgentInfo *info = NULL;
+    kf_err err;
+    if (kf_inventory_collect("probe", p->state, &info, &err) != KF_OK)
+        return 0;
+    int n = (int)info->n_gpus;
+    kf_inventory_free(&info);
+    return n;
+}
+
+int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o,
+           volatile sig_atomic_t *stop)
+{
+    kf_err err;
+    kf_err_clear(&err);
+    int lock = kf_lock_file(p->lock, &err);
+    if (lock < 0) {
+        fprintf(stderr, "kfleet run: %s\n",
+                err.code == KF_EBUSY
+                    ? "a coordinator (kfleet serve) is running for this home; submit to it "
+                      "with `kfleet submit FILE --follow`, or pass --home DIR"
+                    : err.msg);
+        return 1;
+    }
+    int cuda = 0;
+    for (size_t i = 0; i < spec->nkernels; i++)
+        cuda |= spec->kernels[i].cuda;
+    int gpus = local_gpus(p);
+    if (cuda && gpus == 0) {
+        fprintf(stderr,
+                "kfleet run: %s names CUDA kernels but this machine has no GPU that "
+                "libcuda can see; run it on a GPU node or launch agents there\n",
+                spec->file);
+        close(lock);
+        return 1;
+    }
+    int nagents = o->agents ? o->agents : (gpus ? gpus : 2);
+    if (nagents > MAX_LOCAL_AGENTS)
+        nagents = MAX_LOCAL_AGENTS;
+
+    char agent_ep[PATH_MAX + 32];
+    snprintf(agent_ep, sizeof agent_ep, "ipc://%s/agents.sock", p->run);
+    unlink(agent_ep + 6);
+    kf_coord_config cfg = {0};
+    cfg.store_dir = p->store;
+    cfg.agent_bind = agent_ep;
+    cfg.control_endpoint = p->control_endpoint;
+    cfg.key_file = p->coord_key;
+    cfg.pub_file = p->coord_pub;
+    cfg.allow_file = p->allow;
+    cfg.heartbeat_interval_s = 0.5;
+    cfg.heartbeat_timeout_s = 10.0;
+    struct coord_thread ct = {0};
+    if (kf_coord_new(&cfg, &ct.c, &err) != KF_OK) {
+        fprintf(stderr, "kfleet run: %s\n", err.msg);
+        close(lock);
+        return 1;
+    }
+    pthread_t th;
+    if (pthread_create(&th, NULL, coord_main, &ct) != 0) {
+        fprintf(stderr, "kfleet run: cannot start the coordinator thread\n");
+        kf_coord_destroy(&ct.c);
+        close(lock);
+        return 1;
+    }
+    pid_t pids[MAX_LOCAL_AGENTS] = {0};
+    for (int i = 0; i < nagents; i++) {
+        if (enroll_local(p, i, &err) != KF_OK) {
+            fprintf(stderr, "kfleet run: %s\n", err.msg);
+            ct.stop = 1;
+            pthread_join(th, NULL);
+            kf_coord_destroy(&ct.c);
+            close(lock);
+            return 1;
+        }
+    }
+    for (int i = 0; i < nagents; i++)
+        pids[i] = spawn_agent(p, agent_ep, i, gpus);
+    fprintf(stderr, "kfleet run: %s — %zu kernels, %d local %s agents (logs in %s)\n", spec->file,
+            spec->nkernels, nagents, gpus ? "GPU" : "CPU", p->run);
+
+    int exit_code = 1;
+    uint32_t sweep_id = 0;
+    kf_client *cl = NULL;
+    Kfleet__SubmitRequest *sub = NULL;
+    Kfleet__ControlReply *rep = NULL;
+    if (kf_client_build_submit(spec, o->kernels_dir, &sub, &err) != KF_OK ||
+        kf_client_open(p, &cl, &err) != KF_OK) {
+        fprintf(stderr, "kfleet run: %s\n", err.msg);
+        goto out;
+    }
+    Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
+    req.body_case = KFLEET__CONTROL_REQUEST__BODY_SUBMIT;
+    req.submit = sub;
+    if (kf_client_call(cl, &req, 30000, &rep, &err) != KF_OK) {
+        fprintf(stderr, "kfleet run: %s\n", err.msg);
+        goto out;
+    }
+    sweep_id = rep->sweep_id;
+    kfleet__control_reply__free_unpacked(rep, NULL);
+    Kfleet__SweepProgress fin = KFLEET__SWEEP_PROGRESS__INIT;
+    int rc = kf_client_follow(cl, sweep_id, (volatile int *)stop, &fin, &err);
+    if (rc == KF_ETIMEOUT && stop && *stop) {
+        fprintf(stderr,
+                "kfleet run: interrupted; what finished is in the store (kfleet report "
+                "%u)\n",
+                sweep_id);
+    } else if (rc) {
+        fprintf(stderr, "kfleet run: %s\n", err.msg);
+    } else {
+        exit_code = fin.failed + fin.timed_out + fin.cancelled > 0 ? 1 : 0;
+    }
+out:
+    kf_client_free_submit(&sub);
+    if (cl) {
+        Kfleet__ControlRequest sd = KFLEET__CONTROL_REQUEST__INIT;
+        sd.body_case = KFLEET__CONTROL_REQUEST__BODY_SHUTDOWN;
+        sd.shutdown = 1;
+        /* Agents first, so nothing is assigned to an agent on its way out. */
+        stop_agents(pids, nagents);
+        Kfleet__ControlReply *r2 = NULL;
+        if (kf_client_call(cl, &sd, 5000, &r2, &err) == KF_OK)
+            kfleet__control_reply__free_unpacked(r2, NULL);
+        kf_client_close(&cl);
+    } else {
+        stop_agents(pids, nagents);
+    }
+    ct.stop = 1;
+    pthread_join(th, NULL);
+    kf_coord_destroy(&ct.c);
+    unlink(agent_ep + 6);
+    close(lock);
+    if (sweep_id) {
+        kf_report_opts ro = {.fmt = (kf_report_format)o->format};
+        int rrc = kf_cli_render_report(p->store, sweep_id, 1, &ro, o->output);
+        if (rrc && exit_code == 0)
+            exit_code = rrc;
+        if (o->output)
+            fprintf(stderr, "kfleet run: report of sweep %u written to %s\n", sweep_id, o->output);
+    }
+    return exit_code;
+}

@@ -1,0 +1,591 @@
+/* store — the coordinator's LMDB environment; see store.h for the layout.
+ *
+ * One environment, nine named databases, opened once per process. Records
+ * are packed protobuf messages. Keys are big-endian so cursor order is
+ * numeric order, which lets "all tasks of sweep S" and "all samples of an
+ * attempt" be a single range scan. */
+#include "core/store.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <lmdb.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    DB_META,
+    DB_SWEEPS,
+    DB_TASKS,
+    DB_ATTEMPTS,
+    DB_RESULTS,
+    DB_LATE,
+    DB_SAMPLES,
+    DB_AGENTS,
+    DB_BUILDS,
+    DB_TELEMETRY,
+    DB_COUNT
+};
+static const char *db_names[DB_COUNT] = {"meta", "sweeps",  "tasks",  "attempts", "results",
+                                         "late", "samples", "agents", "builds",   "telemetry"};
+
+#define KF_STORE_INITIAL_MAP (256ull << 20)
+
+struct kf_store {
+    MDB_env *env;
+    MDB_dbi dbi[DB_COUNT];
+    int readonly;
+    size_t map_size;
+};
+
+struct kf_txn {
+    kf_store *s;
+    MDB_txn *txn;
+    /* The first LMDB error a put met. LMDB then refuses the rest of the
+     * transaction with a bare MDB_BAD_TXN; the commit reports this cause
+     * (map full, disk full) instead. */
+    int failed;
+};
+
+static int map_rc(int rc)
+{
+    if (rc == 0)
+        return KF_OK;
+    if (rc == MDB_NOTFOUND)
+        return KF_ENOTFOUND;
+    if (rc == MDB_MAP_FULL || rc == ENOSPC || rc == MDB_TXN_FULL)
+        return KF_EFULL;
+    return KF_ESTORE;
+}
+
+int kf_store_open(const char *dir, int readonly, kf_store **out, kf_err *err)
+{
+    kf_store *s = calloc(1, sizeof *s);
+    if (!s)
+        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    s->readonly = readonly;
+    int rc = mdb_env_create(&s->env);
+    if (rc)
+        goto fail;
+    mdb_env_set_maxdbs(s->env, DB_COUNT + 2);
+    mdb_env_set_maxreaders(s->env, 256);
+    if (!readonly) {
+        /* A store already larger keeps what it holds: LMDB raises the map to
+         * the data's size, and the coordinator grows it before a turn.
+         * KF_STORE_MAP_SIZE (bytes) starts a tiny map, for the tests that
+         * make it grow. */
+        s->map_size = KF_STORE_INITIAL_MAP;
+        const char *env_map = getenv("KF_STORE_MAP_SIZE");
+        if (env_map && strtoull(env_map, NULL, 10) >= (64u << 10))
+            s->map_size = (size_t)strtoull(env_map, NULL, 10);
+        if ((rc = mdb_env_set_mapsize(s->env, s->map_size)))
+            goto fail;
+    }
+    rc = mdb_env_open(s->env, dir, readonly ? MDB_RDONLY : 0, 0600);
+    if (rc)
+        goto fail;
+    MDB_envinfo info;
+    mdb_env_info(s->env, &info);
+    s->map_size = info.me_mapsize;
+
+    MDB_txn *txn;
+    if ((rc = mdb_txn_begin(s->env, NULL, readonly ? MDB_RDONLY : 0, &txn)))
+        goto fail;
+    for (int i = 0; i < DB_COUNT; i++) {
+        rc = mdb_dbi_open(txn, db_names[i], readonly ? 0 : MDB_CREATE, &s->dbi[i]);
+        if (rc) {
+            mdb_txn_abort(txn);
+            if (rc == MDB_NOTFOUND && readonly) {
+                mdb_env_close(s->env);
+                free(s);
+                return kf_err_set(err, KF_ENOTFOUND,
+                                  "store %s has no '%s' table: it was never written by a "
+                                  "coordinator",
+                                  dir, db_names[i]);
+            }
+            goto fail;
+        }
+    }
+    if (!readonly) {
+        MDB_val k = {6, (void *)"schema"}, v;
+        uint32_t schema = KF_STORE_SCHEMA;
+        rc = mdb_get(txn, s->dbi[DB_META], &k, &v);
+        if (rc == MDB_NOTFOUND) {
+            v.mv_size = sizeof schema;
+            v.mv_data = &schema;
+            rc = mdb_put(txn, s->dbi[DB_META], &k, &v, 0);
+        } else if (rc == 0 && (v.mv_size != sizeof schema || memcmp(v.mv_data, &schema, 4))) {
+            mdb_txn_abort(txn);
+            mdb_env_close(s->env);
+            free(s);
+            return kf_err_set(err, KF_ESTORE,
+                              "store %s has another schema than this kfleet (%u); use a new "
+                              "--home or the kfleet that wrote it",
+                              dir, KF_STORE_SCHEMA);
+        }
+        if (rc) {
+            mdb_txn_abort(txn);
+            goto fail;
+        }
+    }
+    if ((rc = mdb_txn_commit(txn)))
+        goto fail;
+    *out = s;
+    return KF_OK;
+fail:
+    kf_err_set(err, map_rc(rc), "cannot open store %s: %s", dir, mdb_strerror(rc));
+    if (s->env)
+        mdb_env_close(s->env);
+    free(s);
+    return err ? err->code : KF_ESTORE;
+}
+
+void kf_store_close(kf_store **self)
+{
+    if (!self || !*self)
+        return;
+    mdb_env_close((*self)->env);
+    free(*self);
+    *self = NULL;
+}
+
+int kf_store_grow(kf_store *s, kf_err *err)
+{
+    size_t next = s->map_size * 2;
+    int rc = mdb_env_set_mapsize(s->env, next);
+    if (rc)
+        return kf_err_set(err, map_rc(rc), "cannot grow the store map to %zu MiB: %s", next >> 20,
+                          mdb_strerror(rc));
+    s->map_size = next;
+    return KF_OK;
+}
+
+size_t kf_store_map_size(const kf_store *s)
+{
+    return s->map_size;
+}
+
+size_t kf_store_used(const kf_store *s)
+{
+    MDB_envinfo info;
+    MDB_stat st;
+    mdb_env_info(s->env, &info);
+    mdb_env_stat(s->env, &st);
+    return (size_t)(info.me_last_pgno + 1) * st.ms_psize;
+}
+
+int kf_store_begin(kf_store *s, int readonly, kf_txn **out, kf_err *err)
+{
+    kf_txn *t = calloc(1, sizeof *t);
+    if (!t)
+        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    t->s = s;
+    int rc = mdb_txn_begin(s->env, NULL, readonly || s->readonly ? MDB_RDONLY : 0, &t->txn);
+    if (rc == MDB_MAP_RESIZED) {
+        /* Another process grew the map: adopt its size and retry. */
+        mdb_env_set_mapsize(s->env, 0);
+        rc = mdb_txn_begin(s->env, NULL, readonly || s->readonly ? MDB_RDONLY : 0, &t->txn);
+    }
+    if (rc) {
+        free(t);
+        return kf_err_set(err, map_rc(rc), "cannot begin a store transaction: %s",
+                          mdb_strerror(rc));
+    }
+    *out = t;
+    return KF_OK;
+}
+
+int kf_store_commit(kf_txn **txn, kf_err *err)
+{
+    kf_txn *t = *txn;
+    *txn = NULL;
+    int rc;
+    if (t->failed) {
+        rc = t->failed;
+        mdb_txn_abort(t->txn);
+    } else {
+        rc = mdb_txn_commit(t->txn);
+    }
+    free(t);
+    if (rc)
+        return kf_err_set(err, map_rc(rc), "store commit failed: %s%s", mdb_strerror(rc),
+                          rc == MDB_MAP_FULL ? " (the map is full)" : "");
+    return KF_OK;
+}
+
+void kf_store_abort(kf_txn **txn)
+{
+    if (!txn || !*txn)
+        return;
+    mdb_txn_abort((*txn)->txn);
+    free(*txn);
+    *txn = NULL;
+}
+
+/* ---- keys ---- */
+
+static void be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static void be64(uint8_t *p, uint64_t v)
+{
+    be32(p, (uint32_t)(v >> 32));
+    be32(p + 4, (uint32_t)v);
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* ---- generic put/get of packed messages ---- */
+
+static int put_msg(kf_txn *t, int db, const void *key, size_t klen, const ProtobufCMessage *m,
+                   unsigned flags, int *dup)
+{
+    size_t n = protobuf_c_message_get_packed_size(m);
+    MDB_val k = {klen, (void *)key}, v = {n, NULL};
+    /* MDB_RESERVE: pack straight into the page, no intermediate buffer. */
+    int rc = mdb_put(t->txn, t->s->dbi[db], &k, &v, flags | MDB_RESERVE);
+    if (rc == MDB_KEYEXIST && dup) {
+        *dup = 1;
+        return KF_OK;
+    }
+    if (dup)
+        *dup = 0;
+    if (rc) {
+        if (!t->failed)
+            t->failed = rc;
+        return map_rc(rc);
+    }
+    protobuf_c_message_pack(m, v.mv_data);
+    return KF_OK;
+}
+
+static int get_raw(kf_txn *t, int db, const void *key, size_t klen, MDB_val *v)
+{
+    MDB_val k = {klen, (void *)key};
+    return map_rc(mdb_get(t->txn, t->s->dbi[db], &k, v));
+}
+
+#define GET_MSG(t, db, key, klen, type, out)                                                       \
+    do {                                                                                           \
+        MDB_val v_;                                                                                \
+        int rc_ = get_raw(t, db, key, klen, &v_);                                                  \
+        if (rc_)                                                                                   \
+            return rc_;                                                                            \
+        *(out) = type##__unpack(NULL, v_.mv_size, v_.mv_data);                                     \
+        return *(out) ? KF_OK : KF_ESTORE;                                                         \
+    } while (0)
+
+/* ---- meta ---- */
+
+int kf_store_next_sweep_id(kf_txn *t, uint32_t *id)
+{
+    MDB_val v;
+    uint32_t next = 1;
+    int rc = get_raw(t, DB_META, "next_sweep", 10, &v);
+    if (rc == KF_OK && v.mv_size == 4)
+        next = rd32(v.mv_data);
+    else if (rc != KF_ENOTFOUND && rc != KF_OK)
+        return rc;
+    uint8_t buf[4];
+    be32(buf, next + 1);
+    MDB_val k = {10, (void *)"next_sweep"}, nv = {4, buf};
+    if ((rc = mdb_put(t->txn, t->s->dbi[DB_META], &k, &nv, 0))) {
+        if (!t->failed)
+            t->failed = rc;
+        return map_rc(rc);
+    }
+    *id = next;
+    return KF_OK;
+}
+
+int kf_store_latest_sweep_id(kf_txn *t, uint32_t *id)
+{
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(t->txn, t->s->dbi[DB_SWEEPS], &c);
+    if (rc)
+        return map_rc(rc);
+    MDB_val k, v;
+    rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+    if (rc == 0 && k.mv_size == 4)
+        *id = rd32(k.mv_data);
+    mdb_cursor_close(c);
+    return map_rc(rc);
+}
+
+/* ---- records ---- */
+
+int kf_store_put_sweep(kf_txn *t, const Kfleet__Sweep *sw)
+{
+    uint8_t k[4];
+    be32(k, sw->sweep_id);
+    return put_msg(t, DB_SWEEPS, k, 4, &sw->base, 0, NULL);
+}
+
+int kf_store_get_sweep(kf_txn *t, uint32_t id, Kfleet__Sweep **out)
+{
+    uint8_t k[4];
+    be32(k, id);
+    GET_MSG(t, DB_SWEEPS, k, 4, kfleet__sweep, out);
+}
+
+int kf_store_put_task(kf_txn *t, const Kfleet__Task *task)
+{
+    uint8_t k[8];
+    be64(k, task->task_id);
+    return put_msg(t, DB_TASKS, k, 8, &task->base, 0, NULL);
+}
+
+int kf_store_get_task(kf_txn *t, uint64_t task_id, Kfleet__Task **out)
+{
+    uint8_t k[8];
+    be64(k, task_id);
+    GET_MSG(t, DB_TASKS, k, 8, kfleet__task, out);
+}
+
+int kf_store_put_attempt(kf_txn *t, const Kfleet__Attempt *a)
+{
+    uint8_t k[12];
+    be64(k, a->task_id);
+    be32(k + 8, a->attempt);
+    return put_msg(t, DB_ATTEMPTS, k, 12, &a->base, 0, NULL);
+}
+
+int kf_store_get_attempt(kf_txn *t, uint64_t task_id, uint32_t attempt, Kfleet__Attempt **out)
+{
+    uint8_t k[12];
+    be64(k, task_id);
+    be32(k + 8, attempt);
+    GET_MSG(t, DB_ATTEMPTS, k, 12, kfleet__attempt, out);
+}
+
+int kf_store_put_result(kf_txn *t, const Kfleet__Result *r, int *dup)
+{
+    uint8_t k[8];
+    be64(k, r->task_id);
+    return put_msg(t, DB_RESULTS, k, 8, &r->base, MDB_NOOVERWRITE, dup);
+}
+
+int kf_store_get_result(kf_txn *t, uint64_t task_id, Kfleet__Result **out)
+{
+    uint8_t k[8];
+    be64(k, task_id);
+    GET_MSG(t, DB_RESULTS, k, 8, kfleet__result, out);
+}
+
+int kf_store_put_late(kf_txn *t, const Kfleet__Result *r, int *dup)
+{
+    uint8_t k[12];
+    be64(k, r->task_id);
+    be32(k + 8, r->attempt);
+    return put_msg(t, DB_LATE, k, 12, &r->base, MDB_NOOVERWRITE, dup);
+}
+
+int kf_store_put_sample(kf_txn *t, uint64_t task_id, uint32_t attempt, const Kfleet__Sample *s,
+                        int *dup)
+{
+    uint8_t k[16];
+    be64(k, task_id);
+    be32(k + 8, attempt);
+    be32(k + 12, s->seq);
+    return put_msg(t, DB_SAMPLES, k, 16, &s->base, MDB_NOOVERWRITE, dup);
+}
+
+int kf_store_put_telemetry(kf_txn *t, uint64_t task_id, uint32_t attempt,
+                           const Kfleet__Telemetry *r, int *dup)
+{
+    uint8_t k[16];
+    be64(k, task_id);
+    be32(k + 8, attempt);
+    be32(k + 12, r->seq);
+    return put_msg(t, DB_TELEMETRY, k, 16, &r->base, MDB_NOOVERWRITE, dup);
+}
+
+int kf_store_put_agent(kf_txn *t, const Kfleet__AgentInfo *a)
+{
+    return put_msg(t, DB_AGENTS, a->agent_id, strlen(a->agent_id), &a->base, 0, NULL);
+}
+
+int kf_store_get_agent(kf_txn *t, const char *agent_id, Kfleet__AgentInfo **out)
+{
+    GET_MSG(t, DB_AGENTS, agent_id, strlen(agent_id), kfleet__agent_info, out);
+}
+
+static size_t build_key(uint8_t *k, size_t cap, const char *agent, const char *hash)
+{
+    size_t a = strlen(agent), h = strlen(hash);
+    if (a + 1 + h > cap)
+        return 0;
+    memcpy(k, agent, a);
+    k[a] = 0;
+    memcpy(k + a + 1, hash, h);
+    return a + 1 + h;
+}
+
+int kf_store_put_build(kf_txn *t, const Kfleet__BuildRecord *b)
+{
+    uint8_t k[400];
+    size_t n = build_key(k, sizeof k, b->agent_id, b->kernel_hash);
+    if (!n)
+        return KF_EINVAL;
+    return put_msg(t, DB_BUILDS, k, n, &b->base, 0, NULL);
+}
+
+int kf_store_get_build(kf_txn *t, const char *agent_id, const char *kernel_hash,
+                       Kfleet__BuildRecord **out)
+{
+    uint8_t k[400];
+    size_t n = build_key(k, sizeof k, agent_id, kernel_hash);
+    if (!n)
+        return KF_EINVAL;
+    GET_MSG(t, DB_BUILDS, k, n, kfleet__build_record, out);
+}
+
+/* ---- iteration ---- */
+
+typedef int (*raw_cb)(void *ctx, const MDB_val *k, const MDB_val *v);
+
+/* Walks keys starting with prefix (all keys when plen == 0). */
+static int walk(kf_txn *t, int db, const void *prefix, size_t plen, raw_cb cb, void *ctx)
+{
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(t->txn, t->s->dbi[db], &c);
+    if (rc)
+        return map_rc(rc);
+    MDB_val k = {plen, (void *)prefix}, v;
+    rc = mdb_cursor_get(c, &k, &v, plen ? MDB_SET_RANGE : MDB_FIRST);
+    int out = KF_OK;
+    while (rc == 0) {
+        if (plen && (k.mv_size < plen || memcmp(k.mv_data, prefix, plen) != 0))
+            break;
+        if ((out = cb(ctx, &k, &v)) != 0)
+            break;
+        rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(c);
+    if (out)
+        return out;
+    return rc == MDB_NOTFOUND || rc == 0 ? KF_OK : map_rc(rc);
+}
+
+#define DECODE_CB(fname, type, ctype, cbtype)                                                      \
+    struct fname##_ctx {                                                                           \
+        cbtype cb;                                                                                 \
+        void *ctx;                                                                                 \
+    };                                                                                             \
+    static int fname(void *c, const MDB_val *k, const MDB_val *v)                                  \
+    {                                                                                              \
+        (void)k;                                                                                   \
+        struct fname##_ctx *x = c;                                                                 \
+        ctype *m = type##__unpack(NULL, v->mv_size, v->mv_data);                                   \
+        if (!m)                                                                                    \
+            return KF_ESTORE;                                                                      \
+        int rc = x->cb(x->ctx, m);                                                                 \
+        type##__free_unpacked(m, NULL);                                                            \
+        return rc;                                                                                 \
+    }
+
+DECODE_CB(sweep_cb, kfleet__sweep, Kfleet__Sweep, kf_store_sweep_cb)
+DECODE_CB(task_cb, kfleet__task, Kfleet__Task, kf_store_task_cb)
+DECODE_CB(sample_cb, kfleet__sample, Kfleet__Sample, kf_store_sample_cb)
+DECODE_CB(attempt_cb, kfleet__attempt, Kfleet__Attempt, kf_store_attempt_cb)
+DECODE_CB(result_cb, kfleet__result, Kfleet__Result, kf_store_result_cb)
+DECODE_CB(agent_cb, kfleet__agent_info, Kfleet__AgentInfo, kf_store_agent_cb)
+DECODE_CB(telemetry_cb, kfleet__telemetry, Kfleet__Telemetry, kf_store_telemetry_cb)
+
+int kf_store_foreach_sweep(kf_txn *t, kf_store_sweep_cb cb, void *ctx)
+{
+    struct sweep_cb_ctx x = {cb, ctx};
+    return walk(t, DB_SWEEPS, NULL, 0, sweep_cb, &x);
+}
+
+int kf_store_foreach_task(kf_txn *t, uint32_t sweep_id, kf_store_task_cb cb, void *ctx)
+{
+    uint8_t p[4];
+    be32(p, sweep_id);
+    struct task_cb_ctx x = {cb, ctx};
+    return walk(t, DB_TASKS, p, 4, task_cb, &x);
+}
+
+struct open_ctx {
+    kf_store_task_cb cb;
+    void *ctx;
+};
+
+static int open_task_cb(void *c, const Kfleet__Task *task)
+{
+    struct open_ctx *x = c;
+    return kf_state_terminal(task->state) ? 0 : x->cb(x->ctx, task);
+}
+
+int kf_store_foreach_open_task(kf_txn *t, kf_store_task_cb cb, void *ctx)
+{
+    struct open_ctx oc = {cb, ctx};
+    struct task_cb_ctx x = {open_task_cb, &oc};
+    return walk(t, DB_TASKS, NULL, 0, task_cb, &x);
+}
+
+int kf_store_foreach_sample(kf_txn *t, uint64_t task_id, uint32_t attempt, kf_store_sample_cb cb,
+                            void *ctx)
+{
+    uint8_t p[12];
+    be64(p, task_id);
+    be32(p + 8, attempt);
+    struct sample_cb_ctx x = {cb, ctx};
+    return walk(t, DB_SAMPLES, p, 12, sample_cb, &x);
+}
+
+int kf_store_foreach_telemetry(kf_txn *t, uint64_t task_id, uint32_t attempt,
+                               kf_store_telemetry_cb cb, void *ctx)
+{
+    uint8_t p[12];
+    be64(p, task_id);
+    be32(p + 8, attempt);
+    struct telemetry_cb_ctx x = {cb, ctx};
+    return walk(t, DB_TELEMETRY, p, 12, telemetry_cb, &x);
+}
+
+int kf_store_foreach_attempt(kf_txn *t, uint64_t task_id, kf_store_attempt_cb cb, void *ctx)
+{
+    uint8_t p[8];
+    be64(p, task_id);
+    struct attempt_cb_ctx x = {cb, ctx};
+    return walk(t, DB_ATTEMPTS, p, 8, attempt_cb, &x);
+}
+
+int kf_store_foreach_late(kf_txn *t, uint64_t task_id, kf_store_result_cb cb, void *ctx)
+{
+    uint8_t p[8];
+    be64(p, task_id);
+    struct result_cb_ctx x = {cb, ctx};
+    return walk(t, DB_LATE, p, 8, result_cb, &x);
+}
+
+int kf_store_foreach_agent(kf_txn *t, kf_store_agent_cb cb, void *ctx)
+{
+    struct agent_cb_ctx x = {cb, ctx};
+    return walk(t, DB_AGENTS, NULL, 0, agent_cb, &x);
+}
+
+static int count_cb(void *ctx, const MDB_val *k, const MDB_val *v)
+{
+    (void)k;
+    (void)v;
+    (*(uint32_t *)ctx)++;
+    return 0;
+}
+
+int kf_store_count_samples(kf_txn *t, uint64_t task_id, uint32_t attempt, uint32_t *n)
+{
+    uint8_t p[12];
+    be64(p, task_id);
+    be32(p + 8, attempt);
+    *n = 0;
+    return walk(t, DB_SAMPLES, p, 12, count_cb, n);
+}

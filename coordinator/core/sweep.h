@@ -1,0 +1,100 @@
+/* sweep — the sweep file (YAML): what to run, on which nodes, how to measure.
+ *
+ *   name: quickstart
+ *   kernels:
+ *     - triad                       # by name: KERNELS_DIR/host/triad.c or cuda/triad.cu
+ *     - name: matmul
+ *       params: {n: [128, 256], block: [16, 32]}
+ *     - path: ./my_kernel.c         # by path, relative to the sweep file
+ *       flags: [-O3]
+ *   params: {n: [1M, 4M]}           # axes for every kernel that has none of its own
+ *   tasks: [build, validate, profile]
+ *   nodes: any                      # or all (each configuration on every agent)
+ *   baseline: matmul
+ *   attempts: 3
+ *   time_limit: 120s
+ *   measure: {min_samples: 10, min_time: 0.5s, max_noise: 0.5, timeout: 15s,
+ *             warmup: 1, hot: false, seeds: 3, batch: 1,
+ *             sanitize: false, ncu: [gpu__time_duration.sum]}
+ *
+ * Parameter values are integers, optionally with a K/M/G suffix (powers of
+ * 1024), or a range map {from: A, to: B, mul: M} / {from: A, to: B, step: S}.
+ * The configurations of a kernel are the cartesian product of its axes.
+ * Every error names file:line:column and nothing is submitted. */
+#ifndef KF_SWEEP_H
+#define KF_SWEEP_H
+
+#include "common/err.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define KF_SWEEP_MAX_AXES 16
+#define KF_SWEEP_MAX_CONFIGS 1000000
+
+enum { KF_TASK_BUILD = 1 << 1, KF_TASK_VALIDATE = 1 << 2, KF_TASK_PROFILE = 1 << 3 };
+
+typedef struct kf_sweep_axis {
+    char *name;
+    int64_t *values;
+    size_t nvalues;
+} kf_sweep_axis;
+
+typedef struct kf_sweep_kernel {
+    char *name;       /* kernel name (file stem for a path) */
+    char *path;       /* absolute path of the source file */
+    int cuda;         /* 1 for a .cu source */
+    kf_sweep_axis *axes;
+    size_t naxes;
+    char **flags;
+    size_t nflags;
+    int line, col;    /* where the kernel was named */
+} kf_sweep_kernel;
+
+typedef struct kf_sweep_measure {
+    uint32_t min_samples;
+    double min_time_s;
+    double max_noise_pct;
+    double timeout_s;
+    uint32_t warmup;
+    int hot;
+    uint32_t seeds;
+    uint32_t batch;
+    int sanitize;     /* validate under compute-sanitizer (memcheck, racecheck) */
+    char **ncu;       /* Nsight Compute metrics collected with each profile */
+    size_t nncu;
+} kf_sweep_measure;
+
+typedef struct kf_sweep_spec {
+    char *name;
+    char *file;       /* path as given */
+    char *text;       /* the YAML text, stored with the sweep */
+    kf_sweep_kernel *kernels;
+    size_t nkernels;
+    int tasks;        /* KF_TASK_* bits */
+    int nodes_all;
+    char *baseline;   /* NULL when none */
+    uint32_t max_attempts;
+    double time_limit_s;
+    kf_sweep_measure measure;
+} kf_sweep_spec;
+
+/* Parses a sweep file. kernels_dir is where kernels named without a path are
+ * looked up (host/NAME.c, then cuda/NAME.cu). On error returns KF_EINVAL
+ * with "FILE:LINE:COL: what; what to do" in err and *out untouched. */
+int kf_sweep_parse_file(const char *path, const char *kernels_dir, kf_sweep_spec **out,
+                        kf_err *err);
+/* Same, from memory; `filename` is used in messages, base_dir resolves paths. */
+int kf_sweep_parse_string(const char *text, size_t len, const char *filename,
+                          const char *base_dir, const char *kernels_dir, kf_sweep_spec **out,
+                          kf_err *err);
+void kf_sweep_destroy(kf_sweep_spec **self);
+
+/* Number of configurations of a kernel (product of its axis sizes; 1 with none). */
+size_t kf_sweep_kernel_configs(const kf_sweep_kernel *k);
+/* The idx-th configuration: names point into k, values written to values[].
+ * Returns the number of parameters (k->naxes). Last axis varies fastest. */
+int kf_sweep_kernel_config(const kf_sweep_kernel *k, size_t idx, const char **names,
+                           int64_t *values);
+
+#endif

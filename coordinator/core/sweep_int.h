@@ -1,0 +1,46 @@
+/* sweep_int — internal to the sweep parser: what sweep.c (the file's
+ * top level, kernels, measure settings) and sweep_axes.c (parameter axes,
+ * integers, configurations) share. Nothing outside common/sweep*.c
+ * includes it; the public API is sweep.h. */
+#ifndef KF_SWEEP_INT_H
+#define KF_SWEEP_INT_H
+
+#include "core/sweep.h"
+#include "core/yamldoc.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The longest kernel or axis name, in bytes. */
+#define KF_SWEEP_MAX_NAME 128
+
+/* One parse: the loaded document (every message goes through c->y, which
+ * knows the file name) and where paths and kernel names are resolved. */
+typedef struct kf_sweep_ctx {
+    kf_yaml y;
+    const char *base_dir;
+    const char *kernels_dir;
+} kf_sweep_ctx;
+
+/* A scalar integer in [min, max]: digits with an optional K, M or G suffix
+ * (powers of 1024). `what` names it in the message ("attempts", "a value of
+ * axis 'n'"). Returns 0, or an error code with the message in c->y. */
+int kf_sweep_int_value(kf_sweep_ctx *c, const yaml_node_t *n, const char *what, int64_t min,
+                       int64_t max, int64_t *out);
+
+/* A params mapping (axis name -> value, list or range) into a new array of
+ * *nout axes (NULL and 0 for {}), which the caller frees with
+ * kf_sweep_axes_free. On error nothing stays allocated. */
+int kf_sweep_parse_params(kf_sweep_ctx *c, const yaml_node_t *pn, kf_sweep_axis **out,
+                          size_t *nout);
+/* Gives kernel k its own copy of the n axes in src (the top-level params of
+ * a kernel that has none). On error what was copied stays in k, for the
+ * caller's cleanup of k. */
+int kf_sweep_axes_dup(kf_sweep_ctx *c, const kf_sweep_axis *src, size_t n, kf_sweep_kernel *k);
+void kf_sweep_axes_free(kf_sweep_axis *axes, size_t n);
+
+/* KF_EINVAL, pointing at the kernel that crosses it, when the sweep has more
+ * than KF_SWEEP_MAX_CONFIGS configurations in all. */
+int kf_sweep_count_configs(kf_sweep_ctx *c, const kf_sweep_spec *s);
+
+#endif

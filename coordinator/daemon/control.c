@@ -1,0 +1,532 @@
+/* control — the coordinator's side of the CLI protocol: submit, status,
+ * progress, cancel, shutdown, tunnels, launches. Requests arrive on the control ROUTER socket
+ * (ipc, in the 0700 run directory); each gets exactly one reply, sent after
+ * the batch commits, so "submitted as sweep 7" means sweep 7 is on disk. */
+#include "daemon/coord_int.h"
+#include "fleet/launches.h"
+#include "common/log.h"
+#include "fleet/tunnel.h"
+#include "common/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void reply(kf_coord *c, const void *peer, size_t peer_len, Kfleet__ControlReply *rep)
+{
+    kf_ctl_pack_reply(rep, &c->scratch);
+    coord_queue(c, 1, peer, peer_len, &c->scratch);
+}
+
+static void reply_error(kf_coord *c, const void *peer, size_t peer_len, int code, const char *msg)
+{
+    Kfleet__ControlReply rep = KFLEET__CONTROL_REPLY__INIT;
+    rep.code = code;
+    rep.error = (char *)msg;
+    reply(c, peer, peer_len, &rep);
+}
+
+static void progress_from_counts(Kfleet__SweepProgress *p, const uint32_t counts[16])
+{
+    p->pending = counts[KFLEET__TASK_STATE__PENDING];
+    p->running = counts[KFLEET__TASK_STATE__ASSIGNED] + counts[KFLEET__TASK_STATE__RUNNING];
+    p->succeeded = counts[KFLEET__TASK_STATE__SUCCEEDED];
+    p->failed = counts[KFLEET__TASK_STATE__FAILED];
+    p->timed_out = counts[KFLEET__TASK_STATE__TIMED_OUT];
+    p->cancelled = counts[KFLEET__TASK_STATE__CANCELLED];
+}
+
+static int count_cb(void *ctx, const Kfleet__Task *t)
+{
+    uint32_t *counts = ctx;
+    counts[t->state & 15]++;
+    counts[15]++;
+    return 0;
+}
+
+/* Progress of any sweep: from memory while open, from the store after. */
+static int sweep_progress(kf_coord *c, uint32_t id, Kfleet__SweepProgress *p, char *name,
+                          size_t name_len)
+{
+    ksweep *sw = sched_sweep(c, id);
+    if (sw) {
+        p->sweep_id = id;
+        snprintf(name, name_len, "%s", sw->rec->name ? sw->rec->name : "");
+        p->total = sw->ntasks;
+        p->created_ns = sw->rec->created_ns;
+        progress_from_counts(p, sw->counts);
+        return KF_OK;
+    }
+    kf_txn *txn;
+    int rc = coord_txn(c, &txn);
+    if (rc)
+        return rc;
+    Kfleet__Sweep *rec = NULL;
+    if ((rc = kf_store_get_sweep(txn, id, &rec)))
+        return rc;
+    uint32_t counts[16] = {0};
+    rc = kf_store_foreach_task(txn, id, count_cb, counts);
+    p->sweep_id = id;
+    snprintf(name, name_len, "%s", rec->name ? rec->name : "");
+    p->total = counts[15];
+    p->created_ns = rec->created_ns;
+    p->finished_ns = rec->finished_ns;
+    progress_from_counts(p, counts);
+    kfleet__sweep__free_unpacked(rec, NULL);
+    return rc;
+}
+
+static void handle_submit(kf_coord *c, const void *peer, size_t peer_len,
+                          Kfleet__SubmitRequest *req)
+{
+    Kfleet__Sweep *in = req->sweep;
+    if (!in || in->n_kernels == 0 || req->n_tasks == 0) {
+        reply_error(c, peer, peer_len, KF_EINVAL, "submit: the sweep has no kernels or no tasks");
+        return;
+    }
+    for (size_t i = 0; i < req->n_tasks; i++) {
+        if (req->tasks[i]->kernel_index >= in->n_kernels) {
+            reply_error(c, peer, peer_len, KF_EINVAL, "submit: a task names a kernel out of range");
+            return;
+        }
+    }
+    /* nodes: all — every configuration on every agent registered now. */
+    kagent **targets = NULL;
+    size_t ntargets = 0;
+    if (in->nodes_all) {
+        targets = calloc(c->nagents ? c->nagents : 1, sizeof *targets);
+        if (!targets)
+            abort();
+        for (size_t i = 0; i < c->nagents; i++)
+            if (c->agents[i]->registered && !c->agents[i]->lost)
+                targets[ntargets++] = c->agents[i];
+        if (ntargets == 0) {
+            free(targets);
+            reply_error(c, peer, peer_len, KF_EUNAVAIL,
+                        "the sweep asks for `nodes: all` but no agent is registered; start "
+                        "agents first (kfleet status lists them)");
+            return;
+        }
+    }
+    uint64_t expanded = (uint64_t)req->n_tasks * (in->nodes_all ? ntargets : 1);
+    if (expanded > 0xFFFFFFF0ull) {
+        free(targets);
+        reply_error(c, peer, peer_len, KF_EINVAL, "submit: too many tasks in one sweep");
+        return;
+    }
+    kf_txn *txn;
+    uint32_t id = 0;
+    if (coord_txn(c, &txn) != KF_OK || kf_store_next_sweep_id(txn, &id) != KF_OK) {
+        free(targets);
+        reply_error(c, peer, peer_len, KF_ESTORE, "submit: the store refused the sweep");
+        return;
+    }
+    /* Take ownership of a copy of the sweep record. */
+    size_t n = kfleet__sweep__get_packed_size(in);
+    uint8_t *b = malloc(n ? n : 1);
+    if (!b)
+        abort();
+    kfleet__sweep__pack(in, b);
+    Kfleet__Sweep *rec = kfleet__sweep__unpack(NULL, n, b);
+    free(b);
+    if (!rec)
+        abort();
+    rec->sweep_id = id;
+    rec->created_ns = kf_now_ns();
+    rec->finished_ns = 0;
+    rec->task_count = (uint32_t)expanded;
+    ksweep *sw = sched_add_sweep(c, rec);
+    uint32_t idx = 0;
+    size_t reps = in->nodes_all ? ntargets : 1;
+    for (size_t i = 0; i < req->n_tasks; i++) {
+        for (size_t r = 0; r < reps; r++) {
+            Kfleet__Task *src = req->tasks[i];
+            Kfleet__Task *t = malloc(sizeof *t);
+            if (!t)
+                abort();
+            kfleet__task__init(t);
+            t->task_id = kf_task_id(id, idx++);
+            t->sweep_id = id;
+            t->kind = src->kind;
+            t->kernel_index = src->kernel_index;
+            t->config_index = src->config_index;
+            t->n_params = src->n_params;
+            t->params = calloc(src->n_params ? src->n_params : 1, sizeof *t->params);
+            if (!t->params)
+                abort();
+            for (size_t p = 0; p < src->n_params; p++) {
+                Kfleet__Param *pp = malloc(sizeof *pp);
+                if (!pp)
+                    abort();
+                kfleet__param__init(pp);
+                pp->name = strdup(src->params[p]->name);
+                pp->value = src->params[p]->value;
+                t->params[p] = pp;
+            }
+            t->pin_agent = strdup(in->nodes_all ? targets[r]->id : "");
+            t->agent_id = strdup("");
+            t->error = strdup("");
+            t->state = KFLEET__TASK_STATE__PENDING;
+            t->created_ns = t->updated_ns = rec->created_ns;
+            sched_add_task(c, sw, t);
+            kf_store_put_task(txn, t);
+        }
+    }
+    free(targets);
+    kf_store_put_sweep(txn, rec);
+    kf_info("sweep.submit", "sweep=%u name=%s tasks=%u kernels=%zu nodes=%s", id,
+            rec->name ? rec->name : "", sw->ntasks, rec->n_kernels, rec->nodes_all ? "all" : "any");
+    Kfleet__ControlReply rep = KFLEET__CONTROL_REPLY__INIT;
+    rep.sweep_id = id;
+    reply(c, peer, peer_len, &rep);
+    c->dispatch_needed = 1;
+}
+
+struct recent {
+    uint32_t ids[10];
+    size_t n;
+};
+
+static int recent_cb(void *ctx, const Kfleet__Sweep *sw)
+{
+    struct recent *r = ctx;
+    /* Keep the last ten by id (the walk is in id order). */
+    if (r->n == 10) {
+        memmove(r->ids, r->ids + 1, 9 * sizeof *r->ids);
+        r->n = 9;
+    }
+    r->ids[r->n++] = sw->sweep_id;
+    return 0;
+}
+
+static void handle_status(kf_coord *c, const void *peer, size_t peer_len)
+{
+    Kfleet__StatusReply st = KFLEET__STATUS_REPLY__INIT;
+    st.agent_endpoint = c->agent_endpoint;
+    st.heartbeat_timeout_ms = (uint32_t)(c->cfg.heartbeat_timeout_s * 1000);
+    st.started_ns = c->started_ns;
+    st.version = KF_VERSION;
+    st.pid = (uint32_t)getpid();
+    Kfleet__AgentInfo **agents = calloc(c->nagents ? c->nagents : 1, sizeof *agents);
+    if (!agents)
+        abort();
+    uint64_t now_mono = kf_mono_ns(), now = kf_now_ns();
+    for (size_t i = 0; i < c->nagents; i++) {
+        kagent *a = c->agents[i];
+        if (!a->info)
+            continue;
+        a->info->lost = a->lost;
+        a->info->last_seen_ns = now - (now_mono - a->last_seen_mono);
+        agents[st.n_agents++] = a->info;
+    }
+    st.agents = agents;
+
+    struct recent rs = {{0}, 0};
+    kf_txn *txn;
+    if (coord_txn(c, &txn) == KF_OK)
+        kf_store_foreach_sweep(txn, recent_cb, &rs);
+    Kfleet__SweepProgress *progs = calloc(rs.n ? rs.n : 1, sizeof *progs);
+    Kfleet__SweepProgress **pp = calloc(rs.n ? rs.n : 1, sizeof *pp);
+    char(*names)[128] = calloc(rs.n ? rs.n : 1, sizeof *names);
+    if (!progs || !pp || !names)
+        abort();
+    for (size_t i = 0; i < rs.n; i++) {
+        kfleet__sweep_progress__init(&progs[i]);
+        if (sweep_progress(c, rs.ids[i], &progs[i], names[i], sizeof names[i]) == KF_OK) {
+            progs[i].name = names[i];
+            pp[st.n_sweeps++] = &progs[i];
+        }
+    }
+    st.sweeps = pp;
+    Kfleet__ControlReply rep = KFLEET__CONTROL_REPLY__INIT;
+    rep.status = &st;
+    reply(c, peer, peer_len, &rep);
+    free(agents);
+    free(progs);
+    free(pp);
+    free(names);
+}
+
+static void handle_progress(kf_coord *c, const void *peer, size_t peer_len, uint32_t id)
+{
+    Kfleet__SweepProgress p = KFLEET__SWEEP_PROGRESS__INIT;
+    char name[128];
+    int rc = sweep_progress(c, id, &p, name, sizeof name);
+    if (rc) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "no sweep %u on this coordinator; `kfleet status` lists them",
+                 id);
+        reply_error(c, peer, peer_len, rc, msg);
+        return;
+    }
+    p.name = name;
+    Kfleet__ControlReply rep = KFLEET__CONTROL_REPLY__INIT;
+    rep.sweep_id = id;
+    rep.progress = &p;
+    reply(c, peer, peer_len, &rep);
+}
+
+static void handle_cancel(kf_coord *c, const void *peer, size_t peer_len, uint32_t id)
+{
+    ksweep *sw = sched_sweep(c, id);
+    if (!sw) {
+        reply_error(c, peer, peer_len, KF_ENOTFOUND,
+                    "that sweep is not running (finished or unknown); nothing to cancel");
+        return;
+    }
+    sw->rec->cancelled = 1;
+    for (uint32_t i = 0; i < sw->ntasks; i++) {
+        ktask *t = &sw->tasks[i];
+        if (kf_state_terminal(t->rec->state))
+            continue;
+        if (t->agent >= 0) {
+            Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
+            Kfleet__Cancel cn = KFLEET__CANCEL__INIT;
+            cn.task_id = t->rec->task_id;
+            cn.attempt = t->rec->attempts;
+            env.body_case = KFLEET__ENVELOPE__BODY_CANCEL;
+            env.cancel = &cn;
+            coord_queue_env(c, c->agents[t->agent], &env);
+        }
+        sched_finish(c, sw, t, KFLEET__TASK_STATE__CANCELLED, "cancelled by the user");
+    }
+    Kfleet__SweepProgress p = KFLEET__SWEEP_PROGRESS__INIT;
+    char name[128];
+    sweep_progress(c, id, &p, name, sizeof name);
+    p.name = name;
+    Kfleet__ControlReply rep = KFLEET__CONTROL_REPLY__INIT;
+    rep.sweep_id = id;
+    rep.progress = &p;
+    reply(c, peer, peer_len, &rep);
+    /* All tasks are terminal now: this frees the sweep from memory. */
+    kf_txn *txn;
+    if (coord_txn(c, &txn) == KF_OK) {
+        sw->rec->finished_ns = kf_now_ns();
+        kf_store_put_sweep(txn, sw->rec);
+    }
+    for (size_t i = 0; i < c->nsweeps; i++) {
+        if (c->sweeps[i] == sw) {
+            memmove(&c->sweeps[i], &c->sweeps[i + 1], (c->nsweeps - i - 1) * sizeof *c->sweeps);
+            c->nsweeps--;
+            break;
+        }
+    }
+    sched_free_sweep(sw);
+}
+
+/* Tunnels: the SSH sessions of launched agents live in the daemon (so they
+ * outlive `kfleet launch`). The manager is made on the first request: a
+ * coordinator that never launched over SSH runs no extra thread. KF_COORD_TUNNELS
+ * is defined by coord_int.h where struct kf_coord carries the manager. */
+#ifdef KF_COORD_TUNNELS
+static int tunnels(kf_coord *c, kf_err *err)
+{
+    if (c->tunnels)
+        return KF_OK;
+    char host[256];
+    int port = 0;
+    int rc = kf_tunnels_parse_endpoint(c->agent_endpoint, host, sizeof host, &port, err);
+    if (rc == KF_OK)
+        rc = kf_tunnels_new(host, port, &c->tunnels, err);
+    return rc;
+}
+
+static void copy_str(char *dst, size_t n, const char *src)
+{
+    snprintf(dst, n, "%s", src ? src : "");
+}
+
+static void handle_tunnel_open(kf_coord *c, const void *peer, size_t peer_len,
+                               const Kfleet__TunnelSpec *ts)
+{
+    kf_err err;
+    kf_err_clear(&err);
+    if (!ts || !ts->name || !*ts->name || !ts->host || !*ts->host) {
+        reply_error(c, peer, peer_len, KF_EINVAL, "tunnel_open: a name and a host are needed");
+        return;
+    }
+    kf_tunnel_spec spec;
+    memset(&spec, 0, sizeof spec);
+    copy_str(spec.name, sizeof spec.name, ts->name);
+    copy_str(spec.host, sizeof spec.host, ts->host);
+    spec.port = ts->port ? (int)ts->port : 22;
+    copy_str(spec.user, sizeof spec.user, ts->user);
+    copy_str(spec.identity, sizeof spec.identity, ts->identity);
+    copy_str(spec.known_hosts, sizeof spec.known_hosts, ts->known_hosts);
+    copy_str(spec.agent_sock, sizeof spec.agent_sock, ts->ssh_auth_sock);
+    spec.remote_port = (int)ts->remote_port;
+    if (tunnels(c, &err) != KF_OK || kf_tunnels_open(c->tunnels, &spec, &err) != KF_OK) {
+        reply_error(c, peer, peer_len, err.code ? err.code : KF_EIO, err.msg);
+        return;
+    }
+    Kfleet__ControlReply rep = KFLEET__CONTROL_REPLY__INIT;
+    reply(c, peer, peer_len, &rep);
+}
+
+static void handle_tunnel_status(kf_coord *c, const void *peer, size_t peer_len, const char *name)
+{
+    kf_tunnel_info *v = NULL;
+    size_t n = 0;
+    if (c->tunnels)
+        kf_tunnels_list(c->tunnels, name, &v, &n);
+    Kfleet__TunnelState *st = calloc(n ? n : 1, sizeof *st);
+    Kfleet__TunnelState **pp = calloc(n ? n : 1, sizeof *pp);
+    if (!st || !pp)
+        abort();
+    for (size_t i = 0; i < n; i++) {
+        kfleet__tunnel_state__init(&st[i]);
+        st[i].name = v[i].name;
+        st[i].host = v[i].host;
+        st[i].remote_port = (uint32_t)v[i].remote_port;
+        st[i].up = v[i].up;
+        st[i].reconnects = v[i].reconnects;
+        st[i].relays = v[i].relays;
+        st[i].error = v[i].error;
+        pp[i] = &st[i];
+    }
+    Kfleet__ControlReply rep = KFLEET__CONTROL_REPLY__INIT;
+    rep.n_tunnels = n;
+    rep.tunnels = pp;
+    reply(c, peer, peer_len, &rep);
+    free(st);
+    free(pp);
+    free(v);
+}
+
+static void handle_tunnel_close(kf_coord *c, const void *peer, size_t peer_len, const char *name)
+{
+    kf_err err;
+    kf_err_clear(&err);
+    if (!c->tunnels || kf_tunnels_close(c->tunnels, name ? name : "", &err) != KF_OK) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "no tunnel named %s", name ? name : "");
+        reply_error(c, peer, peer_len, KF_ENOTFOUND, msg);
+        return;
+    }
+    Kfleet__ControlReply rep = KFLEET__CONTROL_REPLY__INIT;
+    reply(c, peer, peer_len, &rep);
+}
+#endif
+
+/* Launches: `kfleet launch` hands the daemon the parsed inventory and the
+ * bundle; the launch runs on its own threads (launch.h, kf_launches) and
+ * this loop only starts it and reports its table, never waiting on SSH. */
+static void reply_launch(kf_coord *c, const void *peer, size_t peer_len, uint32_t id, int attached)
+{
+    kf_err err;
+    kf_err_clear(&err);
+    Kfleet__LaunchState *st = NULL;
+    if (kf_launches_state(c->launches, id, &st, &err) != KF_OK) {
+        reply_error(c, peer, peer_len, err.code, err.msg);
+        return;
+    }
+    st->attached = attached;
+    Kfleet__ControlReply rep = KFLEET__CONTROL_REPLY__INIT;
+    rep.launch = st;
+    reply(c, peer, peer_len, &rep);
+    kf_launches_free_state(&st);
+}
+
+static void handle_launch(kf_coord *c, const void *peer, size_t peer_len,
+                          const Kfleet__LaunchRequest *req)
+{
+    kf_err err;
+    kf_err_clear(&err);
+    uint32_t id = 0;
+    int attached = 0;
+    if (!req) {
+        reply_error(c, peer, peer_len, KF_EINVAL, "launch: empty request");
+        return;
+    }
+    /* The launch threads reach this loop over the control socket and add
+     * keys to the allow list: an embedded coordinator without them (tests,
+     * the fuzz fixture) runs no launches. */
+    if (!c->cfg.control_endpoint || !*c->cfg.control_endpoint || !c->cfg.allow_file) {
+        reply_error(c, peer, peer_len, KF_EUNAVAIL,
+                    "this coordinator runs no launches (no control socket or allow list); use "
+                    "`kfleet serve`");
+        return;
+    }
+    if (!c->launches && kf_launches_new(c->cfg.control_endpoint, c->cfg.allow_file, c->cfg.pub_file,
+                                        &c->launches, &err) != KF_OK) {
+        reply_error(c, peer, peer_len, err.code, err.msg);
+        return;
+    }
+    if (kf_launches_start(c->launches, req, &id, &attached, &err) != KF_OK) {
+        reply_error(c, peer, peer_len, err.code ? err.code : KF_EIO, err.msg);
+        return;
+    }
+    reply_launch(c, peer, peer_len, id, attached);
+}
+
+static void handle_launch_status(kf_coord *c, const void *peer, size_t peer_len, uint32_t id)
+{
+    if (!c->launches) {
+        reply_error(c, peer, peer_len, KF_ENOTFOUND,
+                    "no launch has run in this coordinator (did it restart?)");
+        return;
+    }
+    reply_launch(c, peer, peer_len, id, 0);
+}
+
+void control_handle(kf_coord *c, const void *peer, size_t peer_len, const void *data, size_t len)
+{
+    kf_err err;
+    Kfleet__ControlRequest *req = kf_ctl_unpack_request(data, len, &err);
+    if (!req) {
+        c->protocol_errors++;
+        kf_warn("control.bad_request", "bytes=%zu error=\"%s\"", len, err.msg);
+        reply_error(c, peer, peer_len, KF_EPROTO, err.msg);
+        return;
+    }
+    switch (req->body_case) {
+    case KFLEET__CONTROL_REQUEST__BODY_SUBMIT:
+        handle_submit(c, peer, peer_len, req->submit);
+        break;
+    case KFLEET__CONTROL_REQUEST__BODY_STATUS:
+        handle_status(c, peer, peer_len);
+        break;
+    case KFLEET__CONTROL_REQUEST__BODY_PROGRESS:
+        handle_progress(c, peer, peer_len, req->progress);
+        break;
+    case KFLEET__CONTROL_REQUEST__BODY_CANCEL:
+        handle_cancel(c, peer, peer_len, req->cancel);
+        break;
+    case KFLEET__CONTROL_REQUEST__BODY_SHUTDOWN: {
+        Kfleet__ControlReply rep = KFLEET__CONTROL_REPLY__INIT;
+        reply(c, peer, peer_len, &rep);
+        c->shutdown = 1;
+        break;
+    }
+#ifdef KF_COORD_TUNNELS
+    case KFLEET__CONTROL_REQUEST__BODY_TUNNEL_OPEN:
+        handle_tunnel_open(c, peer, peer_len, req->tunnel_open);
+        break;
+    case KFLEET__CONTROL_REQUEST__BODY_TUNNEL_STATUS:
+        handle_tunnel_status(c, peer, peer_len, req->tunnel_status);
+        break;
+    case KFLEET__CONTROL_REQUEST__BODY_TUNNEL_CLOSE:
+        handle_tunnel_close(c, peer, peer_len, req->tunnel_close);
+        break;
+#else
+    case KFLEET__CONTROL_REQUEST__BODY_TUNNEL_OPEN:
+    case KFLEET__CONTROL_REQUEST__BODY_TUNNEL_STATUS:
+    case KFLEET__CONTROL_REQUEST__BODY_TUNNEL_CLOSE:
+        reply_error(c, peer, peer_len, KF_EUNAVAIL,
+                    "this coordinator keeps no SSH tunnels (built without them); launch with "
+                    "--direct ENDPOINT");
+        break;
+#endif
+    case KFLEET__CONTROL_REQUEST__BODY_LAUNCH:
+        handle_launch(c, peer, peer_len, req->launch);
+        break;
+    case KFLEET__CONTROL_REQUEST__BODY_LAUNCH_STATUS:
+        handle_launch_status(c, peer, peer_len, req->launch_status);
+        break;
+    default:
+        reply_error(c, peer, peer_len, KF_EPROTO, "unknown control request");
+        break;
+    }
+    kfleet__control_request__free_unpacked(req, NULL);
+}

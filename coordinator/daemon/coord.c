@@ -1,0 +1,585 @@
+/* coord — the coordinator's loop and sockets; see coord.h.
+ *
+ * A turn: poll both sockets, drain everything they hold (bounded, so one
+ * busy agent cannot starve timers), let the handlers mutate memory and the
+ * batch's write transaction, run the periodic checks and the dispatcher,
+ * commit, then send. Sending after the commit is what makes an ack mean
+ * "durably stored". */
+#include "daemon/coord_int.h"
+#include "fleet/launches.h"
+#include "common/log.h"
+#include "fleet/tunnel.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#define BATCH_MAX 4096
+
+static int bind_or_fail(void *sock, const char *ep, const char *what, kf_err *err)
+{
+    if (zmq_bind(sock, ep) != 0)
+        return kf_err_set(err, KF_EIO, "cannot bind the %s socket to %s: %s%s", what, ep,
+                          zmq_strerror(errno),
+                          errno == EADDRINUSE ? " (another coordinator? pass another --bind "
+                                                "or --home)"
+                                              : "");
+    return KF_OK;
+}
+
+static int cmp_allow(const void *a, const void *b)
+{
+    return strcmp(((const kf_allow_entry *)a)->pub, ((const kf_allow_entry *)b)->pub);
+}
+
+static void sort_allow(kf_allow *a)
+{
+    if (a->n > 1)
+        qsort(a->e, a->n, sizeof *a->e, cmp_allow);
+}
+
+/* A binary search, since this runs for every frame an agent sends. */
+const char *coord_allowed(const kf_coord *c, const char *pub)
+{
+    if (!pub || !*pub)
+        return NULL;
+    kf_allow_entry key;
+    snprintf(key.pub, sizeof key.pub, "%s", pub);
+    const kf_allow_entry *e =
+        c->allow.n ? bsearch(&key, c->allow.e, c->allow.n, sizeof *c->allow.e, cmp_allow) : NULL;
+    return e ? e->name : NULL;
+}
+
+/* Logs a refusal unless the same key was logged in the last 10 s: a port
+ * scanner retrying cannot flood the log, and each new key still shows. */
+static void log_refused(kf_coord *c, const char *what, const char *pub, const char *address)
+{
+    uint64_t now = kf_mono_ns();
+    size_t slot = 0;
+    for (size_t i = 0; i < sizeof c->refused_log / sizeof *c->refused_log; i++) {
+        if (strcmp(c->refused_log[i].key, pub) == 0) {
+            if (now - c->refused_log[i].mono < 10000000000ull)
+                return;
+            slot = i;
+            break;
+        }
+        if (c->refused_log[i].mono < c->refused_log[slot].mono)
+            slot = i;
+    }
+    snprintf(c->refused_log[slot].key, sizeof c->refused_log[slot].key, "%s", pub);
+    c->refused_log[slot].mono = now;
+    kf_warn(what,
+            "key=%s address=%s handshakes_refused=%llu frames_refused=%llu hint=\"`kfleet "
+            "agent-key add KEY NAME` to accept it\"",
+            pub, address ? address : "?", (unsigned long long)c->refused_handshakes,
+            (unsigned long long)c->refused_frames);
+}
+
+static int make_zap(kf_coord *c, kf_err *err)
+{
+    c->zap_sock = zmq_socket(c->zctx, ZMQ_REP);
+    int zero = 0;
+    zmq_setsockopt(c->zap_sock, ZMQ_LINGER, &zero, sizeof zero);
+    if (!c->zap_sock || zmq_bind(c->zap_sock, "inproc://zeromq.zap.01") != 0)
+        return kf_err_set(err, KF_EIO, "cannot start the Curve authentication handler: %s",
+                          zmq_strerror(errno));
+    return KF_OK;
+}
+
+/* One ZAP request (RFC 27): version, request id, domain, address, routing
+ * id, mechanism, credentials; the reply names the key as the user id, which
+ * libzmq then attaches to every frame of that connection. */
+static void handle_zap(kf_coord *c)
+{
+    zmq_msg_t f[8];
+    int n = 0, more = 1;
+    while (more && n < 8) {
+        zmq_msg_init(&f[n]);
+        if (zmq_msg_recv(&f[n], c->zap_sock, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&f[n]);
+            if (n == 0)
+                return;
+            break;
+        }
+        more = zmq_msg_more(&f[n]);
+        n++;
+    }
+    while (more) { /* more frames than RFC 27 has: drain them */
+        zmq_msg_t x;
+        zmq_msg_init(&x);
+        if (zmq_msg_recv(&x, c->zap_sock, 0) < 0)
+            more = 0;
+        else
+            more = zmq_msg_more(&x);
+        zmq_msg_close(&x);
+    }
+    char pub[KF_KEY_Z85 + 1] = "", address[64] = "";
+    const char *status = "400", *text = "malformed request";
+    if (n >= 7 && zmq_msg_size(&f[0]) == 3 && memcmp(zmq_msg_data(&f[0]), "1.0", 3) == 0) {
+        size_t alen =
+            zmq_msg_size(&f[3]) < sizeof address - 1 ? zmq_msg_size(&f[3]) : sizeof address - 1;
+        memcpy(address, zmq_msg_data(&f[3]), alen);
+        address[alen] = '\0';
+        int curve = zmq_msg_size(&f[5]) == 5 && memcmp(zmq_msg_data(&f[5]), "CURVE", 5) == 0;
+        if (curve && zmq_msg_size(&f[6]) == 32) {
+            zmq_z85_encode(pub, zmq_msg_data(&f[6]), 32);
+            kf_err rerr;
+            int changed = 0;
+            /* A key added a moment ago must not wait for the next check. */
+            if (!coord_allowed(c, pub) &&
+                kf_allow_refresh(c->cfg.allow_file, &c->allow, &changed, &rerr) == KF_OK && changed)
+                sort_allow(&c->allow);
+            if (coord_allowed(c, pub)) {
+                status = "200";
+                text = "OK";
+            } else {
+                text = "unknown key";
+                c->refused_handshakes++;
+                log_refused(c, "auth.refused", pub, address);
+            }
+        } else {
+            text = "the agent link is CURVE only";
+            c->refused_handshakes++;
+            log_refused(c, "auth.refused", curve ? "(bad key)" : "(no CURVE)", address);
+        }
+    }
+    const char *reply[6] = {"1.0", NULL, status, text, status[0] == '2' ? pub : "", ""};
+    for (int i = 0; i < 6; i++) {
+        int flags = i < 5 ? ZMQ_SNDMORE : 0;
+        if (i == 1) {
+            if (n > 1)
+                zmq_send(c->zap_sock, zmq_msg_data(&f[1]), zmq_msg_size(&f[1]), flags);
+            else
+                zmq_send(c->zap_sock, "", 0, flags);
+        } else {
+            zmq_send(c->zap_sock, reply[i], strlen(reply[i]), flags);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        zmq_msg_close(&f[i]);
+}
+
+/* Re-reads the allow list when it changed; agents whose key left it are
+ * cut off: their frames are dropped from now on and the next check loses
+ * them, requeueing what they ran. */
+static void refresh_allow(kf_coord *c)
+{
+    kf_err err;
+    int changed = 0;
+    if (kf_allow_refresh(c->cfg.allow_file, &c->allow, &changed, &err) != KF_OK) {
+        kf_warn("auth.allow_list", "error=\"%s\" keeping=%zu", err.msg, c->allow.n);
+        return;
+    }
+    if (!changed)
+        return;
+    sort_allow(&c->allow);
+    kf_info("auth.allow_list", "keys=%zu", c->allow.n);
+    for (size_t i = 0; i < c->nagents; i++) {
+        kagent *a = c->agents[i];
+        if (a->key[0] && !a->revoked && !coord_allowed(c, a->key)) {
+            a->revoked = 1;
+            kf_warn("agent.revoked", "agent=%s key=%s", a->id, a->key);
+        } else if (a->revoked && coord_allowed(c, a->key)) {
+            a->revoked = 0;
+        }
+    }
+}
+
+int kf_coord_new(const kf_coord_config *cfg, kf_coord **out, kf_err *err)
+{
+    kf_coord *c = calloc(1, sizeof *c);
+    if (!c)
+        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    c->cfg = *cfg;
+    if (c->cfg.heartbeat_interval_s <= 0)
+        c->cfg.heartbeat_interval_s = 1.0;
+    if (c->cfg.heartbeat_timeout_s <= 0)
+        c->cfg.heartbeat_timeout_s = 10.0;
+    if (c->cfg.assign_grace_s <= 0)
+        c->cfg.assign_grace_s = 5.0;
+    c->started_ns = kf_now_ns();
+    kf_buf_init(&c->scratch);
+    int rc = kf_store_open(cfg->store_dir, 0, &c->store, err);
+    if (rc)
+        goto fail;
+
+    if (!cfg->key_file || !cfg->pub_file || !cfg->allow_file) {
+        rc = kf_err_set(err, KF_EINVAL, "the coordinator needs its key and allow-list paths");
+        goto fail;
+    }
+    if ((rc = kf_keys_coordinator(cfg->key_file, cfg->pub_file, &c->keys, err)) ||
+        (rc = kf_allow_load(cfg->allow_file, &c->allow, err)))
+        goto fail;
+    sort_allow(&c->allow);
+
+    c->zctx = zmq_ctx_new();
+    /* The handler must be bound before any CURVE socket accepts. */
+    if ((rc = make_zap(c, err)))
+        goto fail;
+    c->agents_sock = zmq_socket(c->zctx, ZMQ_ROUTER);
+    c->control_sock = zmq_socket(c->zctx, ZMQ_ROUTER);
+    int one = 1, zero = 0;
+    int64_t maxmsg = KF_MAX_FRAME;
+    /* Agents set no routing id: libzmq names each connection, and an agent
+     * is bound to the connection it registered on with its key (sched.c).
+     * Without handover, a peer that does pick the id of a live connection
+     * is not given that connection's traffic. */
+    zmq_setsockopt(c->agents_sock, ZMQ_ROUTER_HANDOVER, &zero, sizeof zero);
+    /* Sending to a gone agent fails instead of vanishing silently. */
+    zmq_setsockopt(c->agents_sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+    zmq_setsockopt(c->agents_sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    zmq_setsockopt(c->control_sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    zmq_setsockopt(c->agents_sock, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(c->control_sock, ZMQ_LINGER, &zero, sizeof zero);
+    int hwm = 100000;
+    zmq_setsockopt(c->agents_sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(c->agents_sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    /* CURVE on the agent link, loopback included: a port on a pod or a
+     * laptop's LAN is reachable by more than the fleet. */
+    zmq_setsockopt(c->agents_sock, ZMQ_CURVE_SERVER, &one, sizeof one);
+    zmq_setsockopt(c->agents_sock, ZMQ_CURVE_SECRETKEY, c->keys.sec, KF_KEY_Z85 + 1);
+    zmq_setsockopt(c->agents_sock, ZMQ_ZAP_DOMAIN, "kfleet", 6);
+
+    if ((rc = bind_or_fail(c->agents_sock, cfg->agent_bind, "agent", err)))
+        goto fail;
+    size_t len = sizeof c->agent_endpoint;
+    zmq_getsockopt(c->agents_sock, ZMQ_LAST_ENDPOINT, c->agent_endpoint, &len);
+    /* A stale control socket of a coordinator that died: the lock file
+     * (taken by the caller) says nobody owns it, so it can go. */
+    if (strncmp(cfg->control_endpoint, "ipc://", 6) == 0)
+        unlink(cfg->control_endpoint + 6);
+    if ((rc = bind_or_fail(c->control_sock, cfg->control_endpoint, "control", err)))
+        goto fail;
+    if (cfg->endpoint_file) {
+        char line[300];
+        int n = snprintf(line, sizeof line, "%s\n", c->agent_endpoint);
+        if ((rc = kf_write_file(cfg->endpoint_file, line, (size_t)n, 0600, err)))
+            goto fail;
+    }
+    if ((rc = sched_load(c, err)))
+        goto fail;
+    *out = c;
+    return KF_OK;
+fail:
+    kf_coord_destroy(&c);
+    return rc;
+}
+
+const char *kf_coord_agent_endpoint(const kf_coord *self)
+{
+    return self->agent_endpoint;
+}
+
+void kf_coord_destroy(kf_coord **self)
+{
+    kf_coord *c = *self;
+    if (!c)
+        return;
+    /* Launches first: their threads may still ask for tunnels. */
+    kf_launches_destroy(&c->launches);
+    kf_tunnels_destroy(&c->tunnels);
+    kf_store_abort(&c->txn);
+    for (size_t i = 0; i < c->nsweeps; i++)
+        sched_free_sweep(c->sweeps[i]);
+    free(c->sweeps);
+    for (size_t i = 0; i < c->nagents; i++)
+        sched_free_agent(c->agents[i]);
+    free(c->agents);
+    for (size_t i = 0; i < c->nout; i++) {
+        free(c->out[i].peer);
+        kf_buf_release(&c->out[i].payload);
+    }
+    free(c->out);
+    if (c->agents_sock)
+        zmq_close(c->agents_sock);
+    if (c->control_sock)
+        zmq_close(c->control_sock);
+    if (c->zap_sock)
+        zmq_close(c->zap_sock);
+    if (c->zctx)
+        zmq_ctx_term(c->zctx);
+    if (c->cfg.endpoint_file)
+        unlink(c->cfg.endpoint_file);
+    if (c->cfg.control_endpoint && strncmp(c->cfg.control_endpoint, "ipc://", 6) == 0)
+        unlink(c->cfg.control_endpoint + 6);
+    kf_store_close(&c->store);
+    kf_buf_release(&c->scratch);
+    kf_allow_free(&c->allow);
+    memset(&c->keys, 0, sizeof c->keys);
+    free(c);
+    *self = NULL;
+}
+
+void coord_queue(kf_coord *c, int to_control, const void *peer, size_t peer_len,
+                 const kf_buf *payload)
+{
+    if (c->nout == c->capout) {
+        c->capout = c->capout ? c->capout * 2 : 64;
+        c->out = realloc(c->out, c->capout * sizeof *c->out);
+        if (!c->out)
+            abort();
+    }
+    koutmsg *m = &c->out[c->nout++];
+    m->to_control = to_control;
+    m->peer = malloc(peer_len ? peer_len : 1);
+    if (!m->peer)
+        abort();
+    memcpy(m->peer, peer, peer_len);
+    m->peer_len = peer_len;
+    kf_buf_init(&m->payload);
+    kf_buf_add(&m->payload, payload->data, payload->len);
+}
+
+void coord_queue_env(kf_coord *c, const kagent *a, Kfleet__Envelope *env)
+{
+    if (a->route_len)
+        coord_queue_route(c, a->route, a->route_len, env);
+}
+
+void coord_queue_route(kf_coord *c, const void *route, size_t route_len, Kfleet__Envelope *env)
+{
+    kf_wire_pack(env, &c->scratch);
+    coord_queue(c, 0, route, route_len, &c->scratch);
+}
+
+void coord_ack_later(kagent *a, uint64_t oseq)
+{
+    if (a->nacks == a->capacks) {
+        a->capacks = a->capacks ? a->capacks * 2 : 64;
+        a->acks = realloc(a->acks, a->capacks * sizeof *a->acks);
+        if (!a->acks)
+            abort();
+    }
+    a->acks[a->nacks++] = oseq;
+}
+
+int coord_txn(kf_coord *c, kf_txn **out)
+{
+    if (!c->txn) {
+        kf_err err;
+        int rc = kf_store_begin(c->store, 0, &c->txn, &err);
+        if (rc) {
+            kf_error("store.begin", "error=\"%s\"", err.msg);
+            return rc;
+        }
+    }
+    *out = c->txn;
+    return KF_OK;
+}
+
+/* Receives one multipart message [peer][payload] without blocking.
+ * Returns 1 when one was read, 0 when none waits. */
+static int recv_routed(void *sock, zmq_msg_t *peer, zmq_msg_t *body)
+{
+    if (zmq_msg_recv(peer, sock, ZMQ_DONTWAIT) < 0)
+        return 0;
+    int more = zmq_msg_more(peer);
+    if (!more) {
+        /* A lone frame cannot carry a routed message: ignore it. */
+        zmq_msg_close(body);
+        zmq_msg_init(body);
+        return 1;
+    }
+    zmq_msg_recv(body, sock, 0);
+    /* Drain any extra frames a confused peer sent. */
+    while (zmq_msg_more(body)) {
+        zmq_msg_t extra;
+        zmq_msg_init(&extra);
+        zmq_msg_recv(&extra, sock, 0);
+        zmq_msg_close(&extra);
+    }
+    return 1;
+}
+
+static void handle_agent_frame(kf_coord *c, zmq_msg_t *peer, zmq_msg_t *body)
+{
+    /* ZAP vetted the key at the handshake; checking it again per frame is
+     * what makes a revocation take effect on connections already open. */
+    const char *user = zmq_msg_gets(body, "User-Id");
+    if (!coord_allowed(c, user)) {
+        c->refused_frames++;
+        log_refused(c, "auth.frame_refused", user ? user : "(none)",
+                    zmq_msg_gets(body, "Peer-Address"));
+        return;
+    }
+    kf_peer p = {zmq_msg_data(peer), zmq_msg_size(peer), user};
+    kf_err err;
+    kf_err_clear(&err);
+    int rc =
+        kf_wire_dispatch(kf_sched_handlers, c, &p, zmq_msg_data(body), zmq_msg_size(body), &err);
+    if (rc == KF_EPROTO) {
+        c->protocol_errors++;
+        /* Authenticated, so worth telling: an agent of another version
+         * learns why nothing it sends is taken. */
+        Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
+        Kfleet__Reject rej = KFLEET__REJECT__INIT;
+        rej.reason = err.msg;
+        rej.frame_bytes = (uint32_t)zmq_msg_size(body);
+        rej.coordinator_protocol = KF_PROTOCOL_VERSION;
+        env.body_case = KFLEET__ENVELOPE__BODY_REJECT;
+        env.reject = &rej;
+        kf_wire_send(c->agents_sock, &p, &env, ZMQ_DONTWAIT);
+        const kagent *a = sched_agent_by_route(c, p.id, p.id_len);
+        kf_warn("agent.bad_frame", "agent=%s key=%s bytes=%zu error=\"%s\" total=%llu",
+                a ? a->id : "(unregistered)", user, zmq_msg_size(body), err.msg,
+                (unsigned long long)c->protocol_errors);
+    }
+}
+
+static void send_outgoing(kf_coord *c)
+{
+    /* Acks first: they release the agents' outboxes. */
+    for (size_t i = 0; i < c->nagents; i++) {
+        kagent *a = c->agents[i];
+        if (!a->nacks)
+            continue;
+        if (!a->route_len) {
+            a->nacks = 0;
+            continue;
+        }
+        Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
+        Kfleet__Ack ack = KFLEET__ACK__INIT;
+        ack.n_oseq = a->nacks;
+        ack.oseq = a->acks;
+        env.body_case = KFLEET__ENVELOPE__BODY_ACK;
+        env.ack = &ack;
+        kf_peer p = {a->route, a->route_len, NULL};
+        if (kf_wire_send(c->agents_sock, &p, &env, ZMQ_DONTWAIT) != KF_OK)
+            kf_debug("agent.ack_unsent", "agent=%s error=\"%s\"", a->id, zmq_strerror(errno));
+        a->nacks = 0;
+    }
+    for (size_t i = 0; i < c->nout; i++) {
+        koutmsg *m = &c->out[i];
+        void *sock = m->to_control ? c->control_sock : c->agents_sock;
+        if (zmq_send(sock, m->peer, m->peer_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+            zmq_send(sock, m->payload.data, m->payload.len, ZMQ_DONTWAIT) < 0) {
+            /* The agent is gone (ROUTER_MANDATORY): its assignments will be
+             * requeued by the grace check, nothing else to do here. */
+            const kagent *a = m->to_control ? NULL : sched_agent_by_route(c, m->peer, m->peer_len);
+            kf_debug("send.failed", "to=%s error=\"%s\"",
+                     m->to_control ? "cli" : (a ? a->id : "(gone)"), zmq_strerror(errno));
+        }
+        free(m->peer);
+        kf_buf_release(&m->payload);
+    }
+    c->nout = 0;
+}
+
+/* Grows the map before a batch while it is over 3/4 full or has less room
+ * than 8 of the largest frames seen, so that a commit never meets
+ * MDB_MAP_FULL in normal operation; *budget is how many bytes of agent
+ * frames this turn may take (a quarter of the room: LMDB writes whole pages,
+ * and a batch's records spread over many). */
+static int ensure_room(kf_coord *c, size_t *budget, kf_err *err)
+{
+    size_t used = kf_store_used(c->store), map = kf_store_map_size(c->store);
+    while (used * 4 >= map * 3 || map - used < 8 * c->max_frame) {
+        int rc = kf_store_grow(c->store, err);
+        if (rc)
+            return rc;
+        map = kf_store_map_size(c->store);
+        kf_info("store.grow", "used_mib=%zu map_mib=%zu", used >> 20, map >> 20);
+    }
+    *budget = (map - used) / 4;
+    return KF_OK;
+}
+
+int kf_coord_run(kf_coord *c, volatile sig_atomic_t *stop, kf_err *err)
+{
+    kf_info("coordinator.start",
+            "agents=%s control=%s store=%s heartbeat_timeout_s=%.1f curve_key=%s allowed_keys=%zu",
+            c->agent_endpoint, c->cfg.control_endpoint, c->cfg.store_dir,
+            c->cfg.heartbeat_timeout_s, c->keys.pub, c->allow.n);
+    uint64_t last_check = 0;
+    int rc = KF_OK;
+    const char *crash_env = getenv("KF_TEST_CRASH_AFTER_COMMITS");
+    unsigned long crash_after = crash_env ? strtoul(crash_env, NULL, 10) : 0, commits = 0;
+    c->dispatch_needed = 1;
+    while (!(stop && *stop) && !c->shutdown) {
+        zmq_pollitem_t items[3] = {{c->agents_sock, 0, ZMQ_POLLIN, 0},
+                                   {c->control_sock, 0, ZMQ_POLLIN, 0},
+                                   {c->zap_sock, 0, ZMQ_POLLIN, 0}};
+        if (zmq_poll(items, 3, 100) < 0 && errno != EINTR) {
+            rc = kf_err_set(err, KF_EIO, "poll failed: %s", zmq_strerror(errno));
+            break;
+        }
+        size_t budget = 0, taken = 0;
+        if ((rc = ensure_room(c, &budget, err)))
+            break;
+        for (int z = 0; z < 64 && (items[2].revents & ZMQ_POLLIN); z++) {
+            int ev = 0;
+            size_t evlen = sizeof ev;
+            handle_zap(c);
+            if (zmq_getsockopt(c->zap_sock, ZMQ_EVENTS, &ev, &evlen) != 0 || !(ev & ZMQ_POLLIN))
+                break;
+        }
+        int n = 0;
+        zmq_msg_t peer, body;
+        zmq_msg_init(&peer);
+        zmq_msg_init(&body);
+        while (n < BATCH_MAX && taken < budget && recv_routed(c->agents_sock, &peer, &body)) {
+            size_t len = zmq_msg_size(&body);
+            if (len > c->max_frame)
+                c->max_frame = len;
+            taken += len;
+            if (len > 0)
+                handle_agent_frame(c, &peer, &body);
+            n++;
+        }
+        int m = 0;
+        while (m < 64 && recv_routed(c->control_sock, &peer, &body)) {
+            control_handle(c, zmq_msg_data(&peer), zmq_msg_size(&peer), zmq_msg_data(&body),
+                           zmq_msg_size(&body));
+            m++;
+        }
+        zmq_msg_close(&peer);
+        zmq_msg_close(&body);
+
+        uint64_t now = kf_mono_ns();
+        if (now - last_check > 200000000ull) {
+            refresh_allow(c);
+            sched_check_agents(c);
+            last_check = now;
+            c->dispatch_needed = 1;
+        }
+        if (c->dispatch_needed) {
+            c->dispatch_needed = 0;
+            sched_dispatch(c);
+        }
+        if (c->txn) {
+            if ((rc = kf_store_commit(&c->txn, err))) {
+                /* Memory now runs ahead of the store; the only safe way on is
+                 * a restart, which reloads from what was committed. */
+                uint64_t free_b = 0;
+                kf_free_bytes(c->cfg.store_dir, &free_b);
+                kf_error("store.commit", "error=\"%s\" free_mib=%llu", err->msg,
+                         (unsigned long long)(free_b >> 20));
+                /* LMDB reports a short write on a full disk as an I/O error:
+                 * the free space says which it was. */
+                char cause[sizeof err->msg];
+                snprintf(cause, sizeof cause, "%s", err->msg);
+                kf_err_set(err, rc,
+                           "cannot write the store %s: %s (%llu MiB free on its disk); it stops "
+                           "here and nothing committed was lost. Free disk space there and start "
+                           "the coordinator again",
+                           c->cfg.store_dir, cause, (unsigned long long)(free_b >> 20));
+                break;
+            }
+            /* Test hook: die in the one window a random kill rarely hits,
+             * committed but nothing sent, so the agents' resend of what is
+             * already stored is exercised every time (test_commit_crash). */
+            if (crash_after && ++commits == crash_after) {
+                kf_warn("coordinator.test_crash", "commits=%lu", commits);
+                raise(SIGKILL);
+            }
+        }
+        send_outgoing(c);
+    }
+    kf_store_abort(&c->txn);
+    kf_info("coordinator.stop", "reason=%s", rc ? "error" : (c->shutdown ? "shutdown" : "signal"));
+    return rc;
+}

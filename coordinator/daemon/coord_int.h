@@ -1,0 +1,155 @@
+/* coord_int — the coordinator's state, shared by coord.c (loop and sockets),
+ * sched.c (agents, tasks, dispatch) and control.c (CLI requests). Not a
+ * public header: nothing outside coordinator/ includes it.
+ *
+ * Memory holds only what is open: the sweeps not yet finished and their
+ * tasks, and the agents seen since start. The store is the truth; after a
+ * restart memory is rebuilt from it (sched_load). */
+#ifndef KF_COORD_INT_H
+#define KF_COORD_INT_H
+
+#include "common/buf.h"
+#include "daemon/coord.h"
+#include "common/keys.h"
+#include "core/store.h"
+#include "common/wire.h"
+
+#include <stdint.h>
+
+#define KF_MAX_SLOTS 64
+
+typedef struct ktask {
+    Kfleet__Task *rec;      /* owned; the stored record */
+    int agent;              /* index into agents of the current attempt, -1 */
+    int pin;                /* agent index the task must run on, -1 = any */
+    uint64_t assigned_mono; /* when the current attempt was sent */
+    int confirmed;          /* the agent has reported the attempt active */
+    int slot_gpu;           /* which slot kind it holds: 1 gpu, 0 cpu, -1 none */
+    uint32_t gpu_index;
+} ktask;
+
+typedef struct ksweep {
+    Kfleet__Sweep *rec; /* owned */
+    ktask *tasks;       /* indexed by task idx */
+    uint32_t ntasks, cap;
+    uint32_t cursor;     /* no pending task below this idx */
+    uint32_t counts[16]; /* tasks by TaskState */
+    int dirty;           /* rec changed in this batch */
+} ksweep;
+
+/* What the coordinator knows of one kernel's build on one agent. */
+typedef struct kbuild {
+    char hash[65];
+    int state; /* TaskState: ASSIGNED while building, else terminal */
+    uint64_t task_id;
+    char *error; /* first lines of a failed build */
+} kbuild;
+
+/* The ROUTER routing id of a connection: libzmq makes one per connection
+ * (agents set none), so a route names a connection, never an agent. */
+#define KF_ROUTE_MAX 255
+
+typedef struct kagent {
+    char *id;
+    /* Where its frames come from and replies go: the connection it last
+     * registered on (route_len 0: none yet). A frame is this agent's only if
+     * it arrives on this route with this key. */
+    uint8_t route[KF_ROUTE_MAX];
+    size_t route_len;
+    Kfleet__AgentInfo *info; /* owned; NULL for an agent known only from the store */
+    int registered;          /* registered since this coordinator started */
+    int lost;
+    uint64_t last_seen_mono;
+    char key[41];     /* the Curve key its id is bound to (AgentInfo.key) */
+    int revoked;      /* its key left the allow list: lost at the next check */
+    uint64_t refused; /* its frames refused for want of the right to send them */
+    uint32_t gpu_slots, cpu_slots, cpu_used;
+    uint8_t gpu_busy[KF_MAX_SLOTS];
+    uint64_t *acks; /* outbox seqs handled in this batch, acked after commit */
+    size_t nacks, capacks;
+    uint64_t *running; /* task ids of the attempts assigned to it */
+    size_t nrunning, caprunning;
+    kbuild *builds;
+    size_t nbuilds, capbuilds;
+} kagent;
+
+/* A message to send once the batch is committed. */
+typedef struct koutmsg {
+    int to_control; /* 1: control socket, 0: agent socket */
+    char *peer;
+    size_t peer_len;
+    kf_buf payload;
+} koutmsg;
+
+struct kf_coord {
+    kf_coord_config cfg;
+    void *zctx;
+    void *agents_sock;
+    void *control_sock;
+    void *zap_sock; /* REP at inproc://zeromq.zap.01: libzmq asks it about each handshake */
+    kf_keypair keys;
+    kf_allow allow; /* sorted by key */
+    uint64_t refused_handshakes, refused_frames;
+    struct {
+        char key[41];
+        uint64_t mono;
+    } refused_log[16]; /* the last refusals logged, to keep a scanner from flooding the log */
+    kf_store *store;
+    kf_txn *txn; /* the batch's write transaction, NULL between batches */
+    char agent_endpoint[256];
+
+    ksweep **sweeps; /* open sweeps, by submission order */
+    size_t nsweeps, capsweeps;
+    kagent **agents;
+    size_t nagents, capagents;
+
+    koutmsg *out; /* outgoing after commit */
+    size_t nout, capout;
+    int shutdown;
+    int dispatch_needed;
+    size_t rr; /* round-robin start of the dispatcher */
+    uint64_t started_ns;
+    uint64_t protocol_errors;
+    size_t max_frame; /* the largest agent frame seen: the map keeps room for it */
+    kf_buf scratch;
+    struct kf_tunnels *tunnels; /* SSH tunnels of launched agents; NULL until the first */
+    struct kf_launches
+        *launches; /* `kfleet launch`es run here (launches.h); NULL until the first */
+};
+#define KF_COORD_TUNNELS 1
+
+/* coord.c */
+void coord_queue(kf_coord *c, int to_control, const void *peer, size_t peer_len,
+                 const kf_buf *payload);
+/* Queues env to agent a's connection; nothing when it has none. */
+void coord_queue_env(kf_coord *c, const kagent *a, Kfleet__Envelope *env);
+/* Queues env to a connection that is no registered agent's (yet). */
+void coord_queue_route(kf_coord *c, const void *route, size_t route_len, Kfleet__Envelope *env);
+void coord_ack_later(kagent *a, uint64_t oseq);
+int coord_txn(kf_coord *c, kf_txn **out);
+/* The name a key is accepted under in the allow list, or NULL. */
+const char *coord_allowed(const kf_coord *c, const char *pub);
+
+/* sched.c */
+extern const kf_wire_handler kf_sched_handlers[KF_WIRE_BODY_MAX];
+int sched_load(kf_coord *c, kf_err *err);
+void sched_dispatch(kf_coord *c);
+void sched_check_agents(kf_coord *c);
+kagent *sched_agent(kf_coord *c, const char *id, int create);
+/* The registered agent whose connection is route, or NULL. */
+kagent *sched_agent_by_route(kf_coord *c, const void *route, size_t route_len);
+ksweep *sched_sweep(kf_coord *c, uint32_t sweep_id);
+ktask *sched_task(kf_coord *c, uint64_t task_id, ksweep **sw_out);
+ksweep *sched_add_sweep(kf_coord *c, Kfleet__Sweep *rec);
+ktask *sched_add_task(kf_coord *c, ksweep *sw, Kfleet__Task *rec);
+/* Ends a task with a terminal state and a synthesized result (no agent ran it
+ * to completion): lost on every attempt, cancelled, build failed. */
+int sched_finish(kf_coord *c, ksweep *sw, ktask *t, int state, const char *error);
+void sched_set_state(ksweep *sw, ktask *t, int state);
+void sched_free_sweep(ksweep *sw);
+void sched_free_agent(kagent *a);
+
+/* control.c */
+void control_handle(kf_coord *c, const void *peer, size_t peer_len, const void *data, size_t len);
+
+#endif

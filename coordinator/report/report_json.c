@@ -1,0 +1,382 @@
+/* report_json — the report as JSON, schema kfleet.report/1
+ * (docs/report-json.md), from the rows report_rows.c collected. Every value
+ * that does not apply is null, never 0; numbers that are not finite are
+ * null too. */
+#include "report/report_json.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *jstr(const char *s)
+{
+    return json_string(kf_rep_nz(s));
+}
+
+/* A number, or null where there is none: JSON has no NaN. */
+static json_t *jnum(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *jstr_or_null(const char *s)
+{
+    return s && *s ? json_string(s) : json_null();
+}
+
+static void set(json_t *o, const char *key, json_t *v)
+{
+    /* jansson returns NULL only for invalid UTF-8 or out of memory; an
+     * agent's odd bytes must not drop the key silently. */
+    json_object_set_new(o, key, v ? v : json_string("<not UTF-8>"));
+}
+
+static json_t *json_task_common(const rtask *rt)
+{
+    json_t *o = json_object();
+    set(o, "task_id", json_integer((json_int_t)rt->task->task_id));
+    set(o, "state", json_string(kf_rep_state_name(kf_rep_state_of(rt))));
+    set(o, "attempt", rt->res ? json_integer(rt->res->attempt) : json_null());
+    set(o, "agent_id", jstr_or_null(rt->res ? rt->res->agent_id : rt->task->agent_id));
+    set(o, "elapsed_s", rt->res ? jnum(rt->res->elapsed_s) : json_null());
+    set(o, "error", jstr_or_null(kf_rep_err_of(rt)));
+    return o;
+}
+
+static json_t *json_validation(const rtask *vt)
+{
+    json_t *v = json_task_common(vt);
+    const Kfleet__Result *res = vt->res;
+    json_t *trials = json_array();
+    double mx = NAN;
+    for (size_t i = 0; res && i < res->n_trials; i++) {
+        const Kfleet__ValidateTrial *t = res->trials[i];
+        json_t *jt = json_object();
+        set(jt, "seed", json_integer((json_int_t)t->seed));
+        set(jt, "max_abs_err", jnum(t->max_abs_err));
+        set(jt, "rel_err", jnum(t->rel_err));
+        set(jt, "nonfinite", json_integer((json_int_t)t->nonfinite));
+        set(jt, "passed", json_boolean(t->passed));
+        json_array_append_new(trials, jt);
+        mx = !(t->max_abs_err <= mx) ? t->max_abs_err : mx;
+    }
+    set(v, "passed", res ? json_boolean(res->state == KFLEET__TASK_STATE__SUCCEEDED) : json_null());
+    set(v, "max_abs_err", jnum(mx));
+    set(v, "deterministic", res ? json_boolean(res->deterministic) : json_null());
+    set(v, "tol_abs", res && res->n_trials ? jnum(res->tol_abs) : json_null());
+    set(v, "tol_rel", res && res->n_trials ? jnum(res->tol_rel) : json_null());
+    set(v, "sanitizer",
+        res && res->sanitizer && *res->sanitizer ? json_string(res->sanitizer) : json_null());
+    set(v, "trials", trials);
+    return v;
+}
+
+static json_t *json_profile(const rrow *w, int with_samples)
+{
+    const rtask *pt = w->profile;
+    const Kfleet__ProfileStats *ps = pt->res ? pt->res->profile : NULL;
+    json_t *p = json_task_common(pt);
+    set(p, "samples", json_integer((json_int_t)pt->nsamples));
+    set(p, "samples_reported", pt->res ? json_integer(pt->res->sample_count) : json_null());
+    set(p, "throttled_samples", json_integer((json_int_t)pt->nthrottled));
+    set(p, "median_s", jnum(w->st.median));
+    set(p, "mean_s", jnum(w->st.mean));
+    set(p, "min_s", jnum(w->st.min));
+    set(p, "max_s", jnum(w->st.max));
+    set(p, "stddev_s", jnum(w->st.stddev));
+    set(p, "p10_s", jnum(w->st.p10));
+    set(p, "p90_s", jnum(w->st.p90));
+    json_t *ci = json_array();
+    json_array_append_new(ci, jnum(w->st.ci_lo));
+    json_array_append_new(ci, jnum(w->st.ci_hi));
+    set(p, "median_ci95_s", isfinite(w->st.ci_lo) ? ci : (json_decref(ci), json_null()));
+    set(p, "noise_pct", jnum(w->st.noise_pct));
+    set(p, "rsd_pct", jnum(w->st.rsd_pct));
+    set(p, "converged", ps ? json_boolean(ps->converged) : json_null());
+    set(p, "bytes", ps ? jnum(ps->bytes) : json_null());
+    set(p, "flops", ps ? jnum(ps->flops) : json_null());
+    set(p, "gbps", jnum(w->gbps));
+    set(p, "gflops", jnum(w->gflops));
+    set(p, "pct_copy_ceiling", jnum(w->pct_bw));
+    set(p, "pct_bf16_ceiling", jnum(w->pct_mma));
+    set(p, "hot", ps ? json_boolean(ps->hot) : json_null());
+    set(p, "batch", ps ? json_integer(ps->batch) : json_null());
+    set(p, "input_sets", ps && ps->input_sets ? json_integer(ps->input_sets) : json_null());
+    const Kfleet__TelemetrySummary *ts = pt->res ? pt->res->telemetry : NULL;
+    if (ts) {
+        json_t *t = json_object();
+        set(t, "gpu_uuid", jstr_or_null(ts->gpu_uuid));
+        set(t, "readings", json_integer(ts->readings));
+        set(t, "period_s", jnum(ts->period_s));
+        set(t, "sm_clock_mhz_min", json_integer(ts->sm_clock_min_mhz));
+        set(t, "sm_clock_mhz_max", json_integer(ts->sm_clock_max_mhz));
+        set(t, "mem_clock_mhz_min", json_integer(ts->mem_clock_min_mhz));
+        set(t, "mem_clock_mhz_max", json_integer(ts->mem_clock_max_mhz));
+        set(t, "power_w_max", jnum(ts->power_max_mw / 1e3));
+        set(t, "temp_c_max", json_integer(ts->temp_max_c));
+        set(t, "clock_event_reasons", json_integer((json_int_t)ts->reasons_seen));
+        set(t, "throttled_readings", json_integer(ts->throttled_readings));
+        set(p, "telemetry", t);
+    } else {
+        set(p, "telemetry", json_null());
+    }
+    json_t *ncu = json_array();
+    for (size_t i = 0; pt->res && i < pt->res->n_ncu; i++) {
+        const Kfleet__Metric *m = pt->res->ncu[i];
+        json_t *jm = json_object();
+        set(jm, "name", jstr_or_null(m->name));
+        set(jm, "kernel", jstr_or_null(m->kernel));
+        set(jm, "value", jnum(m->value));
+        set(jm, "unit", jstr_or_null(m->unit));
+        set(jm, "launches", json_integer(m->launches));
+        json_array_append_new(ncu, jm);
+    }
+    set(p, "ncu", ncu);
+    /* The evidence, unless the caller renders for its own reading (HTML,
+     * CSV, compare): millions of numbers it would only parse and drop. */
+    if (with_samples) {
+        json_t *times = json_array();
+        for (size_t i = 0; i < pt->nsamples; i++)
+            json_array_append_new(times, jnum(pt->samples[i]));
+        set(p, "sample_seconds", times);
+    }
+    return p;
+}
+
+static json_t *json_row(const rep *r, const rrow *w, int with_samples)
+{
+    json_t *o = json_object();
+    const rtask *any = w->profile ? w->profile : w->validate;
+    const Kfleet__KernelRef *k = kf_rep_kref(r, w->kernel);
+    const Kfleet__AgentInfo *a = kf_rep_agent(r, w->node);
+    set(o, "kernel", json_string(kf_rep_kernel_name(r, w->kernel)));
+    set(o, "kernel_index", json_integer(w->kernel));
+    set(o, "config_index", json_integer(w->config));
+    json_t *params = json_object();
+    for (size_t i = 0; i < any->task->n_params; i++)
+        set(params, kf_rep_nz(any->task->params[i]->name),
+            json_integer(any->task->params[i]->value));
+    set(o, "params", params);
+    set(o, "node", jstr_or_null(w->node));
+    set(o, "device", json_string(kf_rep_device_of(r, w->node)));
+
+    json_t *prov = json_object();
+    set(prov, "agent_id", jstr_or_null(w->node));
+    set(prov, "hostname", a ? jstr_or_null(a->hostname) : json_null());
+    set(prov, "gpu_name", a && a->n_gpus ? jstr_or_null(a->gpus[0]->name) : json_null());
+    set(prov, "gpu_uuid", a && a->n_gpus ? jstr_or_null(a->gpus[0]->uuid) : json_null());
+    set(prov, "cpu_model", a ? jstr_or_null(a->cpu_model) : json_null());
+    set(prov, "driver_version", a ? jstr_or_null(a->driver_version) : json_null());
+    /* The compiler the build reported; the agent's inventory otherwise. */
+    const char *cc = w->build && w->build->compiler && *w->build->compiler ? w->build->compiler
+                     : !a                                                  ? NULL
+                     : k && k->cuda                                        ? a->nvcc_version
+                                                                           : a->cc_version;
+    set(prov, "compiler", jstr_or_null(cc));
+    set(prov, "kernel_hash", k ? jstr_or_null(k->hash) : json_null());
+    set(prov, "build_task_id", w->build ? json_integer((json_int_t)w->build_task) : json_null());
+    set(prov, "artifact_hash", w->build ? jstr_or_null(w->build->artifact_hash) : json_null());
+    set(prov, "agent_version", a ? jstr_or_null(a->version) : json_null());
+    const Kfleet__BuildInfo *b = w->build;
+    set(prov, "sass_archs",
+        b && b->sass_archs && *b->sass_archs ? json_string(b->sass_archs) : json_null());
+    set(prov, "has_ptx", b && k && k->cuda ? json_boolean(b->has_ptx) : json_null());
+    set(prov, "jit_fallback", b && k && k->cuda ? json_boolean(b->jit_fallback) : json_null());
+    set(prov, "registers", b && k && k->cuda ? json_integer(b->registers) : json_null());
+    set(prov, "spill_bytes", b && k && k->cuda ? json_integer(b->spill_bytes) : json_null());
+    set(prov, "nvcc_cuda",
+        b && b->nvcc_cuda && *b->nvcc_cuda ? json_string(b->nvcc_cuda) : json_null());
+    set(prov, "driver_cuda",
+        b && b->driver_cuda && *b->driver_cuda ? json_string(b->driver_cuda) : json_null());
+    set(o, "provenance", prov);
+
+    set(o, "validation", w->validate ? json_validation(w->validate) : json_null());
+    set(o, "profile", w->profile ? json_profile(w, with_samples) : json_null());
+    set(o, "speedup", jnum(w->speedup));
+    set(o, "speedup_err", jnum(w->speedup_err));
+    set(o, "outlier_pct", jnum(w->outlier_pct));
+    set(o, "baseline_median_s", jnum(w->base_median));
+
+    json_t *flags = json_array();
+    if (w->noisy)
+        json_array_append_new(flags, json_string("noisy"));
+    if (isfinite(w->outlier_pct))
+        json_array_append_new(flags, json_string("outlier"));
+    if (w->profile && w->profile->nthrottled)
+        json_array_append_new(flags, json_string("throttled"));
+    if (w->mismatch)
+        json_array_append_new(flags, json_string("samples-mismatch"));
+    if (w->build && w->build->jit_fallback)
+        json_array_append_new(flags, json_string("jit-fallback"));
+    if ((w->validate && kf_rep_is_failure(kf_rep_state_of(w->validate))) ||
+        (w->profile && kf_rep_is_failure(kf_rep_state_of(w->profile))))
+        json_array_append_new(flags, json_string("failed"));
+    set(o, "flags", flags);
+    return o;
+}
+
+static json_t *json_sweep(const rep *r)
+{
+    const Kfleet__Sweep *s = r->sw;
+    char iso[32];
+    json_t *o = json_object();
+    set(o, "sweep_id", json_integer(s->sweep_id));
+    set(o, "name", jstr(s->name));
+    set(o, "file", jstr(s->file));
+    set(o, "created_ns", json_integer((json_int_t)s->created_ns));
+    kf_rep_fmt_iso(s->created_ns, iso, sizeof iso);
+    set(o, "created", s->created_ns ? json_string(iso) : json_null());
+    set(o, "finished_ns", s->finished_ns ? json_integer((json_int_t)s->finished_ns) : json_null());
+    kf_rep_fmt_iso(s->finished_ns, iso, sizeof iso);
+    set(o, "finished", s->finished_ns ? json_string(iso) : json_null());
+    set(o, "cancelled", json_boolean(s->cancelled));
+    set(o, "nodes", json_string(s->nodes_all ? "all" : "any"));
+    set(o, "baseline", jstr_or_null(s->baseline));
+    set(o, "max_attempts", json_integer(s->max_attempts));
+    json_t *kernels = json_array();
+    for (size_t i = 0; i < s->n_kernels; i++) {
+        const Kfleet__KernelRef *k = s->kernels[i];
+        json_t *jk = json_object(), *flags = json_array();
+        set(jk, "index", json_integer((json_int_t)i));
+        set(jk, "name", jstr(k->name));
+        set(jk, "hash", jstr(k->hash));
+        set(jk, "cuda", json_boolean(k->cuda));
+        for (size_t f = 0; f < k->n_flags; f++)
+            json_array_append_new(flags, jstr(k->flags[f]));
+        set(jk, "flags", flags);
+        json_array_append_new(kernels, jk);
+    }
+    set(o, "kernels", kernels);
+    return o;
+}
+
+static json_t *json_schedule(const rep *r)
+{
+    double makespan, startup, ideal, over;
+    kf_rep_schedule_figures(r, &makespan, &startup, &ideal, &over);
+    json_t *o = json_object();
+    set(o, "makespan_s", jnum(makespan));
+    set(o, "cpu_busy_s", json_real(r->sched.cpu_busy_s));
+    set(o, "cpu_attempts", json_integer(r->sched.cpu_attempts));
+    set(o, "gpu_busy_s", json_real(r->sched.gpu_busy_s));
+    set(o, "gpu_attempts", json_integer(r->sched.gpu_attempts));
+    set(o, "startup_s", jnum(startup));
+    set(o, "ideal_s", jnum(ideal));
+    set(o, "over_ideal_pct", jnum(over));
+    return o;
+}
+
+static json_t *json_agent(const Kfleet__AgentInfo *a)
+{
+    json_t *o = json_object(), *gpus = json_array();
+    set(o, "agent_id", jstr(a->agent_id));
+    set(o, "hostname", jstr(a->hostname));
+    set(o, "version", jstr(a->version));
+    set(o, "arch", jstr(a->arch));
+    set(o, "cpu_model", jstr(a->cpu_model));
+    set(o, "cpu_count", json_integer(a->cpu_count));
+    set(o, "memory_bytes", json_integer((json_int_t)a->memory_bytes));
+    set(o, "driver_version", jstr_or_null(a->driver_version));
+    set(o, "cuda_driver_version",
+        a->cuda_driver_version ? json_integer(a->cuda_driver_version) : json_null());
+    set(o, "nvcc_version", jstr_or_null(a->nvcc_version));
+    set(o, "cc_version", jstr_or_null(a->cc_version));
+    set(o, "lost", json_boolean(a->lost));
+    set(o, "ceiling_copy_gbps",
+        a->ceiling_copy_gbps > 0 ? jnum(a->ceiling_copy_gbps) : json_null());
+    set(o, "ceiling_bf16_tflops",
+        a->ceiling_bf16_tflops > 0 ? jnum(a->ceiling_bf16_tflops) : json_null());
+    set(o, "doctor_error", jstr_or_null(a->doctor_error));
+    for (size_t g = 0; g < a->n_gpus; g++) {
+        const Kfleet__GpuInfo *gi = a->gpus[g];
+        json_t *jg = json_object();
+        set(jg, "index", json_integer(gi->index));
+        set(jg, "name", jstr(gi->name));
+        set(jg, "uuid", jstr(gi->uuid));
+        set(jg, "cc_major", json_integer(gi->cc_major));
+        set(jg, "cc_minor", json_integer(gi->cc_minor));
+        set(jg, "memory_bytes", json_integer((json_int_t)gi->memory_bytes));
+        set(jg, "sm_count", json_integer(gi->sm_count));
+        json_array_append_new(gpus, jg);
+    }
+    set(o, "gpus", gpus);
+    return o;
+}
+
+static json_t *json_build(const rep *r, const rtask *rt)
+{
+    const Kfleet__BuildInfo *bi = rt->res ? rt->res->build : NULL;
+    const Kfleet__KernelRef *k = kf_rep_kref(r, rt->task->kernel_index);
+    json_t *b = json_task_common(rt);
+    set(b, "kind", json_string("build"));
+    set(b, "kernel", json_string(kf_rep_kernel_name(r, rt->task->kernel_index)));
+    set(b, "kernel_hash", k ? jstr_or_null(k->hash) : json_null());
+    set(b, "node", jstr_or_null(kf_rep_node_of(rt)));
+    set(b, "cached", bi ? json_boolean(bi->cached) : json_null());
+    set(b, "compile_s", bi ? jnum(bi->compile_s) : json_null());
+    set(b, "compiler", bi ? jstr_or_null(bi->compiler) : json_null());
+    set(b, "artifact_hash", bi ? jstr_or_null(bi->artifact_hash) : json_null());
+    set(b, "registers", bi ? json_integer(bi->registers) : json_null());
+    set(b, "shared_bytes", bi ? json_integer(bi->shared_bytes) : json_null());
+    set(b, "stack_bytes", bi ? json_integer(bi->stack_bytes) : json_null());
+    set(b, "spill_bytes", bi ? json_integer(bi->spill_bytes) : json_null());
+    set(b, "warnings", bi ? jstr_or_null(bi->warnings) : json_null());
+    return b;
+}
+
+static json_t *json_failure(const rep *r, const rtask *rt)
+{
+    json_t *f = json_task_common(rt), *params = json_object();
+    set(f, "kind", json_string(kf_rep_kind_name((int)rt->task->kind)));
+    set(f, "kernel", json_string(kf_rep_kernel_name(r, rt->task->kernel_index)));
+    for (size_t i = 0; i < rt->task->n_params; i++)
+        set(params, kf_rep_nz(rt->task->params[i]->name), json_integer(rt->task->params[i]->value));
+    set(f, "params", params);
+    set(f, "config_index", json_integer(rt->task->config_index));
+    set(f, "node", jstr_or_null(kf_rep_node_of(rt)));
+    return f;
+}
+
+int kf_rep_render_json(const rep *r, int with_samples, kf_buf *out)
+{
+    json_t *root = json_object();
+    set(root, "schema", json_string(KF_REPORT_SCHEMA));
+    set(root, "kfleet_version", json_string(KF_VERSION));
+    set(root, "sweep", json_sweep(r));
+    set(root, "schedule", json_schedule(r));
+    json_t *tot = json_object();
+    set(tot, "tasks", json_integer((json_int_t)r->ntasks));
+    for (int st = KFLEET__TASK_STATE__PENDING; st <= KFLEET__TASK_STATE__CANCELLED; st++)
+        if (st <= KFLEET__TASK_STATE__RUNNING || st >= KFLEET__TASK_STATE__SUCCEEDED)
+            set(tot, kf_rep_state_name(st), json_integer(r->counts[st]));
+    set(root, "totals", tot);
+    json_t *agents = json_array();
+    for (size_t k = 0; k < r->nagents; k++)
+        json_array_append_new(agents, json_agent(r->agents[k]));
+    set(root, "agents", agents);
+    json_t *rows = json_array();
+    for (size_t i = 0; i < r->nrows; i++)
+        json_array_append_new(rows, json_row(r, &r->rows[i], with_samples));
+    set(root, "rows", rows);
+    json_t *builds = json_array(), *failures = json_array();
+    for (size_t i = 0; i < r->ntasks; i++) {
+        const rtask *rt = &r->tasks[i];
+        if (rt->task->kind == KFLEET__TASK_KIND__BUILD)
+            json_array_append_new(builds, json_build(r, rt));
+        if (kf_rep_is_failure(kf_rep_state_of(rt)))
+            json_array_append_new(failures, json_failure(r, rt));
+    }
+    set(root, "builds", builds);
+    set(root, "failures", failures);
+    /* Default real precision (17 digits): sample times round-trip exactly. */
+    char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    if (!s)
+        return KF_ENOMEM;
+    kf_buf_adds(out, s);
+    kf_buf_addc(out, '\n');
+    free(s);
+    return 0;
+}

@@ -1,0 +1,44 @@
+/* report_page — the building blocks the HTML page (report_html.c) and its
+ * charts (report_svg.c) share, so that a figure is read and written the same
+ * way in the table and on a chart: readers of the report JSON
+ * (kfleet.report/1), HTML escaping, and the number and time formats. */
+#ifndef KF_REPORT_PAGE_H
+#define KF_REPORT_PAGE_H
+
+#include "common/buf.h"
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* What the page writes for "no figure". */
+#define KF_REP_DASH "\xE2\x80\x93"
+
+/* o[key] as a string, or NULL. */
+const char *kf_rep_str_at(const json_t *o, const char *key);
+/* 1 and *v when o[key] is a finite number; 0 for null or absent. */
+int kf_rep_num_at(const json_t *o, const char *key, double *v);
+double kf_rep_num_or(const json_t *o, const char *key, double dflt);
+/* o[key] as an object, or NULL. */
+const json_t *kf_rep_obj_at(const json_t *o, const char *key);
+/* A row's kernel ("?" when missing) and node ("" when missing). */
+const char *kf_rep_row_kernel(const json_t *row);
+const char *kf_rep_row_node(const json_t *row);
+/* "n=1048576 block=32". which: 0 every parameter, 1 only those that vary
+ * across the kernel's rows (what tells its bars apart), 2 only the fixed. */
+void kf_rep_params_str(const json_t *rows, const json_t *row, int which, char *out, size_t len);
+
+/* Appends s (NULL: nothing) HTML-escaped: & < > " '. */
+void kf_rep_esc(kf_buf *b, const char *s);
+/* The same for a formatted string of up to 1023 bytes. */
+void kf_rep_escf(kf_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Three significant digits without an exponent: 1.23, 12.3, 123, 12345. */
+void kf_rep_fmt_short(double v, char *out, size_t len);
+/* The multiplier and name of the unit a time (seconds) reads best in. */
+double kf_rep_time_unit(double s, const char **name);
+/* A time in that unit: "1.234 ms". */
+void kf_rep_fmt_time(double s, char *out, size_t len);
+/* Cuts s (of size len) in place to at most max columns, with an ellipsis
+ * when cut. */
+void kf_rep_cut(char *s, size_t len, size_t max);
+
+#endif

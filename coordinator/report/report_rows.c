@@ -1,0 +1,580 @@
+/* report_rows — a sweep's stored records collected into the rows every
+ * report format renders; see report_rows.h.
+ *
+ * How: one read pass collects the sweep, its tasks (copied), each task's
+ * terminal Result and, for profiles, the samples of the attempt that Result
+ * names; then the agents involved and, per row, the build on that node.
+ * Every store error on the way is returned; only "not found" is an answer
+ * (a task not ended yet, an agent that never registered).
+ *
+ * Rows: one per (kernel, configuration, node), joining the configuration's
+ * validate and profile tasks. With `nodes: all` the node is the pin; with
+ * `nodes: any` it is the agent that ran the profile (or the validation when
+ * there is no profile). Statistics are recomputed from the stored samples
+ * (stats.h); the count shown is the stored one, and a profile whose agent
+ * claimed another count is flagged samples-mismatch. Speedup compares a row
+ * with the baseline kernel's row of the same configuration on the same node
+ * (every axis of the baseline present with the same value); a kernel with
+ * other axes has no speedup rather than one against a different problem.
+ *
+ * The renderers (report_text.c, report_json.c) read these rows and nothing
+ * else, so the formats cannot disagree; report.c picks the renderer. */
+#include "report/report_rows.h"
+#include "common/stats.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- small helpers ---- */
+
+const char *kf_rep_nz(const char *s)
+{
+    return s ? s : "";
+}
+
+const Kfleet__KernelRef *kf_rep_kref(const rep *r, uint32_t ki)
+{
+    return ki < r->sw->n_kernels ? r->sw->kernels[ki] : NULL;
+}
+
+const char *kf_rep_kernel_name(const rep *r, uint32_t ki)
+{
+    const Kfleet__KernelRef *k = kf_rep_kref(r, ki);
+    return k ? kf_rep_nz(k->name) : "?";
+}
+
+/* The state that counts: the terminal record's when there is one. */
+int kf_rep_state_of(const rtask *rt)
+{
+    return rt->res ? (int)rt->res->state : (int)rt->task->state;
+}
+
+const char *kf_rep_err_of(const rtask *rt)
+{
+    return rt->res && rt->res->error && *rt->res->error ? rt->res->error
+                                                        : kf_rep_nz(rt->task->error);
+}
+
+int kf_rep_is_failure(int state)
+{
+    return state == KFLEET__TASK_STATE__FAILED || state == KFLEET__TASK_STATE__TIMED_OUT;
+}
+
+/* Lower-case names: JSON's; the text formats write "timed out". */
+static const char *const state_names[] = {
+    [KFLEET__TASK_STATE__PENDING] = "pending",     [KFLEET__TASK_STATE__ASSIGNED] = "assigned",
+    [KFLEET__TASK_STATE__RUNNING] = "running",     [KFLEET__TASK_STATE__SUCCEEDED] = "succeeded",
+    [KFLEET__TASK_STATE__FAILED] = "failed",       [KFLEET__TASK_STATE__TIMED_OUT] = "timed_out",
+    [KFLEET__TASK_STATE__CANCELLED] = "cancelled",
+};
+
+const char *kf_rep_state_name(int st)
+{
+    size_t n = sizeof state_names / sizeof state_names[0];
+    return st >= 0 && (size_t)st < n && state_names[st] ? state_names[st] : "unknown";
+}
+
+const char *kf_rep_kind_name(int k)
+{
+    static const char *const names[] = {
+        [KFLEET__TASK_KIND__BUILD] = "build",
+        [KFLEET__TASK_KIND__VALIDATE] = "validate",
+        [KFLEET__TASK_KIND__PROFILE] = "profile",
+        [KFLEET__TASK_KIND__DOCTOR] = "doctor",
+    };
+    return k > 0 && (size_t)k < sizeof names / sizeof names[0] ? names[k] : "unknown";
+}
+
+/* The node a task belongs to: its pin, else the agent that ran it. */
+const char *kf_rep_node_of(const rtask *rt)
+{
+    if (rt->task->pin_agent && *rt->task->pin_agent)
+        return rt->task->pin_agent;
+    if (rt->res && rt->res->agent_id && *rt->res->agent_id)
+        return rt->res->agent_id;
+    return kf_rep_nz(rt->task->agent_id);
+}
+
+void kf_rep_fmt_iso(uint64_t ns, char *out, size_t len)
+{
+    time_t t = (time_t)(ns / 1000000000ull);
+    struct tm tm;
+    if (!ns || !gmtime_r(&t, &tm) || !strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(out, len, "-");
+}
+
+/* ---- collecting ---- */
+
+static int sample_cb(void *ctx, const Kfleet__Sample *s)
+{
+    rtask *rt = ctx;
+    if (rt->nsamples == rt->cap) {
+        size_t cap = rt->cap ? rt->cap * 2 : 64;
+        double *p = realloc(rt->samples, cap * sizeof *p);
+        if (!p)
+            return KF_ENOMEM;
+        rt->samples = p;
+        rt->cap = cap;
+    }
+    rt->samples[rt->nsamples++] = s->seconds;
+    rt->nthrottled += s->throttled != 0;
+    return 0;
+}
+
+struct attempt_ctx {
+    rep *r;
+    int gpu;
+};
+
+static int attempt_cb(void *ctx, const Kfleet__Attempt *a)
+{
+    struct attempt_ctx *ac = ctx;
+    rschedule *s = &ac->r->sched;
+    if (!a->assigned_ns || a->ended_ns < a->assigned_ns)
+        return 0;
+    double d = (double)(a->ended_ns - a->assigned_ns) / 1e9;
+    if (!s->first_assign_ns || a->assigned_ns < s->first_assign_ns)
+        s->first_assign_ns = a->assigned_ns;
+    if (a->ended_ns > s->last_end_ns)
+        s->last_end_ns = a->ended_ns;
+    if (ac->gpu) {
+        s->gpu_busy_s += d;
+        s->gpu_attempts++;
+        if (!s->first_gpu_assign_ns || a->assigned_ns < s->first_gpu_assign_ns)
+            s->first_gpu_assign_ns = a->assigned_ns;
+    } else {
+        s->cpu_busy_s += d;
+        s->cpu_attempts++;
+    }
+    return 0;
+}
+
+static int task_cb(void *ctx, const Kfleet__Task *task)
+{
+    rep *r = ctx;
+    if (r->ntasks == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 64;
+        rtask *p = realloc(r->tasks, cap * sizeof *p);
+        if (!p)
+            return KF_ENOMEM;
+        r->tasks = p;
+        r->cap = cap;
+    }
+    /* The walk lends the record; a pack/unpack round trip is the deep copy
+     * protobuf-c offers. */
+    size_t n = kfleet__task__get_packed_size(task);
+    uint8_t *b = malloc(n ? n : 1);
+    if (!b)
+        return KF_ENOMEM;
+    kfleet__task__pack(task, b);
+    Kfleet__Task *copy = kfleet__task__unpack(NULL, n, b);
+    free(b);
+    if (!copy)
+        return KF_ENOMEM;
+    rtask *rt = &r->tasks[r->ntasks++];
+    memset(rt, 0, sizeof *rt);
+    rt->task = copy;
+    int rc = kf_store_get_result(r->t, task->task_id, &rt->res);
+    if (rc == KF_ENOTFOUND) {
+        rt->res = NULL;
+        rc = 0;
+    }
+    if (rc == 0 && rt->res && task->kind == KFLEET__TASK_KIND__PROFILE)
+        rc = kf_store_foreach_sample(r->t, task->task_id, rt->res->attempt, sample_cb, rt);
+    if (rc == 0) {
+        const Kfleet__KernelRef *k = kf_rep_kref(r, task->kernel_index);
+        struct attempt_ctx ac = {r, k && k->cuda && task->kind != KFLEET__TASK_KIND__BUILD};
+        rc = kf_store_foreach_attempt(r->t, task->task_id, attempt_cb, &ac);
+    }
+    int st = kf_rep_state_of(rt);
+    if (st >= 0 && st <= KFLEET__TASK_STATE__CANCELLED)
+        r->counts[st]++;
+    return rc;
+}
+
+static int add_agent(rep *r, const char *id)
+{
+    if (!id || !*id)
+        return 0;
+    for (size_t k = 0; k < r->nagents; k++)
+        if (strcmp(r->agents[k]->agent_id, id) == 0)
+            return 0;
+    Kfleet__AgentInfo *a = NULL;
+    int rc = kf_store_get_agent(r->t, id, &a);
+    if (rc == KF_ENOTFOUND)
+        return 0; /* a pin to an agent that never registered: shown as "?" */
+    if (rc)
+        return rc;
+    if (r->nagents == r->capagents) {
+        size_t cap = r->capagents ? r->capagents * 2 : 8;
+        Kfleet__AgentInfo **p = realloc(r->agents, cap * sizeof *p);
+        if (!p) {
+            kfleet__agent_info__free_unpacked(a, NULL);
+            return KF_ENOMEM;
+        }
+        r->agents = p;
+        r->capagents = cap;
+    }
+    r->agents[r->nagents++] = a;
+    return 0;
+}
+
+static int collect_agents(rep *r)
+{
+    int rc = 0;
+    for (size_t i = 0; i < r->ntasks && !rc; i++) {
+        rc = add_agent(r, kf_rep_node_of(&r->tasks[i]));
+        if (!rc && r->tasks[i].res)
+            rc = add_agent(r, r->tasks[i].res->agent_id);
+    }
+    return rc;
+}
+
+const Kfleet__AgentInfo *kf_rep_agent(const rep *r, const char *id)
+{
+    for (size_t k = 0; k < r->nagents; k++)
+        if (strcmp(r->agents[k]->agent_id, id) == 0)
+            return r->agents[k];
+    return NULL;
+}
+
+const char *kf_rep_device_of(const rep *r, const char *node)
+{
+    const Kfleet__AgentInfo *a = kf_rep_agent(r, node);
+    if (!a)
+        return "?";
+    return a->n_gpus ? kf_rep_nz(a->gpus[0]->name) : "cpu";
+}
+
+static rrow *row_for(rep *r, rtask *rt)
+{
+    const char *node = kf_rep_node_of(rt);
+    int pinned = rt->task->pin_agent && *rt->task->pin_agent;
+    for (size_t i = 0; i < r->nrows; i++) {
+        rrow *w = &r->rows[i];
+        /* An unpinned task (`nodes: any`) joins its configuration's row
+         * wherever the other task of the pair ran. */
+        if (w->kernel == rt->task->kernel_index && w->config == rt->task->config_index &&
+            (!pinned || strcmp(w->node, node) == 0))
+            return w;
+    }
+    rrow *w = &r->rows[r->nrows++];
+    memset(w, 0, sizeof *w);
+    w->kernel = rt->task->kernel_index;
+    w->config = rt->task->config_index;
+    w->node = node;
+    w->gbps = w->gflops = w->speedup = w->base_median = NAN;
+    w->pct_bw = w->pct_mma = NAN;
+    w->speedup_err = w->outlier_pct = NAN;
+    kf_stats_compute(NULL, 0, &w->st);
+    return w;
+}
+
+/* The build this row's code came from: the sweep's own build task for the
+ * kernel on the node, else the store's build record for (node, kernel hash),
+ * which may name a build of an earlier sweep. */
+static int find_build(rep *r, rrow *w)
+{
+    const Kfleet__KernelRef *k = kf_rep_kref(r, w->kernel);
+    for (size_t i = 0; i < r->ntasks; i++) {
+        rtask *rt = &r->tasks[i];
+        if (rt->task->kind == KFLEET__TASK_KIND__BUILD && rt->task->kernel_index == w->kernel &&
+            strcmp(kf_rep_node_of(rt), w->node) == 0 && rt->res &&
+            rt->res->state == KFLEET__TASK_STATE__SUCCEEDED) {
+            w->build_task = rt->task->task_id;
+            w->build = rt->res->build;
+            return 0;
+        }
+    }
+    if (!k || !k->hash || !*k->hash || !*w->node)
+        return 0;
+    Kfleet__BuildRecord *br = NULL;
+    int rc = kf_store_get_build(r->t, w->node, k->hash, &br);
+    if (rc)
+        return rc == KF_ENOTFOUND ? 0 : rc;
+    rc = kf_store_get_result(r->t, br->task_id, &w->own_build);
+    if (rc == 0 && w->own_build->state == KFLEET__TASK_STATE__SUCCEEDED) {
+        w->build_task = br->task_id;
+        w->build = w->own_build->build;
+    }
+    kfleet__build_record__free_unpacked(br, NULL);
+    return rc == KF_ENOTFOUND ? 0 : rc;
+}
+
+static int cmp_rows(const void *a, const void *b, void *ctx)
+{
+    const rrow *x = a, *y = b;
+    const rep *r = ctx;
+    int g = r->group_by == KF_GROUP_GPU
+                ? strcmp(kf_rep_device_of(r, x->node), kf_rep_device_of(r, y->node))
+            : r->group_by == KF_GROUP_NODE ? strcmp(x->node, y->node)
+                                           : 0;
+    if (g)
+        return g;
+    if (x->kernel != y->kernel)
+        return x->kernel < y->kernel ? -1 : 1;
+    if (x->config != y->config)
+        return x->config < y->config ? -1 : 1;
+    return strcmp(x->node, y->node);
+}
+
+/* The parameters of a row's task (profile, else validation). */
+static const Kfleet__Task *task_of(const rrow *w)
+{
+    return (w->profile ? w->profile : w->validate)->task;
+}
+
+/* Whether baseline row b runs the configuration row w runs: every axis of
+ * b is an axis of w with the same value, and they share at least one. So
+ * gemm_bf16 {m, n, k, impl} compares with gemm_cublas {m, n, k}, and a
+ * kernel with other axes (copy {bytes}) has no baseline rather than a
+ * meaningless one. */
+static int same_config(const rrow *b, const rrow *w)
+{
+    const Kfleet__Task *tb = task_of(b), *tw = task_of(w);
+    if (tb->n_params == 0)
+        return 0;
+    for (size_t i = 0; i < tb->n_params; i++) {
+        size_t j = 0;
+        while (j < tw->n_params && strcmp(tw->params[j]->name, tb->params[i]->name) != 0)
+            j++;
+        if (j == tw->n_params || tw->params[j]->value != tb->params[i]->value)
+            return 0;
+    }
+    return 1;
+}
+
+/* The standard error of a median relative to it, from the robust noise:
+ * 1.2533 sigma / sqrt(n), sigma = noise * median. */
+static double median_rel_se(const kf_stats *st)
+{
+    return st->n >= 2 && isfinite(st->noise_pct)
+               ? 1.2533 * st->noise_pct / 100 / sqrt((double)st->n)
+               : NAN;
+}
+
+/* Speedup of each row against the baseline kernel's row of the same
+ * configuration on the same node, with the uncertainty of the ratio. The
+ * baseline's rows are gathered first: rows x baseline rows, not rows^2. */
+static void compare_baseline(rep *r)
+{
+    const rrow **base = malloc((r->nrows ? r->nrows : 1) * sizeof *base);
+    size_t nb = 0;
+    if (!base)
+        return; /* no speedups: the report stands without them */
+    for (size_t j = 0; j < r->nrows; j++) {
+        const rrow *b = &r->rows[j];
+        if (b->st.n && b->st.median > 0 &&
+            strcmp(kf_rep_kernel_name(r, b->kernel), r->sw->baseline) == 0)
+            base[nb++] = b;
+    }
+    for (size_t i = 0; i < r->nrows; i++) {
+        rrow *w = &r->rows[i];
+        if (!w->st.n || !(w->st.median > 0))
+            continue;
+        for (size_t j = 0; j < nb; j++) {
+            const rrow *b = base[j];
+            if (strcmp(b->node, w->node) != 0 || !same_config(b, w))
+                continue;
+            w->base_median = b->st.median;
+            w->speedup = b->st.median / w->st.median;
+            double eb = median_rel_se(&b->st), ew = median_rel_se(&w->st);
+            /* The baseline against itself is the same samples: exactly 1. */
+            w->speedup_err = b == w ? 0 : w->speedup * sqrt(eb * eb + ew * ew);
+            break;
+        }
+    }
+    free(base);
+}
+
+/* Outlier nodes: a configuration that ran on three or more nodes, and a
+ * node whose median is slower than the nodes' median by more than its
+ * noise allows (3 standard errors of its median, and at least 2 %). Rows
+ * are sorted by (kernel, configuration, node), so each configuration's
+ * nodes are one run of rows. */
+static void mark_outliers(rep *r)
+{
+    double *m = malloc((r->nrows ? r->nrows : 1) * sizeof *m);
+    if (!m)
+        return; /* the flag is an extra: the report stands without it */
+    for (size_t g = 0, e; g < r->nrows; g = e) {
+        size_t n = 0;
+        for (e = g; e < r->nrows && r->rows[e].kernel == r->rows[g].kernel &&
+                    r->rows[e].config == r->rows[g].config;
+             e++)
+            if (r->rows[e].st.n)
+                m[n++] = r->rows[e].st.median;
+        if (n < 3)
+            continue;
+        kf_stats_sort(m, n);
+        double fleet = kf_stats_quantile(m, n, 0.5);
+        for (size_t i = g; i < e; i++) {
+            rrow *w = &r->rows[i];
+            double slower = w->st.n ? w->st.median / fleet - 1 : NAN;
+            if (slower > fmax(0.02, 3 * median_rel_se(&w->st)))
+                w->outlier_pct = 100 * slower;
+        }
+    }
+    free(m);
+}
+
+static int build_rows(rep *r)
+{
+    r->rows = calloc(r->ntasks ? r->ntasks : 1, sizeof *r->rows);
+    if (!r->rows)
+        return KF_ENOMEM;
+    /* Profiles first, so that an unpinned row's node is where it was
+     * measured and its validation joins it. */
+    for (int pass = 0; pass < 2; pass++) {
+        int want = pass == 0 ? KFLEET__TASK_KIND__PROFILE : KFLEET__TASK_KIND__VALIDATE;
+        for (size_t i = 0; i < r->ntasks; i++) {
+            rtask *rt = &r->tasks[i];
+            if ((int)rt->task->kind != want)
+                continue;
+            rrow *w = row_for(r, rt);
+            if (want == KFLEET__TASK_KIND__PROFILE && !w->profile)
+                w->profile = rt;
+            else if (want == KFLEET__TASK_KIND__VALIDATE && !w->validate)
+                w->validate = rt;
+        }
+    }
+    qsort_r(r->rows, r->nrows, sizeof *r->rows, cmp_rows, r);
+    int rc = 0;
+    for (size_t i = 0; i < r->nrows && !rc; i++) {
+        rrow *w = &r->rows[i];
+        rc = find_build(r, w);
+        rtask *p = w->profile;
+        if (rc || !p || !p->res || p->res->state != KFLEET__TASK_STATE__SUCCEEDED)
+            continue;
+        rc = kf_stats_compute(p->samples, p->nsamples, &w->st);
+        w->mismatch = p->nsamples != p->res->sample_count;
+        const Kfleet__ProfileStats *ps = p->res->profile;
+        w->noisy = ps && !ps->converged;
+        if (ps && w->st.n && w->st.median > 0) {
+            if (ps->bytes > 0)
+                w->gbps = ps->bytes / w->st.median / 1e9;
+            if (ps->flops > 0)
+                w->gflops = ps->flops / w->st.median / 1e9;
+        }
+        /* GPU rows only: a GPU sample starts from a flushed L2, so the copy
+         * ceiling bounds it; a host kernel's working set may sit in a last-
+         * level cache that the DRAM memcpy ceiling does not describe. */
+        const Kfleet__KernelRef *k = kf_rep_kref(r, w->kernel);
+        const Kfleet__AgentInfo *a = k && k->cuda ? kf_rep_agent(r, w->node) : NULL;
+        if (a && a->ceiling_copy_gbps > 0 && isfinite(w->gbps))
+            w->pct_bw = 100 * w->gbps / a->ceiling_copy_gbps;
+        if (a && a->ceiling_bf16_tflops > 0 && isfinite(w->gflops))
+            w->pct_mma = 100 * w->gflops / 1e3 / a->ceiling_bf16_tflops;
+    }
+    if (rc)
+        return rc;
+    mark_outliers(r);
+    if (r->sw->baseline && *r->sw->baseline)
+        compare_baseline(r);
+    return 0;
+}
+
+void kf_rep_release(rep *r)
+{
+    for (size_t i = 0; i < r->ntasks; i++) {
+        kfleet__task__free_unpacked(r->tasks[i].task, NULL);
+        if (r->tasks[i].res)
+            kfleet__result__free_unpacked(r->tasks[i].res, NULL);
+        free(r->tasks[i].samples);
+    }
+    free(r->tasks);
+    for (size_t i = 0; i < r->nrows; i++)
+        if (r->rows[i].own_build)
+            kfleet__result__free_unpacked(r->rows[i].own_build, NULL);
+    free(r->rows);
+    for (size_t k = 0; k < r->nagents; k++)
+        kfleet__agent_info__free_unpacked(r->agents[k], NULL);
+    free(r->agents);
+    if (r->sw)
+        kfleet__sweep__free_unpacked(r->sw, NULL);
+    memset(r, 0, sizeof *r);
+}
+
+void kf_rep_schedule_figures(const rep *r, double *makespan_s, double *startup_s, double *ideal_s,
+                             double *over_pct)
+{
+    const rschedule *s = &r->sched;
+    int gpu = s->gpu_attempts > 0;
+    uint32_t slots = 0;
+    for (size_t k = 0; k < r->nagents; k++) {
+        const Kfleet__AgentInfo *a = r->agents[k];
+        slots += gpu ? (a->gpu_slots ? a->gpu_slots : (uint32_t)a->n_gpus)
+                     : (a->cpu_slots ? a->cpu_slots : 1);
+    }
+    *makespan_s = r->sw->finished_ns && r->sw->finished_ns > r->sw->created_ns
+                      ? (double)(r->sw->finished_ns - r->sw->created_ns) / 1e9
+                      : NAN;
+    *startup_s = *ideal_s = *over_pct = NAN;
+    uint64_t first = gpu ? s->first_gpu_assign_ns : s->first_assign_ns;
+    if (!slots || !first || first < r->sw->created_ns)
+        return;
+    *startup_s = (double)(first - r->sw->created_ns) / 1e9;
+    *ideal_s = *startup_s + (gpu ? s->gpu_busy_s : s->cpu_busy_s) / slots;
+    if (!isnan(*makespan_s))
+        *over_pct = (*makespan_s / *ideal_s - 1) * 100;
+}
+
+/* --baseline: one of the sweep's kernels, which then stands as its baseline. */
+static int set_baseline(rep *r, const char *name, kf_err *err)
+{
+    kf_buf names = KF_BUF_INIT;
+    for (size_t i = 0; i < r->sw->n_kernels; i++) {
+        if (strcmp(r->sw->kernels[i]->name, name) == 0) {
+            char *copy = strdup(name);
+            kf_buf_release(&names);
+            if (!copy)
+                return kf_err_set(err, KF_ENOMEM, "out of memory");
+            /* The unpacked message's own string (free_unpacked frees ours
+             * with the same malloc), unless it is protobuf-c's shared "". */
+            if (r->sw->baseline != protobuf_c_empty_string)
+                free(r->sw->baseline);
+            r->sw->baseline = copy;
+            return KF_OK;
+        }
+        kf_buf_addf(&names, "%s%s", i ? ", " : "", r->sw->kernels[i]->name);
+    }
+    kf_err_set(err, KF_EINVAL, "--baseline %s is not a kernel of sweep %u; its kernels: %s", name,
+               r->sw->sweep_id, names.data ? names.data : "(none)");
+    kf_buf_release(&names);
+    return KF_EINVAL;
+}
+
+int kf_rep_collect(kf_txn *t, uint32_t sweep_id, const kf_report_opts *opts, rep *r, kf_err *err)
+{
+    memset(r, 0, sizeof *r);
+    r->t = t;
+    r->group_by = opts->group_by;
+    r->provenance = opts->provenance;
+    int rc = kf_store_get_sweep(t, sweep_id, &r->sw);
+    if (rc == KF_ENOTFOUND)
+        return kf_err_set(err, KF_ENOTFOUND,
+                          "no sweep %u in this store; `kfleet status` lists the sweeps", sweep_id);
+    if (rc)
+        return kf_err_set(err, rc, "cannot read sweep %u from the store: %s", sweep_id,
+                          kf_strerror(rc));
+    if (opts->baseline && (rc = set_baseline(r, opts->baseline, err)) != KF_OK) {
+        kf_rep_release(r);
+        return rc;
+    }
+    const char *what = "reading its tasks and results";
+    rc = kf_store_foreach_task(t, sweep_id, task_cb, r);
+    if (!rc) {
+        what = "reading its agents and builds";
+        rc = collect_agents(r);
+    }
+    if (!rc)
+        rc = build_rows(r);
+    if (rc) {
+        kf_rep_release(r);
+        return kf_err_set(err, rc, "sweep %u: failed %s: %s", sweep_id, what, kf_strerror(rc));
+    }
+    return KF_OK;
+}

@@ -1,0 +1,109 @@
+/* report_rows — the rows a report is made of: a sweep's stored records
+ * collected once (report_rows.c) and the small lookups over them. Every
+ * renderer reads these and nothing else: report_text.c (table, Markdown)
+ * and report_json.c (JSON, from which HTML and CSV are drawn). Not an API
+ * outside coordinator/report: report.h is. */
+#ifndef KF_REPORT_ROWS_H
+#define KF_REPORT_ROWS_H
+
+#include "common/buf.h"
+#include "common/err.h"
+#include "common/stats.h"
+#include "core/store.h"
+#include "report/report_opts.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct rtask {
+    Kfleet__Task *task;  /* owned copy */
+    Kfleet__Result *res; /* the terminal record; NULL while not ended */
+    double *samples;     /* stored sample times of res->attempt, in seq order */
+    size_t nsamples, cap;
+    size_t nthrottled;
+} rtask;
+
+typedef struct rrow {
+    uint32_t kernel, config;
+    const char *node; /* points into a task or result of the rep */
+    rtask *validate, *profile;
+    kf_stats st;                               /* st.n == 0: no successful profile */
+    double gbps, gflops, speedup, base_median; /* NAN when not applicable */
+    double speedup_err;                        /* one standard error of the speedup */
+    double outlier_pct; /* slower than the nodes' median by this much; NAN: not an outlier */
+    /* % of the node's measured ceilings (doctor): copy bandwidth, bf16
+     * matrix rate; NAN when the node has none or the row has no figure. */
+    double pct_bw, pct_mma;
+    int mismatch, noisy;
+    uint64_t build_task;
+    const Kfleet__BuildInfo *build; /* the build on this node, or NULL */
+    Kfleet__Result *own_build;      /* a build result of another sweep */
+} rrow;
+
+/* How the sweep used its slots, from the stored attempts: what the
+ * coordinator's scheduling cost against an ideal packing. */
+typedef struct rschedule {
+    uint64_t first_assign_ns, last_end_ns; /* over all attempts; 0: none */
+    uint64_t first_gpu_assign_ns;          /* 0: no GPU task */
+    double gpu_busy_s, cpu_busy_s;         /* summed attempt times (assigned → ended) */
+    uint32_t gpu_attempts, cpu_attempts;
+    uint32_t gpu_slots; /* GPUs of the agents that ran GPU attempts */
+} rschedule;
+
+typedef struct rep {
+    kf_txn *t;
+    Kfleet__Sweep *sw;
+    rtask *tasks;
+    size_t ntasks, cap;
+    rrow *rows;
+    size_t nrows;
+    Kfleet__AgentInfo **agents;
+    size_t nagents, capagents;
+    uint32_t counts[KFLEET__TASK_STATE__CANCELLED + 1];
+    kf_report_group group_by;
+    int provenance;
+    rschedule sched;
+} rep;
+
+/* The schedule's derived figures; NAN where they do not apply (no GPU
+ * task, sweep not finished). makespan: created → finished. startup:
+ * created → the first GPU assignment (registration, builds). ideal: startup
+ * + GPU busy time / GPU slots. over_pct: makespan over ideal, in %. */
+void kf_rep_schedule_figures(const rep *r, double *makespan_s, double *startup_s, double *ideal_s,
+                             double *over_pct);
+
+/* "" for NULL. */
+const char *kf_rep_nz(const char *s);
+const Kfleet__KernelRef *kf_rep_kref(const rep *r, uint32_t ki);
+const char *kf_rep_kernel_name(const rep *r, uint32_t ki);
+/* A task's state: its terminal record's when it has one. */
+int kf_rep_state_of(const rtask *rt);
+/* The error of a task: its record's, else the task's own note, else "". */
+const char *kf_rep_err_of(const rtask *rt);
+int kf_rep_is_failure(int state);
+/* "succeeded", "timed_out", ... as in the JSON. */
+const char *kf_rep_state_name(int st);
+const char *kf_rep_kind_name(int kind);
+/* The node a task belongs to: its pin (nodes: all), else the agent of its
+ * record, else the agent it was assigned to. */
+const char *kf_rep_node_of(const rtask *rt);
+/* UTC ISO 8601 of a wall-clock time in ns. */
+void kf_rep_fmt_iso(uint64_t ns, char *out, size_t len);
+/* The registered agent of that id, or NULL. */
+const Kfleet__AgentInfo *kf_rep_agent(const rep *r, const char *id);
+/* A node's GPU name, "cpu" for a node without one, "?" for an agent that
+ * never registered. */
+const char *kf_rep_device_of(const rep *r, const char *node);
+
+/* Collects the report of sweep_id into *r (which the caller releases with
+ * kf_rep_release once rendered), as opts asks: its baseline (a kernel of
+ * the sweep to compare against instead of the sweep's own; NULL: the
+ * sweep's), group_by and provenance. On failure *r holds nothing and err
+ * says what: KF_ENOTFOUND for no such sweep, KF_EINVAL when the baseline is
+ * not one of its kernels, else the store's error. */
+int kf_rep_collect(kf_txn *t, uint32_t sweep_id, const kf_report_opts *opts, rep *r, kf_err *err);
+
+/* Frees what kf_rep_collect collected and zeroes *r. */
+void kf_rep_release(rep *r);
+
+#endif

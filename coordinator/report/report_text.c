@@ -1,0 +1,527 @@
+/* report_text — the report for people: the aligned table (with colour on a
+ * terminal) and Markdown, drawn from the rows report_rows.c collects. Both go
+ * through one grid renderer, so the two cannot show different cells.
+ *
+ * Sections: the header (sweep, task counts, schedule, nodes, baseline), the
+ * results grid, --provenance, the builds grid and the failures with the
+ * first lines of their errors (the whole error is in the JSON). Columns that
+ * would be all dashes (speedup without a baseline, %ceiling without a
+ * measured ceiling) are left out. */
+#include "report/report_text.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *state_text(int st)
+{
+    return st == KFLEET__TASK_STATE__TIMED_OUT ? "timed out" : kf_rep_state_name(st);
+}
+
+static void params_str(const Kfleet__Task *t, char *out, size_t len)
+{
+    size_t off = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < t->n_params && off < len; i++)
+        off += (size_t)snprintf(out + off, len - off, "%s%s=%lld", i ? " " : "",
+                                kf_rep_nz(t->params[i]->name), (long long)t->params[i]->value);
+}
+
+/* Copies the first line of s, cut to at most max bytes on a UTF-8 boundary
+ * with "..." when cut, so one long compiler message cannot widen a column
+ * past the screen. */
+static void first_line(const char *s, char *out, size_t len, size_t max)
+{
+    s = kf_rep_nz(s);
+    size_t n = strcspn(s, "\r\n"), cut = 0;
+    if (max + 4 > len)
+        max = len - 4;
+    if (n > max) {
+        n = max;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n--;
+        cut = 1;
+    }
+    memcpy(out, s, n);
+    strcpy(out + n, cut ? "..." : "");
+}
+
+static int display_width(const char *s)
+{
+    int w = 0;
+    for (; *s; s++)
+        w += ((unsigned char)*s & 0xC0) != 0x80;
+    return w;
+}
+
+/* Times with the unit a person reads best: ns, µs, ms or s. */
+static double unit_of(double s, const char **name)
+{
+    if (s < 1e-6) {
+        *name = "ns";
+        return 1e9;
+    }
+    if (s < 1e-3) {
+        *name = "\xC2\xB5s";
+        return 1e6;
+    }
+    if (s < 1) {
+        *name = "ms";
+        return 1e3;
+    }
+    *name = "s";
+    return 1;
+}
+
+static void fmt_time(double s, char *out, size_t len)
+{
+    const char *u;
+    if (!isfinite(s) || s < 0) {
+        snprintf(out, len, "-");
+        return;
+    }
+    double k = unit_of(s, &u);
+    snprintf(out, len, "%.3f %s", s * k, u);
+}
+
+/* Three significant digits without an exponent: 1.23, 12.3, 123, 12345. */
+static void fmt_short(double v, char *out, size_t len)
+{
+    int decimals = v >= 100 ? 0 : v >= 10 ? 1 : 2;
+    snprintf(out, len, "%.*f", decimals, v);
+}
+
+enum { CELL = 192 };
+
+/* A grid of cells rendered either aligned (with colour) or as a GitHub
+ * table; `color_of` picks a cell's ANSI colour, NULL for none. */
+typedef struct grid {
+    int ncols;
+    const char *const *names;
+    const int *right;
+    char (*cells)[CELL]; /* nrows * ncols */
+    size_t nrows;
+    const char *(*color_of)(int col, const char *text);
+    unsigned hide; /* bit c set: column c is left out */
+} grid;
+
+static void md_cell(kf_buf *out, const char *s)
+{
+    kf_buf_addc(out, ' ');
+    for (; *s; s++) {
+        if (*s == '|')
+            kf_buf_addc(out, '\\');
+        kf_buf_addc(out, *s);
+    }
+    kf_buf_adds(out, " |");
+}
+
+static void grid_render(const grid *g, int md, int color, kf_buf *out)
+{
+    if (md) {
+        kf_buf_addc(out, '|');
+        for (int c = 0; c < g->ncols; c++)
+            if (!(g->hide >> c & 1))
+                md_cell(out, g->names[c]);
+        kf_buf_adds(out, "\n|");
+        for (int c = 0; c < g->ncols; c++)
+            if (!(g->hide >> c & 1))
+                kf_buf_adds(out, g->right[c] ? " ---: |" : " --- |");
+        kf_buf_addc(out, '\n');
+        for (size_t i = 0; i < g->nrows; i++) {
+            kf_buf_addc(out, '|');
+            for (int c = 0; c < g->ncols; c++)
+                if (!(g->hide >> c & 1))
+                    md_cell(out, g->cells[i * (size_t)g->ncols + (size_t)c]);
+            kf_buf_addc(out, '\n');
+        }
+        return;
+    }
+    int width[16] = {0};
+    for (int c = 0; c < g->ncols; c++) {
+        width[c] = display_width(g->names[c]);
+        for (size_t i = 0; i < g->nrows; i++) {
+            int w = display_width(g->cells[i * (size_t)g->ncols + (size_t)c]);
+            width[c] = w > width[c] ? w : width[c];
+        }
+    }
+    for (int c = 0; c < g->ncols; c++) {
+        if (g->hide >> c & 1)
+            continue;
+        kf_buf_adds(out, "  ");
+        kf_buf_addpad(out, g->names[c], c + 1 < g->ncols ? width[c] : 0, g->right[c]);
+    }
+    kf_buf_addc(out, '\n');
+    for (size_t i = 0; i < g->nrows; i++) {
+        for (int c = 0; c < g->ncols; c++) {
+            if (g->hide >> c & 1)
+                continue;
+            const char *s = g->cells[i * (size_t)g->ncols + (size_t)c];
+            const char *col = color && g->color_of ? g->color_of(c, s) : NULL;
+            kf_buf_adds(out, "  ");
+            if (col)
+                kf_buf_adds(out, col);
+            /* The last column is not padded: no trailing blanks. */
+            kf_buf_addpad(out, s, c + 1 < g->ncols ? width[c] : 0, g->right[c]);
+            if (col)
+                kf_buf_adds(out, "\033[0m");
+        }
+        /* An empty last cell would leave the separator dangling. */
+        while (out->len && out->data[out->len - 1] == ' ')
+            out->data[--out->len] = '\0';
+        kf_buf_addc(out, '\n');
+    }
+}
+
+#define GREEN "\033[32m"
+#define RED "\033[31m"
+#define YELLOW "\033[33m"
+
+enum {
+    R_KERNEL,
+    R_PARAMS,
+    R_NODE,
+    R_DEVICE,
+    R_VALID,
+    R_SAMPLES,
+    R_MEDIAN,
+    R_SPREAD,
+    R_NOISE,
+    R_GBPS,
+    R_GFLOPS,
+    R_CEIL,
+    R_SPEEDUP,
+    R_FLAGS,
+    R_N
+};
+static const char *const row_names[R_N] = {"kernel",  "params",   "node",    "device", "validation",
+                                           "samples", "median",   "min-max", "noise",  "GB/s",
+                                           "GFLOP/s", "%ceiling", "speedup", "flags"};
+static const int row_right[R_N] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 0};
+
+static const char *row_color(int col, const char *s)
+{
+    if (col == R_VALID)
+        return strncmp(s, "pass", 4) == 0 ? GREEN : strncmp(s, "FAIL", 4) == 0 ? RED : NULL;
+    if (col == R_FLAGS && *s)
+        return strstr(s, "failed") || strstr(s, "timed out") ? RED : YELLOW;
+    return NULL;
+}
+
+static void validation_str(const rrow *w, char *out, size_t len)
+{
+    const rtask *v = w->validate;
+    if (!v) {
+        snprintf(out, len, "-");
+        return;
+    }
+    if (!kf_state_terminal(kf_rep_state_of(v))) {
+        snprintf(out, len, "%s", kf_rep_state_name(kf_rep_state_of(v)));
+        return;
+    }
+    if (kf_rep_state_of(v) == KFLEET__TASK_STATE__CANCELLED) {
+        snprintf(out, len, "cancelled");
+        return;
+    }
+    double mx = 0;
+    size_t n = v->res ? v->res->n_trials : 0;
+    for (size_t i = 0; i < n; i++)
+        mx = v->res->trials[i]->max_abs_err > mx ? v->res->trials[i]->max_abs_err : mx;
+    const char *word = kf_rep_state_of(v) == KFLEET__TASK_STATE__SUCCEEDED ? "pass" : "FAIL";
+    if (n)
+        snprintf(out, len, "%s %.1e/%zu seed%s", word, mx, n, n == 1 ? "" : "s");
+    else
+        snprintf(out, len, "%s", word);
+}
+
+/* The flags of a row, for people: "failed: <first line>" names the task that
+ * failed and why. */
+static void flags_str(const rrow *w, char *out, size_t len)
+{
+    size_t off = 0;
+    out[0] = '\0';
+#define ADD(...)                                                                                   \
+    do {                                                                                           \
+        if (off < len)                                                                             \
+            off += (size_t)snprintf(out + off, len - off, "%s", off ? ", " : "");                  \
+        if (off < len)                                                                             \
+            off += (size_t)snprintf(out + off, len - off, __VA_ARGS__);                            \
+    } while (0)
+    if (w->noisy)
+        ADD("noisy");
+    if (isfinite(w->outlier_pct))
+        ADD("outlier node +%.0f%%", w->outlier_pct);
+    if (w->profile && w->profile->nthrottled)
+        ADD("throttled");
+    if (w->mismatch)
+        ADD("samples-mismatch");
+    if (w->build && w->build->jit_fallback)
+        ADD("jit-fallback");
+    const Kfleet__ProfileStats *hp =
+        w->profile && w->profile->res ? w->profile->res->profile : NULL;
+    if (hp && hp->hot)
+        ADD("hot");
+    if (hp && hp->batch > 1)
+        ADD("batch %u", hp->batch);
+    const rtask *both[2] = {w->validate, w->profile};
+    for (int i = 0; i < 2; i++) {
+        const rtask *t = both[i];
+        if (!t)
+            continue;
+        int st = kf_rep_state_of(t);
+        char line[96];
+        first_line(kf_rep_err_of(t), line, sizeof line, 60);
+        if (kf_rep_is_failure(st))
+            ADD("%s failed: %s", kf_rep_kind_name((int)t->task->kind),
+                *line ? line : state_text(st));
+        else if (st == KFLEET__TASK_STATE__CANCELLED && i == 1)
+            ADD("profile cancelled");
+        else if (!kf_state_terminal(st) && i == 1)
+            ADD("profile %s", kf_rep_state_name(st));
+    }
+#undef ADD
+}
+
+static void row_cells(const rep *r, const rrow *w, char (*cells)[CELL])
+{
+    const rtask *any = w->profile ? w->profile : w->validate;
+    snprintf(cells[R_KERNEL], CELL, "%s", kf_rep_kernel_name(r, w->kernel));
+    params_str(any->task, cells[R_PARAMS], CELL);
+    snprintf(cells[R_NODE], CELL, "%s", *w->node ? w->node : "-");
+    snprintf(cells[R_DEVICE], CELL, "%s", kf_rep_device_of(r, w->node));
+    validation_str(w, cells[R_VALID], CELL);
+    for (int c = R_SAMPLES; c <= R_SPEEDUP; c++)
+        snprintf(cells[c], CELL, "-");
+    if (w->st.n) {
+        const char *u;
+        double k = unit_of(w->st.median, &u);
+        snprintf(cells[R_SAMPLES], CELL, "%zu", w->st.n);
+        fmt_time(w->st.median, cells[R_MEDIAN], CELL);
+        /* Both ends in the median's unit, so the range reads at a glance. */
+        char lo[32], hi[32];
+        fmt_short(w->st.min * k, lo, sizeof lo);
+        fmt_short(w->st.max * k, hi, sizeof hi);
+        snprintf(cells[R_SPREAD], CELL, "%s\xE2\x80\x93%s %s", lo, hi, u);
+        if (isfinite(w->st.noise_pct))
+            snprintf(cells[R_NOISE], CELL, "%.1f%%", w->st.noise_pct);
+    } else if (w->profile && w->profile->nsamples) {
+        snprintf(cells[R_SAMPLES], CELL, "%zu", w->profile->nsamples);
+    }
+    if (isfinite(w->gbps))
+        snprintf(cells[R_GBPS], CELL, "%.2f", w->gbps);
+    if (isfinite(w->gflops))
+        snprintf(cells[R_GFLOPS], CELL, "%.2f", w->gflops);
+    /* The nearer ceiling says what bounds the kernel: bandwidth or matrix. */
+    int bw = isfinite(w->pct_bw) && !(w->pct_mma > w->pct_bw);
+    if (bw || isfinite(w->pct_mma))
+        snprintf(cells[R_CEIL], CELL, "%.0f%% %s", bw ? w->pct_bw : w->pct_mma, bw ? "bw" : "mma");
+    if (isfinite(w->speedup) && isfinite(w->speedup_err))
+        snprintf(cells[R_SPEEDUP], CELL, "%.2fx \xC2\xB1%.2f", w->speedup, w->speedup_err);
+    else if (isfinite(w->speedup))
+        snprintf(cells[R_SPEEDUP], CELL, "%.2fx", w->speedup);
+    flags_str(w, cells[R_FLAGS], CELL);
+}
+
+enum { B_KERNEL, B_NODE, B_STATUS, B_CACHED, B_COMPILE, B_ARTIFACT, B_ERROR, B_N };
+static const char *const build_names[B_N] = {"kernel",  "node",     "status", "cached",
+                                             "compile", "artifact", "error"};
+static const int build_right[B_N] = {0, 0, 0, 0, 1, 0, 0};
+
+static const char *build_color(int col, const char *s)
+{
+    if (col != B_STATUS)
+        return NULL;
+    if (strcmp(s, "succeeded") == 0)
+        return GREEN;
+    return strcmp(s, "failed") == 0 || strcmp(s, "timed out") == 0 ? RED : YELLOW;
+}
+
+static void build_cells(const rep *r, const rtask *rt, char (*cells)[CELL])
+{
+    const Kfleet__BuildInfo *b = rt->res ? rt->res->build : NULL;
+    int ok = kf_rep_state_of(rt) == KFLEET__TASK_STATE__SUCCEEDED;
+    snprintf(cells[B_KERNEL], CELL, "%s", kf_rep_kernel_name(r, rt->task->kernel_index));
+    snprintf(cells[B_NODE], CELL, "%s", *kf_rep_node_of(rt) ? kf_rep_node_of(rt) : "-");
+    snprintf(cells[B_STATUS], CELL, "%s", state_text(kf_rep_state_of(rt)));
+    snprintf(cells[B_CACHED], CELL, "%s", b && ok ? (b->cached ? "yes" : "no") : "-");
+    if (b && ok)
+        fmt_time(b->compile_s, cells[B_COMPILE], CELL);
+    else
+        snprintf(cells[B_COMPILE], CELL, "-");
+    snprintf(cells[B_ARTIFACT], CELL, "%.12s",
+             b && b->artifact_hash && *b->artifact_hash ? b->artifact_hash : "-");
+    if (kf_rep_is_failure(kf_rep_state_of(rt)) ||
+        kf_rep_state_of(rt) == KFLEET__TASK_STATE__CANCELLED)
+        first_line(kf_rep_err_of(rt), cells[B_ERROR], CELL, 100);
+    else
+        cells[B_ERROR][0] = '\0';
+}
+
+static void render_schedule(const rep *r, int md, kf_buf *out)
+{
+    double makespan, startup, ideal, over;
+    kf_rep_schedule_figures(r, &makespan, &startup, &ideal, &over);
+    if (isnan(makespan))
+        return;
+    const rschedule *s = &r->sched;
+    kf_buf_addf(out, "%sschedule: makespan %.2f s; CPU tasks %.2f s (%u attempts)",
+                md ? "- " : "  ", makespan, s->cpu_busy_s, s->cpu_attempts);
+    if (s->gpu_attempts)
+        kf_buf_addf(out, ", GPU tasks %.2f s (%u attempts)", s->gpu_busy_s, s->gpu_attempts);
+    if (!isnan(ideal))
+        kf_buf_addf(out, "; ideal %.2f s = start-up %.2f s + %s task time / %s slots: %+.1f%%",
+                    ideal, startup, s->gpu_attempts ? "GPU" : "CPU",
+                    s->gpu_attempts ? "GPU" : "CPU", over);
+    kf_buf_addc(out, '\n');
+}
+
+static void render_header(const rep *r, int md, kf_buf *out)
+{
+    char created[32], finished[32];
+    kf_rep_fmt_iso(r->sw->created_ns, created, sizeof created);
+    kf_rep_fmt_iso(r->sw->finished_ns, finished, sizeof finished);
+    if (md)
+        kf_buf_addf(out, "# Sweep %u: %s\n\n- file: `%s`\n- created %s, finished %s\n- tasks: ",
+                    r->sw->sweep_id, kf_rep_nz(r->sw->name), kf_rep_nz(r->sw->file), created,
+                    r->sw->finished_ns ? finished : "not yet");
+    else
+        kf_buf_addf(out, "sweep %u: %s (%s)\n  created %s, finished %s\n  tasks: ", r->sw->sweep_id,
+                    kf_rep_nz(r->sw->name), kf_rep_nz(r->sw->file), created,
+                    r->sw->finished_ns ? finished : "not yet");
+    kf_buf_addf(out, "%zu", r->ntasks);
+    const char *sep = " (";
+    for (int st = KFLEET__TASK_STATE__SUCCEEDED; st <= KFLEET__TASK_STATE__CANCELLED; st++) {
+        kf_buf_addf(out, "%s%u %s", sep, r->counts[st], state_text(st));
+        sep = ", ";
+    }
+    for (int st = KFLEET__TASK_STATE__PENDING; st <= KFLEET__TASK_STATE__RUNNING; st++)
+        if (r->counts[st])
+            kf_buf_addf(out, ", %u %s", r->counts[st], state_text(st));
+    kf_buf_adds(out, ")\n");
+    render_schedule(r, md, out);
+    for (size_t k = 0; k < r->nagents; k++) {
+        const Kfleet__AgentInfo *a = r->agents[k];
+        kf_buf_addf(out, "%snode %s: %s, %s", md ? "- " : "  ", kf_rep_nz(a->agent_id),
+                    kf_rep_nz(a->hostname),
+                    a->n_gpus ? kf_rep_nz(a->gpus[0]->name) : kf_rep_nz(a->cpu_model));
+        if (a->n_gpus > 1)
+            kf_buf_addf(out, " (x%zu)", a->n_gpus);
+        if (a->driver_version && *a->driver_version)
+            kf_buf_addf(out, ", driver %s", a->driver_version);
+        kf_buf_addc(out, '\n');
+    }
+    if (r->sw->baseline && *r->sw->baseline)
+        kf_buf_addf(out,
+                    "%sspeedup: against %s in the same configuration on the same node "
+                    "(\xC2\xB1 one standard error)\n",
+                    md ? "- " : "  ", r->sw->baseline);
+}
+
+/* --provenance: where each row's numbers come from, one line each. */
+static void render_provenance(const rep *r, int md, kf_buf *out)
+{
+    kf_buf_adds(out, md ? "\n## Provenance\n\n" : "\nprovenance:\n");
+    for (size_t i = 0; i < r->nrows; i++) {
+        const rrow *w = &r->rows[i];
+        const rtask *any = w->profile ? w->profile : w->validate;
+        const Kfleet__AgentInfo *a = kf_rep_agent(r, w->node);
+        const Kfleet__KernelRef *k = kf_rep_kref(r, w->kernel);
+        const Kfleet__TelemetrySummary *ts =
+            w->profile && w->profile->res ? w->profile->res->telemetry : NULL;
+        char params[256];
+        params_str(any->task, params, sizeof params);
+        kf_buf_addf(out, "%s%s %s on %s:", md ? "- " : "  ", kf_rep_kernel_name(r, w->kernel),
+                    params, *w->node ? w->node : "-");
+        if (a && a->n_gpus)
+            kf_buf_addf(out, " %s %s,", kf_rep_nz(a->gpus[0]->name), kf_rep_nz(a->gpus[0]->uuid));
+        else if (a)
+            kf_buf_addf(out, " %s,", kf_rep_nz(a->cpu_model));
+        if (a && a->driver_version && *a->driver_version)
+            kf_buf_addf(out, " driver %s,", a->driver_version);
+        if (ts && ts->readings)
+            kf_buf_addf(out, " SM %u-%u MHz, mem %u-%u MHz over %u readings,", ts->sm_clock_min_mhz,
+                        ts->sm_clock_max_mhz, ts->mem_clock_min_mhz, ts->mem_clock_max_mhz,
+                        ts->readings);
+        if (w->build && w->build->compiler && *w->build->compiler)
+            kf_buf_addf(out, " %s,", w->build->compiler);
+        kf_buf_addf(out, " source %.12s, binary %.12s, kfleet %s\n", k ? kf_rep_nz(k->hash) : "-",
+                    w->build ? kf_rep_nz(w->build->artifact_hash) : "-",
+                    a && a->version && *a->version ? a->version : KF_VERSION);
+    }
+}
+
+int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
+{
+    render_header(r, md, out);
+    size_t nb = 0;
+    for (size_t i = 0; i < r->ntasks; i++)
+        nb += r->tasks[i].task->kind == KFLEET__TASK_KIND__BUILD;
+    size_t n = (r->nrows > nb ? r->nrows : nb) + 1;
+    char(*cells)[CELL] = calloc(n * R_N, sizeof *cells);
+    if (!cells)
+        return KF_ENOMEM;
+
+    kf_buf_adds(out, md ? "\n## Results\n\n" : "\nresults:\n");
+    for (size_t i = 0; i < r->nrows; i++)
+        row_cells(r, &r->rows[i], &cells[i * R_N]);
+    /* Without a baseline the speedup column would be all dashes. */
+    unsigned hide = r->sw->baseline && *r->sw->baseline ? 0 : 1u << R_SPEEDUP;
+    /* Likewise %ceiling on a sweep of host kernels (see the ceilings above). */
+    int any_ceil = 0;
+    for (size_t i = 0; i < r->nrows; i++)
+        any_ceil |= isfinite(r->rows[i].pct_bw) || isfinite(r->rows[i].pct_mma);
+    if (!any_ceil)
+        hide |= 1u << R_CEIL;
+    grid g = {R_N, row_names, row_right, cells, r->nrows, row_color, hide};
+    if (r->nrows)
+        grid_render(&g, md, color, out);
+    else
+        kf_buf_adds(out,
+                    md ? "No validate or profile tasks.\n" : "  (no validate or profile tasks)\n");
+
+    if (r->provenance)
+        render_provenance(r, md, out);
+
+    if (nb) {
+        kf_buf_adds(out, md ? "\n## Builds\n\n" : "\nbuilds:\n");
+        size_t k = 0;
+        for (size_t i = 0; i < r->ntasks; i++)
+            if (r->tasks[i].task->kind == KFLEET__TASK_KIND__BUILD)
+                build_cells(r, &r->tasks[i], &cells[k++ * B_N]);
+        grid gb = {B_N, build_names, build_right, cells, nb, build_color, 0};
+        grid_render(&gb, md, color, out);
+    }
+    free(cells);
+
+    int any = 0;
+    for (size_t i = 0; i < r->ntasks; i++) {
+        const rtask *rt = &r->tasks[i];
+        int st = kf_rep_state_of(rt);
+        if (!kf_rep_is_failure(st))
+            continue;
+        if (!any)
+            kf_buf_adds(out, md ? "\n## Failures\n" : "\nfailures:\n");
+        any = 1;
+        char params[256];
+        params_str(rt->task, params, sizeof params);
+        kf_buf_addf(out, "%s%s %s%s%s%s on %s, task %llx: %s\n", md ? "\n- " : "  ",
+                    kf_rep_kind_name((int)rt->task->kind),
+                    kf_rep_kernel_name(r, rt->task->kernel_index), *params ? " [" : "", params,
+                    *params ? "]" : "", *kf_rep_node_of(rt) ? kf_rep_node_of(rt) : "no node",
+                    (unsigned long long)rt->task->task_id, state_text(st));
+        /* The first three lines: enough to see the cause; the whole error
+         * is in the JSON. */
+        const char *e = kf_rep_err_of(rt);
+        if (md && *e)
+            kf_buf_adds(out, "\n  ```\n");
+        for (int l = 0; l < 3 && *e; l++) {
+            size_t len = strcspn(e, "\n");
+            kf_buf_addf(out, "%s%.*s\n", md ? "  " : "      ", (int)len, e);
+            e += len + (e[len] == '\n');
+        }
+        if (md && *kf_rep_err_of(rt))
+            kf_buf_adds(out, "  ```\n");
+    }
+    return 0;
+}
