@@ -138,7 +138,7 @@ static int resolve_server_key(const char *arg, const char *wd, const kf_paths *p
     if (rc)
         return kf_err_set(err, rc,
                           "cannot enroll this agent's key in %s: %s (accept it on the "
-                          "coordinator with `kfleet agent-key add %s %s`)",
+                          "coordinator with `kfleet agent-key add '%s' %s`; a Z85 key is quoted for the shell)",
                           paths->allow, err->msg, kp->pub, id);
     kf_info("agent.enrolled", "agent=%s key=%s allow=%s", id, kp->pub, paths->allow);
     return KF_OK;

@@ -130,3 +130,21 @@ int kf_buf_read_file(kf_buf *b, const char *path)
     errno = saved;
     return bad ? KF_EIO : KF_OK;
 }
+
+void kf_buf_add_shell_word(kf_buf *b, const char *s)
+{
+    static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                               "_-./:@%+=,";
+    if (*s && strspn(s, safe) == strlen(s)) {
+        kf_buf_adds(b, s);
+        return;
+    }
+    kf_buf_addc(b, '\'');
+    for (; *s; s++) {
+        if (*s == '\'')
+            kf_buf_adds(b, "'\\''");
+        else
+            kf_buf_addc(b, *s);
+    }
+    kf_buf_addc(b, '\'');
+}

@@ -29,6 +29,11 @@ void kf_buf_addc(kf_buf *b, char c);
 void kf_buf_addf(kf_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void kf_buf_vaddf(kf_buf *b, const char *fmt, va_list ap);
 /* Appends s padded with spaces to `width` display columns (UTF-8 aware). */
+/* Appends s as one shell word: as is when it holds only characters no
+ * shell treats specially, else in single quotes (a ' inside becomes '\'').
+ * For every command line kfleet prints for a person to paste: Z85 keys hold
+ * $ { ( ) & * ! > <, which bare would break or redirect the command. */
+void kf_buf_add_shell_word(kf_buf *b, const char *s);
 void kf_buf_addpad(kf_buf *b, const char *s, int width, int right_align);
 void kf_buf_reset(kf_buf *b);
 /* Hands the heap string to the caller (who frees it) and re-inits b. */

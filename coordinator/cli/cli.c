@@ -40,6 +40,11 @@ int kf_cli_paths(const char *home, int create, kf_paths *p)
     return 0;
 }
 
+int kf_cli_status(int rc)
+{
+    return rc == KF_EINVAL || rc == KF_ENOTFOUND ? 2 : 1;
+}
+
 int kf_cli_sweep_id(const char *s, uint32_t *id)
 {
     char *end;
@@ -112,7 +117,7 @@ int kf_cli_render_report(const char *store_dir, uint32_t sweep_id, int have_id,
     if (rc) {
         fprintf(stderr, "kfleet report: %s\n", err.msg);
         kf_buf_release(&out);
-        return 1;
+        return kf_cli_status(rc);
     }
     if (out_file) {
         if (kf_write_file(out_file, out.data, out.len, 0644, &err) != KF_OK) {

@@ -17,6 +17,14 @@
  * 0, or 1 after printing why not. */
 int kf_cli_paths(const char *home, int create, kf_paths *p);
 
+/* The exit status for a failure that returned kf code rc: 2 when what the
+ * user named does not exist or is not valid (KF_EINVAL, KF_ENOTFOUND: a
+ * sweep id, a kernel, a file), else 1 (the work failed). The one table:
+ * 0 success; 1 the work failed or kfleet could not do it (a task failed, a
+ * regression, no coordinator, a store or I/O error); 2 bad usage or input
+ * (a flag, a value, a file, a name that does not exist). */
+int kf_cli_status(int rc);
+
 /* Parses a sweep id: a positive number that fits 32 bits. 0 or -1. */
 int kf_cli_sweep_id(const char *s, uint32_t *id);
 

@@ -25,7 +25,7 @@ static int simple_call(const char *cmdname, const char *home, Kfleet__ControlReq
     kf_client_close(&c);
     if (rc) {
         fprintf(stderr, "kfleet %s: %s\n", cmdname, err.msg);
-        return 1;
+        return kf_cli_status(rc);
     }
     return 0;
 }

@@ -5,6 +5,7 @@
  * allow list when it changes (within its 200 ms check), so a revocation
  * needs no control request and works whether or not it is running. */
 #include "cli/cli.h"
+#include "common/buf.h"
 #include "cli/options.h"
 #include "common/keys.h"
 #include "common/paths.h"
@@ -47,10 +48,13 @@ static int cmd_init(int argc, char **argv, const char *home)
         fprintf(stderr, "kfleet init: %s\n", err.msg);
         return 1;
     }
+    kf_buf key = KF_BUF_INIT;
+    kf_buf_add_shell_word(&key, kp.pub);
     printf("coordinator key: %s\n  key pair:    %s (0600)\n  public key:  %s\n  allow list:  "
            "%s (%zu agent keys)\n  store:       %s\n"
            "agents connect with: kfleet-agent --coordinator tcp://HOST:PORT --server-key %s\n",
-           kp.pub, p.coord_key, p.coord_pub, p.allow, a.n, p.store, kp.pub);
+           kp.pub, p.coord_key, p.coord_pub, p.allow, a.n, p.store, key.data);
+    kf_buf_release(&key);
     kf_allow_free(&a);
     memset(&kp, 0, sizeof kp);
     return 0;
@@ -152,7 +156,7 @@ static int cmd_agent_key(int argc, char **argv, const char *home)
                     "kfleet agent-key revoke: no accepted key is named or equal to '%s' "
                     "(`kfleet agent-key list` shows them)\n",
                     argv[2]);
-            return 1;
+            return 2;
         }
         printf("revoked %zu key%s matching %s\n", removed, removed == 1 ? "" : "s", argv[2]);
         return 0;

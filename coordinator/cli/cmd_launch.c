@@ -118,7 +118,8 @@ static int load_fleet(const char *cmd, const char *path, kf_fleet **f)
     int rc = kf_fleet_load(path, f, &err);
     if (rc) {
         fprintf(stderr, "kfleet %s: %s\n", cmd, err.msg);
-        return rc == KF_EINVAL ? 2 : 1;
+        /* An inventory that cannot be read is bad input, as a sweep file is. */
+        return 2;
     }
     return 0;
 }

@@ -2,6 +2,7 @@
  * until SIGINT, SIGTERM or `kfleet stop`. One per home: the home's lock
  * file says whether one runs. */
 #include "cli/cli.h"
+#include "common/buf.h"
 #include "cli/options.h"
 #include "common/keys.h"
 #include "common/util.h"
@@ -78,12 +79,26 @@ static int cmd_serve(int argc, char **argv, const char *home)
     }
     char pub[64] = "";
     kf_keys_read_public(p.coord_pub, pub, &err);
+    /* The commands to paste, quoted word by word: a Z85 key holds $ { ( ) &
+     * and the like. An agent here shares this home: it finds the key and
+     * enrolls its own; an agent elsewhere is given the key and accepted by
+     * hand. */
+    kf_buf here = KF_BUF_INIT, there = KF_BUF_INIT;
+    kf_buf_adds(&here, "kfleet-agent --coordinator ");
+    kf_buf_add_shell_word(&here, kf_coord_agent_endpoint(c));
+    kf_buf_adds(&there, "kfleet-agent --coordinator ");
+    kf_buf_add_shell_word(&there, kf_coord_agent_endpoint(c));
+    kf_buf_adds(&there, " --server-key ");
+    kf_buf_add_shell_word(&there, pub);
     printf("kfleet coordinator %s (pid %d)\n  agents connect to: %s\n  its public key:    %s\n"
-           "  start one: kfleet-agent --coordinator %s --server-key %s\n"
-           "  (an agent elsewhere: accept its key with `kfleet agent-key add KEY NAME`)\n"
+           "  start one: %s\n"
+           "  elsewhere: %s\n"
+           "             (then accept that agent's key here: kfleet agent-key add KEY NAME)\n"
            "  store: %s\n",
-           KF_VERSION, (int)getpid(), kf_coord_agent_endpoint(c), pub, kf_coord_agent_endpoint(c),
-           pub, p.store);
+           KF_VERSION, (int)getpid(), kf_coord_agent_endpoint(c), pub, here.data, there.data,
+           p.store);
+    kf_buf_release(&here);
+    kf_buf_release(&there);
     fflush(stdout);
     rc = kf_coord_run(c, stop, &err);
     if (rc)

@@ -78,6 +78,17 @@ static int cmd_verify(int argc, char **argv, const char *home)
         rc = kf_verify_sweep(t, id, &sum, &problems);
     kf_store_abort(&t);
     kf_store_close(&s);
+    if (rc == KF_ENOTFOUND) {
+        if (have_id)
+            fprintf(stderr,
+                    "kfleet verify: no sweep %u in this store; `kfleet status` lists the "
+                    "sweeps\n",
+                    id);
+        else
+            fprintf(stderr, "kfleet verify: no sweep in %s yet\n", p.store);
+        kf_buf_release(&problems);
+        return 2;
+    }
     if (rc) {
         fprintf(stderr, "kfleet verify: cannot read sweep %u: %s\n", id, kf_strerror(rc));
         kf_buf_release(&problems);

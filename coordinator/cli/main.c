@@ -2,8 +2,8 @@
  * table in commands.c (serve, submit, status, report, run, launch, ...),
  * each in its own cmd_*.c.
  *
- * Exit codes: 0 success; 1 the work failed (a task failed, a coordinator is
- * missing); 2 bad usage or bad input (an unknown flag, a sweep file error). */
+ * Exit codes: the table usage() prints (and README): 0 success; 1 the work
+ * failed or could not be done; 2 bad usage or input (kf_cli_status). */
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "common/log.h"
@@ -24,7 +24,14 @@ static void usage(FILE *f)
                "$XDG_RUNTIME_DIR/kfleet\n"
                "  --log-level LEVEL  debug|info|warn|error (default info; logs go to stderr)\n"
                "  -h, --help         this help; `kfleet COMMAND --help` or `kfleet help COMMAND`\n"
-               "                     for a command's usage and flags\n");
+               "                     for a command's usage and flags\n"
+               "\nexit status, for every command:\n"
+               "  0 success\n"
+               "  1 the work failed or could not be done: a task failed, compare found a\n"
+               "    regression, no coordinator is running, a store or I/O error\n"
+               "  2 bad usage or input: an unknown command or flag, a bad value, a file that\n"
+               "    cannot be read or parsed (FILE:LINE:COL), a sweep, kernel or key that does\n"
+               "    not exist\n");
 }
 
 int main(int argc, char **argv)

@@ -44,10 +44,13 @@ int kf_opt_next(const kf_cmd_entry *c, int argc, char **argv, const struct optio
     }
     if (ch == '?' || ch == ':') {
         const char *bad = argv[optind - 1];
-        if (optopt > 0 && optopt < 128 && isgraph(optopt))
-            *exit_code = kf_opt_error(c, "option '-%c' is unknown or lacks its value", optopt);
-        else if (optopt)
-            *exit_code = kf_opt_error(c, "option '%s' lacks its value", bad);
+        const struct option *o = opts;
+        while (optopt && o->name && o->val != optopt)
+            o++;
+        if (optopt && o->name)
+            *exit_code = kf_opt_error(c, "option '--%s' lacks its value", o->name);
+        else if (optopt > 0 && optopt < 128 && isgraph(optopt))
+            *exit_code = kf_opt_error(c, "unknown option '-%c'", optopt);
         else
             *exit_code = kf_opt_error(c, "unknown option '%s'", bad);
         return KF_OPT_EXIT;

@@ -271,8 +271,18 @@ static void handle_cancel(kf_coord *c, const void *peer, size_t peer_len, uint32
 {
     ksweep *sw = sched_sweep(c, id);
     if (!sw) {
-        reply_error(c, peer, peer_len, KF_ENOTFOUND,
-                    "that sweep is not running (finished or unknown); nothing to cancel");
+        /* Finished (in the store) is not the same mistake as a wrong id. */
+        kf_txn *txn;
+        Kfleet__Sweep *rec = NULL;
+        char msg[160];
+        int known = coord_txn(c, &txn) == KF_OK && kf_store_get_sweep(txn, id, &rec) == KF_OK;
+        if (rec)
+            kfleet__sweep__free_unpacked(rec, NULL);
+        snprintf(msg, sizeof msg,
+                 known ? "sweep %u has already finished; nothing to cancel"
+                       : "no sweep %u on this coordinator; `kfleet status` lists them",
+                 id);
+        reply_error(c, peer, peer_len, known ? KF_EEXIST : KF_ENOTFOUND, msg);
         return;
     }
     sw->rec->cancelled = 1;

@@ -35,6 +35,38 @@ static void test_buf(void **state)
     kf_buf_release(&b);
 }
 
+/* A word printed for pasting comes back from the shell as it was: each
+ * case is quoted, then echoed by a real /bin/sh. */
+static void test_shell_word(void **state)
+{
+    (void)state;
+    static const char *const words[] = {"plain-word_1.2:3",
+                                        "tcp://127.0.0.1:5555",
+                                        "]U[+:Ey8e}gl0w{(jtCNaM<uB=(oEt7I9oT)wvM+",
+                                        "$HOME & echo pwned > x",
+                                        "it's",
+                                        "a b",
+                                        "*",
+                                        ""};
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++) {
+        kf_buf b = KF_BUF_INIT;
+        kf_buf_adds(&b, "printf '%s' ");
+        kf_buf_add_shell_word(&b, words[i]);
+        FILE *p = popen(b.data, "r");
+        assert_non_null(p);
+        char got[256] = "";
+        size_t n = fread(got, 1, sizeof got - 1, p);
+        got[n] = '\0';
+        assert_int_equal(pclose(p), 0);
+        assert_string_equal(got, words[i]);
+        kf_buf_release(&b);
+    }
+    kf_buf b = KF_BUF_INIT;
+    kf_buf_add_shell_word(&b, "safe-as/is");
+    assert_string_equal(b.data, "safe-as/is"); /* nothing to quote: as written */
+    kf_buf_release(&b);
+}
+
 static void test_duration(void **state)
 {
     (void)state;
@@ -127,6 +159,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_shell_word),
         cmocka_unit_test(test_duration),
         cmocka_unit_test(test_hash),
         cmocka_unit_test(test_lock_and_paths),
