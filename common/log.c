@@ -1,15 +1,38 @@
 /* log — key=value event lines on stderr; see log.h. */
 #include "common/log.h"
 
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static struct {
     char program[32];
     kf_log_level level;
-} g_log = {"kfleet", KF_LOG_INFO};
+    FILE *file; /* a second sink, NULL: none */
+    kf_log_level file_level;
+} g_log = {"kfleet", KF_LOG_INFO, NULL, KF_LOG_OFF};
+
+int kf_log_to_file(const char *path, kf_log_level level)
+{
+    if (g_log.file)
+        fclose(g_log.file);
+    g_log.file = NULL;
+    g_log.file_level = KF_LOG_OFF;
+    if (!path)
+        return 0;
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 || !(g_log.file = fdopen(fd, "a"))) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    setvbuf(g_log.file, NULL, _IOLBF, 0);
+    g_log.file_level = level;
+    return 0;
+}
 
 void kf_log_setup(const char *program, kf_log_level level)
 {
@@ -34,7 +57,8 @@ int kf_log_parse_level(const char *s)
 void kf_log(kf_log_level level, const char *event, const char *fmt, ...)
 {
     static const char *names[] = {"debug", "info", "warn", "error"};
-    if (level < g_log.level || level >= KF_LOG_OFF)
+    int to_err = level >= g_log.level, to_file = g_log.file && level >= g_log.file_level;
+    if (level >= KF_LOG_OFF || (!to_err && !to_file))
         return;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -56,5 +80,8 @@ void kf_log(kf_log_level level, const char *event, const char *fmt, ...)
         line[len++] = '\n';
         line[len] = '\0';
     }
-    fputs(line, stderr);
+    if (to_err)
+        fputs(line, stderr);
+    if (to_file)
+        fputs(line, g_log.file);
 }

@@ -1,13 +1,19 @@
 /* log — one line per event on stderr: `ts level event key=value ...`.
  *
- * The logger's level and program name are the only process-wide settings
- * (STYLE.md allows them). Never pass a secret: fields are printed verbatim. */
+ * The logger's level, program name and optional file are the only
+ * process-wide settings (STYLE.md allows them). Never pass a secret: fields are printed verbatim.
+ */
 #ifndef KF_LOG_H
 #define KF_LOG_H
 
 typedef enum { KF_LOG_DEBUG = 0, KF_LOG_INFO, KF_LOG_WARN, KF_LOG_ERROR, KF_LOG_OFF } kf_log_level;
 
 void kf_log_setup(const char *program, kf_log_level level);
+/* Also writes every event of at least `level` to the file at path (opened
+ * for appending; NULL closes it): `kfleet run` keeps its embedded
+ * coordinator's log beside its agents' while the terminal shows progress.
+ * 0, or -1 with errno when the file cannot be opened. */
+int kf_log_to_file(const char *path, kf_log_level level);
 kf_log_level kf_log_get_level(void);
 /* Parses "debug|info|warn|error|off"; returns -1 when unknown. */
 int kf_log_parse_level(const char *s);

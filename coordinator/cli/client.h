@@ -36,10 +36,4 @@ void kf_client_free_submit(Kfleet__SubmitRequest **req);
  * and bundle), else EXE_DIR/../kernels. */
 int kf_client_kernels_dir(char *out, size_t len, kf_err *err);
 
-/* Polls the sweep's progress until every task has ended, drawing a progress
- * bar on a tty or one line per change (at most one a second) otherwise.
- * *interrupted (a signal flag) detaches without cancelling. Fills *final. */
-int kf_client_follow(kf_client *c, uint32_t sweep_id, volatile int *interrupted,
-                     Kfleet__SweepProgress *final, kf_err *err);
-
 #endif

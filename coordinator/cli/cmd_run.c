@@ -1,7 +1,9 @@
 /* cmd_run — `kfleet run SWEEP`: the whole sweep on this machine, start to
  * end, with nothing left running; the fleet itself is run.c's. */
 #include "cli/cli.h"
+#include "cli/follow.h"
 #include "cli/options.h"
+#include "common/util.h"
 #include "cli/run.h"
 
 #include <limits.h>
@@ -10,13 +12,12 @@
 static int cmd_run(int argc, char **argv, const char *home)
 {
     const kf_cmd_entry *self = &kf_cmd_run;
-    kf_run_options o = {0};
+    kf_run_options o = {.stall_s = KF_FOLLOW_STALL_S};
     int fmt = KF_REPORT_TABLE;
-    static const struct option opts[] = {{"agents", required_argument, 0, 'a'},
-                                         {"format", required_argument, 0, 'F'},
-                                         {"output", required_argument, 0, 'o'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"agents", required_argument, 0, 'a'}, {"format", required_argument, 0, 'F'},
+        {"output", required_argument, 0, 'o'}, {"stall-timeout", required_argument, 0, 's'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     int ch, rc;
     while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
         switch (ch) {
@@ -37,6 +38,13 @@ static int cmd_run(int argc, char **argv, const char *home)
             break;
         case 'o':
             o.output = optarg;
+            break;
+        case 's':
+            if (kf_parse_duration(optarg, &o.stall_s) != 0)
+                return kf_opt_error(self,
+                                    "--stall-timeout wants a duration (90s, 5m, 0: never), "
+                                    "got '%s'",
+                                    optarg);
             break;
         default:
             return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
@@ -66,11 +74,16 @@ const kf_cmd_entry kf_cmd_run = {
     "run",
     cmd_run,
     "Runs a sweep on this machine, start to end, and prints its report.",
-    "run SWEEP.yaml [--agents N] [--format table|md|json|html|csv] [-o FILE]",
+    "run SWEEP.yaml [--agents N] [--format table|md|json|html|csv] [-o FILE] "
+    "[--stall-timeout DUR]",
     "Runs a sweep on this machine, start to end: an embedded coordinator and local agents\n"
     "(one per GPU, or CPU agents where there is none), progress while it runs, then the\n"
-    "report. Nothing is left running. Exit 1 if any task failed.\n\n"
+    "report. Nothing is left running. Exit 1 if any task failed. The coordinator's and the\n"
+    "agents' logs are kept in the home's run directory (printed at the start).\n\n"
     "  --agents N        local agents to start (default: one per GPU, else 2)\n"
     "  --format FMT      report format: table, md, json, html or csv (default table)\n"
-    "  -o, --output FILE write the report to FILE instead of stdout",
+    "  -o, --output FILE write the report to FILE instead of stdout\n"
+    "  --stall-timeout DUR  when no local agent can take the pending tasks (none registered,\n"
+    "                    all gone) for DUR, print why with the agents' last errors and exit 1\n"
+    "                    (default 60s; 0: wait)",
 };

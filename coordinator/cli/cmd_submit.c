@@ -3,6 +3,8 @@
  * so its errors are FILE:LINE:COL before anything is sent. */
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/follow.h"
+#include "common/util.h"
 #include "cli/options.h"
 
 #include <jansson.h>
@@ -27,8 +29,10 @@ static int cmd_submit(int argc, char **argv, const char *home)
 {
     const kf_cmd_entry *self = &kf_cmd_submit;
     int follow = 0, json = 0;
+    kf_follow_opts fo = {.stall_s = KF_FOLLOW_STALL_S};
     static const struct option opts[] = {{"follow", no_argument, 0, 'f'},
                                          {"format", required_argument, 0, 'F'},
+                                         {"stall-timeout", required_argument, 0, 's'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int ch, rc;
@@ -38,6 +42,13 @@ static int cmd_submit(int argc, char **argv, const char *home)
             return rc;
         case 'f':
             follow = 1;
+            break;
+        case 's':
+            if (kf_parse_duration(optarg, &fo.stall_s) != 0)
+                return kf_opt_error(self,
+                                    "--stall-timeout wants a duration (90s, 5m, 0: never), "
+                                    "got '%s'",
+                                    optarg);
             break;
         case 'F':
             if (strcmp(optarg, "json") == 0)
@@ -93,7 +104,7 @@ static int cmd_submit(int argc, char **argv, const char *home)
     if (follow) {
         volatile sig_atomic_t *stop = kf_cli_catch_signals();
         Kfleet__SweepProgress fin = KFLEET__SWEEP_PROGRESS__INIT;
-        rc = kf_client_follow(c, id, (volatile int *)stop, &fin, &err);
+        rc = kf_follow(c, id, &fo, (volatile int *)stop, &fin, &err);
         if (rc == KF_ETIMEOUT && *stop)
             exit_code = 0;
         else if (rc) {
@@ -112,10 +123,13 @@ const kf_cmd_entry kf_cmd_submit = {
     "submit",
     cmd_submit,
     "Submits a sweep file to the running coordinator.",
-    "submit SWEEP.yaml [--follow] [--format table|json]",
+    "submit SWEEP.yaml [--follow [--stall-timeout DUR]] [--format table|json]",
     "Submits a sweep file to the running coordinator and prints its id. A sweep file error\n"
     "is reported as FILE:LINE:COL and nothing is submitted.\n\n"
-    "  --follow       show progress until the sweep ends (Ctrl-C detaches; the sweep goes on);\n"
-    "                 exit 1 if any task failed\n"
-    "  --format FMT   table or json (the submission receipt)",
+    "  --follow             show progress until the sweep ends (Ctrl-C detaches; the sweep\n"
+    "                       goes on); exit 1 if any task failed\n"
+    "  --stall-timeout DUR  with --follow: when tasks are pending, none runs and no agent can\n"
+    "                       take them (none registered, all lost, none with a GPU for CUDA\n"
+    "                       kernels) for DUR, say why and exit 1 (default 60s; 0: wait)\n"
+    "  --format FMT         table or json (the submission receipt)",
 };

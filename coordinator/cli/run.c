@@ -2,6 +2,8 @@
 #include "cli/run.h"
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/follow.h"
+#include "common/buf.h"
 #include "daemon/coord.h"
 #include "common/inventory.h"
 #include "common/keys.h"
@@ -80,7 +82,9 @@ static pid_t spawn_agent(const kf_paths *p, const char *endpoint, int n, int gpu
     }
     execl(agent, "kfleet-agent", "--coordinator", endpoint, "--workdir", wd, "--name", name,
           "--server-key", p->coord_pub, "--log-level", "info", (char *)NULL);
-    fprintf(stderr, "cannot exec %s: %s\n", agent, strerror(errno));
+    /* _exit flushes nothing, and stderr reopened on a file is buffered: say
+     * it with one write, or the log stays empty. */
+    dprintf(STDERR_FILENO, "kfleet run: cannot exec %s: %s\n", agent, strerror(errno));
     _exit(127);
 }
 
@@ -106,6 +110,39 @@ static void stop_agents(pid_t *pids, int n)
             nanosleep(&ts, NULL);
         }
     }
+}
+
+/* The last lines of an agent's log that say what went wrong (warnings and
+ * errors), else its last line: what `kfleet run` prints when nothing could
+ * run, so nobody has to go and find the log. */
+static void print_agent_tail(const char *path)
+{
+    kf_buf b = KF_BUF_INIT;
+    if (kf_buf_read_file(&b, path) != KF_OK || !b.len) {
+        fprintf(stderr, "  %s: %s\n", path,
+                b.len ? "unreadable" : "empty: the agent never started");
+        kf_buf_release(&b);
+        return;
+    }
+    enum { KEEP = 3 };
+    const char *ring[KEEP], *last = NULL;
+    size_t have = 0;
+    for (char *p = b.data; p && *p;) {
+        char *nl = strchr(p, '\n');
+        if (nl)
+            *nl = '\0';
+        if (*p)
+            last = p;
+        if (strstr(p, " error ") || strstr(p, " warn ") || strstr(p, "cannot "))
+            ring[have++ % KEEP] = p;
+        p = nl ? nl + 1 : NULL;
+    }
+    fprintf(stderr, "  %s:\n", path);
+    if (!have && last)
+        fprintf(stderr, "    %s\n", last);
+    for (size_t i = have > KEEP ? have - KEEP : 0; i < have; i++)
+        fprintf(stderr, "    %s\n", ring[i % KEEP]);
+    kf_buf_release(&b);
 }
 
 static int local_gpus(const kf_paths *p)
@@ -149,6 +186,16 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
     if (nagents > MAX_LOCAL_AGENTS)
         nagents = MAX_LOCAL_AGENTS;
 
+    /* The embedded coordinator's log, beside the agents': the terminal shows
+     * progress, the file has what the coordinator saw. */
+    char clog[PATH_MAX + 32];
+    snprintf(clog, sizeof clog, "%s/coordinator.log", p->run);
+    unlink(clog);
+    if (kf_log_to_file(clog, KF_LOG_INFO) != 0)
+        fprintf(stderr,
+                "kfleet run: cannot write %s: %s (the coordinator logs only warnings, "
+                "on the terminal)\n",
+                clog, strerror(errno));
     char agent_ep[PATH_MAX + 32];
     snprintf(agent_ep, sizeof agent_ep, "ipc://%s/agents.sock", p->run);
     unlink(agent_ep + 6);
@@ -187,8 +234,10 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
     }
     for (int i = 0; i < nagents; i++)
         pids[i] = spawn_agent(p, agent_ep, i, gpus);
-    fprintf(stderr, "kfleet run: %s — %zu kernels, %d local %s agents (logs in %s)\n", spec->file,
-            spec->nkernels, nagents, gpus ? "GPU" : "CPU", p->run);
+    fprintf(stderr,
+            "kfleet run: %s — %zu kernels, %d local %s agents (logs in %s: coordinator.log, "
+            "agent-N.log)\n",
+            spec->file, spec->nkernels, nagents, gpus ? "GPU" : "CPU", p->run);
 
     int exit_code = 1;
     uint32_t sweep_id = 0;
@@ -210,8 +259,17 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
     sweep_id = rep->sweep_id;
     kfleet__control_reply__free_unpacked(rep, NULL);
     Kfleet__SweepProgress fin = KFLEET__SWEEP_PROGRESS__INIT;
-    int rc = kf_client_follow(cl, sweep_id, (volatile int *)stop, &fin, &err);
-    if (rc == KF_ETIMEOUT && stop && *stop) {
+    kf_follow_opts fo = {.stall_s = o->stall_s};
+    int rc = kf_follow(cl, sweep_id, &fo, (volatile int *)stop, &fin, &err);
+    if (rc == KF_EUNAVAIL) {
+        fprintf(stderr, "kfleet run: %s\nwhat the local agents said last:\n", err.msg);
+        for (int i = 0; i < nagents; i++) {
+            char lp[PATH_MAX + 32];
+            snprintf(lp, sizeof lp, "%s/agent-%d.log", p->run, i);
+            print_agent_tail(lp);
+        }
+        fprintf(stderr, "the coordinator's log: %s\n", clog);
+    } else if (rc == KF_ETIMEOUT && stop && *stop) {
         fprintf(stderr,
                 "kfleet run: interrupted; what finished is in the store (kfleet report "
                 "%u)\n",
@@ -239,6 +297,7 @@ out:
     ct.stop = 1;
     pthread_join(th, NULL);
     kf_coord_destroy(&ct.c);
+    kf_log_to_file(NULL, KF_LOG_OFF);
     unlink(agent_ep + 6);
     close(lock);
     if (sweep_id) {

@@ -37,17 +37,82 @@ static void progress_from_counts(Kfleet__SweepProgress *p, const uint32_t counts
     p->cancelled = counts[KFLEET__TASK_STATE__CANCELLED];
 }
 
+/* counts[0..15] by state, [15] all; counts[16..31] the build tasks'. */
 static int count_cb(void *ctx, const Kfleet__Task *t)
 {
     uint32_t *counts = ctx;
     counts[t->state & 15]++;
     counts[15]++;
+    if (t->kind == KFLEET__TASK_KIND__BUILD) {
+        counts[16 + (t->state & 15)]++;
+        counts[31]++;
+    }
     return 0;
+}
+
+static uint32_t ended_of(const uint32_t counts[16])
+{
+    return counts[KFLEET__TASK_STATE__SUCCEEDED] + counts[KFLEET__TASK_STATE__FAILED] +
+           counts[KFLEET__TASK_STATE__TIMED_OUT] + counts[KFLEET__TASK_STATE__CANCELLED];
+}
+
+/* Who could take an open sweep's pending tasks, and when nobody can, why:
+ * what a follower prints instead of waiting forever. A sweep with CUDA
+ * kernels needs an agent with a GPU slot; any agent serves host kernels. */
+static void able_agents(kf_coord *c, const ksweep *sw, Kfleet__SweepProgress *p, char *why,
+                        size_t why_len)
+{
+    int cuda = 0;
+    for (size_t k = 0; k < sw->rec->n_kernels; k++)
+        cuda |= sw->rec->kernels[k]->cuda;
+    size_t known = 0, lost = 0, revoked = 0;
+    const kagent *last_lost = NULL;
+    for (size_t i = 0; i < c->nagents; i++) {
+        const kagent *a = c->agents[i];
+        if (!a->registered)
+            continue;
+        known++;
+        if (a->lost || a->revoked) {
+            lost += a->lost;
+            revoked += a->revoked;
+            if (!last_lost || a->last_seen_mono > last_lost->last_seen_mono)
+                last_lost = a;
+            continue;
+        }
+        p->agents_up++;
+        if (!cuda || a->gpu_slots > 0)
+            p->agents_able++;
+    }
+    why[0] = '\0';
+    if (p->pending == 0 || p->agents_able > 0)
+        return;
+    if (known == 0 && c->refused_handshakes)
+        snprintf(why, why_len,
+                 "no agent has registered with this coordinator; it refused %llu handshakes "
+                 "(the last: %s) whose key is not in its allow list (`kfleet agent-key add KEY "
+                 "NAME` accepts one)",
+                 (unsigned long long)c->refused_handshakes, c->last_refused);
+    else if (known == 0)
+        snprintf(why, why_len,
+                 "no agent has registered with this coordinator (none has connected: is one "
+                 "running, pointed at %s?)",
+                 c->agent_endpoint);
+    else if (p->agents_up == 0)
+        snprintf(why, why_len,
+                 "all %zu agents are gone (%zu lost, %zu revoked; the last heard from: %s, %.0f s "
+                 "ago)",
+                 known, lost, revoked, last_lost ? last_lost->id : "?",
+                 last_lost ? (double)(kf_mono_ns() - last_lost->last_seen_mono) / 1e9 : 0.0);
+    else
+        snprintf(why, why_len,
+                 "the sweep has CUDA kernels and none of the %u agents has a GPU slot; launch "
+                 "agents on GPU nodes",
+                 p->agents_up);
 }
 
 /* Progress of any sweep: from memory while open, from the store after. */
 static int sweep_progress(kf_coord *c, uint32_t id, Kfleet__SweepProgress *p, char *name,
-                          size_t name_len)
+                          size_t name_len, char *why, size_t why_len)
 {
     ksweep *sw = sched_sweep(c, id);
     if (sw) {
@@ -56,6 +121,13 @@ static int sweep_progress(kf_coord *c, uint32_t id, Kfleet__SweepProgress *p, ch
         p->total = sw->ntasks;
         p->created_ns = sw->rec->created_ns;
         progress_from_counts(p, sw->counts);
+        for (int st = 0; st < 16; st++)
+            p->builds_total += sw->bcounts[st];
+        p->builds_ended = ended_of(sw->bcounts);
+        char none[8];
+        able_agents(c, sw, p, why ? why : none, why ? why_len : sizeof none);
+        if (why)
+            p->stall = why;
         return KF_OK;
     }
     kf_txn *txn;
@@ -65,8 +137,10 @@ static int sweep_progress(kf_coord *c, uint32_t id, Kfleet__SweepProgress *p, ch
     Kfleet__Sweep *rec = NULL;
     if ((rc = kf_store_get_sweep(txn, id, &rec)))
         return rc;
-    uint32_t counts[16] = {0};
+    uint32_t counts[32] = {0};
     rc = kf_store_foreach_task(txn, id, count_cb, counts);
+    p->builds_total = counts[31];
+    p->builds_ended = ended_of(counts + 16);
     p->sweep_id = id;
     snprintf(name, name_len, "%s", rec->name ? rec->name : "");
     p->total = counts[15];
@@ -233,7 +307,7 @@ static void handle_status(kf_coord *c, const void *peer, size_t peer_len)
         abort();
     for (size_t i = 0; i < rs.n; i++) {
         kfleet__sweep_progress__init(&progs[i]);
-        if (sweep_progress(c, rs.ids[i], &progs[i], names[i], sizeof names[i]) == KF_OK) {
+        if (sweep_progress(c, rs.ids[i], &progs[i], names[i], sizeof names[i], NULL, 0) == KF_OK) {
             progs[i].name = names[i];
             pp[st.n_sweeps++] = &progs[i];
         }
@@ -252,7 +326,8 @@ static void handle_progress(kf_coord *c, const void *peer, size_t peer_len, uint
 {
     Kfleet__SweepProgress p = KFLEET__SWEEP_PROGRESS__INIT;
     char name[128];
-    int rc = sweep_progress(c, id, &p, name, sizeof name);
+    char why[600];
+    int rc = sweep_progress(c, id, &p, name, sizeof name, why, sizeof why);
     if (rc) {
         char msg[200];
         snprintf(msg, sizeof msg, "no sweep %u on this coordinator; `kfleet status` lists them",
@@ -303,7 +378,7 @@ static void handle_cancel(kf_coord *c, const void *peer, size_t peer_len, uint32
     }
     Kfleet__SweepProgress p = KFLEET__SWEEP_PROGRESS__INIT;
     char name[128];
-    sweep_progress(c, id, &p, name, sizeof name);
+    sweep_progress(c, id, &p, name, sizeof name, NULL, 0);
     p.name = name;
     Kfleet__ControlReply rep = KFLEET__CONTROL_REPLY__INIT;
     rep.sweep_id = id;

@@ -70,6 +70,8 @@ static void log_refused(kf_coord *c, const char *what, const char *pub, const ch
         if (c->refused_log[i].mono < c->refused_log[slot].mono)
             slot = i;
     }
+    snprintf(c->last_refused, sizeof c->last_refused, "key %s from %s", pub,
+             address ? address : "?");
     snprintf(c->refused_log[slot].key, sizeof c->refused_log[slot].key, "%s", pub);
     c->refused_log[slot].mono = now;
     kf_warn(what,

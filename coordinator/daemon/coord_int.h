@@ -33,7 +33,8 @@ typedef struct ksweep {
     ktask *tasks;       /* indexed by task idx */
     uint32_t ntasks, cap;
     uint32_t cursor;     /* no pending task below this idx */
-    uint32_t counts[16]; /* tasks by TaskState */
+    uint32_t counts[16];  /* tasks by TaskState */
+    uint32_t bcounts[16]; /* build tasks by TaskState (also in counts) */
     int dirty;           /* rec changed in this batch */
 } ksweep;
 
@@ -94,6 +95,7 @@ struct kf_coord {
         char key[41];
         uint64_t mono;
     } refused_log[16]; /* the last refusals logged, to keep a scanner from flooding the log */
+    char last_refused[200]; /* the last refused handshake: key and address, for a stall's why */
     kf_store *store;
     kf_txn *txn; /* the batch's write transaction, NULL between batches */
     char agent_endpoint[256];

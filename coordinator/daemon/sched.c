@@ -169,6 +169,8 @@ ktask *sched_add_task(kf_coord *c, ksweep *sw, Kfleet__Task *rec)
     if (rec->pin_agent && *rec->pin_agent)
         t->pin = agent_index(c, sched_agent(c, rec->pin_agent, 1));
     sw->counts[rec->state & 15]++;
+    if (rec->kind == KFLEET__TASK_KIND__BUILD)
+        sw->bcounts[rec->state & 15]++;
     return t;
 }
 
@@ -186,6 +188,10 @@ void sched_free_sweep(ksweep *sw)
 void sched_set_state(ksweep *sw, ktask *t, int state)
 {
     sw->counts[t->rec->state & 15]--;
+    if (t->rec->kind == KFLEET__TASK_KIND__BUILD) {
+        sw->bcounts[t->rec->state & 15]--;
+        sw->bcounts[state & 15]++;
+    }
     t->rec->state = (Kfleet__TaskState)state;
     t->rec->updated_ns = kf_now_ns();
     sw->counts[state & 15]++;
