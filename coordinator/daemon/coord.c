@@ -490,6 +490,29 @@ static int ensure_room(kf_coord *c, size_t *budget, kf_err *err)
     return KF_OK;
 }
 
+/* Commits the turn's transaction. A failure stops the coordinator: memory
+ * now runs ahead of the store, and the only safe way on is a restart, which
+ * reloads from what was committed. */
+static int commit_turn(kf_coord *c, kf_err *err)
+{
+    int rc = kf_store_commit(&c->txn, err);
+    if (rc == KF_OK)
+        return KF_OK;
+    uint64_t free_b = 0;
+    kf_free_bytes(c->cfg.store_dir, &free_b);
+    kf_error("store.commit", "error=\"%s\" free_mib=%llu", err->msg,
+             (unsigned long long)(free_b >> 20));
+    /* LMDB reports a short write on a full disk as an I/O error: the free
+     * space says which it was. */
+    char cause[sizeof err->msg];
+    snprintf(cause, sizeof cause, "%s", err->msg);
+    return kf_err_set(err, rc,
+                      "cannot write the store %s: %s (%llu MiB free on its disk); it stops here "
+                      "and nothing committed was lost. Free disk space there and start the "
+                      "coordinator again",
+                      c->cfg.store_dir, cause, (unsigned long long)(free_b >> 20));
+}
+
 int kf_coord_run(kf_coord *c, volatile sig_atomic_t *stop, kf_err *err)
 {
     kf_info("coordinator.start",
@@ -534,12 +557,27 @@ int kf_coord_run(kf_coord *c, volatile sig_atomic_t *stop, kf_err *err)
         }
         int m = 0;
         while (m < 64 && recv_routed(c->control_sock, &peer, &body)) {
+            /* A request can write far more than an agent frame (a submit's
+             * tasks, then their first assignments): when it may not fit the
+             * turn's room, commit what the turn wrote so far and grow the map
+             * for it first, so no commit meets a full map. */
+            size_t len = zmq_msg_size(&body);
+            if (len > c->max_frame)
+                c->max_frame = len;
+            if (taken + 4 * len > budget) {
+                if ((c->txn && (rc = commit_turn(c, err))) || (rc = ensure_room(c, &budget, err)))
+                    break;
+                taken = 0;
+            }
+            taken += 4 * len;
             control_handle(c, zmq_msg_data(&peer), zmq_msg_size(&peer), zmq_msg_data(&body),
                            zmq_msg_size(&body));
             m++;
         }
         zmq_msg_close(&peer);
         zmq_msg_close(&body);
+        if (rc)
+            break;
 
         uint64_t now = kf_mono_ns();
         if (now - last_check > 200000000ull) {
@@ -553,24 +591,8 @@ int kf_coord_run(kf_coord *c, volatile sig_atomic_t *stop, kf_err *err)
             sched_dispatch(c);
         }
         if (c->txn) {
-            if ((rc = kf_store_commit(&c->txn, err))) {
-                /* Memory now runs ahead of the store; the only safe way on is
-                 * a restart, which reloads from what was committed. */
-                uint64_t free_b = 0;
-                kf_free_bytes(c->cfg.store_dir, &free_b);
-                kf_error("store.commit", "error=\"%s\" free_mib=%llu", err->msg,
-                         (unsigned long long)(free_b >> 20));
-                /* LMDB reports a short write on a full disk as an I/O error:
-                 * the free space says which it was. */
-                char cause[sizeof err->msg];
-                snprintf(cause, sizeof cause, "%s", err->msg);
-                kf_err_set(err, rc,
-                           "cannot write the store %s: %s (%llu MiB free on its disk); it stops "
-                           "here and nothing committed was lost. Free disk space there and start "
-                           "the coordinator again",
-                           c->cfg.store_dir, cause, (unsigned long long)(free_b >> 20));
+            if ((rc = commit_turn(c, err)))
                 break;
-            }
             /* Test hook: die in the one window a random kill rarely hits,
              * committed but nothing sent, so the agents' resend of what is
              * already stored is exercised every time (test_commit_crash). */

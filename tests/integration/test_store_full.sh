@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The coordinator's store runs out of room.
-#  1. The LMDB map full: started with a 256 KiB map (KF_STORE_MAP_SIZE), the
-#     coordinator grows it as the sweep fills it and the sweep completes.
+#  1. The LMDB map full: started with the smallest map (64 KiB,
+#     KF_STORE_MAP_SIZE), less than the sweep's records need on any machine
+#     (its 212 task records and kernel sources alone), the coordinator grows
+#     it as the sweep fills it and the sweep completes. How often it grows
+#     depends on how many samples this machine's speed produced, so that is
+#     printed, never asserted.
 #  2. A truly full disk: the home on an 8 MiB tmpfs, filled up mid-sweep. The
 #     coordinator stops with an error naming the store (so it takes no more
 #     work), nothing it committed is lost, and a restart with space freed
@@ -11,7 +15,7 @@ source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" -eq 0 ] || { echo "ok - skipped: needs root to mount a tmpfs"; exit 0; }
 
 # ---- 1. the map grows ----
-KF_STORE_MAP_SIZE=262144 start_serve
+KF_STORE_MAP_SIZE=65536 start_serve
 start_agent m1
 start_agent m2
 wait_agents 2
@@ -19,13 +23,14 @@ wait_agents 2
   || fail "sweep on a tiny map failed: $(tail -3 "$T/follow.log")"
 id=$(grep -o 'submitted sweep [0-9]*' "$T/submit.out" | awk '{print $3}')
 grows=$(grep -c 'store.grow' "$T/serve.log" || true)
-[ "$grows" -ge 3 ] || fail "the map grew $grows times from 256 KiB"
+[ "$grows" -ge 1 ] || fail "the map never grew from 64 KiB, though the sweep's records need more"
+! grep -qiE 'map.?full|MDB_MAP_FULL|store.commit' "$T/serve.log" || fail "a commit met a full map: $(grep -iE 'map.?full|store.commit' "$T/serve.log" | head -2)"
 "$KFLEET" verify "$id" --format json >"$T/verify.json" || fail "verify after growth: $(cat "$T/verify.json")"
 tasks=$(json_field "$T/verify.json" tasks)
 samples=$(json_field "$T/verify.json" samples)
 [ "$(json_field "$T/verify.json" succeeded)" -eq "$tasks" ] || fail "not every task succeeded"
 kill -0 "$SERVE_PID" || fail "coordinator died"
-pass "map grew $grows times from 256 KiB; $tasks tasks, $samples samples, 0 violations"
+pass "map grew as needed from 64 KiB ($grows times here); $tasks tasks, $samples samples, 0 violations"
 "$KFLEET" stop >/dev/null
 wait "$SERVE_PID" || true
 kill -9 "${PIDS[@]}" 2>/dev/null || true
