@@ -64,7 +64,11 @@ struct kf_agent {
     char runner_exe[PATH_MAX];
     char doctor_error[512]; /* the inventory's doctor_error points here */
     void *zctx, *sock;
-    void *monitor; /* PAIR fed by the DEALER's monitor: handshake failures */
+    void *monitor;             /* PAIR fed by the DEALER's monitor: handshakes and disconnects */
+    int link_up;               /* a handshake succeeded and no disconnect since */
+    uint64_t link_down_mono;   /* since when the coordinator has not been reachable; 0: up */
+    uint64_t waiting_log_mono; /* when "still no coordinator" was last said */
+    int said_lost;             /* coordinator_lost or no_coordinator was logged */
     uint64_t last_auth_log_mono;
     int stopping;            /* flushing the outbox on the way out: no new tasks */
     uint64_t reconnect_mono; /* when to connect again after a refused handshake; 0: none due */
@@ -780,7 +784,7 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
     if (zmq_socket_monitor(a->sock, mon,
                            ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
                                ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
-                               ZMQ_EVENT_HANDSHAKE_SUCCEEDED) == 0) {
+                               ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED) == 0) {
         a->monitor = zmq_socket(a->zctx, ZMQ_PAIR);
         if (zmq_connect(a->monitor, mon) != 0) {
             zmq_close(a->monitor);
@@ -859,10 +863,30 @@ static void drain_monitor(kf_agent *a)
         if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ||
             event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
             a->reconnect_mono = now + 2000000000ull;
-        if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+        if (event == ZMQ_EVENT_DISCONNECTED) {
+            /* The coordinator stopped (kfleet stop), died, or the link broke:
+             * said once, with what waits to be sent; the DEALER redials. */
+            if (a->link_up)
+                a->said_lost = 1;
+            if (a->link_up)
+                kf_warn("agent.coordinator_lost",
+                        "coordinator=%s outbox=%zu running=%zu hint=\"the connection closed; "
+                        "reconnecting every 2 s, results are kept until acked\"",
+                        a->cfg.coordinator, a->npending, a->nrunners);
+            a->link_up = 0;
+            if (!a->link_down_mono)
+                a->link_down_mono = now;
+        } else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
             if (a->last_auth_log_mono)
                 kf_info("agent.auth_ok", "coordinator=%s", a->cfg.coordinator);
+            if (a->link_down_mono && a->said_lost)
+                kf_info("agent.coordinator_back", "coordinator=%s after_s=%.1f", a->cfg.coordinator,
+                        (double)(now - a->link_down_mono) / 1e9);
+            a->said_lost = 0;
             a->last_auth_log_mono = 0;
+            a->link_up = 1;
+            a->link_down_mono = 0;
+            a->waiting_log_mono = 0;
         } else if (event &&
                    (!a->last_auth_log_mono || now - a->last_auth_log_mono > 10000000000ull)) {
             a->last_auth_log_mono = now;
@@ -933,6 +957,7 @@ int kf_agent_run(kf_agent *a, volatile sig_atomic_t *stop, kf_err *err)
             a->info->agent_id, a->cfg.coordinator, a->workdir, a->info->n_gpus, a->info->cpu_slots,
             a->npending, a->cfg.public_key);
     send_register(a);
+    a->link_down_mono = kf_mono_ns();
     while (!(stop && *stop) && !a->refused[0]) {
         zmq_pollitem_t items[2 + MAX_RUNNERS];
         size_t n = 0;
@@ -959,6 +984,18 @@ int kf_agent_run(kf_agent *a, volatile sig_atomic_t *stop, kf_err *err)
                 drain_runner(a, a->runners[i]);
         reap_runners(a);
         uint64_t now = kf_mono_ns();
+        /* No coordinator for a while (never reached, or gone): said, then
+         * again each minute, so an agent log never just goes quiet. */
+        if (!a->link_up && !a->last_auth_log_mono && a->link_down_mono &&
+            now - a->link_down_mono > 10000000000ull &&
+            (!a->waiting_log_mono || now - a->waiting_log_mono > 60000000000ull)) {
+            a->waiting_log_mono = now;
+            a->said_lost = 1;
+            kf_warn("agent.no_coordinator",
+                    "coordinator=%s unreachable_s=%.0f outbox=%zu hint=\"is it running, and is "
+                    "--coordinator its agent endpoint (kfleet serve prints it)?\"",
+                    a->cfg.coordinator, (double)(now - a->link_down_mono) / 1e9, a->npending);
+        }
         if (!a->welcomed && now - a->last_register_mono > 1000000000ull)
             send_register(a);
         if (a->welcomed && now - a->last_hb_mono > (uint64_t)(a->hb_interval_s * 1e9))
