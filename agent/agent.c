@@ -245,9 +245,10 @@ static krunner *find_runner(kf_agent *a, uint64_t task, uint32_t attempt)
     return NULL;
 }
 
-static void send_result(kf_agent *a, krunner *r, int state, const char *error)
+static void send_result(kf_agent *a, krunner *r, int state, int infra, const char *error)
 {
     Kfleet__Result res = KFLEET__RESULT__INIT;
+    res.infra = infra;
     res.task_id = r->task_id;
     res.attempt = r->attempt;
     res.state = (Kfleet__TaskState)state;
@@ -270,7 +271,8 @@ static void fail_assignment(kf_agent *a, const Kfleet__TaskAssign *ta, const cha
     tmp.task_id = ta->task_id;
     tmp.attempt = ta->attempt;
     tmp.started_mono = kf_mono_ns();
-    send_result(a, &tmp, KFLEET__TASK_STATE__FAILED, why);
+    /* The runner never ran: nothing the kernel did. */
+    send_result(a, &tmp, KFLEET__TASK_STATE__FAILED, 1, why);
 }
 
 /* The CUDA_VISIBLE_DEVICES entry for the agent's GPU `index`: the agent
@@ -497,7 +499,8 @@ static void finish_runner(kf_agent *a, size_t idx)
         char why[3072], tail[2048], logp[PATH_MAX + 16];
         snprintf(logp, sizeof logp, "%s/runner.log", r->dir);
         tail_of(logp, tail, sizeof tail);
-        int state = KFLEET__TASK_STATE__FAILED;
+        int state = KFLEET__TASK_STATE__FAILED, infra = 0;
+        int sig = WIFSIGNALED(r->status) ? WTERMSIG(r->status) : 0;
         if (r->timed_out) {
             state = KFLEET__TASK_STATE__TIMED_OUT;
             snprintf(why, sizeof why,
@@ -507,14 +510,27 @@ static void finish_runner(kf_agent *a, size_t idx)
         } else if (r->cancelled) {
             state = KFLEET__TASK_STATE__CANCELLED;
             snprintf(why, sizeof why, "cancelled by the coordinator");
-        } else if (WIFSIGNALED(r->status)) {
+        } else if (sig == SIGKILL || sig == SIGTERM || sig == SIGHUP || sig == SIGINT) {
+            /* Not a signal a kernel raises on itself, and not ours (a time
+             * limit or a cancel is said above): the OS or a person killed
+             * it, typically the out-of-memory killer. Tried again. */
+            infra = 1;
+            snprintf(why, sizeof why,
+                     "the runner was killed by signal %d (%s), not by kfleet (the out-of-memory "
+                     "killer? the node's kernel log says); tried again while attempts remain%s%s",
+                     sig, strsignal(sig), *tail ? "\n" : "", tail);
+        } else if (sig) {
             snprintf(why, sizeof why, "the kernel crashed: runner killed by signal %d (%s)%s%s",
-                     WTERMSIG(r->status), strsignal(WTERMSIG(r->status)), *tail ? "\n" : "", tail);
+                     sig, strsignal(sig), *tail ? "\n" : "", tail);
+        } else if (WIFEXITED(r->status) && WEXITSTATUS(r->status) == 127) {
+            infra = 1; /* exec failed: the node, not the kernel */
+            snprintf(why, sizeof why, "the runner could not start (exit 127)%s%s",
+                     *tail ? "\n" : "", tail);
         } else {
             snprintf(why, sizeof why, "runner exited with status %d without a result%s%s",
                      WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1, *tail ? "\n" : "", tail);
         }
-        send_result(a, r, state, why);
+        send_result(a, r, state, infra, why);
     }
     kf_debug("runner.end", "task=%llx attempt=%u status=%d", (unsigned long long)r->task_id,
              r->attempt, r->status);

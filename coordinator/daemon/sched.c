@@ -412,10 +412,10 @@ static void send_cancel(kf_coord *c, const kagent *a, uint64_t task_id, uint32_t
 /* Takes the current attempt away from its agent: back to pending while
  * attempts remain, else failed. Builds pinned to a lost agent are cancelled
  * (another agent builds for itself). */
-static void requeue(kf_coord *c, ksweep *sw, ktask *t, const char *why)
+static void requeue_as(kf_coord *c, ksweep *sw, ktask *t, int attempt_state, const char *why)
 {
     kagent *a = t->agent >= 0 ? c->agents[t->agent] : NULL;
-    end_attempt(c, t, KFLEET__TASK_STATE__CANCELLED, why);
+    end_attempt(c, t, attempt_state, why);
     if (a)
         send_cancel(c, a, t->rec->task_id, t->rec->attempts);
     release_slot(c, t);
@@ -445,6 +445,11 @@ static void requeue(kf_coord *c, ksweep *sw, ktask *t, const char *why)
     kf_warn("task.requeue", "task=%llx attempt=%u why=\"%s\"", (unsigned long long)t->rec->task_id,
             t->rec->attempts, why);
     c->dispatch_needed = 1;
+}
+
+static void requeue(kf_coord *c, ksweep *sw, ktask *t, const char *why)
+{
+    requeue_as(c, sw, t, KFLEET__TASK_STATE__CANCELLED, why);
 }
 
 /* ---- handlers for agent messages ---- */
@@ -819,6 +824,19 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
     }
     if (!kf_state_terminal(r->state))
         r->state = KFLEET__TASK_STATE__FAILED;
+    /* The node failed the attempt, not the kernel (docs/sweep-format.md):
+     * the attempt ends failed with the agent's reason and the task is tried
+     * again while attempts remain. A build pinned to its agent is not. */
+    if (r->infra && r->state != KFLEET__TASK_STATE__SUCCEEDED &&
+        !(t->rec->kind == KFLEET__TASK_KIND__BUILD && t->pin >= 0)) {
+        char why[300];
+        first_line(r->error, why, sizeof why);
+        r->agent_id = saved_agent;
+        requeue_as(c, sw, t, KFLEET__TASK_STATE__FAILED, why);
+        if (env->oseq)
+            coord_ack_later(a, env->oseq);
+        return KF_OK;
+    }
     r->superseded = 0;
     int dup = 0;
     rc = kf_store_put_result(txn, r, &dup);

@@ -192,6 +192,29 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
         b && b->driver_cuda && *b->driver_cuda ? json_string(b->driver_cuda) : json_null());
     set(o, "provenance", prov);
 
+    /* How many tries the row's tasks took, and why each attempt that says
+     * something ended (docs/report-json.md). */
+    uint32_t tries = 0;
+    json_t *atts = json_array();
+    const rtask *both[2] = {w->validate, w->profile};
+    for (int bi = 0; bi < 2; bi++) {
+        const rtask *rt = both[bi];
+        if (!rt)
+            continue;
+        tries = rt->nattempts > tries ? rt->nattempts : tries;
+        for (size_t i = 0; i < rt->natt; i++) {
+            const rattempt *x = &rt->att[i];
+            json_t *e = json_object();
+            set(e, "task", json_string(kf_rep_kind_name((int)rt->task->kind)));
+            set(e, "attempt", json_integer(x->attempt));
+            set(e, "agent", jstr_or_null(x->agent));
+            set(e, "state", json_string(kf_rep_state_name(x->state)));
+            set(e, "note", json_string(x->note ? x->note : ""));
+            json_array_append_new(atts, e);
+        }
+    }
+    set(o, "attempt_count", json_integer(tries));
+    set(o, "attempts", atts);
     set(o, "validation", w->validate ? json_validation(w->validate) : json_null());
     set(o, "profile", w->profile ? json_profile(w, with_samples) : json_null());
     set(o, "speedup", jnum(w->speedup));

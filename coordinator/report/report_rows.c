@@ -127,12 +127,48 @@ static int sample_cb(void *ctx, const Kfleet__Sample *s)
 struct attempt_ctx {
     rep *r;
     int gpu;
+    rtask *rt;
 };
+
+static char *dup_or_null(const char *s)
+{
+    return s && *s ? strdup(s) : NULL;
+}
+
+/* Every attempt is counted; its details are kept (and freed again in
+ * task_cb when the task had one quiet attempt). */
+static int keep_attempt(rtask *rt, const Kfleet__Attempt *a)
+{
+    rattempt *p = realloc(rt->att, (rt->natt + 1) * sizeof *p);
+    if (!p)
+        return KF_ENOMEM;
+    rt->att = p;
+    rattempt *x = &rt->att[rt->natt++];
+    x->attempt = a->attempt;
+    x->state = a->state;
+    x->agent = dup_or_null(a->agent_id);
+    x->note = dup_or_null(a->note);
+    return KF_OK;
+}
+
+static void drop_attempts(rtask *rt)
+{
+    for (size_t i = 0; i < rt->natt; i++) {
+        free(rt->att[i].agent);
+        free(rt->att[i].note);
+    }
+    free(rt->att);
+    rt->att = NULL;
+    rt->natt = 0;
+}
 
 static int attempt_cb(void *ctx, const Kfleet__Attempt *a)
 {
     struct attempt_ctx *ac = ctx;
     rschedule *s = &ac->r->sched;
+    ac->rt->nattempts++;
+    if (keep_attempt(ac->rt, a) != KF_OK)
+        return KF_ENOMEM;
     if (!a->assigned_ns || a->ended_ns < a->assigned_ns)
         return 0;
     double d = (double)(a->ended_ns - a->assigned_ns) / 1e9;
@@ -186,8 +222,10 @@ static int task_cb(void *ctx, const Kfleet__Task *task)
         rc = kf_store_foreach_sample(r->t, task->task_id, rt->res->attempt, sample_cb, rt);
     if (rc == 0) {
         const Kfleet__KernelRef *k = kf_rep_kref(r, task->kernel_index);
-        struct attempt_ctx ac = {r, k && k->cuda && task->kind != KFLEET__TASK_KIND__BUILD};
+        struct attempt_ctx ac = {r, k && k->cuda && task->kind != KFLEET__TASK_KIND__BUILD, rt};
         rc = kf_store_foreach_attempt(r->t, task->task_id, attempt_cb, &ac);
+        if (rt->natt == 1 && !rt->att[0].note)
+            drop_attempts(rt);
     }
     int st = kf_rep_state_of(rt);
     if (st >= 0 && st <= KFLEET__TASK_STATE__CANCELLED)
@@ -484,6 +522,7 @@ void kf_rep_release(rep *r)
         if (r->tasks[i].res)
             kfleet__result__free_unpacked(r->tasks[i].res, NULL);
         free(r->tasks[i].samples);
+        drop_attempts(&r->tasks[i]);
     }
     free(r->tasks);
     for (size_t i = 0; i < r->nrows; i++)

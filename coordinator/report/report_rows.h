@@ -15,8 +15,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* One attempt of a task, kept when it tells something: the task took more
+ * than one, or an attempt ended with a note (why it was taken away). */
+typedef struct rattempt {
+    uint32_t attempt;
+    int state;
+    char *agent, *note; /* owned */
+} rattempt;
+
 typedef struct rtask {
     Kfleet__Task *task;  /* owned copy */
+    uint32_t nattempts;  /* attempts made */
+    rattempt *att;       /* NULL when the one attempt says nothing more than the result */
+    size_t natt;
     Kfleet__Result *res; /* the terminal record; NULL while not ended */
     double *samples;     /* stored sample times of res->attempt, in seq order */
     size_t nsamples, cap;

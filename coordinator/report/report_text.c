@@ -523,5 +523,29 @@ int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
         if (md && *kf_rep_err_of(rt))
             kf_buf_adds(out, "  ```\n");
     }
+    /* Tasks that took more than one attempt: why each ended. */
+    int tried = 0;
+    for (size_t i = 0; i < r->ntasks; i++) {
+        const rtask *rt = &r->tasks[i];
+        if (rt->natt < 2)
+            continue;
+        if (!tried)
+            kf_buf_adds(out, md ? "\n## Attempts\n" : "\nattempts:\n");
+        tried = 1;
+        char params[256];
+        params_str(rt->task, params, sizeof params);
+        kf_buf_addf(out, "%s%s %s%s%s%s, task %llx:\n", md ? "\n- " : "  ",
+                    kf_rep_kind_name((int)rt->task->kind),
+                    kf_rep_kernel_name(r, rt->task->kernel_index), *params ? " [" : "", params,
+                    *params ? "]" : "", (unsigned long long)rt->task->task_id);
+        for (size_t k = 0; k < rt->natt; k++) {
+            const rattempt *x = &rt->att[k];
+            const char *note = x->note ? x->note : "";
+            size_t nl = strcspn(note, "\n");
+            kf_buf_addf(out, "%sattempt %u on %s: %s%s%.*s\n", md ? "  - " : "      ", x->attempt,
+                        x->agent ? x->agent : "?", state_text(x->state), nl ? " — " : "", (int)nl,
+                        note);
+        }
+    }
     return 0;
 }
