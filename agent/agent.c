@@ -910,7 +910,7 @@ static void drain_monitor(kf_agent *a)
                 kf_error(
                     "agent.auth_refused",
                     "coordinator=%s status=%u key=%s hint=\"the coordinator does not accept "
-                    "this agent's key: run `kfleet agent-key add %s NAME` on the coordinator\"",
+                    "this agent's key: run `kfleet agent-key add '%s' NAME` on the coordinator\"",
                     a->cfg.coordinator, value, a->cfg.public_key, a->cfg.public_key);
             else
                 kf_error("agent.handshake_failed",
