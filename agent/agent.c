@@ -321,7 +321,7 @@ static int start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
         goto fail;
     int in_fd = open(path, O_RDONLY | O_CLOEXEC);
     snprintf(path, sizeof path, "%s/runner.log", r->dir);
-    int log_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int log_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     int pfd[2];
     if (in_fd < 0 || log_fd < 0 || pipe2(pfd, O_CLOEXEC) != 0) {
         rc =

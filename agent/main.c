@@ -136,10 +136,11 @@ static int resolve_server_key(const char *arg, const char *wd, const kf_paths *p
                           "good: kfleet agent-key revoke %s, then start it again",
                           id, paths->allow, wd, id);
     if (rc)
-        return kf_err_set(err, rc,
-                          "cannot enroll this agent's key in %s: %s (accept it on the "
-                          "coordinator with `kfleet agent-key add '%s' %s`; a Z85 key is quoted for the shell)",
-                          paths->allow, err->msg, kp->pub, id);
+        return kf_err_set(
+            err, rc,
+            "cannot enroll this agent's key in %s: %s (accept it on the "
+            "coordinator with `kfleet agent-key add '%s' %s`; a Z85 key is quoted for the shell)",
+            paths->allow, err->msg, kp->pub, id);
     kf_info("agent.enrolled", "agent=%s key=%s allow=%s", id, kp->pub, paths->allow);
     return KF_OK;
 }
@@ -279,7 +280,19 @@ int main(int argc, char **argv)
         snprintf(wd, sizeof wd, "%s", workdir);
         char lockp[PATH_MAX + 16];
         snprintf(lockp, sizeof lockp, "%s/agent.lock", wd);
-        if (kf_mkdirs(wd, 0700, &err) != KF_OK || (lock_fd = kf_lock_file(lockp, &err)) < 0) {
+        /* The work dir holds the agent's key and outbox: made private, and
+         * refused when it is another user's or others can write it. */
+        char parent[PATH_MAX];
+        snprintf(parent, sizeof parent, "%s", wd);
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent)
+            *slash = '\0';
+        if ((slash && slash != parent && kf_mkdirs(parent, 0700, &err) != KF_OK) ||
+            kf_private_dir(wd, &err) != KF_OK) {
+            fprintf(stderr, "kfleet-agent: %s\n", err.msg);
+            return err.code == KF_EINVAL ? 2 : 1;
+        }
+        if ((lock_fd = kf_lock_file(lockp, &err)) < 0) {
             fprintf(stderr, "kfleet-agent: %s%s\n", err.msg,
                     err.code == KF_EBUSY ? " (another agent uses this work dir)" : "");
             return 1;
@@ -290,7 +303,8 @@ int main(int argc, char **argv)
             snprintf(wd, sizeof wd, "%s/agent-%d", paths.agents_dir, n);
             snprintf(lockp, sizeof lockp, "%s/agent.lock", wd);
             kf_err lerr;
-            if (kf_mkdirs(wd, 0700, &err) != KF_OK) {
+            if (kf_mkdirs(paths.agents_dir, 0700, &err) != KF_OK ||
+                kf_private_dir(wd, &err) != KF_OK) {
                 fprintf(stderr, "kfleet-agent: %s\n", err.msg);
                 return 1;
             }

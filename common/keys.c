@@ -294,7 +294,7 @@ static int lock_list(const char *path, int *fd, kf_err *err)
 {
     char lp[4096];
     snprintf(lp, sizeof lp, "%s.lock", path);
-    *fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    *fd = open(lp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (*fd < 0)
         return kf_err_set(err, KF_EIO, "cannot open %s: %s", lp, strerror(errno));
     while (flock(*fd, LOCK_EX) != 0) {

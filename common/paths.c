@@ -2,6 +2,7 @@
 #include "common/paths.h"
 #include "common/util.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,11 +80,28 @@ int kf_paths_resolve(kf_paths *p, const char *home, int create, kf_err *err)
         return kf_err_set(err, KF_EINVAL,
                           "control socket path %s is longer than 107 bytes; use a shorter --home",
                           p->control_endpoint + 6);
-    if (create) {
-        if ((rc = kf_mkdirs(p->config, 0700, err)) || (rc = kf_mkdirs(p->state, 0700, err)) ||
-            (rc = kf_mkdirs(p->run, 0700, err)) || (rc = kf_mkdirs(p->store, 0700, err)) ||
-            (rc = kf_mkdirs(p->keys, 0700, err)))
+    /* kfleet's own directories hold keys, the store and the control socket:
+     * each must be this user's and writable by nobody else (a second local
+     * user could have made /tmp/kfleet-UID, 0777, with symlinks inside).
+     * Their parents are made as needed and not judged: /tmp is everyone's. */
+    const char *own[] = {p->config, p->state, p->run, p->store, p->keys};
+    for (size_t i = 0; i < sizeof own / sizeof *own; i++) {
+        if (create) {
+            char parent[PATH_MAX];
+            snprintf(parent, sizeof parent, "%s", own[i]);
+            char *slash = strrchr(parent, '/');
+            if (slash && slash != parent) {
+                *slash = '\0';
+                if ((rc = kf_mkdirs(parent, 0700, err)))
+                    return rc;
+            }
+            if ((rc = kf_private_dir(own[i], err)))
+                return rc;
+        } else if ((rc = kf_check_private_dir(own[i], err)) && rc != KF_ENOTFOUND) {
+            /* Nothing is made by a command that only reads; what exists must
+             * still be ours before a socket in it is trusted. */
             return rc;
+        }
     }
     return KF_OK;
 }

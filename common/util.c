@@ -49,9 +49,10 @@ int kf_mkdirs(const char *path, unsigned mode, kf_err *err)
 
 int kf_lock_file(const char *path, kf_err *err)
 {
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
-        return kf_err_set(err, KF_EIO, "cannot open lock file %s: %s", path, strerror(errno));
+        return kf_err_set(err, errno == EACCES ? KF_EINVAL : KF_EIO, "cannot open lock file %s: %s",
+                          path, strerror(errno));
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
         close(fd);
@@ -100,11 +101,17 @@ int kf_exe_dir(char *out, size_t len)
 
 int kf_write_file(const char *path, const void *data, size_t len, unsigned mode, kf_err *err)
 {
+    /* The temporary is made with O_CREAT|O_EXCL under a random name
+     * (mkostemp): a symlink planted at a predictable name cannot redirect the
+     * write, and rename() replaces whatever sits at path (a symlink too)
+     * without following it. */
     char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp)
+        return kf_err_set(err, KF_EINVAL, "path too long: %s", path);
+    int fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0)
-        return kf_err_set(err, KF_EIO, "cannot write %s: %s", tmp, strerror(errno));
+        return kf_err_set(err, errno == EACCES ? KF_EINVAL : KF_EIO, "cannot write %s: %s", path,
+                          strerror(errno));
     const char *p = data;
     size_t left = len;
     while (left > 0) {
@@ -121,12 +128,43 @@ int kf_write_file(const char *path, const void *data, size_t len, unsigned mode,
         p += w;
         left -= (size_t)w;
     }
-    fchmod(fd, (mode_t)mode);
-    if (close(fd) != 0 || rename(tmp, path) != 0) {
+    if (fchmod(fd, (mode_t)mode) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
         int e = errno;
         unlink(tmp);
         return kf_err_set(err, KF_EIO, "cannot write %s: %s", path, strerror(e));
     }
+    return KF_OK;
+}
+
+int kf_private_dir(const char *path, kf_err *err)
+{
+    if (mkdir(path, 0700) != 0 && errno != EEXIST)
+        return kf_err_set(err, errno == EACCES ? KF_EINVAL : KF_EIO,
+                          "cannot create directory %s: %s", path, strerror(errno));
+    return kf_check_private_dir(path, err);
+}
+
+int kf_check_private_dir(const char *path, kf_err *err)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return kf_err_set(err, errno == ENOENT ? KF_ENOTFOUND : KF_EIO, "cannot read %s: %s", path,
+                          strerror(errno));
+    if (S_ISLNK(st.st_mode))
+        return kf_err_set(err, KF_EINVAL,
+                          "%s is a symbolic link: kfleet keeps keys, sockets and its store there "
+                          "and follows no link to them. Remove it (or pass --home DIR)",
+                          path);
+    if (!S_ISDIR(st.st_mode))
+        return kf_err_set(err, KF_EINVAL, "%s is not a directory; remove it (or pass --home DIR)",
+                          path);
+    if (st.st_uid != geteuid() || (st.st_mode & 022))
+        return kf_err_set(err, KF_EINVAL,
+                          "%s belongs to uid %u with mode %04o: kfleet keeps keys, sockets and "
+                          "its store there and refuses a directory another user owns or can "
+                          "write (someone may have made it for you). Remove it, or pass --home "
+                          "DIR",
+                          path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
     return KF_OK;
 }
 

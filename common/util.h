@@ -16,7 +16,18 @@ uint64_t kf_mono_ns(void);
 /* mkdir -p with `mode` for every directory it creates. */
 int kf_mkdirs(const char *path, unsigned mode, kf_err *err);
 
-/* Takes an exclusive, non-blocking flock on path (created 0600) and returns
+/* Makes directory path (0700) unless it exists, then checks it as
+ * kf_check_private_dir does. */
+int kf_private_dir(const char *path, kf_err *err);
+/* KF_OK when path is a directory (not a symlink) owned by this user that no
+ * other user can write; KF_ENOTFOUND when it does not exist; else
+ * KF_EINVAL with a message naming the owner, the mode and what to do. A
+ * directory of keys, sockets and the store is trusted by nothing else than
+ * that (a second local user could have made /tmp/kfleet-UID for us). */
+int kf_check_private_dir(const char *path, kf_err *err);
+
+/* Takes an exclusive, non-blocking flock on path (created 0600, never
+ * through a symlink) and returns
  * the fd, which holds the lock until closed; KF_EBUSY when another process
  * holds it. */
 int kf_lock_file(const char *path, kf_err *err);
@@ -38,7 +49,9 @@ int kf_find_exe(const char *name, char *out, size_t len);
 /* Directory of the running executable (from /proc/self/exe). */
 int kf_exe_dir(char *out, size_t len);
 
-/* Writes data to path atomically (tmp file + rename), mode applied. */
+/* Writes data to path atomically (a temporary made O_EXCL under a random
+ * name, then rename), mode applied; a symlink at path is replaced, never
+ * followed. */
 int kf_write_file(const char *path, const void *data, size_t len, unsigned mode, kf_err *err);
 
 /* Parses a duration "250ms", "2s", "1.5m", "1h" or a bare number of seconds. */

@@ -407,7 +407,7 @@ static int compile(const Kfleet__TaskSpec *sp, const char *dir, const char *kern
         return rc;
     }
     char **argv = cl.argv;
-    int fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         int e = errno;
         cmdline_free(&cl);

@@ -32,6 +32,11 @@ int kf_client_open(const kf_paths *paths, kf_client **out, kf_err *err)
                           "(or use `kfleet run FILE` for a one-off local sweep)",
                           paths->state);
     }
+    if (lerr.code == KF_EINVAL) /* permission denied: not "no coordinator" */
+        return kf_err_set(err, KF_EINVAL,
+                          "%s: this user cannot use the kfleet home there (pass --home DIR, or "
+                          "run as its owner)",
+                          lerr.msg);
     if (lerr.code != KF_EBUSY) {
         /* The state dir does not exist: nothing ever ran here. */
         return kf_err_set(err, KF_EUNAVAIL,

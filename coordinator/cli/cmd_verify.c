@@ -64,8 +64,13 @@ static int cmd_verify(int argc, char **argv, const char *home)
         return 1;
     kf_err err;
     kf_store *s = NULL;
-    if (access(p.store, F_OK) != 0 || kf_store_open(p.store, 1, &s, &err) != KF_OK) {
-        fprintf(stderr, "kfleet verify: no readable store at %s\n", p.store);
+    if (access(p.store, F_OK) != 0) {
+        fprintf(stderr, "kfleet verify: no store at %s: nothing has run with this home yet\n",
+                p.store);
+        return 1;
+    }
+    if (kf_store_open(p.store, 1, &s, &err) != KF_OK) {
+        fprintf(stderr, "kfleet verify: %s\n", err.msg);
         return 1;
     }
     kf_txn *t = NULL;

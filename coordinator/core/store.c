@@ -9,8 +9,10 @@
 
 #include <errno.h>
 #include <lmdb.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 enum {
     DB_META,
@@ -57,8 +59,40 @@ static int map_rc(int rc)
     return KF_ESTORE;
 }
 
+/* A data file LMDB would map past its end (pages the meta page counts,
+ * missing from the file) dies with SIGBUS at the first read there; an empty
+ * one would be taken for a new store, reusing sweep ids. Both are refused,
+ * naming the file, before anything maps it. size < 0: no file yet. */
+static int check_data_file(const char *dir, long long *size, kf_err *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/data.mdb", dir);
+    struct stat st;
+    *size = -1;
+    if (stat(path, &st) != 0)
+        return errno == ENOENT ? KF_OK
+                               : kf_err_set(err, errno == EACCES ? KF_EINVAL : KF_ESTORE,
+                                            "cannot read the store %s: %s", path, strerror(errno));
+    *size = (long long)st.st_size;
+    if (!S_ISREG(st.st_mode))
+        return kf_err_set(err, KF_ESTORE, "the store %s is not a regular file; move it aside",
+                          path);
+    if (st.st_size == 0)
+        return kf_err_set(err, KF_ESTORE,
+                          "the store %s is empty (0 bytes): it was truncated, or its first write "
+                          "never finished. kfleet will not take it for a new store (that would "
+                          "reuse sweep ids). Restore it from a backup, or move the directory "
+                          "aside to start a new one",
+                          path);
+    return KF_OK;
+}
+
 int kf_store_open(const char *dir, int readonly, kf_store **out, kf_err *err)
 {
+    long long fsize = -1;
+    int crc = check_data_file(dir, &fsize, err);
+    if (crc)
+        return crc;
     kf_store *s = calloc(1, sizeof *s);
     if (!s)
         return kf_err_set(err, KF_ENOMEM, "out of memory");
@@ -86,6 +120,21 @@ int kf_store_open(const char *dir, int readonly, kf_store **out, kf_err *err)
     MDB_envinfo info;
     mdb_env_info(s->env, &info);
     s->map_size = info.me_mapsize;
+    /* mdb_env_open read the meta pages with read(), not through the map:
+     * compare the file with what they say it holds before any page is
+     * touched. */
+    MDB_stat est;
+    if (fsize >= 0 && mdb_env_stat(s->env, &est) == 0 &&
+        (unsigned long long)fsize < ((unsigned long long)info.me_last_pgno + 1) * est.ms_psize) {
+        unsigned long long need = ((unsigned long long)info.me_last_pgno + 1) * est.ms_psize;
+        mdb_env_close(s->env);
+        free(s);
+        return kf_err_set(err, KF_ESTORE,
+                          "the store %s/data.mdb is damaged: %lld bytes on disk, its records "
+                          "need %llu (the file was truncated or copied while written). Restore "
+                          "it from a backup, or move the directory aside to start a new one",
+                          dir, fsize, need);
+    }
 
     MDB_txn *txn;
     if ((rc = mdb_txn_begin(s->env, NULL, readonly ? MDB_RDONLY : 0, &txn)))
@@ -132,7 +181,13 @@ int kf_store_open(const char *dir, int readonly, kf_store **out, kf_err *err)
     *out = s;
     return KF_OK;
 fail:
-    kf_err_set(err, map_rc(rc), "cannot open store %s: %s", dir, mdb_strerror(rc));
+    kf_err_set(err, rc == EACCES ? KF_EINVAL : map_rc(rc), "cannot open store %s: %s%s", dir,
+               mdb_strerror(rc),
+               rc == MDB_INVALID || rc == MDB_CORRUPTED || rc == MDB_VERSION_MISMATCH
+                   ? " (damaged, or not a kfleet store: restore it from a backup, or move the "
+                     "directory aside to start a new one)"
+               : rc == EACCES ? " (this user may not read it: pass --home DIR, or run as its owner)"
+                              : "");
     if (s->env)
         mdb_env_close(s->env);
     free(s);

@@ -127,10 +127,50 @@ static int get_user(ctx *c, const yaml_node_t *n, const char **out)
     return rc;
 }
 
-/* A workdir is absolute or "~/..."; never "/" or "~" alone, since
- * `teardown --purge` removes it. */
-static const char *workdir_problem(const char *s)
+/* Normalises a path lexically, in place: repeated slashes and "." go, a
+ * ".." takes the component before it ("/tmp/../" is "/"). A ".." that would
+ * climb above "/" stays at "/"; above "~" it is kept, for the check to
+ * refuse. The node's shell sees no symlinks here: that is the remote
+ * `teardown --purge`'s own care. */
+static void norm_path(char *s)
 {
+    int abs = s[0] == '/', home = s[0] == '~' && (s[1] == '/' || !s[1]);
+    char copy[MAX_PATH_VALUE + 1];
+    if (strlen(s) > MAX_PATH_VALUE)
+        return;
+    snprintf(copy, sizeof copy, "%s", s + (abs ? 1 : home ? (s[1] ? 2 : 1) : 0));
+    const char *comp[MAX_PATH_VALUE / 2 + 1];
+    size_t n = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
+        if (strcmp(tok, ".") == 0)
+            continue;
+        if (strcmp(tok, "..") == 0) {
+            if (n > 0 && strcmp(comp[n - 1], "..") != 0)
+                n--;
+            else if (!abs)
+                comp[n++] = tok; /* above "~" or a relative start: kept, refused */
+            continue;            /* above "/": stays "/" */
+        }
+        comp[n++] = tok;
+    }
+    char out[MAX_PATH_VALUE + 1];
+    size_t w = (size_t)snprintf(out, sizeof out, "%s", abs ? "/" : home ? "~" : "");
+    for (size_t k = 0; k < n && w < sizeof out; k++)
+        w += (size_t)snprintf(out + w, sizeof out - w, "%s%s", (w > 1 || home) ? "/" : "", comp[k]);
+    snprintf(s, strlen(s) + 1, "%s", out); /* never longer than the input */
+}
+
+/* A workdir is absolute or "~/..."; never "/" or "~" alone once
+ * normalised ("/tmp/../" is "/"), nor above "~", since `teardown --purge`
+ * removes it. */
+static const char *workdir_problem(const char *raw)
+{
+    char s[MAX_PATH_VALUE + 1];
+    if (strlen(raw) > MAX_PATH_VALUE)
+        return "is too long";
+    snprintf(s, sizeof s, "%s", raw);
+    norm_path(s);
     if (strlen(s) > MAX_PATH_VALUE)
         return "is too long";
     if (has_control(s))
@@ -139,10 +179,11 @@ static const char *workdir_problem(const char *s)
         return "uses ~user, which is not expanded; write ~/dir or an absolute path";
     if (s[0] != '/' && s[0] != '~')
         return "is relative; write an absolute path or ~/dir";
-    size_t n = strspn(s + 1, "/");
-    if ((s[0] == '/' || s[0] == '~') && s[1 + n] == '\0')
-        return "is a home or root directory, which teardown --purge would remove; name a "
-               "directory of its own, like ~/kfleet";
+    if (strcmp(s, "/") == 0 || strcmp(s, "~") == 0)
+        return "is a home or root directory (once its . and .. are resolved), which teardown "
+               "--purge would remove; name a directory of its own, like ~/kfleet";
+    if (strncmp(s, "~/..", 4) == 0 && (s[4] == '/' || !s[4]))
+        return "climbs above the home with '..'; name a directory of its own, like ~/kfleet";
     return NULL;
 }
 
@@ -425,6 +466,7 @@ static int parse_host(ctx *c, const yaml_node_t *n, const defaults *d, kf_fleet_
                                                           : "~/kfleet";
     if ((rc = dup_or_oom(c, &h->workdir, wd)))
         return rc;
+    norm_path(h->workdir); /* the directory teardown --purge removes, as checked */
     return dup_or_oom(c, &h->name, f.name ? f.name : f.alias ? f.alias : h->host);
 }
 

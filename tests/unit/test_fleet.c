@@ -227,6 +227,13 @@ static void test_defaults(void **state)
     fl = parse_ok(f, "hosts: [{host: a, identity: keys/k}]\n");
     assert_string_equal(fl->hosts[0].identity, "keys/k");
     kf_fleet_destroy(&fl);
+
+    /* A workdir is kept normalised: what was checked is what teardown removes. */
+    fl = parse_ok(f, "hosts: [{host: a, workdir: \"/srv//kf/./x/../run/\"}, "
+                     "{host: b, workdir: ~/./kf//}]\n");
+    assert_string_equal(fl->hosts[0].workdir, "/srv/kf/run");
+    assert_string_equal(fl->hosts[1].workdir, "~/kf");
+    kf_fleet_destroy(&fl);
 }
 
 static void test_alias(void **state)
@@ -335,6 +342,13 @@ static void test_errors(void **state)
     parse_bad(f, "hosts: [{host: a, name: ''}]\n", "1:25", "name is empty");
     parse_bad(f, "hosts: [{host: a, workdir: rel/dir}]\n", "1:28", "is relative");
     parse_bad(f, "hosts: [{host: a, workdir: /}]\n", "1:28", "teardown --purge");
+    /* Refused once normalised: what teardown --purge would remove is "/" or
+     * the home itself, or above it. */
+    parse_bad(f, "hosts: [{host: a, workdir: \"/tmp/../\"}]\n", "1:28", "teardown --purge");
+    parse_bad(f, "hosts: [{host: a, workdir: /a/./b/../../}]\n", "1:28", "teardown --purge");
+    parse_bad(f, "hosts: [{host: a, workdir: //}]\n", "1:28", "teardown --purge");
+    parse_bad(f, "hosts: [{host: a, workdir: ~/x/..}]\n", "1:28", "teardown --purge");
+    parse_bad(f, "hosts: [{host: a, workdir: ~/../x}]\n", "1:28", "above the home");
     parse_bad(f, "hosts: [{host: a, workdir: ~bob/x}]\n", "1:28", "uses ~user");
     parse_bad(f, "hosts: [{host: a, identity: ~bob/k}]\n", "1:29", "uses ~user");
     parse_bad(f, "hosts: [{host: a, labels: [x, x]}]\n", "1:31", "listed twice");

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static char dir[64];
 
@@ -238,6 +240,49 @@ static void test_readonly_missing(void **state)
     assert_non_null(strstr(err.msg, "/nonexistent/kfleet/store"));
 }
 
+/* A store whose data file lost its second half (a bad copy, a full disk
+ * mid-truncate) or all of it is refused with a message naming the file and
+ * what to do: never SIGBUS at the first read past the end, never taken for
+ * a new store that reuses sweep ids. */
+static void test_damaged_refused(void **state)
+{
+    (void)state;
+    kf_err err;
+    kf_store *s = NULL;
+    assert_int_equal(kf_store_open(dir, 0, &s, &err), 0);
+    kf_txn *t = NULL;
+    assert_int_equal(kf_store_begin(s, 0, &t, &err), 0);
+    for (uint32_t i = 0; i < 2000; i++) { /* a few hundred KiB of records */
+        Kfleet__Task task = KFLEET__TASK__INIT;
+        task.task_id = kf_task_id(1, i);
+        task.error = "padding padding padding padding padding padding padding padding";
+        assert_int_equal(kf_store_put_task(t, &task), 0);
+    }
+    assert_int_equal(kf_store_commit(&t, &err), 0);
+    kf_store_close(&s);
+
+    char path[128];
+    snprintf(path, sizeof path, "%s/data.mdb", dir);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(truncate(path, st.st_size / 2), 0);
+    for (int ro = 0; ro < 2; ro++) {
+        kf_err_clear(&err);
+        assert_int_equal(kf_store_open(dir, ro, &s, &err), KF_ESTORE);
+        assert_null(s);
+        assert_non_null(strstr(err.msg, "data.mdb is damaged"));
+        assert_non_null(strstr(err.msg, "move the directory aside"));
+    }
+    assert_int_equal(truncate(path, 0), 0);
+    for (int ro = 0; ro < 2; ro++) {
+        kf_err_clear(&err);
+        assert_int_equal(kf_store_open(dir, ro, &s, &err), KF_ESTORE);
+        assert_non_null(strstr(err.msg, "data.mdb is empty"));
+    }
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_size, 0); /* refused, not written over as a new store */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -245,6 +290,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_grow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_map_full, setup, teardown),
         cmocka_unit_test(test_readonly_missing),
+        cmocka_unit_test_setup_teardown(test_damaged_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,6 +67,65 @@ static void test_shell_word(void **state)
     kf_buf_release(&b);
 }
 
+/* Local files are never trusted by their name alone: a symlink planted
+ * where a file goes is replaced, not written through; a directory another
+ * user owns or can write, or a symlink in place of one, is refused. */
+static void test_file_safety(void **state)
+{
+    (void)state;
+    char dir[64], victim[128], link[128], sub[128];
+    snprintf(dir, sizeof dir, "/tmp/kf-test-safety.XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    snprintf(victim, sizeof victim, "%s/precious", dir);
+    snprintf(link, sizeof link, "%s/endpoint", dir);
+    kf_err err;
+    assert_int_equal(kf_write_file(victim, "mine\n", 5, 0600, &err), KF_OK);
+    assert_int_equal(symlink(victim, link), 0);
+    assert_int_equal(kf_write_file(link, "tcp://x\n", 8, 0600, &err), KF_OK);
+    char got[16] = "";
+    FILE *f = fopen(victim, "r");
+    assert_non_null(f);
+    assert_int_equal(fread(got, 1, sizeof got - 1, f), 5);
+    fclose(f);
+    assert_string_equal(got, "mine\n"); /* the link's target is untouched */
+    struct stat st;
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISREG(st.st_mode)); /* the link itself was replaced */
+    /* A link planted at the temporary's old, predictable name (PATH.tmp.PID)
+     * is not where the data goes any more. */
+    char planted[160];
+    snprintf(planted, sizeof planted, "%s.tmp.%d", link, (int)getpid());
+    assert_int_equal(symlink(victim, planted), 0);
+    assert_int_equal(kf_write_file(link, "tcp://y\n", 8, 0600, &err), KF_OK);
+    f = fopen(victim, "r");
+    assert_non_null(f);
+    memset(got, 0, sizeof got);
+    assert_int_equal(fread(got, 1, sizeof got - 1, f), 5);
+    fclose(f);
+    assert_string_equal(got, "mine\n");
+
+    snprintf(sub, sizeof sub, "%s/run", dir);
+    assert_int_equal(kf_private_dir(sub, &err), KF_OK);
+    assert_int_equal(kf_private_dir(sub, &err), KF_OK); /* existing and ours: fine */
+    assert_int_equal(chmod(sub, 0777), 0);
+    assert_int_equal(kf_private_dir(sub, &err), KF_EINVAL);
+    assert_non_null(strstr(err.msg, "mode 0777"));
+    assert_int_equal(chmod(sub, 0700), 0);
+    char sublink[160];
+    snprintf(sublink, sizeof sublink, "%s/run-link", dir);
+    assert_int_equal(symlink(sub, sublink), 0);
+    assert_int_equal(kf_private_dir(sublink, &err), KF_EINVAL);
+    assert_non_null(strstr(err.msg, "symbolic link"));
+    if (geteuid() == 0) { /* another owner: only root can make one here */
+        assert_int_equal(chown(sub, 4242, 4242), 0);
+        assert_int_equal(kf_private_dir(sub, &err), KF_EINVAL);
+        assert_non_null(strstr(err.msg, "uid 4242"));
+    }
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void test_duration(void **state)
 {
     (void)state;
@@ -160,6 +219,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_buf),
         cmocka_unit_test(test_shell_word),
+        cmocka_unit_test(test_file_safety),
         cmocka_unit_test(test_duration),
         cmocka_unit_test(test_hash),
         cmocka_unit_test(test_lock_and_paths),
