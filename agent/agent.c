@@ -10,6 +10,7 @@
  * task file, stdout a pipe of frames (harness.h), stderr a log file whose
  * tail explains a runner that died without a result. */
 #include "runner/doctor.h"
+#include "common/xalloc.h"
 #include "agent/agent.h"
 #include "common/buf.h"
 #include "runner/harness.h"
@@ -95,9 +96,7 @@ static void pending_add(kf_agent *a, uint64_t oseq, uint64_t task, uint32_t atte
 {
     if (a->npending == a->cappending) {
         a->cappending = a->cappending ? a->cappending * 2 : 64;
-        a->pending = realloc(a->pending, a->cappending * sizeof *a->pending);
-        if (!a->pending)
-            abort();
+        a->pending = kf_xrealloc(a->pending, a->cappending * sizeof *a->pending);
     }
     a->pending[a->npending++] = (kpending){oseq, task, attempt, is_result, sent};
 }
@@ -296,9 +295,7 @@ static void visible_device(uint32_t index, char *out, size_t len)
 
 static int start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
 {
-    krunner *r = calloc(1, sizeof *r);
-    if (!r)
-        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    krunner *r = kf_xcalloc(1, sizeof *r);
     kf_buf_init(&r->in);
     r->task_id = ta->task_id;
     r->attempt = ta->attempt;
@@ -729,9 +726,7 @@ static void measure_ceilings(kf_agent *a)
 
 int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
 {
-    kf_agent *a = calloc(1, sizeof *a);
-    if (!a)
-        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    kf_agent *a = kf_xcalloc(1, sizeof *a);
     a->cfg = *cfg;
     if (a->cfg.resend_s <= 0)
         a->cfg.resend_s = 5.0;

@@ -6,6 +6,7 @@
  * messages as duplicates of old acks). Each put is its own transaction:
  * a result is on disk before the runner's slot is given up. */
 #include "agent/outbox.h"
+#include "common/xalloc.h"
 
 #include <lmdb.h>
 #include <stdlib.h>
@@ -35,9 +36,7 @@ static uint64_t rd64(const uint8_t *p)
 
 int kf_outbox_open(const char *dir, kf_outbox **out, kf_err *err)
 {
-    kf_outbox *o = calloc(1, sizeof *o);
-    if (!o)
-        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    kf_outbox *o = kf_xcalloc(1, sizeof *o);
     MDB_txn *txn = NULL;
     int rc = mdb_env_create(&o->env);
     if (!rc)

@@ -1,5 +1,6 @@
 /* buf — growable buffer; see buf.h. */
 #include "common/buf.h"
+#include "common/xalloc.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -23,9 +24,7 @@ void kf_buf_grow(kf_buf *b, size_t extra)
     size_t cap = b->cap ? b->cap : 64;
     while (cap < b->len + extra + 1)
         cap *= 2;
-    char *p = b->cap ? realloc(b->data, cap) : malloc(cap);
-    if (!p)
-        abort();
+    char *p = b->cap ? kf_xrealloc(b->data, cap) : kf_xmalloc(cap);
     if (!b->cap)
         p[0] = '\0';
     b->data = p;
@@ -101,9 +100,7 @@ void kf_buf_reset(kf_buf *b)
 
 char *kf_buf_detach(kf_buf *b)
 {
-    char *p = b->cap ? b->data : strdup("");
-    if (!p)
-        abort();
+    char *p = b->cap ? b->data : kf_xstrdup("");
     kf_buf_init(b);
     return p;
 }

@@ -14,6 +14,7 @@
  * The AgentInfo is built by hand (not by protobuf-c's unpack), so every
  * string is our own malloc and kf_inventory_free frees it field by field. */
 #include "common/inventory.h"
+#include "common/xalloc.h"
 
 #include "common/buf.h"
 #include "common/log.h"
@@ -417,13 +418,9 @@ static int probe_cuda(Kfleet__AgentInfo *info)
         kf_debug("inventory.cuda", "gpus=0 result=%d", r);
         return KF_OK;
     }
-    info->gpus = calloc((size_t)count, sizeof *info->gpus);
-    if (!info->gpus)
-        return KF_ENOMEM;
+    info->gpus = kf_xcalloc((size_t)count, sizeof *info->gpus);
     for (int i = 0; i < count; i++) {
-        Kfleet__GpuInfo *g = malloc(sizeof *g);
-        if (!g)
-            return KF_ENOMEM;
+        Kfleet__GpuInfo *g = kf_xmalloc(sizeof *g);
         kfleet__gpu_info__init(g);
         g->name = g->uuid = NULL; /* not the shared empty-string sentinel */
         info->gpus[i] = g;
@@ -454,10 +451,8 @@ static int probe_cuda(Kfleet__AgentInfo *info)
         }
         /* Set to our own strings before any further failure, so that
          * kf_inventory_free can free them unconditionally. */
-        g->name = strdup(name);
-        g->uuid = strdup(uuid);
-        if (!g->name || !g->uuid)
-            return KF_ENOMEM;
+        g->name = kf_xstrdup(name);
+        g->uuid = kf_xstrdup(uuid);
     }
     return KF_OK;
 }
@@ -509,9 +504,7 @@ int kf_inventory_collect(const char *agent_id, const char *workdir, Kfleet__Agen
         return kf_err_set(err, KF_EINVAL, "inventory: agent_id, workdir and out are required");
 
     int rc = KF_ENOMEM;
-    Kfleet__AgentInfo *info = malloc(sizeof *info);
-    if (!info)
-        return kf_err_set(err, KF_ENOMEM, "inventory: out of memory");
+    Kfleet__AgentInfo *info = kf_xmalloc(sizeof *info);
     kfleet__agent_info__init(info);
     /* From here every string field is either NULL or ours, never the
      * protobuf-c empty-string sentinel, so kf_inventory_free can free all. */

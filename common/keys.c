@@ -1,6 +1,7 @@
 /* keys — Curve key files and the agent allow list; see keys.h. Keys are
  * made by libzmq's zmq_curve_keypair (libsodium underneath). */
 #include "common/keys.h"
+#include "common/xalloc.h"
 #include "common/buf.h"
 #include "common/util.h"
 
@@ -162,12 +163,7 @@ static int parse_list(const char *path, const kf_buf *b, kf_allow *a, kf_err *er
                             path, lineno);
             break;
         }
-        kf_allow_entry *ne = realloc(a->e, (a->n + 1) * sizeof *ne);
-        if (!ne) {
-            rc = kf_err_set(err, KF_ENOMEM, "out of memory");
-            break;
-        }
-        a->e = ne;
+        a->e = kf_xrealloc(a->e, (a->n + 1) * sizeof *a->e);
         snprintf(a->e[a->n].pub, sizeof a->e[a->n].pub, "%s", pub);
         snprintf(a->e[a->n].name, sizeof a->e[a->n].name, "%s", name);
         a->n++;
@@ -254,11 +250,8 @@ static int allow_add(const char *path, const char *pub, const char *name, kf_err
     while (rc == KF_OK && i < a.n && strcmp(a.e[i].pub, pub) != 0)
         i++;
     if (rc == KF_OK && i == a.n) {
-        kf_allow_entry *ne = realloc(a.e, (a.n + 1) * sizeof *ne);
-        if (!ne)
-            rc = kf_err_set(err, KF_ENOMEM, "out of memory");
-        else
-            a.e = ne, a.n++;
+        a.e = kf_xrealloc(a.e, (a.n + 1) * sizeof *a.e);
+        a.n++;
     }
     if (rc == KF_OK) {
         snprintf(a.e[i].pub, sizeof a.e[i].pub, "%s", pub);

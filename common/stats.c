@@ -6,6 +6,7 @@
  * values: the deviations on each side come out already ordered, so merging
  * the two sides yields the sorted deviations without a second array. */
 #include "common/stats.h"
+#include "common/xalloc.h"
 #include "common/err.h"
 
 #include <math.h>
@@ -116,9 +117,7 @@ int kf_stats_compute(const double *v, size_t n, kf_stats *out)
     out->stddev = out->p10 = out->p90 = out->noise_pct = out->rsd_pct = NAN;
     if (n == 0)
         return KF_OK;
-    double *s = malloc(n * sizeof *s);
-    if (!s)
-        return KF_ENOMEM;
+    double *s = kf_xmalloc(n * sizeof *s);
     memcpy(s, v, n * sizeof *s);
     kf_stats_sort(s, n);
     out->n = n;

@@ -11,6 +11,7 @@
  * finished .so reaches the cache by rename, after its JSON sidecar, so a
  * reader sees either no artifact or a complete one with its record. */
 #include "runner/build.h"
+#include "common/xalloc.h"
 #include "runner/cudrv.h"
 #include "common/util.h"
 
@@ -268,15 +269,10 @@ int kf_build_source_flags(const char *text, size_t len, char ***argv, size_t *ar
                     return kf_err_set(err, KF_EINVAL,
                                       "line %d: more than 64 //@kfleet flags; keep the list short",
                                       line);
-                char **na = realloc(*argv, (*argc + 1) * sizeof *na);
-                char *word = na ? strndup(w, (size_t)(q - w)) : NULL;
-                if (!na || !word) {
-                    free(word);
-                    if (na)
-                        *argv = na;
-                    return kf_err_set(err, KF_ENOMEM, "out of memory");
-                }
-                *argv = na;
+                *argv = kf_xrealloc(*argv, (*argc + 1) * sizeof **argv);
+                char *word = kf_xmalloc((size_t)(q - w) + 1);
+                memcpy(word, w, (size_t)(q - w));
+                word[q - w] = '\0';
                 (*argv)[(*argc)++] = word;
             }
         }
@@ -334,19 +330,11 @@ static int command(const Kfleet__TaskSpec *sp, const char *kernel, const kf_buf 
         toolkit_dir(tk, sizeof tk);
         if (tk[0]) {
             snprintf(rpath, sizeof rpath, "-rpath=%s/lib64", tk);
-            char **no = realloc(c->owned, (c->nowned + 1) * sizeof *no);
-            if (!no || !(no[c->nowned] = strdup(rpath))) {
-                if (no)
-                    c->owned = no;
-                return kf_err_set(err, KF_ENOMEM, "out of memory");
-            }
-            c->owned = no;
-            c->nowned++;
+            c->owned = kf_xrealloc(c->owned, (c->nowned + 1) * sizeof *c->owned);
+            c->owned[c->nowned++] = kf_xstrdup(rpath);
         }
     }
-    c->argv = calloc(sp->n_flags + c->nowned + 28, sizeof *c->argv);
-    if (!c->argv)
-        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    c->argv = kf_xcalloc(sp->n_flags + c->nowned + 28, sizeof *c->argv);
     char **argv = c->argv;
     size_t n = 0;
     argv[n++] = (char *)compiler_path(sp->device_cuda);

@@ -1,5 +1,6 @@
 /* cudrv — dlopen'd CUDA driver calls for the runner; see cudrv.h. */
 #include "runner/cudrv.h"
+#include "common/xalloc.h"
 
 #include <dlfcn.h>
 #include <stdint.h>
@@ -133,9 +134,7 @@ static void load_block_kernel(kf_cudrv *cu);
 
 int kf_cudrv_open(kf_cudrv **out, kf_err *err)
 {
-    kf_cudrv *cu = calloc(1, sizeof *cu);
-    if (!cu)
-        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    kf_cudrv *cu = kf_xcalloc(1, sizeof *cu);
     int rc = load(cu, err);
     CUresult r = 0;
     if (rc)

@@ -4,6 +4,7 @@
  * appends, the profile loop reads ranges. A profile is at most a few
  * minutes, so at 20 Hz the array stays in the thousands. */
 #include "runner/nvml.h"
+#include "common/xalloc.h"
 #include "common/util.h"
 
 #include <dlfcn.h>
@@ -40,9 +41,7 @@ struct kf_nvml {
 
 int kf_nvml_open(const char *uuid, kf_nvml **out, kf_err *err)
 {
-    kf_nvml *n = calloc(1, sizeof *n);
-    if (!n)
-        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    kf_nvml *n = kf_xcalloc(1, sizeof *n);
     pthread_mutex_init(&n->mu, NULL);
     n->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!n->lib) {

@@ -3,6 +3,7 @@
  * ncu's CSV is parsed here (a quoted-field reader of a few lines): no CSV
  * library is packaged for Debian that would be smaller than this. */
 #include "runner/tools.h"
+#include "common/xalloc.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -56,18 +57,14 @@ int kf_tools_run_nested(const char *runner, const char *workdir, const Kfleet__T
     spec.ncu_pass = 1;
     copy.spec = &spec;
     size_t n = kfleet__task_assign__get_packed_size(&copy);
-    uint8_t *buf = malloc(n ? n : 1);
-    if (!buf)
-        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    uint8_t *buf = kf_xmalloc(n ? n : 1);
     kfleet__task_assign__pack(&copy, buf);
     snprintf(path, sizeof path, "%s/task.pb", dir);
     rc = kf_write_file(path, buf, n, 0600, err);
     free(buf);
     if (rc != KF_OK)
         return rc;
-    char **argv = calloc(ntool + 6, sizeof *argv);
-    if (!argv)
-        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    char **argv = kf_xcalloc(ntool + 6, sizeof *argv);
     for (size_t i = 0; i < ntool; i++)
         argv[i] = tool_argv[i];
     argv[ntool] = self;
@@ -154,22 +151,13 @@ static int cmp_d(const void *a, const void *b)
 static Kfleet__Metric *metric(const char *name, const char *unit, const char *kernel, double value,
                               uint32_t launches)
 {
-    Kfleet__Metric *m = malloc(sizeof *m);
-    if (!m)
-        return NULL;
+    Kfleet__Metric *m = kf_xmalloc(sizeof *m);
     kfleet__metric__init(m);
-    m->name = strdup(name);
-    m->unit = strdup(unit);
-    m->kernel = strdup(kernel);
+    m->name = kf_xstrdup(name);
+    m->unit = kf_xstrdup(unit);
+    m->kernel = kf_xstrdup(kernel);
     m->value = value;
     m->launches = launches;
-    if (!m->name || !m->unit || !m->kernel) {
-        free(m->name);
-        free(m->unit);
-        free(m->kernel);
-        free(m);
-        return NULL;
-    }
     return m;
 }
 
@@ -215,26 +203,16 @@ int kf_tools_parse_ncu_csv(const char *text, unsigned runs, Kfleet__Metric ***ou
         while (i < ns && !(strcmp(s[i].kernel, f[ck]) == 0 && strcmp(s[i].metric, f[cm]) == 0))
             i++;
         if (i == ns) {
-            series *grown = realloc(s, (ns + 1) * sizeof *s);
-            if (!grown) {
-                rc = KF_ENOMEM;
-                break;
-            }
-            s = grown;
+            s = kf_xrealloc(s, (ns + 1) * sizeof *s);
             memset(&s[ns], 0, sizeof *s);
-            s[ns].kernel = strdup(f[ck]);
-            s[ns].metric = strdup(f[cm]);
-            s[ns].unit = strdup(f[cu]);
+            s[ns].kernel = kf_xstrdup(f[ck]);
+            s[ns].metric = kf_xstrdup(f[cm]);
+            s[ns].unit = kf_xstrdup(f[cu]);
             ns++;
         }
         if (s[i].n == s[i].cap) {
             size_t cap = s[i].cap ? 2 * s[i].cap : 8;
-            double *nv = realloc(s[i].v, cap * sizeof *nv);
-            if (!nv) {
-                rc = KF_ENOMEM;
-                break;
-            }
-            s[i].v = nv;
+            s[i].v = kf_xrealloc(s[i].v, cap * sizeof *s[i].v);
             s[i].cap = cap;
         }
         s[i].v[s[i].n++] = v;
@@ -243,22 +221,13 @@ int kf_tools_parse_ncu_csv(const char *text, unsigned runs, Kfleet__Metric ***ou
         rc = kf_err_set(err, KF_EINVAL,
                         "ncu reported no metric rows (no kernel launched, or no metric name was "
                         "known to this ncu)");
-    else if (rc == KF_ENOMEM)
-        kf_err_set(err, KF_ENOMEM, "out of memory");
-    Kfleet__Metric **m = rc == KF_OK ? calloc(2 * ns, sizeof *m) : NULL;
-    if (rc == KF_OK && !m)
-        rc = kf_err_set(err, KF_ENOMEM, "out of memory");
+    Kfleet__Metric **m = rc == KF_OK ? kf_xcalloc(2 * ns, sizeof *m) : NULL;
     size_t nm = 0;
     for (size_t i = 0; rc == KF_OK && i < ns; i++) {
-        if (!s[i].kernel || !s[i].metric || !s[i].unit) {
-            rc = kf_err_set(err, KF_ENOMEM, "out of memory");
-            break;
-        }
         qsort(s[i].v, s[i].n, sizeof *s[i].v, cmp_d);
         double med =
             s[i].n % 2 ? s[i].v[s[i].n / 2] : (s[i].v[s[i].n / 2 - 1] + s[i].v[s[i].n / 2]) / 2;
-        if (!(m[nm++] = metric(s[i].metric, s[i].unit, s[i].kernel, med, (uint32_t)s[i].n)))
-            rc = kf_err_set(err, KF_ENOMEM, "out of memory");
+        m[nm++] = metric(s[i].metric, s[i].unit, s[i].kernel, med, (uint32_t)s[i].n);
     }
     /* Per metric, all kernels together, per run. */
     for (size_t i = 0; rc == KF_OK && i < ns; i++) {
@@ -276,9 +245,7 @@ int kf_tools_parse_ncu_csv(const char *text, unsigned runs, Kfleet__Metric ***ou
                 total += s[j].v[k];
             launches += (uint32_t)s[j].n;
         }
-        if (!(m[nm++] =
-                  metric(s[i].metric, s[i].unit, "(per run)", total / (runs ? runs : 1), launches)))
-            rc = kf_err_set(err, KF_ENOMEM, "out of memory");
+        m[nm++] = metric(s[i].metric, s[i].unit, "(per run)", total / (runs ? runs : 1), launches);
     }
     for (size_t i = 0; i < ns; i++) {
         free(s[i].kernel);

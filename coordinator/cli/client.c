@@ -1,5 +1,6 @@
 /* client — control-protocol calls, submit building and --follow; see client.h. */
 #include "cli/client.h"
+#include "common/xalloc.h"
 #include "common/buf.h"
 #include "core/ctlsock.h"
 #include "common/util.h"
@@ -43,9 +44,7 @@ int kf_client_open(const kf_paths *paths, kf_client **out, kf_err *err)
                           "no coordinator is running for %s; start one with `kfleet serve`",
                           paths->state);
     }
-    kf_client *c = calloc(1, sizeof *c);
-    if (!c)
-        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    kf_client *c = kf_xcalloc(1, sizeof *c);
     snprintf(c->endpoint, sizeof c->endpoint, "%s", paths->control_endpoint);
     c->ctx = zmq_ctx_new();
     c->sock = zmq_socket(c->ctx, ZMQ_DEALER);
@@ -124,17 +123,13 @@ int kf_client_kernels_dir(char *out, size_t len, kf_err *err)
 
 static char *xstrdup(const char *s)
 {
-    char *p = strdup(s ? s : "");
-    if (!p)
-        abort();
+    char *p = kf_xstrdup(s ? s : "");
     return p;
 }
 
 static Kfleet__SourceFile *source_file(const char *name, kf_buf *content)
 {
-    Kfleet__SourceFile *sf = malloc(sizeof *sf);
-    if (!sf)
-        abort();
+    Kfleet__SourceFile *sf = kf_xmalloc(sizeof *sf);
     kfleet__source_file__init(sf);
     sf->name = xstrdup(name);
     sf->content.len = content->len;
@@ -201,11 +196,9 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
         return kf_err_set(err, KF_EIO, "cannot read the kernel ABI header %s: %s", abi_path,
                           strerror(errno));
     }
-    Kfleet__SubmitRequest *req = calloc(1, sizeof *req);
-    Kfleet__Sweep *sw = calloc(1, sizeof *sw);
-    Kfleet__MeasureSettings *ms = calloc(1, sizeof *ms);
-    if (!req || !sw || !ms)
-        abort();
+    Kfleet__SubmitRequest *req = kf_xcalloc(1, sizeof *req);
+    Kfleet__Sweep *sw = kf_xcalloc(1, sizeof *sw);
+    Kfleet__MeasureSettings *ms = kf_xcalloc(1, sizeof *ms);
     kfleet__submit_request__init(req);
     kfleet__sweep__init(sw);
     kfleet__measure_settings__init(ms);
@@ -227,30 +220,22 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
     ms->batch = spec->measure.batch;
     ms->sanitize = spec->measure.sanitize;
     ms->n_ncu_metrics = spec->measure.nncu;
-    ms->ncu_metrics = calloc(spec->measure.nncu ? spec->measure.nncu : 1, sizeof(char *));
-    if (!ms->ncu_metrics)
-        abort();
+    ms->ncu_metrics = kf_xcalloc(spec->measure.nncu ? spec->measure.nncu : 1, sizeof(char *));
     for (size_t i = 0; i < spec->measure.nncu; i++)
         ms->ncu_metrics[i] = xstrdup(spec->measure.ncu[i]);
     sw->measure = ms;
     sw->n_kernels = spec->nkernels;
-    sw->kernels = calloc(spec->nkernels, sizeof *sw->kernels);
-    if (!sw->kernels)
-        abort();
+    sw->kernels = kf_xcalloc(spec->nkernels, sizeof *sw->kernels);
     size_t ntasks = 0;
     int kinds = spec->tasks & (KF_TASK_VALIDATE | KF_TASK_PROFILE);
     size_t per_config = (size_t) !!(kinds & KF_TASK_VALIDATE) + !!(kinds & KF_TASK_PROFILE);
     for (size_t i = 0; i < spec->nkernels; i++)
         ntasks += per_config ? kf_sweep_kernel_configs(&spec->kernels[i]) * per_config : 1;
-    req->tasks = calloc(ntasks ? ntasks : 1, sizeof *req->tasks);
-    if (!req->tasks)
-        abort();
+    req->tasks = kf_xcalloc(ntasks ? ntasks : 1, sizeof *req->tasks);
     int rc = KF_OK;
     for (size_t i = 0; i < spec->nkernels; i++) {
         const kf_sweep_kernel *k = &spec->kernels[i];
-        Kfleet__KernelRef *kr = calloc(1, sizeof *kr);
-        if (!kr)
-            abort();
+        Kfleet__KernelRef *kr = kf_xcalloc(1, sizeof *kr);
         kfleet__kernel_ref__init(kr);
         sw->kernels[i] = kr;
         kr->name = xstrdup(k->name);
@@ -280,9 +265,7 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
             break;
         }
         kr->n_flags = k->nflags;
-        kr->flags = calloc(k->nflags ? k->nflags : 1, sizeof *kr->flags);
-        if (!kr->flags)
-            abort();
+        kr->flags = kf_xcalloc(k->nflags ? k->nflags : 1, sizeof *kr->flags);
         for (size_t f = 0; f < k->nflags; f++)
             kr->flags[f] = xstrdup(k->flags[f]);
         /* The hash covers what decides the artifact on the coordinator's
@@ -304,9 +287,7 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
         kf_hash_hex(parts, np, hex);
         kr->hash = xstrdup(hex);
         kr->n_sources = 2 + nh;
-        kr->sources = calloc(2 + nh, sizeof *kr->sources);
-        if (!kr->sources)
-            abort();
+        kr->sources = kf_xcalloc(2 + nh, sizeof *kr->sources);
         kr->sources[0] = source_file(base, &src);
         kf_buf abicopy = KF_BUF_INIT;
         kf_buf_add(&abicopy, abi.data, abi.len);
@@ -318,9 +299,7 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
 
         size_t nconf = kf_sweep_kernel_configs(k);
         if (!per_config) {
-            Kfleet__Task *t = calloc(1, sizeof *t);
-            if (!t)
-                abort();
+            Kfleet__Task *t = kf_xcalloc(1, sizeof *t);
             kfleet__task__init(t);
             t->kind = KFLEET__TASK_KIND__BUILD;
             t->kernel_index = (uint32_t)i;
@@ -337,21 +316,15 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
                     continue;
                 if (kind == KFLEET__TASK_KIND__PROFILE && !(kinds & KF_TASK_PROFILE))
                     continue;
-                Kfleet__Task *t = calloc(1, sizeof *t);
-                if (!t)
-                    abort();
+                Kfleet__Task *t = kf_xcalloc(1, sizeof *t);
                 kfleet__task__init(t);
                 t->kind = (Kfleet__TaskKind)kind;
                 t->kernel_index = (uint32_t)i;
                 t->config_index = (uint32_t)ci;
                 t->n_params = (size_t)np2;
-                t->params = calloc(np2 ? (size_t)np2 : 1, sizeof *t->params);
-                if (!t->params)
-                    abort();
+                t->params = kf_xcalloc(np2 ? (size_t)np2 : 1, sizeof *t->params);
                 for (int p = 0; p < np2; p++) {
-                    Kfleet__Param *pp = malloc(sizeof *pp);
-                    if (!pp)
-                        abort();
+                    Kfleet__Param *pp = kf_xmalloc(sizeof *pp);
                     kfleet__param__init(pp);
                     pp->name = xstrdup(names[p]);
                     pp->value = values[p];

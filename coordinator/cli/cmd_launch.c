@@ -13,6 +13,7 @@
  * names, mtime 0, owner 0, gzip -n), so its sha256 changes only when a file
  * in the bundle does, and nodes that have it are not sent it again. */
 #include "cli/cli.h"
+#include "common/xalloc.h"
 #include "cli/client.h"
 #include "cli/options.h"
 #include "common/log.h"
@@ -129,16 +130,15 @@ static int load_fleet(const char *cmd, const char *path, kf_fleet **f)
 static char *abs_path(const char *p)
 {
     if (!p || !*p)
-        return strdup("");
+        return kf_xstrdup("");
     char buf[PATH_MAX];
     if (realpath(p, buf))
-        return strdup(buf);
+        return kf_xstrdup(buf);
     if (p[0] == '/' || !getcwd(buf, sizeof buf))
-        return strdup(p);
+        return kf_xstrdup(p);
     size_t n = strlen(buf) + strlen(p) + 2;
-    char *out = malloc(n);
-    if (out)
-        snprintf(out, n, "%s/%s", buf, p);
+    char *out = kf_xmalloc(n);
+    snprintf(out, n, "%s/%s", buf, p);
     return out;
 }
 
@@ -225,9 +225,7 @@ static int ask_and_follow(const char *cmd, kf_client *cl, Kfleet__LaunchRequest 
                 nhosts);
     }
     kfleet__control_reply__free_unpacked(rep, NULL);
-    char *printed = calloc(nhosts ? nhosts : 1, 1);
-    if (!printed)
-        abort();
+    char *printed = kf_xcalloc(nhosts ? nhosts : 1, 1);
     sigsave old;
     catch_interrupts(&old);
     int exit = 1, done = 0;
@@ -288,14 +286,10 @@ static void free_hosts(Kfleet__LaunchRequest *lr)
 /* The request's hosts point into f, but for identities, made absolute. */
 static void fill_hosts(Kfleet__LaunchRequest *lr, const kf_fleet *f)
 {
-    lr->hosts = calloc(f->nhosts ? f->nhosts : 1, sizeof *lr->hosts);
-    if (!lr->hosts)
-        abort();
+    lr->hosts = kf_xcalloc(f->nhosts ? f->nhosts : 1, sizeof *lr->hosts);
     for (size_t i = 0; i < f->nhosts; i++) {
         const kf_fleet_host *h = &f->hosts[i];
-        Kfleet__LaunchHost *x = malloc(sizeof *x);
-        if (!x)
-            abort();
+        Kfleet__LaunchHost *x = kf_xmalloc(sizeof *x);
         kfleet__launch_host__init(x);
         x->name = h->name;
         x->host = h->host;
@@ -303,8 +297,6 @@ static void fill_hosts(Kfleet__LaunchRequest *lr, const kf_fleet *f)
         x->user = h->user ? h->user : (char *)"";
         x->identity = abs_path(h->identity);
         x->workdir = h->workdir;
-        if (!x->identity)
-            abort();
         lr->hosts[lr->n_hosts++] = x;
     }
 }
@@ -438,8 +430,6 @@ static int cmd_launch(int argc, char **argv, const char *home)
     }
     char *tar_abs = abs_path(tar), *kh_abs = abs_path(known_hosts),
          *inv_abs = abs_path(argv[optind]);
-    if (!tar_abs || !kh_abs || !inv_abs)
-        abort();
     fill_hosts(&lr, f);
     lr.inventory = inv_abs;
     lr.bundle_tar = tar_abs;
@@ -508,8 +498,6 @@ static int cmd_teardown(int argc, char **argv, const char *home)
     if (kf_client_open(p, &cl, &err) == KF_OK) {
         Kfleet__LaunchRequest lr = KFLEET__LAUNCH_REQUEST__INIT;
         char *kh_abs = abs_path(known_hosts), *inv_abs = abs_path(argv[optind]);
-        if (!kh_abs || !inv_abs)
-            abort();
         fill_hosts(&lr, f);
         lr.teardown = 1;
         lr.purge = purge;

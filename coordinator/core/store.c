@@ -5,6 +5,7 @@
  * numeric order, which lets "all tasks of sweep S" and "all samples of an
  * attempt" be a single range scan. */
 #include "core/store.h"
+#include "common/xalloc.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -93,9 +94,7 @@ int kf_store_open(const char *dir, int readonly, kf_store **out, kf_err *err)
     int crc = check_data_file(dir, &fsize, err);
     if (crc)
         return crc;
-    kf_store *s = calloc(1, sizeof *s);
-    if (!s)
-        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    kf_store *s = kf_xcalloc(1, sizeof *s);
     s->readonly = readonly;
     int rc = mdb_env_create(&s->env);
     if (rc)
@@ -230,9 +229,7 @@ size_t kf_store_used(const kf_store *s)
 
 int kf_store_begin(kf_store *s, int readonly, kf_txn **out, kf_err *err)
 {
-    kf_txn *t = calloc(1, sizeof *t);
-    if (!t)
-        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    kf_txn *t = kf_xcalloc(1, sizeof *t);
     t->s = s;
     int rc = mdb_txn_begin(s->env, NULL, readonly || s->readonly ? MDB_RDONLY : 0, &t->txn);
     if (rc == MDB_MAP_RESIZED) {

@@ -18,6 +18,7 @@
  * The parameter axes (values, lists, ranges, duplicates) and the counting
  * of configurations are in sweep_axes.c, behind sweep_int.h. */
 #include "core/sweep.h"
+#include "common/xalloc.h"
 #include "core/sweep_int.h"
 #include "common/buf.h"
 #include "common/util.h"
@@ -143,8 +144,7 @@ static int resolve_path(ctx *c, const yaml_node_t *n, const char *given, kf_swee
             "path '%s' resolves to %s, which does not end in %s; point path: at the "
             "source file itself",
             given, real, cu ? ".cu" : ".c");
-    if (!(k->path = strdup(real)))
-        return kf_yaml_oom(&c->y);
+    k->path = kf_xstrdup(real);
     k->cuda = cu;
     return KF_OK;
 }
@@ -165,8 +165,7 @@ static int find_kernel(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
     for (int i = 0; i < 2; i++) {
         if (!is_regular(cand[i]) || !realpath(cand[i], real))
             continue;
-        if (!(k->path = strdup(real)))
-            return kf_yaml_oom(&c->y);
+        k->path = kf_xstrdup(real);
         k->cuda = i == 1;
         return KF_OK;
     }
@@ -195,15 +194,13 @@ static int parse_flags(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
             "kernel '%s' has more than %d flags; put common ones in a response file "
             "(@FILE) or drop some",
             k->name, MAX_FLAGS);
-    if (!(k->flags = calloc(len, sizeof *k->flags)))
-        return kf_yaml_oom(&c->y);
+    k->flags = kf_xcalloc(len, sizeof *k->flags);
     for (size_t i = 0; i < len; i++) {
         const char *s;
         int rc = kf_yaml_nonempty_scalar(&c->y, kf_yaml_seq_item(&c->y, n, i), "a flag", &s);
         if (rc)
             return rc;
-        if (!(k->flags[k->nflags] = strdup(s)))
-            return kf_yaml_oom(&c->y);
+        k->flags[k->nflags] = kf_xstrdup(s);
         k->nflags++;
     }
     return KF_OK;
@@ -254,15 +251,16 @@ static int parse_kernel(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k, int *o
         /* The stem of the file name; resolve_path checked the suffix. */
         const char *base = base_name(path);
         size_t stem = strlen(base) - (k->cuda ? 3 : 2);
-        if (!(k->name = strndup(base, stem)))
-            return kf_yaml_oom(&c->y);
+        k->name = kf_xmalloc(stem + 1);
+        memcpy(k->name, base, stem);
+        k->name[stem] = '\0';
         if (!valid_kernel_name(k->name))
             return kf_yaml_fail(&c->y, np,
                                 "the file name of '%.80s' does not make a kernel name (letters, "
                                 "digits, '_', '-', '.'); add name: NAME next to path:",
                                 path);
-    } else if (!(k->name = strdup(name))) {
-        return kf_yaml_oom(&c->y);
+    } else {
+        k->name = kf_xstrdup(name);
     }
     if (!path && (rc = find_kernel(c, nn, k)))
         return rc;
@@ -306,8 +304,7 @@ static int parse_kernels(ctx *c, const yaml_node_t *n, const kf_sweep_axis *top,
                             "more than %d kernels in one sweep; split it "
                             "into several sweeps",
                             MAX_KERNELS);
-    if (!(s->kernels = calloc(len, sizeof *s->kernels)))
-        return kf_yaml_oom(&c->y);
+    s->kernels = kf_xcalloc(len, sizeof *s->kernels);
     s->nkernels = len; /* zeroed entries free cleanly if we stop early */
     for (size_t i = 0; i < len; i++) {
         kf_sweep_kernel *k = &s->kernels[i];
@@ -449,9 +446,7 @@ static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
         size_t cnt = kf_yaml_seq_len(v);
         if (cnt > 64)
             return kf_yaml_fail(&c->y, v, "ncu lists %zu metrics; at most 64", cnt);
-        m->ncu = calloc(cnt, sizeof *m->ncu);
-        if (!m->ncu)
-            return kf_yaml_oom(&c->y);
+        m->ncu = kf_xcalloc(cnt, sizeof *m->ncu);
         for (size_t i = 0; i < cnt; i++) {
             yaml_node_t *it = kf_yaml_seq_item(&c->y, v, i);
             const char *s;
@@ -464,9 +459,7 @@ static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
                         "ncu metric '%.80s' has a character metric names never have; "
                         "use names like sm__throughput.avg.pct_of_peak_sustained_elapsed",
                         s);
-            m->ncu[i] = strdup(s);
-            if (!m->ncu[i])
-                return kf_yaml_oom(&c->y);
+            m->ncu[i] = kf_xstrdup(s);
             m->nncu = i + 1;
         }
     }
@@ -493,8 +486,7 @@ static int parse_root(ctx *c, const yaml_node_t *root, kf_sweep_spec *s)
     if ((v = kf_yaml_map_get(&c->y, root, "name"))) {
         if ((rc = kf_yaml_nonempty_scalar(&c->y, v, "name", &str)))
             return rc;
-        if (!(s->name = strdup(str)))
-            return kf_yaml_oom(&c->y);
+        s->name = kf_xstrdup(str);
     }
     yaml_node_t *kn = kf_yaml_map_get(&c->y, root, "kernels");
     if (!kn)
@@ -541,8 +533,7 @@ static int parse_root(ctx *c, const yaml_node_t *root, kf_sweep_spec *s)
                                 "baseline '%.80s' is not a kernel of this sweep; name one of the "
                                 "kernels listed under kernels:",
                                 str);
-        if (!(s->baseline = strdup(str)))
-            return kf_yaml_oom(&c->y);
+        s->baseline = kf_xstrdup(str);
     }
     return kf_sweep_count_configs(c, s);
 }
@@ -555,7 +546,10 @@ static char *file_stem(const char *file)
     const char *base = base_name(file);
     const char *dot = strrchr(base, '.');
     size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
-    return strndup(base, n);
+    char *stem = kf_xmalloc(n + 1);
+    memcpy(stem, base, n);
+    stem[n] = '\0';
+    return stem;
 }
 
 static int load(ctx *c, kf_sweep_spec *s)
@@ -585,18 +579,18 @@ int kf_sweep_parse_string(const char *text, size_t len, const char *filename, co
                    .empty_value_fix = "give it a value"},
              .base_dir = base_dir,
              .kernels_dir = kernels_dir};
-    kf_sweep_spec *s = calloc(1, sizeof *s);
-    if (!s)
-        return kf_yaml_oom(&c.y);
+    kf_sweep_spec *s = kf_xcalloc(1, sizeof *s);
     s->tasks = KF_TASK_BUILD | KF_TASK_VALIDATE | KF_TASK_PROFILE;
     s->max_attempts = 3;
     s->time_limit_s = 300;
     s->measure.seeds = 3;
     int rc = load(&c, s);
-    if (rc == KF_OK && !s->name && !(s->name = file_stem(file)))
-        rc = kf_yaml_oom(&c.y);
-    if (rc == KF_OK && (!(s->file = strdup(file)) || !(s->text = malloc(len + 1))))
-        rc = kf_yaml_oom(&c.y);
+    if (rc == KF_OK && !s->name)
+        s->name = file_stem(file);
+    if (rc == KF_OK) {
+        s->file = kf_xstrdup(file);
+        s->text = kf_xmalloc(len + 1);
+    }
     if (rc) {
         kf_sweep_destroy(&s);
         return rc;

@@ -10,6 +10,7 @@
  * at MAX_AXIS_VALUES before anything is allocated. Configurations are never
  * materialised: the idx-th one is decoded from idx, last axis fastest. */
 #include "core/sweep_int.h"
+#include "common/xalloc.h"
 
 #include <ctype.h>
 #include <stdint.h>
@@ -115,13 +116,9 @@ static int vals_push(ctx *c, vals *vs, const char *axis, int64_t v, const yaml_n
                             axis, MAX_AXIS_VALUES);
     if (vs->n == vs->cap) {
         size_t cap = vs->cap ? vs->cap * 2 : 8;
-        int64_t *nv = realloc(vs->v, cap * sizeof *nv);
-        if (!nv)
-            return kf_yaml_oom(&c->y);
+        int64_t *nv = kf_xrealloc(vs->v, cap * sizeof *nv);
         vs->v = nv;
-        const yaml_node_t **nf = realloc(vs->from, cap * sizeof *nf);
-        if (!nf)
-            return kf_yaml_oom(&c->y);
+        const yaml_node_t **nf = kf_xrealloc(vs->from, cap * sizeof *nf);
         vs->from = nf;
         vs->cap = cap;
     }
@@ -226,9 +223,7 @@ static int cmp_ordered(const void *a, const void *b)
  * first repeat in file order. */
 static int check_unique(ctx *c, const char *axis, const vals *vs)
 {
-    ordered *o = malloc(vs->n * sizeof *o);
-    if (!o)
-        return kf_yaml_oom(&c->y);
+    ordered *o = kf_xmalloc(vs->n * sizeof *o);
     for (size_t i = 0; i < vs->n; i++)
         o[i] = (ordered){vs->v[i], i};
     qsort(o, vs->n, sizeof *o, cmp_ordered);
@@ -272,8 +267,8 @@ static int parse_axis(ctx *c, const char *name, const yaml_node_t *n, kf_sweep_a
     }
     if (rc == KF_OK)
         rc = check_unique(c, name, &vs);
-    if (rc == KF_OK && !(axis->name = strdup(name)))
-        rc = kf_yaml_oom(&c->y);
+    if (rc == KF_OK)
+        axis->name = kf_xstrdup(name);
     free(vs.from);
     if (rc) {
         free(vs.v);
@@ -301,9 +296,7 @@ int kf_sweep_parse_params(ctx *c, const yaml_node_t *pn, kf_sweep_axis **out, si
                             "4K]}, not %s; write {} for no axes",
                             kf_yaml_kind(pn));
     size_t n = kf_yaml_map_len(pn), got = 0;
-    kf_sweep_axis *axes = n ? calloc(n, sizeof *axes) : NULL;
-    if (n && !axes)
-        return kf_yaml_oom(&c->y);
+    kf_sweep_axis *axes = n ? kf_xcalloc(n, sizeof *axes) : NULL;
     int rc = KF_OK;
     for (; rc == KF_OK && got < n; got++) {
         yaml_node_t *k = kf_yaml_map_key(&c->y, pn, got);
@@ -347,15 +340,12 @@ int kf_sweep_axes_dup(ctx *c, const kf_sweep_axis *src, size_t n, kf_sweep_kerne
 {
     if (n == 0)
         return KF_OK;
-    if (!(k->axes = calloc(n, sizeof *k->axes)))
-        return kf_yaml_oom(&c->y);
+    k->axes = kf_xcalloc(n, sizeof *k->axes);
     k->naxes = n;
     for (size_t i = 0; i < n; i++) {
         kf_sweep_axis *a = &k->axes[i];
-        a->name = strdup(src[i].name);
-        a->values = malloc(src[i].nvalues * sizeof *a->values);
-        if (!a->name || !a->values)
-            return kf_yaml_oom(&c->y);
+        a->name = kf_xstrdup(src[i].name);
+        a->values = kf_xmalloc(src[i].nvalues * sizeof *a->values);
         memcpy(a->values, src[i].values, src[i].nvalues * sizeof *a->values);
         a->nvalues = src[i].nvalues;
     }

@@ -3,6 +3,7 @@
  * (ipc, in the 0700 run directory); each gets exactly one reply, sent after
  * the batch commits, so "submitted as sweep 7" means sweep 7 is on disk. */
 #include "daemon/coord_int.h"
+#include "common/xalloc.h"
 #include "fleet/launches.h"
 #include "common/log.h"
 #include "fleet/tunnel.h"
@@ -169,9 +170,7 @@ static void handle_submit(kf_coord *c, const void *peer, size_t peer_len,
     kagent **targets = NULL;
     size_t ntargets = 0;
     if (in->nodes_all) {
-        targets = calloc(c->nagents ? c->nagents : 1, sizeof *targets);
-        if (!targets)
-            abort();
+        targets = kf_xcalloc(c->nagents ? c->nagents : 1, sizeof *targets);
         for (size_t i = 0; i < c->nagents; i++)
             if (c->agents[i]->registered && !c->agents[i]->lost)
                 targets[ntargets++] = c->agents[i];
@@ -197,15 +196,7 @@ static void handle_submit(kf_coord *c, const void *peer, size_t peer_len,
         return;
     }
     /* Take ownership of a copy of the sweep record. */
-    size_t n = kfleet__sweep__get_packed_size(in);
-    uint8_t *b = malloc(n ? n : 1);
-    if (!b)
-        abort();
-    kfleet__sweep__pack(in, b);
-    Kfleet__Sweep *rec = kfleet__sweep__unpack(NULL, n, b);
-    free(b);
-    if (!rec)
-        abort();
+    Kfleet__Sweep *rec = kf_pb_copy(&in->base);
     rec->sweep_id = id;
     rec->created_ns = kf_now_ns();
     rec->finished_ns = 0;
@@ -216,9 +207,7 @@ static void handle_submit(kf_coord *c, const void *peer, size_t peer_len,
     for (size_t i = 0; i < req->n_tasks; i++) {
         for (size_t r = 0; r < reps; r++) {
             Kfleet__Task *src = req->tasks[i];
-            Kfleet__Task *t = malloc(sizeof *t);
-            if (!t)
-                abort();
+            Kfleet__Task *t = kf_xmalloc(sizeof *t);
             kfleet__task__init(t);
             t->task_id = kf_task_id(id, idx++);
             t->sweep_id = id;
@@ -226,13 +215,9 @@ static void handle_submit(kf_coord *c, const void *peer, size_t peer_len,
             t->kernel_index = src->kernel_index;
             t->config_index = src->config_index;
             t->n_params = src->n_params;
-            t->params = calloc(src->n_params ? src->n_params : 1, sizeof *t->params);
-            if (!t->params)
-                abort();
+            t->params = kf_xcalloc(src->n_params ? src->n_params : 1, sizeof *t->params);
             for (size_t p = 0; p < src->n_params; p++) {
-                Kfleet__Param *pp = malloc(sizeof *pp);
-                if (!pp)
-                    abort();
+                Kfleet__Param *pp = kf_xmalloc(sizeof *pp);
                 kfleet__param__init(pp);
                 pp->name = strdup(src->params[p]->name);
                 pp->value = src->params[p]->value;
@@ -282,9 +267,7 @@ static void handle_status(kf_coord *c, const void *peer, size_t peer_len)
     st.started_ns = c->started_ns;
     st.version = KF_VERSION;
     st.pid = (uint32_t)getpid();
-    Kfleet__AgentInfo **agents = calloc(c->nagents ? c->nagents : 1, sizeof *agents);
-    if (!agents)
-        abort();
+    Kfleet__AgentInfo **agents = kf_xcalloc(c->nagents ? c->nagents : 1, sizeof *agents);
     uint64_t now_mono = kf_mono_ns(), now = kf_now_ns();
     for (size_t i = 0; i < c->nagents; i++) {
         kagent *a = c->agents[i];
@@ -300,11 +283,9 @@ static void handle_status(kf_coord *c, const void *peer, size_t peer_len)
     kf_txn *txn;
     if (coord_txn(c, &txn) == KF_OK)
         kf_store_foreach_sweep(txn, recent_cb, &rs);
-    Kfleet__SweepProgress *progs = calloc(rs.n ? rs.n : 1, sizeof *progs);
-    Kfleet__SweepProgress **pp = calloc(rs.n ? rs.n : 1, sizeof *pp);
-    char(*names)[128] = calloc(rs.n ? rs.n : 1, sizeof *names);
-    if (!progs || !pp || !names)
-        abort();
+    Kfleet__SweepProgress *progs = kf_xcalloc(rs.n ? rs.n : 1, sizeof *progs);
+    Kfleet__SweepProgress **pp = kf_xcalloc(rs.n ? rs.n : 1, sizeof *pp);
+    char(*names)[128] = kf_xcalloc(rs.n ? rs.n : 1, sizeof *names);
     for (size_t i = 0; i < rs.n; i++) {
         kfleet__sweep_progress__init(&progs[i]);
         if (sweep_progress(c, rs.ids[i], &progs[i], names[i], sizeof names[i], NULL, 0) == KF_OK) {
@@ -360,22 +341,7 @@ static void handle_cancel(kf_coord *c, const void *peer, size_t peer_len, uint32
         reply_error(c, peer, peer_len, known ? KF_EEXIST : KF_ENOTFOUND, msg);
         return;
     }
-    sw->rec->cancelled = 1;
-    for (uint32_t i = 0; i < sw->ntasks; i++) {
-        ktask *t = &sw->tasks[i];
-        if (kf_state_terminal(t->rec->state))
-            continue;
-        if (t->agent >= 0) {
-            Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
-            Kfleet__Cancel cn = KFLEET__CANCEL__INIT;
-            cn.task_id = t->rec->task_id;
-            cn.attempt = t->rec->attempts;
-            env.body_case = KFLEET__ENVELOPE__BODY_CANCEL;
-            env.cancel = &cn;
-            coord_queue_env(c, c->agents[t->agent], &env);
-        }
-        sched_finish(c, sw, t, KFLEET__TASK_STATE__CANCELLED, "cancelled by the user");
-    }
+    sched_cancel_sweep(c, sw, "cancelled by the user");
     Kfleet__SweepProgress p = KFLEET__SWEEP_PROGRESS__INIT;
     char name[128];
     sweep_progress(c, id, &p, name, sizeof name, NULL, 0);
@@ -384,20 +350,8 @@ static void handle_cancel(kf_coord *c, const void *peer, size_t peer_len, uint32
     rep.sweep_id = id;
     rep.progress = &p;
     reply(c, peer, peer_len, &rep);
-    /* All tasks are terminal now: this frees the sweep from memory. */
-    kf_txn *txn;
-    if (coord_txn(c, &txn) == KF_OK) {
-        sw->rec->finished_ns = kf_now_ns();
-        kf_store_put_sweep(txn, sw->rec);
-    }
-    for (size_t i = 0; i < c->nsweeps; i++) {
-        if (c->sweeps[i] == sw) {
-            memmove(&c->sweeps[i], &c->sweeps[i + 1], (c->nsweeps - i - 1) * sizeof *c->sweeps);
-            c->nsweeps--;
-            break;
-        }
-    }
-    sched_free_sweep(sw);
+    /* All tasks are terminal now: this stores it finished and frees it. */
+    sched_maybe_finish_sweep(c, sw);
 }
 
 /* Tunnels: the SSH sessions of launched agents live in the daemon (so they
@@ -455,10 +409,8 @@ static void handle_tunnel_status(kf_coord *c, const void *peer, size_t peer_len,
     size_t n = 0;
     if (c->tunnels)
         kf_tunnels_list(c->tunnels, name, &v, &n);
-    Kfleet__TunnelState *st = calloc(n ? n : 1, sizeof *st);
-    Kfleet__TunnelState **pp = calloc(n ? n : 1, sizeof *pp);
-    if (!st || !pp)
-        abort();
+    Kfleet__TunnelState *st = kf_xcalloc(n ? n : 1, sizeof *st);
+    Kfleet__TunnelState **pp = kf_xcalloc(n ? n : 1, sizeof *pp);
     for (size_t i = 0; i < n; i++) {
         kfleet__tunnel_state__init(&st[i]);
         st[i].name = v[i].name;

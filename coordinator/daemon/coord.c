@@ -6,6 +6,7 @@
  * commit, then send. Sending after the commit is what makes an ack mean
  * "durably stored". */
 #include "daemon/coord_int.h"
+#include "common/xalloc.h"
 #include "fleet/launches.h"
 #include "common/log.h"
 #include "fleet/tunnel.h"
@@ -31,171 +32,9 @@ static int bind_or_fail(void *sock, const char *ep, const char *what, kf_err *er
     return KF_OK;
 }
 
-static int cmp_allow(const void *a, const void *b)
-{
-    return strcmp(((const kf_allow_entry *)a)->pub, ((const kf_allow_entry *)b)->pub);
-}
-
-static void sort_allow(kf_allow *a)
-{
-    if (a->n > 1)
-        qsort(a->e, a->n, sizeof *a->e, cmp_allow);
-}
-
-/* A binary search, since this runs for every frame an agent sends. */
-const char *coord_allowed(const kf_coord *c, const char *pub)
-{
-    if (!pub || !*pub)
-        return NULL;
-    kf_allow_entry key;
-    snprintf(key.pub, sizeof key.pub, "%s", pub);
-    const kf_allow_entry *e =
-        c->allow.n ? bsearch(&key, c->allow.e, c->allow.n, sizeof *c->allow.e, cmp_allow) : NULL;
-    return e ? e->name : NULL;
-}
-
-/* Logs a refusal unless the same key was logged in the last 10 s: a port
- * scanner retrying cannot flood the log, and each new key still shows. */
-static void log_refused(kf_coord *c, const char *what, const char *pub, const char *address)
-{
-    uint64_t now = kf_mono_ns();
-    size_t slot = 0;
-    for (size_t i = 0; i < sizeof c->refused_log / sizeof *c->refused_log; i++) {
-        if (strcmp(c->refused_log[i].key, pub) == 0) {
-            if (now - c->refused_log[i].mono < 10000000000ull)
-                return;
-            slot = i;
-            break;
-        }
-        if (c->refused_log[i].mono < c->refused_log[slot].mono)
-            slot = i;
-    }
-    snprintf(c->last_refused, sizeof c->last_refused, "key %s from %s", pub,
-             address ? address : "?");
-    snprintf(c->refused_log[slot].key, sizeof c->refused_log[slot].key, "%s", pub);
-    c->refused_log[slot].mono = now;
-    kf_warn(what,
-            "key=%s address=%s handshakes_refused=%llu frames_refused=%llu hint=\"`kfleet "
-            "agent-key add KEY NAME` to accept it\"",
-            pub, address ? address : "?", (unsigned long long)c->refused_handshakes,
-            (unsigned long long)c->refused_frames);
-}
-
-static int make_zap(kf_coord *c, kf_err *err)
-{
-    c->zap_sock = zmq_socket(c->zctx, ZMQ_REP);
-    int zero = 0;
-    zmq_setsockopt(c->zap_sock, ZMQ_LINGER, &zero, sizeof zero);
-    if (!c->zap_sock || zmq_bind(c->zap_sock, "inproc://zeromq.zap.01") != 0)
-        return kf_err_set(err, KF_EIO, "cannot start the Curve authentication handler: %s",
-                          zmq_strerror(errno));
-    return KF_OK;
-}
-
-/* One ZAP request (RFC 27): version, request id, domain, address, routing
- * id, mechanism, credentials; the reply names the key as the user id, which
- * libzmq then attaches to every frame of that connection. */
-static void handle_zap(kf_coord *c)
-{
-    zmq_msg_t f[8];
-    int n = 0, more = 1;
-    while (more && n < 8) {
-        zmq_msg_init(&f[n]);
-        if (zmq_msg_recv(&f[n], c->zap_sock, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&f[n]);
-            if (n == 0)
-                return;
-            break;
-        }
-        more = zmq_msg_more(&f[n]);
-        n++;
-    }
-    while (more) { /* more frames than RFC 27 has: drain them */
-        zmq_msg_t x;
-        zmq_msg_init(&x);
-        if (zmq_msg_recv(&x, c->zap_sock, 0) < 0)
-            more = 0;
-        else
-            more = zmq_msg_more(&x);
-        zmq_msg_close(&x);
-    }
-    char pub[KF_KEY_Z85 + 1] = "", address[64] = "";
-    const char *status = "400", *text = "malformed request";
-    if (n >= 7 && zmq_msg_size(&f[0]) == 3 && memcmp(zmq_msg_data(&f[0]), "1.0", 3) == 0) {
-        size_t alen =
-            zmq_msg_size(&f[3]) < sizeof address - 1 ? zmq_msg_size(&f[3]) : sizeof address - 1;
-        memcpy(address, zmq_msg_data(&f[3]), alen);
-        address[alen] = '\0';
-        int curve = zmq_msg_size(&f[5]) == 5 && memcmp(zmq_msg_data(&f[5]), "CURVE", 5) == 0;
-        if (curve && zmq_msg_size(&f[6]) == 32) {
-            zmq_z85_encode(pub, zmq_msg_data(&f[6]), 32);
-            kf_err rerr;
-            int changed = 0;
-            /* A key added a moment ago must not wait for the next check. */
-            if (!coord_allowed(c, pub) &&
-                kf_allow_refresh(c->cfg.allow_file, &c->allow, &changed, &rerr) == KF_OK && changed)
-                sort_allow(&c->allow);
-            if (coord_allowed(c, pub)) {
-                status = "200";
-                text = "OK";
-            } else {
-                text = "unknown key";
-                c->refused_handshakes++;
-                log_refused(c, "auth.refused", pub, address);
-            }
-        } else {
-            text = "the agent link is CURVE only";
-            c->refused_handshakes++;
-            log_refused(c, "auth.refused", curve ? "(bad key)" : "(no CURVE)", address);
-        }
-    }
-    const char *reply[6] = {"1.0", NULL, status, text, status[0] == '2' ? pub : "", ""};
-    for (int i = 0; i < 6; i++) {
-        int flags = i < 5 ? ZMQ_SNDMORE : 0;
-        if (i == 1) {
-            if (n > 1)
-                zmq_send(c->zap_sock, zmq_msg_data(&f[1]), zmq_msg_size(&f[1]), flags);
-            else
-                zmq_send(c->zap_sock, "", 0, flags);
-        } else {
-            zmq_send(c->zap_sock, reply[i], strlen(reply[i]), flags);
-        }
-    }
-    for (int i = 0; i < n; i++)
-        zmq_msg_close(&f[i]);
-}
-
-/* Re-reads the allow list when it changed; agents whose key left it are
- * cut off: their frames are dropped from now on and the next check loses
- * them, requeueing what they ran. */
-static void refresh_allow(kf_coord *c)
-{
-    kf_err err;
-    int changed = 0;
-    if (kf_allow_refresh(c->cfg.allow_file, &c->allow, &changed, &err) != KF_OK) {
-        kf_warn("auth.allow_list", "error=\"%s\" keeping=%zu", err.msg, c->allow.n);
-        return;
-    }
-    if (!changed)
-        return;
-    sort_allow(&c->allow);
-    kf_info("auth.allow_list", "keys=%zu", c->allow.n);
-    for (size_t i = 0; i < c->nagents; i++) {
-        kagent *a = c->agents[i];
-        if (a->key[0] && !a->revoked && !coord_allowed(c, a->key)) {
-            a->revoked = 1;
-            kf_warn("agent.revoked", "agent=%s key=%s", a->id, a->key);
-        } else if (a->revoked && coord_allowed(c, a->key)) {
-            a->revoked = 0;
-        }
-    }
-}
-
 int kf_coord_new(const kf_coord_config *cfg, kf_coord **out, kf_err *err)
 {
-    kf_coord *c = calloc(1, sizeof *c);
-    if (!c)
-        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    kf_coord *c = kf_xcalloc(1, sizeof *c);
     c->cfg = *cfg;
     if (c->cfg.heartbeat_interval_s <= 0)
         c->cfg.heartbeat_interval_s = 1.0;
@@ -216,11 +55,11 @@ int kf_coord_new(const kf_coord_config *cfg, kf_coord **out, kf_err *err)
     if ((rc = kf_keys_coordinator(cfg->key_file, cfg->pub_file, &c->keys, err)) ||
         (rc = kf_allow_load(cfg->allow_file, &c->allow, err)))
         goto fail;
-    sort_allow(&c->allow);
+    auth_sort_allow(&c->allow);
 
     c->zctx = zmq_ctx_new();
     /* The handler must be bound before any CURVE socket accepts. */
-    if ((rc = make_zap(c, err)))
+    if ((rc = auth_start_zap(c, err)))
         goto fail;
     c->agents_sock = zmq_socket(c->zctx, ZMQ_ROUTER);
     c->control_sock = zmq_socket(c->zctx, ZMQ_ROUTER);
@@ -316,63 +155,6 @@ void kf_coord_destroy(kf_coord **self)
     *self = NULL;
 }
 
-void coord_queue(kf_coord *c, int to_control, const void *peer, size_t peer_len,
-                 const kf_buf *payload)
-{
-    if (c->nout == c->capout) {
-        c->capout = c->capout ? c->capout * 2 : 64;
-        c->out = realloc(c->out, c->capout * sizeof *c->out);
-        if (!c->out)
-            abort();
-    }
-    koutmsg *m = &c->out[c->nout++];
-    m->to_control = to_control;
-    m->peer = malloc(peer_len ? peer_len : 1);
-    if (!m->peer)
-        abort();
-    memcpy(m->peer, peer, peer_len);
-    m->peer_len = peer_len;
-    kf_buf_init(&m->payload);
-    kf_buf_add(&m->payload, payload->data, payload->len);
-}
-
-void coord_queue_env(kf_coord *c, const kagent *a, Kfleet__Envelope *env)
-{
-    if (a->route_len)
-        coord_queue_route(c, a->route, a->route_len, env);
-}
-
-void coord_queue_route(kf_coord *c, const void *route, size_t route_len, Kfleet__Envelope *env)
-{
-    kf_wire_pack(env, &c->scratch);
-    coord_queue(c, 0, route, route_len, &c->scratch);
-}
-
-void coord_ack_later(kagent *a, uint64_t oseq)
-{
-    if (a->nacks == a->capacks) {
-        a->capacks = a->capacks ? a->capacks * 2 : 64;
-        a->acks = realloc(a->acks, a->capacks * sizeof *a->acks);
-        if (!a->acks)
-            abort();
-    }
-    a->acks[a->nacks++] = oseq;
-}
-
-int coord_txn(kf_coord *c, kf_txn **out)
-{
-    if (!c->txn) {
-        kf_err err;
-        int rc = kf_store_begin(c->store, 0, &c->txn, &err);
-        if (rc) {
-            kf_error("store.begin", "error=\"%s\"", err.msg);
-            return rc;
-        }
-    }
-    *out = c->txn;
-    return KF_OK;
-}
-
 /* Receives one multipart message [peer][payload] without blocking.
  * Returns 1 when one was read, 0 when none waits. */
 static int recv_routed(void *sock, zmq_msg_t *peer, zmq_msg_t *body)
@@ -402,10 +184,10 @@ static void handle_agent_frame(kf_coord *c, zmq_msg_t *peer, zmq_msg_t *body)
     /* ZAP vetted the key at the handshake; checking it again per frame is
      * what makes a revocation take effect on connections already open. */
     const char *user = zmq_msg_gets(body, "User-Id");
-    if (!coord_allowed(c, user)) {
+    if (!auth_allowed(c, user)) {
         c->refused_frames++;
-        log_refused(c, "auth.frame_refused", user ? user : "(none)",
-                    zmq_msg_gets(body, "Peer-Address"));
+        auth_log_refused(c, "auth.frame_refused", user ? user : "(none)",
+                         zmq_msg_gets(body, "Peer-Address"));
         return;
     }
     kf_peer p = {zmq_msg_data(peer), zmq_msg_size(peer), user};
@@ -538,7 +320,7 @@ int kf_coord_run(kf_coord *c, volatile sig_atomic_t *stop, kf_err *err)
         for (int z = 0; z < 64 && (items[2].revents & ZMQ_POLLIN); z++) {
             int ev = 0;
             size_t evlen = sizeof ev;
-            handle_zap(c);
+            auth_handle_zap(c);
             if (zmq_getsockopt(c->zap_sock, ZMQ_EVENTS, &ev, &evlen) != 0 || !(ev & ZMQ_POLLIN))
                 break;
         }
@@ -581,7 +363,7 @@ int kf_coord_run(kf_coord *c, volatile sig_atomic_t *stop, kf_err *err)
 
         uint64_t now = kf_mono_ns();
         if (now - last_check > 200000000ull) {
-            refresh_allow(c);
+            auth_refresh_allow(c);
             sched_check_agents(c);
             last_check = now;
             c->dispatch_needed = 1;

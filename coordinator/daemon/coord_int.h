@@ -32,10 +32,10 @@ typedef struct ksweep {
     Kfleet__Sweep *rec; /* owned */
     ktask *tasks;       /* indexed by task idx */
     uint32_t ntasks, cap;
-    uint32_t cursor;     /* no pending task below this idx */
+    uint32_t cursor;      /* no pending task below this idx */
     uint32_t counts[16];  /* tasks by TaskState */
     uint32_t bcounts[16]; /* build tasks by TaskState (also in counts) */
-    int dirty;           /* rec changed in this batch */
+    int dirty;            /* rec changed in this batch */
 } ksweep;
 
 /* What the coordinator knows of one kernel's build on one agent. */
@@ -94,7 +94,7 @@ struct kf_coord {
     struct {
         char key[41];
         uint64_t mono;
-    } refused_log[16]; /* the last refusals logged, to keep a scanner from flooding the log */
+    } refused_log[16];      /* the last refusals logged, to keep a scanner from flooding the log */
     char last_refused[200]; /* the last refused handshake: key and address, for a stall's why */
     kf_store *store;
     kf_txn *txn; /* the batch's write transaction, NULL between batches */
@@ -120,7 +120,7 @@ struct kf_coord {
 };
 #define KF_COORD_TUNNELS 1
 
-/* coord.c */
+/* turn.c: the batch's transaction and what leaves after its commit */
 void coord_queue(kf_coord *c, int to_control, const void *peer, size_t peer_len,
                  const kf_buf *payload);
 /* Queues env to agent a's connection; nothing when it has none. */
@@ -128,9 +128,22 @@ void coord_queue_env(kf_coord *c, const kagent *a, Kfleet__Envelope *env);
 /* Queues env to a connection that is no registered agent's (yet). */
 void coord_queue_route(kf_coord *c, const void *route, size_t route_len, Kfleet__Envelope *env);
 void coord_ack_later(kagent *a, uint64_t oseq);
+/* The turn's write transaction, begun on first use. */
 int coord_txn(kf_coord *c, kf_txn **out);
+
+/* auth.c: the allow list, the ZAP handler, refusals */
 /* The name a key is accepted under in the allow list, or NULL. */
-const char *coord_allowed(const kf_coord *c, const char *pub);
+const char *auth_allowed(const kf_coord *c, const char *pub);
+void auth_sort_allow(kf_allow *a);
+/* Binds the ZAP handler's REP socket; before any CURVE socket accepts. */
+int auth_start_zap(kf_coord *c, kf_err *err);
+/* Answers one pending ZAP request. */
+void auth_handle_zap(kf_coord *c);
+/* Re-reads the allow list when it changed; agents whose key left it are
+ * marked revoked (lost at the next check). */
+void auth_refresh_allow(kf_coord *c);
+/* Logs a refused handshake or frame (each key at most every 10 s). */
+void auth_log_refused(kf_coord *c, const char *what, const char *pub, const char *address);
 
 /* sched.c */
 extern const kf_wire_handler kf_sched_handlers[KF_WIRE_BODY_MAX];
@@ -148,6 +161,12 @@ ktask *sched_add_task(kf_coord *c, ksweep *sw, Kfleet__Task *rec);
  * to completion): lost on every attempt, cancelled, build failed. */
 int sched_finish(kf_coord *c, ksweep *sw, ktask *t, int state, const char *error);
 void sched_set_state(ksweep *sw, ktask *t, int state);
+/* Ends every open task of sw as cancelled with why, telling the agents
+ * running them to stop; the sweep is marked cancelled. */
+void sched_cancel_sweep(kf_coord *c, ksweep *sw, const char *why);
+/* Once every task of sw is terminal: stores it finished and frees it from
+ * memory (sw is gone then). */
+void sched_maybe_finish_sweep(kf_coord *c, ksweep *sw);
 void sched_free_sweep(ksweep *sw);
 void sched_free_agent(kagent *a);
 

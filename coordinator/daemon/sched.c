@@ -16,6 +16,7 @@
  *    terminal record, whatever the agents do.
  * Every state change is written into the batch's transaction (coord_txn). */
 #include "daemon/coord_int.h"
+#include "common/xalloc.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -25,22 +26,6 @@
 
 /* ---- lookup and bookkeeping ---- */
 
-static void *xrealloc(void *p, size_t n)
-{
-    p = realloc(p, n);
-    if (!p)
-        abort();
-    return p;
-}
-
-static char *xstrdup(const char *s)
-{
-    char *p = strdup(s ? s : "");
-    if (!p)
-        abort();
-    return p;
-}
-
 /* Replaces a string field of a record. A record unpacked from the store
  * (after a restart) holds protobuf-c's shared empty string wherever the
  * field was empty on the wire; that one must not be freed. */
@@ -48,23 +33,8 @@ static void set_str(char **field, const char *value)
 {
     if (*field != protobuf_c_empty_string)
         free(*field);
-    *field = xstrdup(value);
+    *field = kf_xstrdup(value);
 }
-
-/* Deep copies a message by packing and unpacking it. */
-#define COPY_MSG(type, m)                                                                          \
-    ({                                                                                             \
-        size_t n_ = type##__get_packed_size(m);                                                    \
-        uint8_t *b_ = malloc(n_ ? n_ : 1);                                                         \
-        if (!b_)                                                                                   \
-            abort();                                                                               \
-        type##__pack(m, b_);                                                                       \
-        void *r_ = type##__unpack(NULL, n_, b_);                                                   \
-        free(b_);                                                                                  \
-        if (!r_)                                                                                   \
-            abort();                                                                               \
-        r_;                                                                                        \
-    })
 
 kagent *sched_agent(kf_coord *c, const char *id, int create)
 {
@@ -75,12 +45,10 @@ kagent *sched_agent(kf_coord *c, const char *id, int create)
         return NULL;
     if (c->nagents == c->capagents) {
         c->capagents = c->capagents ? c->capagents * 2 : 16;
-        c->agents = xrealloc(c->agents, c->capagents * sizeof *c->agents);
+        c->agents = kf_xrealloc(c->agents, c->capagents * sizeof *c->agents);
     }
-    kagent *a = calloc(1, sizeof *a);
-    if (!a)
-        abort();
-    a->id = xstrdup(id);
+    kagent *a = kf_xcalloc(1, sizeof *a);
+    a->id = kf_xstrdup(id);
     a->last_seen_mono = kf_mono_ns();
     c->agents[c->nagents++] = a;
     return a;
@@ -144,11 +112,9 @@ ksweep *sched_add_sweep(kf_coord *c, Kfleet__Sweep *rec)
 {
     if (c->nsweeps == c->capsweeps) {
         c->capsweeps = c->capsweeps ? c->capsweeps * 2 : 8;
-        c->sweeps = xrealloc(c->sweeps, c->capsweeps * sizeof *c->sweeps);
+        c->sweeps = kf_xrealloc(c->sweeps, c->capsweeps * sizeof *c->sweeps);
     }
-    ksweep *sw = calloc(1, sizeof *sw);
-    if (!sw)
-        abort();
+    ksweep *sw = kf_xcalloc(1, sizeof *sw);
     sw->rec = rec;
     c->sweeps[c->nsweeps++] = sw;
     return sw;
@@ -158,7 +124,7 @@ ktask *sched_add_task(kf_coord *c, ksweep *sw, Kfleet__Task *rec)
 {
     if (sw->ntasks == sw->cap) {
         sw->cap = sw->cap ? sw->cap * 2 : 64;
-        sw->tasks = xrealloc(sw->tasks, sw->cap * sizeof *sw->tasks);
+        sw->tasks = kf_xrealloc(sw->tasks, sw->cap * sizeof *sw->tasks);
     }
     ktask *t = &sw->tasks[sw->ntasks++];
     memset(t, 0, sizeof *t);
@@ -211,7 +177,7 @@ static void put_task(kf_coord *c, const ktask *t)
 }
 
 /* Removes a finished sweep from memory once all its tasks are terminal. */
-static void maybe_finish_sweep(kf_coord *c, ksweep *sw)
+void sched_maybe_finish_sweep(kf_coord *c, ksweep *sw)
 {
     if (terminal_count(sw) != sw->ntasks)
         return;
@@ -296,7 +262,7 @@ static kbuild *agent_build(kf_coord *c, kagent *a, const char *hash)
         return NULL;
     if (a->nbuilds == a->capbuilds) {
         a->capbuilds = a->capbuilds ? a->capbuilds * 2 : 8;
-        a->builds = xrealloc(a->builds, a->capbuilds * sizeof *a->builds);
+        a->builds = kf_xrealloc(a->builds, a->capbuilds * sizeof *a->builds);
     }
     kbuild *b = &a->builds[a->nbuilds++];
     memset(b, 0, sizeof *b);
@@ -319,7 +285,7 @@ static kbuild *set_build(kf_coord *c, kagent *a, const char *hash, int state, ui
     if (!b) {
         if (a->nbuilds == a->capbuilds) {
             a->capbuilds = a->capbuilds ? a->capbuilds * 2 : 8;
-            a->builds = xrealloc(a->builds, a->capbuilds * sizeof *a->builds);
+            a->builds = kf_xrealloc(a->builds, a->capbuilds * sizeof *a->builds);
         }
         b = &a->builds[a->nbuilds++];
         memset(b, 0, sizeof *b);
@@ -328,7 +294,7 @@ static kbuild *set_build(kf_coord *c, kagent *a, const char *hash, int state, ui
     b->state = state;
     b->task_id = task_id;
     free(b->error);
-    b->error = error ? xstrdup(error) : NULL;
+    b->error = error ? kf_xstrdup(error) : NULL;
     Kfleet__BuildRecord br = KFLEET__BUILD_RECORD__INIT;
     br.agent_id = a->id;
     br.kernel_hash = b->hash;
@@ -409,6 +375,19 @@ static void send_cancel(kf_coord *c, const kagent *a, uint64_t task_id, uint32_t
     coord_queue_env(c, a, &env);
 }
 
+void sched_cancel_sweep(kf_coord *c, ksweep *sw, const char *why)
+{
+    sw->rec->cancelled = 1;
+    for (uint32_t i = 0; i < sw->ntasks; i++) {
+        ktask *t = &sw->tasks[i];
+        if (kf_state_terminal(t->rec->state))
+            continue;
+        if (t->agent >= 0)
+            send_cancel(c, c->agents[t->agent], t->rec->task_id, t->rec->attempts);
+        sched_finish(c, sw, t, KFLEET__TASK_STATE__CANCELLED, why);
+    }
+}
+
 /* Takes the current attempt away from its agent: back to pending while
  * attempts remain, else failed. Builds pinned to a lost agent are cancelled
  * (another agent builds for itself). */
@@ -427,14 +406,14 @@ static void requeue_as(kf_coord *c, ksweep *sw, ktask *t, int attempt_state, con
             forget_build(a, sw->rec->kernels[t->rec->kernel_index]->hash);
         snprintf(msg, sizeof msg, "build abandoned: %s", why);
         sched_finish(c, sw, t, KFLEET__TASK_STATE__CANCELLED, msg);
-        maybe_finish_sweep(c, sw);
+        sched_maybe_finish_sweep(c, sw);
         return;
     }
     uint32_t max = sw->rec->max_attempts ? sw->rec->max_attempts : 3;
     if (t->rec->attempts >= max) {
         snprintf(msg, sizeof msg, "gave up after %u attempts; the last: %s", t->rec->attempts, why);
         sched_finish(c, sw, t, KFLEET__TASK_STATE__FAILED, msg);
-        maybe_finish_sweep(c, sw);
+        sched_maybe_finish_sweep(c, sw);
         return;
     }
     sched_set_state(sw, t, KFLEET__TASK_STATE__PENDING);
@@ -544,7 +523,7 @@ static int may_register(kf_coord *c, kagent *a, const kf_peer *peer, const Kflee
     *rebind = 0;
     bound_key(c, a);
     if (a->key[0] && strcmp(a->key, key) != 0) {
-        if (coord_allowed(c, a->key)) {
+        if (auth_allowed(c, a->key)) {
             snprintf(why, sizeof why,
                      "agent id %s is bound to another key (%s); this agent's key is %s. Start it "
                      "with its own --name, or revoke the old key first (kfleet agent-key revoke)",
@@ -597,7 +576,7 @@ static int on_register(void *ctx, const kf_peer *peer, const Kfleet__Envelope *e
         prev->route_len = 0;
     if (a->info)
         kfleet__agent_info__free_unpacked(a->info, NULL);
-    a->info = COPY_MSG(kfleet__agent_info, info);
+    a->info = kf_pb_copy(&(info)->base);
     a->info->registered_at_ns = kf_now_ns();
     a->info->last_seen_ns = a->info->registered_at_ns;
     a->info->lost = 0;
@@ -861,7 +840,7 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
              (unsigned long long)r->task_id, r->attempt, a->id, r->state);
     if (env->oseq)
         coord_ack_later(a, env->oseq);
-    maybe_finish_sweep(c, sw);
+    sched_maybe_finish_sweep(c, sw);
     c->dispatch_needed = 1;
     return KF_OK;
 }
@@ -950,7 +929,7 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     take_slot(a, t, needs_gpu(sw, t));
     if (a->nrunning == a->caprunning) {
         a->caprunning = a->caprunning ? a->caprunning * 2 : 16;
-        a->running = xrealloc(a->running, a->caprunning * sizeof *a->running);
+        a->running = kf_xrealloc(a->running, a->caprunning * sizeof *a->running);
     }
     a->running[a->nrunning++] = t->rec->task_id;
     sched_set_state(sw, t, KFLEET__TASK_STATE__ASSIGNED);
@@ -998,17 +977,15 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
 /* Creates the build task of kernel ki pinned to agent a. */
 static ktask *new_build(kf_coord *c, ksweep *sw, uint32_t ki, kagent *a)
 {
-    Kfleet__Task *rec = malloc(sizeof *rec);
-    if (!rec)
-        abort();
+    Kfleet__Task *rec = kf_xmalloc(sizeof *rec);
     kfleet__task__init(rec);
     rec->task_id = kf_task_id(sw->rec->sweep_id, sw->ntasks);
     rec->sweep_id = sw->rec->sweep_id;
     rec->kind = KFLEET__TASK_KIND__BUILD;
     rec->kernel_index = ki;
-    rec->pin_agent = xstrdup(a->id);
-    rec->agent_id = xstrdup("");
-    rec->error = xstrdup("");
+    rec->pin_agent = kf_xstrdup(a->id);
+    rec->agent_id = kf_xstrdup("");
+    rec->error = kf_xstrdup("");
     rec->state = KFLEET__TASK_STATE__PENDING;
     rec->created_ns = rec->updated_ns = kf_now_ns();
     ktask *t = sched_add_task(c, sw, rec);
@@ -1084,7 +1061,7 @@ static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
                 set_str(&t->rec->agent_id, a->id);
                 sched_finish(c, sw, t, KFLEET__TASK_STATE__FAILED, msg);
                 if (terminal_count(sw) == sw->ntasks) {
-                    maybe_finish_sweep(c, sw);
+                    sched_maybe_finish_sweep(c, sw);
                     return pick(c, a, ai, sw_out);
                 }
                 continue;
@@ -1130,12 +1107,10 @@ static int load_task(void *ctx, const Kfleet__Task *rec)
     void **pp = ctx;
     kf_coord *c = pp[0];
     ksweep *sw = pp[1];
-    Kfleet__Task *own = COPY_MSG(kfleet__task, rec);
+    Kfleet__Task *own = kf_pb_copy(&(rec)->base);
     /* Ids are dense per sweep: fill any hole so idx == position. */
     while (sw->ntasks < (uint32_t)own->task_id) {
-        Kfleet__Task *hole = malloc(sizeof *hole);
-        if (!hole)
-            abort();
+        Kfleet__Task *hole = kf_xmalloc(sizeof *hole);
         kfleet__task__init(hole);
         hole->task_id = kf_task_id(sw->rec->sweep_id, sw->ntasks);
         hole->state = KFLEET__TASK_STATE__CANCELLED;
@@ -1150,7 +1125,7 @@ static int load_task(void *ctx, const Kfleet__Task *rec)
         t->assigned_mono = kf_mono_ns();
         if (a->nrunning == a->caprunning) {
             a->caprunning = a->caprunning ? a->caprunning * 2 : 16;
-            a->running = xrealloc(a->running, a->caprunning * sizeof *a->running);
+            a->running = kf_xrealloc(a->running, a->caprunning * sizeof *a->running);
         }
         a->running[a->nrunning++] = own->task_id;
     }
@@ -1162,7 +1137,7 @@ static int load_sweep(void *ctx, const Kfleet__Sweep *rec)
     kf_coord *c = ctx;
     if (rec->finished_ns)
         return 0;
-    ksweep *sw = sched_add_sweep(c, COPY_MSG(kfleet__sweep, rec));
+    ksweep *sw = sched_add_sweep(c, kf_pb_copy(&(rec)->base));
     void *pp[2] = {c, sw};
     kf_txn *txn;
     int rc = coord_txn(c, &txn);
@@ -1187,6 +1162,6 @@ int sched_load(kf_coord *c, kf_err *err)
         kf_info("coordinator.resume", "sweeps=%zu open_tasks=%zu", c->nsweeps, open);
     /* A sweep whose tasks all ended before the crash is finished now. */
     for (size_t i = c->nsweeps; i-- > 0;)
-        maybe_finish_sweep(c, c->sweeps[i]);
+        sched_maybe_finish_sweep(c, c->sweeps[i]);
     return kf_store_commit(&c->txn, err);
 }

@@ -14,6 +14,7 @@
  * because the launcher connects directly and would silently reach the wrong
  * machine. */
 #include "fleet/fleet.h"
+#include "common/xalloc.h"
 #include "common/buf.h"
 #include "fleet/sshconf.h"
 #include "core/yamldoc.h"
@@ -219,15 +220,14 @@ static int get_identity(ctx *c, const yaml_node_t *n, const char **out)
 /* A local path from the inventory: "~" → home, relative → base_dir. */
 static char *local_path(ctx *c, const char *s)
 {
-    char *out = NULL;
-    int n;
+    kf_buf out = KF_BUF_INIT;
     if (s[0] == '~')
-        n = asprintf(&out, "%s%s", c->home, s + 1);
+        kf_buf_addf(&out, "%s%s", c->home, s + 1);
     else if (s[0] != '/' && c->base_dir)
-        n = asprintf(&out, "%s/%s", c->base_dir, s);
+        kf_buf_addf(&out, "%s/%s", c->base_dir, s);
     else
-        n = (out = strdup(s)) ? 0 : -1;
-    return n < 0 ? NULL : out;
+        kf_buf_adds(&out, s);
+    return kf_buf_detach(&out);
 }
 
 /* ---- hosts ---- */
@@ -248,8 +248,8 @@ static int parse_labels(ctx *c, const yaml_node_t *n, kf_fleet_host *h)
     if (cnt > MAX_LABELS)
         return kf_yaml_fail(&c->y, n, "%zu labels is too many (the limit is %d); keep fewer", cnt,
                             MAX_LABELS);
-    if (cnt && !(h->labels = calloc(cnt, sizeof *h->labels)))
-        return kf_yaml_oom(&c->y);
+    if (cnt)
+        h->labels = kf_xcalloc(cnt, sizeof *h->labels);
     for (size_t i = 0; i < cnt; i++) {
         yaml_node_t *it = kf_yaml_seq_item(&c->y, n, i);
         const char *s;
@@ -264,8 +264,7 @@ static int parse_labels(ctx *c, const yaml_node_t *n, kf_fleet_host *h)
         for (size_t j = 0; j < i; j++)
             if (strcmp(h->labels[j], s) == 0)
                 return kf_yaml_fail(&c->y, it, "label '%.40s' is listed twice; keep one", s);
-        if (!(h->labels[i] = strdup(s)))
-            return kf_yaml_oom(&c->y);
+        h->labels[i] = kf_xstrdup(s);
         h->nlabels = i + 1;
     }
     return KF_OK;
@@ -274,8 +273,7 @@ static int parse_labels(ctx *c, const yaml_node_t *n, kf_fleet_host *h)
 /* An error of the ssh config reader, placed at the ssh_alias. */
 static int alias_error(ctx *c, const host_fields *f, int rc, const kf_err *e)
 {
-    if (rc == KF_ENOMEM)
-        return kf_yaml_oom(&c->y);
+    (void)rc;
     return kf_yaml_fail(&c->y, f->alias_node, "ssh_alias '%.64s': %s", f->alias, e->msg);
 }
 
@@ -329,9 +327,8 @@ static int apply_alias(ctx *c, host_fields *f, kf_fleet_host *h, const defaults 
             }
             h->host = expanded;
             expanded = NULL;
-        } else if (!(h->host = strdup(f->alias))) {
-            rc = kf_yaml_oom(&c->y);
-            goto out;
+        } else {
+            h->host = kf_xstrdup(f->alias);
         }
     }
     const char *port = kf_sshconf_value(sc, KF_SSHCONF_PORT);
@@ -351,10 +348,7 @@ static int apply_alias(ctx *c, host_fields *f, kf_fleet_host *h, const defaults 
                               f->alias, user, kf_sshconf_where(sc, KF_SSHCONF_USER));
             goto out;
         }
-        if (!(h->user = strdup(user))) {
-            rc = kf_yaml_oom(&c->y);
-            goto out;
-        }
+        h->user = kf_xstrdup(user);
     }
     if (!f->identity && kf_sshconf_value(sc, KF_SSHCONF_IDENTITYFILE)) {
         const char *r = f->user ? f->user : h->user ? h->user : d->user ? d->user : "root";
@@ -376,7 +370,8 @@ static int dup_or_oom(ctx *c, char **dst, const char *src)
 {
     if (*dst || !src)
         return KF_OK;
-    return (*dst = strdup(src)) ? KF_OK : kf_yaml_oom(&c->y);
+    *dst = kf_xstrdup(src);
+    return KF_OK;
 }
 
 static int parse_host(ctx *c, const yaml_node_t *n, const defaults *d, kf_fleet_host *h)
@@ -438,8 +433,7 @@ static int parse_host(ctx *c, const yaml_node_t *n, const defaults *d, kf_fleet_
                 "(no spaces or wildcards)",
                 f.alias);
         f.alias_node = v;
-        if (!(h->ssh_alias = strdup(f.alias)))
-            return kf_yaml_oom(&c->y);
+        h->ssh_alias = kf_xstrdup(f.alias);
         if ((rc = apply_alias(c, &f, h, d)))
             return rc;
     }
@@ -453,8 +447,8 @@ static int parse_host(ctx *c, const yaml_node_t *n, const defaults *d, kf_fleet_
     if ((rc = dup_or_oom(c, &h->user, f.user ? f.user : d->user ? d->user : "root")))
         return rc;
     const char *ident = f.identity ? f.identity : h->identity ? NULL : d->identity;
-    if (ident && !(h->identity = local_path(c, ident)))
-        return kf_yaml_oom(&c->y);
+    if (ident)
+        h->identity = local_path(c, ident);
     if ((rc = dup_or_oom(c, &h->provider,
                          f.provider    ? f.provider
                          : d->provider ? d->provider
@@ -537,8 +531,7 @@ static int parse_root(ctx *c, const yaml_node_t *root, kf_fleet *f)
         return kf_yaml_fail(&c->y, hn,
                             "%zu hosts is too many (the limit is %d); split the inventory", n,
                             KF_FLEET_MAX_HOSTS);
-    if (!(f->hosts = calloc(n, sizeof *f->hosts)))
-        return kf_yaml_oom(&c->y);
+    f->hosts = kf_xcalloc(n, sizeof *f->hosts);
     for (size_t i = 0; i < n; i++) {
         yaml_node_t *it = kf_yaml_seq_item(&c->y, hn, i);
         f->nhosts = i + 1; /* so a half-filled host is freed too */
@@ -603,9 +596,7 @@ int kf_fleet_parse_opts(const char *path, const char *text, size_t len, const kf
         snprintf(cfg, sizeof cfg, "%s/.ssh/config", c.home);
         c.ssh_config = cfg;
     }
-    kf_fleet *f = calloc(1, sizeof *f);
-    if (!f)
-        return kf_yaml_oom(&c.y);
+    kf_fleet *f = kf_xcalloc(1, sizeof *f);
     int rc = load(&c, f);
     if (rc) {
         kf_fleet_destroy(&f);

@@ -14,6 +14,7 @@
  * with --accept-new, recorded) the host key first, and hands the daemon the
  * same known_hosts file, which it reads strictly. */
 #include "fleet/launch.h"
+#include "common/xalloc.h"
 #include "core/ctlsock.h"
 
 #include "common/keys.h"
@@ -778,11 +779,9 @@ static int run_all(const kf_fleet *f, const kf_launch_opts *o, int teardown, kf_
             server_key = strdup(pub);
     }
     void *zctx = o->control_endpoint ? zmq_ctx_new() : NULL;
-    kf_launch_result *r = calloc(f->nhosts, sizeof *r);
-    job *jobs = calloc(f->nhosts, sizeof *jobs);
-    pthread_t *th = calloc(f->nhosts, sizeof *th);
-    if (!r || !jobs || !th)
-        abort();
+    kf_launch_result *r = kf_xcalloc(f->nhosts, sizeof *r);
+    job *jobs = kf_xcalloc(f->nhosts, sizeof *jobs);
+    pthread_t *th = kf_xcalloc(f->nhosts, sizeof *th);
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     for (size_t i = 0; i < f->nhosts; i++) {
         snprintf(r[i].name, sizeof r[i].name, "%s", f->hosts[i].name);

@@ -2,6 +2,7 @@
  * launch or teardown, running launch.h's per-host flow; results published
  * under the table's mutex as each host finishes. */
 #include "fleet/launches.h"
+#include "common/xalloc.h"
 
 #include "fleet/launch.h"
 #include "common/log.h"
@@ -48,20 +49,13 @@ struct kf_launches {
 int kf_launches_new(const char *control_endpoint, const char *allow_file,
                     const char *server_pub_file, kf_launches **out, kf_err *err)
 {
-    kf_launches *l = calloc(1, sizeof *l);
-    if (!l)
-        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    kf_launches *l = kf_xcalloc(1, sizeof *l);
     pthread_mutex_init(&l->mu, NULL);
     atomic_init(&l->cancel, 0);
-    l->control_endpoint = strdup(control_endpoint ? control_endpoint : "");
-    l->allow_file = allow_file ? strdup(allow_file) : NULL;
-    l->server_pub_file = server_pub_file ? strdup(server_pub_file) : NULL;
+    l->control_endpoint = kf_xstrdup(control_endpoint);
+    l->allow_file = allow_file ? kf_xstrdup(allow_file) : NULL;
+    l->server_pub_file = server_pub_file ? kf_xstrdup(server_pub_file) : NULL;
     l->next_id = 1;
-    if (!l->control_endpoint || (allow_file && !l->allow_file) ||
-        (server_pub_file && !l->server_pub_file)) {
-        kf_launches_destroy(&l);
-        return kf_err_set(err, KF_ENOMEM, "out of memory");
-    }
     *out = l;
     return KF_OK;
 }
@@ -223,9 +217,7 @@ static char *dup_or_null(const char *s)
 {
     if (!s || !*s)
         return NULL;
-    char *d = strdup(s);
-    if (!d)
-        abort();
+    char *d = kf_xstrdup(s);
     return d;
 }
 
@@ -276,9 +268,8 @@ static int check_request(const Kfleet__LaunchRequest *req, kf_err *err)
 
 static kf_fleet *fleet_of(const Kfleet__LaunchRequest *req)
 {
-    kf_fleet *f = calloc(1, sizeof *f);
-    if (!f || !(f->hosts = calloc(req->n_hosts, sizeof *f->hosts)))
-        abort();
+    kf_fleet *f = kf_xcalloc(1, sizeof *f);
+    f->hosts = kf_xcalloc(req->n_hosts, sizeof *f->hosts);
     f->nhosts = req->n_hosts;
     for (size_t i = 0; i < req->n_hosts; i++) {
         const Kfleet__LaunchHost *s = req->hosts[i];
@@ -328,17 +319,13 @@ int kf_launches_start(kf_launches *l, const Kfleet__LaunchRequest *req, uint32_t
         return kf_err_set(err, KF_EBUSY, "%zu launches are running; try again when one is done",
                           active);
     }
-    launch_entry *e = calloc(1, sizeof *e);
-    if (!e)
-        abort();
+    launch_entry *e = kf_xcalloc(1, sizeof *e);
     e->owner = l;
     e->id = l->next_id++;
     e->teardown = req->teardown;
     e->f = fleet_of(req);
-    e->res = calloc(req->n_hosts, sizeof *e->res);
-    e->host_done = calloc(req->n_hosts, sizeof *e->host_done);
-    if (!e->res || !e->host_done)
-        abort();
+    e->res = kf_xcalloc(req->n_hosts, sizeof *e->res);
+    e->host_done = kf_xcalloc(req->n_hosts, sizeof *e->host_done);
     for (size_t i = 0; i < req->n_hosts; i++) {
         snprintf(e->res[i].name, sizeof e->res[i].name, "%s", req->hosts[i]->name);
         e->res[i].failed_at = -1;
@@ -372,9 +359,7 @@ int kf_launches_start(kf_launches *l, const Kfleet__LaunchRequest *req, uint32_t
     o->cancel = &l->cancel;
     if (l->n == l->cap) {
         l->cap = l->cap ? l->cap * 2 : 8;
-        l->v = realloc(l->v, l->cap * sizeof *l->v);
-        if (!l->v)
-            abort();
+        l->v = kf_xrealloc(l->v, l->cap * sizeof *l->v);
     }
     l->v[l->n++] = e;
     if (pthread_create(&e->th, NULL, entry_main, e) != 0) {
@@ -406,28 +391,20 @@ int kf_launches_state(kf_launches *l, uint32_t id, Kfleet__LaunchState **out, kf
                           id);
     }
     size_t n = e->f->nhosts;
-    Kfleet__LaunchState *st = calloc(1, sizeof *st);
-    if (!st)
-        abort();
+    Kfleet__LaunchState *st = kf_xcalloc(1, sizeof *st);
     kfleet__launch_state__init(st);
     st->id = e->id;
     st->done = e->done;
     st->teardown = e->teardown;
-    st->hosts = calloc(n, sizeof *st->hosts);
-    if (!st->hosts)
-        abort();
+    st->hosts = kf_xcalloc(n, sizeof *st->hosts);
     st->n_hosts = n;
     for (size_t i = 0; i < n; i++) {
         const kf_launch_result *r = &e->res[i];
-        Kfleet__LaunchHostState *h = calloc(1, sizeof *h);
-        if (!h)
-            abort();
+        Kfleet__LaunchHostState *h = kf_xcalloc(1, sizeof *h);
         kfleet__launch_host_state__init(h);
-        h->t = calloc(KF_PHASE_COUNT, sizeof *h->t);
-        h->name = strdup(r->name);
-        h->msg = strdup(r->msg);
-        if (!h->t || !h->name || !h->msg)
-            abort();
+        h->t = kf_xcalloc(KF_PHASE_COUNT, sizeof *h->t);
+        h->name = kf_xstrdup(r->name);
+        h->msg = kf_xstrdup(r->msg);
         h->done = e->host_done[i];
         h->rc = r->rc;
         h->failed_at = r->failed_at;

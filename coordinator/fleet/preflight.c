@@ -10,6 +10,7 @@
  * every value passes through kv(), which joins lines, so one key is always
  * one line whatever a tool prints. */
 #include "fleet/preflight.h"
+#include "common/xalloc.h"
 #include "common/buf.h"
 
 #include <ctype.h>
@@ -103,7 +104,10 @@ static int set_str(char **dst, const char *v, size_t n)
     *dst = NULL;
     if (n == 0)
         return KF_OK;
-    return (*dst = strndup(v, n)) ? KF_OK : KF_ENOMEM;
+    *dst = kf_xmalloc(n + 1);
+    memcpy(*dst, v, n);
+    (*dst)[n] = '\0';
+    return KF_OK;
 }
 
 /* A decimal count of KiB as bytes; -1 when it is not one. */
@@ -139,9 +143,7 @@ static int parse_gpu(kf_preflight *pf, const char *v, size_t n)
 {
     if (pf->ngpus >= MAX_GPUS)
         return KF_OK;
-    kf_preflight_gpu *g = realloc(pf->gpus, (pf->ngpus + 1) * sizeof *g);
-    if (!g)
-        return KF_ENOMEM;
+    kf_preflight_gpu *g = kf_xrealloc(pf->gpus, (pf->ngpus + 1) * sizeof *g);
     pf->gpus = g;
     g = &pf->gpus[pf->ngpus];
     memset(g, 0, sizeof *g);

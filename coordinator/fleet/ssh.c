@@ -11,6 +11,7 @@
  * hashed entries). A key recorded with accept_new is appended as one line
  * with O_APPEND, so parallel launches do not rewrite each other's file. */
 #include "fleet/ssh.h"
+#include "common/xalloc.h"
 
 #include "common/log.h"
 #include "common/util.h"
@@ -339,9 +340,7 @@ static int connect_once(const kf_ssh_opts *o, kf_ssh **out, int *retry, kf_err *
     if (fd < 0)
         return kf_err_set(err, KF_EUNAVAIL, "%s: cannot connect to %s:%d: %s", o->name, o->host,
                           port, why);
-    kf_ssh *k = calloc(1, sizeof *k);
-    if (!k)
-        abort();
+    kf_ssh *k = kf_xcalloc(1, sizeof *k);
     k->fd = fd;
     snprintf(k->name, sizeof k->name, "%s", o->name ? o->name : o->host);
     k->s = libssh2_session_init();

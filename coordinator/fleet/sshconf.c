@@ -7,6 +7,7 @@
  * knows, and never evaluates Match criteria: a Match block it cannot decide
  * is skipped rather than guessed. */
 #include "fleet/sshconf.h"
+#include "common/xalloc.h"
 #include "common/buf.h"
 
 #include <ctype.h>
@@ -211,10 +212,7 @@ static int read_file(kf_sshconf *sc, const char *path, int depth, int active)
                           argv[0]);
                 break;
             }
-            if (!(sc->v[k].value = strdup(argv[1]))) {
-                rc = kf_err_set(sc->err, KF_ENOMEM, "out of memory");
-                break;
-            }
+            sc->v[k].value = kf_xstrdup(argv[1]);
             snprintf(sc->v[k].where, sizeof sc->v[k].where, "%s", where);
         }
     }
@@ -225,11 +223,9 @@ static int read_file(kf_sshconf *sc, const char *path, int depth, int active)
 int kf_sshconf_read(const char *path, const char *alias, const char *home, kf_sshconf **out,
                     kf_err *err)
 {
-    kf_sshconf *sc = calloc(1, sizeof *sc);
-    if (!sc || (home && !(sc->home = strdup(home)))) {
-        free(sc);
-        return kf_err_set(err, KF_ENOMEM, "out of memory");
-    }
+    kf_sshconf *sc = kf_xcalloc(1, sizeof *sc);
+    if (home)
+        sc->home = kf_xstrdup(home);
     const char *slash = strrchr(path, '/');
     if (slash)
         snprintf(sc->top_dir, sizeof sc->top_dir, "%.*s", (int)(slash - path), path);

@@ -10,6 +10,7 @@
  * Each relay has one buffer per direction; a buffer is refilled only when
  * empty, so a slow side throttles the other (SSH's window does the rest). */
 #include "fleet/tunnel.h"
+#include "common/xalloc.h"
 
 #include "common/log.h"
 #include "fleet/ssh.h"
@@ -289,16 +290,12 @@ static int tun_pump(kf_tunnels *m, tun *t, int *progress)
             libssh2_channel_free(ch);
             continue;
         }
-        relay *r = calloc(1, sizeof *r);
-        if (!r)
-            abort();
+        relay *r = kf_xcalloc(1, sizeof *r);
         r->ch = ch;
         r->fd = fd;
         if (t->nrelays == t->caprelays) {
             t->caprelays = t->caprelays ? 2 * t->caprelays : 4;
-            t->relays = realloc(t->relays, t->caprelays * sizeof *t->relays);
-            if (!t->relays)
-                abort();
+            t->relays = kf_xrealloc(t->relays, t->caprelays * sizeof *t->relays);
         }
         t->relays[t->nrelays++] = r;
         kf_debug("tunnel.relay", "name=%s relays=%zu", t->spec.name, t->nrelays);
@@ -390,9 +387,7 @@ static void *tunnels_main(void *arg)
         size_t nfds = 0;
         for (size_t i = 0; i < m->n; i++)
             nfds += m->t[i]->ssh ? 1 + m->t[i]->nrelays : 0;
-        struct pollfd *pf = calloc(nfds ? nfds : 1, sizeof *pf);
-        if (!pf)
-            abort();
+        struct pollfd *pf = kf_xcalloc(nfds ? nfds : 1, sizeof *pf);
         size_t k = 0;
         for (size_t i = 0; i < m->n; i++) {
             tun *t = m->t[i];
@@ -445,9 +440,7 @@ int kf_tunnels_new(const char *target_host, int target_port, kf_tunnels **out, k
     *out = NULL;
     if (kf_ssh_global_init(err) != KF_OK)
         return err ? err->code : KF_EIO;
-    kf_tunnels *m = calloc(1, sizeof *m);
-    if (!m)
-        abort();
+    kf_tunnels *m = kf_xcalloc(1, sizeof *m);
     snprintf(m->thost, sizeof m->thost, "%s", target_host);
     m->tport = target_port;
     pthread_mutex_init(&m->mu, NULL);
@@ -501,16 +494,12 @@ int kf_tunnels_open(kf_tunnels *m, const kf_tunnel_spec *spec, kf_err *err)
         pthread_mutex_unlock(&m->mu);
         return KF_OK;
     }
-    tun *t = calloc(1, sizeof *t);
-    if (!t)
-        abort();
+    tun *t = kf_xcalloc(1, sizeof *t);
     t->spec = *spec;
     t->backoff_s = 0.5;
     if (m->n == m->cap) {
         m->cap = m->cap ? 2 * m->cap : 8;
-        m->t = realloc(m->t, m->cap * sizeof *m->t);
-        if (!m->t)
-            abort();
+        m->t = kf_xrealloc(m->t, m->cap * sizeof *m->t);
     }
     m->t[m->n++] = t;
     pthread_mutex_unlock(&m->mu);
@@ -535,9 +524,7 @@ int kf_tunnels_close(kf_tunnels *m, const char *name, kf_err *err)
 int kf_tunnels_list(kf_tunnels *m, const char *name, kf_tunnel_info **out, size_t *n)
 {
     pthread_mutex_lock(&m->mu);
-    kf_tunnel_info *v = calloc(m->n ? m->n : 1, sizeof *v);
-    if (!v)
-        abort();
+    kf_tunnel_info *v = kf_xcalloc(m->n ? m->n : 1, sizeof *v);
     size_t k = 0;
     for (size_t i = 0; i < m->n; i++) {
         tun *t = m->t[i];

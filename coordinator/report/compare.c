@@ -1,5 +1,6 @@
 /* compare — two sweeps side by side; see compare.h for the rules. */
 #include "report/compare.h"
+#include "common/xalloc.h"
 #include "report/report.h"
 
 #include <jansson.h>
@@ -71,9 +72,7 @@ static int load_side(kf_txn *t, uint32_t id, side *s, kf_err *err)
     s->id = id;
     s->name = json_string_value(json_object_get(json_object_get(s->report, "sweep"), "name"));
     json_t *rows = json_object_get(s->report, "rows");
-    s->c = calloc(json_array_size(rows) + 1, sizeof *s->c);
-    if (!s->c)
-        return kf_err_set(err, KF_ENOMEM, "out of memory");
+    s->c = kf_xcalloc(json_array_size(rows) + 1, sizeof *s->c);
     size_t i;
     json_t *r;
     json_array_foreach(rows, i, r)
@@ -232,8 +231,8 @@ int kf_compare_render(kf_txn *t, uint32_t a, uint32_t b, double threshold_pct, i
     int rc = load_side(t, a, &sa, err);
     if (rc == KF_OK)
         rc = load_side(t, b, &sb, err);
-    if (rc == KF_OK && !(p = calloc(sb.n + 1, sizeof *p)))
-        rc = kf_err_set(err, KF_ENOMEM, "out of memory");
+    if (rc == KF_OK)
+        p = kf_xcalloc(sb.n + 1, sizeof *p);
     size_t np = 0;
     for (size_t i = 0; rc == KF_OK && i < sb.n; i++) {
         cfg *m = match(&sa, &sb.c[i]);

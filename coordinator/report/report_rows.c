@@ -20,6 +20,7 @@
  * The renderers (report_text.c, report_json.c) read these rows and nothing
  * else, so the formats cannot disagree; report.c picks the renderer. */
 #include "report/report_rows.h"
+#include "common/xalloc.h"
 #include "common/stats.h"
 
 #include <math.h>
@@ -113,9 +114,7 @@ static int sample_cb(void *ctx, const Kfleet__Sample *s)
     rtask *rt = ctx;
     if (rt->nsamples == rt->cap) {
         size_t cap = rt->cap ? rt->cap * 2 : 64;
-        double *p = realloc(rt->samples, cap * sizeof *p);
-        if (!p)
-            return KF_ENOMEM;
+        double *p = kf_xrealloc(rt->samples, cap * sizeof *p);
         rt->samples = p;
         rt->cap = cap;
     }
@@ -132,23 +131,19 @@ struct attempt_ctx {
 
 static char *dup_or_null(const char *s)
 {
-    return s && *s ? strdup(s) : NULL;
+    return s && *s ? kf_xstrdup(s) : NULL;
 }
 
 /* Every attempt is counted; its details are kept (and freed again in
  * task_cb when the task had one quiet attempt). */
-static int keep_attempt(rtask *rt, const Kfleet__Attempt *a)
+static void keep_attempt(rtask *rt, const Kfleet__Attempt *a)
 {
-    rattempt *p = realloc(rt->att, (rt->natt + 1) * sizeof *p);
-    if (!p)
-        return KF_ENOMEM;
-    rt->att = p;
+    rt->att = kf_xrealloc(rt->att, (rt->natt + 1) * sizeof *rt->att);
     rattempt *x = &rt->att[rt->natt++];
     x->attempt = a->attempt;
     x->state = a->state;
     x->agent = dup_or_null(a->agent_id);
     x->note = dup_or_null(a->note);
-    return KF_OK;
 }
 
 static void drop_attempts(rtask *rt)
@@ -167,8 +162,7 @@ static int attempt_cb(void *ctx, const Kfleet__Attempt *a)
     struct attempt_ctx *ac = ctx;
     rschedule *s = &ac->r->sched;
     ac->rt->nattempts++;
-    if (keep_attempt(ac->rt, a) != KF_OK)
-        return KF_ENOMEM;
+    keep_attempt(ac->rt, a);
     if (!a->assigned_ns || a->ended_ns < a->assigned_ns)
         return 0;
     double d = (double)(a->ended_ns - a->assigned_ns) / 1e9;
@@ -193,23 +187,12 @@ static int task_cb(void *ctx, const Kfleet__Task *task)
     rep *r = ctx;
     if (r->ntasks == r->cap) {
         size_t cap = r->cap ? r->cap * 2 : 64;
-        rtask *p = realloc(r->tasks, cap * sizeof *p);
-        if (!p)
-            return KF_ENOMEM;
+        rtask *p = kf_xrealloc(r->tasks, cap * sizeof *p);
         r->tasks = p;
         r->cap = cap;
     }
-    /* The walk lends the record; a pack/unpack round trip is the deep copy
-     * protobuf-c offers. */
-    size_t n = kfleet__task__get_packed_size(task);
-    uint8_t *b = malloc(n ? n : 1);
-    if (!b)
-        return KF_ENOMEM;
-    kfleet__task__pack(task, b);
-    Kfleet__Task *copy = kfleet__task__unpack(NULL, n, b);
-    free(b);
-    if (!copy)
-        return KF_ENOMEM;
+    /* The walk lends the record. */
+    Kfleet__Task *copy = kf_pb_copy(&task->base);
     rtask *rt = &r->tasks[r->ntasks++];
     memset(rt, 0, sizeof *rt);
     rt->task = copy;
@@ -248,12 +231,7 @@ static int add_agent(rep *r, const char *id)
         return rc;
     if (r->nagents == r->capagents) {
         size_t cap = r->capagents ? r->capagents * 2 : 8;
-        Kfleet__AgentInfo **p = realloc(r->agents, cap * sizeof *p);
-        if (!p) {
-            kfleet__agent_info__free_unpacked(a, NULL);
-            return KF_ENOMEM;
-        }
-        r->agents = p;
+        r->agents = kf_xrealloc(r->agents, cap * sizeof *r->agents);
         r->capagents = cap;
     }
     r->agents[r->nagents++] = a;
@@ -461,9 +439,7 @@ static void mark_outliers(rep *r)
 
 static int build_rows(rep *r)
 {
-    r->rows = calloc(r->ntasks ? r->ntasks : 1, sizeof *r->rows);
-    if (!r->rows)
-        return KF_ENOMEM;
+    r->rows = kf_xcalloc(r->ntasks ? r->ntasks : 1, sizeof *r->rows);
     /* Profiles first, so that an unpinned row's node is where it was
      * measured and its validation joins it. */
     for (int pass = 0; pass < 2; pass++) {
@@ -567,10 +543,8 @@ static int set_baseline(rep *r, const char *name, kf_err *err)
     kf_buf names = KF_BUF_INIT;
     for (size_t i = 0; i < r->sw->n_kernels; i++) {
         if (strcmp(r->sw->kernels[i]->name, name) == 0) {
-            char *copy = strdup(name);
+            char *copy = kf_xstrdup(name);
             kf_buf_release(&names);
-            if (!copy)
-                return kf_err_set(err, KF_ENOMEM, "out of memory");
             /* The unpacked message's own string (free_unpacked frees ours
              * with the same malloc), unless it is protobuf-c's shared "". */
             if (r->sw->baseline != protobuf_c_empty_string)

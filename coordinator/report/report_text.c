@@ -8,6 +8,7 @@
  * would be all dashes (speedup without a baseline, %ceiling without a
  * measured ceiling) are left out. */
 #include "report/report_text.h"
+#include "common/xalloc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -458,9 +459,7 @@ int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
     for (size_t i = 0; i < r->ntasks; i++)
         nb += r->tasks[i].task->kind == KFLEET__TASK_KIND__BUILD;
     size_t n = (r->nrows > nb ? r->nrows : nb) + 1;
-    char(*cells)[CELL] = calloc(n * R_N, sizeof *cells);
-    if (!cells)
-        return KF_ENOMEM;
+    char(*cells)[CELL] = kf_xcalloc(n * R_N, sizeof *cells);
 
     kf_buf_adds(out, md ? "\n## Results\n\n" : "\nresults:\n");
     for (size_t i = 0; i < r->nrows; i++)
