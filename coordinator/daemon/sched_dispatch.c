@@ -1,0 +1,258 @@
+/* sched_dispatch — who runs what, and the periodic checks: agents silent
+ * past the heartbeat timeout (or revoked) are lost and their attempts
+ * requeued; assignments never confirmed within the grace are requeued; the
+ * dispatcher gives each agent with a free slot its next task, creating the
+ * kernel's build on that agent first (on a free CPU slot while its GPU is
+ * busy, so the GPU does not wait for nvcc). */
+#include "daemon/sched_int.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "common/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sched_check_agents(kf_coord *c)
+{
+    uint64_t now = kf_mono_ns();
+    uint64_t timeout = (uint64_t)(c->cfg.heartbeat_timeout_s * 1e9);
+    uint64_t grace = (uint64_t)(c->cfg.assign_grace_s * 1e9);
+    for (size_t i = 0; i < c->nagents; i++) {
+        kagent *a = c->agents[i];
+        if (!a->lost && (a->revoked || (now - a->last_seen_mono > timeout &&
+                                        (a->registered || a->nrunning > 0)))) {
+            a->lost = 1;
+            char why[256];
+            if (a->revoked)
+                snprintf(why, sizeof why, "agent %s lost: its key was revoked", a->id);
+            else
+                snprintf(why, sizeof why, "agent %s lost: no heartbeat for %.1f s", a->id,
+                         (double)(now - a->last_seen_mono) / 1e9);
+            kf_warn("agent.lost", "agent=%s silent_s=%.1f running=%zu", a->id,
+                    (double)(now - a->last_seen_mono) / 1e9, a->nrunning);
+            if (a->info) {
+                a->info->lost = 1;
+                a->info->last_seen_ns = kf_now_ns() - (now - a->last_seen_mono);
+                kf_txn *txn;
+                if (coord_txn(c, &txn) == KF_OK)
+                    kf_store_put_agent(txn, a->info);
+            }
+            while (a->nrunning > 0) {
+                ksweep *sw;
+                ktask *t = sched_task(c, a->running[a->nrunning - 1], &sw);
+                if (!t) {
+                    a->nrunning--;
+                    continue;
+                }
+                sched_requeue(c, sw, t, why);
+            }
+            /* Builds in flight there will never report: forget them. */
+            for (size_t b = 0; b < a->nbuilds;) {
+                if (!kf_state_terminal(a->builds[b].state)) {
+                    free(a->builds[b].error);
+                    a->builds[b] = a->builds[--a->nbuilds];
+                } else {
+                    b++;
+                }
+            }
+            continue;
+        }
+        /* Assignments the agent never confirmed were lost on the way. */
+        for (size_t k = 0; k < a->nrunning;) {
+            ksweep *sw;
+            ktask *t = sched_task(c, a->running[k], &sw);
+            if (t && !t->confirmed && now - t->assigned_mono > grace) {
+                char why[256];
+                snprintf(why, sizeof why, "agent %s did not confirm the assignment within %.1f s",
+                         a->id, c->cfg.assign_grace_s);
+                sched_requeue(c, sw, t, why);
+                continue; /* requeue removed running[k] */
+            }
+            k++;
+        }
+    }
+}
+
+static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
+{
+    int ai = sched_agent_index(c, a);
+    t->rec->attempts++;
+    sched_set_str(&t->rec->agent_id, a->id);
+    t->agent = ai;
+    t->assigned_mono = kf_mono_ns();
+    t->confirmed = 0;
+    sched_take_slot(a, t, sched_needs_gpu(sw, t));
+    if (a->nrunning == a->caprunning) {
+        a->caprunning = a->caprunning ? a->caprunning * 2 : 16;
+        a->running = kf_xrealloc(a->running, a->caprunning * sizeof *a->running);
+    }
+    a->running[a->nrunning++] = t->rec->task_id;
+    sched_set_state(sw, t, KFLEET__TASK_STATE__ASSIGNED);
+    sched_put_task(c, t);
+
+    Kfleet__Attempt at = KFLEET__ATTEMPT__INIT;
+    at.task_id = t->rec->task_id;
+    at.attempt = t->rec->attempts;
+    at.agent_id = a->id;
+    at.assigned_ns = kf_now_ns();
+    at.state = KFLEET__TASK_STATE__ASSIGNED;
+    kf_txn *txn;
+    if (coord_txn(c, &txn) == KF_OK)
+        kf_store_put_attempt(txn, &at);
+
+    const Kfleet__KernelRef *k = sw->rec->kernels[t->rec->kernel_index];
+    Kfleet__TaskSpec spec = KFLEET__TASK_SPEC__INIT;
+    spec.kind = t->rec->kind;
+    spec.kernel = k->name;
+    spec.kernel_hash = k->hash;
+    if (t->rec->kind == KFLEET__TASK_KIND__BUILD) {
+        spec.n_sources = k->n_sources;
+        spec.sources = k->sources;
+    }
+    spec.n_flags = k->n_flags;
+    spec.flags = k->flags;
+    spec.n_params = t->rec->n_params;
+    spec.params = t->rec->params;
+    spec.measure = sw->rec->measure;
+    spec.time_limit_s = sw->rec->time_limit_s;
+    spec.device_cuda = k->cuda;
+    Kfleet__TaskAssign ta = KFLEET__TASK_ASSIGN__INIT;
+    ta.task_id = t->rec->task_id;
+    ta.attempt = t->rec->attempts;
+    ta.spec = &spec;
+    ta.gpu_index = t->gpu_index;
+    Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
+    env.body_case = KFLEET__ENVELOPE__BODY_ASSIGN;
+    env.assign = &ta;
+    coord_queue_env(c, a, &env);
+    kf_debug("task.assign", "task=%llx attempt=%u agent=%s kind=%d",
+             (unsigned long long)t->rec->task_id, t->rec->attempts, a->id, t->rec->kind);
+}
+
+/* Creates the build task of kernel ki pinned to agent a. */
+static ktask *new_build(kf_coord *c, ksweep *sw, uint32_t ki, kagent *a)
+{
+    Kfleet__Task *rec = kf_xmalloc(sizeof *rec);
+    kfleet__task__init(rec);
+    rec->task_id = kf_task_id(sw->rec->sweep_id, sw->ntasks);
+    rec->sweep_id = sw->rec->sweep_id;
+    rec->kind = KFLEET__TASK_KIND__BUILD;
+    rec->kernel_index = ki;
+    rec->pin_agent = kf_xstrdup(a->id);
+    rec->agent_id = kf_xstrdup("");
+    rec->error = kf_xstrdup("");
+    rec->state = KFLEET__TASK_STATE__PENDING;
+    rec->created_ns = rec->updated_ns = kf_now_ns();
+    ktask *t = sched_add_task(c, sw, rec);
+    sw->rec->task_count = sw->ntasks;
+    kf_txn *txn;
+    if (coord_txn(c, &txn) == KF_OK) {
+        kf_store_put_task(txn, rec);
+        kf_store_put_sweep(txn, sw->rec);
+    }
+    sched_set_build(c, a, sw->rec->kernels[ki]->hash, KFLEET__TASK_STATE__ASSIGNED, rec->task_id,
+                    NULL);
+    return t;
+}
+
+/* The next task agent a can start now, or NULL. May create a build task
+ * (returned) or fail tasks whose build failed on a. */
+static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
+{
+    int cpu_free = a->cpu_used < a->cpu_slots;
+    int gpu_free = sched_free_gpu(a) >= 0;
+    /* Every way below to a task (or a build) needs a free slot: an agent
+     * with none would only walk every pending task for nothing, and that
+     * walk, agents x pending tasks a turn, was over half the coordinator's
+     * time dispatching to 64 agents (docs/performance.md). */
+    if (!cpu_free && !gpu_free)
+        return NULL;
+    for (size_t s = 0; s < c->nsweeps; s++) {
+        ksweep *sw = c->sweeps[s];
+        while (sw->cursor < sw->ntasks &&
+               sw->tasks[sw->cursor].rec->state != KFLEET__TASK_STATE__PENDING)
+            sw->cursor++;
+        for (uint32_t i = sw->cursor; i < sw->ntasks; i++) {
+            ktask *t = &sw->tasks[i];
+            if (t->rec->state != KFLEET__TASK_STATE__PENDING)
+                continue;
+            if (t->pin >= 0 && t->pin != ai)
+                continue;
+            if (t->rec->kind == KFLEET__TASK_KIND__BUILD) {
+                if (!cpu_free)
+                    continue;
+                *sw_out = sw;
+                return t;
+            }
+            int gpu = sched_needs_gpu(sw, t);
+            const char *hash = sw->rec->kernels[t->rec->kernel_index]->hash;
+            kbuild *b = sched_agent_build(c, a, hash);
+            if (gpu ? !gpu_free : !cpu_free) {
+                /* Its GPU is busy, but a CPU slot is free: build the kernel
+                 * now, so the GPU does not sit idle through nvcc when it
+                 * reaches this kernel (on 2xH200 that idle time was 7% of
+                 * the makespan of examples/gpu.yaml). */
+                if (gpu && cpu_free && !b && a->gpu_slots > 0) {
+                    *sw_out = sw;
+                    return new_build(c, sw, t->rec->kernel_index, a);
+                }
+                continue;
+            }
+            if (b && b->state == KFLEET__TASK_STATE__SUCCEEDED) {
+                *sw_out = sw;
+                return t;
+            }
+            if (b && kf_state_terminal(b->state)) {
+                char msg[1200];
+                /* The first lines of the compiler's complaint, not just
+                 * its "compile failed:" header. */
+                snprintf(msg, sizeof msg, "the build of %s failed on agent %s: %.1000s",
+                         sw->rec->kernels[t->rec->kernel_index]->name, a->id,
+                         b->error ? b->error : "build did not succeed");
+                char *cut = msg;
+                for (int l = 0; l < 4 && cut; l++)
+                    cut = strchr(cut + 1, '\n');
+                if (cut)
+                    *cut = '\0';
+                sched_set_str(&t->rec->agent_id, a->id);
+                sched_finish(c, sw, t, KFLEET__TASK_STATE__FAILED, msg);
+                if (sched_terminal_count(sw) == sw->ntasks) {
+                    sched_maybe_finish_sweep(c, sw);
+                    return pick(c, a, ai, sw_out);
+                }
+                continue;
+            }
+            if (b)
+                continue; /* building: wait for it */
+            if (!cpu_free)
+                continue;
+            ktask *bt = new_build(c, sw, t->rec->kernel_index, a);
+            *sw_out = sw;
+            return bt;
+        }
+    }
+    return NULL;
+}
+
+void sched_dispatch(kf_coord *c)
+{
+    if (c->nsweeps == 0)
+        return;
+    /* Round-robin start so that no agent is always served first. */
+    size_t n = c->nagents;
+    for (size_t k = 0; k < n; k++) {
+        size_t ai = (c->rr + k) % n;
+        kagent *a = c->agents[ai];
+        if (!a->registered || a->lost)
+            continue;
+        for (;;) {
+            ksweep *sw = NULL;
+            ktask *t = pick(c, a, (int)ai, &sw);
+            if (!t)
+                break;
+            assign(c, sw, t, a);
+        }
+    }
+    c->rr++;
+}

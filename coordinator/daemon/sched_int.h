@@ -1,0 +1,47 @@
+/* sched_int — what the scheduler's three files share (sched.c: lookups,
+ * slots, builds and how attempts and tasks end; sched_agents.c: the
+ * handlers of what agents send; sched_dispatch.c: who runs what, and the
+ * periodic checks). The two callers depend on sched.c, never on each
+ * other. Not a header for anything outside daemon/. */
+#ifndef KF_SCHED_INT_H
+#define KF_SCHED_INT_H
+
+#include "daemon/coord_int.h"
+
+/* Replaces a string field of a record (never freeing protobuf-c's shared
+ * empty string, which a record read back from the store may hold). */
+void sched_set_str(char **field, const char *value);
+/* a's index in c->agents, or -1. */
+int sched_agent_index(kf_coord *c, const kagent *a);
+uint32_t sched_terminal_count(const ksweep *sw);
+/* Writes t's record into the turn's transaction. */
+void sched_put_task(kf_coord *c, const ktask *t);
+
+/* Slots: a validate/profile task of a CUDA kernel takes a GPU slot, any
+ * other task a CPU slot. */
+int sched_needs_gpu(const ksweep *sw, const ktask *t);
+/* The first free GPU slot of a, or -1. */
+int sched_free_gpu(const kagent *a);
+void sched_take_slot(kagent *a, ktask *t, int gpu);
+/* Frees t's slot on its agent and takes t off the agent's running list. */
+void sched_release_slot(kf_coord *c, ktask *t);
+
+/* What a knows of a kernel's build (read back from the store after a
+ * restart), or NULL when nothing. */
+kbuild *sched_agent_build(kf_coord *c, kagent *a, const char *hash);
+/* Records (and stores) the state of a kernel's build on a. */
+kbuild *sched_set_build(kf_coord *c, kagent *a, const char *hash, int state, uint64_t task_id,
+                        const char *error);
+void sched_forget_build(kagent *a, const char *hash);
+
+/* Stores how t's current attempt ended. */
+void sched_end_attempt(kf_coord *c, ktask *t, int state, const char *note);
+void sched_send_cancel(kf_coord *c, const kagent *a, uint64_t task_id, uint32_t attempt);
+/* Takes t's current attempt away from its agent (the attempt ends in
+ * attempt_state with why): back to pending while attempts remain, else
+ * failed; a build pinned to its agent is cancelled instead. */
+void sched_requeue_as(kf_coord *c, ksweep *sw, ktask *t, int attempt_state, const char *why);
+/* sched_requeue_as with the attempt cancelled (agent lost, never confirmed). */
+void sched_requeue(kf_coord *c, ksweep *sw, ktask *t, const char *why);
+
+#endif
