@@ -44,7 +44,6 @@ LIMIT = 800
 ALLOWED_LONG = {
     "coordinator/fleet/launch.c",
     "coordinator/report/report_svg.c",
-    "agent/agent.c",
     "agent/runner/harness.c",
 }
 

@@ -1,0 +1,106 @@
+/* agent_int — the agent daemon's state, shared by its three files: agent.c
+ * (the life cycle, the loop and the handlers of what the coordinator
+ * sends), link.c (the coordinator link: the outbox's sends and resends,
+ * registration, heartbeats, the socket monitor) and runners.c (a runner
+ * process per task: start, frames, end, time limits). agent.c uses both;
+ * runners.c uses link.c; nothing calls back. Not a header outside agent/. */
+#ifndef KF_AGENT_INT_H
+#define KF_AGENT_INT_H
+
+#include "agent/agent.h"
+#include "agent/outbox.h"
+#include "common/buf.h"
+#include "common/wire.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define MAX_RUNNERS 128
+
+typedef struct krunner {
+    uint64_t task_id;
+    uint32_t attempt;
+    int kind;
+    pid_t pid;
+    int out_fd; /* -1 once at EOF */
+    int exited, status;
+    int got_result, timed_out, cancelled;
+    int gpu;
+    uint32_t gpu_index;
+    uint64_t started_mono, deadline_mono;
+    double limit_s;
+    uint32_t nsamples;
+    char dir[PATH_MAX];
+    kf_buf in;
+} krunner;
+
+typedef struct kpending {
+    uint64_t oseq;
+    uint64_t task_id;
+    uint32_t attempt;
+    int is_result;
+    uint64_t sent_mono; /* 0: due now */
+} kpending;
+
+struct kf_agent {
+    kf_agent_config cfg;
+    char workdir[PATH_MAX];
+    char runner_exe[PATH_MAX];
+    char doctor_error[512]; /* the inventory's doctor_error points here */
+    void *zctx, *sock;
+    void *monitor;             /* PAIR fed by the DEALER's monitor: handshakes and disconnects */
+    int link_up;               /* a handshake succeeded and no disconnect since */
+    uint64_t link_down_mono;   /* since when the coordinator has not been reachable; 0: up */
+    uint64_t waiting_log_mono; /* when "still no coordinator" was last said */
+    int said_lost;             /* coordinator_lost or no_coordinator was logged */
+    uint64_t last_auth_log_mono;
+    int stopping;            /* flushing the outbox on the way out: no new tasks */
+    uint64_t reconnect_mono; /* when to connect again after a refused handshake; 0: none due */
+    kf_outbox *outbox;
+    Kfleet__AgentInfo *info;
+    int welcomed;
+    uint64_t last_register_mono, last_hb_mono;
+    double hb_interval_s;
+    krunner *runners[MAX_RUNNERS];
+    size_t nrunners;
+    uint32_t cpu_used;
+    uint8_t gpu_busy[64];
+    kpending *pending;
+    size_t npending, cappending;
+    kf_buf scratch;
+    char refused[512];     /* the coordinator refused our id for good: why; the loop ends */
+    char last_reject[512]; /* the last refusal logged, so a retried one is logged once */
+};
+
+/* link.c */
+int link_load_pending_cb(void *ctx, uint64_t oseq, const void *data, size_t len);
+/* Keeps env in the outbox (durable until acked), then sends it when
+ * registered. */
+void link_emit(kf_agent *a, Kfleet__Envelope *env, uint64_t task, uint32_t attempt, int is_result);
+/* Resends the outbox entries whose resend time came. */
+void link_resend_due(kf_agent *a);
+/* Sends env now, outside the outbox (progress, registration, heartbeats). */
+void link_send_direct(kf_agent *a, Kfleet__Envelope *env);
+void link_send_register(kf_agent *a);
+void link_send_heartbeat(kf_agent *a);
+/* Reads the DEALER's monitor: refused handshakes, disconnects, and the
+ * coordinator lost or back. */
+void link_drain_monitor(kf_agent *a);
+
+/* runners.c */
+krunner *runners_find(kf_agent *a, uint64_t task, uint32_t attempt);
+/* Starts a runner for ta, or fails the assignment with why (infra). */
+int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err);
+void runners_fail_assignment(kf_agent *a, const Kfleet__TaskAssign *ta, const char *why);
+/* Reads what a runner wrote (samples, its result) into the outbox. */
+void runners_drain(kf_agent *a, krunner *r);
+/* Reaps exited runners, kills those past their time limit, and sends the
+ * result of a runner that died without one. */
+void runners_reap(kf_agent *a);
+/* Kills every runner (and its process group) and removes its scratch dir. */
+void runners_stop_all(kf_agent *a);
+/* The CUDA_VISIBLE_DEVICES entry of the agent's GPU `index`. */
+void runners_visible_device(uint32_t index, char *out, size_t len);
+
+#endif
