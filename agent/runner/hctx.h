@@ -1,0 +1,80 @@
+/* hctx — one task inside a runner process, shared by the runner's files:
+ * kernel_ops.c (the frame stream, failing a task, loading and driving a
+ * kernel: setup, one run, the output view), validate.c, profile.c,
+ * nested.c (a second run under ncu or compute-sanitizer) and harness.c (the
+ * entry: build, or load and validate / profile). Every file depends on
+ * kernel_ops.c; harness.c on the others; nothing calls back. Not a header
+ * outside agent/runner/. */
+#ifndef KF_HCTX_H
+#define KF_HCTX_H
+
+#include "kf_kernel.h"
+#include "proto/kfleet.pb-c.h"
+#include "runner/cudrv.h"
+#include "runner/nvml.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SAMPLE_BATCH 64
+
+typedef struct hctx {
+    const Kfleet__TaskAssign *ta;
+    const Kfleet__TaskSpec *spec;
+    const char *workdir;
+    int out_fd;
+    Kfleet__Result *res;
+    Kfleet__Sample *pending; /* samples not yet flushed */
+    size_t npending;
+    uint32_t seq;
+    uint64_t last_flush;
+    char err[4096];
+    kf_cudrv *cu;    /* NULL for host kernels */
+    kf_nvml *nv;     /* NULL without NVML */
+    size_t tel_sent; /* readings streamed so far (= next seq) */
+    uint32_t throttled_samples;
+    char uuid[64];
+    char sanitizer[4096]; /* the Result's sanitizer verdict */
+} hctx;
+
+typedef struct loaded {
+    void *dl;
+    const kf_kernel *k;
+    kf_params params;
+} loaded;
+
+/* kernel_ops.c */
+/* Queues one sample for the frame stream (flushed in batches). */
+int hctx_add_sample(hctx *h, double seconds, int throttled);
+/* Sends the queued samples and the NVML readings taken meanwhile. */
+int hctx_flush_samples(hctx *h);
+/* Ends the task in `state` with the message; returns -1 for the caller to
+ * return. */
+int hctx_fail(hctx *h, int state, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The first `lines` lines of text, the last of a file. */
+void hctx_first_lines(const char *text, int lines, char *out, size_t len);
+void hctx_tail_lines(const char *path, int lines, char *out, size_t len);
+/* Loads the built kernel of the task's spec, and libcuda for a CUDA one. */
+int hctx_load_kernel(hctx *h, loaded *L);
+size_t hctx_dtype_size(kf_dtype t);
+/* Element i of a host buffer of dtype t, as a double. */
+double hctx_elem(const void *data, kf_dtype t, size_t i);
+/* The output on the host (a device view copied; *owned: the caller frees). */
+int hctx_fetch_output(hctx *h, const kf_view *v, void **host, int *owned);
+/* Fills the output with 0xFF bytes (NaN for floats) before a run. */
+int hctx_poison(hctx *h, const kf_view *v);
+/* One run, waited for: device faults surface here with the driver's name. */
+int hctx_run_once(hctx *h, const loaded *L, void *state);
+int hctx_setup(hctx *h, const loaded *L, uint64_t seed, void **state);
+
+/* validate.c, profile.c, nested.c */
+int hctx_validate(hctx *h, const loaded *L);
+int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps);
+void hctx_summarize_telemetry(hctx *h, Kfleet__TelemetrySummary *ts);
+/* The run a tool watches: setup, a warm-up, then `runs` launches inside the
+ * profiler range. */
+int hctx_nested(hctx *h, const loaded *L, unsigned runs);
+int hctx_ncu(hctx *h);
+int hctx_sanitize(hctx *h);
+
+#endif

@@ -1,0 +1,304 @@
+/* kernel_ops — the runner's common ground (hctx.h): the frame stream back
+ * to the agent (samples in batches, with the NVML readings taken meanwhile),
+ * ending a task with its reason, and loading and driving a kernel: setup
+ * from a seed, one run waited for (device faults surface with the driver's
+ * name), the output view fetched to the host, poisoned before a run. */
+#include "runner/hctx.h"
+#include "runner/harness.h"
+#include "common/buf.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "common/xalloc.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "common/wire.h"
+#include "runner/build.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <unistd.h>
+
+static int write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return KF_EIO;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return KF_OK;
+}
+
+int kf_harness_write_frame(int fd, Kfleet__Envelope *env)
+{
+    kf_buf b = KF_BUF_INIT;
+    kf_wire_pack(env, &b);
+    uint8_t len[4] = {(uint8_t)b.len, (uint8_t)(b.len >> 8), (uint8_t)(b.len >> 16),
+                      (uint8_t)(b.len >> 24)};
+    int rc = write_all(fd, len, 4);
+    if (rc == KF_OK)
+        rc = write_all(fd, b.data, b.len);
+    kf_buf_release(&b);
+    return rc;
+}
+
+#define TEL_BATCH 128
+
+int hctx_flush_samples(hctx *h)
+{
+    /* NVML readings ride along with the samples they were taken beside. */
+    kf_nvml_reading rd[TEL_BATCH];
+    size_t nt = h->nv ? kf_nvml_readings(h->nv, h->tel_sent, rd, TEL_BATCH) : 0;
+    if (h->npending == 0 && nt == 0)
+        return KF_OK;
+    Kfleet__Sample *ptrs[SAMPLE_BATCH];
+    for (size_t i = 0; i < h->npending; i++)
+        ptrs[i] = &h->pending[i];
+    Kfleet__Telemetry tel[TEL_BATCH], *tptrs[TEL_BATCH];
+    for (size_t i = 0; i < nt; i++) {
+        kfleet__telemetry__init(&tel[i]);
+        tel[i].seq = (uint32_t)(h->tel_sent + i);
+        tel[i].t_ns = rd[i].wall_ns;
+        tel[i].sm_clock_mhz = rd[i].sm_mhz;
+        tel[i].mem_clock_mhz = rd[i].mem_mhz;
+        tel[i].power_mw = rd[i].power_mw;
+        tel[i].temp_c = rd[i].temp_c;
+        tel[i].clock_event_reasons = rd[i].reasons;
+        tel[i].throttled = rd[i].throttled;
+        tptrs[i] = &tel[i];
+    }
+    h->tel_sent += nt;
+    Kfleet__SampleBatch sb = KFLEET__SAMPLE_BATCH__INIT;
+    sb.task_id = h->ta->task_id;
+    sb.attempt = h->ta->attempt;
+    sb.n_samples = h->npending;
+    sb.samples = ptrs;
+    sb.n_telemetry = nt;
+    sb.telemetry = tptrs;
+    Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
+    env.body_case = KFLEET__ENVELOPE__BODY_SAMPLES;
+    env.samples = &sb;
+    h->npending = 0;
+    h->last_flush = kf_mono_ns();
+    return kf_harness_write_frame(h->out_fd, &env);
+}
+
+int hctx_add_sample(hctx *h, double seconds, int throttled)
+{
+    Kfleet__Sample *s = &h->pending[h->npending++];
+    kfleet__sample__init(s);
+    s->seq = h->seq++;
+    s->seconds = seconds;
+    s->t_ns = kf_now_ns();
+    s->throttled = throttled;
+    if (h->npending == SAMPLE_BATCH || kf_mono_ns() - h->last_flush > 100000000ull)
+        return hctx_flush_samples(h);
+    return KF_OK;
+}
+
+int hctx_fail(hctx *h, int state, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(h->err, sizeof h->err, fmt, ap);
+    va_end(ap);
+    h->res->state = (Kfleet__TaskState)state;
+    h->res->error = h->err;
+    return -1;
+}
+
+/* The first `lines` lines of text, for an error message. */
+void hctx_first_lines(const char *text, int lines, char *out, size_t len)
+{
+    size_t i = 0;
+    int n = 0;
+    while (text[i] && n < lines) {
+        if (text[i] == '\n')
+            n++;
+        i++;
+    }
+    if (i >= len)
+        i = len - 1;
+    memcpy(out, text, i);
+    out[i] = '\0';
+}
+
+int hctx_load_kernel(hctx *h, loaded *L)
+{
+    char key[65], so[PATH_MAX];
+    kf_err berr;
+    if (kf_build_artifact(h->workdir, h->spec->kernel_hash, h->spec->device_cuda, key, so,
+                          sizeof so, &berr) != KF_OK)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", berr.msg);
+    if (access(so, R_OK) != 0)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                         "artifact %s of kernel %s not in cache; the build must run first", key,
+                         h->spec->kernel);
+    L->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    if (!L->dl)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "cannot load %s: %s", so, dlerror());
+    kf_kernel_get_fn get = (kf_kernel_get_fn)dlsym(L->dl, KF_KERNEL_SYMBOL);
+    if (!get)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s does not define %s()", so,
+                         KF_KERNEL_SYMBOL);
+    L->k = get();
+    if (!L->k || L->k->abi_version != KF_KERNEL_ABI_VERSION)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                         "kernel ABI version %u, this agent speaks %d",
+                         L->k ? L->k->abi_version : 0, KF_KERNEL_ABI_VERSION);
+    if (!L->k->setup || !L->k->run || !L->k->output || !L->k->reference || !L->k->teardown)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s lacks a required callback",
+                         h->spec->kernel);
+    L->params.count = 0;
+    for (size_t i = 0; i < h->spec->n_params && i < KF_KERNEL_MAX_PARAMS; i++) {
+        L->params.names[L->params.count] = h->spec->params[i]->name;
+        L->params.values[L->params.count++] = h->spec->params[i]->value;
+    }
+    if (h->spec->device_cuda) {
+        kf_err err;
+        if (kf_cudrv_open(&h->cu, &err) != KF_OK)
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
+    }
+    return 0;
+}
+
+size_t hctx_dtype_size(kf_dtype t)
+{
+    switch (t) {
+    case KF_DTYPE_F64:
+        return 8;
+    case KF_DTYPE_F16:
+    case KF_DTYPE_BF16:
+        return 2;
+    default:
+        return 4;
+    }
+}
+
+static double half_to_double(uint16_t h)
+{
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+double hctx_elem(const void *data, kf_dtype t, size_t i)
+{
+    switch (t) {
+    case KF_DTYPE_F64:
+        return ((const double *)data)[i];
+    case KF_DTYPE_I32:
+        return ((const int32_t *)data)[i];
+    case KF_DTYPE_F16:
+        return half_to_double(((const uint16_t *)data)[i]);
+    case KF_DTYPE_BF16: {
+        uint32_t u = (uint32_t)((const uint16_t *)data)[i] << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    default:
+        return ((const float *)data)[i];
+    }
+}
+
+/* Copies the kernel's output to host memory (a device view is fetched
+ * through the driver). The caller frees *host when *owned. */
+int hctx_fetch_output(hctx *h, const kf_view *v, void **host, int *owned)
+{
+    if (v->location == KF_LOC_HOST) {
+        *host = v->data;
+        *owned = 0;
+        return 0;
+    }
+    if (!h->cu)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "a device output from a host kernel");
+    size_t n = v->count * hctx_dtype_size(v->dtype);
+    *host = malloc(n ? n : 1);
+    if (!*host)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory for %zu output bytes", n);
+    *owned = 1;
+    kf_err err;
+    if (kf_cudrv_copy_to_host(h->cu, *host, v->data, n, &err) != KF_OK) {
+        free(*host);
+        *host = NULL;
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
+    }
+    return 0;
+}
+
+int hctx_poison(hctx *h, const kf_view *v)
+{
+    size_t n = v->count * hctx_dtype_size(v->dtype);
+    if (v->location == KF_LOC_HOST) {
+        memset(v->data, 0xFF, n);
+        return 0;
+    }
+    kf_err err;
+    if (kf_cudrv_memset(h->cu, v->data, 0xFF, n, &err) != KF_OK)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
+    return 0;
+}
+
+/* Runs the kernel once and waits for it; device errors (an illegal address,
+ * a trap) surface here with the driver's name for them. */
+int hctx_run_once(hctx *h, const loaded *L, void *state)
+{
+    char kerr[512] = "";
+    if (L->k->run(state, kerr, sizeof kerr) != 0)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s failed: %s", h->spec->kernel,
+                         kerr);
+    if (h->cu) {
+        kf_err err;
+        if (kf_cudrv_sync(h->cu, &err) != KF_OK)
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel,
+                             err.msg);
+    }
+    return 0;
+}
+
+int hctx_setup(hctx *h, const loaded *L, uint64_t seed, void **state)
+{
+    char kerr[512] = "";
+    *state = NULL;
+    if (L->k->setup(state, &L->params, seed, kerr, sizeof kerr) != 0)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s setup (seed %llu) failed: %s",
+                         h->spec->kernel, (unsigned long long)seed, kerr);
+    if (h->cu) {
+        kf_err err;
+        if (kf_cudrv_sync(h->cu, &err) != KF_OK)
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s setup: %s", h->spec->kernel,
+                             err.msg);
+    }
+    return 0;
+}
+
+/* The last `lines` lines of a file, for a verdict or an error. */
+void hctx_tail_lines(const char *path, int lines, char *out, size_t len)
+{
+    kf_buf b = KF_BUF_INIT;
+    out[0] = '\0';
+    if (kf_buf_read_file(&b, path) != KF_OK || !b.data) {
+        kf_buf_release(&b);
+        return;
+    }
+    size_t i = b.len;
+    while (i > 0 && (b.data[i - 1] == '\n' || b.data[i - 1] == ' '))
+        i--;
+    size_t end = i;
+    for (int n = 0; i > 0; i--)
+        if (b.data[i - 1] == '\n' && ++n == lines)
+            break;
+    snprintf(out, len, "%.*s", (int)(end - i), b.data + i);
+    kf_buf_release(&b);
+}

@@ -1,0 +1,302 @@
+/* profile — a profile task: warm-up, then timed samples (caches flushed
+ * between cold samples; input sets rotated for hot ones) until min samples
+ * + min time + the noise criterion, or the timeout; every sample streamed.
+ * Device kernels are timed by the CUDA driver through cudrv, host kernels
+ * by CLOCK_MONOTONIC; NVML telemetry is read alongside. */
+#include "runner/hctx.h"
+#include "runner/harness.h"
+#include "common/buf.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "common/xalloc.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "common/stats.h"
+
+#include <unistd.h>
+
+/* The robust noise of the samples so far (1.4826 MAD / median, percent, as
+ * common/stats.h defines it) and the timer's quantum in the same units:
+ * the smallest gap between two distinct sample values. CUDA events tick
+ * in 32 ns steps, so a 15 us kernel's noise estimate moves by ~0.3 % per
+ * tick of its MAD; the settling test below must not ask for less. */
+static void noise_of(const double *v, size_t n, double *noise, double *quantum_pct)
+{
+    *noise = INFINITY;
+    *quantum_pct = 0;
+    double *s = n >= 2 ? malloc(n * sizeof *s) : NULL;
+    if (!s)
+        return;
+    memcpy(s, v, n * sizeof *s);
+    kf_stats_sort(s, n);
+    double med = kf_stats_quantile(s, n, 0.5), gap = INFINITY;
+    for (size_t i = 1; i < n; i++)
+        if (s[i] > s[i - 1] && s[i] - s[i - 1] < gap)
+            gap = s[i] - s[i - 1];
+    if (med > 0) {
+        *noise = 1.4826 * kf_stats_mad(s, n) / med * 100.0;
+        *quantum_pct = isfinite(gap) ? 1.4826 * gap / med * 100.0 : 0;
+    }
+    free(s);
+}
+
+/* The stored summary, from the same statistics the report recomputes. */
+static void stats(const double *v, size_t n, Kfleet__ProfileStats *ps)
+{
+    kf_stats st;
+    if (kf_stats_compute(v, n, &st) != KF_OK)
+        return;
+    ps->samples = (uint32_t)n;
+    ps->median_s = st.median;
+    ps->mean_s = st.mean;
+    ps->min_s = st.min;
+    ps->max_s = st.max;
+    ps->stddev_s = isfinite(st.stddev) ? st.stddev : 0;
+    ps->noise_pct = st.noise_pct;
+}
+
+/* NVML at 20 Hz beside the profile; without NVML the profile still runs,
+ * with no telemetry and nothing flagged (the summary says 0 readings). */
+static void start_telemetry(hctx *h)
+{
+    kf_err err;
+    if (kf_cudrv_uuid(h->cu, h->uuid, sizeof h->uuid) != KF_OK) {
+        fprintf(stderr, "runner: no GPU UUID from the driver: no telemetry\n");
+        return;
+    }
+    if (kf_nvml_open(h->uuid, &h->nv, &err) != KF_OK) {
+        fprintf(stderr, "runner: %s: no telemetry\n", err.msg);
+        return;
+    }
+    if (kf_nvml_start(h->nv, 50, &err) != KF_OK) {
+        fprintf(stderr, "runner: %s\n", err.msg);
+        kf_nvml_close(&h->nv);
+    }
+}
+
+/* Streams what the sampler read after the last sample batch. */
+static int drain_telemetry(hctx *h)
+{
+    while (h->nv) {
+        kf_nvml_reading one;
+        if (kf_nvml_readings(h->nv, h->tel_sent, &one, 1) == 0)
+            return KF_OK;
+        int rc = hctx_flush_samples(h);
+        if (rc != KF_OK)
+            return rc;
+    }
+    return KF_OK;
+}
+
+static void minmax(uint32_t *lo, uint32_t *hi, uint32_t v)
+{
+    if (v < *lo)
+        *lo = v;
+    if (v > *hi)
+        *hi = v;
+}
+
+void hctx_summarize_telemetry(hctx *h, Kfleet__TelemetrySummary *ts)
+{
+    ts->gpu_uuid = h->uuid;
+    kf_nvml_reading r[256];
+    size_t from = 0, k;
+    uint64_t first = 0, last = 0;
+    while (h->nv && (k = kf_nvml_readings(h->nv, from, r, 256)) > 0) {
+        for (size_t i = 0; i < k; i++) {
+            if (ts->readings == 0) {
+                ts->sm_clock_min_mhz = ts->sm_clock_max_mhz = r[i].sm_mhz;
+                ts->mem_clock_min_mhz = ts->mem_clock_max_mhz = r[i].mem_mhz;
+                first = r[i].mono_ns;
+            }
+            minmax(&ts->sm_clock_min_mhz, &ts->sm_clock_max_mhz, r[i].sm_mhz);
+            minmax(&ts->mem_clock_min_mhz, &ts->mem_clock_max_mhz, r[i].mem_mhz);
+            if (r[i].power_mw > ts->power_max_mw)
+                ts->power_max_mw = r[i].power_mw;
+            if (r[i].temp_c > ts->temp_max_c)
+                ts->temp_max_c = r[i].temp_c;
+            ts->reasons_seen |= r[i].reasons;
+            ts->throttled_readings += (uint32_t)r[i].throttled;
+            ts->readings++;
+            last = r[i].mono_ns;
+        }
+        from += k;
+    }
+    ts->period_s = ts->readings > 1 ? (double)(last - first) / 1e9 / (ts->readings - 1) : 0;
+}
+
+#define NOISE_HIST 20
+
+#define KF_MAX_INPUT_SETS 16
+
+/* The host's largest cache level, for hot-sample input rotation. */
+static size_t host_cache_bytes(void)
+{
+    long c = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (c <= 0)
+        c = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return c > 0 ? (size_t)c : 32u << 20;
+}
+
+/* Whether the last NOISE_HIST noise estimates agree within 5 % of their
+ * mean, or within two timer quanta when those are wider: the estimate has
+ * settled. */
+static int noise_settled(const double *hist, double quantum_pct)
+{
+    double lo = hist[0], hi = hist[0], sum = 0;
+    for (size_t i = 0; i < NOISE_HIST; i++) {
+        lo = hist[i] < lo ? hist[i] : lo;
+        hi = hist[i] > hi ? hist[i] : hi;
+        sum += hist[i];
+    }
+    return hi - lo <= fmax(0.05 * sum / NOISE_HIST, 2 * quantum_pct);
+}
+
+int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
+{
+    const Kfleet__MeasureSettings *m = h->spec->measure;
+    uint32_t min_samples = m && m->min_samples ? m->min_samples : KF_DEFAULT_MIN_SAMPLES;
+    double min_time = m && m->min_time_s > 0 ? m->min_time_s : KF_DEFAULT_MIN_TIME_S;
+    double max_noise = m && m->max_noise_pct > 0 ? m->max_noise_pct : KF_DEFAULT_MAX_NOISE_PCT;
+    double timeout = m && m->timeout_s > 0 ? m->timeout_s : KF_DEFAULT_TIMEOUT_S;
+    uint32_t warmup = m && m->warmup ? m->warmup : 1;
+    uint32_t batch = m && m->batch > 1 ? m->batch : 1;
+    int hot = m && m->hot;
+    /* Hot samples of a kernel whose working set fits in the cache would
+     * time the cache holding the last sample's data: rotate among input
+     * sets (different seeds) that together are twice the cache. Cold
+     * samples need none: the flush evicts everything first. */
+    void *states[KF_MAX_INPUT_SETS] = {NULL};
+    size_t nsets = 1;
+    double wbytes = L->k->bytes ? L->k->bytes(&L->params) : 0;
+    size_t cache = h->cu ? kf_cudrv_l2_bytes(h->cu) : host_cache_bytes();
+    if (hot && wbytes > 0 && wbytes < (double)cache) {
+        nsets = (size_t)ceil(2.0 * (double)cache / wbytes);
+        nsets = nsets > KF_MAX_INPUT_SETS ? KF_MAX_INPUT_SETS : nsets;
+    }
+    for (size_t i = 0; i < nsets; i++) {
+        if (hctx_setup(h, L, 1 + i, &states[i]) != 0) {
+            for (size_t j = 0; j <= i; j++)
+                L->k->teardown(states[j]);
+            return -1;
+        }
+    }
+    for (uint32_t i = 0; i < warmup * nsets; i++) {
+        if (hctx_run_once(h, L, states[i % nsets]) != 0) {
+            for (size_t j = 0; j < nsets; j++)
+                L->k->teardown(states[j]);
+            return -1;
+        }
+    }
+    /* Cold samples: write a buffer of twice the private cache between runs
+     * (L2 on the device; per-core L2 on the host — a VM's shared LLC of
+     * hundreds of MB would make per-sample flushing dominate the run). */
+    size_t flush_n = 0;
+    char *flush = NULL;
+    if (!hot && !h->cu) {
+        long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+        flush_n = 2 * (size_t)(l2 > 0 ? l2 : 4 << 20);
+        flush = malloc(flush_n);
+    }
+    if (h->cu)
+        start_telemetry(h);
+    size_t cap = 1024, n = 0;
+    double *times = malloc(cap * sizeof *times);
+    uint64_t start = kf_mono_ns();
+    double elapsed = 0, total_timed = 0;
+    int converged = 0, rc = 0;
+    double hist[NOISE_HIST];
+    size_t nhist = 0, next_check = 0;
+    while (times) {
+        void *state = states[n % nsets];
+        if (flush) {
+            memset(flush, (int)(n & 0xFF), flush_n);
+            __asm__ volatile("" : : "r"(flush) : "memory");
+        }
+        double secs = 0;
+        int throttled = 0;
+        if (h->cu) {
+            kf_err err;
+            kf_cudrv_timing tm;
+            uint64_t t0 = kf_mono_ns();
+            if (kf_cudrv_time(h->cu, hot, batch, L->k->run, state, &tm, &err) != KF_OK) {
+                rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel,
+                               err.msg);
+                break;
+            }
+            secs = tm.seconds;
+            throttled = h->nv && kf_nvml_throttled(h->nv, t0, kf_mono_ns());
+            h->throttled_samples += (uint32_t)throttled;
+        } else {
+            uint64_t t0 = kf_mono_ns();
+            char kerr[512] = "";
+            for (uint32_t b = 0; b < batch; b++) {
+                if (L->k->run(state, kerr, sizeof kerr) != 0) {
+                    rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s failed: %s",
+                                   h->spec->kernel, kerr);
+                    break;
+                }
+            }
+            if (rc)
+                break;
+            secs = (double)(kf_mono_ns() - t0) / 1e9 / batch;
+        }
+        if (n == cap) {
+            cap *= 2;
+            double *nt = realloc(times, cap * sizeof *times);
+            if (!nt)
+                break;
+            times = nt;
+        }
+        times[n++] = secs;
+        total_timed += secs * batch;
+        if (hctx_add_sample(h, secs, throttled) != KF_OK) {
+            rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "cannot stream samples to the agent");
+            break;
+        }
+        elapsed = (double)(kf_mono_ns() - start) / 1e9;
+        /* The noise check sorts: do it at most ~every 1% of the samples.
+         * (As `n % (1 + n / 100) == 0` it never fired again past 10,000
+         * samples, so short kernels always ran to the timeout.) */
+        if (n >= min_samples && total_timed >= min_time && n >= next_check) {
+            next_check = n + 1 + n / 100;
+            double noise, quantum;
+            noise_of(times, n, &noise, &quantum);
+            if (noise <= max_noise) {
+                converged = 1;
+                break;
+            }
+            /* As nvbench's stdrel criterion: when the noise estimate has
+             * stopped moving, more samples will not bring it under the
+             * limit — they only heat the GPU into its power cap. Stop,
+             * flagged noisy (not converged), instead of running to the
+             * timeout. */
+            hist[nhist++ % NOISE_HIST] = noise;
+            if (nhist >= NOISE_HIST && total_timed >= 2 * min_time && noise_settled(hist, quantum))
+                break;
+        }
+        if (elapsed >= timeout)
+            break;
+    }
+    free(flush);
+    if (h->nv)
+        kf_nvml_stop(h->nv);
+    if (rc == 0 && (hctx_flush_samples(h) != KF_OK || drain_telemetry(h) != KF_OK))
+        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "cannot stream samples to the agent");
+    if (rc == 0 && n > 0) {
+        stats(times, n, ps);
+        ps->converged = converged;
+        ps->bytes = L->k->bytes ? L->k->bytes(&L->params) : 0;
+        ps->flops = L->k->flops ? L->k->flops(&L->params) : 0;
+        ps->hot = hot;
+        ps->batch = batch;
+        ps->input_sets = (uint32_t)nsets;
+    }
+    free(times);
+    for (size_t i = 0; i < nsets; i++)
+        L->k->teardown(states[i]);
+    return rc;
+}

@@ -1,0 +1,133 @@
+/* validate — a validate task: fresh inputs per seed (seeds differ per trial
+ * and per task), the output poisoned before each run, every element checked
+ * finite, max-abs and relative-L2 error against the kernel's own reference,
+ * and bitwise determinism across two runs of the first seed. */
+#include "runner/hctx.h"
+#include "runner/harness.h"
+#include "common/buf.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "common/xalloc.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int hctx_validate(hctx *h, const loaded *L)
+{
+    const Kfleet__MeasureSettings *m = h->spec->measure;
+    uint32_t seeds = m && m->validate_seeds ? m->validate_seeds : KF_DEFAULT_SEEDS;
+    Kfleet__ValidateTrial **trials = calloc(seeds, sizeof *trials);
+    if (!trials)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory");
+    h->res->trials = trials;
+    int all_pass = 1;
+    char first_bad[1024] = "";
+    void *first_out = NULL;
+    size_t first_bytes = 0;
+    for (uint32_t s = 0; s < seeds; s++) {
+        /* Seeds differ per trial and per task, so no two validations share inputs. */
+        uint64_t seed = (h->ta->task_id * 0x9E3779B97F4A7C15ull) ^ (0xA5A5ull + s * 7919ull);
+        void *state = NULL;
+        if (hctx_setup(h, L, seed, &state) != 0) {
+            L->k->teardown(state);
+            return -1;
+        }
+        kf_view v = {0};
+        if (L->k->output(state, &v) != 0 || !v.data || v.count == 0) {
+            L->k->teardown(state);
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s has no output view",
+                             h->spec->kernel);
+        }
+        double *ref = malloc(v.count * sizeof *ref);
+        void *out = NULL;
+        int owned = 0;
+        char kerr[512] = "";
+        int rc =
+            ref ? hctx_poison(h, &v) : hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory");
+        if (rc == 0)
+            rc = hctx_run_once(h, L, state);
+        if (rc == 0)
+            rc = hctx_fetch_output(h, &v, &out, &owned);
+        if (rc == 0 && L->k->reference(state, ref, kerr, sizeof kerr) != 0)
+            rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s reference failed: %s",
+                           h->spec->kernel, kerr);
+        if (rc != 0) {
+            free(ref);
+            if (owned)
+                free(out);
+            L->k->teardown(state);
+            return -1;
+        }
+        uint64_t nonfinite = 0;
+        double max_abs = 0, diff2 = 0, ref2 = 0;
+        for (size_t i = 0; i < v.count; i++) {
+            double o = hctx_elem(out, v.dtype, i);
+            if (!isfinite(o)) {
+                nonfinite++;
+                continue;
+            }
+            double d = fabs(o - ref[i]);
+            if (d > max_abs)
+                max_abs = d;
+            diff2 += d * d;
+            ref2 += ref[i] * ref[i];
+        }
+        double rel = ref2 > 0 ? sqrt(diff2 / ref2) : sqrt(diff2);
+        Kfleet__ValidateTrial *t = malloc(sizeof *t);
+        kfleet__validate_trial__init(t);
+        t->seed = seed;
+        t->max_abs_err = max_abs;
+        t->rel_err = rel;
+        t->nonfinite = nonfinite;
+        t->passed = nonfinite == 0 && max_abs <= L->k->tol_abs && rel <= L->k->tol_rel;
+        h->res->tol_abs = L->k->tol_abs;
+        h->res->tol_rel = L->k->tol_rel;
+        trials[h->res->n_trials++] = t;
+        if (!t->passed && all_pass) {
+            all_pass = 0;
+            snprintf(first_bad, sizeof first_bad,
+                     "validation failed (seed %llu): %llu non-finite or unwritten elements of "
+                     "%zu, max abs error %.3g (tolerance %.3g), relative error %.3g (tolerance "
+                     "%.3g)",
+                     (unsigned long long)seed, (unsigned long long)nonfinite, v.count, max_abs,
+                     L->k->tol_abs, rel, L->k->tol_rel);
+        }
+        /* Determinism: the first seed runs a second time on the same inputs. */
+        if (s == 0) {
+            first_bytes = v.count * hctx_dtype_size(v.dtype);
+            first_out = malloc(first_bytes ? first_bytes : 1);
+            if (first_out)
+                memcpy(first_out, out, first_bytes);
+            void *out2 = NULL;
+            int owned2 = 0;
+            if (first_out && hctx_poison(h, &v) == 0 && hctx_run_once(h, L, state) == 0 &&
+                hctx_fetch_output(h, &v, &out2, &owned2) == 0) {
+                h->res->deterministic = memcmp(first_out, out2, first_bytes) == 0;
+                if (owned2)
+                    free(out2);
+            } else {
+                free(ref);
+                free(first_out);
+                if (owned)
+                    free(out);
+                L->k->teardown(state);
+                return -1;
+            }
+        }
+        free(ref);
+        if (owned)
+            free(out);
+        L->k->teardown(state);
+    }
+    free(first_out);
+    if (!all_pass)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", first_bad);
+    if (L->k->deterministic && !h->res->deterministic)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                         "kernel %s says it is deterministic but two runs on the same inputs "
+                         "differ bitwise",
+                         h->spec->kernel);
+    return 0;
+}
