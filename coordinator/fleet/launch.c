@@ -14,6 +14,7 @@
  * with --accept-new, recorded) the host key first, and hands the daemon the
  * same known_hosts file, which it reads strictly. */
 #include "fleet/launch.h"
+#include "fleet/launch_int.h"
 #include "common/xalloc.h"
 #include "core/ctlsock.h"
 
@@ -35,9 +36,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
-
-#define TUNNEL_WAIT_S 30.0
-#define CTL_TIMEOUT_S 10.0
 
 static const char *phase_names[KF_PHASE_COUNT] = {"connect", "preflight", "upload", "tunnel",
                                                   "start",   "register",  "stop"};
@@ -148,28 +146,6 @@ static const char teardown_script[] = "set -u\n"
                                       "if [ \"$2\" = purge ]; then cd / && rm -rf \"$1\" && echo "
                                       "purged; fi\n";
 
-typedef struct job {
-    const kf_fleet_host *h;
-    const kf_launch_opts *o;
-    kf_launch_result *r;
-    size_t idx;
-    pthread_mutex_t *out_mu;
-    const char *bundle_sha;
-    const char *server_key;
-    int teardown;
-    void *zctx; /* for the control connections; NULL when there is no daemon */
-} job;
-
-static int cancelled(const kf_launch_opts *o)
-{
-    return o->cancel && atomic_load(o->cancel);
-}
-
-static double since(uint64_t t0)
-{
-    return (double)(kf_mono_ns() - t0) / 1e9;
-}
-
 void kf_launch_format(const kf_launch_result *r, kf_buf *b)
 {
     kf_buf_addf(b, "%-12s %-6s", r->name, r->rc == KF_OK ? "ok" : "FAILED");
@@ -265,11 +241,11 @@ static int connect_host(const job *j, kf_ssh **s, int *tries, kf_err *err)
         kf_debug("ssh.retry", "host=%s attempt=%d wait_s=%.2f error=\"%s\"", j->h->name, i + 1,
                  wait, err->msg);
         uint64_t t0 = kf_mono_ns();
-        while (since(t0) < wait && !cancelled(j->o)) {
+        while (launch_since(t0) < wait && !launch_cancelled(j->o)) {
             struct timespec ts = {0, 50000000};
             nanosleep(&ts, NULL);
         }
-        if (cancelled(j->o))
+        if (launch_cancelled(j->o))
             return kf_err_set(err, KF_EUNAVAIL, "%s: the coordinator is shutting down", j->h->name);
         wait = wait * 2 > 8 ? 8 : wait * 2;
     }
@@ -361,156 +337,6 @@ out:
     return rc;
 }
 
-/* The daemon's control socket, for this host's thread: a DEALER of its
- * own (sockets are not shared between threads). */
-static int ctl_open(job *j, void **sock, kf_err *err)
-{
-    *sock = NULL;
-    if (!j->zctx || !j->o->control_endpoint)
-        return kf_err_set(err, KF_EUNAVAIL, "no coordinator daemon to ask; start `kfleet serve`");
-    void *s = zmq_socket(j->zctx, ZMQ_DEALER);
-    if (!s)
-        return kf_err_set(err, KF_EIO, "cannot make a control socket: %s", zmq_strerror(errno));
-    int zero = 0;
-    int64_t maxmsg = KF_MAX_FRAME * 4;
-    zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
-    zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
-    if (zmq_connect(s, j->o->control_endpoint) != 0) {
-        int e = errno;
-        zmq_close(s);
-        return kf_err_set(err, KF_EUNAVAIL, "cannot connect to the coordinator at %s: %s",
-                          j->o->control_endpoint, zmq_strerror(e));
-    }
-    *sock = s;
-    return KF_OK;
-}
-
-static void ctl_close(void **sock)
-{
-    if (*sock)
-        zmq_close(*sock);
-    *sock = NULL;
-}
-
-/* One request, one reply; waits in short slices so a cancel (the daemon
- * shutting down, its loop no longer answering) ends the wait at once. */
-static int ctl_call(job *j, void *sock, Kfleet__ControlRequest *req, Kfleet__ControlReply **out,
-                    kf_err *err)
-{
-    int rc = kf_ctlsock_send_request(sock, req, err);
-    if (rc)
-        return rc;
-    uint64_t t0 = kf_mono_ns();
-    for (;;) {
-        if (cancelled(j->o))
-            return kf_err_set(err, KF_EUNAVAIL, "the coordinator is shutting down");
-        zmq_pollitem_t it = {sock, 0, ZMQ_POLLIN, 0};
-        rc = zmq_poll(&it, 1, 200);
-        if (rc > 0)
-            break;
-        if (rc < 0 && errno != EINTR)
-            return kf_err_set(err, KF_EIO, "poll on the control socket: %s", zmq_strerror(errno));
-        if (since(t0) > CTL_TIMEOUT_S)
-            return kf_err_set(err, KF_ETIMEOUT,
-                              "the coordinator did not answer within %.0f s (is it stuck? its log "
-                              "says)",
-                              CTL_TIMEOUT_S);
-    }
-    return kf_ctlsock_read_reply(sock, out, err);
-}
-
-static int ask_tunnel(job *j, void *cl, int *port, kf_err *err)
-{
-    Kfleet__TunnelSpec ts = KFLEET__TUNNEL_SPEC__INIT;
-    char kh[PATH_MAX], ident[PATH_MAX];
-    const char *home = getenv("HOME");
-    snprintf(kh, sizeof kh, "%s", j->o->known_hosts ? j->o->known_hosts : "");
-    if (!kh[0])
-        snprintf(kh, sizeof kh, "%s/.ssh/known_hosts", home ? home : ".");
-    /* The daemon has another working directory: absolute paths only. */
-    if (kh[0] != '/' && !realpath(j->o->known_hosts, kh))
-        return kf_err_set(err, KF_EINVAL, "cannot resolve %s", j->o->known_hosts);
-    ident[0] = '\0';
-    if (j->h->identity && !realpath(j->h->identity, ident))
-        return kf_err_set(err, KF_EINVAL, "cannot resolve identity %s: %s", j->h->identity,
-                          strerror(errno));
-    ts.name = j->h->name;
-    ts.host = j->h->host;
-    ts.ssh_auth_sock = (char *)(j->o->agent_sock ? j->o->agent_sock : "");
-    ts.port = (uint32_t)(j->h->port ? j->h->port : 22);
-    ts.user = j->h->user ? j->h->user : (char *)"";
-    ts.identity = ident;
-    ts.known_hosts = kh;
-    Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
-    req.body_case = KFLEET__CONTROL_REQUEST__BODY_TUNNEL_OPEN;
-    req.tunnel_open = &ts;
-    Kfleet__ControlReply *rep = NULL;
-    int rc = ctl_call(j, cl, &req, &rep, err);
-    if (rc)
-        return rc;
-    kfleet__control_reply__free_unpacked(rep, NULL);
-    uint64_t t0 = kf_mono_ns();
-    char last[512] = "";
-    while (since(t0) < TUNNEL_WAIT_S) {
-        if (cancelled(j->o))
-            return kf_err_set(err, KF_EUNAVAIL, "the coordinator is shutting down");
-        Kfleet__ControlRequest q = KFLEET__CONTROL_REQUEST__INIT;
-        q.body_case = KFLEET__CONTROL_REQUEST__BODY_TUNNEL_STATUS;
-        q.tunnel_status = j->h->name;
-        if ((rc = ctl_call(j, cl, &q, &rep, err)))
-            return rc;
-        for (size_t i = 0; i < rep->n_tunnels; i++) {
-            Kfleet__TunnelState *t = rep->tunnels[i];
-            if (strcmp(t->name, j->h->name) != 0)
-                continue;
-            if (t->up && t->remote_port) {
-                *port = (int)t->remote_port;
-                kfleet__control_reply__free_unpacked(rep, NULL);
-                return KF_OK;
-            }
-            snprintf(last, sizeof last, "%s", t->error);
-        }
-        kfleet__control_reply__free_unpacked(rep, NULL);
-        struct timespec ts2 = {0, 100000000};
-        nanosleep(&ts2, NULL);
-    }
-    return kf_err_set(err, KF_ETIMEOUT,
-                      "the coordinator's tunnel to %s did not come up in %.0f s: %s", j->h->name,
-                      TUNNEL_WAIT_S, last[0] ? last : "no error reported");
-}
-
-/* Waits until the coordinator lists the agent with the pid we started and
- * not lost. */
-static int wait_registered(job *j, void *cl, long pid, kf_err *err)
-{
-    double limit = j->o->register_timeout_s > 0 ? j->o->register_timeout_s : 60;
-    uint64_t t0 = kf_mono_ns();
-    while (since(t0) < limit) {
-        if (cancelled(j->o))
-            return kf_err_set(err, KF_EUNAVAIL, "the coordinator is shutting down");
-        Kfleet__ControlRequest q = KFLEET__CONTROL_REQUEST__INIT;
-        q.body_case = KFLEET__CONTROL_REQUEST__BODY_STATUS;
-        q.status = 1;
-        Kfleet__ControlReply *rep = NULL;
-        int rc = ctl_call(j, cl, &q, &rep, err);
-        if (rc)
-            return rc;
-        int ok = 0;
-        for (size_t i = 0; rep->status && i < rep->status->n_agents; i++) {
-            Kfleet__AgentInfo *a = rep->status->agents[i];
-            if (strcmp(a->agent_id, j->h->name) == 0 && !a->lost && (long)a->pid == pid)
-                ok = 1;
-        }
-        kfleet__control_reply__free_unpacked(rep, NULL);
-        if (ok)
-            return KF_OK;
-        struct timespec ts = {0, 200000000};
-        nanosleep(&ts, NULL);
-    }
-    return kf_err_set(err, KF_ETIMEOUT, "the agent (pid %ld) did not register within %.0f s", pid,
-                      limit);
-}
-
 static void tail_log(job *j, kf_ssh *s, char *msg, size_t n)
 {
     kf_buf cmd = KF_BUF_INIT, out = KF_BUF_INIT;
@@ -541,7 +367,7 @@ static void launch_host(job *j)
 
     uint64_t t = kf_mono_ns();
     int rc = connect_host(j, &s, &r->tries, &err);
-    r->t[KF_PHASE_CONNECT] = since(t);
+    r->t[KF_PHASE_CONNECT] = launch_since(t);
     if (rc) {
         kf_launch_fail(r, KF_PHASE_CONNECT, rc, err.msg);
         goto out;
@@ -566,12 +392,12 @@ static void launch_host(job *j)
         }
         kf_preflight_free(&pf);
     }
-    r->t[KF_PHASE_PREFLIGHT] = since(t);
+    r->t[KF_PHASE_PREFLIGHT] = launch_since(t);
     if (rc) {
         kf_launch_fail(r, KF_PHASE_PREFLIGHT, rc, err.msg);
         goto out;
     }
-    if (cancelled(o)) {
+    if (launch_cancelled(o)) {
         kf_launch_fail(r, KF_PHASE_UPLOAD, KF_EUNAVAIL, "the coordinator is shutting down");
         goto out;
     }
@@ -611,15 +437,15 @@ static void launch_host(job *j)
     }
     if (rc == KF_OK)
         rc = install_key(j, s, &err);
-    r->t[KF_PHASE_UPLOAD] = since(t);
+    r->t[KF_PHASE_UPLOAD] = launch_since(t);
     if (rc) {
         kf_launch_fail(r, KF_PHASE_UPLOAD, rc, err.msg);
         goto out;
     }
 
-    if (!rc && cancelled(o))
+    if (!rc && launch_cancelled(o))
         rc = kf_err_set(&err, KF_EUNAVAIL, "the coordinator is shutting down");
-    if (rc || (rc = ctl_open(j, &cl, &err))) {
+    if (rc || (rc = launch_ctl_open(j, &cl, &err))) {
         kf_launch_fail(r, KF_PHASE_TUNNEL, rc, err.msg);
         goto out;
     }
@@ -628,8 +454,8 @@ static void launch_host(job *j)
         snprintf(ep, sizeof ep, "%s", o->direct);
     } else {
         t = kf_mono_ns();
-        rc = ask_tunnel(j, cl, &r->remote_port, &err);
-        r->t[KF_PHASE_TUNNEL] = since(t);
+        rc = launch_ctl_tunnel(j, cl, &r->remote_port, &err);
+        r->t[KF_PHASE_TUNNEL] = launch_since(t);
         if (rc) {
             kf_launch_fail(r, KF_PHASE_TUNNEL, rc, err.msg);
             goto out;
@@ -644,7 +470,7 @@ static void launch_host(job *j)
     kf_buf_reset(&eout);
     const char *args[] = {ep, j->h->name, j->server_key ? j->server_key : ""};
     rc = run_script(s, script.data, args, 3, j->h->workdir, &out, &eout, &st, &err);
-    r->t[KF_PHASE_START] = since(t);
+    r->t[KF_PHASE_START] = launch_since(t);
     if (rc == KF_OK && st != 0) {
         trim(eout.data);
         rc = kf_err_set(&err, KF_EIO, "the agent did not start (exit %d): %s", st, eout.data);
@@ -663,8 +489,8 @@ static void launch_host(job *j)
     }
 
     t = kf_mono_ns();
-    rc = wait_registered(j, cl, r->pid, &err);
-    r->t[KF_PHASE_REGISTER] = since(t);
+    rc = launch_ctl_wait_registered(j, cl, r->pid, &err);
+    r->t[KF_PHASE_REGISTER] = launch_since(t);
     if (rc) {
         kf_launch_fail(r, KF_PHASE_REGISTER, rc, err.msg);
         tail_log(j, s, r->msg, sizeof r->msg);
@@ -681,7 +507,7 @@ static void launch_host(job *j)
                          : "bundle unchanged",
              via, r->tries, r->tries == 1 ? "try" : "tries", r->summary);
 out:
-    ctl_close(&cl);
+    launch_ctl_close(&cl);
     kf_ssh_close(&s);
     kf_buf_release(&out);
     kf_buf_release(&eout);
@@ -700,7 +526,7 @@ static void teardown_host(job *j)
     int st = 0;
     uint64_t t = kf_mono_ns();
     int rc = connect_host(j, &s, &r->tries, &err);
-    r->t[KF_PHASE_CONNECT] = since(t);
+    r->t[KF_PHASE_CONNECT] = launch_since(t);
     if (rc) {
         kf_launch_fail(r, KF_PHASE_CONNECT, rc, err.msg);
         goto out;
@@ -709,7 +535,7 @@ static void teardown_host(job *j)
     kf_buf_addf(&script, teardown_script, stop_fn);
     const char *args[] = {o->purge ? "purge" : ""};
     rc = run_script(s, script.data, args, 1, j->h->workdir, &out, &eout, &st, &err);
-    r->t[KF_PHASE_STOP] = since(t);
+    r->t[KF_PHASE_STOP] = launch_since(t);
     if (rc == KF_OK && st != 0) {
         trim(eout.data);
         rc = kf_err_set(&err, KF_EIO, "the stop script failed (exit %d): %s", st, eout.data);
@@ -729,15 +555,15 @@ out:
      * answered: a node that is gone should not be waited for. */
     void *cl = NULL;
     kf_err e2;
-    if (j->zctx && ctl_open(j, &cl, &e2) == KF_OK) {
+    if (j->zctx && launch_ctl_open(j, &cl, &e2) == KF_OK) {
         Kfleet__ControlRequest q = KFLEET__CONTROL_REQUEST__INIT;
         q.body_case = KFLEET__CONTROL_REQUEST__BODY_TUNNEL_CLOSE;
         q.tunnel_close = j->h->name;
         Kfleet__ControlReply *rep = NULL;
         /* No tunnel by that name (a --direct launch) is not a failure. */
-        if (ctl_call(j, cl, &q, &rep, &e2) == KF_OK)
+        if (launch_ctl_call(j, cl, &q, &rep, &e2) == KF_OK)
             kfleet__control_reply__free_unpacked(rep, NULL);
-        ctl_close(&cl);
+        launch_ctl_close(&cl);
     }
     if (o->purge && r->rc == KF_OK && o->allow_file) {
         size_t removed = 0;
