@@ -1,5 +1,6 @@
 /* client — control-protocol calls, submit building and --follow; see client.h. */
 #include "cli/client.h"
+#include "common/taskkind.h"
 #include "common/xalloc.h"
 #include "common/buf.h"
 #include "core/ctlsock.h"
@@ -310,12 +311,11 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
             const char *names[KF_SWEEP_MAX_AXES];
             int64_t values[KF_SWEEP_MAX_AXES];
             int np2 = kf_sweep_kernel_config(k, ci, names, values);
-            for (int kind = KFLEET__TASK_KIND__VALIDATE; kind <= KFLEET__TASK_KIND__PROFILE;
-                 kind++) {
-                if (kind == KFLEET__TASK_KIND__VALIDATE && !(kinds & KF_TASK_VALIDATE))
+            for (size_t ki = 0; kf_task_kinds[ki]; ki++) {
+                const kf_task_kind *tk = kf_task_kinds[ki];
+                if (!tk->per_config || !((unsigned)kinds & tk->sweep_bit))
                     continue;
-                if (kind == KFLEET__TASK_KIND__PROFILE && !(kinds & KF_TASK_PROFILE))
-                    continue;
+                int kind = (int)tk->kind;
                 Kfleet__Task *t = kf_xcalloc(1, sizeof *t);
                 kfleet__task__init(t);
                 t->kind = (Kfleet__TaskKind)kind;

@@ -20,6 +20,7 @@
  *    tried again while attempts remain; a kernel's own failure is final.
  * Every state change is written into the turn's transaction (coord_txn). */
 #include "daemon/sched_int.h"
+#include "common/taskkind.h"
 #include "common/xalloc.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -208,9 +209,8 @@ void sched_maybe_finish_sweep(kf_coord *c, ksweep *sw)
 
 int sched_needs_gpu(const ksweep *sw, const ktask *t)
 {
-    if (t->rec->kind == KFLEET__TASK_KIND__BUILD)
-        return 0;
-    return t->rec->kernel_index < sw->rec->n_kernels &&
+    const kf_task_kind *k = kf_task_kind_of(t->rec->kind);
+    return k && k->slot == KF_SLOT_GPU_IF_CUDA && t->rec->kernel_index < sw->rec->n_kernels &&
            sw->rec->kernels[t->rec->kernel_index]->cuda;
 }
 

@@ -5,6 +5,7 @@
  * kernel's build on that agent first (on a free CPU slot while its GPU is
  * busy, so the GPU does not wait for nvcc). */
 #include "daemon/sched_int.h"
+#include "common/taskkind.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "common/xalloc.h"
@@ -179,7 +180,8 @@ static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
                 continue;
             if (t->pin >= 0 && t->pin != ai)
                 continue;
-            if (t->rec->kind == KFLEET__TASK_KIND__BUILD) {
+            const kf_task_kind *tk = kf_task_kind_of(t->rec->kind);
+            if (!tk || !tk->needs_build) { /* a build, on a CPU slot */
                 if (!cpu_free)
                     continue;
                 *sw_out = sw;

@@ -20,6 +20,7 @@
  * The renderers (report_text.c, report_json.c) read these rows and nothing
  * else, so the formats cannot disagree; report.c picks the renderer. */
 #include "report/report_rows.h"
+#include "common/taskkind.h"
 #include "common/xalloc.h"
 #include "common/stats.h"
 
@@ -80,13 +81,7 @@ const char *kf_rep_state_name(int st)
 
 const char *kf_rep_kind_name(int k)
 {
-    static const char *const names[] = {
-        [KFLEET__TASK_KIND__BUILD] = "build",
-        [KFLEET__TASK_KIND__VALIDATE] = "validate",
-        [KFLEET__TASK_KIND__PROFILE] = "profile",
-        [KFLEET__TASK_KIND__DOCTOR] = "doctor",
-    };
-    return k > 0 && (size_t)k < sizeof names / sizeof names[0] ? names[k] : "unknown";
+    return kf_task_kind_name(k);
 }
 
 /* The node a task belongs to: its pin, else the agent that ran it. */

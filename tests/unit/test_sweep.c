@@ -9,6 +9,7 @@
  * tests/data/sweeps/ are parsed from disk and also cut and mutated byte by
  * byte: whatever happens must be a clean success or a located error. */
 #include "core/sweep.h"
+#include "common/taskkind.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -680,15 +681,34 @@ static void test_mutations(void **state)
     assert_true(ok > 0 && bad > 0);
 }
 
+/* The table of task kinds (common/taskkind.h) names the sweep's tasks:
+ * bits by value, since common/ cannot include core/: they must agree. */
+static void test_task_kind_bits(void **state)
+{
+    (void)state;
+    assert_int_equal(kf_task_kind_of(KFLEET__TASK_KIND__BUILD)->sweep_bit, KF_TASK_BUILD);
+    assert_int_equal(kf_task_kind_of(KFLEET__TASK_KIND__VALIDATE)->sweep_bit, KF_TASK_VALIDATE);
+    assert_int_equal(kf_task_kind_of(KFLEET__TASK_KIND__PROFILE)->sweep_bit, KF_TASK_PROFILE);
+    assert_string_equal(kf_task_kind_name(KFLEET__TASK_KIND__PROFILE), "profile");
+    assert_string_equal(kf_task_kind_name(99), "unknown");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full_file),       cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_cartesian_order), cmocka_unit_test(test_values_and_ranges),
-        cmocka_unit_test(test_params_inherit),  cmocka_unit_test(test_lookup),
-        cmocka_unit_test(test_errors),          cmocka_unit_test(test_too_many_axes),
-        cmocka_unit_test(test_flags_limit),     cmocka_unit_test(test_config_limit_inclusive),
-        cmocka_unit_test(test_seed_files),      cmocka_unit_test(test_mutations),
+        cmocka_unit_test(test_task_kind_bits),
+        cmocka_unit_test(test_full_file),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_cartesian_order),
+        cmocka_unit_test(test_values_and_ranges),
+        cmocka_unit_test(test_params_inherit),
+        cmocka_unit_test(test_lookup),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_too_many_axes),
+        cmocka_unit_test(test_flags_limit),
+        cmocka_unit_test(test_config_limit_inclusive),
+        cmocka_unit_test(test_seed_files),
+        cmocka_unit_test(test_mutations),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
