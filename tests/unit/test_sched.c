@@ -1,0 +1,368 @@
+/* sched: the scheduling rules on a coordinator with no sockets (as the
+ * fuzz targets drive it): agent frames go through kf_wire_dispatch into
+ * the real handler table, a sweep through control_handle, the dispatcher
+ * and the periodic checks run as the loop runs them, and what the
+ * coordinator would send is read back from its queue. A real LMDB store
+ * holds what the handlers write. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "cli/client.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "common/wire.h"
+#include "core/sweep.h"
+#include "daemon/coord_int.h"
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char dir[64];
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+/* A coordinator with its store and no sockets. */
+static kf_coord *coord(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/kf-test-sched.XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    kf_coord *c = calloc(1, sizeof *c);
+    assert_non_null(c);
+    c->cfg.store_dir = dir;
+    c->cfg.heartbeat_interval_s = 1.0;
+    c->cfg.heartbeat_timeout_s = 10.0;
+    c->cfg.assign_grace_s = 5.0;
+    c->started_ns = kf_now_ns();
+    kf_buf_init(&c->scratch);
+    kf_err err;
+    assert_int_equal(kf_store_open(dir, 0, &c->store, &err), KF_OK);
+    return c;
+}
+
+static void done(kf_coord **c)
+{
+    kf_coord_destroy(c);
+    nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* One turn's end: dispatch as the loop does, then commit. */
+static void turn(kf_coord *c)
+{
+    kf_err err;
+    if (c->dispatch_needed) {
+        c->dispatch_needed = 0;
+        sched_dispatch(c);
+    }
+    if (c->txn)
+        assert_int_equal(kf_store_commit(&c->txn, &err), KF_OK);
+}
+
+static void frame(kf_coord *c, const char *id, Kfleet__Envelope *env)
+{
+    kf_buf b = KF_BUF_INIT;
+    kf_wire_pack(env, &b);
+    char key[41];
+    snprintf(key, sizeof key, "key-of-%-33s", id); /* one key per agent */
+    kf_peer p = {id, strlen(id), key};
+    kf_err err;
+    assert_int_equal(kf_wire_dispatch(kf_sched_handlers, c, &p, b.data, b.len, &err), KF_OK);
+    kf_buf_release(&b);
+    turn(c);
+}
+
+static void reg(kf_coord *c, const char *id, uint32_t cpu, uint32_t gpu)
+{
+    Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
+    Kfleet__Register r = KFLEET__REGISTER__INIT;
+    Kfleet__AgentInfo info = KFLEET__AGENT_INFO__INIT;
+    info.agent_id = (char *)id;
+    info.hostname = (char *)id;
+    info.pid = 1;
+    info.cpu_slots = cpu;
+    info.gpu_slots = gpu;
+    r.info = &info;
+    env.body_case = KFLEET__ENVELOPE__BODY_REGISTER;
+    env.register_ = &r;
+    frame(c, id, &env);
+}
+
+static void result(kf_coord *c, const char *id, uint64_t task, uint32_t attempt, int state)
+{
+    Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
+    Kfleet__Result r = KFLEET__RESULT__INIT;
+    r.task_id = task;
+    r.attempt = attempt;
+    r.state = (Kfleet__TaskState)state;
+    r.error = state == KFLEET__TASK_STATE__SUCCEEDED ? "" : (char *)"compile failed: x.c:1: oops";
+    r.finished_ns = kf_now_ns();
+    env.body_case = KFLEET__ENVELOPE__BODY_RESULT;
+    env.result = &r;
+    frame(c, id, &env);
+}
+
+/* Submits the sweep in yaml (host kernels of the source tree). */
+static uint32_t submit(kf_coord *c, const char *yaml)
+{
+    char path[128], kdir[256];
+    snprintf(path, sizeof path, "%s/sweep.yaml", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(yaml, f);
+    fclose(f);
+    snprintf(kdir, sizeof kdir, "%s/kernels", KF_SOURCE_DIR);
+    kf_err err;
+    kf_sweep_spec *spec = NULL;
+    if (kf_sweep_parse_file(path, kdir, &spec, &err) != KF_OK)
+        fail_msg("%s", err.msg);
+    Kfleet__SubmitRequest *sub = NULL;
+    assert_int_equal(kf_client_build_submit(spec, kdir, &sub, &err), KF_OK);
+    Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
+    req.body_case = KFLEET__CONTROL_REQUEST__BODY_SUBMIT;
+    req.submit = sub;
+    kf_buf b = KF_BUF_INIT;
+    kf_ctl_pack_request(&req, &b);
+    control_handle(c, "cli", 3, b.data, b.len);
+    kf_buf_release(&b);
+    kf_client_free_submit(&sub);
+    kf_sweep_destroy(&spec);
+    c->dispatch_needed = 1;
+    turn(c);
+    assert_int_equal(c->nsweeps, 1);
+    return c->sweeps[0]->rec->sweep_id;
+}
+
+/* The assignments queued since the last call (then dropped), by agent. */
+typedef struct sent {
+    char agent[16];
+    uint64_t task;
+    uint32_t attempt;
+    int kind, cancel;
+} sent;
+
+static size_t drain(kf_coord *c, sent *out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->nout; i++) {
+        koutmsg *m = &c->out[i];
+        if (!m->to_control) {
+            kf_err err;
+            Kfleet__Envelope *e = kf_wire_unpack(m->payload.data, m->payload.len, &err);
+            assert_non_null(e);
+            if (n < max && (e->body_case == KFLEET__ENVELOPE__BODY_ASSIGN ||
+                            e->body_case == KFLEET__ENVELOPE__BODY_CANCEL)) {
+                sent *s = &out[n++];
+                memset(s, 0, sizeof *s);
+                snprintf(s->agent, sizeof s->agent, "%.*s", (int)m->peer_len, m->peer);
+                s->cancel = e->body_case == KFLEET__ENVELOPE__BODY_CANCEL;
+                s->task = s->cancel ? e->cancel->task_id : e->assign->task_id;
+                s->attempt = s->cancel ? e->cancel->attempt : e->assign->attempt;
+                s->kind = s->cancel ? 0 : (int)e->assign->spec->kind;
+            }
+            kf_wire_free(e);
+        }
+        free(m->peer);
+        kf_buf_release(&m->payload);
+    }
+    c->nout = 0;
+    return n;
+}
+
+static const char *const TWO = "name: two\n"
+                               "kernels:\n"
+                               "  - name: triad\n"
+                               "    params: {n: [1K, 2K]}\n"
+                               "tasks: [validate]\n";
+
+/* A kernel's tasks run on an agent only after its build there succeeded;
+ * the build comes first, on a CPU slot, pinned to that agent. */
+static void test_build_first(void **state)
+{
+    (void)state;
+    kf_coord *c = coord();
+    reg(c, "a1", 2, 0);
+    submit(c, TWO);
+    sent s[8];
+    size_t n = drain(c, s, 8);
+    assert_int_equal(n, 1);
+    assert_int_equal(s[0].kind, KFLEET__TASK_KIND__BUILD);
+    assert_string_equal(s[0].agent, "a1");
+    result(c, "a1", s[0].task, s[0].attempt, KFLEET__TASK_STATE__SUCCEEDED);
+    n = drain(c, s, 8);
+    assert_int_equal(n, 2); /* both validations, one per CPU slot */
+    assert_int_equal(s[0].kind, KFLEET__TASK_KIND__VALIDATE);
+    assert_int_equal(s[1].kind, KFLEET__TASK_KIND__VALIDATE);
+    done(&c);
+}
+
+/* A failed build fails the tasks that needed it on that agent, with the
+ * compiler's line, and finishes the sweep. */
+static void test_failed_build_fails_its_tasks(void **state)
+{
+    (void)state;
+    kf_coord *c = coord();
+    reg(c, "a1", 1, 0);
+    uint32_t id = submit(c, TWO);
+    sent s[8];
+    assert_int_equal(drain(c, s, 8), 1);
+    result(c, "a1", s[0].task, s[0].attempt, KFLEET__TASK_STATE__FAILED);
+    c->dispatch_needed = 1;
+    turn(c);
+    assert_int_equal(c->nsweeps, 0); /* every task ended: the sweep is finished */
+    kf_txn *t;
+    assert_int_equal(coord_txn(c, &t), KF_OK);
+    Kfleet__Task *task = NULL;
+    assert_int_equal(kf_store_get_task(t, kf_task_id(id, 0), &task), KF_OK);
+    assert_int_equal(task->state, KFLEET__TASK_STATE__FAILED);
+    assert_non_null(strstr(task->error, "the build of triad failed on agent a1"));
+    assert_non_null(strstr(task->error, "compile failed"));
+    kfleet__task__free_unpacked(task, NULL);
+    done(&c);
+}
+
+/* nodes: all — one task per registered agent, each pinned to its agent. */
+static void test_nodes_all_pins(void **state)
+{
+    (void)state;
+    kf_coord *c = coord();
+    reg(c, "a1", 1, 0);
+    reg(c, "a2", 1, 0);
+    submit(c, "name: all\nkernels:\n  - name: triad\n    params: {n: [1K]}\n"
+              "tasks: [validate]\nnodes: all\n");
+    int validations = 0;
+    for (uint32_t i = 0; i < c->sweeps[0]->ntasks; i++)
+        validations += c->sweeps[0]->tasks[i].rec->kind == KFLEET__TASK_KIND__VALIDATE;
+    assert_int_equal(validations, 2); /* one per agent */
+    sent s[8];
+    size_t n = drain(c, s, 8);
+    assert_int_equal(n, 2); /* each agent builds for itself */
+    assert_string_not_equal(s[0].agent, s[1].agent);
+    for (size_t i = 0; i < n; i++)
+        result(c, s[i].agent, s[i].task, s[i].attempt, KFLEET__TASK_STATE__SUCCEEDED);
+    n = drain(c, s, 8);
+    assert_int_equal(n, 2);
+    for (size_t i = 0; i < n; i++) {
+        ktask *t = sched_task(c, s[i].task, NULL);
+        assert_non_null(t);
+        assert_string_equal(t->rec->pin_agent, s[i].agent);
+    }
+    done(&c);
+}
+
+/* A lost agent's attempt is requeued while attempts remain, runs on
+ * another agent, and a result of the old attempt is then kept as a late,
+ * superseded record that changes nothing. */
+static void test_lost_agent_requeue_and_late_result(void **state)
+{
+    (void)state;
+    kf_coord *c = coord();
+    reg(c, "a1", 1, 0);
+    uint32_t id = submit(c, "name: one\nkernels:\n  - name: triad\n    params: {n: [1K]}\n"
+                            "tasks: [build]\n");
+    sent s[8];
+    assert_int_equal(drain(c, s, 8), 1);
+    uint64_t task = s[0].task;
+    /* a1 goes silent: lost at the next check. */
+    c->agents[0]->last_seen_mono = kf_mono_ns() - 60000000000ull;
+    sched_check_agents(c);
+    turn(c);
+    reg(c, "a2", 1, 0);
+    size_t n = drain(c, s, 8);
+    int assigned_a2 = 0;
+    for (size_t i = 0; i < n; i++)
+        assigned_a2 |=
+            !s[i].cancel && strcmp(s[i].agent, "a2") == 0 && s[i].task == task && s[i].attempt == 2;
+    assert_true(assigned_a2);
+    result(c, "a2", task, 2, KFLEET__TASK_STATE__SUCCEEDED);
+    assert_int_equal(c->nsweeps, 0);
+    /* a1 comes back and still sends attempt 1's result: the sweep is
+     * finished, so it is not stored (docs/protocol.md: the right to write). */
+    reg(c, "a1", 1, 0);
+    result(c, "a1", task, 1, KFLEET__TASK_STATE__SUCCEEDED);
+    kf_txn *t;
+    assert_int_equal(coord_txn(c, &t), KF_OK);
+    Kfleet__Result *r = NULL;
+    assert_int_equal(kf_store_get_result(t, task, &r), KF_OK);
+    assert_string_equal(r->agent_id, "a2");
+    assert_int_equal(r->attempt, 2);
+    kfleet__result__free_unpacked(r, NULL);
+    (void)id;
+    done(&c);
+}
+
+/* After the last of `attempts` is lost, the task fails saying so. */
+static void test_gives_up_after_attempts(void **state)
+{
+    (void)state;
+    kf_coord *c = coord();
+    submit(c, "name: one\nkernels:\n  - name: triad\n    params: {n: [1K]}\n"
+              "tasks: [build]\nattempts: 2\n");
+    for (int i = 0; i < 2; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "x%d", i);
+        reg(c, id, 1, 0);
+        sent s[8];
+        assert_true(drain(c, s, 8) >= 1);
+        for (size_t k = 0; k < c->nagents; k++)
+            if (strcmp(c->agents[k]->id, id) == 0)
+                c->agents[k]->last_seen_mono = kf_mono_ns() - 60000000000ull;
+        sched_check_agents(c);
+        turn(c);
+    }
+    assert_int_equal(c->nsweeps, 0);
+    kf_txn *t;
+    assert_int_equal(coord_txn(c, &t), KF_OK);
+    Kfleet__Result *r = NULL;
+    assert_int_equal(kf_store_get_result(t, kf_task_id(1, 0), &r), KF_OK);
+    assert_int_equal(r->state, KFLEET__TASK_STATE__FAILED);
+    assert_non_null(strstr(r->error, "gave up after 2 attempts"));
+    kfleet__result__free_unpacked(r, NULL);
+    done(&c);
+}
+
+/* A CUDA kernel's validation waits for a GPU slot; an agent without one
+ * only builds. */
+static void test_gpu_slots(void **state)
+{
+    (void)state;
+    kf_coord *c = coord();
+    reg(c, "cpu", 2, 0);
+    submit(c, "name: g\nkernels:\n  - path: " KF_SOURCE_DIR "/kernels/cuda/copy.cu\n"
+              "    params: {bytes: [1M]}\ntasks: [validate]\n");
+    sent s[8];
+    size_t n = drain(c, s, 8);
+    for (size_t i = 0; i < n; i++)
+        assert_int_not_equal(s[i].kind, KFLEET__TASK_KIND__VALIDATE);
+    reg(c, "gpu", 1, 1);
+    n = drain(c, s, 8);
+    assert_int_equal(n, 1);
+    assert_int_equal(s[0].kind, KFLEET__TASK_KIND__BUILD);
+    assert_string_equal(s[0].agent, "gpu");
+    result(c, "gpu", s[0].task, s[0].attempt, KFLEET__TASK_STATE__SUCCEEDED);
+    n = drain(c, s, 8);
+    assert_int_equal(n, 1);
+    assert_int_equal(s[0].kind, KFLEET__TASK_KIND__VALIDATE);
+    assert_string_equal(s[0].agent, "gpu");
+    done(&c);
+}
+
+int main(void)
+{
+    kf_log_setup("test", KF_LOG_OFF);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_build_first),
+        cmocka_unit_test(test_failed_build_fails_its_tasks),
+        cmocka_unit_test(test_nodes_all_pins),
+        cmocka_unit_test(test_lost_agent_requeue_and_late_result),
+        cmocka_unit_test(test_gives_up_after_attempts),
+        cmocka_unit_test(test_gpu_slots),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
