@@ -14,7 +14,7 @@
 static int cmd_compare(int argc, char **argv, const char *home)
 {
     const kf_cmd_entry *self = &kf_cmd_compare;
-    int json = 0;
+    kf_compare_format fmt = KF_COMPARE_TABLE;
     double threshold = 5;
     static const struct option opts[] = {{"format", required_argument, 0, 'F'},
                                          {"threshold", required_argument, 0, 't'},
@@ -27,9 +27,14 @@ static int cmd_compare(int argc, char **argv, const char *home)
         case KF_OPT_EXIT:
             return rc;
         case 'F':
-            if (strcmp(optarg, "table") != 0 && strcmp(optarg, "json") != 0)
-                return kf_opt_error(self, "--format wants table or json, got '%s'", optarg);
-            json = strcmp(optarg, "json") == 0;
+            if (strcmp(optarg, "table") == 0)
+                fmt = KF_COMPARE_TABLE;
+            else if (strcmp(optarg, "md") == 0)
+                fmt = KF_COMPARE_MD;
+            else if (strcmp(optarg, "json") == 0)
+                fmt = KF_COMPARE_JSON;
+            else
+                return kf_opt_error(self, "--format wants table, md or json, got '%s'", optarg);
             break;
         case 't':
             threshold = strtod(optarg, &end);
@@ -66,29 +71,34 @@ static int cmd_compare(int argc, char **argv, const char *home)
     }
     kf_buf out = KF_BUF_INIT;
     kf_compare_result res;
-    rc = kf_compare_render(t, ids[0], ids[1], threshold, json, &out, &res, &err);
+    rc = kf_compare_render(t, ids[0], ids[1], threshold, fmt, &out, &res, &err);
     kf_store_abort(&t);
     kf_store_close(&s);
     if (rc != KF_OK) {
         fprintf(stderr, "kfleet compare: %s\n", err.msg);
         kf_buf_release(&out);
-        return rc == KF_ENOTFOUND ? 2 : 1;
+        return kf_cli_status(rc);
     }
     fwrite(out.data, 1, out.len, stdout);
     kf_buf_release(&out);
-    /* The gate: a regression beyond the threshold and the noise fails. */
+    /* The gate: a configuration broken in B, or slower beyond the threshold
+     * and the noise, fails. */
     return res.regressions ? 1 : 0;
 }
 
 const kf_cmd_entry kf_cmd_compare = {
     "compare",
     cmd_compare,
-    "Compares two sweeps; exit 1 when one got slower beyond the noise.",
-    "compare SWEEP_A SWEEP_B [--threshold PCT] [--format table|json]",
+    "Compares two sweeps, correctness first; exit 1 on a regression.",
+    "compare SWEEP_A SWEEP_B [--threshold PCT] [--format table|md|json]",
     "Compares sweep B with sweep A (the reference), configuration by configuration (same\n"
-    "kernel and parameters; same node, else same device): the change of the median and\n"
-    "whether it exceeds the two profiles' combined noise. Exit 1 when a configuration got\n"
-    "slower beyond the noise and the threshold, so it gates CI; exit 0 otherwise.\n\n"
+    "kernel and parameters; same node, else same device). Correctness first: a\n"
+    "configuration that passed in A and in B failed validation, crashed, timed out, was\n"
+    "skipped or is missing is a regression, listed first with the reason; one failing in\n"
+    "both is reported as such. Then for configurations passing in both, the change of\n"
+    "the median against the two profiles' combined noise. Exit 1 on a regression (broken,\n"
+    "or slower beyond the noise and the threshold), 0 otherwise, 2 when the sweeps have\n"
+    "no configuration in common; so it gates CI.\n\n"
     "  --threshold PCT  a slowdown must exceed this to count as a regression (default 5)\n"
-    "  --format FMT     table or json (schema kfleet.compare/1)",
+    "  --format FMT     table, md or json (schema kfleet.compare/2)",
 };

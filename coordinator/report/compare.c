@@ -1,4 +1,5 @@
-/* compare — two sweeps side by side; see compare.h for the rules. */
+/* compare — two sweeps side by side, correctness first; see compare.h for
+ * the rules. */
 #include "report/compare.h"
 #include "common/xalloc.h"
 #include "report/report.h"
@@ -9,11 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One profiled configuration of a sweep. */
+/* One configuration of a sweep (kernel, parameters, node). */
 typedef struct cfg {
     const char *kernel, *node, *device;
-    char params[512]; /* "k=v k=v", keys sorted */
-    double median, noise;
+    char key[512];    /* "k=v k=v", keys sorted: what matches across sweeps */
+    char params[512]; /* as the report orders them: what is shown */
+    int ok;           /* every task of it succeeded */
+    int pending;      /* a task of it has not ended */
+    char why[300];    /* when !ok: which task ended how, and its first line */
+    const char *vstate;
+    double median, noise; /* the profile's; NAN when none */
     int matched;
 } cfg;
 
@@ -36,23 +42,56 @@ static int cmp_keys(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static void params_of(const json_t *params, char *out, size_t len)
+/* The parameters as shown (the report's order) and as matched (sorted). */
+static void params_of(const json_t *params, char *shown, char *key, size_t len)
 {
     const char *keys[64];
-    size_t n = 0;
+    size_t n = 0, off = 0;
     const char *k;
     json_t *v;
+    shown[0] = '\0';
     json_object_foreach((json_t *)params, k, v)
     {
         if (n < 64)
             keys[n++] = k;
+        if (off < len)
+            off += (size_t)snprintf(shown + off, len - off, "%s%s=%lld", off ? " " : "", k,
+                                    (long long)json_integer_value(v));
     }
     qsort(keys, n, sizeof *keys, cmp_keys);
-    size_t off = 0;
-    out[0] = '\0';
+    off = 0;
+    key[0] = '\0';
     for (size_t i = 0; i < n && off < len; i++)
-        off += (size_t)snprintf(out + off, len - off, "%s%s=%lld", i ? " " : "", keys[i],
+        off += (size_t)snprintf(key + off, len - off, "%s%s=%lld", i ? " " : "", keys[i],
                                 (long long)json_integer_value(json_object_get(params, keys[i])));
+}
+
+/* Whether a task of the row ended well, and if not, why (first line). */
+static void task_state(const json_t *task, const char *what, cfg *c)
+{
+    if (!json_is_object(task))
+        return;
+    const char *st = str_of(task, "state");
+    if (strcmp(st, "succeeded") == 0)
+        return;
+    if (strcmp(st, "pending") == 0 || strcmp(st, "assigned") == 0 || strcmp(st, "running") == 0) {
+        c->pending = 1;
+        c->ok = 0;
+        if (!c->why[0])
+            snprintf(c->why, sizeof c->why, "%s %s", what, st);
+        return;
+    }
+    c->ok = 0;
+    if (c->why[0])
+        return;
+    const char *e = str_of(task, "error");
+    size_t n = strcspn(e, "\n");
+    const char *name = strcmp(st, "timed_out") == 0 ? "timed out" : st;
+    if (n && strncmp(e, what, strlen(what)) == 0) /* "validation failed (seed ...)" says it */
+        snprintf(c->why, sizeof c->why, "%.*s", (int)(n > 250 ? 250 : n), e);
+    else
+        snprintf(c->why, sizeof c->why, "%s %s%s%.*s", what, name, n ? ": " : "",
+                 (int)(n > 200 ? 200 : n), e);
 }
 
 static int load_side(kf_txn *t, uint32_t id, side *s, kf_err *err)
@@ -77,17 +116,18 @@ static int load_side(kf_txn *t, uint32_t id, side *s, kf_err *err)
     json_t *r;
     json_array_foreach(rows, i, r)
     {
-        json_t *p = json_object_get(r, "profile");
-        json_t *med = json_object_get(p, "median_s");
-        if (!json_is_number(med) || strcmp(str_of(p, "state"), "succeeded") != 0)
-            continue; /* nothing measured to compare */
         cfg *c = &s->c[s->n++];
         c->kernel = str_of(r, "kernel");
         c->node = str_of(r, "node");
         c->device = str_of(r, "device");
-        params_of(json_object_get(r, "params"), c->params, sizeof c->params);
-        c->median = json_number_value(med);
-        json_t *noise = json_object_get(p, "noise_pct");
+        params_of(json_object_get(r, "params"), c->params, c->key, sizeof c->key);
+        c->ok = 1;
+        json_t *v = json_object_get(r, "validation"), *p = json_object_get(r, "profile");
+        c->vstate = json_is_object(v) ? str_of(v, "state") : "-";
+        task_state(v, "validation", c);
+        task_state(p, "profile", c);
+        json_t *med = json_object_get(p, "median_s"), *noise = json_object_get(p, "noise_pct");
+        c->median = c->ok && json_is_number(med) ? json_number_value(med) : NAN;
         c->noise = json_is_number(noise) ? json_number_value(noise) : 0;
     }
     return KF_OK;
@@ -101,7 +141,7 @@ static void free_side(side *s)
 
 static int same_cfg(const cfg *a, const cfg *b)
 {
-    return strcmp(a->kernel, b->kernel) == 0 && strcmp(a->params, b->params) == 0;
+    return strcmp(a->kernel, b->kernel) == 0 && strcmp(a->key, b->key) == 0;
 }
 
 /* B's counterpart in A: the same node first, else the same device. */
@@ -116,114 +156,230 @@ static cfg *match(side *a, const cfg *b)
     return NULL;
 }
 
+/* What a pair (or a lone configuration) comes to; the order is the table's. */
+enum outcome {
+    O_BROKEN,  /* passed in A, failed in B, or missing from B: a regression */
+    O_SLOWER,  /* both pass, B slower beyond the noise; a regression past the threshold */
+    O_BOTH,    /* failing in both */
+    O_FIXED,   /* failed in A, passes in B */
+    O_FASTER,  /* both pass, B faster beyond the noise */
+    O_SAME,    /* both pass, within the noise (or slower within the threshold) */
+    O_NEW,     /* only in B */
+    O_PENDING, /* a task of it has not ended: no verdict yet */
+    O_COUNT
+};
+static const char *const outcome_name[O_COUNT] = {
+    "broken", "slower", "failing in both", "fixed", "faster", "same", "only in B", "not ended"};
+
 typedef struct pair {
-    const cfg *a, *b;
+    const cfg *a, *b; /* one may be NULL: only in one sweep */
+    enum outcome o;
     double change_pct, band_pct;
-    const char *verdict;
     int regression;
 } pair;
 
 static void judge(pair *p, double threshold)
 {
-    p->change_pct = (p->b->median / p->a->median - 1) * 100;
-    p->band_pct = sqrt(p->a->noise * p->a->noise + p->b->noise * p->b->noise);
-    if (fabs(p->change_pct) <= p->band_pct)
-        p->verdict = "same";
-    else
-        p->verdict = p->change_pct < 0 ? "faster" : "slower";
-    p->regression = p->change_pct > 0 && p->change_pct > p->band_pct && p->change_pct > threshold;
+    p->change_pct = p->band_pct = NAN;
+    if ((p->a && p->a->pending) || (p->b && p->b->pending)) {
+        p->o = O_PENDING;
+        return;
+    }
+    if (!p->b) {
+        p->o = p->a->ok ? O_BROKEN : O_BOTH;
+    } else if (!p->a) {
+        p->o = O_NEW;
+    } else if (p->a->ok && !p->b->ok) {
+        p->o = O_BROKEN;
+    } else if (!p->a->ok && !p->b->ok) {
+        p->o = O_BOTH;
+    } else if (!p->a->ok) {
+        p->o = O_FIXED;
+    } else if (isnan(p->a->median) || isnan(p->b->median)) {
+        p->o = O_SAME; /* validated in both, nothing timed to compare */
+    } else {
+        p->change_pct = (p->b->median / p->a->median - 1) * 100;
+        p->band_pct = sqrt(p->a->noise * p->a->noise + p->b->noise * p->b->noise);
+        if (fabs(p->change_pct) <= p->band_pct)
+            p->o = O_SAME;
+        else if (p->change_pct < 0)
+            p->o = O_FASTER;
+        else
+            p->o = O_SLOWER;
+    }
+    p->regression = p->o == O_BROKEN || (p->o == O_SLOWER && p->change_pct > threshold);
 }
 
+/* Times as the report writes them. */
 static void fmt_s(double s, char *out, size_t len)
 {
-    if (s >= 1)
+    if (isnan(s))
+        snprintf(out, len, "-");
+    else if (s >= 1)
         snprintf(out, len, "%.3f s", s);
     else if (s >= 1e-3)
         snprintf(out, len, "%.3f ms", s * 1e3);
     else
-        snprintf(out, len, "%.3f us", s * 1e6);
+        snprintf(out, len, "%.3f \xC2\xB5s", s * 1e6);
 }
 
-static void render_table(const side *a, const side *b, const pair *p, size_t np,
-                         const kf_compare_result *res, double threshold, kf_buf *out)
+static const cfg *any_of(const pair *p)
 {
-    kf_buf_addf(out, "compare: sweep %u (%s) -> sweep %u (%s), regression threshold %.1f%%\n\n",
-                a->id, a->name ? a->name : "", b->id, b->name ? b->name : "", threshold);
-    int wk = 6, wp = 6, wn = 4;
+    return p->b ? p->b : p->a;
+}
+
+/* What one side says of a configuration: its validation, or why it failed. */
+static void side_state(const cfg *c, char *out, size_t len)
+{
+    if (!c)
+        snprintf(out, len, "missing");
+    else if (c->ok)
+        snprintf(out, len, "%s", strcmp(c->vstate, "succeeded") == 0 ? "pass" : "ok");
+    else
+        snprintf(out, len, "FAIL");
+}
+
+static void render_text(const side *a, const side *b, const pair *p, size_t np,
+                        const kf_compare_result *res, double threshold, int md, kf_buf *out)
+{
+    if (md)
+        kf_buf_addf(out,
+                    "## compare: sweep %u (%s) → sweep %u (%s)\n\nregression threshold "
+                    "%.1f%%\n\n| kernel | params | node A | node B | A | B | A median | B "
+                    "median | change | noise | verdict |\n| --- | --- | --- | --- | --- | "
+                    "--- | ---: | ---: | ---: | ---: | --- |\n",
+                    a->id, a->name ? a->name : "", b->id, b->name ? b->name : "", threshold);
+    else
+        kf_buf_addf(out, "compare: sweep %u (%s) -> sweep %u (%s), regression threshold %.1f%%\n\n",
+                    a->id, a->name ? a->name : "", b->id, b->name ? b->name : "", threshold);
+    int wk = 6, wp = 6, wa = 6, wb = 6;
     for (size_t i = 0; i < np; i++) {
-        int k = (int)strlen(p[i].b->kernel), q = (int)strlen(p[i].b->params),
-            n = (int)strlen(p[i].b->node);
+        const cfg *c = any_of(&p[i]);
+        int k = (int)strlen(c->kernel), q = (int)strlen(c->params);
+        int na = p[i].a ? (int)strlen(p[i].a->node) : 1,
+            nb = p[i].b ? (int)strlen(p[i].b->node) : 1;
         wk = k > wk ? k : wk;
         wp = q > wp ? q : wp;
-        wn = n > wn ? n : wn;
+        wa = na > wa ? na : wa;
+        wb = nb > wb ? nb : wb;
     }
-    kf_buf_addf(out, "  %-*s  %-*s  %-*s  %12s  %12s  %9s  %8s  %s\n", wk, "kernel", wp, "params",
-                wn, "node", "A median", "B median", "change", "noise", "verdict");
-    for (size_t i = 0; i < np; i++) {
-        char ma[32], mb[32];
-        fmt_s(p[i].a->median, ma, sizeof ma);
-        fmt_s(p[i].b->median, mb, sizeof mb);
-        kf_buf_addf(out, "  %-*s  %-*s  %-*s  %12s  %12s  %+8.2f%%  %7.2f%%  %s%s\n", wk,
-                    p[i].b->kernel, wp, p[i].b->params, wn, p[i].b->node, ma, mb, p[i].change_pct,
-                    p[i].band_pct, p[i].verdict, p[i].regression ? "  REGRESSION" : "");
-    }
-    for (size_t i = 0; i < a->n; i++)
-        if (!a->c[i].matched)
-            kf_buf_addf(out, "  %s %s on %s: only in sweep %u\n", a->c[i].kernel, a->c[i].params,
-                        a->c[i].node, a->id);
-    for (size_t i = 0; i < b->n; i++)
-        if (!b->c[i].matched)
-            kf_buf_addf(out, "  %s %s on %s: only in sweep %u\n", b->c[i].kernel, b->c[i].params,
-                        b->c[i].node, b->id);
+    if (!md)
+        kf_buf_addf(out, "  %-*s  %-*s  %-*s  %-*s  %-7s  %-7s  %12s  %12s  %9s  %8s  %s\n", wk,
+                    "kernel", wp, "params", wa, "node A", wb, "node B", "A", "B", "A median",
+                    "B median", "change", "noise", "verdict");
+    /* Regressions first (broken, then slower past the threshold), then the
+     * rest in the outcomes' order. */
+    for (int pass = 0; pass < 2; pass++)
+        for (int o = 0; o < O_COUNT; o++) {
+            for (size_t i = 0; i < np; i++) {
+                if ((int)p[i].o != o || p[i].regression != !pass)
+                    continue;
+                const cfg *c = any_of(&p[i]);
+                char ma[32], mb[32], sa[16], sb[16], ch[16], bd[16];
+                fmt_s(p[i].a ? p[i].a->median : NAN, ma, sizeof ma);
+                fmt_s(p[i].b ? p[i].b->median : NAN, mb, sizeof mb);
+                side_state(p[i].a, sa, sizeof sa);
+                side_state(p[i].b, sb, sizeof sb);
+                snprintf(ch, sizeof ch, isnan(p[i].change_pct) ? "-" : "%+.2f%%", p[i].change_pct);
+                snprintf(bd, sizeof bd, isnan(p[i].band_pct) ? "-" : "%.2f%%", p[i].band_pct);
+                const char *why = p[i].o == O_BROKEN && p[i].b ? p[i].b->why
+                                  : p[i].o == O_BROKEN         ? "missing from sweep B"
+                                  : p[i].o == O_BOTH && p[i].b ? p[i].b->why
+                                  : p[i].o == O_PENDING        ? "a task has not ended"
+                                                               : "";
+                if (md)
+                    kf_buf_addf(out,
+                                "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%s%s%s |\n",
+                                c->kernel, c->params, p[i].a ? p[i].a->node : "-",
+                                p[i].b ? p[i].b->node : "-", sa, sb, ma, mb, ch, bd,
+                                p[i].regression ? "**REGRESSION** " : "", outcome_name[o],
+                                *why ? ": " : "", why);
+                else
+                    kf_buf_addf(
+                        out,
+                        "  %-*s  %-*s  %-*s  %-*s  %-7s  %-7s  %12s  %12s  %9s  %8s  %s%s%s%s\n",
+                        wk, c->kernel, wp, c->params, wa, p[i].a ? p[i].a->node : "-", wb,
+                        p[i].b ? p[i].b->node : "-", sa, sb, ma, mb, ch, bd,
+                        p[i].regression ? "REGRESSION " : "", outcome_name[o], *why ? ": " : "",
+                        why);
+            }
+        }
     kf_buf_addf(out,
-                "\n%zu configurations compared: %zu faster, %zu slower, %zu within the noise; "
-                "%zu only in A, %zu only in B; %zu regression%s beyond %.1f%%\n",
-                res->pairs, res->faster, res->slower, res->same, res->only_a, res->only_b,
-                res->regressions, res->regressions == 1 ? "" : "s", threshold);
+                "\n%zu configurations: %zu broken (passed in A, failed or missing in B), %zu "
+                "slower, %zu failing in both, %zu fixed, %zu faster, %zu within the noise, %zu "
+                "only in B, %zu not ended; %zu regression%s (threshold %.1f%%)\n",
+                np, res->broken, res->slower, res->both_failing, res->fixed, res->faster, res->same,
+                res->only_b, res->pending, res->regressions, res->regressions == 1 ? "" : "s",
+                threshold);
+}
+
+static json_t *jcfg(const cfg *c)
+{
+    if (!c)
+        return json_null();
+    json_t *o = json_object();
+    json_object_set_new(o, "node", json_string(c->node));
+    json_object_set_new(o, "device", json_string(c->device));
+    json_object_set_new(o, "passed", json_boolean(c->ok));
+    json_object_set_new(o, "validation", json_string(c->vstate));
+    json_object_set_new(o, "why", c->ok ? json_null() : json_string(c->why));
+    json_object_set_new(o, "median_s", isnan(c->median) ? json_null() : json_real(c->median));
+    json_object_set_new(o, "noise_pct", json_real(c->noise));
+    return o;
 }
 
 static int render_json(const side *a, const side *b, const pair *p, size_t np,
                        const kf_compare_result *res, double threshold, kf_buf *out, kf_err *err)
 {
     json_t *o = json_object(), *rows = json_array(), *sum = json_object();
-    json_object_set_new(o, "schema", json_string("kfleet.compare/1"));
+    json_object_set_new(o, "schema", json_string("kfleet.compare/2"));
     json_object_set_new(o, "sweep_a", json_integer(a->id));
     json_object_set_new(o, "sweep_b", json_integer(b->id));
     json_object_set_new(o, "threshold_pct", json_real(threshold));
-    for (size_t i = 0; i < np; i++) {
-        json_t *r = json_object();
-        json_object_set_new(r, "kernel", json_string(p[i].b->kernel));
-        json_object_set_new(r, "params", json_string(p[i].b->params));
-        json_object_set_new(r, "node_a", json_string(p[i].a->node));
-        json_object_set_new(r, "node_b", json_string(p[i].b->node));
-        json_object_set_new(r, "median_a_s", json_real(p[i].a->median));
-        json_object_set_new(r, "median_b_s", json_real(p[i].b->median));
-        json_object_set_new(r, "change_pct", json_real(p[i].change_pct));
-        json_object_set_new(r, "noise_band_pct", json_real(p[i].band_pct));
-        json_object_set_new(r, "verdict", json_string(p[i].verdict));
-        json_object_set_new(r, "regression", json_boolean(p[i].regression));
-        json_array_append_new(rows, r);
-    }
+    for (int pass = 0; pass < 2; pass++)
+        for (int oc = 0; oc < O_COUNT; oc++) {
+            for (size_t i = 0; i < np; i++) {
+                if ((int)p[i].o != oc || p[i].regression != !pass)
+                    continue;
+                const cfg *c = any_of(&p[i]);
+                json_t *r = json_object();
+                json_object_set_new(r, "kernel", json_string(c->kernel));
+                json_object_set_new(r, "params", json_string(c->params));
+                json_object_set_new(r, "a", jcfg(p[i].a));
+                json_object_set_new(r, "b", jcfg(p[i].b));
+                json_object_set_new(r, "change_pct",
+                                    isnan(p[i].change_pct) ? json_null()
+                                                           : json_real(p[i].change_pct));
+                json_object_set_new(r, "noise_band_pct",
+                                    isnan(p[i].band_pct) ? json_null() : json_real(p[i].band_pct));
+                json_object_set_new(r, "verdict", json_string(outcome_name[oc]));
+                json_object_set_new(r, "regression", json_boolean(p[i].regression));
+                json_array_append_new(rows, r);
+            }
+        }
     json_object_set_new(o, "rows", rows);
-    json_object_set_new(sum, "pairs", json_integer((json_int_t)res->pairs));
-    json_object_set_new(sum, "faster", json_integer((json_int_t)res->faster));
+    json_object_set_new(sum, "configurations", json_integer((json_int_t)np));
+    json_object_set_new(sum, "broken", json_integer((json_int_t)res->broken));
     json_object_set_new(sum, "slower", json_integer((json_int_t)res->slower));
+    json_object_set_new(sum, "failing_in_both", json_integer((json_int_t)res->both_failing));
+    json_object_set_new(sum, "fixed", json_integer((json_int_t)res->fixed));
+    json_object_set_new(sum, "faster", json_integer((json_int_t)res->faster));
     json_object_set_new(sum, "same", json_integer((json_int_t)res->same));
-    json_object_set_new(sum, "only_a", json_integer((json_int_t)res->only_a));
     json_object_set_new(sum, "only_b", json_integer((json_int_t)res->only_b));
+    json_object_set_new(sum, "not_ended", json_integer((json_int_t)res->pending));
     json_object_set_new(sum, "regressions", json_integer((json_int_t)res->regressions));
     json_object_set_new(o, "summary", sum);
     char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(o);
     if (!s)
-        return kf_err_set(err, KF_ENOMEM, "out of memory for the comparison");
+        return kf_err_set(err, KF_EIO, "cannot write the comparison as JSON");
     kf_buf_addf(out, "%s\n", s);
     free(s);
     return KF_OK;
 }
 
-int kf_compare_render(kf_txn *t, uint32_t a, uint32_t b, double threshold_pct, int json,
-                      kf_buf *out, kf_compare_result *res, kf_err *err)
+int kf_compare_render(kf_txn *t, uint32_t a, uint32_t b, double threshold_pct,
+                      kf_compare_format fmt, kf_buf *out, kf_compare_result *res, kf_err *err)
 {
     side sa = {0}, sb = {0};
     pair *p = NULL;
@@ -232,32 +388,39 @@ int kf_compare_render(kf_txn *t, uint32_t a, uint32_t b, double threshold_pct, i
     if (rc == KF_OK)
         rc = load_side(t, b, &sb, err);
     if (rc == KF_OK)
-        p = kf_xcalloc(sb.n + 1, sizeof *p);
-    size_t np = 0;
+        p = kf_xcalloc(sa.n + sb.n + 1, sizeof *p);
+    size_t np = 0, common = 0;
     for (size_t i = 0; rc == KF_OK && i < sb.n; i++) {
         cfg *m = match(&sa, &sb.c[i]);
-        if (!m)
-            continue;
-        m->matched = sb.c[i].matched = 1;
+        if (m) {
+            m->matched = sb.c[i].matched = 1;
+            common++;
+        }
         p[np].a = m;
         p[np].b = &sb.c[i];
-        judge(&p[np], threshold_pct);
-        res->faster += strcmp(p[np].verdict, "faster") == 0;
-        res->slower += strcmp(p[np].verdict, "slower") == 0;
-        res->same += strcmp(p[np].verdict, "same") == 0;
-        res->regressions += (size_t)p[np].regression;
         np++;
     }
-    res->pairs = np;
     for (size_t i = 0; rc == KF_OK && i < sa.n; i++)
-        res->only_a += !sa.c[i].matched;
-    for (size_t i = 0; rc == KF_OK && i < sb.n; i++)
-        res->only_b += !sb.c[i].matched;
+        if (!sa.c[i].matched)
+            p[np++].a = &sa.c[i];
+    if (rc == KF_OK && common == 0)
+        rc = kf_err_set(err, KF_EINVAL,
+                        "sweeps %u (%s) and %u (%s) have no configuration in common (the same "
+                        "kernel name and parameters): nothing to compare",
+                        a, sa.name ? sa.name : "", b, sb.name ? sb.name : "");
+    for (size_t i = 0; rc == KF_OK && i < np; i++) {
+        judge(&p[i], threshold_pct);
+        size_t *count[O_COUNT] = {&res->broken, &res->slower, &res->both_failing, &res->fixed,
+                                  &res->faster, &res->same,   &res->only_b,       &res->pending};
+        (*count[p[i].o])++;
+        res->regressions += (size_t)p[i].regression;
+    }
+    res->pairs = common;
     if (rc == KF_OK) {
-        if (json)
+        if (fmt == KF_COMPARE_JSON)
             rc = render_json(&sa, &sb, p, np, res, threshold_pct, out, err);
         else
-            render_table(&sa, &sb, p, np, res, threshold_pct, out);
+            render_text(&sa, &sb, p, np, res, threshold_pct, fmt == KF_COMPARE_MD, out);
     }
     free(p);
     free_side(&sa);

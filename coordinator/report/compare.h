@@ -1,18 +1,25 @@
-/* compare — what got faster or slower between two sweeps, beyond the
- * noise, for people and for CI gates (`kfleet compare A B`).
+/* compare — two sweeps side by side for people and for CI gates
+ * (`kfleet compare A B`): correctness first, then what got faster or
+ * slower beyond the noise.
  *
- * Rows are matched by kernel name, parameters and node; a row whose node
- * is not in the other sweep is matched by the same kernel, parameters and
- * device (GPU model or CPU), so a sweep rerun on other pods of the same
- * kind still compares. For each pair: change = median_B / median_A - 1.
- * The noise band is the two profiles' robust noises combined,
- * sqrt(noise_A^2 + noise_B^2) (each 1.4826 * MAD / median, in percent): a
- * change inside it is "same". A configuration is a regression when it is
- * slower beyond the band and by more than the threshold.
+ * Configurations are matched by kernel name, parameters and node; one whose
+ * node is not in the other sweep is matched by the same kernel, parameters
+ * and device (GPU model or CPU), so a sweep rerun on other pods of the same
+ * kind still compares. A configuration passes when every task of it (its
+ * validation, its profile) succeeded. Then, per configuration:
+ *  - passed in A, and in B failed, crashed, timed out, was skipped or is
+ *    missing: **broken**, a regression, listed first with B's reason;
+ *  - failing in both: reported as such, no regression;
+ *  - failed in A, passes in B: fixed;
+ *  - passing in both: change = median_B / median_A - 1 against the noise
+ *    band sqrt(noise_A^2 + noise_B^2) (each 1.4826 * MAD / median, %): inside
+ *    it "same", else faster or slower; slower by more than the threshold
+ *    is a regression;
+ *  - only in B: new; a task not ended: no verdict.
+ * No configuration in common is an error (KF_EINVAL): nothing was compared.
  *
  * Both sweeps are read through the report (kfleet.report/1), so the
- * medians and noises are the ones the reports show, recomputed from the
- * stored samples. */
+ * medians, noises and states are the ones the reports show. */
 #ifndef KF_COMPARE_H
 #define KF_COMPARE_H
 
@@ -21,14 +28,18 @@
 #include "core/store.h"
 
 typedef struct kf_compare_result {
-    size_t pairs, faster, slower, same, regressions;
-    size_t only_a, only_b; /* configurations without a counterpart */
+    size_t pairs; /* configurations found in both */
+    size_t broken, slower, both_failing, fixed, faster, same, only_b, pending;
+    size_t regressions; /* broken + slower */
 } kf_compare_result;
 
-/* Renders the comparison of sweep b against sweep a (the reference) as a
- * table (json = 0) or JSON ("kfleet.compare/1") into out, and fills res.
- * threshold_pct >= 0. KF_ENOTFOUND when a sweep does not exist. */
-int kf_compare_render(kf_txn *t, uint32_t a, uint32_t b, double threshold_pct, int json,
-                      kf_buf *out, kf_compare_result *res, kf_err *err);
+typedef enum { KF_COMPARE_TABLE = 0, KF_COMPARE_MD, KF_COMPARE_JSON } kf_compare_format;
+
+/* Renders the comparison of sweep b against sweep a (the reference) into
+ * out as a table, Markdown or JSON ("kfleet.compare/2"), and fills res.
+ * threshold_pct >= 0. KF_ENOTFOUND when a sweep does not exist, KF_EINVAL
+ * when they have no configuration in common. */
+int kf_compare_render(kf_txn *t, uint32_t a, uint32_t b, double threshold_pct,
+                      kf_compare_format fmt, kf_buf *out, kf_compare_result *res, kf_err *err);
 
 #endif

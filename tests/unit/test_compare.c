@@ -142,7 +142,8 @@ static int teardown(void **state)
     return nftw(home, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
 }
 
-static char *compare(uint32_t a, uint32_t b, double threshold, int json, kf_compare_result *res)
+static char *compare(uint32_t a, uint32_t b, double threshold, kf_compare_format json,
+                     kf_compare_result *res)
 {
     kf_err err;
     kf_txn *t = NULL;
@@ -160,33 +161,42 @@ static void test_table(void **state)
 {
     (void)state;
     kf_compare_result res;
-    char *s = compare(1, 2, 5, 0, &res);
+    char *s = compare(1, 2, 5, KF_COMPARE_TABLE, &res);
     assert_int_equal(res.pairs, 4);
     assert_int_equal(res.slower, 1);
     assert_int_equal(res.faster, 1);
     assert_int_equal(res.same, 2);
-    assert_int_equal(res.regressions, 1);
-    assert_int_equal(res.only_a, 1);
+    assert_int_equal(res.broken, 1); /* n=5 passed in A and is missing from B */
     assert_int_equal(res.only_b, 1);
+    assert_int_equal(res.regressions, 2);
     assert_non_null(strstr(s, "+20.00%"));
     assert_non_null(strstr(s, "REGRESSION"));
     assert_non_null(strstr(s, "-50.00%"));
-    assert_non_null(strstr(s, "n=5 on n1: only in sweep 1"));
-    assert_non_null(strstr(s, "n=6 on n1: only in sweep 2"));
-    assert_non_null(strstr(s, "1 regression beyond 5.0%"));
+    assert_non_null(strstr(s, "missing from sweep B"));
+    assert_non_null(strstr(s, "only in B"));
+    assert_non_null(strstr(s, "2 regressions (threshold 5.0%)"));
+    /* Regressions come first: the broken one, then the slower one. */
+    const char *broken = strstr(s, "missing from sweep B"), *slower = strstr(s, "+20.00%"),
+               *faster = strstr(s, "-50.00%");
+    assert_true(broken < slower && slower < faster);
     free(s);
 
-    /* A threshold above the slowdown: slower, but no regression. */
-    s = compare(1, 2, 25, 0, &res);
+    /* A threshold above the slowdown: slower, but only the missing one is a regression. */
+    s = compare(1, 2, 25, KF_COMPARE_TABLE, &res);
     assert_int_equal(res.slower, 1);
-    assert_int_equal(res.regressions, 0);
-    assert_null(strstr(s, "REGRESSION"));
+    assert_int_equal(res.regressions, 1);
     free(s);
 
-    /* Reversed, the slowdown is a speed-up. */
-    s = compare(2, 1, 5, 0, &res);
-    assert_int_equal(res.regressions, 1); /* n=3: 5 ms -> 10 ms */
+    /* Reversed, the slowdown is a speed-up, and B's own n=6 is missing. */
+    s = compare(2, 1, 5, KF_COMPARE_TABLE, &res);
+    assert_int_equal(res.regressions, 2); /* n=3: 5 ms -> 10 ms; n=6 missing */
     assert_int_equal(res.faster, 1);
+    free(s);
+
+    /* Markdown, for CI bots: the same rows in a table. */
+    s = compare(1, 2, 5, KF_COMPARE_MD, &res);
+    assert_non_null(strstr(s, "| kernel | params | node A | node B |"));
+    assert_non_null(strstr(s, "**REGRESSION**"));
     free(s);
 }
 
@@ -194,13 +204,13 @@ static void test_json(void **state)
 {
     (void)state;
     kf_compare_result res;
-    char *s = compare(1, 2, 5, 1, &res);
+    char *s = compare(1, 2, 5, KF_COMPARE_JSON, &res);
     json_error_t je;
     json_t *o = json_loads(s, 0, &je);
     assert_non_null(o);
-    assert_string_equal(json_string_value(json_object_get(o, "schema")), "kfleet.compare/1");
+    assert_string_equal(json_string_value(json_object_get(o, "schema")), "kfleet.compare/2");
     json_t *rows = json_object_get(o, "rows");
-    assert_int_equal(json_array_size(rows), 4);
+    assert_int_equal(json_array_size(rows), 6); /* 4 in both, 1 only in A, 1 only in B */
     int seen_device_match = 0, seen_same = 0;
     size_t i;
     json_t *r;
@@ -209,8 +219,10 @@ static void test_json(void **state)
         const char *params = json_string_value(json_object_get(r, "params"));
         const char *verdict = json_string_value(json_object_get(r, "verdict"));
         if (strcmp(params, "n=4") == 0) {
-            assert_string_equal(json_string_value(json_object_get(r, "node_a")), "n1");
-            assert_string_equal(json_string_value(json_object_get(r, "node_b")), "n2");
+            assert_string_equal(json_string_value(json_object_get(json_object_get(r, "a"), "node")),
+                                "n1");
+            assert_string_equal(json_string_value(json_object_get(json_object_get(r, "b"), "node")),
+                                "n2");
             seen_device_match = 1;
         }
         if (strcmp(params, "n=2") == 0) {
@@ -222,7 +234,7 @@ static void test_json(void **state)
     }
     assert_true(seen_device_match && seen_same);
     assert_int_equal(
-        json_integer_value(json_object_get(json_object_get(o, "summary"), "regressions")), 1);
+        json_integer_value(json_object_get(json_object_get(o, "summary"), "regressions")), 2);
     json_decref(o);
     free(s);
 }
@@ -235,7 +247,8 @@ static void test_missing(void **state)
     assert_int_equal(kf_store_begin(store, 1, &t, &err), 0);
     kf_buf out = KF_BUF_INIT;
     kf_compare_result res;
-    assert_int_equal(kf_compare_render(t, 1, 7, 5, 0, &out, &res, &err), KF_ENOTFOUND);
+    assert_int_equal(kf_compare_render(t, 1, 7, 5, KF_COMPARE_TABLE, &out, &res, &err),
+                     KF_ENOTFOUND);
     assert_non_null(strstr(err.msg, "no sweep 7"));
     kf_store_abort(&t);
     kf_buf_release(&out);
@@ -256,8 +269,9 @@ static void test_exit_codes(void **state)
 {
     (void)state;
     assert_int_equal(cli("1 2"), 1);
-    assert_int_equal(cli("1 2 --threshold 25"), 0);
-    assert_int_equal(cli("1 2 --threshold 25%"), 0);
+    assert_int_equal(cli("1 2 --threshold 25"), 1); /* n=5 is still missing from B */
+    assert_int_equal(cli("1 2 --threshold 25%"), 1);
+    assert_int_equal(cli("1 2 --format md"), 1);
     assert_int_equal(cli("1 2 --format json"), 1);
     assert_int_equal(cli("1 9"), 2);
     assert_int_equal(cli("1"), 2);
