@@ -113,6 +113,14 @@ int kf_keys_coordinator(const char *key_path, const char *pub_path, kf_keypair *
 
 int kf_keys_resolve_public(const char *arg, char pub[KF_KEY_Z85 + 1], kf_err *err)
 {
+    /* A file first: Z85 has '/' and '.' among its letters, so a path of
+     * exactly 40 characters ("/tmp/kfh-h100/state/keys/coordinator.pub") is
+     * also a well-formed key. Taken as one, it was the wrong server key: the
+     * agent's every handshake failed (event 2048, EPIPE) and the first
+     * `kfleet run` on the H100 waited for 7 minutes (issue 11). */
+    struct stat st;
+    if (stat(arg, &st) == 0)
+        return kf_keys_read_public(arg, pub, err);
     if (kf_key_valid(arg)) {
         snprintf(pub, KF_KEY_Z85 + 1, "%s", arg);
         return KF_OK;

@@ -151,13 +151,49 @@ static void test_allow_refresh_same_mtime(void **state)
     kf_allow_free(&al);
 }
 
+/* A --server-key that names a file is read as that file, even when the path
+ * is exactly 40 characters of the Z85 alphabet, as
+ * /tmp/kfh-h100/state/keys/coordinator.pub was: taken as the key itself, it
+ * made every handshake of the first `kfleet run` on the H100 fail. */
+static void test_resolve_prefers_a_file(void **state)
+{
+    (void)state;
+    char d[32];
+    snprintf(d, sizeof d, "/tmp/kfXXXXXX"); /* 13 characters, as /tmp/kfh-h100 */
+    assert_non_null(mkdtemp(d));
+    char keys[64], pub[64], kp[64];
+    snprintf(keys, sizeof keys, "%s/state", d);
+    assert_int_equal(mkdir(keys, 0700), 0);
+    snprintf(keys, sizeof keys, "%s/state/keys", d);
+    assert_int_equal(mkdir(keys, 0700), 0);
+    snprintf(kp, sizeof kp, "%s/coordinator.key", keys);
+    snprintf(pub, sizeof pub, "%s/coordinator.pub", keys);
+    assert_int_equal(strlen(pub), KF_KEY_Z85);
+    assert_true(kf_key_valid(pub)); /* the path itself is a well-formed key */
+    kf_keypair k;
+    kf_err err;
+    assert_int_equal(kf_keys_coordinator(kp, pub, &k, &err), KF_OK);
+    char got[KF_KEY_Z85 + 1];
+    assert_int_equal(kf_keys_resolve_public(pub, got, &err), KF_OK);
+    assert_string_equal(got, k.pub);
+    assert_int_equal(kf_keys_resolve_public(k.pub, got, &err), KF_OK); /* a key is a key */
+    assert_string_equal(got, k.pub);
+    unlink(kp);
+    unlink(pub);
+    rmdir(keys);
+    snprintf(keys, sizeof keys, "%s/state", d);
+    rmdir(keys);
+    rmdir(d);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/kf-test-keys.XXXXXX");
     if (!mkdtemp(dir))
         return 1;
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_keyfile), cmocka_unit_test(test_allow),
-                                       cmocka_unit_test(test_allow_refresh_same_mtime)};
+                                       cmocka_unit_test(test_allow_refresh_same_mtime),
+                                       cmocka_unit_test(test_resolve_prefers_a_file)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
     return rc;
