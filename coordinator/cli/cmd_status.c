@@ -66,7 +66,8 @@ static json_t *sweep_json(const Kfleet__SweepProgress *s)
     json_object_set_new(js, "cancelled", json_integer(s->cancelled));
     json_object_set_new(
         js, "finished",
-        json_boolean(s->succeeded + s->failed + s->timed_out + s->cancelled == s->total));
+        json_boolean(s->succeeded + s->failed + s->timed_out + s->cancelled + s->skipped ==
+                     s->total));
     return js;
 }
 
@@ -115,7 +116,7 @@ static void print_table(const Kfleet__StatusReply *st)
            "PENDING", "STATE");
     for (size_t i = 0; i < st->n_sweeps; i++) {
         const Kfleet__SweepProgress *s = st->sweeps[i];
-        uint32_t done = s->succeeded + s->failed + s->timed_out + s->cancelled;
+        uint32_t done = s->succeeded + s->failed + s->timed_out + s->cancelled + s->skipped;
         char frac[32];
         snprintf(frac, sizeof frac, "%u/%u", done, s->total);
         printf("%-6u %-20s %-9s %-7u %-7u %-7u %-7s\n", s->sweep_id, s->name, frac,

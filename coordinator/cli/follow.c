@@ -14,7 +14,7 @@
 
 static uint32_t ended(const Kfleet__SweepProgress *p)
 {
-    return p->succeeded + p->failed + p->timed_out + p->cancelled;
+    return p->succeeded + p->failed + p->timed_out + p->cancelled + p->skipped;
 }
 
 static int term_columns(const kf_follow_opts *o)

@@ -36,6 +36,7 @@ static void progress_from_counts(Kfleet__SweepProgress *p, const uint32_t counts
     p->failed = counts[KFLEET__TASK_STATE__FAILED];
     p->timed_out = counts[KFLEET__TASK_STATE__TIMED_OUT];
     p->cancelled = counts[KFLEET__TASK_STATE__CANCELLED];
+    p->skipped = counts[KFLEET__TASK_STATE__SKIPPED];
 }
 
 /* counts[0..15] by state, [15] all; counts[16..31] the build tasks'. */
@@ -54,7 +55,8 @@ static int count_cb(void *ctx, const Kfleet__Task *t)
 static uint32_t ended_of(const uint32_t counts[16])
 {
     return counts[KFLEET__TASK_STATE__SUCCEEDED] + counts[KFLEET__TASK_STATE__FAILED] +
-           counts[KFLEET__TASK_STATE__TIMED_OUT] + counts[KFLEET__TASK_STATE__CANCELLED];
+           counts[KFLEET__TASK_STATE__TIMED_OUT] + counts[KFLEET__TASK_STATE__CANCELLED] +
+           counts[KFLEET__TASK_STATE__SKIPPED];
 }
 
 /* Who could take an open sweep's pending tasks, and when nobody can, why:

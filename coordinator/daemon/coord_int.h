@@ -26,6 +26,10 @@ typedef struct ktask {
     int confirmed;          /* the agent has reported the attempt active */
     int slot_gpu;           /* which slot kind it holds: 1 gpu, 0 cpu, -1 none */
     uint32_t gpu_index;
+    /* A profile runs only after its configuration's validation passed:
+     * gate is that validate task's index in the sweep (-1: none asked), and
+     * the validate task's dependent is this profile's. */
+    int32_t gate, dependent;
 } ktask;
 
 typedef struct ksweep {

@@ -137,8 +137,24 @@ ktask *sched_add_task(kf_coord *c, ksweep *sw, Kfleet__Task *rec)
     t->agent = -1;
     t->slot_gpu = -1;
     t->pin = -1;
+    t->gate = t->dependent = -1;
     if (rec->pin_agent && *rec->pin_agent)
         t->pin = sched_agent_index(c, sched_agent(c, rec->pin_agent, 1));
+    /* A profile's validation comes just before it (a sweep's tasks are made
+     * configuration by configuration; nodes: all, agent by agent): link the
+     * two, so the profile waits for it. */
+    if (rec->kind == KFLEET__TASK_KIND__PROFILE) {
+        for (uint32_t back = 1; back <= 64 && back < sw->ntasks; back++) {
+            ktask *v = &sw->tasks[sw->ntasks - 1 - back];
+            if (v->rec->kind == KFLEET__TASK_KIND__VALIDATE &&
+                v->rec->kernel_index == rec->kernel_index &&
+                v->rec->config_index == rec->config_index && v->pin == t->pin && v->dependent < 0) {
+                t->gate = (int32_t)(sw->ntasks - 1 - back);
+                v->dependent = (int32_t)(sw->ntasks - 1);
+                break;
+            }
+        }
+    }
     sw->counts[rec->state & 15]++;
     if (rec->kind == KFLEET__TASK_KIND__BUILD)
         sw->bcounts[rec->state & 15]++;
@@ -171,7 +187,8 @@ void sched_set_state(ksweep *sw, ktask *t, int state)
 uint32_t sched_terminal_count(const ksweep *sw)
 {
     return sw->counts[KFLEET__TASK_STATE__SUCCEEDED] + sw->counts[KFLEET__TASK_STATE__FAILED] +
-           sw->counts[KFLEET__TASK_STATE__TIMED_OUT] + sw->counts[KFLEET__TASK_STATE__CANCELLED];
+           sw->counts[KFLEET__TASK_STATE__TIMED_OUT] + sw->counts[KFLEET__TASK_STATE__CANCELLED] +
+           sw->counts[KFLEET__TASK_STATE__SKIPPED];
 }
 
 void sched_put_task(kf_coord *c, const ktask *t)
@@ -191,10 +208,11 @@ void sched_maybe_finish_sweep(kf_coord *c, ksweep *sw)
     kf_txn *txn;
     if (coord_txn(c, &txn) == KF_OK)
         kf_store_put_sweep(txn, sw->rec);
-    kf_info("sweep.finished", "sweep=%u tasks=%u succeeded=%u failed=%u timed_out=%u cancelled=%u",
+    kf_info("sweep.finished",
+            "sweep=%u tasks=%u succeeded=%u failed=%u timed_out=%u cancelled=%u skipped=%u",
             sw->rec->sweep_id, sw->ntasks, sw->counts[KFLEET__TASK_STATE__SUCCEEDED],
             sw->counts[KFLEET__TASK_STATE__FAILED], sw->counts[KFLEET__TASK_STATE__TIMED_OUT],
-            sw->counts[KFLEET__TASK_STATE__CANCELLED]);
+            sw->counts[KFLEET__TASK_STATE__CANCELLED], sw->counts[KFLEET__TASK_STATE__SKIPPED]);
     for (size_t i = 0; i < c->nsweeps; i++) {
         if (c->sweeps[i] == sw) {
             memmove(&c->sweeps[i], &c->sweeps[i + 1], (c->nsweeps - i - 1) * sizeof *c->sweeps);
@@ -365,7 +383,27 @@ int sched_finish(kf_coord *c, ksweep *sw, ktask *t, int state, const char *error
     kf_info("task.end", "task=%llx state=%s error=\"%s\"", (unsigned long long)t->rec->task_id,
             protobuf_c_enum_descriptor_get_value(&kfleet__task_state__descriptor, state)->name,
             error ? error : "");
+    sched_gate_done(c, sw, t);
     return rc;
+}
+
+void sched_gate_done(kf_coord *c, ksweep *sw, ktask *t)
+{
+    if (t->dependent < 0 || (uint32_t)t->dependent >= sw->ntasks ||
+        !kf_state_terminal(t->rec->state) || t->rec->state == KFLEET__TASK_STATE__SUCCEEDED)
+        return;
+    ktask *d = &sw->tasks[t->dependent];
+    if (kf_state_terminal(d->rec->state))
+        return;
+    char why[400], line[300];
+    size_t n = strcspn(t->rec->error ? t->rec->error : "", "\n");
+    snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1),
+             t->rec->error ? t->rec->error : "");
+    snprintf(
+        why, sizeof why, "skipped: its validation did not pass (%s)%s%s",
+        protobuf_c_enum_descriptor_get_value(&kfleet__task_state__descriptor, t->rec->state)->name,
+        *line ? ": " : "", line);
+    sched_finish(c, sw, d, KFLEET__TASK_STATE__SKIPPED, why);
 }
 
 void sched_send_cancel(kf_coord *c, const kagent *a, uint64_t task_id, uint32_t attempt)

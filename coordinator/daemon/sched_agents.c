@@ -410,6 +410,7 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
     sched_set_str(&t->rec->error, line);
     sched_set_state(sw, t, r->state);
     sched_put_task(c, t);
+    sched_gate_done(c, sw, t);
     if (t->rec->kind == KFLEET__TASK_KIND__BUILD) {
         const char *hash = sw->rec->kernels[t->rec->kernel_index]->hash;
         int st = r->state == KFLEET__TASK_STATE__SUCCEEDED ? KFLEET__TASK_STATE__SUCCEEDED

@@ -180,6 +180,10 @@ static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
                 continue;
             if (t->pin >= 0 && t->pin != ai)
                 continue;
+            /* A profile waits for its configuration's validation. */
+            if (t->gate >= 0 && (uint32_t)t->gate < sw->ntasks &&
+                !kf_state_terminal(sw->tasks[t->gate].rec->state))
+                continue;
             const kf_task_kind *tk = kf_task_kind_of(t->rec->kind);
             if (!tk || !tk->needs_build) { /* a build, on a CPU slot */
                 if (!cpu_free)

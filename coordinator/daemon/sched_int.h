@@ -34,6 +34,9 @@ kbuild *sched_set_build(kf_coord *c, kagent *a, const char *hash, int state, uin
                         const char *error);
 void sched_forget_build(kagent *a, const char *hash);
 
+/* When t, a validation, ended without passing: the profile it gates is
+ * ended as skipped, saying why (no agent, no GPU time). */
+void sched_gate_done(kf_coord *c, ksweep *sw, ktask *t);
 /* Stores how t's current attempt ended. */
 void sched_end_attempt(kf_coord *c, ktask *t, int state, const char *note);
 void sched_send_cancel(kf_coord *c, const kagent *a, uint64_t task_id, uint32_t attempt);

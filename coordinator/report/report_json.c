@@ -371,7 +371,7 @@ int kf_rep_render_json(const rep *r, int with_samples, kf_buf *out)
     set(root, "schedule", json_schedule(r));
     json_t *tot = json_object();
     set(tot, "tasks", json_integer((json_int_t)r->ntasks));
-    for (int st = KFLEET__TASK_STATE__PENDING; st <= KFLEET__TASK_STATE__CANCELLED; st++)
+    for (int st = KFLEET__TASK_STATE__PENDING; st <= KFLEET__TASK_STATE__SKIPPED; st++)
         if (st <= KFLEET__TASK_STATE__RUNNING || st >= KFLEET__TASK_STATE__SUCCEEDED)
             set(tot, kf_rep_state_name(st), json_integer(r->counts[st]));
     set(root, "totals", tot);

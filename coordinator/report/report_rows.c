@@ -70,7 +70,7 @@ static const char *const state_names[] = {
     [KFLEET__TASK_STATE__PENDING] = "pending",     [KFLEET__TASK_STATE__ASSIGNED] = "assigned",
     [KFLEET__TASK_STATE__RUNNING] = "running",     [KFLEET__TASK_STATE__SUCCEEDED] = "succeeded",
     [KFLEET__TASK_STATE__FAILED] = "failed",       [KFLEET__TASK_STATE__TIMED_OUT] = "timed_out",
-    [KFLEET__TASK_STATE__CANCELLED] = "cancelled",
+    [KFLEET__TASK_STATE__CANCELLED] = "cancelled", [KFLEET__TASK_STATE__SKIPPED] = "skipped",
 };
 
 const char *kf_rep_state_name(int st)
@@ -206,7 +206,7 @@ static int task_cb(void *ctx, const Kfleet__Task *task)
             drop_attempts(rt);
     }
     int st = kf_rep_state_of(rt);
-    if (st >= 0 && st <= KFLEET__TASK_STATE__CANCELLED)
+    if (st >= 0 && st <= KFLEET__TASK_STATE__SKIPPED)
         r->counts[st]++;
     return rc;
 }

@@ -70,7 +70,7 @@ typedef struct rep {
     size_t nrows;
     Kfleet__AgentInfo **agents;
     size_t nagents, capagents;
-    uint32_t counts[KFLEET__TASK_STATE__CANCELLED + 1];
+    uint32_t counts[KFLEET__TASK_STATE__SKIPPED + 1];
     kf_report_group group_by;
     int provenance;
     rschedule sched;

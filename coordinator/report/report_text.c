@@ -278,6 +278,8 @@ static void flags_str(const rrow *w, char *out, size_t len)
                 *line ? line : state_text(st));
         else if (st == KFLEET__TASK_STATE__CANCELLED && i == 1)
             ADD("profile cancelled");
+        else if (st == KFLEET__TASK_STATE__SKIPPED && i == 1)
+            ADD("profile skipped: validation did not pass");
         else if (!kf_state_terminal(st) && i == 1)
             ADD("profile %s", kf_rep_state_name(st));
     }
@@ -396,6 +398,8 @@ static void render_header(const rep *r, int md, kf_buf *out)
         kf_buf_addf(out, "%s%u %s", sep, r->counts[st], state_text(st));
         sep = ", ";
     }
+    if (r->counts[KFLEET__TASK_STATE__SKIPPED]) /* profiles whose validation failed */
+        kf_buf_addf(out, ", %u skipped", r->counts[KFLEET__TASK_STATE__SKIPPED]);
     for (int st = KFLEET__TASK_STATE__PENDING; st <= KFLEET__TASK_STATE__RUNNING; st++)
         if (r->counts[st])
             kf_buf_addf(out, ", %u %s", r->counts[st], state_text(st));

@@ -103,6 +103,9 @@ static int task_cb(void *ctx, const Kfleet__Task *task)
     case KFLEET__TASK_STATE__CANCELLED:
         s->cancelled++;
         break;
+    case KFLEET__TASK_STATE__SKIPPED:
+        s->skipped++;
+        break;
     default:
         problem(v, "task %llx: terminal record with a non-terminal state%s", id, "");
         break;

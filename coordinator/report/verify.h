@@ -11,7 +11,7 @@
 #include "core/store.h"
 
 typedef struct kf_verify_summary {
-    uint32_t tasks, terminal, results, succeeded, failed, timed_out, cancelled;
+    uint32_t tasks, terminal, results, succeeded, failed, timed_out, cancelled, skipped;
     uint32_t profiles, samples, attempts, requeued, late;
     uint32_t violations;
 } kf_verify_summary;
