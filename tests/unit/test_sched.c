@@ -353,6 +353,46 @@ static void test_gpu_slots(void **state)
     done(&c);
 }
 
+/* A profile runs only after its configuration's validation passed; when
+ * the validation fails, the profile ends skipped, never assigned. */
+static void test_profile_waits_for_validation(void **state)
+{
+    (void)state;
+    kf_coord *c = coord();
+    reg(c, "a1", 2, 0);
+    uint32_t id = submit(c, "name: g\nkernels:\n  - name: triad\n    params: {n: [1K, 2K]}\n"
+                            "tasks: [validate, profile]\n");
+    sent s[8];
+    assert_int_equal(drain(c, s, 8), 1); /* the build */
+    result(c, "a1", s[0].task, s[0].attempt, KFLEET__TASK_STATE__SUCCEEDED);
+    size_t n = drain(c, s, 8);
+    assert_int_equal(n, 2); /* both validations; no profile before them */
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(s[i].kind, KFLEET__TASK_KIND__VALIDATE);
+    /* n=1K passes, n=2K fails. */
+    uint64_t pass = s[0].task, failv = s[1].task;
+    result(c, "a1", pass, 1, KFLEET__TASK_STATE__SUCCEEDED);
+    result(c, "a1", failv, 1, KFLEET__TASK_STATE__FAILED);
+    n = drain(c, s, 8);
+    assert_int_equal(n, 1); /* only the passing configuration's profile */
+    assert_int_equal(s[0].kind, KFLEET__TASK_KIND__PROFILE);
+    ktask *p = sched_task(c, s[0].task, NULL);
+    assert_int_equal(p->rec->config_index, sched_task(c, pass, NULL)->rec->config_index);
+    /* The other profile was skipped, saying why. */
+    ksweep *sw = sched_sweep(c, id);
+    int skipped = 0;
+    for (uint32_t i = 0; i < sw->ntasks; i++) {
+        ktask *t = &sw->tasks[i];
+        if (t->rec->state == KFLEET__TASK_STATE__SKIPPED) {
+            skipped++;
+            assert_int_equal(t->rec->kind, KFLEET__TASK_KIND__PROFILE);
+            assert_non_null(strstr(t->rec->error, "validation did not pass (FAILED)"));
+        }
+    }
+    assert_int_equal(skipped, 1);
+    done(&c);
+}
+
 int main(void)
 {
     kf_log_setup("test", KF_LOG_OFF);
@@ -363,6 +403,7 @@ int main(void)
         cmocka_unit_test(test_lost_agent_requeue_and_late_result),
         cmocka_unit_test(test_gives_up_after_attempts),
         cmocka_unit_test(test_gpu_slots),
+        cmocka_unit_test(test_profile_waits_for_validation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
