@@ -85,7 +85,7 @@ static int on_assign(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
     }
     kf_err err;
     if (runners_start(a, ta, &err) != KF_OK) {
-        kf_error("runner.start", "task=%llx error=\"%s\"", (unsigned long long)ta->task_id,
+        kf_error("runner.start", "task=0x%llx error=\"%s\"", (unsigned long long)ta->task_id,
                  err.msg);
         runners_fail_assignment(a, ta, err.msg);
         return KF_OK;
@@ -126,7 +126,7 @@ static int on_cancel(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
     (void)peer;
     krunner *r = runners_find(a, env->cancel->task_id, env->cancel->attempt);
     if (r && !r->exited && !r->cancelled) {
-        kf_info("runner.cancel", "task=%llx attempt=%u", (unsigned long long)r->task_id,
+        kf_info("runner.cancel", "task=0x%llx attempt=%u", (unsigned long long)r->task_id,
                 r->attempt);
         r->cancelled = 1;
         kill(-r->pid, SIGKILL);

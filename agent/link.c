@@ -56,7 +56,7 @@ void link_emit(kf_agent *a, Kfleet__Envelope *env, uint64_t task, uint32_t attem
     int stored =
         kf_outbox_put(a->outbox, env->oseq, a->scratch.data, a->scratch.len, &err) == KF_OK;
     if (!stored)
-        kf_error("outbox.put", "task=%llx error=\"%s\"", (unsigned long long)task, err.msg);
+        kf_error("outbox.put", "task=0x%llx error=\"%s\"", (unsigned long long)task, err.msg);
     uint64_t sent = 0;
     if (a->welcomed && zmq_send(a->sock, a->scratch.data, a->scratch.len, ZMQ_DONTWAIT) >= 0)
         sent = kf_mono_ns();

@@ -89,7 +89,7 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
     r->out_fd = -1;
     r->gpu = ta->spec && ta->spec->device_cuda && ta->spec->kind != KFLEET__TASK_KIND__BUILD;
     r->gpu_index = ta->gpu_index;
-    snprintf(r->dir, sizeof r->dir, "%s/tmp/%llx-%u", a->workdir, (unsigned long long)r->task_id,
+    snprintf(r->dir, sizeof r->dir, "%s/tmp/0x%llx-%u", a->workdir, (unsigned long long)r->task_id,
              r->attempt);
     int rc = kf_mkdirs(r->dir, 0700, err);
     if (rc)
@@ -166,7 +166,7 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
         a->cpu_used++;
     a->runners[a->nrunners++] = r;
     static const char *kinds[] = {"?", "build", "validate", "profile", "doctor"};
-    kf_debug("runner.start", "task=%llx attempt=%u kind=%s pid=%d limit_s=%.0f",
+    kf_debug("runner.start", "task=0x%llx attempt=%u kind=%s pid=%d limit_s=%.0f",
              (unsigned long long)r->task_id, r->attempt, kinds[r->kind <= 4 ? r->kind : 0],
              (int)pid, r->limit_s);
     return KF_OK;
@@ -203,7 +203,7 @@ void runners_drain(kf_agent *a, krunner *r)
         uint32_t len =
             (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
         if (len > KF_MAX_FRAME) {
-            kf_error("runner.bad_frame", "task=%llx len=%u", (unsigned long long)r->task_id, len);
+            kf_error("runner.bad_frame", "task=0x%llx len=%u", (unsigned long long)r->task_id, len);
             kill(-r->pid, SIGKILL);
             off = r->in.len;
             break;
@@ -214,7 +214,7 @@ void runners_drain(kf_agent *a, krunner *r)
         Kfleet__Envelope *env = kf_wire_unpack(p + 4, len, &err);
         off += 4 + len;
         if (!env) {
-            kf_error("runner.bad_frame", "task=%llx error=\"%s\"", (unsigned long long)r->task_id,
+            kf_error("runner.bad_frame", "task=0x%llx error=\"%s\"", (unsigned long long)r->task_id,
                      err.msg);
             continue;
         }
@@ -315,7 +315,7 @@ static void finish_runner(kf_agent *a, size_t idx)
         }
         send_result(a, r, state, infra, why);
     }
-    kf_debug("runner.end", "task=%llx attempt=%u status=%d", (unsigned long long)r->task_id,
+    kf_debug("runner.end", "task=0x%llx attempt=%u status=%d", (unsigned long long)r->task_id,
              r->attempt, r->status);
     if (r->gpu && r->gpu_index < 64)
         a->gpu_busy[r->gpu_index] = 0;
@@ -344,7 +344,7 @@ void runners_reap(kf_agent *a)
     for (size_t i = 0; i < a->nrunners;) {
         krunner *r = a->runners[i];
         if (!r->exited && !r->timed_out && now > r->deadline_mono) {
-            kf_warn("runner.timeout", "task=%llx attempt=%u limit_s=%.1f",
+            kf_warn("runner.timeout", "task=0x%llx attempt=%u limit_s=%.1f",
                     (unsigned long long)r->task_id, r->attempt, r->limit_s);
             r->timed_out = 1;
             kill(-r->pid, SIGKILL);

@@ -63,7 +63,7 @@ static void build_to_wire(const kf_build_info *b, Kfleet__BuildInfo *bi)
 static int do_build(hctx *h, Kfleet__BuildInfo *bi, kf_build_info *b)
 {
     char scratch[PATH_MAX];
-    snprintf(scratch, sizeof scratch, "%s/tmp/build-%llx-%u", h->workdir,
+    snprintf(scratch, sizeof scratch, "%s/tmp/build-0x%llx-%u", h->workdir,
              (unsigned long long)h->ta->task_id, h->ta->attempt);
     kf_err err;
     int rc = kf_build_kernel(h->spec, h->workdir, scratch, b, &err);
@@ -119,7 +119,7 @@ int kf_harness_run(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd
         const Kfleet__MeasureSettings *ms = h.spec->measure;
         if (hctx_load_kernel(&h, &L) != 0) {
             /* the Result says why */
-        } else if (h.spec->ncu_pass) {
+        } else if ((res.kernel_name = (char *)(L.k->name ? L.k->name : "")), h.spec->ncu_pass) {
             hctx_nested(&h, &L, h.spec->kind == KFLEET__TASK_KIND__PROFILE ? KF_TOOLS_NCU_RUNS : 1);
         } else if (h.spec->kind == KFLEET__TASK_KIND__VALIDATE) {
             if (hctx_validate(&h, &L) == 0 && ms && ms->sanitize)

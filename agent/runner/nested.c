@@ -49,7 +49,7 @@ int hctx_ncu(hctx *h)
     kf_buf metrics = KF_BUF_INIT;
     for (size_t i = 0; i < m->n_ncu_metrics; i++)
         kf_buf_addf(&metrics, "%s%s", i ? "," : "", m->ncu_metrics[i]);
-    snprintf(log, sizeof log, "%s/tmp/ncu-%llx-%u.csv", h->workdir,
+    snprintf(log, sizeof log, "%s/tmp/ncu-0x%llx-%u.csv", h->workdir,
              (unsigned long long)h->ta->task_id, h->ta->attempt);
     char *argv[] = {ncu,
                     "--clock-control",
@@ -102,7 +102,7 @@ int hctx_sanitize(hctx *h)
     kf_buf verdict = KF_BUF_INIT;
     int bad = 0;
     for (size_t t = 0; t < 2; t++) {
-        snprintf(log, sizeof log, "%s/tmp/sanitize-%s-%llx-%u.log", h->workdir, tools[t],
+        snprintf(log, sizeof log, "%s/tmp/sanitize-%s-0x%llx-%u.log", h->workdir, tools[t],
                  (unsigned long long)h->ta->task_id, h->ta->attempt);
         char *argv[] = {cs,           "--tool", (char *)tools[t], "--error-exitcode", "97",
                         "--log-file", log};
@@ -114,7 +114,10 @@ int hctx_sanitize(hctx *h)
             return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "compute-sanitizer: %s", err.msg);
         }
         char tail[1200];
-        hctx_tail_lines(log, st == 0 ? 1 : 12, tail, sizeof tail);
+        kf_buf text = KF_BUF_INIT;
+        kf_buf_read_file(&text, log);
+        kf_tools_first_error_block(text.data, tail, sizeof tail);
+        kf_buf_release(&text);
         kf_buf_addf(&verdict, "%s%s: %s%s", t ? "\n" : "", tools[t],
                     st == 0    ? "clean"
                     : st == 97 ? "ERRORS"

@@ -38,7 +38,7 @@ int kf_tools_run_nested(const char *runner, const char *workdir, const Kfleet__T
                         char *const tool_argv[], size_t ntool, int *exit_status, kf_err *err)
 {
     char dir[PATH_MAX], path[PATH_MAX + 16], self[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/tmp/nested-%llx-%u", workdir, (unsigned long long)ta->task_id,
+    snprintf(dir, sizeof dir, "%s/tmp/nested-0x%llx-%u", workdir, (unsigned long long)ta->task_id,
              ta->attempt);
     int rc = kf_mkdirs(dir, 0700, err);
     if (rc != KF_OK)
@@ -275,4 +275,60 @@ void kf_tools_free_metrics(Kfleet__Metric **m, size_t n)
         free(m[i]);
     }
     free(m);
+}
+
+void kf_tools_first_error_block(const char *log, char *out, size_t len)
+{
+    out[0] = '\0';
+    if (!log || !len)
+        return;
+    size_t used = 0;
+    int in_block = 0, done = 0;
+    const char *summary = NULL, *last = NULL;
+    size_t summary_n = 0, last_n = 0;
+    for (const char *p = log; *p;) {
+        size_t n = strcspn(p, "\n");
+        /* The line without the "========= " prefix: what it says. */
+        const char *body = p;
+        if (strncmp(body, "=========", 9) == 0) {
+            body += 9;
+            while (body < p + n && *body == ' ')
+                body++;
+        }
+        size_t bn = (size_t)(p + n - body);
+        if (bn) {
+            last = p;
+            last_n = n;
+        }
+        if (bn && memmem(body, bn, "SUMMARY:", 8)) { /* ERROR / RACECHECK SUMMARY */
+            summary = p;
+            summary_n = n;
+        } else if (!done) {
+            int banner = strncmp(body, "COMPUTE-SANITIZER", 17) == 0;
+            int frame = strncmp(body, "Saved host backtrace", 20) == 0 ||
+                        strncmp(body, "Host Frame", 10) == 0;
+            if (!in_block && bn && !banner && !frame && body != p) {
+                in_block = 1; /* the first line after the banner that says something */
+            } else if (in_block && (bn == 0 || frame)) {
+                in_block = 0;
+                done = 1;
+            }
+            if (in_block && used + n + 2 < len) {
+                memcpy(out + used, p, n);
+                used += n;
+                out[used++] = '\n';
+                out[used] = '\0';
+            }
+        }
+        p += n + (p[n] == '\n');
+    }
+    const char *tail = summary ? summary : (used ? NULL : last);
+    size_t tn = summary ? summary_n : last_n;
+    if (tail && used + tn + 1 < len) {
+        memcpy(out + used, tail, tn);
+        used += tn;
+        out[used] = '\0';
+    } else if (used && out[used - 1] == '\n') {
+        out[used - 1] = '\0';
+    }
 }

@@ -45,4 +45,12 @@ int kf_tools_parse_ncu_csv(const char *text, unsigned runs, Kfleet__Metric ***ou
                            kf_err *err);
 void kf_tools_free_metrics(Kfleet__Metric **m, size_t n);
 
+/* compute-sanitizer's first error block, verbatim (its "=========" prefix
+ * kept): from the first line that names an error (after the tool's banner)
+ * up to the host backtrace or the block's end, then the ERROR SUMMARY line.
+ * What a person needs first ("Invalid __global__ write of size 4 ... by
+ * thread (0,0,0) in block (1023,0,0) ... out of bounds"), not the log's tail
+ * (host frames). With no error block: the summary line, else the last line. */
+void kf_tools_first_error_block(const char *log, char *out, size_t len);
+
 #endif

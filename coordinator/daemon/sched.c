@@ -195,7 +195,7 @@ void sched_put_task(kf_coord *c, const ktask *t)
 {
     kf_txn *txn;
     if (coord_txn(c, &txn) == KF_OK && kf_store_put_task(txn, t->rec) != KF_OK)
-        kf_error("store.put", "what=task task=%llx", (unsigned long long)t->rec->task_id);
+        kf_error("store.put", "what=task task=0x%llx", (unsigned long long)t->rec->task_id);
 }
 
 /* Removes a finished sweep from memory once all its tasks are terminal. */
@@ -380,7 +380,7 @@ int sched_finish(kf_coord *c, ksweep *sw, ktask *t, int state, const char *error
     sched_set_str(&t->rec->error, error);
     sched_set_state(sw, t, state);
     sched_put_task(c, t);
-    kf_info("task.end", "task=%llx state=%s error=\"%s\"", (unsigned long long)t->rec->task_id,
+    kf_info("task.end", "task=0x%llx state=%s error=\"%s\"", (unsigned long long)t->rec->task_id,
             protobuf_c_enum_descriptor_get_value(&kfleet__task_state__descriptor, state)->name,
             error ? error : "");
     sched_gate_done(c, sw, t);
@@ -463,8 +463,8 @@ void sched_requeue_as(kf_coord *c, ksweep *sw, ktask *t, int attempt_state, cons
     uint32_t idx = (uint32_t)t->rec->task_id;
     if (idx < sw->cursor)
         sw->cursor = idx;
-    kf_warn("task.requeue", "task=%llx attempt=%u why=\"%s\"", (unsigned long long)t->rec->task_id,
-            t->rec->attempts, why);
+    kf_warn("task.requeue", "task=0x%llx attempt=%u why=\"%s\"",
+            (unsigned long long)t->rec->task_id, t->rec->attempts, why);
     c->dispatch_needed = 1;
 }
 

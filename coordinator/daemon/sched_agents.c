@@ -271,12 +271,12 @@ static void refuse_frame(kagent *a, const char *what, uint64_t task_id, uint32_t
 {
     a->refused++;
     if (benign)
-        kf_debug("frame.dropped", "what=%s agent=%s task=%llx attempt=%u why=\"%s\"", what, a->id,
+        kf_debug("frame.dropped", "what=%s agent=%s task=0x%llx attempt=%u why=\"%s\"", what, a->id,
                  (unsigned long long)task_id, attempt, why);
     else if (a->refused <= 10 || (a->refused & (a->refused - 1)) == 0)
         kf_warn("frame.refused",
-                "what=%s agent=%s key=%s task=%llx attempt=%u why=\"%s\" refused_total=%llu", what,
-                a->id, a->key, (unsigned long long)task_id, attempt, why,
+                "what=%s agent=%s key=%s task=0x%llx attempt=%u why=\"%s\" refused_total=%llu",
+                what, a->id, a->key, (unsigned long long)task_id, attempt, why,
                 (unsigned long long)a->refused);
 }
 
@@ -372,7 +372,7 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
                 r->superseded = 1;
                 rc = kf_store_put_late(txn, r, &dup);
                 if (!dup)
-                    kf_info("result.late", "task=%llx attempt=%u agent=%s",
+                    kf_info("result.late", "task=0x%llx attempt=%u agent=%s",
                             (unsigned long long)r->task_id, r->attempt, a->id);
             }
         }
@@ -417,7 +417,7 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
                                                            : KFLEET__TASK_STATE__FAILED;
         sched_set_build(c, a, hash, st, t->rec->task_id, r->error);
     }
-    kf_debug("task.result", "task=%llx attempt=%u agent=%s state=%d",
+    kf_debug("task.result", "task=0x%llx attempt=%u agent=%s state=%d",
              (unsigned long long)r->task_id, r->attempt, a->id, r->state);
     if (env->oseq)
         coord_ack_later(a, env->oseq);

@@ -127,7 +127,7 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     env.body_case = KFLEET__ENVELOPE__BODY_ASSIGN;
     env.assign = &ta;
     coord_queue_env(c, a, &env);
-    kf_debug("task.assign", "task=%llx attempt=%u agent=%s kind=%d",
+    kf_debug("task.assign", "task=0x%llx attempt=%u agent=%s kind=%d",
              (unsigned long long)t->rec->task_id, t->rec->attempts, a->id, t->rec->kind);
 }
 

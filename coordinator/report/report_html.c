@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SCHEMA "kfleet.report/1"
+#define SCHEMA "kfleet.report/2"
 
 typedef struct page {
     const json_t *sweep, *rows, *agents;
@@ -233,10 +233,7 @@ static void td_provenance(kf_buf *b, const json_t *row)
     dd(b, "kernel hash", kf_rep_str_at(pv, "kernel_hash"));
     dd(b, "artifact hash", kf_rep_str_at(pv, "artifact_hash"));
     char s[96] = "";
-    const json_t *bt = json_object_get(pv, "build_task_id");
-    if (json_is_integer(bt)) /* in hex, as the CLI names tasks */
-        snprintf(s, sizeof s, "%llx", (unsigned long long)json_integer_value(bt));
-    dd(b, "build task", s);
+    dd(b, "build task", kf_rep_str_at(pv, "build_task_id"));
     dd(b, "SASS archs", kf_rep_str_at(pv, "sass_archs"));
     dd_bool(b, "PTX", pv, "has_ptx");
     dd_num(b, "registers", pv, "registers", "%.0f");
@@ -535,9 +532,9 @@ static void failures(page *pg, const json_t *list)
             params[0] ? " [" : "", params, params[0] ? "]" : "", node ? node : "no node");
         kf_buf_addf(b, "<span class=\"bad\">%s</span>",
                     st && strcmp(st, "timed_out") == 0 ? "timed out" : "failed");
-        kf_buf_addf(b, ", task %llx, attempt %.0f",
-                    (unsigned long long)json_integer_value(json_object_get(f, "task_id")),
-                    kf_rep_num_or(f, "attempt", 0));
+        kf_buf_adds(b, ", task ");
+        kf_rep_esc(b, kf_rep_str_at(f, "task_id") ? kf_rep_str_at(f, "task_id") : "?");
+        kf_buf_addf(b, ", attempt %.0f", kf_rep_num_or(f, "attempt", 0));
         if (e)
             error_block(b, e);
         kf_buf_adds(b, "</li>\n");

@@ -1,4 +1,4 @@
-/* report_json — the report as JSON, schema kfleet.report/1
+/* report_json — the report as JSON, schema kfleet.report/2
  * (docs/report-json.md), from the rows report_rows.c collected. Every value
  * that does not apply is null, never 0; numbers that are not finite are
  * null too. */
@@ -33,10 +33,19 @@ static void set(json_t *o, const char *key, json_t *v)
     json_object_set_new(o, key, v ? v : json_string("<not UTF-8>"));
 }
 
+/* A task id as every format writes it: "0x" and hex (sweep << 32 | index),
+ * a string, since past 2^53 a JSON number loses digits. */
+static json_t *jtask(uint64_t id)
+{
+    char s[24];
+    snprintf(s, sizeof s, "0x%llx", (unsigned long long)id);
+    return json_string(s);
+}
+
 static json_t *json_task_common(const rtask *rt)
 {
     json_t *o = json_object();
-    set(o, "task_id", json_integer((json_int_t)rt->task->task_id));
+    set(o, "task_id", jtask(rt->task->task_id));
     set(o, "state", json_string(kf_rep_state_name(kf_rep_state_of(rt))));
     set(o, "attempt", rt->res ? json_integer(rt->res->attempt) : json_null());
     set(o, "agent_id", jstr_or_null(rt->res ? rt->res->agent_id : rt->task->agent_id));
@@ -54,7 +63,9 @@ static json_t *json_validation(const rtask *vt)
     for (size_t i = 0; res && i < res->n_trials; i++) {
         const Kfleet__ValidateTrial *t = res->trials[i];
         json_t *jt = json_object();
-        set(jt, "seed", json_integer((json_int_t)t->seed));
+        char seed[24]; /* uint64: past 2^63 a JSON integer reads as negative */
+        snprintf(seed, sizeof seed, "%llu", (unsigned long long)t->seed);
+        set(jt, "seed", json_string(seed));
         set(jt, "max_abs_err", jnum(t->max_abs_err));
         set(jt, "rel_err", jnum(t->rel_err));
         set(jt, "nonfinite", json_integer((json_int_t)t->nonfinite));
@@ -152,6 +163,9 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     const Kfleet__KernelRef *k = kf_rep_kref(r, w->kernel);
     const Kfleet__AgentInfo *a = kf_rep_agent(r, w->node);
     set(o, "kernel", json_string(kf_rep_kernel_name(r, w->kernel)));
+    /* The name the kernel declares itself, when that is another. */
+    const char *declared = kf_rep_declared_name(r, w);
+    set(o, "declared_name", declared ? json_string(declared) : json_null());
     set(o, "kernel_index", json_integer(w->kernel));
     set(o, "config_index", json_integer(w->config));
     json_t *params = json_object();
@@ -176,7 +190,7 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
                                                                            : a->cc_version;
     set(prov, "compiler", jstr_or_null(cc));
     set(prov, "kernel_hash", k ? jstr_or_null(k->hash) : json_null());
-    set(prov, "build_task_id", w->build ? json_integer((json_int_t)w->build_task) : json_null());
+    set(prov, "build_task_id", w->build ? jtask(w->build_task) : json_null());
     set(prov, "artifact_hash", w->build ? jstr_or_null(w->build->artifact_hash) : json_null());
     set(prov, "agent_version", a ? jstr_or_null(a->version) : json_null());
     const Kfleet__BuildInfo *b = w->build;

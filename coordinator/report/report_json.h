@@ -7,7 +7,7 @@
 #include "common/buf.h"
 #include "report/report_rows.h"
 
-#define KF_REPORT_SCHEMA "kfleet.report/1"
+#define KF_REPORT_SCHEMA "kfleet.report/2"
 
 /* The report as JSON, appended to out; with_samples = 0 leaves out
  * sample_seconds. Returns 0 or KF_ENOMEM. */

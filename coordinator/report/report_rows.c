@@ -79,6 +79,19 @@ const char *kf_rep_state_name(int st)
     return st >= 0 && (size_t)st < n && state_names[st] ? state_names[st] : "unknown";
 }
 
+const char *kf_rep_declared_name(const rep *r, const rrow *w)
+{
+    const rtask *both[2] = {w->validate, w->profile};
+    const char *sweep_name = kf_rep_kernel_name(r, w->kernel);
+    for (int i = 0; i < 2; i++) {
+        const Kfleet__Result *res = both[i] ? both[i]->res : NULL;
+        if (res && res->kernel_name && *res->kernel_name &&
+            strcmp(res->kernel_name, sweep_name) != 0)
+            return res->kernel_name;
+    }
+    return NULL;
+}
+
 const char *kf_rep_kind_name(int k)
 {
     return kf_task_kind_name(k);
@@ -269,8 +282,13 @@ static rrow *row_for(rep *r, rtask *rt)
         /* An unpinned task (`nodes: any`) joins its configuration's row
          * wherever the other task of the pair ran. */
         if (w->kernel == rt->task->kernel_index && w->config == rt->task->config_index &&
-            (!pinned || strcmp(w->node, node) == 0))
+            (!pinned || strcmp(w->node, node) == 0)) {
+            /* A task that never ran (a skipped profile) has no node: the
+             * row's is its partner's. */
+            if (!*w->node)
+                w->node = node;
             return w;
+        }
     }
     rrow *w = &r->rows[r->nrows++];
     memset(w, 0, sizeof *w);

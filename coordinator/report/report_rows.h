@@ -24,9 +24,9 @@ typedef struct rattempt {
 } rattempt;
 
 typedef struct rtask {
-    Kfleet__Task *task;  /* owned copy */
-    uint32_t nattempts;  /* attempts made */
-    rattempt *att;       /* NULL when the one attempt says nothing more than the result */
+    Kfleet__Task *task; /* owned copy */
+    uint32_t nattempts; /* attempts made */
+    rattempt *att;      /* NULL when the one attempt says nothing more than the result */
     size_t natt;
     Kfleet__Result *res; /* the terminal record; NULL while not ended */
     double *samples;     /* stored sample times of res->attempt, in seq order */
@@ -100,6 +100,9 @@ const char *kf_rep_kind_name(int kind);
 const char *kf_rep_node_of(const rtask *rt);
 /* UTC ISO 8601 of a wall-clock time in ns. */
 void kf_rep_fmt_iso(uint64_t ns, char *out, size_t len);
+/* The name the row's kernel declares itself (kf_kernel.name) when it is
+ * not the sweep's name for it (a file stem), else NULL. */
+const char *kf_rep_declared_name(const rep *r, const rrow *w);
 /* The registered agent of that id, or NULL. */
 const Kfleet__AgentInfo *kf_rep_agent(const rep *r, const char *id);
 /* A node's GPU name, "cpu" for a node without one, "?" for an agent that

@@ -231,7 +231,7 @@ static void validation_str(const rrow *w, char *out, size_t len)
         mx = v->res->trials[i]->max_abs_err > mx ? v->res->trials[i]->max_abs_err : mx;
     const char *word = kf_rep_state_of(v) == KFLEET__TASK_STATE__SUCCEEDED ? "pass" : "FAIL";
     if (n)
-        snprintf(out, len, "%s %.1e/%zu seed%s", word, mx, n, n == 1 ? "" : "s");
+        snprintf(out, len, "%s max|err| %.1e, %zu seed%s", word, mx, n, n == 1 ? "" : "s");
     else
         snprintf(out, len, "%s", word);
 }
@@ -289,7 +289,11 @@ static void flags_str(const rrow *w, char *out, size_t len)
 static void row_cells(const rep *r, const rrow *w, char (*cells)[CELL])
 {
     const rtask *any = w->profile ? w->profile : w->validate;
-    snprintf(cells[R_KERNEL], CELL, "%s", kf_rep_kernel_name(r, w->kernel));
+    const char *declared = kf_rep_declared_name(r, w);
+    if (declared)
+        snprintf(cells[R_KERNEL], CELL, "%s (%s)", kf_rep_kernel_name(r, w->kernel), declared);
+    else
+        snprintf(cells[R_KERNEL], CELL, "%s", kf_rep_kernel_name(r, w->kernel));
     params_str(any->task, cells[R_PARAMS], CELL);
     snprintf(cells[R_NODE], CELL, "%s", *w->node ? w->node : "-");
     snprintf(cells[R_DEVICE], CELL, "%s", kf_rep_device_of(r, w->node));
@@ -508,7 +512,7 @@ int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
         any = 1;
         char params[256];
         params_str(rt->task, params, sizeof params);
-        kf_buf_addf(out, "%s%s %s%s%s%s on %s, task %llx: %s\n", md ? "\n- " : "  ",
+        kf_buf_addf(out, "%s%s %s%s%s%s on %s, task 0x%llx: %s\n", md ? "\n- " : "  ",
                     kf_rep_kind_name((int)rt->task->kind),
                     kf_rep_kernel_name(r, rt->task->kernel_index), *params ? " [" : "", params,
                     *params ? "]" : "", *kf_rep_node_of(rt) ? kf_rep_node_of(rt) : "no node",
@@ -537,7 +541,7 @@ int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
         tried = 1;
         char params[256];
         params_str(rt->task, params, sizeof params);
-        kf_buf_addf(out, "%s%s %s%s%s%s, task %llx:\n", md ? "\n- " : "  ",
+        kf_buf_addf(out, "%s%s %s%s%s%s, task 0x%llx:\n", md ? "\n- " : "  ",
                     kf_rep_kind_name((int)rt->task->kind),
                     kf_rep_kernel_name(r, rt->task->kernel_index), *params ? " [" : "", params,
                     *params ? "]" : "", (unsigned long long)rt->task->task_id);

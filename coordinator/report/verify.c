@@ -61,7 +61,7 @@ static int task_cb(void *ctx, const Kfleet__Task *task)
     s->tasks++;
     if (!kf_state_terminal(task->state))
         problem(
-            v, "task %llx has not ended (%s)", id,
+            v, "task 0x%llx has not ended (%s)", id,
             protobuf_c_enum_descriptor_get_value(&kfleet__task_state__descriptor, task->state)
                 ? protobuf_c_enum_descriptor_get_value(&kfleet__task_state__descriptor, task->state)
                       ->name
@@ -76,7 +76,7 @@ static int task_cb(void *ctx, const Kfleet__Task *task)
     if (kf_store_get_result(v->t, task->task_id, &r) != KF_OK) {
         kf_store_foreach_late(v->t, task->task_id, late_cb, v);
         if (kf_state_terminal(task->state))
-            problem(v, "task %llx ended but has no terminal record%s", id, "");
+            problem(v, "task 0x%llx ended but has no terminal record%s", id, "");
         return 0;
     }
     v->terminal = r;
@@ -84,12 +84,12 @@ static int task_cb(void *ctx, const Kfleet__Task *task)
     kf_store_foreach_late(v->t, task->task_id, late_cb, v);
     v->terminal = NULL;
     if (v->late_dups)
-        problem(v, "task %llx: its terminal result is stored again as a late record%s", id, "");
+        problem(v, "task 0x%llx: its terminal result is stored again as a late record%s", id, "");
     s->results++;
     if (r->task_id != task->task_id)
-        problem(v, "task %llx: its terminal record names another task%s", id, "");
+        problem(v, "task 0x%llx: its terminal record names another task%s", id, "");
     if (r->state != task->state)
-        problem(v, "task %llx: terminal record and task disagree on the state%s", id, "");
+        problem(v, "task 0x%llx: terminal record and task disagree on the state%s", id, "");
     switch (r->state) {
     case KFLEET__TASK_STATE__SUCCEEDED:
         s->succeeded++;
@@ -107,7 +107,7 @@ static int task_cb(void *ctx, const Kfleet__Task *task)
         s->skipped++;
         break;
     default:
-        problem(v, "task %llx: terminal record with a non-terminal state%s", id, "");
+        problem(v, "task 0x%llx: terminal record with a non-terminal state%s", id, "");
         break;
     }
     if (task->kind == KFLEET__TASK_KIND__PROFILE && r->state == KFLEET__TASK_STATE__SUCCEEDED) {
@@ -118,13 +118,13 @@ static int task_cb(void *ctx, const Kfleet__Task *task)
         uint32_t stored = v->next_seq;
         s->samples += stored;
         if (v->bad_seq)
-            problem(v, "task %llx: sample sequence numbers are not contiguous%s", id, "");
+            problem(v, "task 0x%llx: sample sequence numbers are not contiguous%s", id, "");
         if (stored == 0)
-            problem(v, "task %llx: a successful profile without samples%s", id, "");
+            problem(v, "task 0x%llx: a successful profile without samples%s", id, "");
         else if (stored != r->sample_count) {
             char what[96];
             snprintf(what, sizeof what, " (%u stored, the agent sent %u)", stored, r->sample_count);
-            problem(v, "task %llx: samples missing or extra%s", id, what);
+            problem(v, "task 0x%llx: samples missing or extra%s", id, what);
         }
     }
     kfleet__result__free_unpacked(r, NULL);

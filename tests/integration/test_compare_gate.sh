@@ -79,3 +79,8 @@ EOF
 "$KFLEET" compare "$A" "$B_WRONG" --format md >"$T/cmp.md" || true
 grep -q '| work |' "$T/cmp.md" && grep -q '\*\*REGRESSION\*\*' "$T/cmp.md" || fail "md: $(cat "$T/cmp.md")"
 pass "--format json and md carry the verdict, each side's state and why"
+
+# The kernel's own declared name shows beside the sweep's name for it.
+"$KFLEET" report "$B_WRONG" >"$T/wrong.txt"
+grep -q 'work (wrong)' "$T/wrong.txt" || fail "the declared name is not shown: $(grep -m2 work "$T/wrong.txt")"
+pass "a kernel named 'work' in the sweep that declares itself 'wrong' is shown as 'work (wrong)'"

@@ -40,7 +40,7 @@ grep -q triad "$T/report.txt" || fail "table lacks triad"
 "$KFLEET" report "$id" --format md >"$T/report.md" || fail "report md"
 grep -q '^|' "$T/report.md" || fail "md has no table"
 "$KFLEET" report --format json >"$T/report.json" || fail "report (latest) json"
-grep -q '"schema": "kfleet.report/1"' "$T/report.json" || fail "json schema missing"
+grep -q '"schema": "kfleet.report/2"' "$T/report.json" || fail "json schema missing"
 pass "report table/md/json"
 
 "$KFLEET" stop >/dev/null || fail "stop"

@@ -13,5 +13,5 @@ if pgrep -f "kfleet-agent --coordinator ipc://$KFLEET_HOME" >/dev/null; then fai
 pass "nothing left running"
 "$KFLEET" verify >/dev/null || fail "verify after run"
 "$KFLEET" report --format json >"$T/report.json" || fail "report after run"
-grep -q '"schema": "kfleet.report/1"' "$T/report.json" || fail "report after run lacks the schema"
+grep -q '"schema": "kfleet.report/2"' "$T/report.json" || fail "report after run lacks the schema"
 pass "store readable after run"

@@ -218,7 +218,7 @@ static int setup(void **state)
         t1.seed = 1;
         t1.max_abs_err = 1e-7;
         t1.passed = 1;
-        t2.seed = 2;
+        t2.seed = 18344560041459230117ull; /* past 2^63 */
         t2.max_abs_err = 2e-7;
         t2.passed = 1;
         Kfleet__Result r = KFLEET__RESULT__INIT;
@@ -321,6 +321,16 @@ static json_t *render_json(uint32_t sweep)
     return root;
 }
 
+/* A task id as the report writes it: "0x" and hex. */
+static const char *hexid(uint64_t id)
+{
+    static char b[4][24];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(b[k], sizeof b[k], "0x%llx", (unsigned long long)id);
+    return b[k];
+}
+
 static double num(const json_t *o, const char *key)
 {
     const json_t *v = json_object_get(o, key);
@@ -399,7 +409,7 @@ static void test_json(void **state)
 {
     (void)state;
     json_t *root = render_json(sweep1);
-    assert_string_equal(str(root, "schema"), "kfleet.report/1");
+    assert_string_equal(str(root, "schema"), "kfleet.report/2");
     assert_string_equal(str(root, "kfleet_version"), KF_VERSION);
     json_t *sw = json_object_get(root, "sweep");
     assert_int_equal((int)num(sw, "sweep_id"), (int)sweep1);
@@ -447,6 +457,9 @@ static void test_json(void **state)
     assert_true(json_is_true(json_object_get(v0, "passed")));
     assert_true(num(v0, "max_abs_err") == 2e-7);
     assert_int_equal(json_array_size(json_object_get(v0, "trials")), 2);
+    /* A seed past 2^63 is written unsigned (a string), so it can be replayed. */
+    assert_string_equal(str(json_array_get(json_object_get(v0, "trials"), 1), "seed"),
+                        "18344560041459230117");
 
     /* Provenance of the row. */
     json_t *pv = json_object_get(r0, "provenance");
@@ -457,8 +470,8 @@ static void test_json(void **state)
     assert_string_equal(str(pv, "compiler"), "gcc 12.2.0");
     assert_string_equal(str(pv, "kernel_hash"), HASH_BASE);
     assert_string_equal(str(pv, "artifact_hash"), ART_BASE);
-    assert_true(num(pv, "build_task_id") == (double)kf_task_id(sweep1, 0));
-    assert_true(num(p0, "task_id") == (double)kf_task_id(sweep1, 3));
+    assert_string_equal(str(pv, "build_task_id"), hexid(kf_task_id(sweep1, 0)));
+    assert_string_equal(str(p0, "task_id"), hexid(kf_task_id(sweep1, 3)));
 
     /* 4 stored samples, 5 claimed; one throttled; not converged. */
     json_t *p1 = json_object_get(r1, "profile");
@@ -504,7 +517,7 @@ static void test_json(void **state)
     json_t *failures = json_object_get(root, "failures");
     assert_int_equal(json_array_size(failures), 2);
     json_t *f0 = json_array_get(failures, 0), *f1 = json_array_get(failures, 1);
-    assert_true(num(f0, "task_id") == (double)kf_task_id(sweep1, 5));
+    assert_string_equal(str(f0, "task_id"), hexid(kf_task_id(sweep1, 5)));
     assert_string_equal(str(f0, "kind"), "validate");
     assert_string_equal(str(f0, "kernel"), "fast");
     assert_string_equal(str(f0, "error"), FAIL_ERR);
@@ -525,7 +538,7 @@ static void test_nodes_any(void **state)
     /* No build task in this sweep: found through the build record. */
     json_t *pv = json_object_get(r0, "provenance");
     assert_string_equal(str(pv, "artifact_hash"), ART_BASE);
-    assert_true(num(pv, "build_task_id") == (double)kf_task_id(sweep1, 0));
+    assert_string_equal(str(pv, "build_task_id"), hexid(kf_task_id(sweep1, 0)));
     /* It is the baseline itself: its own best. */
     assert_near(num(r0, "speedup"), 1.0, 0);
     assert_int_equal(json_array_size(json_object_get(root, "builds")), 0);
@@ -558,7 +571,7 @@ static void test_table(void **state)
     assert_non_null(strstr(s, "fast"));
     assert_non_null(strstr(s, "n=1048576 block=32"));
     assert_non_null(strstr(s, "FAIL"));
-    assert_non_null(strstr(s, "pass 2.0e-07/2 seeds"));
+    assert_non_null(strstr(s, "pass max|err| 2.0e-07, 2 seeds"));
     assert_non_null(strstr(s, "3.000 ms"));
     assert_non_null(strstr(s, "1.500 ms"));
     assert_non_null(strstr(s, "1000.00"));

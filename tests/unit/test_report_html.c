@@ -1,7 +1,7 @@
 /* Tests for coordinator/report/report_html.c: report JSON built by hand, rendered
  * to HTML, and the page searched for what must and must not be there.
  *
- * The fixture (schema kfleet.report/1, nodes: all):
+ * The fixture (schema kfleet.report/2, nodes: all):
  *   nodes n1 (GPU, copy ceiling 1000 GB/s, bf16 100 TFLOP/s) and n2 (a CPU
  *   node without ceilings);
  *   triad n=1024 on n1 and n2 (the one configuration run on two nodes),
@@ -110,7 +110,7 @@ static json_t *report(int with_ceilings, int multi)
                              "error", EVIL_ERR, "task_id", 7, "attempt", 1);
     return json_pack("{s:s, s:s, s:{s:i, s:s, s:s, s:s, s:s, s:n}, s:{s:i, s:i, s:i}, s:[o,o], "
                      "s:o, s:[o], s:[]}",
-                     "schema", "kfleet.report/1", "kfleet_version", "0.1.0", "sweep", "sweep_id", 3,
+                     "schema", "kfleet.report/2", "kfleet_version", "0.1.0", "sweep", "sweep_id", 3,
                      "name", "demo", "file", "demo.yaml", "created", "2026-01-01T00:00:00Z",
                      "nodes", "all", "baseline", "totals", "tasks", 10, "succeeded", 9, "failed", 1,
                      "agents", agent("n1", with_ceilings), agent("n2", 0), "rows", rows, "failures",
@@ -245,7 +245,7 @@ static void test_not_a_report(void **state)
     assert_non_null(strstr(err.msg, "kfleet.verify/1"));
     assert_int_equal(b.len, 0);
     json_decref(j);
-    j = json_pack("{s:s, s:{}}", "schema", "kfleet.report/1", "sweep");
+    j = json_pack("{s:s, s:{}}", "schema", "kfleet.report/2", "sweep");
     assert_int_equal(kf_report_html(j, &b, &err), KF_EINVAL);
     assert_non_null(strstr(err.msg, "rows"));
     assert_int_equal(b.len, 0);

@@ -77,9 +77,46 @@ static void test_no_rows(void **state)
     assert_null(m);
 }
 
+/* The sanitizer's verdict shows its first error block, verbatim, not the
+ * tail of its log (host frames of the runner). */
+static void test_first_error_block(void **state)
+{
+    (void)state;
+    static const char log[] =
+        "========= COMPUTE-SANITIZER\n"
+        "========= Invalid __global__ write of size 4 bytes\n"
+        "=========     at oob_kernel(float *, int)+0x70 in fault.cu:42\n"
+        "=========     by thread (0,0,0) in block (1023,0,0)\n"
+        "=========     Address 0x7f1c2a001000 is out of bounds\n"
+        "=========     and is 4 bytes after the nearest allocation at 0x7f1c2a000000 of size 4096\n"
+        "=========     Saved host backtrace up to driver entry point at kernel launch time\n"
+        "=========     Host Frame: [0x2f4c5] in libcuda.so.1\n"
+        "=========     Host Frame: _start [0x1234] in kfleet-agent\n"
+        "=========\n"
+        "========= Invalid __global__ write of size 4 bytes\n"
+        "=========     by thread (1,0,0) in block (1023,0,0)\n"
+        "=========\n"
+        "========= ERROR SUMMARY: 2 errors\n";
+    char out[1200];
+    kf_tools_first_error_block(log, out, sizeof out);
+    assert_non_null(strstr(out, "Invalid __global__ write of size 4 bytes"));
+    assert_non_null(strstr(out, "by thread (0,0,0) in block (1023,0,0)"));
+    assert_non_null(strstr(out, "is out of bounds"));
+    assert_non_null(strstr(out, "ERROR SUMMARY: 2 errors"));
+    assert_null(strstr(out, "Host Frame")); /* not the tail */
+    assert_null(strstr(out, "(1,0,0)"));    /* only the first block */
+    kf_tools_first_error_block("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n",
+                               out, sizeof out);
+    assert_string_equal(out, "========= ERROR SUMMARY: 0 errors");
+    kf_tools_first_error_block("========= COMPUTE-SANITIZER\n========= RACECHECK SUMMARY: 0 "
+                               "hazards displayed (0 errors, 0 warnings)\n",
+                               out, sizeof out);
+    assert_non_null(strstr(out, "RACECHECK SUMMARY"));
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_parse),
-                                       cmocka_unit_test(test_no_rows)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_parse), cmocka_unit_test(test_no_rows),
+                                       cmocka_unit_test(test_first_error_block)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
