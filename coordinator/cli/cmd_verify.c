@@ -20,10 +20,19 @@ static int print_json(uint32_t id, const kf_verify_summary *s)
         const char *key;
         uint32_t v;
     } counts[] = {
-        {"tasks", s->tasks},           {"terminal", s->terminal}, {"terminal_records", s->results},
-        {"succeeded", s->succeeded},   {"failed", s->failed},     {"timed_out", s->timed_out},
-        {"cancelled", s->cancelled},   {"profiles", s->profiles}, {"samples", s->samples},
-        {"attempts", s->attempts},     {"requeued", s->requeued}, {"late_results", s->late},
+        {"tasks", s->tasks},
+        {"terminal", s->terminal},
+        {"terminal_records", s->results},
+        {"succeeded", s->succeeded},
+        {"failed", s->failed},
+        {"timed_out", s->timed_out},
+        {"cancelled", s->cancelled},
+        {"skipped", s->skipped},
+        {"profiles", s->profiles},
+        {"samples", s->samples},
+        {"attempts", s->attempts},
+        {"requeued", s->requeued},
+        {"late_results", s->late},
         {"violations", s->violations},
     };
     for (size_t i = 0; i < sizeof counts / sizeof *counts; i++)
@@ -104,13 +113,13 @@ static int cmd_verify(int argc, char **argv, const char *home)
         failed = print_json(id, &sum);
     } else {
         printf("sweep %u: %u tasks, %u ended, %u terminal records (%u succeeded, %u failed, %u "
-               "timed out, %u cancelled)\n"
+               "timed out, %u cancelled, %u skipped)\n"
                "  %u successful profiles with %u samples; %u attempts, %u requeued, %u late "
                "results kept\n"
                "  violations: %u\n",
                id, sum.tasks, sum.terminal, sum.results, sum.succeeded, sum.failed, sum.timed_out,
-               sum.cancelled, sum.profiles, sum.samples, sum.attempts, sum.requeued, sum.late,
-               sum.violations);
+               sum.cancelled, sum.skipped, sum.profiles, sum.samples, sum.attempts, sum.requeued,
+               sum.late, sum.violations);
     }
     if (problems.len)
         fputs(problems.data, stderr);

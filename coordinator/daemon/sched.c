@@ -538,3 +538,36 @@ int sched_load(kf_coord *c, kf_err *err)
         sched_maybe_finish_sweep(c, c->sweeps[i]);
     return kf_store_commit(&c->txn, err);
 }
+
+void sched_agent_lost(kf_coord *c, kagent *a, const char *why)
+{
+    uint64_t silent = kf_mono_ns() - a->last_seen_mono;
+    a->lost = 1;
+    kf_warn("agent.lost", "agent=%s silent_s=%.1f running=%zu why=\"%s\"", a->id,
+            (double)silent / 1e9, a->nrunning, why);
+    if (a->info) {
+        a->info->lost = 1;
+        a->info->last_seen_ns = kf_now_ns() - silent;
+        kf_txn *txn;
+        if (coord_txn(c, &txn) == KF_OK)
+            kf_store_put_agent(txn, a->info);
+    }
+    while (a->nrunning > 0) {
+        ksweep *sw;
+        ktask *t = sched_task(c, a->running[a->nrunning - 1], &sw);
+        if (!t) {
+            a->nrunning--;
+            continue;
+        }
+        sched_requeue(c, sw, t, why);
+    }
+    /* Builds in flight there will never report: forget them. */
+    for (size_t b = 0; b < a->nbuilds;) {
+        if (!kf_state_terminal(a->builds[b].state)) {
+            free(a->builds[b].error);
+            a->builds[b] = a->builds[--a->nbuilds];
+        } else {
+            b++;
+        }
+    }
+}

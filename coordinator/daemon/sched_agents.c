@@ -94,7 +94,8 @@ static void bound_key(kf_coord *c, kagent *a)
  * bound to the key it first registered with, for good: another key takes
  * it only once that key has left the allow list (revoked). And one agent
  * process holds an id at a time: a second process with the same id and key
- * waits until the first is lost. Else the refusal names the conflict. */
+ * waits while the first keeps its heartbeat. Else the refusal names the
+ * conflict. */
 static int may_register(kf_coord *c, kagent *a, const kf_peer *peer, const Kfleet__AgentInfo *info,
                         int *rebind)
 {
@@ -120,10 +121,29 @@ static int may_register(kf_coord *c, kagent *a, const kf_peer *peer, const Kflee
         (a->info->pid != info->pid || strcmp(a->info->hostname ? a->info->hostname : "",
                                              info->hostname ? info->hostname : ""))) {
         uint64_t ago = kf_mono_ns() - a->last_seen_mono;
+        /* Another process with the same id and key. The one holding the id
+         * is alive while it keeps its heartbeat; silent for 3 intervals, it
+         * is taken for the dead process this one restarts (a killed agent
+         * comes back at once): it is lost now, not at the heartbeat
+         * timeout, so its attempts move on without waiting. */
+        double live_s = 3 * c->cfg.heartbeat_interval_s;
+        if (live_s < 2.0)
+            live_s = 2.0;
+        if ((double)ago / 1e9 > live_s) {
+            char lost[300];
+            snprintf(lost, sizeof lost,
+                     "agent %s lost: replaced by a new process (host %s pid %u) after %.1f s of "
+                     "silence",
+                     a->id, info->hostname ? info->hostname : "?", info->pid, (double)ago / 1e9);
+            kf_info("agent.replaced", "agent=%s old_pid=%u pid=%u silent_s=%.1f", a->id,
+                    a->info->pid, info->pid, (double)ago / 1e9);
+            sched_agent_lost(c, a, lost);
+            return 1;
+        }
         snprintf(why, sizeof why,
                  "agent %s is already connected (host %s pid %u, heard from %.1f s ago); a second "
                  "agent may not take its name: start this one with its own --name. Retrying until "
-                 "that agent is lost",
+                 "that agent is silent",
                  a->id, a->info->hostname ? a->info->hostname : "?", a->info->pid,
                  (double)ago / 1e9);
         kf_warn("agent.name_in_use", "agent=%s host=%s pid=%u other_host=%s other_pid=%u", a->id,

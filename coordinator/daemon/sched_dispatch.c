@@ -23,40 +23,13 @@ void sched_check_agents(kf_coord *c)
         kagent *a = c->agents[i];
         if (!a->lost && (a->revoked || (now - a->last_seen_mono > timeout &&
                                         (a->registered || a->nrunning > 0)))) {
-            a->lost = 1;
             char why[256];
             if (a->revoked)
                 snprintf(why, sizeof why, "agent %s lost: its key was revoked", a->id);
             else
                 snprintf(why, sizeof why, "agent %s lost: no heartbeat for %.1f s", a->id,
                          (double)(now - a->last_seen_mono) / 1e9);
-            kf_warn("agent.lost", "agent=%s silent_s=%.1f running=%zu", a->id,
-                    (double)(now - a->last_seen_mono) / 1e9, a->nrunning);
-            if (a->info) {
-                a->info->lost = 1;
-                a->info->last_seen_ns = kf_now_ns() - (now - a->last_seen_mono);
-                kf_txn *txn;
-                if (coord_txn(c, &txn) == KF_OK)
-                    kf_store_put_agent(txn, a->info);
-            }
-            while (a->nrunning > 0) {
-                ksweep *sw;
-                ktask *t = sched_task(c, a->running[a->nrunning - 1], &sw);
-                if (!t) {
-                    a->nrunning--;
-                    continue;
-                }
-                sched_requeue(c, sw, t, why);
-            }
-            /* Builds in flight there will never report: forget them. */
-            for (size_t b = 0; b < a->nbuilds;) {
-                if (!kf_state_terminal(a->builds[b].state)) {
-                    free(a->builds[b].error);
-                    a->builds[b] = a->builds[--a->nbuilds];
-                } else {
-                    b++;
-                }
-            }
+            sched_agent_lost(c, a, why);
             continue;
         }
         /* Assignments the agent never confirmed were lost on the way. */

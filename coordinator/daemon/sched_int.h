@@ -46,5 +46,9 @@ void sched_send_cancel(kf_coord *c, const kagent *a, uint64_t task_id, uint32_t 
 void sched_requeue_as(kf_coord *c, ksweep *sw, ktask *t, int attempt_state, const char *why);
 /* sched_requeue_as with the attempt cancelled (agent lost, never confirmed). */
 void sched_requeue(kf_coord *c, ksweep *sw, ktask *t, const char *why);
+/* a is gone (silent, revoked, or replaced by a new process of the same
+ * id): its attempts go back to pending (or fail, out of attempts) saying
+ * why, and builds in flight there are forgotten. */
+void sched_agent_lost(kf_coord *c, kagent *a, const char *why);
 
 #endif

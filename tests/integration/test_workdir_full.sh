@@ -35,6 +35,10 @@ pass "build refused: $(grep -o "work dir [^\"]*MiB free[^\"]*MiB" "$T/r.json" | 
 tasks=$(json_field "$T/v.json" tasks)
 failed=$(json_field "$T/v.json" failed)
 [ "$(json_field "$T/v.json" terminal_records)" -eq "$tasks" ] || fail "terminal records != tasks"
-[ "$failed" -eq "$tasks" ] || fail "$failed of $tasks failed; all need the refused build"
+skipped=$(json_field "$T/v.json" skipped)
+# Validations and builds fail with the cause; each profile waits on its
+# validation, so it is skipped (no GPU time), never run nor lost.
+[ $((failed + skipped)) -eq "$tasks" ] || fail "$failed failed + $skipped skipped of $tasks; all need the refused build"
+[ "$skipped" -gt 0 ] || fail "no profile was skipped after its validation failed"
 kill -0 "$AGENT" || fail "the agent died on a full work dir"
-pass "$tasks tasks failed once each with the cause; agent alive"
+pass "$tasks tasks ended once each: $failed failed with the cause, $skipped profiles skipped; agent alive"

@@ -738,6 +738,50 @@ static void test_one_process_per_id_and_rebind_after_revoke(void **state)
     kf_coord_destroy(&f->c);
 }
 
+/* A killed agent restarted at once: the new process (same id and key,
+ * another pid) is refused while the old one could still be alive, and takes
+ * the id once the old one has been silent for 3 heartbeat intervals (2 s at
+ * least), long before the heartbeat timeout (60 s here). */
+static void test_restarted_process_replaces_a_silent_one(void **state)
+{
+    struct fixture *f = *state;
+    f->hb_timeout_s = 60;
+    kf_err err;
+    kf_keypair k1;
+    char p1[160];
+    snprintf(p1, sizeof p1, "%s/a.key", f->dir);
+    assert_int_equal(kf_keys_load(p1, 1, &k1, &err), KF_OK);
+    assert_int_equal(kf_allow_add(f->allow, k1.pub, "vm-0", &err), KF_OK);
+    start(f);
+    char server[KF_KEY_Z85 + 1];
+    assert_int_equal(kf_keys_read_public(f->pub, server, &err), KF_OK);
+    const char *ep = kf_coord_agent_endpoint(f->c);
+    void *ctx = zmq_ctx_new();
+    void *old = client(ctx, NULL, &k1, server, ep);
+    register_as(old, "vm-0", "host", 10);
+    assert_true(welcomed(old, 3000));
+
+    void *fresh = client(ctx, NULL, &k1, server, ep);
+    register_as(fresh, "vm-0", "host", 11);
+    struct heard h = {0};
+    listen_for(fresh, 0, 500, &h);
+    assert_non_null(h.reject);
+    assert_int_equal(h.reject->reject->kind, KFLEET__REJECT_KIND__REJECT_NAME_IN_USE);
+    kfleet__envelope__free_unpacked(h.reject, NULL);
+    assert_int_equal(h.welcomes, 0);
+
+    /* The old process sends nothing from here on (it was killed). */
+    usleep(2200000);
+    register_as(fresh, "vm-0", "host", 11);
+    assert_true(welcomed(fresh, 3000));
+
+    zmq_close(old);
+    zmq_close(fresh);
+    zmq_ctx_term(ctx);
+    stop(f);
+    kf_coord_destroy(&f->c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -747,6 +791,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_builds_overlap_gpu_work, setup, teardown),
         cmocka_unit_test_setup_teardown(test_impostor_and_foreign_frames_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_process_per_id_and_rebind_after_revoke, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_restarted_process_replaces_a_silent_one, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

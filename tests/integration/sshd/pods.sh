@@ -20,7 +20,18 @@ pods_init() {
   chmod 0755 /run/sshd
   ssh-keygen -q -t ed25519 -N '' -f "$T/id_ed25519" -C kf-launch-test
   : >"$T/known_hosts"
+  POD_COORD_NS="${POD_TAG}-coord"
+  ip netns add "$POD_COORD_NS"
+  POD_NS+=("$POD_COORD_NS")
+  ip -n "$POD_COORD_NS" link set lo up
+  # ip execs the command in place: the pid start_serve records is kfleet's.
+  printf '#!/bin/sh\nexec ip netns exec %s %s "$@"\n' "$POD_COORD_NS" "$KFLEET" >"$T/kfleet-in-ns"
+  chmod 0755 "$T/kfleet-in-ns"
+  KFLEET="$T/kfleet-in-ns"
 }
+
+# in_coord CMD...: runs CMD in the coordinator's namespace.
+in_coord() { ip netns exec "$POD_COORD_NS" "$@"; }
 
 # start_pod NAME N [tmpfs-size] [nosftp]: a pod at 10.77.N.2:22.
 start_pod() {
@@ -32,8 +43,9 @@ start_pod() {
   POD_NS+=("$ns")
   ip link add "$veth" type veth peer name "${veth}p"
   ip link set "${veth}p" netns "$ns"
-  ip addr add "10.77.$n.1/30" dev "$veth"
-  ip link set "$veth" up
+  ip link set "$veth" netns "$POD_COORD_NS"
+  ip -n "$POD_COORD_NS" addr add "10.77.$n.1/30" dev "$veth"
+  ip -n "$POD_COORD_NS" link set "$veth" up
   ip -n "$ns" addr add "10.77.$n.2/30" dev "${veth}p"
   ip -n "$ns" link set "${veth}p" up
   ip -n "$ns" link set lo up
@@ -63,7 +75,7 @@ start_pod() {
   PIDS+=("$!")
   eval "POD_SSHD_$name=$!"
   for _ in $(seq 1 100); do
-    ip netns exec "$ns" bash -c "exec 3<>/dev/tcp/10.77.$n.2/22" 2>/dev/null && return 0
+    in_coord bash -c "exec 3<>/dev/tcp/10.77.$n.2/22" 2>/dev/null && return 0
     sleep 0.05
   done
   fail "sshd of pod $name did not listen"
