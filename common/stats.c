@@ -136,3 +136,22 @@ int kf_stats_compute(const double *v, size_t n, kf_stats *out)
     free(s);
     return KF_OK;
 }
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+uint32_t kf_stats_median_u32(const uint32_t *v, size_t n)
+{
+    uint32_t *s = kf_xmalloc((n ? n : 1) * sizeof *s);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i])
+            s[k++] = v[i];
+    qsort(s, k, sizeof *s, cmp_u32);
+    uint32_t m = k ? (k % 2 ? s[k / 2] : (uint32_t)(((uint64_t)s[k / 2 - 1] + s[k / 2]) / 2)) : 0;
+    free(s);
+    return m;
+}

@@ -17,6 +17,7 @@
 #define KF_STATS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct kf_stats {
     size_t n;
@@ -51,5 +52,9 @@ double kf_stats_mad(const double *sorted, size_t n);
 double kf_stats_mean(const double *v, size_t n);
 /* Sample standard deviation (divides by n - 1); NAN when n < 2. */
 double kf_stats_stddev(const double *v, size_t n);
+
+/* The median of the non-zero values (0 stands for "no reading": a sample
+ * taken without NVML); 0 when there are none. */
+uint32_t kf_stats_median_u32(const uint32_t *v, size_t n);
 
 #endif

@@ -93,7 +93,8 @@ int hctx_flush_samples(hctx *h)
     return kf_harness_write_frame(h->out_fd, &env);
 }
 
-int hctx_add_sample(hctx *h, double seconds, int throttled)
+int hctx_add_sample(hctx *h, double seconds, int throttled, int discarded, uint32_t sm_mhz,
+                    uint32_t power_mw)
 {
     Kfleet__Sample *s = &h->pending[h->npending++];
     kfleet__sample__init(s);
@@ -101,6 +102,9 @@ int hctx_add_sample(hctx *h, double seconds, int throttled)
     s->seconds = seconds;
     s->t_ns = kf_now_ns();
     s->throttled = throttled;
+    s->discarded = discarded;
+    s->sm_clock_mhz = sm_mhz;
+    s->power_mw = power_mw;
     if (h->npending == SAMPLE_BATCH || kf_mono_ns() - h->last_flush > 100000000ull)
         return hctx_flush_samples(h);
     return KF_OK;

@@ -30,6 +30,8 @@ struct kf_nvml {
     nvmlReturn_t (*power)(nvmlDevice_t, unsigned *);
     nvmlReturn_t (*temp)(nvmlDevice_t, int, unsigned *);
     nvmlReturn_t (*reasons)(nvmlDevice_t, unsigned long long *);
+    nvmlReturn_t (*default_clock)(nvmlDevice_t, int, unsigned *); /* may be NULL */
+    nvmlReturn_t (*max_clock)(nvmlDevice_t, int, unsigned *);     /* may be NULL */
     pthread_t thread;
     int running;
     volatile int stop;
@@ -55,6 +57,8 @@ int kf_nvml_open(const char *uuid, kf_nvml **out, kf_err *err)
     *(void **)&n->clock = dlsym(n->lib, "nvmlDeviceGetClockInfo");
     *(void **)&n->power = dlsym(n->lib, "nvmlDeviceGetPowerUsage");
     *(void **)&n->temp = dlsym(n->lib, "nvmlDeviceGetTemperature");
+    *(void **)&n->default_clock = dlsym(n->lib, "nvmlDeviceGetDefaultApplicationsClock");
+    *(void **)&n->max_clock = dlsym(n->lib, "nvmlDeviceGetMaxClockInfo");
     /* Renamed in CUDA 12.2's NVML; older drivers only have the old name. */
     *(void **)&n->reasons = dlsym(n->lib, "nvmlDeviceGetCurrentClocksEventReasons");
     if (!n->reasons)
@@ -156,6 +160,32 @@ void kf_nvml_stop(kf_nvml *n)
     n->stop = 1;
     pthread_join(n->thread, NULL);
     n->running = 0;
+}
+
+void kf_nvml_read_now(kf_nvml *n, kf_nvml_reading *out)
+{
+    read_one(n, out);
+}
+
+unsigned kf_nvml_default_sm_mhz(kf_nvml *n)
+{
+    unsigned v = 0;
+    if (n->default_clock && n->default_clock(n->dev, NVML_CLOCK_SM, &v) == 0 && v > 0)
+        return v;
+    if (n->max_clock && n->max_clock(n->dev, NVML_CLOCK_SM, &v) == 0 && v > 0)
+        return v;
+    return 0;
+}
+
+int kf_nvml_event_within(kf_nvml *n, uint64_t t0, uint64_t t1)
+{
+    int th = 0;
+    pthread_mutex_lock(&n->mu);
+    for (size_t i = n->n; i > 0 && n->r[i - 1].mono_ns >= t0; i--)
+        if (n->r[i - 1].mono_ns <= t1)
+            th |= n->r[i - 1].throttled;
+    pthread_mutex_unlock(&n->mu);
+    return th;
 }
 
 int kf_nvml_throttled(kf_nvml *n, uint64_t t0, uint64_t t1)

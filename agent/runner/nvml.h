@@ -45,6 +45,19 @@ void kf_nvml_stop(kf_nvml *n);
  * none falls inside (a sample shorter than the period), was throttled. */
 int kf_nvml_throttled(kf_nvml *n, uint64_t t0, uint64_t t1);
 
+/* Whether a sampler reading inside [t0, t1] saw a throttling reason (no
+ * fallback to an earlier one: for the throttle policy, a reading from
+ * before a recovery wait says nothing of the sample after it). */
+int kf_nvml_event_within(kf_nvml *n, uint64_t t0, uint64_t t1);
+
+/* One reading now, on the caller's thread (NVML is thread-safe): the clock,
+ * power and reasons as a sample ends. */
+void kf_nvml_read_now(kf_nvml *n, kf_nvml_reading *out);
+
+/* The GPU's default SM clock (default application clock, else the maximum),
+ * MHz; 0 when NVML cannot say. The throttle threshold is a share of it. */
+unsigned kf_nvml_default_sm_mhz(kf_nvml *n);
+
 /* Copies the readings from index `from` on into out (at most cap); returns
  * how many. Thread-safe against the sampler. */
 size_t kf_nvml_readings(kf_nvml *n, size_t from, kf_nvml_reading *out, size_t cap);

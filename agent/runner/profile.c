@@ -16,6 +16,7 @@
 #include <string.h>
 #include "common/stats.h"
 
+#include <time.h>
 #include <unistd.h>
 
 /* The robust noise of the samples so far (1.4826 MAD / median, percent, as
@@ -155,6 +156,37 @@ static int noise_settled(const double *hist, double quantum_pct)
     return hi - lo <= fmax(0.05 * sum / NOISE_HIST, 2 * quantum_pct);
 }
 
+typedef struct throttle_policy {
+    int keep;
+    double recovery_s;
+    uint32_t default_mhz, threshold_mhz; /* 0: NVML does not say */
+    uint64_t last_read_ns;               /* when `last` was read; 0: never */
+    kf_nvml_reading last;
+} throttle_policy;
+
+enum { DISCARD = 2 };
+
+/* How the sample [t0, t1] stands: 0 clean, 1 throttled (flagged, kept),
+ * DISCARD (the policy drops it). *at is NVML as the sample ended: read
+ * afresh unless the last read is under 2 ms old, so that a stream of
+ * microsecond samples does not spend its time in NVML; the sampler's
+ * readings inside the interval count too. */
+static int throttle_check(hctx *h, throttle_policy *tp, uint64_t t0, uint64_t t1,
+                          kf_nvml_reading *at)
+{
+    if (!tp->last_read_ns || t1 - tp->last_read_ns > 2000000ull) {
+        kf_nvml_read_now(h->nv, &tp->last);
+        tp->last_read_ns = kf_mono_ns();
+    }
+    *at = tp->last;
+    int event = at->throttled || kf_nvml_event_within(h->nv, t0, t1);
+    int slow = tp->threshold_mhz && at->sm_mhz && at->sm_mhz < tp->threshold_mhz;
+    int flagged = event || kf_nvml_throttled(h->nv, t0, t1);
+    if (!tp->keep && (event || slow))
+        return DISCARD;
+    return flagged || slow;
+}
+
 int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
 {
     const Kfleet__MeasureSettings *m = h->spec->measure;
@@ -165,6 +197,11 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
     uint32_t warmup = m && m->warmup ? m->warmup : 1;
     uint32_t batch = m && m->batch > 1 ? m->batch : 1;
     int hot = m && m->hot;
+    throttle_policy tp = {
+        .keep = m && m->throttle_keep,
+        .recovery_s = m && m->throttle_recovery_s > 0 ? m->throttle_recovery_s : 0.05,
+    };
+    double thr_pct = m && m->throttle_threshold_pct > 0 ? m->throttle_threshold_pct : 75.0;
     /* Hot samples of a kernel whose working set fits in the cache would
      * time the cache holding the last sample's data: rotate among input
      * sets (different seeds) that together are twice the cache. Cold
@@ -203,14 +240,20 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
     }
     if (h->cu)
         start_telemetry(h);
+    if (h->nv) {
+        tp.default_mhz = kf_nvml_default_sm_mhz(h->nv);
+        tp.threshold_mhz = (uint32_t)(tp.default_mhz * thr_pct / 100.0);
+    }
     size_t cap = 1024, n = 0;
     double *times = malloc(cap * sizeof *times);
+    uint32_t *clk = malloc(cap * sizeof *clk), *pw = malloc(cap * sizeof *pw);
+    uint32_t discarded = 0;
     uint64_t start = kf_mono_ns();
     double elapsed = 0, total_timed = 0;
     int converged = 0, rc = 0;
     double hist[NOISE_HIST];
     size_t nhist = 0, next_check = 0;
-    while (times) {
+    while (times && clk && pw) {
         void *state = states[n % nsets];
         if (flush) {
             memset(flush, (int)(n & 0xFF), flush_n);
@@ -218,6 +261,7 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
         }
         double secs = 0;
         int throttled = 0;
+        kf_nvml_reading at = {0};
         if (h->cu) {
             kf_err err;
             kf_cudrv_timing tm;
@@ -228,8 +272,29 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
                 break;
             }
             secs = tm.seconds;
-            throttled = h->nv && kf_nvml_throttled(h->nv, t0, kf_mono_ns());
-            h->throttled_samples += (uint32_t)throttled;
+            uint64_t t1 = kf_mono_ns();
+            if (h->nv) {
+                throttled = throttle_check(h, &tp, t0, t1, &at);
+                h->throttled_samples += (uint32_t)(throttled != 0);
+            }
+            if (throttled == DISCARD) {
+                /* Stored and flagged, not counted; the GPU gets time to
+                 * recover before the next sample (nvbench's policy). */
+                discarded++;
+                if (hctx_add_sample(h, secs, 1, 1, at.sm_mhz, at.power_mw) != KF_OK) {
+                    rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                                   "cannot stream samples to the agent");
+                    break;
+                }
+                struct timespec ts = {
+                    (time_t)tp.recovery_s,
+                    (long)((tp.recovery_s - (double)(time_t)tp.recovery_s) * 1e9)};
+                nanosleep(&ts, NULL);
+                tp.last_read_ns = 0; /* read afresh after the wait */
+                if ((double)(kf_mono_ns() - start) / 1e9 >= timeout)
+                    break;
+                continue;
+            }
         } else {
             uint64_t t0 = kf_mono_ns();
             char kerr[512] = "";
@@ -246,14 +311,15 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
         }
         if (n == cap) {
             cap *= 2;
-            double *nt = realloc(times, cap * sizeof *times);
-            if (!nt)
-                break;
-            times = nt;
+            times = kf_xrealloc(times, cap * sizeof *times);
+            clk = kf_xrealloc(clk, cap * sizeof *clk);
+            pw = kf_xrealloc(pw, cap * sizeof *pw);
         }
+        clk[n] = at.sm_mhz;
+        pw[n] = at.power_mw;
         times[n++] = secs;
         total_timed += secs * batch;
-        if (hctx_add_sample(h, secs, throttled) != KF_OK) {
+        if (hctx_add_sample(h, secs, throttled != 0, 0, at.sm_mhz, at.power_mw) != KF_OK) {
             rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "cannot stream samples to the agent");
             break;
         }
@@ -286,8 +352,21 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
         kf_nvml_stop(h->nv);
     if (rc == 0 && (hctx_flush_samples(h) != KF_OK || drain_telemetry(h) != KF_OK))
         rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "cannot stream samples to the agent");
+    if (rc == 0 && n == 0 && discarded > 0)
+        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                       "all %u samples were taken while the GPU throttled (SM clock below %u MHz, "
+                       "%.0f%% of its default %u MHz, or a power or thermal clock event): none is "
+                       "a measurement. Run it on a cooler GPU, or set measure: {throttle: keep} to "
+                       "time it as sustained at the power cap",
+                       discarded, tp.threshold_mhz, thr_pct, tp.default_mhz);
     if (rc == 0 && n > 0) {
         stats(times, n, ps);
+        ps->discarded = discarded;
+        ps->throttle_keep = tp.keep;
+        ps->clock_threshold_mhz = tp.threshold_mhz;
+        ps->default_sm_clock_mhz = tp.default_mhz;
+        ps->sm_clock_median_mhz = kf_stats_median_u32(clk, n);
+        ps->power_median_mw = kf_stats_median_u32(pw, n);
         ps->converged = converged;
         ps->bytes = L->k->bytes ? L->k->bytes(&L->params) : 0;
         ps->flops = L->k->flops ? L->k->flops(&L->params) : 0;
@@ -296,6 +375,8 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
         ps->input_sets = (uint32_t)nsets;
     }
     free(times);
+    free(clk);
+    free(pw);
     for (size_t i = 0; i < nsets; i++)
         L->k->teardown(states[i]);
     return rc;

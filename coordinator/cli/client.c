@@ -220,6 +220,9 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
     ms->validate_seeds = spec->measure.seeds;
     ms->batch = spec->measure.batch;
     ms->sanitize = spec->measure.sanitize;
+    ms->throttle_keep = spec->measure.throttle_keep;
+    ms->throttle_threshold_pct = spec->measure.throttle_threshold_pct;
+    ms->throttle_recovery_s = spec->measure.throttle_recovery_s;
     ms->n_ncu_metrics = spec->measure.nncu;
     ms->ncu_metrics = kf_xcalloc(spec->measure.nncu ? spec->measure.nncu : 1, sizeof(char *));
     for (size_t i = 0; i < spec->measure.nncu; i++)

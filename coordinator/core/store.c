@@ -121,8 +121,18 @@ int kf_store_open(const char *dir, int readonly, kf_store **out, kf_err *err)
     s->map_size = info.me_mapsize;
     /* mdb_env_open read the meta pages with read(), not through the map:
      * compare the file with what they say it holds before any page is
-     * touched. */
+     * touched. The size is read again now, after the meta: a coordinator
+     * writing meanwhile grows the file before it writes the meta that
+     * needs the growth, so the size read first may be older than the
+     * meta (a store read by `kfleet verify` mid-sweep is not damaged). */
     MDB_stat est;
+    if (fsize >= 0) {
+        char path[4096];
+        struct stat fst;
+        snprintf(path, sizeof path, "%s/data.mdb", dir);
+        if (stat(path, &fst) == 0)
+            fsize = (long long)fst.st_size;
+    }
     if (fsize >= 0 && mdb_env_stat(s->env, &est) == 0 &&
         (unsigned long long)fsize < ((unsigned long long)info.me_last_pgno + 1) * est.ms_psize) {
         unsigned long long need = ((unsigned long long)info.me_last_pgno + 1) * est.ms_psize;

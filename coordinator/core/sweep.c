@@ -381,9 +381,20 @@ static int bool_value(ctx *c, const yaml_node_t *v, const char *what, int *out)
 
 static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
 {
-    static const char *const keys[] = {"min_samples", "min_time", "max_noise", "timeout",
-                                       "warmup",      "hot",      "seeds",     "batch",
-                                       "sanitize",    "ncu",      NULL};
+    static const char *const keys[] = {"min_samples",
+                                       "min_time",
+                                       "max_noise",
+                                       "timeout",
+                                       "warmup",
+                                       "hot",
+                                       "seeds",
+                                       "batch",
+                                       "sanitize",
+                                       "ncu",
+                                       "throttle",
+                                       "throttle_threshold",
+                                       "throttle_recovery",
+                                       NULL};
     if (n->type != YAML_MAPPING_NODE)
         return kf_yaml_fail(&c->y, n,
                             "measure must be a mapping, like {min_samples: 10, min_time: 0.5s}, "
@@ -437,6 +448,38 @@ static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
         return rc;
     if ((v = kf_yaml_map_get(&c->y, n, "sanitize")) &&
         (rc = bool_value(c, v, "sanitize", &m->sanitize)))
+        return rc;
+    if ((v = kf_yaml_map_get(&c->y, n, "throttle"))) {
+        const char *s;
+        if ((rc = kf_yaml_nonempty_scalar(&c->y, v, "throttle", &s)))
+            return rc;
+        if (strcmp(s, "discard") != 0 && strcmp(s, "keep") != 0)
+            return kf_yaml_fail(&c->y, v,
+                                "throttle must be discard or keep, not '%.40s'; discard (the "
+                                "default) drops samples taken while the GPU throttled, keep "
+                                "times the kernel as sustained at the power cap",
+                                s);
+        m->throttle_keep = strcmp(s, "keep") == 0;
+    }
+    if ((v = kf_yaml_map_get(&c->y, n, "throttle_threshold"))) {
+        const char *s;
+        char *end;
+        if ((rc = kf_yaml_nonempty_scalar(&c->y, v, "throttle_threshold", &s)))
+            return rc;
+        errno = 0;
+        double d = strtod(s, &end);
+        if (*end == '%')
+            end++;
+        if (end == s || *end || errno || !isfinite(d) || d <= 0 || d > 100)
+            return kf_yaml_fail(&c->y, v,
+                                "throttle_threshold '%.40s' is not a percentage in (0, 100]; "
+                                "give the share of the GPU's default SM clock below which a "
+                                "sample is discarded, like 75 or 75%%",
+                                s);
+        m->throttle_threshold_pct = d;
+    }
+    if ((v = kf_yaml_map_get(&c->y, n, "throttle_recovery")) &&
+        (rc = duration_value(c, v, "throttle_recovery", &m->throttle_recovery_s)))
         return rc;
     if ((v = kf_yaml_map_get(&c->y, n, "ncu"))) {
         if (v->type != YAML_SEQUENCE_NODE || kf_yaml_seq_len(v) == 0)

@@ -41,14 +41,14 @@ typedef struct kf_sweep_axis {
 } kf_sweep_axis;
 
 typedef struct kf_sweep_kernel {
-    char *name;       /* kernel name (file stem for a path) */
-    char *path;       /* absolute path of the source file */
-    int cuda;         /* 1 for a .cu source */
+    char *name; /* kernel name (file stem for a path) */
+    char *path; /* absolute path of the source file */
+    int cuda;   /* 1 for a .cu source */
     kf_sweep_axis *axes;
     size_t naxes;
     char **flags;
     size_t nflags;
-    int line, col;    /* where the kernel was named */
+    int line, col; /* where the kernel was named */
 } kf_sweep_kernel;
 
 typedef struct kf_sweep_measure {
@@ -60,20 +60,23 @@ typedef struct kf_sweep_measure {
     int hot;
     uint32_t seeds;
     uint32_t batch;
-    int sanitize;     /* validate under compute-sanitizer (memcheck, racecheck) */
-    char **ncu;       /* Nsight Compute metrics collected with each profile */
+    int sanitize;                  /* validate under compute-sanitizer (memcheck, racecheck) */
+    char **ncu;                    /* Nsight Compute metrics collected with each profile */
+    int throttle_keep;             /* keep samples taken while throttled */
+    double throttle_threshold_pct; /* 0: the agent's 75 % */
+    double throttle_recovery_s;    /* 0: the agent's 50 ms */
     size_t nncu;
 } kf_sweep_measure;
 
 typedef struct kf_sweep_spec {
     char *name;
-    char *file;       /* path as given */
-    char *text;       /* the YAML text, stored with the sweep */
+    char *file; /* path as given */
+    char *text; /* the YAML text, stored with the sweep */
     kf_sweep_kernel *kernels;
     size_t nkernels;
-    int tasks;        /* KF_TASK_* bits */
+    int tasks; /* KF_TASK_* bits */
     int nodes_all;
-    char *baseline;   /* NULL when none */
+    char *baseline; /* NULL when none */
     uint32_t max_attempts;
     double time_limit_s;
     kf_sweep_measure measure;
@@ -85,9 +88,8 @@ typedef struct kf_sweep_spec {
 int kf_sweep_parse_file(const char *path, const char *kernels_dir, kf_sweep_spec **out,
                         kf_err *err);
 /* Same, from memory; `filename` is used in messages, base_dir resolves paths. */
-int kf_sweep_parse_string(const char *text, size_t len, const char *filename,
-                          const char *base_dir, const char *kernels_dir, kf_sweep_spec **out,
-                          kf_err *err);
+int kf_sweep_parse_string(const char *text, size_t len, const char *filename, const char *base_dir,
+                          const char *kernels_dir, kf_sweep_spec **out, kf_err *err);
 void kf_sweep_destroy(kf_sweep_spec **self);
 
 /* Number of configurations of a kernel (product of its axis sizes; 1 with none). */

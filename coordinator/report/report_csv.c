@@ -101,6 +101,9 @@ int kf_report_csv(const json_t *report, int provenance, kf_buf *out)
                                        "pct_bf16_ceiling",
                                        "speedup",
                                        "speedup_err",
+                                       "discarded_samples",
+                                       "sm_clock_median_mhz",
+                                       "power_median_w",
                                        "flags",
                                        NULL};
     for (int i = 0; head[i]; i++)
@@ -139,6 +142,9 @@ int kf_report_csv(const json_t *report, int provenance, kf_buf *out)
         value(out, json_object_get(p, "pct_bf16_ceiling"));
         value(out, json_object_get(r, "speedup"));
         value(out, json_object_get(r, "speedup_err"));
+        value(out, json_object_get(p, "discarded_samples"));
+        value(out, json_object_get(p, "sm_clock_median_mhz"));
+        value(out, json_object_get(p, "power_median_w"));
         joined(out, json_object_get(r, "flags"));
         const json_t *pv = json_object_get(r, "provenance");
         for (int k = 0; provenance && prov_keys[k]; k++)

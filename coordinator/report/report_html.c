@@ -138,7 +138,7 @@ static void td_speedup(kf_buf *b, const json_t *row)
 {
     double v, e;
     char s[64] = "";
-    int ok = kf_rep_num_at(row, "speedup", &v);
+    int ok = kf_rep_result_profile(row) && kf_rep_num_at(row, "speedup", &v);
     if (ok && kf_rep_num_at(row, "speedup_err", &e))
         snprintf(s, sizeof s, "%.2f\xC3\x97 \xC2\xB1%.2f", v, e);
     else if (ok)
@@ -181,6 +181,18 @@ static void td_flags(kf_buf *b, const json_t *row, int failed)
         snprintf(f, sizeof f, "batch %.0f", kf_rep_num_or(p, "batch", 1));
         add_flag(s, sizeof s, f);
     }
+    double x;
+    if (p && kf_rep_num_at(p, "discarded_samples", &x) && x > 0) {
+        snprintf(f, sizeof f, "%.0f discarded (throttled)", x);
+        add_flag(s, sizeof s, f);
+    }
+    if (p && kf_rep_num_at(p, "sm_clock_median_mhz", &x)) {
+        snprintf(f, sizeof f, "SM %.0f MHz %.0f W", x, kf_rep_num_or(p, "power_median_w", 0));
+        add_flag(s, sizeof s, f);
+    }
+    const char *pst = kf_rep_str_at(p, "state");
+    if (pst && strcmp(pst, "skipped") == 0)
+        add_flag(s, sizeof s, "profile skipped: validation did not pass");
     const char *const kinds[2] = {"validation", "profile"};
     for (int k = 0; k < 2; k++) {
         const json_t *t = kf_rep_obj_at(row, kinds[k]);
@@ -254,7 +266,9 @@ static void td_provenance(kf_buf *b, const json_t *row)
 static void table_row(page *pg, const json_t *row)
 {
     kf_buf *b = pg->b;
-    const json_t *p = kf_rep_obj_at(row, "profile");
+    /* A configuration that failed or was skipped shows its row (red, with
+     * why in the flags) but no figure: its numbers are not a result. */
+    const json_t *p = kf_rep_result_profile(row);
     char s[320];
     double v;
     int failed = row_failed(row);

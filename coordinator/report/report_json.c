@@ -92,6 +92,16 @@ static json_t *json_profile(const rrow *w, int with_samples)
     set(p, "samples", json_integer((json_int_t)pt->nsamples));
     set(p, "samples_reported", pt->res ? json_integer(pt->res->sample_count) : json_null());
     set(p, "throttled_samples", json_integer((json_int_t)pt->nthrottled));
+    set(p, "discarded_samples", json_integer((json_int_t)pt->ndiscarded));
+    set(p, "throttle_policy",
+        ps ? json_string(ps->throttle_keep ? "keep" : "discard") : json_null());
+    set(p, "clock_threshold_mhz",
+        ps && ps->clock_threshold_mhz ? json_integer(ps->clock_threshold_mhz) : json_null());
+    set(p, "default_sm_clock_mhz",
+        ps && ps->default_sm_clock_mhz ? json_integer(ps->default_sm_clock_mhz) : json_null());
+    set(p, "sm_clock_median_mhz", w->sm_clock_mhz ? json_integer(w->sm_clock_mhz) : json_null());
+    set(p, "power_median_w", w->power_mw ? jnum(w->power_mw / 1e3) : json_null());
+    set(p, "sustained_at_power_cap", json_boolean(w->at_power_cap));
     set(p, "median_s", jnum(w->st.median));
     set(p, "mean_s", jnum(w->st.mean));
     set(p, "min_s", jnum(w->st.min));
@@ -243,6 +253,8 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
         json_array_append_new(flags, json_string("outlier"));
     if (w->profile && w->profile->nthrottled)
         json_array_append_new(flags, json_string("throttled"));
+    if (w->at_power_cap)
+        json_array_append_new(flags, json_string("sustained-at-power-cap"));
     if (w->mismatch)
         json_array_append_new(flags, json_string("samples-mismatch"));
     if (w->build && w->build->jit_fallback)

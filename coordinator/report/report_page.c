@@ -49,6 +49,20 @@ const char *kf_rep_row_node(const json_t *row)
     return n ? n : "";
 }
 
+const json_t *kf_rep_result_profile(const json_t *row)
+{
+    const json_t *p = kf_rep_obj_at(row, "profile"), *v = kf_rep_obj_at(row, "validation");
+    const char *ps = p ? kf_rep_str_at(p, "state") : NULL;
+    if (!ps || strcmp(ps, "succeeded") != 0)
+        return NULL;
+    if (v) {
+        const char *vs = kf_rep_str_at(v, "state");
+        if (!vs || strcmp(vs, "succeeded") != 0)
+            return NULL;
+    }
+    return p;
+}
+
 /* 1 when the kernel's rows do not all share key's value. */
 static int param_varies(const json_t *rows, const char *kernel, const char *key)
 {

@@ -23,6 +23,11 @@ const json_t *kf_rep_obj_at(const json_t *o, const char *key);
 /* A row's kernel ("?" when missing) and node ("" when missing). */
 const char *kf_rep_row_kernel(const json_t *row);
 const char *kf_rep_row_node(const json_t *row);
+/* The row's profile when it is a result a chart may draw: the profile
+ * succeeded and the validation (when there is one) passed. A failed,
+ * skipped, cancelled or unvalidated-and-failing configuration is drawn
+ * nowhere as a result; NULL for it. */
+const json_t *kf_rep_result_profile(const json_t *row);
 /* "n=1048576 block=32". which: 0 every parameter, 1 only those that vary
  * across the kernel's rows (what tells its bars apart), 2 only the fixed. */
 void kf_rep_params_str(const json_t *rows, const json_t *row, int which, char *out, size_t len);

@@ -42,7 +42,7 @@ static size_t roof_points(const kf_rep_svg *ch, const char *node, point *pts, sw
     const json_t *row;
     json_array_foreach(ch->rows, i, row)
     {
-        const json_t *p = kf_rep_obj_at(row, "profile");
+        const json_t *p = kf_rep_result_profile(row);
         double flops = 0, bytes = 0, gf = 0, med;
         if (!p || strcmp(kf_rep_row_node(row), node) != 0 || !kf_rep_num_at(p, "median_s", &med))
             continue;

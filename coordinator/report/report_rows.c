@@ -120,12 +120,21 @@ void kf_rep_fmt_iso(uint64_t ns, char *out, size_t len)
 static int sample_cb(void *ctx, const Kfleet__Sample *s)
 {
     rtask *rt = ctx;
+    /* A sample the throttle policy discarded is evidence, not a
+     * measurement: counted, never in the statistics. */
+    if (s->discarded) {
+        rt->ndiscarded++;
+        return 0;
+    }
     if (rt->nsamples == rt->cap) {
         size_t cap = rt->cap ? rt->cap * 2 : 64;
-        double *p = kf_xrealloc(rt->samples, cap * sizeof *p);
-        rt->samples = p;
+        rt->samples = kf_xrealloc(rt->samples, cap * sizeof *rt->samples);
+        rt->clk = kf_xrealloc(rt->clk, cap * sizeof *rt->clk);
+        rt->pw = kf_xrealloc(rt->pw, cap * sizeof *rt->pw);
         rt->cap = cap;
     }
+    rt->clk[rt->nsamples] = s->sm_clock_mhz;
+    rt->pw[rt->nsamples] = s->power_mw;
     rt->samples[rt->nsamples++] = s->seconds;
     rt->nthrottled += s->throttled != 0;
     return 0;
@@ -477,9 +486,13 @@ static int build_rows(rep *r)
         if (rc || !p || !p->res || p->res->state != KFLEET__TASK_STATE__SUCCEEDED)
             continue;
         rc = kf_stats_compute(p->samples, p->nsamples, &w->st);
-        w->mismatch = p->nsamples != p->res->sample_count;
+        w->mismatch = p->nsamples + p->ndiscarded != p->res->sample_count;
         const Kfleet__ProfileStats *ps = p->res->profile;
         w->noisy = ps && !ps->converged;
+        w->sm_clock_mhz = kf_stats_median_u32(p->clk, p->nsamples);
+        w->power_mw = kf_stats_median_u32(p->pw, p->nsamples);
+        w->at_power_cap =
+            ps && ps->throttle_keep && p->nsamples && 2 * p->nthrottled >= p->nsamples;
         if (ps && w->st.n && w->st.median > 0) {
             if (ps->bytes > 0)
                 w->gbps = ps->bytes / w->st.median / 1e9;
@@ -511,6 +524,8 @@ void kf_rep_release(rep *r)
         if (r->tasks[i].res)
             kfleet__result__free_unpacked(r->tasks[i].res, NULL);
         free(r->tasks[i].samples);
+        free(r->tasks[i].clk);
+        free(r->tasks[i].pw);
         drop_attempts(&r->tasks[i]);
     }
     free(r->tasks);

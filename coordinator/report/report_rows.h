@@ -29,9 +29,11 @@ typedef struct rtask {
     rattempt *att;      /* NULL when the one attempt says nothing more than the result */
     size_t natt;
     Kfleet__Result *res; /* the terminal record; NULL while not ended */
-    double *samples;     /* stored sample times of res->attempt, in seq order */
+    double *samples;     /* stored sample times of res->attempt, in seq order (kept ones) */
+    uint32_t *clk, *pw;  /* per kept sample: SM clock MHz, power mW as it ended (0: none) */
     size_t nsamples, cap;
-    size_t nthrottled;
+    size_t nthrottled; /* kept samples NVML saw throttled */
+    size_t ndiscarded; /* samples the throttle policy discarded */
 } rtask;
 
 typedef struct rrow {
@@ -46,6 +48,11 @@ typedef struct rrow {
      * matrix rate; NAN when the node has none or the row has no figure. */
     double pct_bw, pct_mma;
     int mismatch, noisy;
+    /* Medians over the kept samples as each ended (0: no NVML), and, under
+     * `throttle: keep`, whether most of them ran throttled: the median is
+     * then the kernel sustained at the power cap. */
+    uint32_t sm_clock_mhz, power_mw;
+    int at_power_cap;
     uint64_t build_task;
     const Kfleet__BuildInfo *build; /* the build on this node, or NULL */
     Kfleet__Result *own_build;      /* a build result of another sweep */

@@ -293,7 +293,7 @@ static metric kernel_metric(const json_t *rows, const char *kernel)
  * quantiles); 0 when the row has no successful profile. */
 static int metric_of(const json_t *row, metric m, double *v, double *lo, double *hi)
 {
-    const json_t *p = kf_rep_obj_at(row, "profile");
+    const json_t *p = kf_rep_result_profile(row);
     double fast, slow, work = 0;
     if (!p || !kf_rep_num_at(p,
                              m == MET_GFLOPS ? "gflops"

@@ -255,6 +255,12 @@ static void flags_str(const rrow *w, char *out, size_t len)
         ADD("outlier node +%.0f%%", w->outlier_pct);
     if (w->profile && w->profile->nthrottled)
         ADD("throttled");
+    if (w->profile && w->profile->ndiscarded)
+        ADD("%zu discarded (throttled)", w->profile->ndiscarded);
+    if (w->at_power_cap)
+        ADD("sustained at the power cap");
+    if (w->sm_clock_mhz)
+        ADD("SM %u MHz %.0f W", w->sm_clock_mhz, w->power_mw / 1e3);
     if (w->mismatch)
         ADD("samples-mismatch");
     if (w->build && w->build->jit_fallback)
@@ -452,6 +458,11 @@ static void render_provenance(const rep *r, int md, kf_buf *out)
             kf_buf_addf(out, " SM %u-%u MHz, mem %u-%u MHz over %u readings,", ts->sm_clock_min_mhz,
                         ts->sm_clock_max_mhz, ts->mem_clock_min_mhz, ts->mem_clock_max_mhz,
                         ts->readings);
+        if (w->sm_clock_mhz)
+            kf_buf_addf(out,
+                        " kept samples at median SM %u MHz and %.0f W, %zu discarded by the "
+                        "throttle policy,",
+                        w->sm_clock_mhz, w->power_mw / 1e3, w->profile->ndiscarded);
         if (w->build && w->build->compiler && *w->build->compiler)
             kf_buf_addf(out, " %s,", w->build->compiler);
         kf_buf_addf(out, " source %.12s, binary %.12s, kfleet %s\n", k ? kf_rep_nz(k->hash) : "-",

@@ -52,9 +52,10 @@ killed=0
 for k in $(seq 1 "$KILLS"); do
   sleep "$(printf '0.%03d' $((RANDOM % 1000)))"
   sleep "$(( RANDOM % 2 )).$(( RANDOM % 10 ))"
-  if "$KFLEET" verify "$id" --format json >"$T/v.json" 2>/dev/null; then
+  if "$KFLEET" verify "$id" --format json >"$T/v.json" 2>"$T/v.err"; then
     break # finished before all kills were spent
   fi
+  grep -q '"terminal"' "$T/v.json" || fail "verify printed no summary mid-sweep: $(head -c 600 "$T/v.err")"
   kill -9 "$SERVE_PID"
   wait "$SERVE_PID" 2>/dev/null || true
   killed=$((killed + 1))

@@ -80,3 +80,29 @@ size=$(stat -c %s "$T/shot.png")
 # A blank 1400x2000 page compresses to a few kB; the report's is ~100 kB.
 [ "$size" -gt 30000 ] || fail "screenshot of $size bytes: a blank page?"
 pass "screenshot: $size bytes"
+
+# A kernel that fails validation beside one that passes: its row is in the
+# table (marked failed, its profile skipped, no figure), and no chart in the
+# rendered page draws it as a result.
+W="$T/wrong.html"
+rc=0
+"$KFLEET" run "$KF_SRC/tests/data/sweeps/wrong_and_right.yaml" --format html -o "$W" \
+  >"$T/wrong.out" 2>"$T/wrong.log" || rc=$?
+[ $rc -eq 1 ] || fail "a sweep with a wrong kernel exited $rc, expected 1"
+chrome --dump-dom "file://$W" >"$T/wrong-dom.html" || fail "chromium could not load the page"
+python3 - "$T/wrong-dom.html" <<'PY' || fail "the page draws the failed configuration"
+import re, sys
+dom = open(sys.argv[1], encoding="utf-8").read()
+svgs = re.findall(r"<svg\b.*?</svg>", dom, re.S)
+assert svgs, "no chart at all"
+drawn = [s[:80] for s in svgs if re.search(r"\bwrong\b", s)]
+assert not drawn, f"{len(drawn)} chart(s) draw the wrong kernel: {drawn}"
+assert any(re.search(r"\btriad\b", s) for s in svgs), "the passing kernel is not drawn"
+rows = re.findall(r"<tr class=\"failed\">(.*?)</tr>", dom, re.S)
+assert len(rows) == 1 and "wrong" in rows[0], f"want the wrong kernel's row marked failed, got {len(rows)}"
+assert "profile skipped" in rows[0], "the failed row does not say its profile was skipped"
+sorts = [v for v in re.findall(r"data-sort=\"([^\"]*)\"", rows[0]) if v]
+assert not sorts, f"the failed row shows figures: {sorts}"
+print("ok")
+PY
+pass "a failed configuration: row marked, profile skipped, in no chart (checked in chromium)"

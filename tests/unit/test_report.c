@@ -30,7 +30,7 @@
 
 static char dir[64];
 static kf_store *store;
-static uint32_t sweep1, sweep2, sweep3;
+static uint32_t sweep1, sweep2, sweep3, sweep4;
 
 #define HASH_BASE "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0"
 #define HASH_FAST "fafafafafafafafafafafafafafafafafafafafafafafafafafafafafafafafa"
@@ -281,6 +281,40 @@ static int setup(void **state)
         put_samples(t, sweep3, i, per_node[i], 4, -1);
         put_profile(t, sweep3, i, 4, 1);
     }
+    /* Sweep 4: the throttle policy. Profile 0 (discard) stored 3 kept
+     * samples of 1 ms at 1980 MHz / 600 W and 2 discarded ones of 9 ms at
+     * 1200 MHz / 700 W; profile 1 (keep) 4 samples, 3 throttled. */
+    assert_int_equal(kf_store_next_sweep_id(t, &sweep4), 0);
+    put_sweep(t, sweep4, "throttle", 0);
+    for (uint32_t i = 0; i < 2; i++) {
+        const tspec ts4 = {KFLEET__TASK_KIND__PROFILE,    0,   i, 1024 << i, 32, "n1",
+                           KFLEET__TASK_STATE__SUCCEEDED, NULL};
+        put_task(t, sweep4, i, &ts4);
+        for (uint32_t k = 0; k < 5; k++) {
+            Kfleet__Sample smp = KFLEET__SAMPLE__INIT;
+            smp.seq = k;
+            smp.t_ns = 1700000000000000000ull + k;
+            int slow = i == 0 ? (k == 1 || k == 3) : k < 3;
+            smp.discarded = i == 0 && slow;
+            smp.throttled = slow;
+            smp.seconds = i == 0 && slow ? 9e-3 : 1e-3;
+            smp.sm_clock_mhz = slow ? 1200 : 1980;
+            smp.power_mw = slow ? 700000 : 600000;
+            int dup = -1;
+            if (i == 1 && k == 4)
+                break;
+            assert_int_equal(kf_store_put_sample(t, kf_task_id(sweep4, i), 1, &smp, &dup), 0);
+        }
+        Kfleet__ProfileStats ps = KFLEET__PROFILE_STATS__INIT;
+        ps.converged = 1;
+        ps.throttle_keep = i == 1;
+        ps.clock_threshold_mhz = 1485;
+        ps.default_sm_clock_mhz = 1980;
+        Kfleet__Result r = KFLEET__RESULT__INIT;
+        r.profile = &ps;
+        r.sample_count = i == 0 ? 5 : 4;
+        put_result(t, &r, sweep4, i, KFLEET__TASK_STATE__SUCCEEDED);
+    }
     assert_int_equal(kf_store_commit(&t, &err), 0);
     return 0;
 }
@@ -526,6 +560,40 @@ static void test_json(void **state)
     json_decref(root);
 }
 
+/* Discarded samples are counted and stored, never in the statistics; the
+ * medians of SM clock and power are the kept samples'; under `keep` a row
+ * mostly throttled is labelled sustained at the power cap. */
+static void test_throttle_policy(void **state)
+{
+    (void)state;
+    json_t *root = render_json(sweep4);
+    json_t *rows = json_object_get(root, "rows");
+    assert_int_equal(json_array_size(rows), 2);
+    json_t *d = json_array_get(rows, 0), *k = json_array_get(rows, 1);
+    json_t *pd = json_object_get(d, "profile"), *pk = json_object_get(k, "profile");
+    assert_true(num(pd, "median_s") == 1e-3);
+    assert_true(num(pd, "max_s") == 1e-3);
+    assert_int_equal((int)num(pd, "samples"), 3);
+    assert_int_equal((int)num(pd, "discarded_samples"), 2);
+    assert_int_equal((int)num(pd, "sm_clock_median_mhz"), 1980);
+    assert_true(num(pd, "power_median_w") == 600.0);
+    assert_string_equal(str(pd, "throttle_policy"), "discard");
+    assert_int_equal((int)num(pd, "clock_threshold_mhz"), 1485);
+    assert_false(has_flag(d, "samples-mismatch"));
+    assert_false(has_flag(d, "sustained-at-power-cap"));
+    assert_string_equal(str(pk, "throttle_policy"), "keep");
+    assert_int_equal((int)num(pk, "discarded_samples"), 0);
+    assert_int_equal((int)num(pk, "samples"), 4);
+    assert_int_equal((int)num(pk, "sm_clock_median_mhz"), 1200);
+    assert_true(has_flag(k, "sustained-at-power-cap"));
+    json_decref(root);
+    char *txt = render(sweep4, KF_REPORT_TABLE, 0);
+    assert_non_null(strstr(txt, "2 discarded (throttled)"));
+    assert_non_null(strstr(txt, "sustained at the power cap"));
+    assert_non_null(strstr(txt, "SM 1980 MHz 600 W"));
+    free(txt);
+}
+
 static void test_nodes_any(void **state)
 {
     (void)state;
@@ -745,7 +813,7 @@ int main(void)
         cmocka_unit_test(test_json),          cmocka_unit_test(test_nodes_any),
         cmocka_unit_test(test_table),         cmocka_unit_test(test_markdown),
         cmocka_unit_test(test_outlier_nodes), cmocka_unit_test(test_csv),
-        cmocka_unit_test(test_options),
+        cmocka_unit_test(test_options),       cmocka_unit_test(test_throttle_policy),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

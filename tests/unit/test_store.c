@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char dir[64];
@@ -283,6 +284,56 @@ static void test_damaged_refused(void **state)
     assert_int_equal(st.st_size, 0); /* refused, not written over as a new store */
 }
 
+/* A store read while another process commits to it (kfleet verify or
+ * report mid-sweep) is never taken for a damaged one: the file grows
+ * between the reader's first look at its size and its read of the meta. */
+static void test_read_while_written(void **state)
+{
+    (void)state;
+    kf_err err;
+    kf_store *s = NULL;
+    assert_int_equal(kf_store_open(dir, 0, &s, &err), 0);
+    kf_store_close(&s);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        kf_store *w = NULL;
+        if (kf_store_open(dir, 0, &w, &err) != KF_OK)
+            _exit(3);
+        for (uint32_t c = 0; c < 400; c++) {
+            kf_txn *t = NULL;
+            if (kf_store_begin(w, 0, &t, &err) != KF_OK)
+                _exit(4);
+            for (uint32_t i = 0; i < 50; i++) {
+                Kfleet__Task task = KFLEET__TASK__INIT;
+                task.task_id = kf_task_id(1, c * 50 + i);
+                task.error = "padding padding padding padding padding padding padding";
+                if (kf_store_put_task(t, &task) != KF_OK)
+                    _exit(5);
+            }
+            if (kf_store_commit(&t, &err) != KF_OK)
+                _exit(6);
+        }
+        kf_store_close(&w);
+        _exit(0);
+    }
+    int opens = 0, status = 0;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        kf_store *ro = NULL;
+        kf_err_clear(&err);
+        int rc = kf_store_open(dir, 1, &ro, &err);
+        if (rc == KF_ENOTFOUND) /* before the writer's first commit */
+            continue;
+        if (rc != KF_OK)
+            fail_msg("open %d while written: %s", opens, err.msg);
+        kf_store_close(&ro);
+        opens++;
+    }
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_true(opens > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -291,6 +342,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_map_full, setup, teardown),
         cmocka_unit_test(test_readonly_missing),
         cmocka_unit_test_setup_teardown(test_damaged_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_while_written, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

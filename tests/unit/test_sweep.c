@@ -159,7 +159,8 @@ static void test_full_file(void **state)
                        "attempts: 7\n"
                        "time_limit: 1.5m\n"
                        "measure: {min_samples: 10, min_time: 250ms, max_noise: 2%, timeout: 15s,\n"
-                       "          warmup: 2, hot: yes, seeds: 5, batch: 4}\n";
+                       "          warmup: 2, hot: yes, seeds: 5, batch: 4, throttle: keep,\n"
+                       "          throttle_threshold: 80%, throttle_recovery: 20ms}\n";
     kf_sweep_spec *s = parse_ok(f, yaml);
     char want[PATH_MAX];
 
@@ -221,6 +222,9 @@ static void test_full_file(void **state)
     assert_int_equal(s->measure.hot, 1);
     assert_int_equal(s->measure.seeds, 5);
     assert_int_equal(s->measure.batch, 4);
+    assert_int_equal(s->measure.throttle_keep, 1);
+    assert_true(s->measure.throttle_threshold_pct == 80.0);
+    assert_true(s->measure.throttle_recovery_s == 0.02);
 
     kf_sweep_destroy(&s);
     assert_null(s);
@@ -248,6 +252,9 @@ static void test_defaults(void **state)
     assert_true(s->measure.timeout_s == 0);
     assert_int_equal(s->measure.warmup, 0);
     assert_int_equal(s->measure.hot, 0);
+    assert_int_equal(s->measure.throttle_keep, 0); /* discard, the agent's 75 % and 50 ms */
+    assert_true(s->measure.throttle_threshold_pct == 0);
+    assert_true(s->measure.throttle_recovery_s == 0);
     assert_int_equal(s->measure.seeds, 3);
     assert_int_equal(s->measure.batch, 0);
     assert_int_equal(s->nkernels, 1);
@@ -476,6 +483,11 @@ static const bad_case bad_cases[] = {
     {"kernels: [foo]\nmeasure: {hot: maybe}\n", 0, 2, 16, "hot must be true or false"},
     {"kernels: [foo]\nmeasure: {max_noise: lots}\n", 0, 2, 22, "is not a number"},
     {"kernels: [foo]\nmeasure: {max_noise: 0}\n", 0, 2, 22, "must be above 0"},
+    {"kernels: [foo]\nmeasure: {throttle: drop}\n", 0, 2, 21, "throttle must be discard or keep"},
+    {"kernels: [foo]\nmeasure: {throttle_threshold: 120}\n", 0, 2, 31,
+     "not a percentage in (0, 100]"},
+    {"kernels: [foo]\nmeasure: {throttle_threshold: 0}\n", 0, 2, 31, "not a percentage"},
+    {"kernels: [foo]\nmeasure: {throttle_recovery: 0s}\n", 0, 2, 30, "must be longer than 0"},
     {"kernels: [foo]\nattempts: 0\n", 0, 2, 11, "between 1 and 100, not 0"},
     {"kernels: [foo]\nattempts: 101\n", 0, 2, 11, "between 1 and 100, not 101"},
     {"kernels: [foo]\nbaseline: bar\n", 0, 2, 11, "baseline 'bar' is not a kernel of this sweep"},
