@@ -16,6 +16,7 @@ typedef void *CUstream;
 typedef unsigned long long CUdeviceptr;
 
 #define CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE 38
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
 #define CU_STREAM_LEGACY ((CUstream)0x1)
@@ -32,6 +33,12 @@ struct kf_cudrv {
      * host-mapped release flag; NULL when the driver could not load it. */
     void *block_mod, *block_fn, *flush_fn;
     volatile unsigned *release;
+    /* The clock stamps (kf_stamp, nvbench's GPU frequency): SM 0's clock64
+     * and %globaltimer before and after a sample, in the same host-mapped
+     * block as the release flag; NULL without the module. */
+    void *stamp_fn;
+    int nsm;
+    CUevent after;
     CUdeviceptr release_dev;
     CUresult (*cuInit)(unsigned);
     CUresult (*cuDeviceGet)(CUdevice *, int);
@@ -147,7 +154,8 @@ int kf_cudrv_open(kf_cudrv **out, kf_err *err)
         rc = cu_fail(cu, r, "cuDevicePrimaryCtxRetain", err);
     else if ((r = cu->cuCtxSetCurrent(cu->ctx)))
         rc = cu_fail(cu, r, "cuCtxSetCurrent", err);
-    else if ((r = cu->cuEventCreate(&cu->start, 0)) || (r = cu->cuEventCreate(&cu->stop, 0)))
+    else if ((r = cu->cuEventCreate(&cu->start, 0)) || (r = cu->cuEventCreate(&cu->stop, 0)) ||
+             (r = cu->cuEventCreate(&cu->after, 0)))
         rc = cu_fail(cu, r, "cuEventCreate", err);
     if (rc == KF_OK) {
         int l2 = 0;
@@ -181,6 +189,8 @@ void kf_cudrv_close(kf_cudrv **self)
         cu->cuEventDestroy(cu->start);
     if (cu->stop)
         cu->cuEventDestroy(cu->stop);
+    if (cu->after)
+        cu->cuEventDestroy(cu->after);
     /* The primary context stays retained: the kernel's runtime still uses it
      * until the runner exits. */
     free(cu);
@@ -270,6 +280,28 @@ static const char block_ptx[] = ".version 7.0\n"
                                 "  setp.eq.u32 p, acc, 0x7fc0ffee;\n"
                                 "  @p st.global.u32 [s], acc;\n"
                                 "  ret;\n"
+                                "}\n"
+                                /* The clock stamp: launched with a block per
+                                 * SM and then some, so that SM 0 runs one;
+                                 * that block writes %globaltimer and SM 0's
+                                 * clock64. Two stamps around a sample give
+                                 * its mean SM clock, as nvbench's
+                                 * gpu_frequency does. */
+                                ".visible .entry kf_stamp(.param .u64 out)\n"
+                                "{\n"
+                                "  .reg .pred p;\n"
+                                "  .reg .u32 sm;\n"
+                                "  .reg .u64 a, g, c;\n"
+                                "  ld.param.u64 a, [out];\n"
+                                "  mov.u32 sm, %smid;\n"
+                                "  setp.ne.u32 p, sm, 0;\n"
+                                "  @p bra OUT;\n"
+                                "  mov.u64 g, %globaltimer;\n"
+                                "  mov.u64 c, %clock64;\n"
+                                "  st.volatile.global.u64 [a], g;\n"
+                                "  st.volatile.global.u64 [a+8], c;\n"
+                                "OUT:\n"
+                                "  ret;\n"
                                 "}\n";
 
 static void load_block_kernel(kf_cudrv *cu)
@@ -278,7 +310,7 @@ static void load_block_kernel(kf_cudrv *cu)
     if (cu->cuModuleLoadData(&cu->block_mod, block_ptx) != 0 ||
         cu->cuModuleGetFunction(&cu->block_fn, cu->block_mod, "kf_block") != 0 ||
         cu->cuModuleGetFunction(&cu->flush_fn, cu->block_mod, "kf_flush") != 0 ||
-        cu->cuMemHostAlloc(&host, 64, 0x1 | 0x2) != 0 || /* PORTABLE | DEVICEMAP */
+        cu->cuMemHostAlloc(&host, 128, 0x1 | 0x2) != 0 || /* PORTABLE | DEVICEMAP */
         cu->cuMemHostGetDevicePointer(&cu->release_dev, host, 0) != 0) {
         if (host)
             cu->cuMemFreeHost(host);
@@ -286,6 +318,38 @@ static void load_block_kernel(kf_cudrv *cu)
         return;
     }
     cu->release = host;
+    if (cu->cuModuleGetFunction(&cu->stamp_fn, cu->block_mod, "kf_stamp") != 0 ||
+        cu->cuDeviceGetAttribute(&cu->nsm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, cu->dev) !=
+            0 ||
+        cu->nsm <= 0)
+        cu->stamp_fn = NULL;
+}
+
+/* The stamps live 64 bytes into the host-mapped block: [0] before, [2]
+ * after; each {globaltimer ns, clock64}. */
+static volatile uint64_t *stamps(kf_cudrv *cu)
+{
+    return (volatile uint64_t *)((volatile char *)cu->release + 64);
+}
+
+static int stamp(kf_cudrv *cu, int which)
+{
+    CUdeviceptr out = cu->release_dev + 64 + (CUdeviceptr)which * 16;
+    void *args[] = {&out};
+    return cu->cuLaunchKernel(cu->stamp_fn, 2 * (unsigned)cu->nsm, 1, 1, 1, 1, 1, 0,
+                              CU_STREAM_LEGACY, args, NULL) == 0;
+}
+
+/* SM 0's mean clock between the two stamps, MHz; 0 when a stamp is missing
+ * (no block ran on SM 0) or the interval is too short for %globaltimer's
+ * resolution (it ticks in up to 1 us steps on some GPUs). */
+static double stamped_mhz(kf_cudrv *cu)
+{
+    volatile uint64_t *st = stamps(cu);
+    uint64_t g0 = st[0], c0 = st[1], g1 = st[2], c1 = st[3];
+    if (!g0 || !g1 || g1 <= g0 + 20000 || c1 <= c0)
+        return 0;
+    return (double)(c1 - c0) / (double)(g1 - g0) * 1000.0;
 }
 
 int kf_cudrv_blocking(const kf_cudrv *cu)
@@ -312,13 +376,20 @@ int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, vo
                                      CU_STREAM_LEGACY)))
             return cu_fail(cu, r, "flushing L2", err);
     }
-    int blocked = 0;
+    int blocked = 0, stamped = 0;
+    out->sm_mhz = 0;
     if (cu->block_fn) {
         *cu->release = 0;
+        if (cu->stamp_fn)
+            for (int i = 0; i < 4; i++)
+                stamps(cu)[i] = 0;
         __sync_synchronize();
         void *args[] = {&cu->release_dev};
         blocked = cu->cuLaunchKernel(cu->block_fn, 1, 1, 1, 1, 1, 1, 0, CU_STREAM_LEGACY, args,
                                      NULL) == 0;
+        /* Behind the blocking kernel: it runs once released, right before
+         * the start event, with no host latency between. */
+        stamped = blocked && cu->stamp_fn && stamp(cu, 0);
     }
     int launch_failed = 0;
     char kerr[512] = "";
@@ -336,8 +407,13 @@ int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, vo
         return kf_err_set(err, KF_EIO, "launch failed: %s", kerr);
     if (r)
         return cu_fail(cu, r, "cuEventRecord", err);
-    if ((r = cu->cuEventSynchronize(cu->stop)))
+    stamped = stamped && stamp(cu, 1) && cu->cuEventRecord(cu->after, CU_STREAM_LEGACY) == 0;
+    if ((r = cu->cuEventSynchronize(stamped ? cu->after : cu->stop)))
         return cu_fail(cu, r, "the kernel", err);
+    if (stamped) {
+        __sync_synchronize();
+        out->sm_mhz = stamped_mhz(cu);
+    }
     float ms = 0;
     if ((r = cu->cuEventElapsedTime(&ms, cu->start, cu->stop)))
         return cu_fail(cu, r, "cuEventElapsedTime", err);

@@ -16,7 +16,11 @@
 typedef struct kf_cudrv kf_cudrv;
 
 typedef struct kf_cudrv_timing {
-    double seconds; /* per launch; throttling is NVML's to say (nvml.h) */
+    double seconds; /* per launch */
+    /* SM 0's mean clock over the sample (clock64 over %globaltimer, read by
+     * a stamp kernel on each side, as nvbench's gpu_frequency); 0 when it
+     * could not be read. Power and thermal events are NVML's (nvml.h). */
+    double sm_mhz;
 } kf_cudrv_timing;
 
 typedef int (*kf_cudrv_run_fn)(void *state, char *err, size_t errlen);

@@ -167,11 +167,14 @@ typedef struct throttle_policy {
 enum { DISCARD = 2 };
 
 /* How the sample [t0, t1] stands: 0 clean, 1 throttled (flagged, kept),
- * DISCARD (the policy drops it). *at is NVML as the sample ended: read
- * afresh unless the last read is under 2 ms old, so that a stream of
- * microsecond samples does not spend its time in NVML; the sampler's
- * readings inside the interval count too. */
-static int throttle_check(hctx *h, throttle_policy *tp, uint64_t t0, uint64_t t1,
+ * DISCARD (the policy drops it). The clock judged is the sample's mean SM
+ * clock as the device measured it (sm_mhz, cudrv's stamps) when there is
+ * one, else NVML's as the sample ended. *at is NVML as the sample ended
+ * (its clock replaced by the measured mean): read afresh unless the last
+ * read is under 2 ms old, so that a stream of microsecond samples does not
+ * spend its time in NVML; the sampler's readings inside the interval count
+ * too. */
+static int throttle_check(hctx *h, throttle_policy *tp, uint64_t t0, uint64_t t1, double sm_mhz,
                           kf_nvml_reading *at)
 {
     if (!tp->last_read_ns || t1 - tp->last_read_ns > 2000000ull) {
@@ -179,6 +182,8 @@ static int throttle_check(hctx *h, throttle_policy *tp, uint64_t t0, uint64_t t1
         tp->last_read_ns = kf_mono_ns();
     }
     *at = tp->last;
+    if (sm_mhz > 0)
+        at->sm_mhz = (uint32_t)(sm_mhz + 0.5);
     int event = at->throttled || kf_nvml_event_within(h->nv, t0, t1);
     int slow = tp->threshold_mhz && at->sm_mhz && at->sm_mhz < tp->threshold_mhz;
     int flagged = event || kf_nvml_throttled(h->nv, t0, t1);
@@ -201,7 +206,8 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
         .keep = m && m->throttle_keep,
         .recovery_s = m && m->throttle_recovery_s > 0 ? m->throttle_recovery_s : 0.05,
     };
-    double thr_pct = m && m->throttle_threshold_pct > 0 ? m->throttle_threshold_pct : 75.0;
+    double thr_pct = m && m->throttle_threshold_pct > 0 ? m->throttle_threshold_pct
+                                                        : KF_DEFAULT_THROTTLE_THRESHOLD_PCT;
     /* Hot samples of a kernel whose working set fits in the cache would
      * time the cache holding the last sample's data: rotate among input
      * sets (different seeds) that together are twice the cache. Cold
@@ -274,7 +280,7 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
             secs = tm.seconds;
             uint64_t t1 = kf_mono_ns();
             if (h->nv) {
-                throttled = throttle_check(h, &tp, t0, t1, &at);
+                throttled = throttle_check(h, &tp, t0, t1, tm.sm_mhz, &at);
                 h->throttled_samples += (uint32_t)(throttled != 0);
             }
             if (throttled == DISCARD) {

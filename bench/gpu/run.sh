@@ -8,6 +8,7 @@
 #                 recompile nothing and reproduce the medians), with ncu
 #   PART=checks   bench/gpu/isolation.yaml (faults on purpose) and
 #                 bench/gpu/sanitize.yaml (compute-sanitizer on every kernel)
+#   PART=throttle targets twice, then once at nvbench's 75 % threshold
 #   PART=h100     targets then checks, in one call
 #   PART=short    short kernels: how soon their profiles stop
 #   PART=fleet    examples/gpu.yaml (62 configurations) on every GPU, with
@@ -60,6 +61,12 @@ targets)
   sweep targets1 "$ROOT/bench/gpu/targets.yaml"
   sweep targets2 "$ROOT/bench/gpu/targets.yaml"
   ;;
+throttle) # targets twice, then once under nvbench's 75 % threshold, to compare
+  "$B/kfleet-agent" --doctor --gpu | tee "$W/doctor.txt"
+  sweep targets1 "$ROOT/bench/gpu/targets.yaml"
+  sweep targets2 "$ROOT/bench/gpu/targets.yaml"
+  sweep targets75 "$ROOT/bench/gpu/targets-nvbench.yaml"
+  ;;
 h100) # both of the above in one call
   "$B/kfleet-agent" --doctor --gpu | tee "$W/doctor.txt"
   sweep targets1 "$ROOT/bench/gpu/targets.yaml"
@@ -96,7 +103,7 @@ PY
   [ -n "${SKIP_ISOLATION:-}" ] || sweep isolation "$ROOT/bench/gpu/isolation.yaml" --agents 1
   ;;
 *)
-  echo "run.sh: PART is targets, checks, h100, short or fleet" >&2
+  echo "run.sh: PART is targets, throttle, checks, h100, short or fleet" >&2
   exit 2
   ;;
 esac
