@@ -27,13 +27,10 @@
 #define KF_DEFAULT_MAX_NOISE_PCT 0.5
 #define KF_DEFAULT_TIMEOUT_S 15.0
 #define KF_DEFAULT_SEEDS 3
-/* The throttle policy's threshold: a sample whose mean SM clock is under
- * this share of the GPU's default clock is discarded. nvbench's is 75 %;
- * on an H100 at its power cap that keeps GEMM samples at 1470-1680 MHz,
- * 9-12 % slower than the same kernel on a cool GPU (docs/benchmarks.md).
- * At 95 % the clock moves a compute-bound median by at most ~5 %.
- * measure: {throttle_threshold: 75} is nvbench's. */
-#define KF_DEFAULT_THROTTLE_THRESHOLD_PCT 95.0
+/* The throttle policy's threshold, nvbench's: a sample whose mean SM clock
+ * (measured on the device around it) is under this share of the GPU's
+ * default clock is discarded. */
+#define KF_DEFAULT_THROTTLE_THRESHOLD_PCT 75.0
 
 /* Runs the task and writes its frames to out_fd. Returns 0 when a Result
  * frame was written (whatever the task's outcome), else a KF_E* code. */

@@ -8,7 +8,7 @@
 #                 recompile nothing and reproduce the medians), with ncu
 #   PART=checks   bench/gpu/isolation.yaml (faults on purpose) and
 #                 bench/gpu/sanitize.yaml (compute-sanitizer on every kernel)
-#   PART=throttle targets twice, then once at nvbench's 75 % threshold
+#   PART=throttle targets twice, then once with throttle: keep
 #   PART=h100     targets then checks, in one call
 #   PART=short    short kernels: how soon their profiles stop
 #   PART=fleet    examples/gpu.yaml (62 configurations) on every GPU, with
@@ -61,11 +61,11 @@ targets)
   sweep targets1 "$ROOT/bench/gpu/targets.yaml"
   sweep targets2 "$ROOT/bench/gpu/targets.yaml"
   ;;
-throttle) # targets twice, then once under nvbench's 75 % threshold, to compare
+throttle) # targets twice, then once keeping every sample (throttle: keep), to compare
   "$B/kfleet-agent" --doctor --gpu | tee "$W/doctor.txt"
   sweep targets1 "$ROOT/bench/gpu/targets.yaml"
   sweep targets2 "$ROOT/bench/gpu/targets.yaml"
-  sweep targets75 "$ROOT/bench/gpu/targets-nvbench.yaml"
+  sweep targetskeep "$ROOT/bench/gpu/targets-keep.yaml"
   ;;
 h100) # both of the above in one call
   "$B/kfleet-agent" --doctor --gpu | tee "$W/doctor.txt"
