@@ -4,7 +4,10 @@
 #include "common/err.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,6 +129,69 @@ int kf_buf_read_file(kf_buf *b, const char *path)
     fclose(f);
     errno = saved;
     return bad ? KF_EIO : KF_OK;
+}
+
+static const char *file_kind(mode_t m)
+{
+    return S_ISFIFO(m)   ? "a FIFO"
+           : S_ISDIR(m)  ? "a directory"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+                         : "not a regular file";
+}
+
+int kf_buf_read_file_max(kf_buf *b, const char *path, size_t max, char *why, size_t whylen)
+{
+    /* O_NONBLOCK: opening a FIFO with no writer must not wait for one. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        snprintf(why, whylen, "%s", strerror(errno));
+        return KF_EIO;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        snprintf(why, whylen, "%s", strerror(errno));
+        close(fd);
+        return KF_EIO;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(why, whylen, "is %s, not a regular file", file_kind(st.st_mode));
+        close(fd);
+        return KF_EINVAL;
+    }
+    if ((unsigned long long)st.st_size > max) {
+        snprintf(why, whylen, "is %lld bytes; at most %zu", (long long)st.st_size, max);
+        close(fd);
+        return KF_EINVAL;
+    }
+    size_t start = b->len, got = 0;
+    char tmp[65536];
+    for (;;) {
+        ssize_t n = read(fd, tmp, sizeof tmp);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            snprintf(why, whylen, "%s", strerror(errno));
+            close(fd);
+            b->len = start;
+            return KF_EIO;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+        if (got > max) { /* it grew while read */
+            snprintf(why, whylen, "grew past %zu bytes while read", max);
+            close(fd);
+            b->len = start;
+            if (b->data)
+                b->data[start] = '\0';
+            return KF_EINVAL;
+        }
+        kf_buf_add(b, tmp, (size_t)n);
+    }
+    close(fd);
+    return KF_OK;
 }
 
 void kf_buf_add_shell_word(kf_buf *b, const char *s)

@@ -41,5 +41,11 @@ char *kf_buf_detach(kf_buf *b);
 void kf_buf_release(kf_buf *b);
 /* Reads a whole file; returns 0 or KF_EIO with errno preserved. */
 int kf_buf_read_file(kf_buf *b, const char *path);
+/* Reads a whole file that must be a regular file of at most max bytes: a
+ * FIFO, device or directory (which would hang or never end) and a file
+ * over the limit are refused without reading them. 0; KF_EINVAL with why
+ * ("is a FIFO, not a regular file", "is 5368709120 bytes; at most
+ * 1048576") or KF_EIO with the system's reason. */
+int kf_buf_read_file_max(kf_buf *b, const char *path, size_t max, char *why, size_t whylen);
 
 #endif

@@ -1,6 +1,7 @@
 /* client — control-protocol calls, submit building and --follow; see client.h. */
 #include "cli/client.h"
 #include "common/taskkind.h"
+#include "common/limits.h"
 #include "common/xalloc.h"
 #include "common/buf.h"
 #include "core/ctlsock.h"
@@ -175,8 +176,25 @@ static int collect_headers(const char *dir, const char *kernels_dir, const kf_bu
                               "%s: a kernel may bring at most %d local headers; merge some", path,
                               KF_MAX_HEADERS);
         kf_buf_init(&texts[*n]);
-        if (kf_buf_read_file(&texts[*n], path) != KF_OK)
-            return kf_err_set(err, KF_EIO, "cannot read header %s: %s", path, strerror(errno));
+        char why[160];
+        int rrc = kf_buf_read_file_max(&texts[*n], path, KF_MAX_HEADER_FILE, why, sizeof why);
+        if (rrc != KF_OK) {
+            kf_buf_release(&texts[*n]);
+            return kf_err_set(err, rrc == KF_EINVAL ? KF_EINVAL : KF_EIO,
+                              "header %s (included by the kernel): %s; a header that travels "
+                              "with a kernel is a regular file of at most %u KiB",
+                              path, why, KF_MAX_HEADER_FILE >> 10);
+        }
+        size_t total = 0;
+        for (size_t i = 0; i <= *n; i++)
+            total += texts[i].len;
+        if (total > KF_MAX_HEADERS_TOTAL) {
+            kf_buf_release(&texts[*n]);
+            return kf_err_set(err, KF_EINVAL,
+                              "%s: the kernel's local headers add up to %zu bytes; at most %u "
+                              "MiB together",
+                              path, total, KF_MAX_HEADERS_TOTAL >> 20);
+        }
         names[*n] = xstrdup(name);
         size_t me = (*n)++;
         int rc = collect_headers(dir, kernels_dir, &texts[me], names, texts, n, err);
@@ -245,16 +263,23 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
         kr->name = xstrdup(k->name);
         kr->cuda = k->cuda;
         kf_buf src = KF_BUF_INIT;
-        if (kf_buf_read_file(&src, k->path) != KF_OK) {
-            rc = kf_err_set(err, KF_EIO, "%s:%d:%d: cannot read kernel source %s: %s", spec->file,
-                            k->line, k->col, k->path, strerror(errno));
+        char why[160];
+        int rrc = kf_buf_read_file_max(&src, k->path, KF_MAX_SOURCE_FILE, why, sizeof why);
+        if (rrc != KF_OK) {
+            rc = kf_err_set(
+                err, rrc == KF_EINVAL ? KF_EINVAL : KF_EIO, "%s:%d:%d: kernel source %s: %s%s",
+                spec->file, k->line, k->col, k->path, why,
+                rrc == KF_EINVAL ? "; a kernel source is a regular file of at most 4 MiB" : "");
             kf_buf_release(&src);
             break;
         }
         const char *base = strrchr(k->path, '/');
         base = base ? base + 1 : k->path;
         char srcdir[PATH_MAX];
-        snprintf(srcdir, sizeof srcdir, "%.*s", (int)(base - k->path), k->path);
+        /* The directory without its trailing slash ("/" for the root). */
+        int dlen = base > k->path ? (int)(base - k->path) - 1 : 0;
+        snprintf(srcdir, sizeof srcdir, "%.*s", dlen > 0 ? dlen : (base > k->path ? 1 : 0),
+                 k->path);
         if (!srcdir[0])
             snprintf(srcdir, sizeof srcdir, ".");
         char *hnames[KF_MAX_HEADERS];

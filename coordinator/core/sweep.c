@@ -18,6 +18,7 @@
  * The parameter axes (values, lists, ranges, duplicates) and the counting
  * of configurations are in sweep_axes.c, behind sweep_int.h. */
 #include "core/sweep.h"
+#include "common/limits.h"
 #include "common/xalloc.h"
 #include "core/sweep_int.h"
 #include "common/buf.h"
@@ -647,11 +648,17 @@ int kf_sweep_parse_string(const char *text, size_t len, const char *filename, co
 int kf_sweep_parse_file(const char *path, const char *kernels_dir, kf_sweep_spec **out, kf_err *err)
 {
     kf_buf b = KF_BUF_INIT;
-    if (kf_buf_read_file(&b, path) != KF_OK) {
-        int e = errno;
+    char why[160];
+    int rrc = kf_buf_read_file_max(&b, path, KF_MAX_SWEEP_FILE, why, sizeof why);
+    if (rrc != KF_OK) {
         kf_buf_release(&b);
+        if (rrc == KF_EINVAL)
+            return kf_err_set(err, KF_EINVAL,
+                              "%s: the sweep file %s; a sweep file is a regular file of at most "
+                              "%u MiB",
+                              path, why, KF_MAX_SWEEP_FILE >> 20);
         return kf_err_set(err, KF_EIO, "%s: cannot read the sweep file: %s; check the path", path,
-                          strerror(e));
+                          why);
     }
     /* Paths inside are relative to the file's own directory. */
     char dir[PATH_MAX];

@@ -14,6 +14,7 @@
  * because the launcher connects directly and would silently reach the wrong
  * machine. */
 #include "fleet/fleet.h"
+#include "common/limits.h"
 #include "common/xalloc.h"
 #include "common/buf.h"
 #include "fleet/sshconf.h"
@@ -614,11 +615,17 @@ int kf_fleet_parse(const char *path, const char *text, size_t len, kf_fleet **ou
 int kf_fleet_load_opts(const char *path, const kf_fleet_opts *opts, kf_fleet **out, kf_err *err)
 {
     kf_buf b = KF_BUF_INIT;
-    if (kf_buf_read_file(&b, path) != KF_OK) {
-        int e = errno;
+    char why[160];
+    int rrc = kf_buf_read_file_max(&b, path, KF_MAX_INVENTORY_FILE, why, sizeof why);
+    if (rrc != KF_OK) {
         kf_buf_release(&b);
+        if (rrc == KF_EINVAL)
+            return kf_err_set(err, KF_EINVAL,
+                              "%s: the inventory %s; an inventory is a regular file of at most "
+                              "%u MiB",
+                              path, why, KF_MAX_INVENTORY_FILE >> 20);
         return kf_err_set(err, KF_EIO, "%s: cannot read the inventory: %s; check the path", path,
-                          strerror(e));
+                          why);
     }
     char dir[PATH_MAX];
     const char *slash = strrchr(path, '/');

@@ -9,6 +9,7 @@
 #include "fleet/sshconf.h"
 #include "common/xalloc.h"
 #include "common/buf.h"
+#include "common/limits.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -158,13 +159,13 @@ static int include(kf_sshconf *sc, const char *where, char **argv, int argc, int
 static int read_file(kf_sshconf *sc, const char *path, int depth, int active)
 {
     kf_buf b = KF_BUF_INIT;
-    if (kf_buf_read_file(&b, path) != KF_OK) {
-        int e = errno;
+    char why[160];
+    if (kf_buf_read_file_max(&b, path, KF_MAX_SSH_CONFIG, why, sizeof why) != KF_OK) {
         kf_buf_release(&b);
         return fail(sc->err,
-                    "cannot read the ssh config %.300s: %s; create it, or point "
-                    "KFLEET_SSH_CONFIG at the right file",
-                    path, strerror(e));
+                    "cannot read the ssh config %.300s: %s (a regular file of at most 1 MiB); "
+                    "create it, or point KFLEET_SSH_CONFIG at the right file",
+                    path, why);
     }
     int rc = KF_OK, lineno = 0;
     char *next = b.data, *end = b.data + b.len;

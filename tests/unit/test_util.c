@@ -214,6 +214,43 @@ static void test_long_home_refused(void **state)
     assert_non_null(strstr(err.msg, "107"));
 }
 
+/* Files read whole are regular files under a limit: a FIFO with no writer
+ * (which would block the open forever), /dev/zero (which never ends), a
+ * directory and a file over the limit are refused before any read. */
+static void test_read_file_max(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kf-readmax.XXXXXX", p[96], why[160];
+    assert_non_null(mkdtemp(dir));
+    kf_buf b = KF_BUF_INIT;
+    snprintf(p, sizeof p, "%s/fifo", dir);
+    assert_int_equal(mkfifo(p, 0600), 0);
+    assert_int_equal(kf_buf_read_file_max(&b, p, 1024, why, sizeof why), KF_EINVAL);
+    assert_non_null(strstr(why, "a FIFO"));
+    assert_int_equal(kf_buf_read_file_max(&b, "/dev/zero", 1024, why, sizeof why), KF_EINVAL);
+    assert_non_null(strstr(why, "character device"));
+    assert_int_equal(kf_buf_read_file_max(&b, dir, 1024, why, sizeof why), KF_EINVAL);
+    assert_non_null(strstr(why, "a directory"));
+    snprintf(p, sizeof p, "%s/big", dir);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 2000; i++)
+        fputc('x', f);
+    fclose(f);
+    assert_int_equal(kf_buf_read_file_max(&b, p, 1999, why, sizeof why), KF_EINVAL);
+    assert_non_null(strstr(why, "is 2000 bytes; at most 1999"));
+    assert_int_equal(b.len, 0);
+    assert_int_equal(kf_buf_read_file_max(&b, p, 2000, why, sizeof why), KF_OK);
+    assert_int_equal(b.len, 2000);
+    snprintf(p, sizeof p, "%s/none", dir);
+    assert_int_equal(kf_buf_read_file_max(&b, p, 10, why, sizeof why), KF_EIO);
+    assert_non_null(strstr(why, "No such file"));
+    kf_buf_release(&b);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -224,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_hash),
         cmocka_unit_test(test_lock_and_paths),
         cmocka_unit_test(test_long_home_refused),
+        cmocka_unit_test(test_read_file_max),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
