@@ -39,6 +39,7 @@
 #define MAX_KERNELS 4096 /* keeps the duplicate-name check quadratic-safe */
 #define MAX_ATTEMPTS 100
 #define MAX_FLAGS 64 /* the submit path hashes at most 64 flags per kernel */
+#define MAX_FLAG_LEN 4096
 
 typedef kf_sweep_ctx ctx;
 
@@ -198,8 +199,17 @@ static int parse_flags(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
     k->flags = kf_xcalloc(len, sizeof *k->flags);
     for (size_t i = 0; i < len; i++) {
         const char *s;
-        int rc = kf_yaml_nonempty_scalar(&c->y, kf_yaml_seq_item(&c->y, n, i), "a flag", &s);
+        const yaml_node_t *it = kf_yaml_seq_item(&c->y, n, i);
+        int rc = kf_yaml_nonempty_scalar(&c->y, it, "a flag", &s);
         if (rc)
+            return rc;
+        size_t fl = strlen(s);
+        if (fl > MAX_FLAG_LEN)
+            return kf_yaml_fail(&c->y, it,
+                                "a flag of kernel '%s' is %zu bytes; at most %d (put long "
+                                "arguments in a response file, @FILE)",
+                                k->name, fl, MAX_FLAG_LEN);
+        if ((rc = kf_sweep_charge(c, it, fl + 1)))
             return rc;
         k->flags[k->nflags] = kf_xstrdup(s);
         k->nflags++;

@@ -107,8 +107,23 @@ typedef struct vals {
     size_t n, cap;
 } vals;
 
+#define EXPANDED_MSG                                                                               \
+    "the sweep expands to more than %u MiB of flags and parameter values (YAML aliases count "     \
+    "each time they are used); use fewer or shorter values, or split the sweep"
+
+int kf_sweep_charge(ctx *c, const yaml_node_t *at, size_t bytes)
+{
+    c->expanded += bytes;
+    if (c->expanded <= KF_SWEEP_MAX_EXPANDED)
+        return KF_OK;
+    return kf_yaml_fail(&c->y, at, EXPANDED_MSG, KF_SWEEP_MAX_EXPANDED >> 20);
+}
+
 static int vals_push(ctx *c, vals *vs, const char *axis, int64_t v, const yaml_node_t *from)
 {
+    int rc = kf_sweep_charge(c, from, sizeof v);
+    if (rc)
+        return rc;
     if (vs->n == MAX_AXIS_VALUES)
         return kf_yaml_fail(&c->y, from,
                             "axis '%s' has more than %d values; use fewer values or a coarser "
@@ -343,6 +358,10 @@ int kf_sweep_axes_dup(ctx *c, const kf_sweep_axis *src, size_t n, kf_sweep_kerne
     k->axes = kf_xcalloc(n, sizeof *k->axes);
     k->naxes = n;
     for (size_t i = 0; i < n; i++) {
+        c->expanded += src[i].nvalues * sizeof *src[i].values;
+        if (c->expanded > KF_SWEEP_MAX_EXPANDED)
+            return kf_yaml_fail_at(&c->y, (size_t)k->line - 1, (size_t)k->col - 1, EXPANDED_MSG,
+                                   KF_SWEEP_MAX_EXPANDED >> 20);
         kf_sweep_axis *a = &k->axes[i];
         a->name = kf_xstrdup(src[i].name);
         a->values = kf_xmalloc(src[i].nvalues * sizeof *a->values);

@@ -20,7 +20,20 @@ typedef struct kf_sweep_ctx {
     kf_yaml y;
     const char *base_dir;
     const char *kernels_dir;
+    /* What the parse has built from the document so far: flag bytes and
+     * axis values (8 bytes each), an aliased node counted every time it is
+     * used. A few hundred bytes of aliases can stand for gigabytes; the
+     * parse stops at KF_SWEEP_MAX_EXPANDED instead of building them. */
+    size_t expanded;
 } kf_sweep_ctx;
+
+/* The most a sweep may expand to (flags and parameter values), bytes: the
+ * whole sweep travels in one request under ZeroMQ's 16 MiB limit. */
+#define KF_SWEEP_MAX_EXPANDED (8u << 20)
+
+/* Counts `bytes` more of the sweep as built; KF_EINVAL at `at` (with
+ * FILE:LINE:COL) past KF_SWEEP_MAX_EXPANDED. */
+int kf_sweep_charge(kf_sweep_ctx *c, const yaml_node_t *at, size_t bytes);
 
 /* A scalar integer in [min, max]: digits with an optional K, M or G suffix
  * (powers of 1024). `what` names it in the message ("attempts", "a value of

@@ -9,6 +9,7 @@
  * tests/data/sweeps/ are parsed from disk and also cut and mutated byte by
  * byte: whatever happens must be a clean success or a located error. */
 #include "core/sweep.h"
+#include "common/buf.h"
 #include "common/taskkind.h"
 
 #include <setjmp.h>
@@ -573,6 +574,56 @@ static void test_flags_limit(void **state)
     assert_non_null(strstr(err.msg, "t.yaml:3:461: kernel 'foo' has more than 64 flags"));
 }
 
+/* A few hundred bytes of YAML aliases can stand for gigabytes of flags or
+ * parameter values; the parse counts what it builds, alias uses included,
+ * and stops at 8 MiB with the place, instead of building it. */
+static void test_alias_expansion_bounded(void **state)
+{
+    const fixture *f = *state;
+    kf_buf y = KF_BUF_INIT;
+    /* 64 flags of 4000 bytes (256 KB), used by 4096 kernels: 1 GB built. */
+    kf_buf_adds(&y, "kernels:\n  - {name: k0, path: src/my.c, flags: &f [");
+    for (int i = 0; i < 64; i++) {
+        kf_buf_adds(&y, i ? ", -D" : "-D");
+        for (int j = 0; j < 3998; j++)
+            kf_buf_addc(&y, 'X');
+    }
+    kf_buf_adds(&y, "]}\n");
+    for (int i = 1; i < 4096; i++)
+        kf_buf_addf(&y, "  - {name: k%d, path: src/my.c, flags: *f}\n", i);
+    kf_sweep_spec dummy, *out = &dummy;
+    kf_err err;
+    assert_int_equal(kf_sweep_parse_string(y.data, y.len, "t.yaml", f->dir, f->kernels, &out, &err),
+                     KF_EINVAL);
+    assert_ptr_equal(out, &dummy);
+    assert_non_null(strstr(err.msg, "expands to more than 8 MiB"));
+    assert_non_null(strstr(err.msg, "t.yaml:2:")); /* inside the aliased list, at its 33rd use */
+    kf_buf_release(&y);
+
+    /* One axis of 100,000 values at the top, copied into 40 kernels. */
+    kf_buf_adds(&y, "params: {n: {from: 1, to: 100000, step: 1}}\nkernels:\n");
+    for (int i = 0; i < 40; i++)
+        kf_buf_addf(&y, "  - {name: k%d, path: src/my.c}\n", i);
+    kf_err_clear(&err);
+    assert_int_equal(kf_sweep_parse_string(y.data, y.len, "t.yaml", f->dir, f->kernels, &out, &err),
+                     KF_EINVAL);
+    assert_non_null(strstr(err.msg, "expands to more than 8 MiB"));
+    assert_non_null(strstr(err.msg, "t.yaml:12:5:")); /* k9: 11 copies of 800 KB */
+    kf_buf_release(&y);
+
+    /* A flag over 4096 bytes. */
+    kf_buf_adds(&y, "kernels:\n  - name: foo\n    flags: [-D");
+    for (int j = 0; j < 4096; j++)
+        kf_buf_addc(&y, 'X');
+    kf_buf_adds(&y, "]\n");
+    kf_err_clear(&err);
+    assert_int_equal(kf_sweep_parse_string(y.data, y.len, "t.yaml", f->dir, f->kernels, &out, &err),
+                     KF_EINVAL);
+    assert_non_null(
+        strstr(err.msg, "t.yaml:3:13: a flag of kernel 'foo' is 4098 bytes; at most 4096"));
+    kf_buf_release(&y);
+}
+
 static void test_config_limit_inclusive(void **state)
 {
     const fixture *f = *state;
@@ -718,6 +769,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_too_many_axes),
         cmocka_unit_test(test_flags_limit),
+        cmocka_unit_test(test_alias_expansion_bounded),
         cmocka_unit_test(test_config_limit_inclusive),
         cmocka_unit_test(test_seed_files),
         cmocka_unit_test(test_mutations),
