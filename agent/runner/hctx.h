@@ -71,6 +71,18 @@ int hctx_run_once(hctx *h, const loaded *L, void *state);
 int hctx_setup(hctx *h, const loaded *L, uint64_t seed, void **state);
 
 /* validate.c, profile.c, nested.c */
+/* One run checked against the kernel's reference on the same inputs: the
+ * output poisoned first (unwritten elements read as NaN), every element
+ * finite, max-abs and relative-L2 error within the kernel's tolerances. */
+typedef struct hctx_check {
+    uint64_t nonfinite;
+    double max_abs, rel;
+    int passed;
+} hctx_check;
+/* 0 with *c filled and the output in *out (*owned: the caller frees it);
+ * -1 when the run or the reference failed (the task failed, h says why). */
+int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, hctx_check *c,
+                       void **out, int *owned);
 int hctx_validate(hctx *h, const loaded *L);
 int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps);
 void hctx_summarize_telemetry(hctx *h, Kfleet__TelemetrySummary *ts);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include "common/stats.h"
 
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -192,6 +193,43 @@ static int throttle_check(hctx *h, throttle_policy *tp, uint64_t t0, uint64_t t1
     return flagged || slow;
 }
 
+static uint64_t unpredictable_u64(void)
+{
+    uint64_t x = 0;
+    if (getrandom(&x, sizeof x, 0) != (ssize_t)sizeof x)
+        x = kf_mono_ns() * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 32;
+    return x;
+}
+
+/* One untimed run of the profile's own inputs checked against the
+ * reference: a kernel that computes right when validated and skips work
+ * when timed (memoizes, returns zeros, detects the profile) fails here,
+ * and with it the profile. 0, or -1 with the task failed. */
+static int recheck(hctx *h, const loaded *L, void *state, const char *when)
+{
+    kf_view v = {0};
+    if (L->k->output(state, &v) != 0 || !v.data || v.count == 0)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s has no output view",
+                         h->spec->kernel);
+    hctx_check chk;
+    void *out = NULL;
+    int owned = 0;
+    if (hctx_run_and_check(h, L, state, &v, &chk, &out, &owned) != 0)
+        return -1;
+    if (owned)
+        free(out);
+    if (chk.passed)
+        return 0;
+    return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                     "profile re-check failed %s: on the profile's own inputs the output had "
+                     "%llu non-finite or unwritten elements of %zu, max abs error %.3g (tolerance "
+                     "%.3g), relative error %.3g (tolerance %.3g). The kernel passed validation "
+                     "but not while timed (does it skip work it thinks was done, or detect the "
+                     "profile?): its timings are not a measurement",
+                     when, (unsigned long long)chk.nonfinite, v.count, chk.max_abs, L->k->tol_abs,
+                     chk.rel, L->k->tol_rel);
+}
+
 int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
 {
     const Kfleet__MeasureSettings *m = h->spec->measure;
@@ -220,8 +258,14 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
         nsets = (size_t)ceil(2.0 * (double)cache / wbytes);
         nsets = nsets > KF_MAX_INPUT_SETS ? KF_MAX_INPUT_SETS : nsets;
     }
+    /* Input sets from seeds the kernel cannot know in advance (never the
+     * validation's): a kernel that memoizes on its inputs or recognises a
+     * profile's has nothing to recognise. */
+    uint64_t seeds[KF_MAX_INPUT_SETS];
+    for (size_t i = 0; i < nsets; i++)
+        seeds[i] = unpredictable_u64();
     for (size_t i = 0; i < nsets; i++) {
-        if (hctx_setup(h, L, 1 + i, &states[i]) != 0) {
+        if (hctx_setup(h, L, seeds[i], &states[i]) != 0) {
             for (size_t j = 0; j <= i; j++)
                 L->k->teardown(states[j]);
             return -1;
@@ -259,8 +303,18 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
     int converged = 0, rc = 0;
     double hist[NOISE_HIST];
     size_t nhist = 0, next_check = 0;
+    /* The output is re-checked against the reference at a sample index the
+     * kernel cannot predict (before the minimum is reached, so every
+     * profile has one) and once more after the last sample. */
+    size_t recheck_at = (size_t)(unpredictable_u64() % min_samples);
+    int rechecked = 0;
     while (times && clk && pw) {
         void *state = states[n % nsets];
+        if (n == recheck_at && !rechecked) {
+            rechecked = 1;
+            if ((rc = recheck(h, L, state, "during the samples")) != 0)
+                break;
+        }
         if (flush) {
             memset(flush, (int)(n & 0xFF), flush_n);
             __asm__ volatile("" : : "r"(flush) : "memory");
@@ -354,6 +408,8 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
             break;
     }
     free(flush);
+    if (rc == 0 && n > 0)
+        rc = recheck(h, L, states[(n - 1) % nsets], "after the last sample");
     if (h->nv)
         kf_nvml_stop(h->nv);
     if (rc == 0 && (hctx_flush_samples(h) != KF_OK || drain_telemetry(h) != KF_OK))

@@ -14,6 +14,49 @@
 #include <stdlib.h>
 #include <string.h>
 
+int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, hctx_check *c,
+                       void **out, int *owned)
+{
+    memset(c, 0, sizeof *c);
+    *out = NULL;
+    *owned = 0;
+    double *ref = malloc(v->count * sizeof *ref);
+    char kerr[512] = "";
+    int rc = ref ? hctx_poison(h, v) : hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory");
+    if (rc == 0)
+        rc = hctx_run_once(h, L, state);
+    if (rc == 0)
+        rc = hctx_fetch_output(h, v, out, owned);
+    if (rc == 0 && L->k->reference(state, ref, kerr, sizeof kerr) != 0)
+        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s reference failed: %s",
+                       h->spec->kernel, kerr);
+    if (rc != 0) {
+        free(ref);
+        if (*owned)
+            free(*out);
+        *out = NULL;
+        *owned = 0;
+        return -1;
+    }
+    double diff2 = 0, ref2 = 0;
+    for (size_t i = 0; i < v->count; i++) {
+        double o = hctx_elem(*out, v->dtype, i);
+        if (!isfinite(o)) {
+            c->nonfinite++;
+            continue;
+        }
+        double d = fabs(o - ref[i]);
+        if (d > c->max_abs)
+            c->max_abs = d;
+        diff2 += d * d;
+        ref2 += ref[i] * ref[i];
+    }
+    c->rel = ref2 > 0 ? sqrt(diff2 / ref2) : sqrt(diff2);
+    c->passed = c->nonfinite == 0 && c->max_abs <= L->k->tol_abs && c->rel <= L->k->tol_rel;
+    free(ref);
+    return 0;
+}
+
 int hctx_validate(hctx *h, const loaded *L)
 {
     const Kfleet__MeasureSettings *m = h->spec->measure;
@@ -40,41 +83,15 @@ int hctx_validate(hctx *h, const loaded *L)
             return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s has no output view",
                              h->spec->kernel);
         }
-        double *ref = malloc(v.count * sizeof *ref);
         void *out = NULL;
         int owned = 0;
-        char kerr[512] = "";
-        int rc =
-            ref ? hctx_poison(h, &v) : hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory");
-        if (rc == 0)
-            rc = hctx_run_once(h, L, state);
-        if (rc == 0)
-            rc = hctx_fetch_output(h, &v, &out, &owned);
-        if (rc == 0 && L->k->reference(state, ref, kerr, sizeof kerr) != 0)
-            rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s reference failed: %s",
-                           h->spec->kernel, kerr);
-        if (rc != 0) {
-            free(ref);
-            if (owned)
-                free(out);
+        hctx_check chk;
+        if (hctx_run_and_check(h, L, state, &v, &chk, &out, &owned) != 0) {
             L->k->teardown(state);
             return -1;
         }
-        uint64_t nonfinite = 0;
-        double max_abs = 0, diff2 = 0, ref2 = 0;
-        for (size_t i = 0; i < v.count; i++) {
-            double o = hctx_elem(out, v.dtype, i);
-            if (!isfinite(o)) {
-                nonfinite++;
-                continue;
-            }
-            double d = fabs(o - ref[i]);
-            if (d > max_abs)
-                max_abs = d;
-            diff2 += d * d;
-            ref2 += ref[i] * ref[i];
-        }
-        double rel = ref2 > 0 ? sqrt(diff2 / ref2) : sqrt(diff2);
+        uint64_t nonfinite = chk.nonfinite;
+        double max_abs = chk.max_abs, rel = chk.rel;
         Kfleet__ValidateTrial *t = malloc(sizeof *t);
         kfleet__validate_trial__init(t);
         t->seed = seed;
@@ -108,7 +125,6 @@ int hctx_validate(hctx *h, const loaded *L)
                 if (owned2)
                     free(out2);
             } else {
-                free(ref);
                 free(first_out);
                 if (owned)
                     free(out);
@@ -116,7 +132,6 @@ int hctx_validate(hctx *h, const loaded *L)
                 return -1;
             }
         }
-        free(ref);
         if (owned)
             free(out);
         L->k->teardown(state);

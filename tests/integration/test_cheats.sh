@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Kernels that cheat the measurement are caught (issue 20, CPU part): one
+# that memoizes its output after the calls a validation makes, one that
+# detects the benchmark loop and writes zeros, one that writes zeros inside
+# a loose absolute tolerance. The first two pass validation; the profile's
+# re-checks (output poisoned, run on the profile's own unpredictable
+# inputs, compared with the reference, at a random sample and after the
+# last) fail them. The third fails validation on its relative error. An
+# honest kernel beside them is profiled as usual.
+source "$(dirname "$0")/lib.sh"
+
+rc=0
+"$KFLEET" run "$KF_SRC/tests/data/sweeps/cheats.yaml" --agents 1 --format json -o "$T/r.json" \
+  >"$T/run.out" 2>"$T/run.log" || rc=$?
+[ $rc -eq 1 ] || fail "a sweep of cheating kernels exited $rc, expected 1: $(tail -3 "$T/run.log")"
+python3 - "$T/r.json" <<'PY' || fail "a cheat went uncaught"
+import json, sys
+rows = {r["kernel"]: r for r in json.load(open(sys.argv[1]))["rows"]}
+def state(r, k):
+    return (r.get(k) or {}).get("state")
+for name in ("cheat_memoize", "cheat_detect"):
+    r = rows[name]
+    assert state(r, "validation") == "succeeded", f"{name}: validation {state(r, 'validation')}"
+    assert state(r, "profile") == "failed", f"{name}: profile {state(r, 'profile')}, not failed"
+    err = r["profile"]["error"] or ""
+    assert "profile re-check failed" in err, f"{name}: {err[:200]}"
+    assert "failed" in r["flags"], f"{name}: not flagged failed"
+    print(f"ok - {name}: validation passed, profile failed: {err[:110]}")
+r = rows["cheat_zeros"]
+assert state(r, "validation") == "failed", f"cheat_zeros: validation {state(r, 'validation')}"
+assert "relative error 1 " in (r["validation"]["error"] or ""), r["validation"]["error"]
+assert state(r, "profile") == "skipped", f"cheat_zeros: profile {state(r, 'profile')}"
+print("ok - cheat_zeros: validation failed on its relative error, profile skipped")
+r = rows["triad"]
+assert state(r, "validation") == "succeeded" and state(r, "profile") == "succeeded", "triad did not pass"
+assert r["profile"]["median_s"] > 0
+print("ok - the honest kernel: validated and profiled")
+PY
+pass "every cheat caught, the honest kernel measured"
