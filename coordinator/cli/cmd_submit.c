@@ -95,7 +95,7 @@ static int cmd_submit(int argc, char **argv, const char *home)
         fprintf(stderr, "kfleet submit: %s\n", err.msg);
         kf_client_close(&c);
         kf_sweep_destroy(&spec);
-        return 1;
+        return kf_cli_status(rc); /* a sweep too large to send is bad input: 2 */
     }
     uint32_t id = rep->sweep_id;
     kfleet__control_reply__free_unpacked(rep, NULL);

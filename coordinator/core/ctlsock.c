@@ -10,6 +10,17 @@ int kf_ctlsock_send_request(void *sock, Kfleet__ControlRequest *req, kf_err *err
 {
     kf_buf b = KF_BUF_INIT;
     kf_ctl_pack_request(req, &b);
+    /* ZeroMQ drops a message over the limit without a word, and the caller
+     * would wait for a reply that never comes: say so here instead. */
+    if (b.len > KF_MAX_FRAME) {
+        size_t len = b.len;
+        kf_buf_release(&b);
+        return kf_err_set(err, KF_EINVAL,
+                          "the request is %.1f MiB; the coordinator takes at most %d MiB in one "
+                          "request (a sweep's tasks and kernel sources travel together): submit "
+                          "fewer configurations, or split the sweep",
+                          (double)len / 1048576.0, KF_MAX_FRAME >> 20);
+    }
     int rc = zmq_send(sock, b.data, b.len, 0);
     kf_buf_release(&b);
     if (rc < 0)

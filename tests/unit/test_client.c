@@ -7,13 +7,16 @@
 #include <cmocka.h>
 
 #include "cli/client.h"
+#include "core/ctlsock.h"
 #include "core/sweep.h"
+#include "common/wire.h"
 #include "common/util.h"
 
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zmq.h>
 
 static char dir[64];
 
@@ -91,12 +94,42 @@ static void test_headers_travel(void **state)
     assert_string_not_equal(h1, h2);
 }
 
+/* A request over ZeroMQ's message limit would be dropped without a word
+ * and its sender would wait for a reply: it is refused before it is sent,
+ * with its size and what to do. */
+static void test_oversized_request_refused(void **state)
+{
+    (void)state;
+    void *ctx = zmq_ctx_new();
+    void *s = zmq_socket(ctx, ZMQ_DEALER);
+    Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
+    Kfleet__SubmitRequest sub = KFLEET__SUBMIT_REQUEST__INIT;
+    Kfleet__Sweep sw = KFLEET__SWEEP__INIT;
+    size_t big = (size_t)KF_MAX_FRAME + 1024;
+    char *yaml = malloc(big + 1);
+    assert_non_null(yaml);
+    memset(yaml, 'x', big);
+    yaml[big] = '\0';
+    sw.spec_yaml = yaml;
+    sub.sweep = &sw;
+    req.body_case = KFLEET__CONTROL_REQUEST__BODY_SUBMIT;
+    req.submit = &sub;
+    kf_err err;
+    assert_int_equal(kf_ctlsock_send_request(s, &req, &err), KF_EINVAL);
+    assert_non_null(
+        strstr(err.msg, "the request is 16.0 MiB; the coordinator takes at most 16 MiB"));
+    free(yaml);
+    zmq_close(s);
+    zmq_ctx_term(ctx);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/kf-test-client.XXXXXX");
     if (!mkdtemp(dir))
         return 1;
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_headers_travel)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_headers_travel),
+                                       cmocka_unit_test(test_oversized_request_refused)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
     return rc;
