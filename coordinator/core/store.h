@@ -122,9 +122,11 @@ int kf_store_foreach_late(kf_txn *t, uint64_t task_id, kf_store_result_cb cb, vo
 int kf_store_foreach_agent(kf_txn *t, kf_store_agent_cb cb, void *ctx);
 int kf_store_count_samples(kf_txn *t, uint64_t task_id, uint32_t attempt, uint32_t *n);
 
+/* The states a task ends in; any other value (a bad record, a bad frame)
+ * is not one. */
 static inline int kf_state_terminal(int state)
 {
-    return state >= KFLEET__TASK_STATE__SUCCEEDED;
+    return state >= KFLEET__TASK_STATE__SUCCEEDED && state <= KFLEET__TASK_STATE__SKIPPED;
 }
 
 #endif

@@ -31,6 +31,15 @@
 
 /* ---- lookup and bookkeeping ---- */
 
+/* The state's name for a log line or a message; a value no state has
+ * (from a damaged record) is named as such, never dereferenced. */
+static const char *state_name(int state)
+{
+    const ProtobufCEnumValue *v =
+        protobuf_c_enum_descriptor_get_value(&kfleet__task_state__descriptor, state);
+    return v ? v->name : "UNKNOWN_STATE";
+}
+
 /* Replaces a string field of a record. A record unpacked from the store
  * (after a restart) holds protobuf-c's shared empty string wherever the
  * field was empty on the wire; that one must not be freed. */
@@ -381,8 +390,7 @@ int sched_finish(kf_coord *c, ksweep *sw, ktask *t, int state, const char *error
     sched_set_state(sw, t, state);
     sched_put_task(c, t);
     kf_info("task.end", "task=0x%llx state=%s error=\"%s\"", (unsigned long long)t->rec->task_id,
-            protobuf_c_enum_descriptor_get_value(&kfleet__task_state__descriptor, state)->name,
-            error ? error : "");
+            state_name(state), error ? error : "");
     sched_gate_done(c, sw, t);
     return rc;
 }
@@ -399,10 +407,8 @@ void sched_gate_done(kf_coord *c, ksweep *sw, ktask *t)
     size_t n = strcspn(t->rec->error ? t->rec->error : "", "\n");
     snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1),
              t->rec->error ? t->rec->error : "");
-    snprintf(
-        why, sizeof why, "skipped: its validation did not pass (%s)%s%s",
-        protobuf_c_enum_descriptor_get_value(&kfleet__task_state__descriptor, t->rec->state)->name,
-        *line ? ": " : "", line);
+    snprintf(why, sizeof why, "skipped: its validation did not pass (%s)%s%s",
+             state_name(t->rec->state), *line ? ": " : "", line);
     sched_finish(c, sw, d, KFLEET__TASK_STATE__SKIPPED, why);
 }
 

@@ -401,7 +401,9 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
             coord_ack_later(a, env->oseq);
         return rc;
     }
-    if (!kf_state_terminal(r->state))
+    /* An agent ends an attempt succeeded, failed, timed out or cancelled;
+     * skipped is the coordinator's word, and anything else a bad frame. */
+    if (!kf_state_terminal(r->state) || r->state == KFLEET__TASK_STATE__SKIPPED)
         r->state = KFLEET__TASK_STATE__FAILED;
     /* The node failed the attempt, not the kernel (docs/sweep-format.md):
      * the attempt ends failed with the agent's reason and the task is tried
