@@ -44,6 +44,31 @@ def ncu_time(row):
     return None
 
 
+def ncu_rows(rep, out, label, needed, every):
+    """Each row's median against ncu's per-run time: a line per row (every)
+    or per row over NCU_PCT (not every), with what the throttle policy
+    discarded. Returns (rows within NCU_PCT, rows compared, worst %)."""
+    worst, n_ok, n = 0.0, 0, 0
+    for r in rep["rows"]:
+        m, g = median(r), ncu_time(r)
+        p = r.get("profile") or {}
+        if not (m and g):
+            continue
+        dev = (m - g) / g * 100
+        ok = abs(dev) <= NCU_PCT
+        n += 1
+        n_ok += ok
+        worst = max(worst, abs(dev))
+        if every or not ok:
+            out.append((f"{label}{r['kernel']} {pstr(r)}",
+                        f"{m * 1e6:.1f} us vs {g * 1e6:.1f} us ({dev:+.2f} %); "
+                        f"{p.get('samples')} kept, {p.get('discarded_samples') or 0} discarded, "
+                        f"SM {p.get('sm_clock_median_mhz') or '-'} MHz, "
+                        f"{p.get('power_median_w') or 0:.0f} W",
+                        needed, ("PASS" if ok else "FAIL") if every else "-"))
+    return n_ok, n, worst
+
+
 def main():
     d = sys.argv[1]
     out = []  # (target, measured, needed, verdict)
@@ -82,21 +107,7 @@ def main():
                             ("PASS" if m < cub else "FAIL") if dens <= 10 else "-"))
         # ncu agreement (issue 12: within 5 %, every row, the GEMMs at the
         # power cap included), with what the throttle policy discarded.
-        worst, n_ok, n = 0.0, 0, 0
-        for r in t1["rows"]:
-            m, g = median(r), ncu_time(r)
-            p = r.get("profile") or {}
-            if m and g:
-                dev = (m - g) / g * 100
-                n += 1
-                n_ok += abs(dev) <= NCU_PCT
-                worst = max(worst, abs(dev))
-                out.append((f"  median vs ncu: {r['kernel']} {pstr(r)}",
-                            f"{m * 1e6:.1f} us vs {g * 1e6:.1f} us ({dev:+.2f} %); "
-                            f"{p.get('samples')} kept, {p.get('discarded_samples') or 0} discarded, "
-                            f"SM {p.get('sm_clock_median_mhz') or '-'} MHz, "
-                            f"{p.get('power_median_w') or 0:.0f} W",
-                            f"<= {NCU_PCT} %", "PASS" if abs(dev) <= NCU_PCT else "FAIL"))
+        n_ok, n, worst = ncu_rows(t1, out, "  median vs ncu: ", f"<= {NCU_PCT} %", True)
         out.append(("profile median vs ncu gpu__time_duration", f"{n_ok}/{n} within {NCU_PCT} %, worst {worst:.2f} %",
                     f"<= {NCU_PCT} %", "PASS" if n and n_ok == n else "FAIL"))
     if t1 and t2:
@@ -121,21 +132,9 @@ def main():
         out.append(("second sweep recompiles nothing",
                     f"{len(b2)} build tasks, {compiled} compiled; {same}/{len(rows)} rows on the same artifact",
                     "0 compiled, same artifacts", "PASS" if compiled == 0 and same == len(rows) else "FAIL"))
-    t75 = load(d, "targetskeep.json")
-    if t75:
-        worst, n_ok, n = 0.0, 0, 0
-        for r in t75["rows"]:
-            m, g = median(r), ncu_time(r)
-            p = r.get("profile") or {}
-            if m and g:
-                dev = (m - g) / g * 100
-                n += 1
-                n_ok += abs(dev) <= NCU_PCT
-                worst = max(worst, abs(dev))
-                if abs(dev) > NCU_PCT:
-                    out.append((f"  throttle: keep: {r['kernel']} {pstr(r)}",
-                                f"{dev:+.2f} % vs ncu; {p.get('discarded_samples') or 0} discarded, "
-                                f"SM {p.get('sm_clock_median_mhz') or '-'} MHz", "(comparison)", "-"))
+    tk = load(d, "targetskeep.json")
+    if tk:
+        n_ok, n, worst = ncu_rows(tk, out, "  throttle: keep: ", "(comparison)", False)
         out.append(("median vs ncu with throttle: keep (comparison)",
                     f"{n_ok}/{n} within {NCU_PCT} %, worst {worst:.2f} %", "(comparison)", "-"))
     iso = load(d, "isolation.json")

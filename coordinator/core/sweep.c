@@ -390,6 +390,21 @@ static int bool_value(ctx *c, const yaml_node_t *v, const char *what, int *out)
     return kf_yaml_fail(&c->y, v, "%s must be true or false, not '%.40s'; fix the value", what, s);
 }
 
+/* A percentage as written in a sweep: a plain non-negative number, with
+ * or without a trailing '%' ("0.5", "2%", ".5"). KF_EINVAL otherwise. */
+static int percent_text(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double d = strtod(s, &end);
+    if (*end == '%')
+        end++;
+    if (end == s || *end || errno || !isfinite(d) || !(isdigit((unsigned char)s[0]) || s[0] == '.'))
+        return KF_EINVAL;
+    *out = d;
+    return KF_OK;
+}
+
 static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
 {
     static const char *const keys[] = {"min_samples",
@@ -435,15 +450,10 @@ static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
         return rc;
     if ((v = kf_yaml_map_get(&c->y, n, "max_noise"))) {
         const char *s;
-        char *end;
+        double d;
         if ((rc = kf_yaml_nonempty_scalar(&c->y, v, "max_noise", &s)))
             return rc;
-        errno = 0;
-        double d = strtod(s, &end);
-        if (*end == '%')
-            end++;
-        if (end == s || *end || errno || !isfinite(d) ||
-            !(isdigit((unsigned char)s[0]) || s[0] == '.'))
+        if (percent_text(s, &d) != KF_OK)
             return kf_yaml_fail(&c->y, v,
                                 "max_noise '%.40s' is not a number; give the allowed noise in "
                                 "percent, like 0.5 or 2%%",
@@ -474,14 +484,10 @@ static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
     }
     if ((v = kf_yaml_map_get(&c->y, n, "throttle_threshold"))) {
         const char *s;
-        char *end;
+        double d;
         if ((rc = kf_yaml_nonempty_scalar(&c->y, v, "throttle_threshold", &s)))
             return rc;
-        errno = 0;
-        double d = strtod(s, &end);
-        if (*end == '%')
-            end++;
-        if (end == s || *end || errno || !isfinite(d) || d <= 0 || d > 100)
+        if (percent_text(s, &d) != KF_OK || d <= 0 || d > 100)
             return kf_yaml_fail(&c->y, v,
                                 "throttle_threshold '%.40s' is not a percentage in (0, 100]; "
                                 "give the share of the GPU's default SM clock below which a "
