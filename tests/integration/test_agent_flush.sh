@@ -16,13 +16,17 @@ for _ in $(seq 1 400); do
 done
 grep -q 'runner.start.*kind=profile' "$T/agent-a1.log" || fail "a1 never started a profile"
 # The coordinator freezes: what a1 finishes now stays unacked in its outbox.
+# Wait for the profile seen starting to end, not for any runner.end: a task
+# that ended before the freeze (its result already acked) would leave
+# nothing to flush.
+ptask=$(grep 'runner.start.*kind=profile' "$T/agent-a1.log" | head -1 | grep -o 'task=0x[0-9a-f]*')
 kill -STOP "$SERVE_PID"
-ends=$(grep -c 'runner.end' "$T/agent-a1.log" || true)
+grep -q "task.result $ptask " "$T/serve.log" && fail "the profile $ptask ended before the coordinator froze (min_time too short?)"
 for _ in $(seq 1 100); do
-  [ "$(grep -c 'runner.end' "$T/agent-a1.log" || true)" -gt "$ends" ] && break
+  grep -q "runner.end $ptask " "$T/agent-a1.log" && break
   sleep 0.05
 done
-[ "$(grep -c 'runner.end' "$T/agent-a1.log" || true)" -gt "$ends" ] || fail "no task ended while the coordinator was frozen"
+grep -q "runner.end $ptask " "$T/agent-a1.log" || fail "the profile $ptask did not end while the coordinator was frozen"
 kill -TERM "$A1"
 sleep 1
 kill -CONT "$SERVE_PID"
