@@ -10,7 +10,7 @@
 #                          closure) except the system's glibc family,
 #                          libstdc++ and libgcc_s, which every target has and
 #                          which must match its kernel/loader
-#   kernels/               kf_kernel.h, host/, cuda/ (if present)
+#   kernels/               kf_kernel.h, host/, cuda/, python/ (if present)
 #   VERSION                version, commit, build type, arch, requirements
 #   GLIBC_REQUIRED         the highest GLIBC_x.y symbol version any file in
 #                          the bundle needs: the oldest glibc it runs on
@@ -132,7 +132,7 @@ fi
 [ -f "$KERNELS/kf_kernel.h" ] || die "'$KERNELS/kf_kernel.h' is missing"
 mkdir -p "$OUT_DIR/kernels"
 cp -L "$KERNELS/kf_kernel.h" "$OUT_DIR/kernels/"
-for sub in host cuda; do
+for sub in host cuda python; do
   [ -d "$KERNELS/$sub" ] && cp -RL "$KERNELS/$sub" "$OUT_DIR/kernels/$sub"
 done
 

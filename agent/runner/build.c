@@ -13,6 +13,8 @@
 #include "runner/build.h"
 #include "common/xalloc.h"
 #include "runner/cudrv.h"
+#include "runner/proc.h"
+#include "runner/pyenv.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -46,51 +48,12 @@ static const char *compiler_path(int cuda)
     return cuda ? "nvcc" : "cc";
 }
 
-/* Starts argv (found by execvp) with stdin from /dev/null and stdout and
- * stderr on out_fd, in cwd when not NULL. Returns the pid, or -1. In the
- * child, 126 means the redirections failed and 127 that argv[0] did not
- * start (its reason is written to out_fd). */
-static pid_t spawn(char *const argv[], int out_fd, const char *cwd)
-{
-    pid_t pid = fork();
-    if (pid != 0)
-        return pid;
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0 ||
-        (cwd && chdir(cwd) != 0))
-        _exit(126);
-    execvp(argv[0], argv);
-    dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
-    _exit(127);
-}
-
-/* Waits for pid; returns its wait status, or -1. */
-static int wait_child(pid_t pid)
-{
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return st;
-}
-
 /* Runs `cc --version`; fills out with what it printed. Returns 0 when it
  * exited 0, else KF_ENOTFOUND. */
 static int run_version(const char *cc, kf_buf *out)
 {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0)
-        return KF_ENOTFOUND;
     char *argv[] = {(char *)cc, "--version", NULL};
-    pid_t pid = spawn(argv, fds[1], NULL);
-    close(fds[1]);
-    char buf[4096];
-    ssize_t n;
-    while (pid > 0 && ((n = read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)))
-        if (n > 0)
-            kf_buf_add(out, buf, (size_t)n);
-    close(fds[0]);
-    int st = pid > 0 ? wait_child(pid) : -1;
+    int st = kf_proc_capture(argv, out, 1 << 20);
     return st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? KF_OK : KF_ENOTFOUND;
 }
 
@@ -109,8 +72,15 @@ typedef struct version_memo {
     char line[512];
 } version_memo;
 
-int kf_build_compiler_version(int cuda, const char **out, kf_err *err)
+int kf_build_compiler_version(int lang, const char **out, kf_err *err)
 {
+    if (lang == KF_LANG_PYTHON) {
+        const kf_pyenv *py;
+        int rc = kf_pyenv_get(&py, err);
+        *out = py->identity;
+        return rc;
+    }
+    int cuda = lang == KF_LANG_CUDA;
     /* A per-process memo, as the brief for the runner asks: the key is
      * computed by every task kind, and a compiler takes tens of ms to say
      * its version. Keyed by the path, so a changed $KF_CC is seen. */
@@ -158,17 +128,17 @@ static void cuda_arch(char *out, size_t len)
         snprintf(out, len, "native");
 }
 
-int kf_build_cache_key(const char *kernel_hash, int cuda, char out[65], kf_err *err)
+int kf_build_cache_key(const char *kernel_hash, int lang, char out[65], kf_err *err)
 {
     const char *ver;
-    int rc = kf_build_compiler_version(cuda, &ver, err);
+    int rc = kf_build_compiler_version(lang, &ver, err);
     if (rc != KF_OK)
         return rc;
     struct utsname u;
     if (uname(&u) != 0)
         return kf_err_set(err, KF_EIO, "uname: %s", strerror(errno));
     char arch[64] = "";
-    if (cuda)
+    if (lang == KF_LANG_CUDA)
         cuda_arch(arch, sizeof arch);
     /* Each part with its NUL: no two different part lists hash the same. */
     kf_hash_part parts[] = {{kernel_hash, strlen(kernel_hash) + 1},
@@ -179,13 +149,14 @@ int kf_build_cache_key(const char *kernel_hash, int cuda, char out[65], kf_err *
     return KF_OK;
 }
 
-int kf_build_artifact(const char *workdir, const char *kernel_hash, int cuda, char key[65],
+int kf_build_artifact(const char *workdir, const char *kernel_hash, int lang, char key[65],
                       char *path, size_t len, kf_err *err)
 {
-    int rc = kf_build_cache_key(kernel_hash ? kernel_hash : "", cuda, key, err);
+    int rc = kf_build_cache_key(kernel_hash ? kernel_hash : "", lang, key, err);
     if (rc != KF_OK)
         return rc;
-    int w = snprintf(path, len, "%s/cache/%s.so", workdir, key);
+    int w =
+        snprintf(path, len, "%s/cache/%s.%s", workdir, key, lang == KF_LANG_PYTHON ? "py" : "so");
     if (w < 0 || (size_t)w >= len)
         return kf_err_set(err, KF_EINVAL, "work dir path too long: %s", workdir);
     return KF_OK;
@@ -207,6 +178,11 @@ static int ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
     return n > m && strcmp(s + n - m, suffix) == 0;
+}
+
+static const char *source_suffix(const Kfleet__TaskSpec *sp)
+{
+    return sp->python ? ".py" : sp->device_cuda ? ".cu" : ".c";
 }
 
 /* Writes the sources into dir; *kernel is the one to compile: the first
@@ -231,7 +207,7 @@ static int write_sources(const Kfleet__TaskSpec *sp, const char *dir, const char
                                0600, err);
         if (rc != KF_OK)
             return rc;
-        if (!*kernel && ends_with(name, sp->device_cuda ? ".cu" : ".c")) {
+        if (!*kernel && ends_with(name, source_suffix(sp))) {
             *kernel = name;
             /* A view, not a copy: the spec outlives the build. */
             text->data = (char *)sp->sources[i]->content.data;
@@ -240,7 +216,7 @@ static int write_sources(const Kfleet__TaskSpec *sp, const char *dir, const char
     }
     if (!*kernel)
         return kf_err_set(err, KF_EINVAL, "none of the %zu source files is a %s file to compile",
-                          sp->n_sources, sp->device_cuda ? ".cu" : ".c");
+                          sp->n_sources, source_suffix(sp));
     return KF_OK;
 }
 
@@ -402,10 +378,10 @@ static int compile(const Kfleet__TaskSpec *sp, const char *dir, const char *kern
         return kf_err_set(err, KF_EIO, "cannot prepare the compile in %s: %s", dir, strerror(e));
     }
     uint64_t t0 = kf_mono_ns();
-    pid_t pid = spawn(argv, fd, dir);
+    pid_t pid = kf_proc_spawn(argv, fd, dir);
     int e = errno;
     close(fd);
-    int st = pid > 0 ? wait_child(pid) : -1;
+    int st = pid > 0 ? kf_proc_wait(pid) : -1;
     bi->compile_s = (double)(kf_mono_ns() - t0) / 1e9;
     char cc[PATH_MAX];
     snprintf(cc, sizeof cc, "%s", argv[0]);
@@ -548,27 +524,14 @@ static void inspect(const char *so, kf_build_info *bi)
     snprintf(tool, sizeof tool, "%s/bin/cuobjdump", tk);
     int done = 0;
     if (tk[0] && access(tool, X_OK) == 0) {
-        int fds[2];
-        if (pipe2(fds, O_CLOEXEC) == 0) {
-            char *argv[] = {tool, "--list-elf", "--list-ptx", (char *)so, NULL};
-            pid_t pid = spawn(argv, fds[1], NULL);
-            close(fds[1]);
-            kf_buf out = KF_BUF_INIT;
-            char buf[4096];
-            ssize_t n;
-            while (pid > 0 &&
-                   ((n = read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)))
-                if (n > 0)
-                    kf_buf_add(&out, buf, (size_t)n);
-            close(fds[0]);
-            int st = pid > 0 ? wait_child(pid) : -1;
-            if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && out.data) {
-                kf_build_parse_cuobjdump(out.data, bi->sass_archs, sizeof bi->sass_archs,
-                                         &bi->has_ptx);
-                done = 1;
-            }
-            kf_buf_release(&out);
+        char *argv[] = {tool, "--list-elf", "--list-ptx", (char *)so, NULL};
+        kf_buf out = KF_BUF_INIT;
+        int st = kf_proc_capture(argv, &out, 1 << 20);
+        if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && out.data) {
+            kf_build_parse_cuobjdump(out.data, bi->sass_archs, sizeof bi->sass_archs, &bi->has_ptx);
+            done = 1;
         }
+        kf_buf_release(&out);
     }
     if (!done) {
         char arch[64];
@@ -596,21 +559,21 @@ int kf_build_kernel(const Kfleet__TaskSpec *sp, const char *workdir, const char 
     if (sp->n_sources == 0 || !sp->kernel_hash || !*sp->kernel_hash)
         return kf_err_set(err, KF_EINVAL, "build task without sources or kernel hash");
     char so[PATH_MAX], dir[PATH_MAX];
-    int rc =
-        kf_build_artifact(workdir, sp->kernel_hash, sp->device_cuda, bi->key, so, sizeof so, err);
+    int lang = kf_build_lang(sp);
+    int rc = kf_build_artifact(workdir, sp->kernel_hash, lang, bi->key, so, sizeof so, err);
     if (rc != KF_OK)
         return rc;
     const char *ver;
-    kf_build_compiler_version(sp->device_cuda, &ver, NULL); /* memoized: cannot fail now */
+    kf_build_compiler_version(lang, &ver, NULL); /* memoized: cannot fail now */
     snprintf(bi->compiler, sizeof bi->compiler, "%s", ver);
-    if (sp->device_cuda && (rc = check_driver(ver, bi, err)) != KF_OK)
+    if (lang == KF_LANG_CUDA && (rc = check_driver(ver, bi, err)) != KF_OK)
         return rc;
     if (access(so, F_OK) == 0) {
         bi->cached = 1;
         if (kf_build_file_hash(so, bi->artifact_hash) != KF_OK)
             return kf_err_set(err, KF_EIO, "cannot read the cached artifact %s: %s", so,
                               strerror(errno));
-        if (sp->device_cuda)
+        if (lang == KF_LANG_CUDA)
             inspect(so, bi);
         return KF_OK;
     }
@@ -628,14 +591,31 @@ int kf_build_kernel(const Kfleet__TaskSpec *sp, const char *workdir, const char 
     const char *kernel;
     kf_buf text = KF_BUF_INIT;
     if ((rc = kf_mkdirs(dir, 0700, err)) != KF_OK || (rc = kf_mkdirs(scratch, 0700, err)) ||
-        (rc = write_sources(sp, scratch, &kernel, &text, err)) != KF_OK ||
-        (rc = compile(sp, scratch, kernel, &text, bi, err)) != KF_OK)
+        (rc = write_sources(sp, scratch, &kernel, &text, err)) != KF_OK)
         return rc;
-    snprintf(dir, sizeof dir, "%s/kernel.so", scratch);
+    if (lang == KF_LANG_PYTHON) {
+        /* The artifact is the source itself, checked to compile in the
+         * node's Python: a syntax error fails the build, not each task. */
+        const kf_pyenv *py;
+        uint64_t t0 = kf_mono_ns();
+        snprintf(dir, sizeof dir, "%s/%s", scratch, kernel);
+        if ((rc = kf_pyenv_get(&py, err)) != KF_OK)
+            return rc;
+        rc = kf_pyenv_compile(py, dir, kernel, &bi->log, err);
+        bi->compile_s = (double)(kf_mono_ns() - t0) / 1e9;
+        if (rc != KF_OK) {
+            bi->rejected = rc == KF_EINVAL;
+            return rc;
+        }
+    } else {
+        if ((rc = compile(sp, scratch, kernel, &text, bi, err)) != KF_OK)
+            return rc;
+        snprintf(dir, sizeof dir, "%s/kernel.so", scratch);
+    }
     if (kf_build_file_hash(dir, bi->artifact_hash) != KF_OK)
         return kf_err_set(err, KF_EIO, "the compiler exited 0 but %s cannot be read: %s", dir,
                           strerror(errno));
-    if (sp->device_cuda) {
+    if (lang == KF_LANG_CUDA) {
         kf_cudrv_parse_ptxas(bi->log.data, &bi->registers, &bi->shared_bytes, &bi->stack_bytes,
                              &bi->spill_bytes);
         inspect(dir, bi);

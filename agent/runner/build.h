@@ -28,6 +28,15 @@
 
 #include <stddef.h>
 
+/* What a kernel is written in: which compiler (or interpreter) builds it,
+ * and what its artifact is (a shared object, or the checked Python source). */
+enum { KF_LANG_C = 0, KF_LANG_CUDA = 1, KF_LANG_PYTHON = 2 };
+
+static inline int kf_build_lang(const Kfleet__TaskSpec *sp)
+{
+    return sp->python ? KF_LANG_PYTHON : sp->device_cuda ? KF_LANG_CUDA : KF_LANG_C;
+}
+
 /* Free space a build needs in the work dir (compiler temporaries + .so). */
 #define KF_BUILD_MIN_FREE (256ull << 20)
 
@@ -53,19 +62,21 @@ typedef struct kf_build_info {
     char driver_cuda[16]; /* newest CUDA the node's driver runs, "13.0" */
 } kf_build_info;
 
-/* The identity line of the host (cuda = 0) or CUDA compiler: the first line
- * of `cc --version`, the "release" line of `nvcc --version` (its first line
- * is the same for every version). Memoized per process and compiler path.
+/* The identity line of the host (KF_LANG_C) or CUDA compiler: the first
+ * line of `cc --version`, the "release" line of `nvcc --version` (its first
+ * line is the same for every version); for KF_LANG_PYTHON the interpreter's
+ * (pyenv.h). Memoized per process and compiler path.
  * *out points into that memo. Returns 0, or KF_ENOTFOUND (err filled) when
  * the compiler does not run. */
-int kf_build_compiler_version(int cuda, const char **out, kf_err *err);
+int kf_build_compiler_version(int lang, const char **out, kf_err *err);
 
 /* The cache key of a kernel on this node (64 hex chars + NUL). Returns 0,
  * or KF_ENOTFOUND (err filled) when the compiler does not run. */
-int kf_build_cache_key(const char *kernel_hash, int cuda, char out[65], kf_err *err);
+int kf_build_cache_key(const char *kernel_hash, int lang, char out[65], kf_err *err);
 
-/* The key and the artifact path (workdir/cache/<key>.so) of a kernel. */
-int kf_build_artifact(const char *workdir, const char *kernel_hash, int cuda, char key[65],
+/* The key and the artifact path (workdir/cache/<key>.so, .py for Python) of
+ * a kernel. */
+int kf_build_artifact(const char *workdir, const char *kernel_hash, int lang, char key[65],
                       char *path, size_t len, kf_err *err);
 
 /* Builds spec's kernel: if workdir/cache/<key>.so exists, only hashes it

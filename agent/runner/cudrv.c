@@ -1,5 +1,6 @@
 /* cudrv — dlopen'd CUDA driver calls for the runner; see cudrv.h. */
 #include "runner/cudrv.h"
+#include "common/util.h"
 #include "common/xalloc.h"
 
 #include <dlfcn.h>
@@ -37,6 +38,7 @@ struct kf_cudrv {
      * and %globaltimer before and after a sample, in the same host-mapped
      * block as the release flag; NULL without the module. */
     void *stamp_fn;
+    int until_idle;
     int nsm;
     CUevent after;
     CUdeviceptr release_dev;
@@ -231,6 +233,11 @@ static const char block_ptx[] = ".version 7.0\n"
                                 "  .reg .u64 a, t0, t1, d;\n"
                                 "  ld.param.u64 a, [flag];\n"
                                 "  mov.u64 t0, %globaltimer;\n"
+                                /* "Running", 8 bytes on: a sample timed
+                                 * until idle enqueues its launches only
+                                 * once the blocker spins (kf_cudrv_time). */
+                                "  mov.u32 v, 1;\n"
+                                "  st.volatile.global.u32 [a+8], v;\n"
                                 "SPIN:\n"
                                 "  ld.volatile.global.u32 v, [a];\n"
                                 "  setp.ne.u32 p, v, 0;\n"
@@ -239,7 +246,15 @@ static const char block_ptx[] = ".version 7.0\n"
                                 "  sub.u64 d, t1, t0;\n"
                                 "  setp.lt.u64 q, d, 1000000000;\n"
                                 "  @q bra SPIN;\n"
+                                /* When released: the device time, 112
+                                 * bytes on (stamps()[6]), the start of a
+                                 * sample timed until idle. The blocker is
+                                 * already resident, so work another stream
+                                 * filled the SMs with cannot delay it as it
+                                 * delays a stamp kernel's block. */
                                 "DONE:\n"
+                                "  mov.u64 t1, %globaltimer;\n"
+                                "  st.volatile.global.u64 [a+112], t1;\n"
                                 "  ret;\n"
                                 "}\n"
                                 /* The L2 flush: every block strides over
@@ -326,7 +341,8 @@ static void load_block_kernel(kf_cudrv *cu)
 }
 
 /* The stamps live 64 bytes into the host-mapped block: [0] before, [2]
- * after; each {globaltimer ns, clock64}. */
+ * after, [4] once the context is idle, each {globaltimer ns, clock64};
+ * [6] is the blocking kernel's release time (globaltimer ns). */
 static volatile uint64_t *stamps(kf_cudrv *cu)
 {
     return (volatile uint64_t *)((volatile char *)cu->release + 64);
@@ -378,10 +394,12 @@ int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, vo
     }
     int blocked = 0, stamped = 0;
     out->sm_mhz = 0;
+    out->idle_s = 0;
     if (cu->block_fn) {
         *cu->release = 0;
+        cu->release[2] = 0; /* the blocker's "running" word */
         if (cu->stamp_fn)
-            for (int i = 0; i < 4; i++)
+            for (int i = 0; i < 7; i++)
                 stamps(cu)[i] = 0;
         __sync_synchronize();
         void *args[] = {&cu->release_dev};
@@ -390,6 +408,15 @@ int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, vo
         /* Behind the blocking kernel: it runs once released, right before
          * the start event, with no host latency between. */
         stamped = blocked && cu->stamp_fn && stamp(cu, 0);
+        /* Until idle, the interval starts at the blocker's release: wait
+         * for it to spin first, or work the kernel puts on another stream
+         * (which starts at once) would run while the blocker still waits
+         * behind the L2 flush, before the interval. */
+        if (blocked && cu->until_idle) {
+            uint64_t t0 = kf_mono_ns();
+            while (!cu->release[2] && kf_mono_ns() - t0 < 1000000000ull)
+                __sync_synchronize();
+        }
     }
     int launch_failed = 0;
     char kerr[512] = "";
@@ -414,10 +441,66 @@ int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, vo
         __sync_synchronize();
         out->sm_mhz = stamped_mhz(cu);
     }
+    if (stamped && cu->until_idle) {
+        /* Every stream of the context drained, then one more stamp: the
+         * interval covers work the kernel put anywhere. */
+        if ((r = cu->cuCtxSynchronize()))
+            return cu_fail(cu, r, "the kernel (on another stream)", err);
+        if (stamp(cu, 2) && cu->cuCtxSynchronize() == 0) {
+            __sync_synchronize();
+            volatile uint64_t *st = stamps(cu);
+            if (st[6] && st[4] > st[6])
+                out->idle_s = (double)(st[4] - st[6]) / 1e9;
+        }
+    }
     float ms = 0;
     if ((r = cu->cuEventElapsedTime(&ms, cu->start, cu->stop)))
         return cu_fail(cu, r, "cuEventElapsedTime", err);
     out->seconds = (double)ms / 1e3 / (batch ? batch : 1);
+    return KF_OK;
+}
+
+void kf_cudrv_until_idle(kf_cudrv *cu, int on)
+{
+    cu->until_idle = on;
+}
+
+static int run_nothing(void *state, char *err, size_t errlen)
+{
+    (void)state;
+    (void)err;
+    (void)errlen;
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int kf_cudrv_idle_overhead(kf_cudrv *cu, unsigned n, double *out, kf_err *err)
+{
+    double v[64];
+    unsigned k = 0;
+    int was = cu->until_idle;
+    *out = 0;
+    cu->until_idle = 1;
+    for (unsigned i = 0; i < n && i < 64; i++) {
+        kf_cudrv_timing tm;
+        int rc = kf_cudrv_time(cu, 1, 1, run_nothing, NULL, &tm, err);
+        if (rc != KF_OK) {
+            cu->until_idle = was;
+            return rc;
+        }
+        if (tm.idle_s > 0)
+            v[k++] = tm.idle_s;
+    }
+    cu->until_idle = was;
+    if (k) {
+        qsort(v, k, sizeof *v, cmp_double);
+        *out = v[k / 2];
+    }
     return KF_OK;
 }
 

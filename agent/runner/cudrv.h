@@ -21,6 +21,14 @@ typedef struct kf_cudrv_timing {
      * a stamp kernel on each side, as nvbench's gpu_frequency); 0 when it
      * could not be read. Power and thermal events are NVML's (nvml.h). */
     double sm_mhz;
+    /* With kf_cudrv_until_idle on: from the blocking kernel's release (the
+     * launches are enqueued by then) to a stamp launched once the whole
+     * context was idle (every stream, not only the legacy one), in seconds;
+     * 0 when off or unstamped. It holds the host's wake-up and a launch
+     * besides the work: compare it with an empty run's
+     * (kf_cudrv_idle_overhead). Work another stream began while the host
+     * was still enqueuing (microseconds) is not in it. */
+    double idle_s;
 } kf_cudrv_timing;
 
 typedef int (*kf_cudrv_run_fn)(void *state, char *err, size_t errlen);
@@ -41,6 +49,13 @@ int kf_cudrv_sync(kf_cudrv *cu, kf_err *err);
  * latency stays out of the interval. */
 int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, void *state,
                   kf_cudrv_timing *out, kf_err *err);
+
+/* Also time each sample until the context is idle (timing.idle_s): work a
+ * kernel left on another stream escapes the events on the legacy stream. */
+void kf_cudrv_until_idle(kf_cudrv *cu, int on);
+/* The median idle_s of `n` samples of nothing (no launch between the
+ * events): what idle_s holds besides a kernel's work. 0 without stamps. */
+int kf_cudrv_idle_overhead(kf_cudrv *cu, unsigned n, double *out, kf_err *err);
 
 /* Device memory in the primary context, for the doctor's own buffers. */
 int kf_cudrv_alloc(kf_cudrv *cu, void **out, size_t n, kf_err *err);

@@ -172,7 +172,13 @@ int kf_runner_main(const char *workdir)
         fprintf(stderr, "runner: the task on stdin does not decode\n");
         return 1;
     }
+    int python = ta->spec && ta->spec->python && ta->spec->kind != KFLEET__TASK_KIND__BUILD;
     int rc = kf_harness_run(ta, workdir, 1);
     kfleet__task_assign__free_unpacked(ta, NULL);
+    /* A runner that hosted Python leaves without finalizing it: its
+     * frames are written, and finalizing an interpreter with torch or CUDA
+     * state is where such processes crash (pykernel.h). */
+    if (python)
+        _exit(rc == KF_OK ? 0 : 1);
     return rc == KF_OK ? 0 : 1;
 }

@@ -17,6 +17,9 @@
 #include <stdint.h>
 
 #define SAMPLE_BATCH 64
+/* Room for a kernel's own error message: a Python kernel's carries its
+ * traceback. */
+#define HCTX_KERR_LEN 3072
 
 typedef struct hctx {
     const Kfleet__TaskAssign *ta;

@@ -16,6 +16,7 @@
 #include <string.h>
 #include "common/wire.h"
 #include "runner/build.h"
+#include "runner/pykernel.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -141,21 +142,31 @@ int hctx_load_kernel(hctx *h, loaded *L)
 {
     char key[65], so[PATH_MAX];
     kf_err berr;
-    if (kf_build_artifact(h->workdir, h->spec->kernel_hash, h->spec->device_cuda, key, so,
+    if (kf_build_artifact(h->workdir, h->spec->kernel_hash, kf_build_lang(h->spec), key, so,
                           sizeof so, &berr) != KF_OK)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", berr.msg);
     if (access(so, R_OK) != 0)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
                          "artifact %s of kernel %s not in cache; the build must run first", key,
                          h->spec->kernel);
-    L->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-    if (!L->dl)
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "cannot load %s: %s", so, dlerror());
-    kf_kernel_get_fn get = (kf_kernel_get_fn)dlsym(L->dl, KF_KERNEL_SYMBOL);
-    if (!get)
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s does not define %s()", so,
-                         KF_KERNEL_SYMBOL);
-    L->k = get();
+    if (h->spec->python) {
+        const kf_pyenv *py;
+        char file[256], perr[HCTX_KERR_LEN];
+        kf_pyenv_get(&py, NULL); /* memoized by the key above: cannot fail now */
+        snprintf(file, sizeof file, "%s.py", h->spec->kernel);
+        if (kf_pyk_load(py, so, file, h->spec->kernel, h->spec->device_cuda, &L->k, perr,
+                        sizeof perr) != 0)
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", perr);
+    } else {
+        L->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+        if (!L->dl)
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "cannot load %s: %s", so, dlerror());
+        kf_kernel_get_fn get = (kf_kernel_get_fn)dlsym(L->dl, KF_KERNEL_SYMBOL);
+        if (!get)
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s does not define %s()", so,
+                             KF_KERNEL_SYMBOL);
+        L->k = get();
+    }
     if (!L->k || L->k->abi_version != KF_KERNEL_ABI_VERSION)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
                          "kernel ABI version %u, this agent speaks %d",
@@ -258,7 +269,7 @@ int hctx_poison(hctx *h, const kf_view *v)
  * a trap) surface here with the driver's name for them. */
 int hctx_run_once(hctx *h, const loaded *L, void *state)
 {
-    char kerr[512] = "";
+    char kerr[HCTX_KERR_LEN] = "";
     if (L->k->run(state, kerr, sizeof kerr) != 0)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s failed: %s", h->spec->kernel,
                          kerr);
@@ -273,7 +284,7 @@ int hctx_run_once(hctx *h, const loaded *L, void *state)
 
 int hctx_setup(hctx *h, const loaded *L, uint64_t seed, void **state)
 {
-    char kerr[512] = "";
+    char kerr[HCTX_KERR_LEN] = "";
     *state = NULL;
     if (L->k->setup(state, &L->params, seed, kerr, sizeof kerr) != 0)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s setup (seed %llu) failed: %s",

@@ -21,7 +21,7 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
     *out = NULL;
     *owned = 0;
     double *ref = malloc(v->count * sizeof *ref);
-    char kerr[512] = "";
+    char kerr[HCTX_KERR_LEN] = "";
     int rc = ref ? hctx_poison(h, v) : hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory");
     if (rc == 0)
         rc = hctx_run_once(h, L, state);

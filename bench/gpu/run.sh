@@ -11,6 +11,11 @@
 #   PART=throttle targets twice, then once with throttle: keep
 #   PART=h100     targets then checks, in one call
 #   PART=short    short kernels: how soon their profiles stop
+#   PART=python   Python kernels (issue 13): examples/torch.yaml (Triton,
+#                 CuPy, C and torch softmax; attention against SDPA),
+#                 bench/gpu/python-ncu.yaml (C and Python medians against
+#                 ncu) and bench/gpu/side-stream.yaml (work on another
+#                 stream is timed)
 #   PART=fleet    examples/gpu.yaml (62 configurations) on every GPU, with
 #                 the schedule (makespan against start-up + GPU time / GPUs)
 #                 and bench/gpu/isolation.yaml (faults on purpose) after it
@@ -85,6 +90,22 @@ for r in json.load(open(sys.argv[1]))["rows"]:
           f"profile task {p.get('elapsed_s') or 0:.1f} s, converged {p.get('converged')}")
 PY
   ;;
+python) # PY_SWEEPS picks among torch, sidestream and pyncu (default: all)
+  python3 "$ROOT/agent/runner/pyprobe.py" | tee "$W/python.txt"
+  for s in ${PY_SWEEPS:-torch sidestream pyncu}; do
+    case $s in
+    torch) sweep torch "$ROOT/examples/torch.yaml" ;;
+    sidestream)
+      sweep sidestream "$ROOT/bench/gpu/side-stream.yaml"
+      mv "$W/sidestream.json" "$W/side-stream.json"
+      ;;
+    pyncu)
+      sweep pyncu "$ROOT/bench/gpu/python-ncu.yaml"
+      mv "$W/pyncu.json" "$W/python-ncu.json"
+      ;;
+    esac
+  done
+  ;;
 checks)
   sweep isolation "$ROOT/bench/gpu/isolation.yaml" --agents 1
   sweep sanitize "$ROOT/bench/gpu/sanitize.yaml"
@@ -103,7 +124,7 @@ PY
   [ -n "${SKIP_ISOLATION:-}" ] || sweep isolation "$ROOT/bench/gpu/isolation.yaml" --agents 1
   ;;
 *)
-  echo "run.sh: PART is targets, throttle, checks, h100, short or fleet" >&2
+  echo "run.sh: PART is targets, throttle, checks, h100, short, python or fleet" >&2
   exit 2
   ;;
 esac

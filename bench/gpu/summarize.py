@@ -69,6 +69,61 @@ def ncu_rows(rep, out, label, needed, every):
     return n_ok, n, worst
 
 
+def python_targets(d, out):
+    """Issue 13's targets, from torch.json (examples/torch.yaml),
+    python-ncu.json and side-stream.json (bench/gpu/run.sh python)."""
+    tr = load(d, "torch.json")
+    if tr:
+        for r in tr["rows"]:
+            v, p = r.get("validation") or {}, r.get("profile") or {}
+            m = median(r)
+            sp = r.get("speedup")
+            rate = (f"{p.get('gbps'):.0f} GB/s" if p.get("gbps") and r["kernel"].find("soft") >= 0
+                    else f"{(p.get('gflops') or 0) / 1e3:.0f} TFLOP/s")
+            out.append((f"torch.yaml {r['kernel']} {pstr(r)}",
+                        (f"{m * 1e6:.1f} us, {rate}, speedup {sp:.2f}x" if m and sp else
+                         f"{m * 1e6:.1f} us, {rate}, no baseline row" if m else
+                         f"{v.get('state')}/{p.get('state')}: {(v.get('error') or p.get('error') or '')[:80]}"),
+                        "validated, profiled, a speedup", "PASS" if v.get("passed") and m and sp else "FAIL"))
+    nc = load(d, "python-ncu.json")
+    if nc:
+        rows = {key(r): r for r in nc["rows"]}
+        for k, r in sorted(rows.items()):
+            if r["kernel"] != "softmax_cupy":
+                continue
+            c = rows.get(("softmax_c", k[1]))
+            a, b = median(c or {}), median(r)
+            if a and b and a >= 50e-6:
+                dev = (b - a) / a * 100
+                out.append((f"same CUDA kernel from Python (CuPy) vs C, {pstr(r)}",
+                            f"{b * 1e6:.1f} us vs {a * 1e6:.1f} us ({dev:+.2f} %)", "<= 2 %",
+                            "PASS" if abs(dev) <= 2 else "FAIL"))
+        n_ok, n, worst = ncu_rows(nc, out, "  median vs ncu: ", f"<= {NCU_PCT} %", True)
+        out.append(("Python and C kernels: median vs ncu gpu__time_duration",
+                    f"{n_ok}/{n} within {NCU_PCT} %, worst {worst:.2f} %", f"<= {NCU_PCT} %",
+                    "PASS" if n and n_ok == n else "FAIL"))
+    ss = load(d, "side-stream.json")
+    if ss:
+        rows = {key(r): r for r in ss["rows"]}
+        for k, r in sorted(rows.items()):
+            if r["params"].get("side") != 1:
+                continue
+            params0 = tuple((n, 0 if n == "side" else v) for n, v in k[1])
+            r0 = rows.get((k[0], params0))
+            a, b = median(r0 or {}), median(r)
+            p = r.get("profile") or {}
+            flagged = "outside-stream" in (r.get("flags") or [])
+            if a and b:
+                ratio = b / a
+                out.append((f"side stream counted: {r['kernel']} {pstr(r)}",
+                            f"{b * 1e6:.1f} us vs {a * 1e6:.1f} us on stream 0 ({ratio:.2f}x), "
+                            f"outside {(p.get('outside_stream_s') or 0) * 1e6:.0f} us, flagged {flagged}",
+                            ">= 0.8x of stream 0, flagged", "PASS" if ratio >= 0.8 and flagged else "FAIL"))
+            else:
+                out.append((f"side stream counted: {r['kernel']} {pstr(r)}", "no median",
+                            ">= 0.8x of stream 0, flagged", "FAIL"))
+
+
 def main():
     d = sys.argv[1]
     out = []  # (target, measured, needed, verdict)
@@ -173,6 +228,7 @@ def main():
                     f"{len(rows_f)} configs, {passed} validations pass, {prof} profiles",
                     ">= 60 configs, all pass",
                     "PASS" if len(rows_f) >= 60 and passed == len(rows_f) and prof == len(rows_f) else "FAIL"))
+    python_targets(d, out)
     w = [max(len(str(x[i])) for x in out + [("target", "measured", "needed", "verdict")]) for i in range(4)]
     print("| " + " | ".join(h.ljust(w[i]) for i, h in enumerate(("target", "measured", "needed", "verdict"))) + " |")
     print("|" + "|".join("-" * (x + 2) for x in w) + "|")

@@ -262,6 +262,7 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
         sw->kernels[i] = kr;
         kr->name = xstrdup(k->name);
         kr->cuda = k->cuda;
+        kr->python = k->python;
         kf_buf src = KF_BUF_INIT;
         char why[160];
         int rrc = kf_buf_read_file_max(&src, k->path, KF_MAX_SOURCE_FILE, why, sizeof why);
@@ -285,7 +286,9 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
         char *hnames[KF_MAX_HEADERS];
         kf_buf htexts[KF_MAX_HEADERS];
         size_t nh = 0;
-        if ((rc = collect_headers(srcdir, kernels_dir, &src, hnames, htexts, &nh, err)) != KF_OK) {
+        /* A Python kernel is one module; #include means nothing to it. */
+        if (!k->python &&
+            (rc = collect_headers(srcdir, kernels_dir, &src, hnames, htexts, &nh, err)) != KF_OK) {
             for (size_t h = 0; h < nh; h++) {
                 free(hnames[h]);
                 kf_buf_release(&htexts[h]);

@@ -113,15 +113,67 @@ static int is_regular(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* The language of a kernel source, by its suffix: ".c", ".cu" or ".py";
+ * NULL for anything else. */
+static const char *source_suffix(const char *path)
+{
+    static const char *const sfx[] = {".cu", ".c", ".py"};
+    for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++)
+        if (ends_with(path, sfx[i]))
+            return sfx[i];
+    return NULL;
+}
+
+/* A Python kernel runs on a GPU slot when its module says so on a line of
+ * its own, `device = "cuda"` (or "cpu", the default), which the scheduler
+ * must know before any agent imports it; the runner checks that the
+ * imported module agrees. */
+static int python_device(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
+{
+    kf_buf b = KF_BUF_INIT;
+    char why[160];
+    if (kf_buf_read_file_max(&b, k->path, KF_MAX_SOURCE_FILE, why, sizeof why) != KF_OK) {
+        kf_buf_release(&b);
+        return kf_yaml_fail(&c->y, n, "kernel source %s: %s", k->path, why);
+    }
+    int line = 0, rc = KF_OK;
+    for (const char *p = b.data; p && p < b.data + b.len && rc == KF_OK;) {
+        const char *end = memchr(p, '\n', (size_t)(b.data + b.len - p));
+        size_t len = end ? (size_t)(end - p) : (size_t)(b.data + b.len - p);
+        line++;
+        if (len > 6 && strncmp(p, "device", 6) == 0 && (p[6] == ' ' || p[6] == '=')) {
+            char val[8] = "";
+            char q1 = 0, q2 = 0;
+            int used = 0;
+            char lit[64];
+            snprintf(lit, sizeof lit, "%.*s", (int)(len < 63 ? len : 63), p);
+            if (sscanf(lit, "device = %c%7[a-z]%c %n", &q1, val, &q2, &used) >= 3 &&
+                (q1 == '"' || q1 == '\'') && q2 == q1 &&
+                (strcmp(val, "cuda") == 0 || strcmp(val, "cpu") == 0) &&
+                (lit[used] == '\0' || lit[used] == '#'))
+                k->cuda = strcmp(val, "cuda") == 0;
+            else
+                rc = kf_yaml_fail(&c->y, n,
+                                  "%s:%d: device must be written device = \"cuda\" or device = "
+                                  "\"cpu\", a literal on a line of its own: the scheduler reads "
+                                  "it without running the module",
+                                  k->path, line);
+        }
+        p = end ? end + 1 : NULL;
+    }
+    kf_buf_release(&b);
+    return rc;
+}
+
 /* Resolves `path:` against the sweep file's directory to an absolute path. */
 static int resolve_path(ctx *c, const yaml_node_t *n, const char *given, kf_sweep_kernel *k)
 {
-    int cu = ends_with(given, ".cu");
-    if (!cu && !ends_with(given, ".c"))
+    const char *sfx = source_suffix(given);
+    if (!sfx)
         return kf_yaml_fail(
             &c->y, n,
-            "path '%s' does not end in .c or .cu; a kernel is one C (.c) or CUDA (.cu) "
-            "source file",
+            "path '%s' does not end in .c, .cu or .py; a kernel is one C (.c), CUDA (.cu) or "
+            "Python (.py) source file",
             given);
     char joined[PATH_MAX], real[PATH_MAX];
     int len = given[0] == '/' || !c->base_dir
@@ -140,19 +192,21 @@ static int resolve_path(ctx *c, const yaml_node_t *n, const char *given, kf_swee
             &c->y, n, "path '%s' is not a regular file (%s); point it at a kernel source file",
             given, real);
     /* The compiler picks the language from the stored (resolved) name. */
-    if (!ends_with(real, cu ? ".cu" : ".c"))
+    if (!ends_with(real, sfx))
         return kf_yaml_fail(
             &c->y, n,
             "path '%s' resolves to %s, which does not end in %s; point path: at the "
             "source file itself",
-            given, real, cu ? ".cu" : ".c");
+            given, real, sfx);
     k->path = kf_xstrdup(real);
-    k->cuda = cu;
-    return KF_OK;
+    k->cuda = strcmp(sfx, ".cu") == 0;
+    k->python = strcmp(sfx, ".py") == 0;
+    return k->python ? python_device(c, n, k) : KF_OK;
 }
 
 /* Finds a kernel named without a path: KERNELS_DIR/host/NAME.c, then
- * KERNELS_DIR/cuda/NAME.cu. */
+ * KERNELS_DIR/cuda/NAME.cu, then KERNELS_DIR/python/NAME.py (the torch
+ * baselines). */
 static int find_kernel(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
 {
     if (!c->kernels_dir)
@@ -161,21 +215,55 @@ static int find_kernel(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
             "kernel '%s' is named without a path and no kernels directory is known; "
             "give its source with path:",
             k->name);
-    char cand[2][PATH_MAX], real[PATH_MAX];
+    char cand[3][PATH_MAX], real[PATH_MAX];
     snprintf(cand[0], sizeof cand[0], "%s/host/%s.c", c->kernels_dir, k->name);
     snprintf(cand[1], sizeof cand[1], "%s/cuda/%s.cu", c->kernels_dir, k->name);
-    for (int i = 0; i < 2; i++) {
+    snprintf(cand[2], sizeof cand[2], "%s/python/%s.py", c->kernels_dir, k->name);
+    for (int i = 0; i < 3; i++) {
         if (!is_regular(cand[i]) || !realpath(cand[i], real))
             continue;
         k->path = kf_xstrdup(real);
         k->cuda = i == 1;
-        return KF_OK;
+        k->python = i == 2;
+        return k->python ? python_device(c, n, k) : KF_OK;
     }
     return kf_yaml_fail(
         &c->y, n,
-        "unknown kernel '%s': neither %s nor %s exists; check the name, or give the source "
-        "with path:",
-        k->name, cand[0], cand[1]);
+        "unknown kernel '%s': none of %s, %s and %s exists; check the name, or give the "
+        "source with path:",
+        k->name, cand[0], cand[1], cand[2]);
+}
+
+/* baseline: one kernel of the sweep, or a list of them (torch_softmax for
+ * the softmax kernels, torch_sdpa for the attention ones: each row is
+ * compared with the first baseline that runs its configuration). Kept as
+ * one comma-separated string, as the wire's Sweep.baseline carries it. */
+static int parse_baselines(ctx *c, const yaml_node_t *v, kf_sweep_spec *s)
+{
+    size_t n = v->type == YAML_SEQUENCE_NODE ? kf_yaml_seq_len(v) : 1;
+    if (v->type == YAML_SEQUENCE_NODE && n == 0)
+        return kf_yaml_fail(&c->y, v, "baseline is an empty list; name a kernel, or leave it out");
+    kf_buf out = KF_BUF_INIT;
+    for (size_t k = 0; k < n; k++) {
+        const yaml_node_t *it = v->type == YAML_SEQUENCE_NODE ? kf_yaml_seq_item(&c->y, v, k) : v;
+        const char *str;
+        int rc = kf_yaml_nonempty_scalar(&c->y, it, "baseline", &str);
+        size_t i = 0;
+        while (rc == KF_OK && i < s->nkernels && strcmp(s->kernels[i].name, str) != 0)
+            i++;
+        if (rc == KF_OK && i == s->nkernels)
+            rc = kf_yaml_fail(&c->y, it,
+                              "baseline '%.80s' is not a kernel of this sweep; name one of the "
+                              "kernels listed under kernels:",
+                              str);
+        if (rc != KF_OK) {
+            kf_buf_release(&out);
+            return rc;
+        }
+        kf_buf_addf(&out, "%s%s", k ? "," : "", str);
+    }
+    s->baseline = kf_buf_detach(&out);
+    return KF_OK;
 }
 
 /* ---- kernels ---- */
@@ -261,7 +349,7 @@ static int parse_kernel(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k, int *o
     if (!name) {
         /* The stem of the file name; resolve_path checked the suffix. */
         const char *base = base_name(path);
-        size_t stem = strlen(base) - (k->cuda ? 3 : 2);
+        size_t stem = strlen(base) - strlen(source_suffix(base));
         k->name = kf_xmalloc(stem + 1);
         memcpy(k->name, base, stem);
         k->name[stem] = '\0';
@@ -582,19 +670,8 @@ static int parse_root(ctx *c, const yaml_node_t *root, kf_sweep_spec *s)
         return rc;
     if ((v = kf_yaml_map_get(&c->y, root, "measure")) && (rc = parse_measure(c, v, &s->measure)))
         return rc;
-    if ((v = kf_yaml_map_get(&c->y, root, "baseline"))) {
-        if ((rc = kf_yaml_nonempty_scalar(&c->y, v, "baseline", &str)))
-            return rc;
-        size_t i = 0;
-        while (i < s->nkernels && strcmp(s->kernels[i].name, str) != 0)
-            i++;
-        if (i == s->nkernels)
-            return kf_yaml_fail(&c->y, v,
-                                "baseline '%.80s' is not a kernel of this sweep; name one of the "
-                                "kernels listed under kernels:",
-                                str);
-        s->baseline = kf_xstrdup(str);
-    }
+    if ((v = kf_yaml_map_get(&c->y, root, "baseline")) && (rc = parse_baselines(c, v, s)))
+        return rc;
     return kf_sweep_count_configs(c, s);
 }
 

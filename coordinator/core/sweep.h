@@ -43,7 +43,8 @@ typedef struct kf_sweep_axis {
 typedef struct kf_sweep_kernel {
     char *name; /* kernel name (file stem for a path) */
     char *path; /* absolute path of the source file */
-    int cuda;   /* 1 for a .cu source */
+    int cuda;   /* 1 for a .cu source, or a Python one that says device = "cuda" */
+    int python; /* 1 for a .py source (docs/python-kernels.md) */
     kf_sweep_axis *axes;
     size_t naxes;
     char **flags;

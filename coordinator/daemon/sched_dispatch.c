@@ -91,6 +91,7 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     spec.measure = sw->rec->measure;
     spec.time_limit_s = sw->rec->time_limit_s;
     spec.device_cuda = k->cuda;
+    spec.python = k->python;
     Kfleet__TaskAssign ta = KFLEET__TASK_ASSIGN__INIT;
     ta.task_id = t->rec->task_id;
     ta.attempt = t->rec->attempts;

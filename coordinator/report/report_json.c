@@ -102,6 +102,7 @@ static json_t *json_profile(const rrow *w, int with_samples)
     set(p, "sm_clock_median_mhz", w->sm_clock_mhz ? json_integer(w->sm_clock_mhz) : json_null());
     set(p, "power_median_w", w->power_mw ? jnum(w->power_mw / 1e3) : json_null());
     set(p, "sustained_at_power_cap", json_boolean(w->at_power_cap));
+    set(p, "outside_stream_s", w->outside_stream_s > 0 ? jnum(w->outside_stream_s) : json_null());
     set(p, "median_s", jnum(w->st.median));
     set(p, "mean_s", jnum(w->st.mean));
     set(p, "min_s", jnum(w->st.min));
@@ -255,6 +256,8 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
         json_array_append_new(flags, json_string("throttled"));
     if (w->at_power_cap)
         json_array_append_new(flags, json_string("sustained-at-power-cap"));
+    if (w->outside_stream_s > 0)
+        json_array_append_new(flags, json_string("outside-stream"));
     if (w->mismatch)
         json_array_append_new(flags, json_string("samples-mismatch"));
     if (w->build && w->build->jit_fallback)

@@ -394,9 +394,25 @@ static double median_rel_se(const kf_stats *st)
                : NAN;
 }
 
+/* Whether kernel `name` is one of the sweep's baselines (Sweep.baseline:
+ * one name, or several separated by commas). */
+static int is_baseline(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        p = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
 /* Speedup of each row against the baseline kernel's row of the same
- * configuration on the same node, with the uncertainty of the ratio. The
- * baseline's rows are gathered first: rows x baseline rows, not rows^2. */
+ * configuration on the same node (of the sweep's baselines, the one that
+ * runs that configuration), with the uncertainty of the ratio. The baselines' rows
+ * are gathered first: rows x baseline rows, not rows^2. */
 static void compare_baseline(rep *r)
 {
     const rrow **base = malloc((r->nrows ? r->nrows : 1) * sizeof *base);
@@ -406,7 +422,7 @@ static void compare_baseline(rep *r)
     for (size_t j = 0; j < r->nrows; j++) {
         const rrow *b = &r->rows[j];
         if (b->st.n && b->st.median > 0 &&
-            strcmp(kf_rep_kernel_name(r, b->kernel), r->sw->baseline) == 0)
+            is_baseline(r->sw->baseline, kf_rep_kernel_name(r, b->kernel)))
             base[nb++] = b;
     }
     for (size_t i = 0; i < r->nrows; i++) {
@@ -415,7 +431,8 @@ static void compare_baseline(rep *r)
             continue;
         for (size_t j = 0; j < nb; j++) {
             const rrow *b = base[j];
-            if (strcmp(b->node, w->node) != 0 || !same_config(b, w))
+            if (strcmp(b->node, w->node) != 0 || !same_config(b, w) ||
+                (is_baseline(r->sw->baseline, kf_rep_kernel_name(r, w->kernel)) && b != w))
                 continue;
             w->base_median = b->st.median;
             w->speedup = b->st.median / w->st.median;
@@ -493,6 +510,7 @@ static int build_rows(rep *r)
         w->power_mw = kf_stats_median_u32(p->pw, p->nsamples);
         w->at_power_cap =
             ps && ps->throttle_keep && p->nsamples && 2 * p->nthrottled >= p->nsamples;
+        w->outside_stream_s = ps ? ps->outside_stream_s : 0;
         if (ps && w->st.n && w->st.median > 0) {
             if (ps->bytes > 0)
                 w->gbps = ps->bytes / w->st.median / 1e9;

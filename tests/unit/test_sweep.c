@@ -74,6 +74,7 @@ static int setup(void **state)
     make_dir(f->dir, "kernels");
     make_dir(f->dir, "kernels/host");
     make_dir(f->dir, "kernels/cuda");
+    make_dir(f->dir, "kernels/python");
     make_dir(f->dir, "src");
     make_dir(f->dir, "src/dir.c");
     write_file(f->dir, "kernels/host/foo.c", "/* foo */\n");
@@ -84,6 +85,10 @@ static int setup(void **state)
     write_file(f->dir, "src/my.c", "/* my */\n");
     write_file(f->dir, "src/dev.cu", "/* dev */\n");
     write_file(f->dir, "src/notes.txt", "notes\n");
+    write_file(f->dir, "src/op.py", "import torch\n\ndevice = 'cuda'  # on a GPU slot\n");
+    write_file(f->dir, "src/host.py", "import numpy\ndevices = 'cuda'\n");
+    write_file(f->dir, "src/baddev.py", "import os\n\ndevice = os.environ['DEV']\n");
+    write_file(f->dir, "kernels/python/torch_softmax.py", "device = \"cuda\"\n");
     write_file(f->dir, "src/bad name.c", "/* a space in the stem */\n");
     char link[PATH_MAX];
     snprintf(link, sizeof link, "%s/src/link.c", f->dir);
@@ -393,6 +398,26 @@ static void test_lookup(void **state)
     assert_string_equal(s->kernels[0].name, "my");
     kf_sweep_destroy(&s);
 
+    /* A Python kernel needs a GPU slot when it says so on its own line;
+     * shipped ones (kernels/python) are found by name. */
+    s = parse_ok(f, "kernels:\n  - path: src/op.py\n  - path: src/host.py\n  - torch_softmax\n");
+    assert_string_equal(s->kernels[0].name, "op");
+    assert_int_equal(s->kernels[0].python, 1);
+    assert_int_equal(s->kernels[0].cuda, 1);
+    assert_int_equal(s->kernels[1].python, 1);
+    assert_int_equal(s->kernels[1].cuda, 0); /* `devices =` is not `device =` */
+    real(f->kernels, "python/torch_softmax.py", want);
+    assert_string_equal(s->kernels[2].path, want);
+    assert_int_equal(s->kernels[2].python, 1);
+    assert_int_equal(s->kernels[2].cuda, 1);
+    kf_sweep_destroy(&s);
+
+    /* Several baselines: each row is compared with the one that runs its
+     * configuration; carried as one comma-separated string. */
+    s = parse_ok(f, "kernels: [foo, bar, both]\nbaseline: [bar, both]\n");
+    assert_string_equal(s->baseline, "bar,both");
+    kf_sweep_destroy(&s);
+
     /* A name with no kernels_dir cannot be found. */
     kf_sweep_spec dummy, *out = &dummy;
     const char *byname = "kernels: [foo]\n";
@@ -429,10 +454,15 @@ static const bad_case bad_cases[] = {
     {"kernels:\n  - [foo]\n", 0, 2, 5, "a kernel entry must be a kernel name or a mapping"},
     {"kernels:\n  - flags: [-O2]\n", 0, 2, 5, "needs name: or path:"},
     {"kernels: [foo, nope]\n", 0, 1, 16, "unknown kernel 'nope'"},
-    {"kernels: [foo, nope]\n", 0, 1, 16, "/kernels/host/nope.c nor "},
+    {"kernels: [foo, nope]\n", 0, 1, 16, "/kernels/host/nope.c, "},
+    {"kernels: [foo, bar]\nbaseline: [bar, baz]\n", 0, 2, 17,
+     "baseline 'baz' is not a kernel of this sweep"},
+    {"kernels: [foo]\nbaseline: []\n", 0, 2, 11, "baseline is an empty list"},
     {"kernels: [../etc]\n", 0, 1, 11, "kernel name '../etc' is not valid"},
     {"kernels:\n  - path: src/missing.c\n", 0, 2, 11, "path 'src/missing.c' cannot be used"},
-    {"kernels:\n  - path: src/notes.txt\n", 0, 2, 11, "does not end in .c or .cu"},
+    {"kernels:\n  - path: src/notes.txt\n", 0, 2, 11, "does not end in .c, .cu or .py"},
+    {"kernels:\n  - path: src/baddev.py\n", 0, 2, 11,
+     "src/baddev.py:3: device must be written device = \"cuda\" or device = \"cpu\""},
     {"kernels:\n  - path: src/link.c\n", 0, 2, 11, "which does not end in .c"},
     {"kernels:\n  - path: src/dir.c\n", 0, 2, 11, "is not a regular file"},
     {"kernels:\n  - path: src/bad name.c\n", 0, 2, 11, "does not make a kernel name"},

@@ -1,0 +1,25 @@
+/* proc — starting a node tool (a compiler, the Python interpreter) from a
+ * runner: fork and execvp, no shell, stdin from /dev/null, its output on a
+ * file descriptor or captured. */
+#ifndef KF_PROC_H
+#define KF_PROC_H
+
+#include "common/buf.h"
+
+#include <sys/types.h>
+
+/* Starts argv (found by execvp) with stdout and stderr on out_fd, in cwd
+ * when not NULL. Returns the pid, or -1. In the child, 126 means the
+ * redirections failed and 127 that argv[0] did not start (its reason is
+ * written to out_fd). */
+pid_t kf_proc_spawn(char *const argv[], int out_fd, const char *cwd);
+
+/* Waits for pid; returns its wait status, or -1. */
+int kf_proc_wait(pid_t pid);
+
+/* Runs argv to its end with stdout and stderr appended to out, at most
+ * `cap` bytes kept (the rest is read and dropped). Returns the wait status,
+ * or -1 when it could not start. */
+int kf_proc_capture(char *const argv[], kf_buf *out, size_t cap);
+
+#endif

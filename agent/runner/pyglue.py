@@ -1,0 +1,219 @@
+# kfleet's side of a Python kernel, run in the runner's embedded interpreter
+# (pykernel.c). The C harness drives the kernel through these functions, so
+# seeds, poisoning, the determinism check, timing and statistics are the
+# ones C kernels get. Each function returns a str: a payload on success, or
+# "E" and the message (with the traceback of the kernel's exception) on
+# failure; nothing raises into C.
+import ctypes
+import sys
+import traceback
+import types
+
+_mod = None
+_alias = ["", ""]  # the cached file's path, and the user's file name for messages
+_states = {}
+_next = [1]
+_shapes = {}  # handle -> shape of the last output()
+
+# Element types the harness compares, by kf_dtype code (kf_kernel.h).
+_DTYPES = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 3, "int32": 4}
+_TYPESTR = {"f4": "float32", "f8": "float64", "f2": "float16", "i4": "int32"}
+
+
+def _fail(what):
+    """The exception first (what a one-line view shows), then the
+    traceback from the kernel's own frames (this glue's are dropped)."""
+    et, ev, tb = sys.exc_info()
+    while tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
+        tb = tb.tb_next
+    summary = "".join(traceback.format_exception_only(et, ev)).strip()
+    hint = ""
+    if isinstance(ev, ImportError):
+        hint = (" (the node's Python is %s; install the package there, or point KF_PYTHON "
+                "at an interpreter that has it)" % sys.executable)
+    tbtext = "".join(traceback.format_exception(et, ev, tb)).rstrip()
+    text = "E%s: %s%s\n%s" % (what, summary, hint, tbtext)
+    return text.replace(_alias[0], _alias[1]) if _alias[0] else text
+
+
+def load(path, filename, name, want_cuda):
+    """Imports the kernel from its cached copy, a real file (Triton and
+    inspect read a kernel's source from its file); messages name the user's
+    file instead."""
+    global _mod
+    _alias[0], _alias[1] = path, filename
+    try:
+        with open(path, "rb") as f:
+            code = compile(f.read(), path, "exec")
+    except SyntaxError:
+        return _fail("kernel %s does not compile" % name)
+    except OSError as e:
+        return "Ecannot read the kernel %s: %s" % (path, e)
+    # Its own module name: a kernel called "torch" must not shadow torch.
+    mod = types.ModuleType("kfleet_kernel_" + name.replace("-", "_").replace(".", "_"))
+    mod.__file__ = path
+    sys.modules[mod.__name__] = mod
+    try:
+        exec(code, mod.__dict__)
+    except BaseException:
+        return _fail("importing kernel %s failed" % name)
+    missing = [f for f in ("setup", "run", "output", "reference")
+               if not callable(getattr(mod, f, None))]
+    if missing:
+        return ("Ekernel %s does not define %s; a Python kernel defines setup(params, seed), "
+                "run(state), output(state) and reference(state) (docs/python-kernels.md)"
+                % (name, ", ".join(m + "()" for m in missing)))
+    device = getattr(mod, "device", "cpu")
+    if device not in ("cpu", "cuda"):
+        return "Ekernel %s: device = %r; it is 'cpu' or 'cuda'" % (name, device)
+    if (device == "cuda") != bool(want_cuda):
+        return ("Ekernel %s: device is %r when imported but the sweep read it as %r from the "
+                "source; write device = \"cuda\" (or \"cpu\") as a plain top-level line"
+                % (name, device, "cuda" if want_cuda else "cpu"))
+    tol = []
+    for t in ("tol_abs", "tol_rel"):
+        v = getattr(mod, t, None)
+        if not isinstance(v, (int, float)) or v != v or v < 0:
+            return ("Ekernel %s: %s is %r; set it to the largest %s error the output may "
+                    "have (a number >= 0)" % (name, t, v, "absolute" if t == "tol_abs"
+                                               else "relative L2"))
+        tol.append(float(v))
+    _mod = mod
+    desc = str(getattr(mod, "description", "") or (mod.__doc__ or "").strip().split("\n")[0])
+    return "%r %r %d %s\n%s" % (tol[0], tol[1], 1 if getattr(mod, "deterministic", False) else 0,
+                                str(getattr(mod, "name", name)).replace("\n", " "),
+                                desc.replace("\n", " "))
+
+
+def _params(text):
+    out = {}
+    for item in text.split(","):
+        if item:
+            k, v = item.split("=", 1)
+            out[k] = int(v)
+    return out
+
+
+def setup(params, seed):
+    try:
+        state = _mod.setup(_params(params), seed)
+    except BaseException:
+        return _fail("setup()")
+    h = _next[0]
+    _next[0] += 1
+    _states[h] = state
+    # The output is checked here, where there is an error channel: output()
+    # in kf_kernel.h has none, and the harness would only see "no view".
+    out = output(h)
+    if out.startswith("E"):
+        teardown(h)
+        return out
+    return str(h)
+
+
+def run(h):
+    try:
+        _mod.run(_states[h])
+    except BaseException:
+        return _fail("run()")
+    return ""
+
+
+def _describe(o, what):
+    """(pointer, elements, dtype name, on device, shape, writable) of an
+    array the harness reads: a torch tensor, a numpy array, or anything with
+    __cuda_array_interface__ (CuPy, Numba)."""
+    mod = type(o).__module__ or ""
+    if mod.startswith("torch"):
+        if not o.is_contiguous():
+            raise ValueError("%s is a non-contiguous tensor (strides %s); return "
+                             ".contiguous()" % (what, tuple(o.stride())))
+        return (o.data_ptr(), o.numel(), str(o.dtype).replace("torch.", ""),
+                o.device.type == "cuda", tuple(o.shape), True)
+    cai = getattr(o, "__cuda_array_interface__", None)
+    if cai is not None:
+        if cai.get("strides") is not None:
+            raise ValueError("%s is not C-contiguous; return a contiguous array" % what)
+        ts = cai["typestr"]
+        n = 1
+        for d in cai["shape"]:
+            n *= d
+        return (cai["data"][0], n, _TYPESTR.get(ts[1:], ts), True, tuple(cai["shape"]),
+                not cai["data"][1])
+    ai = getattr(o, "__array_interface__", None)
+    if ai is not None:
+        if not o.flags["C_CONTIGUOUS"]:
+            raise ValueError("%s is not C-contiguous; return numpy.ascontiguousarray(...)"
+                             % what)
+        return (ai["data"][0], o.size, o.dtype.name, False, tuple(o.shape), not ai["data"][1])
+    raise TypeError("%s is a %s.%s; return a torch tensor, a numpy array or an array with "
+                    "__cuda_array_interface__" % (what, mod, type(o).__name__))
+
+
+def output(h):
+    try:
+        o = _mod.output(_states[h])
+        ptr, n, dt, dev, shape, writable = _describe(o, "output()")
+    except BaseException:
+        return _fail("output()")
+    if dt not in _DTYPES:
+        return ("Eoutput() has dtype %s; the harness compares %s (cast it, or compare a view "
+                "of that type)" % (dt, ", ".join(_DTYPES)))
+    if not writable:
+        return "Eoutput() is read-only; the harness poisons it before each run"
+    if n == 0:
+        return "Eoutput() is empty"
+    _shapes[h] = shape
+    return "%d %d %d %d" % (ptr, n, _DTYPES[dt], 1 if dev else 0)
+
+
+def reference(h, ptr, count):
+    try:
+        r = _mod.reference(_states[h])
+        mod = type(r).__module__ or ""
+        if mod.startswith("torch"):
+            import torch
+
+            r = r.detach().to("cpu", torch.float64).contiguous()
+            shape, addr, n = tuple(r.shape), r.data_ptr(), r.numel()
+            keep = r
+        else:
+            if hasattr(r, "__cuda_array_interface__") and hasattr(r, "get"):
+                r = r.get()  # CuPy to the host
+            import numpy
+
+            keep = numpy.ascontiguousarray(numpy.asarray(r, dtype=numpy.float64))
+            shape, addr, n = keep.shape, keep.ctypes.data, keep.size
+    except BaseException:
+        return _fail("reference()")
+    want = _shapes.get(h)
+    if want is not None and tuple(shape) != tuple(want):
+        return ("Ereference() has shape %s but output() has shape %s; they are compared "
+                "element by element" % (tuple(shape), tuple(want)))
+    if n != count:
+        return "Ereference() has %d elements, output() %d" % (n, count)
+    ctypes.memmove(ptr, addr, n * 8)
+    del keep
+    return ""
+
+
+def measure(fn, params):
+    f = getattr(_mod, fn, None)
+    if f is None:
+        return "0"
+    try:
+        return repr(float(f(_params(params))))
+    except BaseException:
+        return _fail(fn + "()")
+
+
+def teardown(h):
+    state = _states.pop(h, None)
+    _shapes.pop(h, None)
+    f = getattr(_mod, "teardown", None)
+    if f is not None and state is not None:
+        try:
+            f(state)
+        except BaseException:
+            return _fail("teardown()")
+    return ""

@@ -1,0 +1,340 @@
+/* pykernel — see pykernel.h.
+ *
+ * No Python headers are needed to build this: the few CPython functions it
+ * calls are part of the stable ABI and resolved by name from the node's
+ * libpython, loaded RTLD_GLOBAL so that extension modules (numpy, torch)
+ * find the interpreter's symbols. Every call goes through a pyglue.py
+ * function that returns a str (a payload, or "E" and a message), so this
+ * file handles no Python exception objects. */
+#include "runner/pykernel.h"
+#include "runner/pysrc.h"
+
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+typedef struct pyobj pyobj; /* PyObject, opaque here */
+
+typedef struct pyhost {
+    void *lib;
+    void (*initialize)(int);
+    int (*run_simple)(const char *, void *);
+    pyobj *(*add_module)(const char *);
+    pyobj *(*get_attr)(pyobj *, const char *);
+    pyobj *(*call)(pyobj *, const char *, ...);
+    const char *(*utf8)(pyobj *, ssize_t *);
+    void (*decref)(pyobj *);
+    void (*print_error)(void);
+    pyobj *fn_setup, *fn_run, *fn_output, *fn_reference, *fn_measure, *fn_teardown;
+    kf_kernel k;
+    char name[128];
+    char description[256];
+} pyhost;
+
+/* The one interpreter of this process (see pykernel.h). */
+static pyhost *the_host;
+
+/* Copies a glue error (after its "E") to err, keeping the end of a long
+ * traceback, where the exception is, and its first line. */
+static void copy_error(const char *msg, char *err, size_t errlen)
+{
+    size_t n = strlen(msg);
+    if (!err || errlen == 0)
+        return;
+    if (n < errlen) {
+        memcpy(err, msg, n + 1);
+        return;
+    }
+    size_t head = strcspn(msg, "\n");
+    if (head > errlen / 4)
+        head = errlen / 4;
+    static const char gap[] = "\n...\n";
+    size_t tail = errlen - head - sizeof gap;
+    snprintf(err, errlen, "%.*s%s%s", (int)head, msg, gap, msg + n - tail);
+}
+
+/* The str a glue function returned, or NULL when the call itself failed
+ * (Python printed why on stderr). The caller decrefs *obj. */
+static const char *text_of(pyhost *p, pyobj *r, pyobj **obj, char *err, size_t errlen)
+{
+    *obj = r;
+    const char *s = r ? p->utf8(r, NULL) : NULL;
+    if (!s) {
+        p->print_error();
+        snprintf(err, errlen, "the Python glue failed (the runner's stderr has Python's report)");
+    }
+    return s;
+}
+
+static void params_text(const kf_params *p, char *out, size_t len)
+{
+    size_t o = 0;
+    out[0] = '\0';
+    for (int i = 0; i < p->count && o < len; i++) {
+        int w =
+            snprintf(out + o, len - o, "%s%s=%" PRId64, i ? "," : "", p->names[i], p->values[i]);
+        if (w < 0)
+            break;
+        o += (size_t)w;
+    }
+}
+
+static int py_setup(void **state, const kf_params *params, uint64_t seed, char *err, size_t errlen)
+{
+    pyhost *p = the_host;
+    char pt[2048];
+    params_text(params, pt, sizeof pt);
+    pyobj *obj;
+    const char *s =
+        text_of(p, p->call(p->fn_setup, "sK", pt, (unsigned long long)seed), &obj, err, errlen);
+    int rc = -1;
+    if (s && s[0] == 'E') {
+        copy_error(s + 1, err, errlen);
+    } else if (s) {
+        *state = (void *)(intptr_t)strtol(s, NULL, 10);
+        rc = 0;
+    }
+    p->decref(obj);
+    return rc;
+}
+
+/* A call whose success payload is "" (run, teardown). */
+static int py_status(pyobj *fn, void *state, char *err, size_t errlen)
+{
+    pyhost *p = the_host;
+    pyobj *obj;
+    const char *s = text_of(p, p->call(fn, "l", (long)(intptr_t)state), &obj, err, errlen);
+    int rc = s && s[0] == '\0' ? 0 : -1;
+    if (s && s[0] == 'E')
+        copy_error(s + 1, err, errlen);
+    p->decref(obj);
+    return rc;
+}
+
+static int py_run(void *state, char *err, size_t errlen)
+{
+    return py_status(the_host->fn_run, state, err, errlen);
+}
+
+static int py_output(void *state, kf_view *out)
+{
+    pyhost *p = the_host;
+    char err[2048];
+    pyobj *obj;
+    const char *s =
+        text_of(p, p->call(p->fn_output, "l", (long)(intptr_t)state), &obj, err, sizeof err);
+    unsigned long long ptr = 0, count = 0;
+    int dtype = 0, dev = 0, rc = -1;
+    if (s && s[0] == 'E') {
+        /* output() has no error channel in kf_kernel.h: the harness reports
+         * "no output"; say what was wrong where the runner's log shows it. */
+        fprintf(stderr, "kfleet python kernel: %s\n", s + 1);
+    } else if (s && sscanf(s, "%llu %llu %d %d", &ptr, &count, &dtype, &dev) == 4) {
+        out->data = (void *)(uintptr_t)ptr;
+        out->count = (size_t)count;
+        out->dtype = (kf_dtype)dtype;
+        out->location = dev ? KF_LOC_DEVICE : KF_LOC_HOST;
+        rc = 0;
+    }
+    p->decref(obj);
+    return rc;
+}
+
+static int py_reference(void *state, double *ref, char *err, size_t errlen)
+{
+    pyhost *p = the_host;
+    /* The element count is the output's: the harness sized ref by it. */
+    kf_view v = {0};
+    if (py_output(state, &v) != 0) {
+        snprintf(err, errlen, "output() failed before reference()");
+        return -1;
+    }
+    pyobj *obj;
+    const char *s =
+        text_of(p,
+                p->call(p->fn_reference, "lKK", (long)(intptr_t)state,
+                        (unsigned long long)(uintptr_t)ref, (unsigned long long)v.count),
+                &obj, err, errlen);
+    int rc = s && s[0] == '\0' ? 0 : -1;
+    if (s && s[0] == 'E')
+        copy_error(s + 1, err, errlen);
+    p->decref(obj);
+    return rc;
+}
+
+static double py_measure(const char *fn, const kf_params *params)
+{
+    pyhost *p = the_host;
+    char pt[2048], err[512];
+    params_text(params, pt, sizeof pt);
+    pyobj *obj;
+    const char *s = text_of(p, p->call(p->fn_measure, "ss", fn, pt), &obj, err, sizeof err);
+    double v = 0;
+    if (s && s[0] == 'E')
+        fprintf(stderr, "kfleet python kernel: %s() failed, counted as 0: %s\n", fn, s + 1);
+    else if (s)
+        v = strtod(s, NULL);
+    p->decref(obj);
+    return v;
+}
+
+static double py_bytes(const kf_params *params)
+{
+    return py_measure("bytes", params);
+}
+
+static double py_flops(const kf_params *params)
+{
+    return py_measure("flops", params);
+}
+
+static void py_teardown(void *state)
+{
+    char err[2048] = "";
+    if (py_status(the_host->fn_teardown, state, err, sizeof err) != 0)
+        fprintf(stderr, "kfleet python kernel: teardown failed: %s\n", err);
+}
+
+#define SYM(field, name)                                                                           \
+    do {                                                                                           \
+        *(void **)&p->field = dlsym(p->lib, name);                                                 \
+        if (!p->field) {                                                                           \
+            snprintf(err, errlen, "%s lacks %s; is it CPython 3.8 or newer?", py->libpython,       \
+                     name);                                                                        \
+            return -1;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+/* Loads libpython and starts the interpreter with the node Python's home
+ * and module path; then runs pyglue.py in __main__. */
+static int start(pyhost *p, const kf_pyenv *py, char *err, size_t errlen)
+{
+    p->lib = dlopen(py->libpython, RTLD_NOW | RTLD_GLOBAL);
+    if (!p->lib) {
+        snprintf(err, errlen, "cannot load %s (Python %s's shared library): %s", py->libpython,
+                 py->version, dlerror());
+        return -1;
+    }
+    SYM(initialize, "Py_InitializeEx");
+    SYM(run_simple, "PyRun_SimpleStringFlags");
+    SYM(add_module, "PyImport_AddModule");
+    SYM(get_attr, "PyObject_GetAttrString");
+    SYM(call, "PyObject_CallFunction");
+    SYM(utf8, "PyUnicode_AsUTF8AndSize");
+    SYM(decref, "Py_DecRef");
+    SYM(print_error, "PyErr_Print");
+    /* The home of the interpreter the probe ran, not one found on PATH:
+     * its standard library must match the libpython loaded. */
+    char home[2 * PATH_MAX + 2];
+    snprintf(home, sizeof home, "%s%s%s", py->base_prefix,
+             strcmp(py->base_prefix, py->base_exec_prefix) ? ":" : "",
+             strcmp(py->base_prefix, py->base_exec_prefix) ? py->base_exec_prefix : "");
+    setenv("PYTHONHOME", home, 1);
+    p->initialize(0); /* 0: leave signal handling to the runner */
+    unsetenv("PYTHONHOME");
+    /* sys.path is the probe's JSON list, which is a Python literal; the
+     * executable goes in byte by byte as \x escapes, so no path can end the
+     * string early. */
+    size_t n = strlen(py->path_json) + strlen(py->executable) * 4 + 256;
+    char *boot = malloc(n);
+    if (!boot) {
+        snprintf(err, errlen, "out of memory starting Python");
+        return -1;
+    }
+    size_t o = (size_t)snprintf(boot, n, "import sys\nsys.path[:] = %s\nsys.executable = '",
+                                py->path_json);
+    for (const char *c = py->executable; *c && o + 8 < n; c++)
+        o += (size_t)snprintf(boot + o, n - o, "\\x%02x", (unsigned char)*c);
+    /* site.addsitedir runs the .pth files of the module path's
+     * site-packages (a venv's included), as the interpreter's own start
+     * does; the embedded one started from the base installation. */
+    snprintf(boot + o, n - o,
+             "'.encode('latin-1').decode('utf-8')\nsys.argv = ['']\nimport site\n"
+             "for _p in list(sys.path):\n"
+             "    if _p.endswith(('site-packages', 'dist-packages')):\n"
+             "        site.addsitedir(_p)\n");
+    int rc = p->run_simple(boot, NULL);
+    free(boot);
+    if (rc != 0 || p->run_simple(kf_py_glue_src, NULL) != 0) {
+        snprintf(err, errlen,
+                 "Python %s did not start the kernel glue (the runner's stderr has "
+                 "Python's report)",
+                 py->version);
+        return -1;
+    }
+    pyobj *main = p->add_module("__main__");
+    struct {
+        pyobj **fn;
+        const char *name;
+    } fns[] = {{&p->fn_setup, "setup"},     {&p->fn_run, "run"},
+               {&p->fn_output, "output"},   {&p->fn_reference, "reference"},
+               {&p->fn_measure, "measure"}, {&p->fn_teardown, "teardown"}};
+    for (size_t i = 0; i < sizeof fns / sizeof *fns; i++)
+        if (!main || !(*fns[i].fn = p->get_attr(main, fns[i].name))) {
+            snprintf(err, errlen, "the kernel glue lacks %s()", fns[i].name);
+            return -1;
+        }
+    return 0;
+}
+
+int kf_pyk_load(const kf_pyenv *py, const char *path, const char *filename, const char *name,
+                int want_cuda, const kf_kernel **k, char *err, size_t errlen)
+{
+    if (the_host) {
+        snprintf(err, errlen, "a Python kernel is already loaded in this runner");
+        return -1;
+    }
+    pyhost *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, errlen, "out of memory loading a Python kernel");
+        return -1;
+    }
+    if (start(p, py, err, errlen) != 0) {
+        free(p); /* libpython stays loaded: it cannot be unloaded safely */
+        return -1;
+    }
+    the_host = p;
+    pyobj *load = p->get_attr(p->add_module("__main__"), "load"), *obj;
+    const char *s =
+        load ? text_of(p, p->call(load, "sssi", path, filename, name, want_cuda), &obj, err, errlen)
+             : NULL;
+    if (!s) {
+        the_host = NULL;
+        return -1;
+    }
+    if (s[0] == 'E') {
+        copy_error(s + 1, err, errlen);
+        p->decref(obj);
+        the_host = NULL;
+        return -1;
+    }
+    double tol_abs = 0, tol_rel = 0;
+    int det = 0, used = 0;
+    if (sscanf(s, "%lf %lf %d %127s%n", &tol_abs, &tol_rel, &det, p->name, &used) < 4) {
+        snprintf(err, errlen, "the kernel glue answered '%.100s' to load()", s);
+        p->decref(obj);
+        the_host = NULL;
+        return -1;
+    }
+    const char *nl = strchr(s + used, '\n');
+    snprintf(p->description, sizeof p->description, "%s", nl ? nl + 1 : "");
+    p->decref(obj);
+    p->k = (kf_kernel){.abi_version = KF_KERNEL_ABI_VERSION,
+                       .name = p->name,
+                       .description = p->description,
+                       .tol_abs = tol_abs,
+                       .tol_rel = tol_rel,
+                       .deterministic = det,
+                       .setup = py_setup,
+                       .run = py_run,
+                       .output = py_output,
+                       .reference = py_reference,
+                       .bytes = py_bytes,
+                       .flops = py_flops,
+                       .teardown = py_teardown};
+    *k = &p->k;
+    return 0;
+}

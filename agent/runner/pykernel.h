@@ -1,0 +1,28 @@
+/* pykernel — a Python kernel seen through kf_kernel.h, so the harness
+ * drives it exactly as a compiled one: the runner loads the node's shared
+ * libpython (pyenv.h), starts an interpreter with the node Python's module
+ * path, imports the kernel from its cached copy through pyglue.py, and
+ * hands back a kf_kernel whose callbacks call the module's setup, run,
+ * output, reference, bytes, flops and teardown. A Python exception becomes
+ * the callback's error, with its traceback.
+ *
+ * CPython is one interpreter per process, and kf_kernel's callbacks carry
+ * no context pointer: the callbacks find the interpreter through one
+ * static, set by kf_pyk_load. A runner runs one task and exits (with
+ * _exit, see harness.c), so the interpreter is never finalized. */
+#ifndef KF_PYKERNEL_H
+#define KF_PYKERNEL_H
+
+#include "kf_kernel.h"
+#include "runner/pyenv.h"
+
+#include <stddef.h>
+
+/* Imports the kernel cached at `path` (shown in tracebacks as `filename`)
+ * as module `name`; want_cuda: the sweep sent it as a device kernel (its
+ * `device = "cuda"` line). *k stays valid for the process. Returns 0, or -1
+ * with err filled. */
+int kf_pyk_load(const kf_pyenv *py, const char *path, const char *filename, const char *name,
+                int want_cuda, const kf_kernel **k, char *err, size_t errlen);
+
+#endif

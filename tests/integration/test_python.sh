@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Python kernels (issue 13, CPU part): numpy kernels given as `path: X.py`
+# run through the same harness as C ones (seeds, poisoning, the determinism
+# check, timing, the profile's re-checks). A right kernel is validated and
+# profiled with its GB/s; each way a Python kernel goes wrong gets its own
+# message in the report: wrong values, an exception (with the kernel's own
+# traceback lines), a missing package, a wrong shape, a dtype the harness
+# cannot compare, a syntax error (the build fails with file and line), a
+# module lacking a callback, a device that differs from the line the
+# scheduler read, and a memoizing cheat (caught by the re-check). Then the
+# same sweep with no usable interpreter: the build says what to install.
+source "$(dirname "$0")/lib.sh"
+
+# Debian's interpreter, which has python3-numpy (deploy/install-deps.sh
+# --test); a PATH python3 (pyenv, a venv) may not.
+export KF_PYTHON=/usr/bin/python3
+"$KF_PYTHON" -c 'import numpy' 2>"$T/numpy.err" ||
+  fail "$KF_PYTHON has no numpy (make test-build installs python3-numpy): $(tail -1 "$T/numpy.err")"
+
+rc=0
+"$KFLEET" run "$KF_SRC/tests/data/sweeps/python.yaml" --agents 2 --format json -o "$T/r.json" \
+  >"$T/run.out" 2>"$T/run.log" || rc=$?
+[ $rc -eq 1 ] || fail "a sweep with failing Python kernels exited $rc, expected 1: $(tail -3 "$T/run.log")"
+python3 - "$T/r.json" <<'PY' || fail "a Python kernel's outcome is not what it should be"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = {}
+for r in d["rows"]:
+    rows.setdefault(r["kernel"], []).append(r)
+def state(r, k):
+    return (r.get(k) or {}).get("state")
+def err(r, k="validation"):
+    return (r.get(k) or {}).get("error") or ""
+
+good = rows["saxpy"]
+assert len(good) == 2, good
+for r in good:
+    assert state(r, "validation") == "succeeded", err(r)
+    assert state(r, "profile") == "succeeded", err(r, "profile")
+    p = r["profile"]
+    assert p["median_s"] > 0 and p["samples"] >= 20, p
+    assert p["gbps"] and p["gbps"] > 0 and p["bytes"] == 12 * r["params"]["n"], p["bytes"]
+print("ok - saxpy.py: validated and profiled at", [round(r["profile"]["gbps"], 2) for r in good], "GB/s")
+
+expect = {
+    "py_wrong": "max abs error 1 ",
+    "py_raises": "run(): RuntimeError: kernel gave up on call 2",
+    "py_import_error": "ModuleNotFoundError: No module named 'kfleet_no_such_package' (the node's Python is /usr/bin/python3",
+    "py_bad_shape": "reference() has shape (1024,) but output() has shape (32, 32)",
+    "py_bad_dtype": "output() has dtype int64; the harness compares float32",
+    "py_incomplete": "does not define reference()",
+    "py_gpu_says_cpu": "device is 'cuda' when imported but the sweep read it as 'cpu'",
+}
+for name, text in expect.items():
+    r = rows[name][0]
+    assert state(r, "validation") == "failed", (name, state(r, "validation"))
+    assert text in err(r), f"{name}: {err(r)[:300]!r} lacks {text!r}"
+    assert state(r, "profile") == "skipped", (name, state(r, "profile"))
+    print(f"ok - {name}: {err(r).splitlines()[0][:120]}")
+# The traceback is the kernel's: its file and lines, none of kfleet's glue.
+tb = err(rows["py_raises"][0])
+assert 'File "py_raises.py", line 16, in helper' in tb and "<string>" not in tb, tb
+print("ok - py_raises: the traceback names py_raises.py line 16, in helper")
+
+syn = [b for b in d["builds"] if b["kernel"] == "py_syntax"]
+assert syn and all(b["state"] == "failed" for b in syn), syn
+assert 'File "py_syntax.py", line 7' in syn[0]["error"] and "SyntaxError" in syn[0]["error"], syn[0]["error"]
+assert state(rows["py_syntax"][0], "validation") == "failed"
+print("ok - py_syntax: the build failed:", syn[0]["error"].replace("\n", " | ")[:140])
+
+py = [b for b in d["builds"] if b["kernel"] == "saxpy"][0]
+assert py["compiler"].startswith("Python 3.") and "numpy" in py["compiler"], py["compiler"]
+print("ok - the build record names the interpreter:", py["compiler"])
+
+r = rows["py_cheat_memoize"][0]
+assert state(r, "validation") == "succeeded" and state(r, "profile") == "failed", r
+assert "profile re-check failed" in err(r, "profile"), err(r, "profile")
+print("ok - py_cheat_memoize: passed validation, caught by the profile's re-check")
+PY
+pass "Python kernels: measured when right, a clear message for each way they go wrong"
+
+# No interpreter at all: its tasks fail saying what to install or set.
+rc=0
+KF_PYTHON=/nonexistent/python3 "$KFLEET" run "$KF_SRC/tests/data/sweeps/python.yaml" --agents 1 \
+  --format json -o "$T/none.json" >"$T/none.out" 2>"$T/none.log" || rc=$?
+[ $rc -eq 1 ] || fail "a sweep with no Python interpreter exited $rc, expected 1"
+python3 - "$T/none.json" <<'PY' || fail "no interpreter: the build did not say so"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = [r for r in d["rows"] if r["kernel"] == "saxpy"]
+assert rows, d["rows"]
+for r in rows:
+    e = r["validation"]["error"] or ""
+    assert r["validation"]["state"] == "failed", r["validation"]
+    assert "/nonexistent/python3 does not run on this node" in e and "KF_PYTHON" in e, e
+print("ok -", rows[0]["validation"]["error"])
+PY
+pass "no interpreter: every Python task fails with what to install"
+
+# examples/torch.yaml compares launching one CUDA kernel from C and from
+# Python: that holds only while both files carry the same device code.
+python3 - "$KF_SRC/examples/python/softmax_c.cu" "$KF_SRC/examples/python/softmax_cupy.py" <<'PY' ||
+import sys
+c, py = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+begin, end = "// kfleet: softmax kernel begin\n", "// kfleet: softmax kernel end"
+body = c[c.index(begin) + len(begin):c.index(end)]
+text = py[py.index('SOURCE = r"""') + len('SOURCE = r"""'):py.index('"""\n# kfleet: softmax kernel end')]
+assert body == text, "softmax_cupy.py's SOURCE differs from softmax_c.cu's kernel"
+PY
+  fail "softmax_c.cu and softmax_cupy.py no longer carry the same device code"
+pass "softmax_c.cu and softmax_cupy.py carry the same device code"
