@@ -248,12 +248,11 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
     sw->measure = ms;
     sw->n_kernels = spec->nkernels;
     sw->kernels = kf_xcalloc(spec->nkernels, sizeof *sw->kernels);
-    size_t ntasks = 0;
     int kinds = spec->tasks & (KF_TASK_VALIDATE | KF_TASK_PROFILE);
     size_t per_config = (size_t) !!(kinds & KF_TASK_VALIDATE) + !!(kinds & KF_TASK_PROFILE);
-    for (size_t i = 0; i < spec->nkernels; i++)
-        ntasks += per_config ? kf_sweep_kernel_configs(&spec->kernels[i]) * per_config : 1;
-    req->tasks = kf_xcalloc(ntasks ? ntasks : 1, sizeof *req->tasks);
+    /* A build-only sweep sends a task per kernel; any other, a group. */
+    req->tasks = kf_xcalloc(spec->nkernels ? spec->nkernels : 1, sizeof *req->tasks);
+    req->groups = kf_xcalloc(spec->nkernels ? spec->nkernels : 1, sizeof *req->groups);
     int rc = KF_OK;
     for (size_t i = 0; i < spec->nkernels; i++) {
         const kf_sweep_kernel *k = &spec->kernels[i];
@@ -329,7 +328,6 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
             free(hnames[h]);
         }
 
-        size_t nconf = kf_sweep_kernel_configs(k);
         if (!per_config) {
             Kfleet__Task *t = kf_xcalloc(1, sizeof *t);
             kfleet__task__init(t);
@@ -338,32 +336,28 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
             req->tasks[req->n_tasks++] = t;
             continue;
         }
-        for (size_t ci = 0; ci < nconf; ci++) {
-            const char *names[KF_SWEEP_MAX_AXES];
-            int64_t values[KF_SWEEP_MAX_AXES];
-            int np2 = kf_sweep_kernel_config(k, ci, names, values);
-            for (size_t ki = 0; kf_task_kinds[ki]; ki++) {
-                const kf_task_kind *tk = kf_task_kinds[ki];
-                if (!tk->per_config || !((unsigned)kinds & tk->sweep_bit))
-                    continue;
-                int kind = (int)tk->kind;
-                Kfleet__Task *t = kf_xcalloc(1, sizeof *t);
-                kfleet__task__init(t);
-                t->kind = (Kfleet__TaskKind)kind;
-                t->kernel_index = (uint32_t)i;
-                t->config_index = (uint32_t)ci;
-                t->n_params = (size_t)np2;
-                t->params = kf_xcalloc(np2 ? (size_t)np2 : 1, sizeof *t->params);
-                for (int p = 0; p < np2; p++) {
-                    Kfleet__Param *pp = kf_xmalloc(sizeof *pp);
-                    kfleet__param__init(pp);
-                    pp->name = xstrdup(names[p]);
-                    pp->value = values[p];
-                    t->params[p] = pp;
-                }
-                req->tasks[req->n_tasks++] = t;
-            }
+        /* The configurations go as axes: the coordinator expands them
+         * (TaskGroup), so the request stays small at any size. */
+        Kfleet__TaskGroup *g = kf_xcalloc(1, sizeof *g);
+        kfleet__task_group__init(g);
+        g->kernel_index = (uint32_t)i;
+        g->kinds = kf_xcalloc(8, sizeof *g->kinds);
+        for (size_t ki = 0; kf_task_kinds[ki] && g->n_kinds < 8; ki++) {
+            const kf_task_kind *tk = kf_task_kinds[ki];
+            if (tk->per_config && ((unsigned)kinds & tk->sweep_bit))
+                g->kinds[g->n_kinds++] = (Kfleet__TaskKind)tk->kind;
         }
+        g->axes = kf_xcalloc(k->naxes ? k->naxes : 1, sizeof *g->axes);
+        for (size_t a = 0; a < k->naxes; a++) {
+            Kfleet__Axis *ax = kf_xmalloc(sizeof *ax);
+            kfleet__axis__init(ax);
+            ax->name = xstrdup(k->axes[a].name);
+            ax->n_values = k->axes[a].nvalues;
+            ax->values = kf_xcalloc(ax->n_values ? ax->n_values : 1, sizeof *ax->values);
+            memcpy(ax->values, k->axes[a].values, ax->n_values * sizeof *ax->values);
+            g->axes[g->n_axes++] = ax;
+        }
+        req->groups[req->n_groups++] = g;
     }
     kf_buf_release(&abi);
     if (rc) {

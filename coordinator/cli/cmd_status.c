@@ -64,6 +64,10 @@ static json_t *sweep_json(const Kfleet__SweepProgress *s)
     json_object_set_new(js, "failed", json_integer(s->failed));
     json_object_set_new(js, "timed_out", json_integer(s->timed_out));
     json_object_set_new(js, "cancelled", json_integer(s->cancelled));
+    json_object_set_new(js, "skipped", json_integer(s->skipped));
+    /* Build tasks, made per agent as kernels reach it, are in total too. */
+    json_object_set_new(js, "builds_total", json_integer(s->builds_total));
+    json_object_set_new(js, "builds_ended", json_integer(s->builds_ended));
     json_object_set_new(
         js, "finished",
         json_boolean(s->succeeded + s->failed + s->timed_out + s->cancelled + s->skipped ==

@@ -4,6 +4,7 @@
  * the batch commits, so "submitted as sweep 7" means sweep 7 is on disk. */
 #include "daemon/coord_int.h"
 #include "common/xalloc.h"
+#include "core/sweep.h"
 #include "fleet/launches.h"
 #include "common/log.h"
 #include "fleet/tunnel.h"
@@ -154,11 +155,88 @@ static int sweep_progress(kf_coord *c, uint32_t id, Kfleet__SweepProgress *p, ch
     return rc;
 }
 
+/* The configurations of a task group (the product of its axes' lengths),
+ * or 0 when the group is not one a client makes (why says what). Bounded
+ * as the sweep parser bounds a sweep: a request cannot ask the
+ * coordinator for more than KF_SWEEP_MAX_CONFIGS configurations. */
+static uint64_t group_configs(const Kfleet__TaskGroup *g, size_t nkernels, char *why, size_t len)
+{
+    if (g->kernel_index >= nkernels) {
+        snprintf(why, len, "a task group names kernel %u of %zu", g->kernel_index, nkernels);
+        return 0;
+    }
+    int seen = 0;
+    for (size_t i = 0; i < g->n_kinds; i++) {
+        int bit = g->kinds[i] == KFLEET__TASK_KIND__VALIDATE  ? 1
+                  : g->kinds[i] == KFLEET__TASK_KIND__PROFILE ? 2
+                                                              : 0;
+        if (!bit || (seen & bit) || (bit == 1 && (seen & 2))) {
+            snprintf(why, len, "a task group's kinds are not validate and/or profile, in order");
+            return 0;
+        }
+        seen |= bit;
+    }
+    if (!seen || g->n_axes > KF_SWEEP_MAX_AXES) {
+        snprintf(why, len, "a task group has %zu kinds and %zu axes (1-2, at most %d)", g->n_kinds,
+                 g->n_axes, KF_SWEEP_MAX_AXES);
+        return 0;
+    }
+    uint64_t n = 1;
+    for (size_t a = 0; a < g->n_axes; a++) {
+        const Kfleet__Axis *ax = g->axes[a];
+        if (!ax->name || !*ax->name || ax->n_values == 0) {
+            snprintf(why, len, "a task group has an unnamed or empty axis");
+            return 0;
+        }
+        for (size_t b = 0; b < a; b++)
+            if (strcmp(g->axes[b]->name, ax->name) == 0) {
+                snprintf(why, len, "a task group names axis '%.64s' twice", ax->name);
+                return 0;
+            }
+        if (ax->n_values > KF_SWEEP_MAX_CONFIGS || (n *= ax->n_values) > KF_SWEEP_MAX_CONFIGS) {
+            snprintf(why, len, "a task group has more than %d configurations",
+                     KF_SWEEP_MAX_CONFIGS);
+            return 0;
+        }
+    }
+    return n;
+}
+
+/* A new pending task of sweep `id`, kept by the scheduler and put in txn. */
+static void add_task(kf_coord *c, ksweep *sw, kf_txn *txn, const Kfleet__Sweep *rec, uint32_t *idx,
+                     Kfleet__TaskKind kind, uint32_t kernel, uint32_t config,
+                     const char *const *names, const int64_t *values, size_t np, const char *pin)
+{
+    Kfleet__Task *t = kf_xmalloc(sizeof *t);
+    kfleet__task__init(t);
+    t->task_id = kf_task_id(rec->sweep_id, (*idx)++);
+    t->sweep_id = rec->sweep_id;
+    t->kind = kind;
+    t->kernel_index = kernel;
+    t->config_index = config;
+    t->n_params = np;
+    t->params = kf_xcalloc(np ? np : 1, sizeof *t->params);
+    for (size_t p = 0; p < np; p++) {
+        Kfleet__Param *pp = kf_xmalloc(sizeof *pp);
+        kfleet__param__init(pp);
+        pp->name = kf_xstrdup(names[p]);
+        pp->value = values[p];
+        t->params[p] = pp;
+    }
+    t->pin_agent = kf_xstrdup(pin);
+    t->agent_id = kf_xstrdup("");
+    t->error = kf_xstrdup("");
+    t->state = KFLEET__TASK_STATE__PENDING;
+    t->created_ns = t->updated_ns = rec->created_ns;
+    sched_add_task(c, sw, t);
+    kf_store_put_task(txn, t);
+}
+
 static void handle_submit(kf_coord *c, const void *peer, size_t peer_len,
                           Kfleet__SubmitRequest *req)
 {
     Kfleet__Sweep *in = req->sweep;
-    if (!in || in->n_kernels == 0 || req->n_tasks == 0) {
+    if (!in || in->n_kernels == 0 || (req->n_tasks == 0 && req->n_groups == 0)) {
         reply_error(c, peer, peer_len, KF_EINVAL, "submit: the sweep has no kernels or no tasks");
         return;
     }
@@ -167,6 +245,19 @@ static void handle_submit(kf_coord *c, const void *peer, size_t peer_len,
             reply_error(c, peer, peer_len, KF_EINVAL, "submit: a task names a kernel out of range");
             return;
         }
+    }
+    uint64_t ntasks = req->n_tasks, nconfigs = 0;
+    for (size_t i = 0; i < req->n_groups; i++) {
+        char why[160];
+        uint64_t n = group_configs(req->groups[i], in->n_kernels, why, sizeof why);
+        if (n == 0 || (nconfigs += n) > KF_SWEEP_MAX_CONFIGS) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "submit: %s",
+                     n ? "the sweep has more than 1000000 configurations" : why);
+            reply_error(c, peer, peer_len, KF_EINVAL, msg);
+            return;
+        }
+        ntasks += n * req->groups[i]->n_kinds;
     }
     /* nodes: all — every configuration on every agent registered now. */
     kagent **targets = NULL;
@@ -184,7 +275,7 @@ static void handle_submit(kf_coord *c, const void *peer, size_t peer_len,
             return;
         }
     }
-    uint64_t expanded = (uint64_t)req->n_tasks * (in->nodes_all ? ntargets : 1);
+    uint64_t expanded = ntasks * (in->nodes_all ? ntargets : 1);
     if (expanded > 0xFFFFFFF0ull) {
         free(targets);
         reply_error(c, peer, peer_len, KF_EINVAL, "submit: too many tasks in one sweep");
@@ -207,31 +298,37 @@ static void handle_submit(kf_coord *c, const void *peer, size_t peer_len,
     uint32_t idx = 0;
     size_t reps = in->nodes_all ? ntargets : 1;
     for (size_t i = 0; i < req->n_tasks; i++) {
-        for (size_t r = 0; r < reps; r++) {
-            Kfleet__Task *src = req->tasks[i];
-            Kfleet__Task *t = kf_xmalloc(sizeof *t);
-            kfleet__task__init(t);
-            t->task_id = kf_task_id(id, idx++);
-            t->sweep_id = id;
-            t->kind = src->kind;
-            t->kernel_index = src->kernel_index;
-            t->config_index = src->config_index;
-            t->n_params = src->n_params;
-            t->params = kf_xcalloc(src->n_params ? src->n_params : 1, sizeof *t->params);
-            for (size_t p = 0; p < src->n_params; p++) {
-                Kfleet__Param *pp = kf_xmalloc(sizeof *pp);
-                kfleet__param__init(pp);
-                pp->name = strdup(src->params[p]->name);
-                pp->value = src->params[p]->value;
-                t->params[p] = pp;
+        const Kfleet__Task *src = req->tasks[i];
+        const char *names[KF_SWEEP_MAX_AXES];
+        int64_t values[KF_SWEEP_MAX_AXES];
+        size_t np = src->n_params < KF_SWEEP_MAX_AXES ? src->n_params : KF_SWEEP_MAX_AXES;
+        for (size_t p = 0; p < np; p++) {
+            names[p] = src->params[p]->name;
+            values[p] = src->params[p]->value;
+        }
+        for (size_t r = 0; r < reps; r++)
+            add_task(c, sw, txn, rec, &idx, src->kind, src->kernel_index, src->config_index, names,
+                     values, np, in->nodes_all ? targets[r]->id : "");
+    }
+    for (size_t i = 0; i < req->n_groups; i++) {
+        const Kfleet__TaskGroup *g = req->groups[i];
+        const char *names[KF_SWEEP_MAX_AXES];
+        int64_t values[KF_SWEEP_MAX_AXES];
+        uint64_t n = group_configs(g, in->n_kernels, NULL, 0);
+        for (size_t a = 0; a < g->n_axes; a++)
+            names[a] = g->axes[a]->name;
+        for (uint64_t ci = 0; ci < n; ci++) {
+            /* Configuration ci in mixed radix, the last axis fastest: the
+             * sweep parser's order (kf_sweep_kernel_config). */
+            uint64_t rest = ci;
+            for (size_t a = g->n_axes; a-- > 0;) {
+                values[a] = g->axes[a]->values[rest % g->axes[a]->n_values];
+                rest /= g->axes[a]->n_values;
             }
-            t->pin_agent = strdup(in->nodes_all ? targets[r]->id : "");
-            t->agent_id = strdup("");
-            t->error = strdup("");
-            t->state = KFLEET__TASK_STATE__PENDING;
-            t->created_ns = t->updated_ns = rec->created_ns;
-            sched_add_task(c, sw, t);
-            kf_store_put_task(txn, t);
+            for (size_t k = 0; k < g->n_kinds; k++)
+                for (size_t r = 0; r < reps; r++)
+                    add_task(c, sw, txn, rec, &idx, g->kinds[k], g->kernel_index, (uint32_t)ci,
+                             names, values, g->n_axes, in->nodes_all ? targets[r]->id : "");
         }
     }
     free(targets);
@@ -507,6 +604,36 @@ static void handle_launch_status(kf_coord *c, const void *peer, size_t peer_len,
         return;
     }
     reply_launch(c, peer, peer_len, id, 0);
+}
+
+/* What a task costs the store, generously: its record (params included)
+ * and, when it ends, its result, with LMDB's copy-on-write pages around
+ * them. */
+#define TASK_STORE_BYTES 1024
+
+size_t control_write_estimate(kf_coord *c, const void *data, size_t len)
+{
+    size_t est = 4 * len;
+    kf_err err;
+    Kfleet__ControlRequest *req = kf_ctl_unpack_request(data, len, &err);
+    if (!req)
+        return est;
+    uint64_t tasks = 0;
+    if (req->body_case == KFLEET__CONTROL_REQUEST__BODY_SUBMIT && req->submit) {
+        tasks = req->submit->n_tasks;
+        for (size_t i = 0; i < req->submit->n_groups; i++) {
+            uint64_t n = group_configs(req->submit->groups[i], SIZE_MAX, NULL, 0);
+            tasks += n * req->submit->groups[i]->n_kinds;
+        }
+        if (req->submit->sweep && req->submit->sweep->nodes_all)
+            tasks *= c->nagents ? c->nagents : 1;
+    } else if (req->body_case == KFLEET__CONTROL_REQUEST__BODY_CANCEL) {
+        const ksweep *sw = sched_sweep(c, req->cancel);
+        tasks = sw ? sw->ntasks : 0;
+    }
+    kfleet__control_request__free_unpacked(req, NULL);
+    uint64_t bytes = tasks * TASK_STORE_BYTES;
+    return bytes > est ? (size_t)bytes : est;
 }
 
 void control_handle(kf_coord *c, const void *peer, size_t peer_len, const void *data, size_t len)

@@ -258,10 +258,10 @@ static void send_outgoing(kf_coord *c)
  * MDB_MAP_FULL in normal operation; *budget is how many bytes of agent
  * frames this turn may take (a quarter of the room: LMDB writes whole pages,
  * and a batch's records spread over many). */
-static int ensure_room(kf_coord *c, size_t *budget, kf_err *err)
+static int ensure_room(kf_coord *c, size_t need, size_t *budget, kf_err *err)
 {
     size_t used = kf_store_used(c->store), map = kf_store_map_size(c->store);
-    while (used * 4 >= map * 3 || map - used < 8 * c->max_frame) {
+    while (used * 4 >= map * 3 || map - used < 8 * c->max_frame || (map - used) / 4 < need) {
         int rc = kf_store_grow(c->store, err);
         if (rc)
             return rc;
@@ -315,7 +315,7 @@ int kf_coord_run(kf_coord *c, volatile sig_atomic_t *stop, kf_err *err)
             break;
         }
         size_t budget = 0, taken = 0;
-        if ((rc = ensure_room(c, &budget, err)))
+        if ((rc = ensure_room(c, 0, &budget, err)))
             break;
         for (int z = 0; z < 64 && (items[2].revents & ZMQ_POLLIN); z++) {
             int ev = 0;
@@ -346,12 +346,14 @@ int kf_coord_run(kf_coord *c, volatile sig_atomic_t *stop, kf_err *err)
             size_t len = zmq_msg_size(&body);
             if (len > c->max_frame)
                 c->max_frame = len;
-            if (taken + 4 * len > budget) {
-                if ((c->txn && (rc = commit_turn(c, err))) || (rc = ensure_room(c, &budget, err)))
+            size_t need = control_write_estimate(c, zmq_msg_data(&body), len);
+            if (taken + need > budget) {
+                if ((c->txn && (rc = commit_turn(c, err))) ||
+                    (rc = ensure_room(c, need, &budget, err)))
                     break;
                 taken = 0;
             }
-            taken += 4 * len;
+            taken += need;
             control_handle(c, zmq_msg_data(&peer), zmq_msg_size(&peer), zmq_msg_data(&body),
                            zmq_msg_size(&body));
             m++;

@@ -176,5 +176,8 @@ void sched_free_agent(kagent *a);
 
 /* control.c */
 void control_handle(kf_coord *c, const void *peer, size_t peer_len, const void *data, size_t len);
+/* The store bytes a control request may write (a submit's tasks, a
+ * cancel's results), so the loop can make room before handling it. */
+size_t control_write_estimate(kf_coord *c, const void *data, size_t len);
 
 #endif

@@ -370,7 +370,12 @@ void sched_end_attempt(kf_coord *c, ktask *t, int state, const char *note)
         kfleet__attempt__free_unpacked(old, NULL);
 }
 
-int sched_finish(kf_coord *c, ksweep *sw, ktask *t, int state, const char *error)
+static void gate_done(kf_coord *c, ksweep *sw, ktask *t, int log);
+
+/* sched_finish; `log` 0 leaves the task.end line out, for a whole sweep
+ * cancelled at once (a million lines would be the cancel's cost), which
+ * logs one line instead. */
+static int finish(kf_coord *c, ksweep *sw, ktask *t, int state, const char *error, int log)
 {
     Kfleet__Result r = KFLEET__RESULT__INIT;
     r.task_id = t->rec->task_id;
@@ -389,13 +394,24 @@ int sched_finish(kf_coord *c, ksweep *sw, ktask *t, int state, const char *error
     sched_set_str(&t->rec->error, error);
     sched_set_state(sw, t, state);
     sched_put_task(c, t);
-    kf_info("task.end", "task=0x%llx state=%s error=\"%s\"", (unsigned long long)t->rec->task_id,
-            state_name(state), error ? error : "");
-    sched_gate_done(c, sw, t);
+    if (log)
+        kf_info("task.end", "task=0x%llx state=%s error=\"%s\"",
+                (unsigned long long)t->rec->task_id, state_name(state), error ? error : "");
+    gate_done(c, sw, t, log);
     return rc;
 }
 
+int sched_finish(kf_coord *c, ksweep *sw, ktask *t, int state, const char *error)
+{
+    return finish(c, sw, t, state, error, 1);
+}
+
 void sched_gate_done(kf_coord *c, ksweep *sw, ktask *t)
+{
+    gate_done(c, sw, t, 1);
+}
+
+static void gate_done(kf_coord *c, ksweep *sw, ktask *t, int log)
 {
     if (t->dependent < 0 || (uint32_t)t->dependent >= sw->ntasks ||
         !kf_state_terminal(t->rec->state) || t->rec->state == KFLEET__TASK_STATE__SUCCEEDED)
@@ -409,7 +425,7 @@ void sched_gate_done(kf_coord *c, ksweep *sw, ktask *t)
              t->rec->error ? t->rec->error : "");
     snprintf(why, sizeof why, "skipped: its validation did not pass (%s)%s%s",
              state_name(t->rec->state), *line ? ": " : "", line);
-    sched_finish(c, sw, d, KFLEET__TASK_STATE__SKIPPED, why);
+    finish(c, sw, d, KFLEET__TASK_STATE__SKIPPED, why, log);
 }
 
 void sched_send_cancel(kf_coord *c, const kagent *a, uint64_t task_id, uint32_t attempt)
@@ -425,6 +441,7 @@ void sched_send_cancel(kf_coord *c, const kagent *a, uint64_t task_id, uint32_t 
 
 void sched_cancel_sweep(kf_coord *c, ksweep *sw, const char *why)
 {
+    uint32_t n = 0;
     sw->rec->cancelled = 1;
     for (uint32_t i = 0; i < sw->ntasks; i++) {
         ktask *t = &sw->tasks[i];
@@ -432,8 +449,10 @@ void sched_cancel_sweep(kf_coord *c, ksweep *sw, const char *why)
             continue;
         if (t->agent >= 0)
             sched_send_cancel(c, c->agents[t->agent], t->rec->task_id, t->rec->attempts);
-        sched_finish(c, sw, t, KFLEET__TASK_STATE__CANCELLED, why);
+        finish(c, sw, t, KFLEET__TASK_STATE__CANCELLED, why, 0);
+        n++;
     }
+    kf_info("sweep.cancel", "sweep=%u tasks=%u why=\"%s\"", sw->rec->sweep_id, n, why);
 }
 
 /* Takes the current attempt away from its agent: back to pending while
