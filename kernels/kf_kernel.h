@@ -18,7 +18,12 @@
  *  - setup allocates everything run needs; run does only the timed work.
  *    Inputs are made from `seed` so validation trials differ.
  *  - output() names the buffer the harness checks and poisons. For a CUDA
- *    kernel it is device memory (location KF_LOC_DEVICE).
+ *    kernel it is device memory (location KF_LOC_DEVICE). It is asked before
+ *    a run and again after it, and must name the same buffer both times.
+ *  - A host kernel's work is done when run() returns. Work left on a thread
+ *    of the kernel's (finished in output()) is found by the profile, timed
+ *    anyway and flagged outside-stream, as work on a CUDA stream other than
+ *    stream 0 is.
  *  - reference() writes the expected output as doubles (count elements),
  *    computed independently of run (in higher precision where it matters).
  *  - bytes/flops are the algorithmic traffic and work of one run, used for

@@ -66,7 +66,8 @@ size_t hctx_dtype_size(kf_dtype t);
 /* Element i of a host buffer of dtype t, as a double. */
 double hctx_elem(const void *data, kf_dtype t, size_t i);
 /* The output on the host (a device view copied; *owned: the caller frees). */
-int hctx_fetch_output(hctx *h, const kf_view *v, void **host, int *owned);
+int hctx_fetch_output(hctx *h, const loaded *L, void *state, const kf_view *v, void **host,
+                      int *owned);
 /* Fills the output with 0xFF bytes (NaN for floats) before a run. */
 int hctx_poison(hctx *h, const kf_view *v);
 /* One run, waited for: device faults surface here with the driver's name. */

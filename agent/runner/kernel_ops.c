@@ -227,10 +227,27 @@ double hctx_elem(const void *data, kf_dtype t, size_t i)
     }
 }
 
-/* Copies the kernel's output to host memory (a device view is fetched
- * through the driver). The caller frees *host when *owned. */
-int hctx_fetch_output(hctx *h, const kf_view *v, void **host, int *owned)
+/* Copies the kernel's output after a run to host memory (a device view is
+ * fetched through the driver). output() is asked again first: a kernel
+ * that finishes its work there (a thread of its own joined) has finished
+ * it before a byte is read, so the check is never a race; and the view
+ * must be the one poisoned before the run, or a kernel could hand over a
+ * buffer computed earlier. The caller frees *host when *owned. */
+int hctx_fetch_output(hctx *h, const loaded *L, void *state, const kf_view *v, void **host,
+                      int *owned)
 {
+    kf_view now = {0};
+    if (L->k->output(state, &now) != 0)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: output() failed after run()",
+                         h->spec->kernel);
+    if (now.data != v->data || now.count != v->count || now.dtype != v->dtype ||
+        now.location != v->location)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                         "kernel %s: output() after run() describes another buffer (%zu "
+                         "elements) than before it (%zu): the harness poisons the output before "
+                         "each run and reads the same buffer after, so output() must return one "
+                         "view for a state",
+                         h->spec->kernel, now.count, v->count);
     if (v->location == KF_LOC_HOST) {
         *host = v->data;
         *owned = 0;

@@ -26,7 +26,7 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
     if (rc == 0)
         rc = hctx_run_once(h, L, state);
     if (rc == 0)
-        rc = hctx_fetch_output(h, v, out, owned);
+        rc = hctx_fetch_output(h, L, state, v, out, owned);
     if (rc == 0 && L->k->reference(state, ref, kerr, sizeof kerr) != 0)
         rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s reference failed: %s",
                        h->spec->kernel, kerr);
@@ -120,7 +120,7 @@ int hctx_validate(hctx *h, const loaded *L)
             void *out2 = NULL;
             int owned2 = 0;
             if (first_out && hctx_poison(h, &v) == 0 && hctx_run_once(h, L, state) == 0 &&
-                hctx_fetch_output(h, &v, &out2, &owned2) == 0) {
+                hctx_fetch_output(h, L, state, &v, &out2, &owned2) == 0) {
                 h->res->deterministic = memcmp(first_out, out2, first_bytes) == 0;
                 if (owned2)
                     free(out2);

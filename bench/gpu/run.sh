@@ -16,6 +16,8 @@
 #                 bench/gpu/python-ncu.yaml (C and Python medians against
 #                 ncu) and bench/gpu/side-stream.yaml (work on another
 #                 stream is timed)
+#   PART=cheats   tests/data/sweeps/cheats.yaml (every host cheat),
+#                 bench/gpu/side-stream.yaml and targets once
 #   PART=fleet    examples/gpu.yaml (62 configurations) on every GPU, with
 #                 the schedule (makespan against start-up + GPU time / GPUs)
 #                 and bench/gpu/isolation.yaml (faults on purpose) after it
@@ -106,6 +108,23 @@ python) # PY_SWEEPS picks among torch, sidestream and pyncu (default: all)
     esac
   done
   ;;
+cheats) # every shipped cheat (tests/data/sweeps/cheats.yaml, host kernels) and
+  # the GPU side-stream ones, then targets once: C and CUDA kernels still pass
+  sweep cheats "$ROOT/tests/data/sweeps/cheats.yaml" --agents 1
+  python3 - "$W/cheats.json" <<'PY' | tee -a "$W/times.txt"
+import json, sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    v, p = r.get("validation") or {}, r.get("profile") or {}
+    err = (p.get("error") or v.get("error") or "")[:90]
+    med = f"{p['median_s'] * 1e6:.0f} us" if p.get("median_s") else "-"
+    out = f"+{p['outside_stream_s'] * 1e6:.0f} us" if p.get("outside_stream_s") else "-"
+    print(f"cheat: {r['kernel']}: validation {v.get('state')}, profile {p.get('state')}, "
+          f"median {med}, outside {out}, flags {','.join(r.get('flags') or [])} {err}")
+PY
+  sweep sidestream "$ROOT/bench/gpu/side-stream.yaml"
+  mv "$W/sidestream.json" "$W/side-stream.json"
+  sweep targets1 "$ROOT/bench/gpu/targets.yaml"
+  ;;
 checks)
   sweep isolation "$ROOT/bench/gpu/isolation.yaml" --agents 1
   sweep sanitize "$ROOT/bench/gpu/sanitize.yaml"
@@ -124,7 +143,7 @@ PY
   [ -n "${SKIP_ISOLATION:-}" ] || sweep isolation "$ROOT/bench/gpu/isolation.yaml" --agents 1
   ;;
 *)
-  echo "run.sh: PART is targets, throttle, checks, h100, short, python or fleet" >&2
+  echo "run.sh: PART is targets, throttle, checks, h100, short, python, cheats or fleet" >&2
   exit 2
   ;;
 esac

@@ -21,7 +21,9 @@ static int simple_call(const char *cmdname, const char *home, Kfleet__ControlReq
         fprintf(stderr, "kfleet %s: %s\n", cmdname, err.msg);
         return 1;
     }
-    int rc = kf_client_call(c, req, 10000, rep, &err);
+    /* As long as a submit's: cancelling the largest sweep writes a result
+     * for each of its million tasks before the reply. */
+    int rc = kf_client_call(c, req, 30000, rep, &err);
     kf_client_close(&c);
     if (rc) {
         fprintf(stderr, "kfleet %s: %s\n", cmdname, err.msg);

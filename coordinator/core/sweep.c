@@ -634,6 +634,11 @@ static int parse_root(ctx *c, const yaml_node_t *root, kf_sweep_spec *s)
     if ((v = kf_yaml_map_get(&c->y, root, "name"))) {
         if ((rc = kf_yaml_nonempty_scalar(&c->y, v, "name", &str)))
             return rc;
+        if (strlen(str) > KF_SWEEP_MAX_NAME)
+            return kf_yaml_fail(&c->y, v,
+                                "the sweep's name is %zu bytes; at most %d (it heads every "
+                                "report): shorten it",
+                                strlen(str), KF_SWEEP_MAX_NAME);
         s->name = kf_xstrdup(str);
     }
     yaml_node_t *kn = kf_yaml_map_get(&c->y, root, "kernels");

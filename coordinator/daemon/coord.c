@@ -337,6 +337,8 @@ int kf_coord_run(kf_coord *c, volatile sig_atomic_t *stop, kf_err *err)
                 handle_agent_frame(c, &peer, &body);
             n++;
         }
+        if (n < BATCH_MAX && taken < budget) /* the loop ended on an empty socket */
+            c->agents_drained_mono = kf_mono_ns();
         int m = 0;
         while (m < 64 && recv_routed(c->control_sock, &peer, &body)) {
             /* A request can write far more than an agent frame (a submit's

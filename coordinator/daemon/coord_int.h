@@ -108,6 +108,10 @@ struct kf_coord {
     size_t nsweeps, capsweeps;
     kagent **agents;
     size_t nagents, capagents;
+    /* When the loop last read the agent socket empty: an agent's silence is
+     * counted up to then, so a turn the coordinator spends on a big request
+     * (heartbeats queued, unread) is not taken for the agents' silence. */
+    uint64_t agents_drained_mono;
 
     koutmsg *out; /* outgoing after commit */
     size_t nout, capout;

@@ -16,13 +16,17 @@
 
 void sched_check_agents(kf_coord *c)
 {
-    uint64_t now = kf_mono_ns();
+    /* Silence is counted up to the last time every queued agent frame had
+     * been read, not to now: what waits unread behind a long turn is not
+     * silence (a million-task submit once got a healthy agent lost). */
+    uint64_t now = c->agents_drained_mono ? c->agents_drained_mono : kf_mono_ns();
     uint64_t timeout = (uint64_t)(c->cfg.heartbeat_timeout_s * 1e9);
     uint64_t grace = (uint64_t)(c->cfg.assign_grace_s * 1e9);
     for (size_t i = 0; i < c->nagents; i++) {
         kagent *a = c->agents[i];
-        if (!a->lost && (a->revoked || (now - a->last_seen_mono > timeout &&
-                                        (a->registered || a->nrunning > 0)))) {
+        if (!a->lost &&
+            (a->revoked || (now > a->last_seen_mono && now - a->last_seen_mono > timeout &&
+                            (a->registered || a->nrunning > 0)))) {
             char why[256];
             if (a->revoked)
                 snprintf(why, sizeof why, "agent %s lost: its key was revoked", a->id);
@@ -36,7 +40,7 @@ void sched_check_agents(kf_coord *c)
         for (size_t k = 0; k < a->nrunning;) {
             ksweep *sw;
             ktask *t = sched_task(c, a->running[k], &sw);
-            if (t && !t->confirmed && now - t->assigned_mono > grace) {
+            if (t && !t->confirmed && now > t->assigned_mono && now - t->assigned_mono > grace) {
                 char why[256];
                 snprintf(why, sizeof why, "agent %s did not confirm the assignment within %.1f s",
                          a->id, c->cfg.assign_grace_s);

@@ -53,7 +53,7 @@ typedef struct rrow {
      * then the kernel sustained at the power cap. */
     uint32_t sm_clock_mhz, power_mw;
     int at_power_cap;
-    double outside_stream_s; /* > 0: timed until the device was idle (work off stream 0) */
+    double outside_stream_s; /* > 0: timed until work off the timed call ended */
     uint64_t build_task;
     const Kfleet__BuildInfo *build; /* the build on this node, or NULL */
     Kfleet__Result *own_build;      /* a build result of another sweep */

@@ -260,7 +260,9 @@ static void flags_str(const rrow *w, char *out, size_t len)
     if (w->at_power_cap)
         ADD("sustained at the power cap");
     if (w->outside_stream_s > 0)
-        ADD("work off stream 0 (+%.0f µs): timed to device idle", w->outside_stream_s * 1e6);
+        ADD("work outside the timed call (+%.0f µs: another stream or thread): timed until it "
+            "ended",
+            w->outside_stream_s * 1e6);
     if (w->sm_clock_mhz)
         ADD("SM %u MHz %.0f W", w->sm_clock_mhz, w->power_mw / 1e3);
     if (w->mismatch)

@@ -2,11 +2,14 @@
 # Kernels that cheat the measurement are caught (issue 20, CPU part): one
 # that memoizes its output after the calls a validation makes, one that
 # detects the benchmark loop and writes zeros, one that writes zeros inside
-# a loose absolute tolerance. The first two pass validation; the profile's
-# re-checks (output poisoned, run on the profile's own unpredictable
-# inputs, compared with the reference, at a random sample and after the
-# last) fail them. The third fails validation on its relative error. An
-# honest kernel beside them is profiled as usual.
+# a loose absolute tolerance, one that leaves its work on a thread of its
+# own after run() returns (the host's side stream). The first two pass
+# validation; the profile's re-checks (output poisoned, run on the
+# profile's own unpredictable inputs, compared with the reference, at a
+# random sample and after the last) fail them. The third fails validation
+# on its relative error. The fourth's samples are timed through output(),
+# which waits for its thread, and flagged outside-stream. An honest kernel
+# beside them is profiled as usual.
 source "$(dirname "$0")/lib.sh"
 
 rc=0
@@ -31,9 +34,21 @@ assert state(r, "validation") == "failed", f"cheat_zeros: validation {state(r, '
 assert "relative error 1 " in (r["validation"]["error"] or ""), r["validation"]["error"]
 assert state(r, "profile") == "skipped", f"cheat_zeros: profile {state(r, 'profile')}"
 print("ok - cheat_zeros: validation failed on its relative error, profile skipped")
+r = rows["cheat_side_thread"]
+assert state(r, "validation") == "succeeded", f"cheat_side_thread: validation {state(r, 'validation')}"
+assert state(r, "profile") == "succeeded", f"cheat_side_thread: profile {state(r, 'profile')}"
+assert "outside-stream" in r["flags"], f"cheat_side_thread: not flagged outside-stream: {r['flags']}"
+out = r["profile"]["outside_stream_s"]
+assert out and out > 0, f"cheat_side_thread: outside_stream_s {out}"
+# The samples include the thread's work: each is at least the work the probe
+# found outside run(), not the microseconds a clock around run() would see.
+assert r["profile"]["median_s"] >= 0.5 * out, f"median {r['profile']['median_s']} < half of {out}"
+print(f"ok - cheat_side_thread: flagged outside-stream (+{out * 1e6:.0f} us), "
+      f"median {r['profile']['median_s'] * 1e6:.0f} us")
 r = rows["triad"]
 assert state(r, "validation") == "succeeded" and state(r, "profile") == "succeeded", "triad did not pass"
 assert r["profile"]["median_s"] > 0
-print("ok - the honest kernel: validated and profiled")
+assert "outside-stream" not in r["flags"], f"triad flagged outside-stream: {r['flags']}"
+print("ok - the honest kernel: validated and profiled, not flagged")
 PY
 pass "every cheat caught, the honest kernel measured"

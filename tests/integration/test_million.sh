@@ -50,5 +50,8 @@ done
   fail "after cancel: $ok succeeded, $pending pending, $cancelled cancelled"
 pass "cancelled in $(((t1 - t0) / 1000000)) ms: $cancelled cancelled, $ok succeeded, 0 pending"
 "$KFLEET" verify "$id" --format json >"$T/verify.json" || fail "verify found violations"
+# The seconds the coordinator spends on the million are not the agent's
+# silence: its heartbeats wait unread behind the request, not lost.
+! grep -q 'agent.lost' "$T/serve.log" || fail "the agent was taken for lost: $(grep agent.lost "$T/serve.log")"
 echo "info: coordinator peak memory $(grep VmHWM /proc/"$SERVE_PID"/status | awk '{print $2, $3}')"
 pass "the documented maximum submits, runs and cancels; verify is clean"

@@ -94,6 +94,15 @@ static int setup(void **state)
     snprintf(link, sizeof link, "%s/src/link.c", f->dir);
     if (symlink("notes.txt", link) != 0)
         return -1;
+    /* Two links naming each other, and one to a file that is not a kernel's. */
+    char loop[PATH_MAX];
+    snprintf(link, sizeof link, "%s/src/loopa.c", f->dir);
+    snprintf(loop, sizeof loop, "%s/src/loopb.c", f->dir);
+    if (symlink(loop, link) != 0 || symlink(link, loop) != 0)
+        return -1;
+    snprintf(link, sizeof link, "%s/src/shadow.c", f->dir);
+    if (symlink("/etc/shadow", link) != 0)
+        return -1;
     *state = f;
     return 0;
 }
@@ -465,6 +474,10 @@ static const bad_case bad_cases[] = {
      "src/baddev.py:3: device must be written device = \"cuda\" or device = \"cpu\""},
     {"kernels:\n  - path: src/link.c\n", 0, 2, 11, "which does not end in .c"},
     {"kernels:\n  - path: src/dir.c\n", 0, 2, 11, "is not a regular file"},
+    {"kernels:\n  - path: src/loopa.c\n", 0, 2, 11, "Too many levels of symbolic links"},
+    {"kernels:\n  - path: src/shadow.c\n", 0, 2, 11, "which does not end in .c"},
+    {"kernels:\n  - path: /etc/shadow\n", 0, 2, 11, "does not end in .c, .cu or .py"},
+    {"kernels:\n  - path: ../../../../../../../../etc/passwd\n", 0, 2, 11, "does not end in .c"},
     {"kernels:\n  - path: src/bad name.c\n", 0, 2, 11, "does not make a kernel name"},
     {"kernels:\n  - name: foo\n    flags: -O3\n", 0, 3, 12, "flags of kernel 'foo' must be a list"},
     {"kernels:\n  - name: foo\n    flags: ['']\n", 0, 3, 13, "a flag is empty"},
@@ -523,6 +536,14 @@ static const bad_case bad_cases[] = {
     {"kernels: [foo]\nattempts: 101\n", 0, 2, 11, "between 1 and 100, not 101"},
     {"kernels: [foo]\nbaseline: bar\n", 0, 2, 11, "baseline 'bar' is not a kernel of this sweep"},
     {"kernels: [foo]\nname: ''\n", 0, 2, 7, "name is empty"},
+    {"kernels: [foo]\nname: "
+     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n",
+     0, 2, 7, "the sweep's name is 129 bytes; at most 128"},
+    {"kernels:\n  - name: "
+     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n",
+     0, 2, 11, "is not valid"},
     {"kernels: [foo]\nname: [a]\n", 0, 2, 7, "name must be a single value"},
     {"kernels: [foo]\n---\nkernels: [bar]\n", 0, 3, 1, "a second YAML document"},
     {"", 0, 1, 1, "the file is empty"},
@@ -651,6 +672,28 @@ static void test_alias_expansion_bounded(void **state)
                      KF_EINVAL);
     assert_non_null(
         strstr(err.msg, "t.yaml:3:13: a flag of kernel 'foo' is 4098 bytes; at most 4096"));
+    kf_buf_release(&y);
+}
+
+/* Nesting 10,000 deep is refused at the second level, in the parse, with
+ * the place: no recursion follows the depth of a hostile file. */
+static void test_deep_nesting_refused(void **state)
+{
+    const fixture *f = *state;
+    kf_buf y = KF_BUF_INIT;
+    kf_buf_adds(&y, "kernels: [foo]\nparams: {n: ");
+    for (int i = 0; i < 10000; i++)
+        kf_buf_addc(&y, '[');
+    kf_buf_addc(&y, '1');
+    for (int i = 0; i < 10000; i++)
+        kf_buf_addc(&y, ']');
+    kf_buf_adds(&y, "}\n");
+    kf_sweep_spec dummy, *out = &dummy;
+    kf_err err;
+    assert_int_equal(kf_sweep_parse_string(y.data, y.len, "t.yaml", f->dir, f->kernels, &out, &err),
+                     KF_EINVAL);
+    assert_ptr_equal(out, &dummy);
+    assert_non_null(strstr(err.msg, "t.yaml:2:14: axis 'n' holds a list inside a list"));
     kf_buf_release(&y);
 }
 
@@ -800,6 +843,7 @@ int main(void)
         cmocka_unit_test(test_too_many_axes),
         cmocka_unit_test(test_flags_limit),
         cmocka_unit_test(test_alias_expansion_bounded),
+        cmocka_unit_test(test_deep_nesting_refused),
         cmocka_unit_test(test_config_limit_inclusive),
         cmocka_unit_test(test_seed_files),
         cmocka_unit_test(test_mutations),
