@@ -13,6 +13,7 @@
 #include "agent/agent.h"
 #include "common/buf.h"
 #include "runner/harness.h"
+#include "runner/pyenv.h"
 #include "common/inventory.h"
 #include "common/log.h"
 #include "agent/outbox.h"
@@ -189,6 +190,34 @@ static void measure_ceilings(kf_agent *a)
             d.bf16_tflops, d.error);
 }
 
+/* The node's Python as its runners will find it (the same $KF_PYTHON),
+ * probed once per start: the coordinator sends a Python kernel only to an
+ * agent whose interpreter has the packages the kernel imports. The strings
+ * point into the process's pyenv memo, which lives as long as the agent. */
+static void python_facts(kf_agent *a)
+{
+    const kf_pyenv *py = NULL;
+    kf_err err;
+    kfleet__python_facts__init(&a->python);
+    int rc = kf_pyenv_get(&py, &err);
+    a->python_error[0] = '\0';
+    if (rc != KF_OK)
+        snprintf(a->python_error, sizeof a->python_error, "%s", err.msg);
+    a->python.error = a->python_error;
+    a->python.version = rc == KF_OK ? (char *)py->version : "";
+    a->python.executable = rc == KF_OK ? (char *)py->executable : "";
+    a->python.numpy = rc == KF_OK ? (char *)py->numpy : "";
+    a->python.torch = rc == KF_OK ? (char *)py->torch : "";
+    a->python.torch_cuda = rc == KF_OK ? (char *)py->torch_cuda : "";
+    a->python.triton = rc == KF_OK ? (char *)py->triton : "";
+    a->python.cupy = rc == KF_OK ? (char *)py->cupy : "";
+    a->info->python = &a->python;
+    kf_info("agent.python",
+            "version=%s numpy=%s torch=%s torch_cuda=%s triton=%s cupy=%s error=\"%s\"",
+            a->python.version, a->python.numpy, a->python.torch, a->python.torch_cuda,
+            a->python.triton, a->python.cupy, a->python.error);
+}
+
 int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
 {
     kf_agent *a = kf_xcalloc(1, sizeof *a);
@@ -220,6 +249,7 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
     if (cfg->cpu_slots)
         a->info->cpu_slots = cfg->cpu_slots;
     measure_ceilings(a);
+    python_facts(a);
     kf_outbox_foreach(a->outbox, link_load_pending_cb, a);
 
     a->zctx = zmq_ctx_new();

@@ -47,7 +47,9 @@ struct kf_agent {
     kf_agent_config cfg;
     char workdir[PATH_MAX];
     char runner_exe[PATH_MAX];
-    char doctor_error[512]; /* the inventory's doctor_error points here */
+    char doctor_error[512];     /* the inventory's doctor_error points here */
+    Kfleet__PythonFacts python; /* the inventory's python points here */
+    char python_error[512];
     void *zctx, *sock;
     void *monitor;             /* PAIR fed by the DEALER's monitor: handshakes and disconnects */
     int link_up;               /* a handshake succeeded and no disconnect since */

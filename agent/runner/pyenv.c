@@ -43,6 +43,7 @@ static int parse(const char *text, kf_pyenv *m)
     copy_str(pk, "numpy", m->numpy, sizeof m->numpy);
     copy_str(pk, "torch", m->torch, sizeof m->torch);
     copy_str(pk, "triton", m->triton, sizeof m->triton);
+    copy_str(pk, "cupy", m->cupy, sizeof m->cupy);
     free(m->path_json);
     m->path_json = json_dumps(json_object_get(o, "path"), JSON_COMPACT | JSON_ENSURE_ASCII);
     json_decref(o);

@@ -21,7 +21,7 @@ typedef struct kf_pyenv {
     char base_exec_prefix[PATH_MAX];
     char libpython[PATH_MAX]; /* "" when the interpreter has no shared library */
     char *path_json;          /* sys.path as a JSON list (also a Python literal) */
-    char numpy[32], torch[64], torch_cuda[16], triton[32]; /* "" when absent */
+    char numpy[32], torch[64], torch_cuda[16], triton[32], cupy[32]; /* "" when absent */
     /* What the cache key covers: "Python 3.11.2 /usr/bin/python3 numpy
      * 1.24.2 torch - triton -": a new interpreter or package rebuilds. */
     char identity[512];

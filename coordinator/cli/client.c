@@ -262,6 +262,12 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
         kr->name = xstrdup(k->name);
         kr->cuda = k->cuda;
         kr->python = k->python;
+        for (unsigned b = 0; b < KF_SWEEP_PY_PACKAGES; b++)
+            if (k->py_needs & (1u << b)) {
+                if (!kr->needs)
+                    kr->needs = kf_xcalloc(KF_SWEEP_PY_PACKAGES, sizeof *kr->needs);
+                kr->needs[kr->n_needs++] = xstrdup(kf_sweep_py_packages[b]);
+            }
         kf_buf src = KF_BUF_INIT;
         char why[160];
         int rrc = kf_buf_read_file_max(&src, k->path, KF_MAX_SOURCE_FILE, why, sizeof why);

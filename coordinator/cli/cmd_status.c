@@ -36,6 +36,19 @@ static json_t *agent_json(const Kfleet__AgentInfo *a)
     json_object_set_new(ja, "cuda_driver_version", json_integer(a->cuda_driver_version));
     json_object_set_new(ja, "nvcc_version", json_string(a->nvcc_version));
     json_object_set_new(ja, "workdir_free_bytes", json_integer((json_int_t)a->workdir_free_bytes));
+    if (a->python) {
+        const Kfleet__PythonFacts *py = a->python;
+        json_t *jp = json_object();
+        json_object_set_new(jp, "version", json_string(py->version));
+        json_object_set_new(jp, "executable", json_string(py->executable));
+        json_object_set_new(jp, "numpy", json_string(py->numpy));
+        json_object_set_new(jp, "torch", json_string(py->torch));
+        json_object_set_new(jp, "torch_cuda", json_string(py->torch_cuda));
+        json_object_set_new(jp, "triton", json_string(py->triton));
+        json_object_set_new(jp, "cupy", json_string(py->cupy));
+        json_object_set_new(jp, "error", json_string(py->error));
+        json_object_set_new(ja, "python", jp);
+    }
     json_t *gpus = json_array();
     for (size_t g = 0; g < a->n_gpus; g++) {
         json_t *jg = json_object();
@@ -95,6 +108,27 @@ static int print_json(const Kfleet__StatusReply *st)
     return kf_cli_print_json(root, JSON_INDENT(2));
 }
 
+/* The agent's Python, as Python kernels are matched on it: one line under
+ * its row. */
+static void python_line(const Kfleet__PythonFacts *py)
+{
+    if (!py)
+        return;
+    if (!py->version || !py->version[0]) {
+        printf("%-24s python: none (%s)\n", "", py->error && py->error[0] ? py->error : "?");
+        return;
+    }
+    const char *name[] = {"numpy", "torch", "triton", "cupy"};
+    const char *ver[] = {py->numpy, py->torch, py->triton, py->cupy};
+    printf("%-24s python %s:", "", py->version);
+    for (size_t i = 0; i < 4; i++)
+        printf(" %s %s%s%s%s", name[i], ver[i] && ver[i][0] ? ver[i] : "-",
+               i == 1 && py->torch_cuda && py->torch_cuda[0] ? " (CUDA " : "",
+               i == 1 && py->torch_cuda && py->torch_cuda[0] ? py->torch_cuda : "",
+               i == 1 && py->torch_cuda && py->torch_cuda[0] ? ")" : "");
+    printf("\n");
+}
+
 static void print_table(const Kfleet__StatusReply *st)
 {
     printf("coordinator %s, pid %u, agents connect to %s (lost after %.1fs of silence)\n\n",
@@ -112,6 +146,7 @@ static void print_table(const Kfleet__StatusReply *st)
             snprintf(dev, sizeof dev, "cpu: %s", a->cpu_model);
         printf("%-24s %-16s %-6s %-10s %-5u %-5u %s\n", a->agent_id, a->hostname,
                a->lost ? "LOST" : "ok", ago, a->cpu_slots, a->gpu_slots, dev);
+        python_line(a->python);
     }
     if (st->n_agents == 0)
         printf("(no agent registered: start one with kfleet-agent --coordinator %s)\n",

@@ -124,47 +124,6 @@ static const char *source_suffix(const char *path)
     return NULL;
 }
 
-/* A Python kernel runs on a GPU slot when its module says so on a line of
- * its own, `device = "cuda"` (or "cpu", the default), which the scheduler
- * must know before any agent imports it; the runner checks that the
- * imported module agrees. */
-static int python_device(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
-{
-    kf_buf b = KF_BUF_INIT;
-    char why[160];
-    if (kf_buf_read_file_max(&b, k->path, KF_MAX_SOURCE_FILE, why, sizeof why) != KF_OK) {
-        kf_buf_release(&b);
-        return kf_yaml_fail(&c->y, n, "kernel source %s: %s", k->path, why);
-    }
-    int line = 0, rc = KF_OK;
-    for (const char *p = b.data; p && p < b.data + b.len && rc == KF_OK;) {
-        const char *end = memchr(p, '\n', (size_t)(b.data + b.len - p));
-        size_t len = end ? (size_t)(end - p) : (size_t)(b.data + b.len - p);
-        line++;
-        if (len > 6 && strncmp(p, "device", 6) == 0 && (p[6] == ' ' || p[6] == '=')) {
-            char val[8] = "";
-            char q1 = 0, q2 = 0;
-            int used = 0;
-            char lit[64];
-            snprintf(lit, sizeof lit, "%.*s", (int)(len < 63 ? len : 63), p);
-            if (sscanf(lit, "device = %c%7[a-z]%c %n", &q1, val, &q2, &used) >= 3 &&
-                (q1 == '"' || q1 == '\'') && q2 == q1 &&
-                (strcmp(val, "cuda") == 0 || strcmp(val, "cpu") == 0) &&
-                (lit[used] == '\0' || lit[used] == '#'))
-                k->cuda = strcmp(val, "cuda") == 0;
-            else
-                rc = kf_yaml_fail(&c->y, n,
-                                  "%s:%d: device must be written device = \"cuda\" or device = "
-                                  "\"cpu\", a literal on a line of its own: the scheduler reads "
-                                  "it without running the module",
-                                  k->path, line);
-        }
-        p = end ? end + 1 : NULL;
-    }
-    kf_buf_release(&b);
-    return rc;
-}
-
 /* Resolves `path:` against the sweep file's directory to an absolute path. */
 static int resolve_path(ctx *c, const yaml_node_t *n, const char *given, kf_sweep_kernel *k)
 {
@@ -201,7 +160,7 @@ static int resolve_path(ctx *c, const yaml_node_t *n, const char *given, kf_swee
     k->path = kf_xstrdup(real);
     k->cuda = strcmp(sfx, ".cu") == 0;
     k->python = strcmp(sfx, ".py") == 0;
-    return k->python ? python_device(c, n, k) : KF_OK;
+    return k->python ? kf_sweep_python_scan(c, n, k) : KF_OK;
 }
 
 /* Finds a kernel named without a path: KERNELS_DIR/host/NAME.c, then
@@ -225,7 +184,7 @@ static int find_kernel(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
         k->path = kf_xstrdup(real);
         k->cuda = i == 1;
         k->python = i == 2;
-        return k->python ? python_device(c, n, k) : KF_OK;
+        return k->python ? kf_sweep_python_scan(c, n, k) : KF_OK;
     }
     return kf_yaml_fail(
         &c->y, n,

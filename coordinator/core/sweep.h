@@ -40,11 +40,18 @@ typedef struct kf_sweep_axis {
     size_t nvalues;
 } kf_sweep_axis;
 
+/* The Python packages the scheduler matches kernels and nodes on. */
+#define KF_SWEEP_PY_PACKAGES 4
+extern const char *const kf_sweep_py_packages[KF_SWEEP_PY_PACKAGES];
+
 typedef struct kf_sweep_kernel {
     char *name; /* kernel name (file stem for a path) */
     char *path; /* absolute path of the source file */
     int cuda;   /* 1 for a .cu source, or a Python one that says device = "cuda" */
     int python; /* 1 for a .py source (docs/python-kernels.md) */
+    /* The kf_sweep_py_packages a Python kernel imports, bit i for entry i:
+     * its tasks go only to agents whose Python has them. */
+    unsigned py_needs;
     kf_sweep_axis *axes;
     size_t naxes;
     char **flags;

@@ -52,6 +52,11 @@ int kf_sweep_parse_params(kf_sweep_ctx *c, const yaml_node_t *pn, kf_sweep_axis 
 int kf_sweep_axes_dup(kf_sweep_ctx *c, const kf_sweep_axis *src, size_t n, kf_sweep_kernel *k);
 void kf_sweep_axes_free(kf_sweep_axis *axes, size_t n);
 
+/* Reads a Python kernel's source (k->path): its device line into k->cuda
+ * and the packages it imports into k->py_needs. KF_EINVAL at n (with the
+ * source's own line) for a device line the scheduler cannot read. */
+int kf_sweep_python_scan(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel *k);
+
 /* KF_EINVAL, pointing at the kernel that crosses it, when the sweep has more
  * than KF_SWEEP_MAX_CONFIGS configurations in all. */
 int kf_sweep_count_configs(kf_sweep_ctx *c, const kf_sweep_spec *s);

@@ -61,14 +61,14 @@ static uint32_t ended_of(const uint32_t counts[16])
 }
 
 /* Who could take an open sweep's pending tasks, and when nobody can, why:
- * what a follower prints instead of waiting forever. A sweep with CUDA
- * kernels needs an agent with a GPU slot; any agent serves host kernels. */
+ * what a follower prints instead of waiting forever. An agent is able when
+ * it can run a kernel that still has pending tasks: a CUDA kernel needs a
+ * GPU slot, a Python one a Python with what it imports (sched_can_run). */
 static void able_agents(kf_coord *c, const ksweep *sw, Kfleet__SweepProgress *p, char *why,
                         size_t why_len)
 {
-    int cuda = 0;
-    for (size_t k = 0; k < sw->rec->n_kernels; k++)
-        cuda |= sw->rec->kernels[k]->cuda;
+    size_t nk = sw->rec->n_kernels;
+    unsigned char *able = kf_xcalloc(nk ? nk : 1, 1); /* kernel k: some agent up can run it */
     size_t known = 0, lost = 0, revoked = 0;
     const kagent *last_lost = NULL;
     for (size_t i = 0; i < c->nagents; i++) {
@@ -84,12 +84,35 @@ static void able_agents(kf_coord *c, const ksweep *sw, Kfleet__SweepProgress *p,
             continue;
         }
         p->agents_up++;
-        if (!cuda || a->gpu_slots > 0)
-            p->agents_able++;
+        int any = 0;
+        for (size_t k = 0; k < nk; k++) {
+            const Kfleet__KernelRef *kr = sw->rec->kernels[k];
+            if ((!kr->cuda || a->gpu_slots > 0) && sched_can_run(a, kr, NULL, 0))
+                able[k] = any = 1;
+        }
+        p->agents_able += any;
     }
     why[0] = '\0';
-    if (p->pending == 0 || p->agents_able > 0)
+    if (p->pending == 0) {
+        free(able);
         return;
+    }
+    /* The kernel of the first pending task nobody can run; none when some
+     * pending task can be run (the sweep moves). */
+    const Kfleet__KernelRef *stuck = NULL;
+    int moves = 0;
+    for (uint32_t i = sw->cursor; i < sw->ntasks && !moves; i++) {
+        const ktask *t = &sw->tasks[i];
+        if (t->rec->state != KFLEET__TASK_STATE__PENDING || t->rec->kernel_index >= nk)
+            continue;
+        moves = able[t->rec->kernel_index];
+        if (!stuck)
+            stuck = sw->rec->kernels[t->rec->kernel_index];
+    }
+    free(able);
+    if (moves && p->agents_able > 0)
+        return;
+    p->agents_able = 0;
     if (known == 0 && c->refused_handshakes)
         snprintf(why, why_len,
                  "no agent has registered with this coordinator; it refused %llu handshakes "
@@ -107,10 +130,13 @@ static void able_agents(kf_coord *c, const ksweep *sw, Kfleet__SweepProgress *p,
                  "ago)",
                  known, lost, revoked, last_lost ? last_lost->id : "?",
                  last_lost ? (double)(kf_mono_ns() - last_lost->last_seen_mono) / 1e9 : 0.0);
+    else if (stuck && stuck->python && sched_kernel_unrunnable(c, stuck, NULL, 0, why, why_len))
+        return;
     else
         snprintf(why, why_len,
-                 "the sweep has CUDA kernels and none of the %u agents has a GPU slot; launch "
-                 "agents on GPU nodes",
+                 "the sweep has CUDA kernels%s%s%s and none of the %u agents has a GPU slot; "
+                 "launch agents on GPU nodes",
+                 stuck ? " (the next: " : "", stuck ? stuck->name : "", stuck ? ")" : "",
                  p->agents_up);
 }
 
@@ -272,6 +298,18 @@ static void handle_submit(kf_coord *c, const void *peer, size_t peer_len,
             reply_error(c, peer, peer_len, KF_EUNAVAIL,
                         "the sweep asks for `nodes: all` but no agent is registered; start "
                         "agents first (kfleet status lists them)");
+            return;
+        }
+    }
+    /* A Python kernel no agent's Python can run is refused now, with what
+     * each lacks, rather than left pending (with no agent up, one may come:
+     * a follower's stall check says why then). */
+    for (size_t k = 0; k < in->n_kernels; k++) {
+        char why[1500];
+        if (sched_kernel_unrunnable(c, in->kernels[k], in->nodes_all ? targets : NULL, ntargets,
+                                    why, sizeof why)) {
+            free(targets);
+            reply_error(c, peer, peer_len, KF_EUNAVAIL, why);
             return;
         }
     }

@@ -153,6 +153,19 @@ void auth_refresh_allow(kf_coord *c);
 /* Logs a refused handshake or frame (each key at most every 10 s). */
 void auth_log_refused(kf_coord *c, const char *what, const char *pub, const char *address);
 
+/* sched_match.c */
+/* 1 when agent a can run kernel k as far as the node's software goes (a
+ * Python kernel: an interpreter with every package it imports); else 0,
+ * with why ("AGENT: what it lacks") when why is not NULL. Slots are the
+ * dispatcher's business. */
+int sched_can_run(const kagent *a, const Kfleet__KernelRef *k, char *why, size_t why_len);
+/* 1, with why (the kernel, the agents that lack what it needs, what to do),
+ * when agents are up and none of them can run k — or, given `only` (the
+ * agents of `nodes: all`), when one of those cannot. 0 otherwise, also
+ * when no agent is up yet: one may still come. */
+int sched_kernel_unrunnable(const kf_coord *c, const Kfleet__KernelRef *k, kagent *const *only,
+                            size_t nonly, char *why, size_t why_len);
+
 /* sched.c */
 extern const kf_wire_handler kf_sched_handlers[KF_WIRE_BODY_MAX];
 int sched_load(kf_coord *c, kf_err *err);

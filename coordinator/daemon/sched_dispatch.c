@@ -162,6 +162,9 @@ static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
             if (t->gate >= 0 && (uint32_t)t->gate < sw->ntasks &&
                 !kf_state_terminal(sw->tasks[t->gate].rec->state))
                 continue;
+            /* A Python kernel goes where its imports are (sched_match). */
+            if (!sched_can_run(a, sw->rec->kernels[t->rec->kernel_index], NULL, 0))
+                continue;
             const kf_task_kind *tk = kf_task_kind_of(t->rec->kind);
             if (!tk || !tk->needs_build) { /* a build, on a CPU slot */
                 if (!cpu_free)

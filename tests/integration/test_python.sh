@@ -79,23 +79,65 @@ print("ok - py_cheat_memoize: passed validation, caught by the profile's re-chec
 PY
 pass "Python kernels: measured when right, a clear message for each way they go wrong"
 
-# No interpreter at all: its tasks fail saying what to install or set.
-rc=0
-KF_PYTHON=/nonexistent/python3 "$KFLEET" run "$KF_SRC/tests/data/sweeps/python.yaml" --agents 1 \
-  --format json -o "$T/none.json" >"$T/none.out" 2>"$T/none.log" || rc=$?
-[ $rc -eq 1 ] || fail "a sweep with no Python interpreter exited $rc, expected 1"
-python3 - "$T/none.json" <<'PY' || fail "no interpreter: the build did not say so"
+# Where a Python kernel may go (issue 13, node facts and matching): each
+# agent reports its Python and packages; a kernel's imports are read at
+# submit; a kernel no agent up can run is refused with what each lacks.
+start_serve
+start_agent a1
+KF_PYTHON=/nonexistent/python3 start_agent none
+wait_agents 2
+"$KFLEET" status >"$T/status.txt" || fail "status failed"
+grep -Eq '^ +python 3\.[0-9]+\.[0-9]+: numpy [0-9]' "$T/status.txt" ||
+  fail "status does not show a1's Python: $(cat "$T/status.txt")"
+grep -q 'python: none (Python interpreter /nonexistent/python3 does not run on this node' \
+  "$T/status.txt" || fail "status does not say the agent has no Python: $(cat "$T/status.txt")"
+pass "kfleet status shows each agent's Python and packages, or why it has none"
+
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  echo "info: this machine's Python has torch: the refusal of a torch kernel is not checked here"
+else
+  rc=0
+  "$KFLEET" submit "$KF_SRC/tests/data/sweeps/python_torch.yaml" >"$T/torch.out" 2>"$T/torch.err" ||
+    rc=$?
+  [ $rc -eq 1 ] || fail "a sweep no agent can run was accepted (exit $rc): $(cat "$T/torch.out")"
+  for want in "kernel 'py_needs_torch' is a Python kernel importing torch that no agent can run" \
+    "a1: Python 3." "has no torch; has numpy" \
+    "none: Python interpreter /nonexistent/python3 does not run on this node" "pip install"; do
+    grep -qF "$want" "$T/torch.err" || fail "the refusal lacks '$want': $(cat "$T/torch.err")"
+  done
+  pass "a torch kernel no agent can run is refused at submit: $(head -c 160 "$T/torch.err")"
+fi
+
+# numpy kernels go only to the agent whose Python has numpy: every one of
+# them ran on a1, none on the agent with no interpreter.
+"$KFLEET" submit "$KF_SRC/tests/data/sweeps/python.yaml" --follow --stall-timeout 60 \
+  >"$T/sub.out" 2>"$T/sub.err" || true
+id=$(grep -o 'submitted sweep [0-9]*' "$T/sub.out" | awk '{print $3}')
+[ -n "$id" ] || fail "python.yaml was not submitted: $(cat "$T/sub.err")"
+"$KFLEET" report "$id" --format json -o "$T/matched.json" || fail "no report of sweep $id"
+python3 - "$T/matched.json" <<'PY' || fail "a Python task went to an agent without Python"
 import json, sys
 d = json.load(open(sys.argv[1]))
-rows = [r for r in d["rows"] if r["kernel"] == "saxpy"]
-assert rows, d["rows"]
-for r in rows:
-    e = r["validation"]["error"] or ""
-    assert r["validation"]["state"] == "failed", r["validation"]
-    assert "/nonexistent/python3 does not run on this node" in e and "KF_PYTHON" in e, e
-print("ok -", rows[0]["validation"]["error"])
+nodes = {r["node"] for r in d["rows"] if (r.get("validation") or {}).get("state")}
+builds = {b["node"] for b in d["builds"]}
+assert nodes == {"a1"} and builds == {"a1"}, (nodes, builds)
+print(f"ok - {len(d['rows'])} Python configurations and {len(d['builds'])} builds, all on a1")
 PY
-pass "no interpreter: every Python task fails with what to install"
+"$KFLEET" stop >/dev/null 2>&1 || true
+for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+PIDS=()
+
+# No agent with an interpreter, none registered yet at submit (kfleet run
+# starts its agents with the sweep): the run stops after --stall-timeout
+# saying why, instead of waiting forever.
+rc=0
+KF_PYTHON=/nonexistent/python3 "$KFLEET" run "$KF_SRC/tests/data/sweeps/python.yaml" --agents 1 \
+  --stall-timeout 5 >"$T/none.out" 2>"$T/none.log" || rc=$?
+[ $rc -eq 1 ] || fail "a sweep with no Python interpreter exited $rc, expected 1"
+grep -q "/nonexistent/python3 does not run on this node" "$T/none.log" &&
+  grep -q "KF_PYTHON" "$T/none.log" || fail "no interpreter: the run did not say so: $(tail -5 "$T/none.log")"
+pass "no interpreter: the run stops saying what to install: $(grep -o 'kernel .saxpy.*' "$T/none.log" | head -c 160)"
 
 # examples/torch.yaml compares launching one CUDA kernel from C and from
 # Python: that holds only while both files carry the same device code.

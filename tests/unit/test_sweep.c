@@ -87,6 +87,10 @@ static int setup(void **state)
     write_file(f->dir, "src/notes.txt", "notes\n");
     write_file(f->dir, "src/op.py", "import torch\n\ndevice = 'cuda'  # on a GPU slot\n");
     write_file(f->dir, "src/host.py", "import numpy\ndevices = 'cuda'\n");
+    write_file(f->dir, "src/imports.py",
+               "import os, numpy as np\nfrom triton.language import core\n"
+               "def f():\n    import cupy.random\n# import torch (a comment)\n"
+               "import torchvision\nfrom numpyx import y\n");
     write_file(f->dir, "src/baddev.py", "import os\n\ndevice = os.environ['DEV']\n");
     write_file(f->dir, "kernels/python/torch_softmax.py", "device = \"cuda\"\n");
     write_file(f->dir, "src/bad name.c", "/* a space in the stem */\n");
@@ -419,6 +423,17 @@ static void test_lookup(void **state)
     assert_string_equal(s->kernels[2].path, want);
     assert_int_equal(s->kernels[2].python, 1);
     assert_int_equal(s->kernels[2].cuda, 1);
+    /* What each imports among the packages nodes are matched on. */
+    assert_int_equal(s->kernels[0].py_needs, 1u << 1); /* torch */
+    assert_int_equal(s->kernels[1].py_needs, 1u << 0); /* numpy */
+    assert_int_equal(s->kernels[2].py_needs, 0);       /* the fixture's copy imports nothing */
+    kf_sweep_destroy(&s);
+
+    /* `import a, b as c`, `from a.b import`, an import inside a function;
+     * not a comment, not a package whose name only starts like one. */
+    s = parse_ok(f, "kernels:\n  - path: src/imports.py\n");
+    assert_int_equal(s->kernels[0].py_needs, (1u << 0) | (1u << 2) | (1u << 3));
+    assert_string_equal(kf_sweep_py_packages[2], "triton");
     kf_sweep_destroy(&s);
 
     /* Several baselines: each row is compared with the one that runs its
