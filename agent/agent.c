@@ -14,6 +14,8 @@
 #include "common/buf.h"
 #include "runner/harness.h"
 #include "runner/pyenv.h"
+#include "runner/build.h"
+#include "runner/compat.h"
 #include "common/inventory.h"
 #include "common/log.h"
 #include "agent/outbox.h"
@@ -218,6 +220,33 @@ static void python_facts(kf_agent *a)
             a->python.triton, a->python.cupy, a->python.error);
 }
 
+/* Whether the toolkit that builds can run on this node's driver, decided
+ * once per start (runner/compat.h): the runners it starts load the
+ * forward-compat libraries when those bridge the gap, and the coordinator
+ * shows the gap when nothing does (each CUDA build then fails naming it). */
+static void cuda_compat(kf_agent *a)
+{
+    char tk[PATH_MAX], cuda[16] = "", driver[16] = "";
+    a->compat_dir[0] = a->compat_error[0] = '\0';
+    a->info->cuda_compat = a->compat_dir;
+    a->info->cuda_compat_error = a->compat_error;
+    if (kf_build_toolkit(tk, sizeof tk, cuda, sizeof cuda) != KF_OK)
+        return;
+    const char *fake = getenv("KF_DRIVER_CUDA"); /* tests: pretend an older driver */
+    int dv = a->info->cuda_driver_version;
+    if (fake && *fake)
+        snprintf(driver, sizeof driver, "%s", fake);
+    else if (dv > 0)
+        snprintf(driver, sizeof driver, "%d.%d", dv / 1000, dv % 1000 / 10);
+    kf_err err;
+    if (kf_compat_check(tk, cuda, driver, a->compat_dir, sizeof a->compat_dir, &err) != KF_OK) {
+        snprintf(a->compat_error, sizeof a->compat_error, "%s", err.msg);
+        kf_warn("agent.cuda_too_new", "toolkit=%s driver=%s error=\"%s\"", cuda, driver, err.msg);
+    } else if (a->compat_dir[0]) {
+        kf_info("agent.cuda_compat", "toolkit=%s driver=%s dir=%s", cuda, driver, a->compat_dir);
+    }
+}
+
 int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
 {
     kf_agent *a = kf_xcalloc(1, sizeof *a);
@@ -250,6 +279,7 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
         a->info->cpu_slots = cfg->cpu_slots;
     measure_ceilings(a);
     python_facts(a);
+    cuda_compat(a);
     kf_outbox_foreach(a->outbox, link_load_pending_cb, a);
 
     a->zctx = zmq_ctx_new();

@@ -50,6 +50,8 @@ struct kf_agent {
     char doctor_error[512];     /* the inventory's doctor_error points here */
     Kfleet__PythonFacts python; /* the inventory's python points here */
     char python_error[512];
+    char compat_dir[4096];   /* forward-compat libraries runners load first, "" when none */
+    char compat_error[1024]; /* why the toolkit cannot run on the driver, "" when it can */
     void *zctx, *sock;
     void *monitor;             /* PAIR fed by the DEALER's monitor: handshakes and disconnects */
     int link_up;               /* a handshake succeeded and no disconnect since */

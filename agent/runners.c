@@ -140,6 +140,15 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
             snprintf(opts, sizeof opts, "%s:handle_segv=0:handle_sigbus=0:handle_sigfpe=0", asan);
             setenv("ASAN_OPTIONS", opts, 1);
         }
+        if (a->compat_dir[0]) {
+            /* The toolkit's libcuda before the system's (runner/compat.h). */
+            const char *old = getenv("LD_LIBRARY_PATH");
+            char libpath[8192];
+            snprintf(libpath, sizeof libpath, "%s%s%s", a->compat_dir, old && *old ? ":" : "",
+                     old ? old : "");
+            setenv("LD_LIBRARY_PATH", libpath, 1);
+            setenv("KF_CUDA_COMPAT_DIR", a->compat_dir, 1);
+        }
         if (r->gpu) {
             char dev[128];
             runners_visible_device(r->gpu_index, dev, sizeof dev);

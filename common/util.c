@@ -213,3 +213,18 @@ int kf_find_exe(const char *name, char *out, size_t len)
     }
     return 0;
 }
+
+int kf_version_cmp(const char *a, const char *b)
+{
+    for (;;) {
+        char *ea, *eb;
+        unsigned long x = strtoul(a, &ea, 10), y = strtoul(b, &eb, 10);
+        if (x != y)
+            return x < y ? -1 : 1;
+        int ma = *ea == '.', mb = *eb == '.';
+        if (!ma && !mb)
+            return 0;
+        a = ma ? ea + 1 : ea;
+        b = mb ? eb + 1 : eb;
+    }
+}

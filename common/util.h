@@ -54,6 +54,10 @@ int kf_exe_dir(char *out, size_t len);
  * followed. */
 int kf_write_file(const char *path, const void *data, size_t len, unsigned mode, kf_err *err);
 
+/* Compares dotted version numbers ("2.35" < "2.39" < "2.100", "12.4" < "13.0"):
+ * <0, 0, >0. */
+int kf_version_cmp(const char *a, const char *b);
+
 /* Parses a duration "250ms", "2s", "1.5m", "1h" or a bare number of seconds. */
 int kf_parse_duration(const char *s, double *seconds);
 

@@ -16,6 +16,7 @@
 #include "runner/proc.h"
 #include "runner/pyenv.h"
 #include "common/util.h"
+#include "runner/compat.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -426,6 +427,7 @@ static int write_sidecar(const Kfleet__TaskSpec *sp, const char *workdir, const 
     json_object_set_new(o, "compiler", json_string(bi->compiler));
     json_object_set_new(o, "flags", flags);
     json_object_set_new(o, "compile_s", json_real(bi->compile_s));
+    json_object_set_new(o, "forward_compat", json_string(bi->forward_compat));
     char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     if (!text)
@@ -446,18 +448,24 @@ static void nvcc_release(const char *line, char *out, size_t len)
         snprintf(out, len, "%.*s", (int)strspn(r + 8, "0123456789."), r + 8);
 }
 
-/* Compares "13.0"-style versions numerically. */
-static int version_cmp(const char *a, const char *b)
+int kf_build_toolkit(char *dir, size_t dlen, char *cuda, size_t clen)
 {
-    long amaj = strtol(a, NULL, 10), bmaj = strtol(b, NULL, 10);
-    const char *ad = strchr(a, '.'), *bd = strchr(b, '.');
-    long amin = ad ? strtol(ad + 1, NULL, 10) : 0, bmin = bd ? strtol(bd + 1, NULL, 10) : 0;
-    return amaj != bmaj ? (amaj < bmaj ? -1 : 1) : amin != bmin ? (amin < bmin ? -1 : 1) : 0;
+    const char *line;
+    kf_err err;
+    if (kf_build_compiler_version(KF_LANG_CUDA, &line, &err) != KF_OK)
+        return KF_ENOTFOUND;
+    nvcc_release(line, cuda, clen);
+    toolkit_dir(dir, dlen);
+    return KF_OK;
 }
 
-/* An nvcc newer than the driver builds code the driver cannot load: caught
- * here, before any launch. A node without a driver (a build-only node, the
- * tests) has nothing to compare with and passes. */
+/* An nvcc newer than the driver builds code the driver cannot load, unless
+ * the toolkit's forward-compatibility libraries stand in for the driver's:
+ * caught here, before any launch. A runner the agent started with those
+ * libraries first on its path says so in KF_CUDA_COMPAT_DIR (its libcuda is
+ * then the toolkit's, and reports the toolkit's version). A node without a
+ * driver (a build-only node, the tests) has nothing to compare with and
+ * passes. */
 static int check_driver(const char *nvcc_line, kf_build_info *bi, kf_err *err)
 {
     nvcc_release(nvcc_line, bi->nvcc_cuda, sizeof bi->nvcc_cuda);
@@ -467,13 +475,15 @@ static int check_driver(const char *nvcc_line, kf_build_info *bi, kf_err *err)
         snprintf(bi->driver_cuda, sizeof bi->driver_cuda, "%s", fake);
     else if (kf_cudrv_driver_version(&dv) == KF_OK && dv > 0)
         snprintf(bi->driver_cuda, sizeof bi->driver_cuda, "%d.%d", dv / 1000, dv % 1000 / 10);
-    if (bi->nvcc_cuda[0] && bi->driver_cuda[0] && version_cmp(bi->nvcc_cuda, bi->driver_cuda) > 0)
-        return kf_err_set(err, KF_EUNAVAIL,
-                          "nvcc builds for CUDA %s but this node's driver runs CUDA %s at most: "
-                          "its kernels would fail at the first launch; use an nvcc of CUDA %s or "
-                          "older (KF_NVCC), or update the driver",
-                          bi->nvcc_cuda, bi->driver_cuda, bi->driver_cuda);
-    return KF_OK;
+    const char *active = getenv("KF_CUDA_COMPAT_DIR");
+    if (active && *active) {
+        snprintf(bi->forward_compat, sizeof bi->forward_compat, "%s", active);
+        return KF_OK;
+    }
+    char tk[PATH_MAX];
+    toolkit_dir(tk, sizeof tk);
+    return kf_compat_check(tk, bi->nvcc_cuda, bi->driver_cuda, bi->forward_compat,
+                           sizeof bi->forward_compat, err);
 }
 
 void kf_build_parse_cuobjdump(const char *text, char *archs, size_t len, int *has_ptx)

@@ -58,8 +58,9 @@ typedef struct kf_build_info {
      * that is not what was tuned). */
     char sass_archs[128];
     int has_ptx, jit_fallback;
-    char nvcc_cuda[16];   /* CUDA version nvcc builds for, "13.0" */
-    char driver_cuda[16]; /* newest CUDA the node's driver runs, "13.0" */
+    char nvcc_cuda[16];        /* CUDA version nvcc builds for, "13.0" */
+    char driver_cuda[16];      /* newest CUDA the node's driver runs, "13.0" */
+    char forward_compat[4096]; /* forward-compat libraries runners load, "" when none */
 } kf_build_info;
 
 /* The identity line of the host (KF_LANG_C) or CUDA compiler: the first
@@ -69,6 +70,10 @@ typedef struct kf_build_info {
  * *out points into that memo. Returns 0, or KF_ENOTFOUND (err filled) when
  * the compiler does not run. */
 int kf_build_compiler_version(int lang, const char **out, kf_err *err);
+
+/* The directory (…/cuda-13.0) and CUDA release ("13.0") of the nvcc that
+ * builds (KF_NVCC, PATH, then the default install). KF_ENOTFOUND without one. */
+int kf_build_toolkit(char *dir, size_t dlen, char *cuda, size_t clen);
 
 /* The cache key of a kernel on this node (64 hex chars + NUL). Returns 0,
  * or KF_ENOTFOUND (err filled) when the compiler does not run. */

@@ -49,6 +49,9 @@ static json_t *agent_json(const Kfleet__AgentInfo *a)
         json_object_set_new(jp, "error", json_string(py->error));
         json_object_set_new(ja, "python", jp);
     }
+    json_object_set_new(ja, "cuda_compat", json_string(a->cuda_compat ? a->cuda_compat : ""));
+    json_object_set_new(ja, "cuda_compat_error",
+                        json_string(a->cuda_compat_error ? a->cuda_compat_error : ""));
     json_t *gpus = json_array();
     for (size_t g = 0; g < a->n_gpus; g++) {
         json_t *jg = json_object();
@@ -147,6 +150,10 @@ static void print_table(const Kfleet__StatusReply *st)
         printf("%-24s %-16s %-6s %-10s %-5u %-5u %s\n", a->agent_id, a->hostname,
                a->lost ? "LOST" : "ok", ago, a->cpu_slots, a->gpu_slots, dev);
         python_line(a->python);
+        if (a->cuda_compat && a->cuda_compat[0])
+            printf("%-24s forward compat: %s\n", "", a->cuda_compat);
+        else if (a->cuda_compat_error && a->cuda_compat_error[0])
+            printf("%-24s CUDA: %s\n", "", a->cuda_compat_error);
     }
     if (st->n_agents == 0)
         printf("(no agent registered: start one with kfleet-agent --coordinator %s)\n",

@@ -130,7 +130,8 @@ static void able_agents(kf_coord *c, const ksweep *sw, Kfleet__SweepProgress *p,
                  "ago)",
                  known, lost, revoked, last_lost ? last_lost->id : "?",
                  last_lost ? (double)(kf_mono_ns() - last_lost->last_seen_mono) / 1e9 : 0.0);
-    else if (stuck && stuck->python && sched_kernel_unrunnable(c, stuck, NULL, 0, why, why_len))
+    else if (stuck && (stuck->python || stuck->cuda) &&
+             sched_kernel_unrunnable(c, stuck, NULL, 0, why, why_len))
         return;
     else
         snprintf(why, why_len,
@@ -301,9 +302,9 @@ static void handle_submit(kf_coord *c, const void *peer, size_t peer_len,
             return;
         }
     }
-    /* A Python kernel no agent's Python can run is refused now, with what
-     * each lacks, rather than left pending (with no agent up, one may come:
-     * a follower's stall check says why then). */
+    /* A Python kernel no agent's Python can run (or a CUDA kernel no agent's
+     * driver can) is refused now, with what each lacks, rather than left pending (with no agent up,
+     * one may come: a follower's stall check says why then). */
     for (size_t k = 0; k < in->n_kernels; k++) {
         char why[1500];
         if (sched_kernel_unrunnable(c, in->kernels[k], in->nodes_all ? targets : NULL, ntargets,

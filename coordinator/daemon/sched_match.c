@@ -2,7 +2,9 @@
  * kernel needs an interpreter on the node with every package it imports
  * (numpy, torch, triton, cupy, read from its source at submit), so that
  * its tasks never go to a node where they can only fail, and a sweep that
- * no agent can run says so instead of waiting. */
+ * no agent can run says so instead of waiting. A CUDA kernel likewise
+ * skips an agent whose toolkit is newer than its driver with no
+ * forward-compatibility libraries to bridge them (its cuda_compat_error). */
 #include "daemon/coord_int.h"
 
 #include <stdio.h>
@@ -21,6 +23,12 @@ static const char *package_version(const Kfleet__PythonFacts *py, const char *na
 
 int sched_can_run(const kagent *a, const Kfleet__KernelRef *k, char *why, size_t why_len)
 {
+    const char *cuda_err = a->info ? a->info->cuda_compat_error : NULL;
+    if (k->cuda && cuda_err && cuda_err[0]) {
+        if (why)
+            snprintf(why, why_len, "%s: %s", a->id, cuda_err);
+        return 0;
+    }
     if (!k->python)
         return 1;
     const Kfleet__PythonFacts *py = a->info ? a->info->python : NULL;
@@ -71,7 +79,10 @@ int sched_kernel_unrunnable(const kf_coord *c, const Kfleet__KernelRef *k, kagen
             continue;
         }
         if (only || shown < 3) { /* the agents that lack it, the first few */
-            if (n == 0)
+            if (n == 0 && !k->python)
+                n = snprintf(why, why_len, "kernel '%s' is a CUDA kernel that %s", k->name,
+                             only ? "an agent of `nodes: all` cannot run:" : "no agent can run:");
+            else if (n == 0)
                 n = snprintf(why, why_len, "kernel '%s' is a Python kernel%s%s%s that %s", k->name,
                              k->n_needs ? " importing " : "", k->n_needs ? k->needs[0] : "",
                              k->n_needs > 1 ? " (and more)" : "",
@@ -85,7 +96,11 @@ int sched_kernel_unrunnable(const kf_coord *c, const Kfleet__KernelRef *k, kagen
     }
     if (up == 0 || (only ? able == up : able > 0))
         return 0;
-    if (n > 0 && (size_t)n < why_len)
+    if (n > 0 && (size_t)n < why_len && !k->python)
+        snprintf(why + n, why_len - (size_t)n,
+                 ". Fix the toolkit or driver as said, or launch an "
+                 "agent on a node whose driver runs its CUDA");
+    else if (n > 0 && (size_t)n < why_len)
         snprintf(why + n, why_len - (size_t)n,
                  ". Install what it imports in that Python (pip install ...), point KF_PYTHON "
                  "at an interpreter that has it before starting the agent, or launch an agent "

@@ -40,21 +40,6 @@
 static const char *phase_names[KF_PHASE_COUNT] = {"connect", "preflight", "upload", "tunnel",
                                                   "start",   "register",  "stop"};
 
-int kf_launch_version_cmp(const char *a, const char *b)
-{
-    for (;;) {
-        char *ea, *eb;
-        unsigned long x = strtoul(a, &ea, 10), y = strtoul(b, &eb, 10);
-        if (x != y)
-            return x < y ? -1 : 1;
-        int ma = *ea == '.', mb = *eb == '.';
-        if (!ma && !mb)
-            return 0;
-        a = ma ? ea + 1 : ea;
-        b = mb ? eb + 1 : eb;
-    }
-}
-
 int kf_launch_sha256_file(const char *path, char out[65], kf_err *err)
 {
     FILE *f = fopen(path, "rb");
@@ -383,7 +368,7 @@ static void launch_host(job *j)
             kf_preflight_summary(&pf, r->summary, sizeof r->summary);
             rc = kf_preflight_check(&pf, o->min_free_bytes, o->need_gpu, &err);
             if (rc == KF_OK && o->min_glibc[0] && pf.glibc &&
-                kf_launch_version_cmp(pf.glibc, o->min_glibc) < 0)
+                kf_version_cmp(pf.glibc, o->min_glibc) < 0)
                 rc = kf_err_set(&err, KF_EINVAL,
                                 "glibc %s on the node, the bundle needs %s or newer (the glibc of "
                                 "the machine it was built on): build the bundle on an older "

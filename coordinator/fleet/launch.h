@@ -99,8 +99,6 @@ int kf_launch_teardown(const kf_fleet *f, const kf_launch_opts *o, kf_launch_res
                        kf_err *err);
 
 /* sha256 of a file as 64 hex characters. */
-/* Compares dotted version numbers ("2.35" < "2.39" < "2.100"): <0, 0, >0. */
-int kf_launch_version_cmp(const char *a, const char *b);
 
 int kf_launch_sha256_file(const char *path, char out[65], kf_err *err);
 

@@ -12,6 +12,7 @@
 #include "fleet/preflight.h"
 #include "common/xalloc.h"
 #include "common/buf.h"
+#include "common/util.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -88,6 +89,12 @@ static const char script[] =
     "  v=$(tmo \"$nv\" --version 2>/dev/null | sed -n 's/.*release \\([0-9][0-9.]*\\).*/\\1/p' | "
     "head -n 1)\n"
     "  kv nvcc_version \"$v\"\n"
+    "  # the toolkit's forward-compatibility libraries (cuda-compat-X-Y)\n"
+    "  tk=$(dirname \"$(dirname \"$(readlink -f \"$nv\" 2>/dev/null || echo \"$nv\")\")\")\n"
+    "  if [ -r \"$tk/compat/libcuda.so.1\" ]; then kv nvcc_compat \"$tk/compat\"\n"
+    "  elif [ -n \"$v\" ] && [ -r \"/usr/local/cuda-$v/compat/libcuda.so.1\" ]; then\n"
+    "    kv nvcc_compat \"/usr/local/cuda-$v/compat\"\n"
+    "  fi\n"
     "fi\n"
     "echo kf_preflight_end=1\n";
 
@@ -201,6 +208,7 @@ static int parse_line(kf_preflight *pf, const char *k, size_t kn, const char *v,
         {"driver_cuda", offsetof(kf_preflight, driver_cuda)},
         {"nvcc", offsetof(kf_preflight, nvcc)},
         {"nvcc_version", offsetof(kf_preflight, nvcc_version)},
+        {"nvcc_compat", offsetof(kf_preflight, nvcc_compat)},
     };
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         if (key_is(k, kn, strs[i].key))
@@ -278,15 +286,6 @@ void kf_preflight_bytes(uint64_t bytes, char *buf, size_t n)
         snprintf(buf, n, "%.1f %s", v, units[u]);
 }
 
-/* Compares "13.0"-style versions numerically, as agent/runner/build.c does. */
-static int version_cmp(const char *a, const char *b)
-{
-    long amaj = strtol(a, NULL, 10), bmaj = strtol(b, NULL, 10);
-    const char *ad = strchr(a, '.'), *bd = strchr(b, '.');
-    long amin = ad ? strtol(ad + 1, NULL, 10) : 0, bmin = bd ? strtol(bd + 1, NULL, 10) : 0;
-    return amaj != bmaj ? (amaj < bmaj ? -1 : 1) : amin != bmin ? (amin < bmin ? -1 : 1) : 0;
-}
-
 /* "580.95" of "580.95.05": the form people quote drivers by. */
 static void driver_short(const char *d, char *buf, size_t n)
 {
@@ -339,14 +338,22 @@ int kf_preflight_check(const kf_preflight *pf, uint64_t min_free_bytes, int need
         else
             reason(&b, "no GPU: nvidia-smi lists none; use a GPU node");
     }
-    if (pf->nvcc_version && pf->driver_cuda && version_cmp(pf->nvcc_version, pf->driver_cuda) > 0) {
+    if (pf->nvcc_version && pf->driver_cuda &&
+        kf_version_cmp(pf->nvcc_version, pf->driver_cuda) > 0 && !pf->nvcc_compat) {
         char d[64] = "";
         if (pf->driver)
             driver_short(pf->driver, d, sizeof d);
+        unsigned long major = strtoul(pf->nvcc_version, NULL, 10), minor = 0;
+        const char *dot = strchr(pf->nvcc_version, '.');
+        if (dot)
+            minor = strtoul(dot + 1, NULL, 10);
         reason(&b,
-               "nvcc %.20s builds for CUDA %.20s but driver %s supports CUDA %.20s: the kernels "
-               "it builds will not load; install an older toolkit or a newer driver",
-               pf->nvcc_version, pf->nvcc_version, d[0] ? d : "(unknown)", pf->driver_cuda);
+               "nvcc %.20s builds for CUDA %.20s but driver %s supports CUDA %.20s and the node "
+               "has no forward-compatibility libraries: the kernels it builds will not load; "
+               "install NVIDIA's cuda-compat-%lu-%lu package (datacenter GPUs), an older "
+               "toolkit, or a newer driver",
+               pf->nvcc_version, pf->nvcc_version, d[0] ? d : "(unknown)", pf->driver_cuda, major,
+               minor);
     }
     if (!pf->arch)
         reason(&b, "CPU arch unknown (uname -m printed nothing); check the node");
@@ -388,6 +395,8 @@ void kf_preflight_summary(const kf_preflight *pf, char *buf, size_t n)
         kf_buf_addf(&b, ", nvcc %s", pf->nvcc_version ? pf->nvcc_version : "(unknown version)");
     else
         kf_buf_adds(&b, ", no nvcc");
+    if (pf->nvcc_compat)
+        kf_buf_addf(&b, ", forward compat %s", pf->nvcc_compat);
     if (pf->have_fs) {
         char f[32];
         kf_preflight_bytes(pf->fs_free_bytes, f, sizeof f);
@@ -419,5 +428,6 @@ void kf_preflight_free(kf_preflight *pf)
     free(pf->driver_cuda);
     free(pf->nvcc);
     free(pf->nvcc_version);
+    free(pf->nvcc_compat);
     memset(pf, 0, sizeof *pf);
 }

@@ -21,6 +21,7 @@
  *   gpu=INDEX, NAME, DRIVER, MEMORY_MIB   one line per GPU (nvidia-smi csv)
  *   driver_cuda=13.0             the "CUDA Version" of nvidia-smi's header
  *   nvcc=PATH nvcc_version=12.8  from PATH, else $CUDA_HOME/bin, /usr/local/cuda/bin
+ *   nvcc_compat=DIR              that toolkit's forward-compat libraries, when installed
  *
  * Unknown keys are ignored, so a newer script works with an older parser. */
 #ifndef KF_PREFLIGHT_H
@@ -54,6 +55,7 @@ typedef struct kf_preflight {
     char *driver_cuda;  /* "13.0": newest CUDA the driver runs; NULL when unknown */
     char *nvcc;         /* path; NULL when not found */
     char *nvcc_version; /* "12.8" (the release); NULL when unknown */
+    char *nvcc_compat;  /* its forward-compat libraries' dir; NULL when none */
 } kf_preflight;
 
 /* The script, a static string. */
@@ -67,7 +69,8 @@ int kf_preflight_parse(const char *out, size_t len, kf_preflight *pf, kf_err *er
 /* 0 when the node may get work; else KF_EINVAL with every reason, joined by
  * "; ", in err: the work dir missing, not writable or with less than
  * min_free_bytes free; no GPU while need_gpu; an nvcc newer than the driver's
- * CUDA (the same test as agent/runner/build.c); an arch other than x86_64/aarch64. */
+ * CUDA without its forward-compat libraries (the same test as
+ * agent/runner/compat.c); an arch other than x86_64/aarch64. */
 int kf_preflight_check(const kf_preflight *pf, uint64_t min_free_bytes, int need_gpu, kf_err *err);
 
 /* One line for a progress display, like "2× NVIDIA H100 80GB HBM3, driver

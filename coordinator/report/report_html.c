@@ -253,6 +253,7 @@ static void td_provenance(kf_buf *b, const json_t *row)
     const char *nv = kf_rep_str_at(pv, "nvcc_cuda"), *dr = kf_rep_str_at(pv, "driver_cuda");
     snprintf(s, sizeof s, "%s / %s", nv ? nv : KF_REP_DASH, dr ? dr : KF_REP_DASH);
     dd(b, "CUDA nvcc / driver", nv || dr ? s : NULL);
+    dd(b, "forward compat", kf_rep_str_at(pv, "forward_compat"));
     dd(b, "agent version", kf_rep_str_at(pv, "agent_version"));
     if (tm) {
         dd_num(b, "SM clock min MHz", tm, "sm_clock_mhz_min", "%.0f");

@@ -215,6 +215,9 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
         b && b->nvcc_cuda && *b->nvcc_cuda ? json_string(b->nvcc_cuda) : json_null());
     set(prov, "driver_cuda",
         b && b->driver_cuda && *b->driver_cuda ? json_string(b->driver_cuda) : json_null());
+    set(prov, "forward_compat",
+        b && b->forward_compat && *b->forward_compat ? json_string(b->forward_compat)
+                                                     : json_null());
     set(o, "provenance", prov);
 
     /* How many tries the row's tasks took, and why each attempt that says

@@ -174,10 +174,36 @@ static void test_cuda_build(void **state)
     /* A driver older than nvcc: refused before anything runs, naming both. */
     setenv("KF_DRIVER_CUDA", "1.0", 1);
     snprintf(scratch, sizeof scratch, "%s/tmp/b3", workdir);
+    setenv("KF_CUDA_COMPAT", "/nonexistent/compat", 1);
     assert_int_equal(kf_build_kernel(&c.spec, workdir, scratch, &bi, &err), KF_EUNAVAIL);
     assert_non_null(strstr(err.msg, "driver runs CUDA 1.0"));
     assert_non_null(strstr(err.msg, bi.nvcc_cuda));
+    assert_non_null(strstr(err.msg, "cuda-compat-"));
+    kf_build_info_release(&bi);
+    /* With forward-compat libraries it builds, and the build says so. */
+    char compat[PATH_MAX], lib[PATH_MAX + 16];
+    snprintf(compat, sizeof compat, "%s/compat", workdir);
+    snprintf(lib, sizeof lib, "%s/libcuda.so.1", compat);
+    assert_int_equal(mkdir(compat, 0700), 0);
+    FILE *lf = fopen(lib, "w");
+    assert_non_null(lf);
+    fclose(lf);
+    setenv("KF_CUDA_COMPAT", compat, 1);
+    snprintf(scratch, sizeof scratch, "%s/tmp/b4", workdir);
+    assert_int_equal(kf_build_kernel(&c.spec, workdir, scratch, &bi, &err), KF_OK);
+    assert_string_equal(bi.forward_compat, compat);
+    kf_build_info_release(&bi);
+    unsetenv("KF_CUDA_COMPAT");
     unsetenv("KF_DRIVER_CUDA");
+    /* A runner the agent started with them on its path records them even
+     * when its (forward-compat) libcuda reports a new enough CUDA. */
+    setenv("KF_CUDA_COMPAT_DIR", compat, 1);
+    snprintf(scratch, sizeof scratch, "%s/tmp/b5", workdir);
+    assert_int_equal(kf_build_kernel(&c.spec, workdir, scratch, &bi, &err), KF_OK);
+    assert_string_equal(bi.forward_compat, compat);
+    unsetenv("KF_CUDA_COMPAT_DIR");
+    unlink(lib);
+    rmdir(compat);
     kf_build_info_release(&bi);
     unsetenv("KF_CUDA_ARCH");
     free_cuspec(&c);

@@ -224,8 +224,10 @@ static void test_check_reasons(void **state)
     assert_non_null(strstr(err.msg, "work dir /workspace/kfleet: 412 MiB free of 1.0 GiB, need "
                                     "2.0 GiB (free space or pass --min-free)"));
     assert_non_null(strstr(err.msg, "nvcc 13.0 builds for CUDA 13.0 but driver 535.104 supports "
-                                    "CUDA 12.2: the kernels it builds will not load; install an "
-                                    "older toolkit or a newer driver"));
+                                    "CUDA 12.2 and the node has no forward-compatibility "
+                                    "libraries: the kernels it builds will not load; install "
+                                    "NVIDIA's cuda-compat-13-0 package (datacenter GPUs), an "
+                                    "older toolkit, or a newer driver"));
     assert_non_null(strstr(err.msg, "CPU arch ppc64le"));
     assert_null(strstr(err.msg, "no GPU")); /* it has one */
     kf_preflight_free(&pf);
@@ -402,10 +404,35 @@ static void test_script_fakes(void **state)
     out = run_script(f, path_env, "", wd);
     parse_ok(out, &pf);
     expect_reason(&pf, MiB, 1,
-                  "nvcc 13.0 builds for CUDA 13.0 but driver 535.104 supports CUDA 12.2: the "
-                  "kernels it builds will not load; install an older toolkit or a newer driver");
+                  "nvcc 13.0 builds for CUDA 13.0 but driver 535.104 supports CUDA 12.2 and the "
+                  "node has no forward-compatibility libraries: the kernels it builds will not "
+                  "load; install NVIDIA's cuda-compat-13-0 package");
+    assert_null(pf.nvcc_compat);
     kf_preflight_free(&pf);
     free(out);
+
+    /* The same with the toolkit's forward-compat libraries beside its bin/:
+     * found, shown, and the node passes (its runners load them). */
+    char compat[PATH_MAX + 16], lib[PATH_MAX + 32];
+    snprintf(compat, sizeof compat, "%s/compat", f->dir);
+    snprintf(lib, sizeof lib, "%s/libcuda.so.1", compat);
+    assert_int_equal(mkdir(compat, 0700), 0);
+    FILE *lf = fopen(lib, "w");
+    assert_non_null(lf);
+    fclose(lf);
+    out = run_script(f, path_env, "", wd);
+    parse_ok(out, &pf);
+    assert_non_null(pf.nvcc_compat);
+    assert_string_equal(pf.nvcc_compat, compat);
+    expect_pass(&pf, MiB, 1);
+    char sum[512];
+    kf_preflight_summary(&pf, sum, sizeof sum);
+    assert_non_null(strstr(sum, "nvcc 13.0, forward compat "));
+    assert_non_null(strstr(sum, compat));
+    kf_preflight_free(&pf);
+    free(out);
+    assert_int_equal(unlink(lib), 0);
+    assert_int_equal(rmdir(compat), 0);
 
     /* A driver that does not answer: nvidia-smi's complaint, on one line. */
     fake_printing(f, "nvidia-smi",
