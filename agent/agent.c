@@ -16,6 +16,7 @@
 #include "runner/pyenv.h"
 #include "runner/build.h"
 #include "runner/compat.h"
+#include "runner/proc.h"
 #include "common/inventory.h"
 #include "common/log.h"
 #include "agent/outbox.h"
@@ -26,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,6 +194,61 @@ static void measure_ceilings(kf_agent *a)
             d.bf16_tflops, d.error);
 }
 
+/* Imports torch once, as a kernel would, and asks what it sees: a CPU-only
+ * wheel on a GPU node, or a torch built for a CUDA the driver does not run,
+ * imports fine and then sees no GPU (torch says why in a warning). */
+static const char torch_probe_src[] =
+    "import json, warnings\n"
+    "with warnings.catch_warnings(record=True) as w:\n"
+    "    warnings.simplefilter('always')\n"
+    "    import torch\n"
+    "    ok = torch.cuda.is_available()\n"
+    "    n = torch.cuda.device_count() if ok else 0\n"
+    "print(json.dumps({'gpus': n, 'warning': ' '.join(str(x.message) for x in w)}))\n";
+
+static void torch_gpus(kf_agent *a, const kf_pyenv *py)
+{
+    size_t node = a->info->n_gpus;
+    a->torch_note[0] = '\0';
+    a->python.torch_note = a->torch_note;
+    a->python.torch_gpus = 0;
+    if (!py->torch[0] || node == 0)
+        return;
+    char *argv[] = {(char *)py->executable, "-c", (char *)torch_probe_src, NULL};
+    kf_buf out = KF_BUF_INIT;
+    int st = kf_proc_capture_limit(argv, &out, 1 << 16, 120.0);
+    const char *text = out.data ? out.data : "";
+    const char *last = strrchr(text, '{');
+    json_t *j =
+        st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && last ? json_loads(last, 0, NULL) : NULL;
+    if (!j) {
+        const char *tail = text + strlen(text);
+        while (tail > text && (tail[-1] == '\n' || tail[-1] == ' '))
+            tail--;
+        const char *line = tail;
+        while (line > text && line[-1] != '\n')
+            line--;
+        snprintf(a->torch_note, sizeof a->torch_note, "import torch %s%.*s",
+                 st == -2 ? "took more than 120 s" : "failed: ", st == -2 ? 0 : (int)(tail - line),
+                 line);
+    } else {
+        a->python.torch_gpus = (int32_t)json_integer_value(json_object_get(j, "gpus"));
+        const char *warn = json_string_value(json_object_get(j, "warning"));
+        if ((size_t)a->python.torch_gpus < node)
+            snprintf(a->torch_note, sizeof a->torch_note,
+                     "torch %s sees %d of the node's %zu GPUs%s%.300s", py->torch,
+                     a->python.torch_gpus, node,
+                     !py->torch_cuda[0] ? " (a CPU-only build: install torch built for CUDA)"
+                     : warn && *warn    ? ": "
+                                        : "",
+                     py->torch_cuda[0] && warn ? warn : "");
+        json_decref(j);
+    }
+    kf_buf_release(&out);
+    kf_info("agent.torch", "gpus=%d node_gpus=%zu note=\"%s\"", a->python.torch_gpus, node,
+            a->torch_note);
+}
+
 /* The node's Python as its runners will find it (the same $KF_PYTHON),
  * probed once per start: the coordinator sends a Python kernel only to an
  * agent whose interpreter has the packages the kernel imports. The strings
@@ -214,6 +271,8 @@ static void python_facts(kf_agent *a)
     a->python.triton = rc == KF_OK ? (char *)py->triton : "";
     a->python.cupy = rc == KF_OK ? (char *)py->cupy : "";
     a->info->python = &a->python;
+    if (rc == KF_OK)
+        torch_gpus(a, py);
     kf_info("agent.python",
             "version=%s numpy=%s torch=%s torch_cuda=%s triton=%s cupy=%s error=\"%s\"",
             a->python.version, a->python.numpy, a->python.torch, a->python.torch_cuda,
@@ -239,7 +298,8 @@ static void cuda_compat(kf_agent *a)
     else if (dv > 0)
         snprintf(driver, sizeof driver, "%d.%d", dv / 1000, dv % 1000 / 10);
     kf_err err;
-    if (kf_compat_check(tk, cuda, driver, a->compat_dir, sizeof a->compat_dir, &err) != KF_OK) {
+    if (kf_compat_check(tk, cuda, driver, a->info->driver_version, a->compat_dir,
+                        sizeof a->compat_dir, &err) != KF_OK) {
         snprintf(a->compat_error, sizeof a->compat_error, "%s", err.msg);
         kf_warn("agent.cuda_too_new", "toolkit=%s driver=%s error=\"%s\"", cuda, driver, err.msg);
     } else if (a->compat_dir[0]) {

@@ -482,7 +482,7 @@ static int check_driver(const char *nvcc_line, kf_build_info *bi, kf_err *err)
     }
     char tk[PATH_MAX];
     toolkit_dir(tk, sizeof tk);
-    return kf_compat_check(tk, bi->nvcc_cuda, bi->driver_cuda, bi->forward_compat,
+    return kf_compat_check(tk, bi->nvcc_cuda, bi->driver_cuda, NULL, bi->forward_compat,
                            sizeof bi->forward_compat, err);
 }
 

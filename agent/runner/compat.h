@@ -26,8 +26,14 @@ int kf_compat_find(const char *toolkit, const char *cuda, char *dir, size_t len,
  * `driver_cuda` here: KF_OK with dir "" when the driver is new enough (or
  * either version is unknown), KF_OK with dir set when the forward-compat
  * libraries bridge the gap, KF_EUNAVAIL naming both versions and the package
- * when nothing does. */
+ * when nothing does. With the node's driver version ("570.124.06", NULL or ""
+ * when unknown), libraries from a branch not newer than it are refused: the
+ * driver would refuse them (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH). */
 int kf_compat_check(const char *toolkit, const char *toolkit_cuda, const char *driver_cuda,
-                    char *dir, size_t len, kf_err *err);
+                    const char *driver_version, char *dir, size_t len, kf_err *err);
+
+/* The driver version of the libcuda.so.1 in dir, from the file it links to
+ * ("libcuda.so.580.95.05" gives "580.95.05"); "" when it does not say. */
+void kf_compat_lib_version(const char *dir, char *out, size_t len);
 
 #endif

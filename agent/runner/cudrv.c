@@ -86,6 +86,23 @@ static int cu_fail(kf_cudrv *cu, CUresult r, const char *what, kf_err *err)
                       desc ? desc : "");
 }
 
+/* 803 and 804 with the forward-compat libraries loaded (runner/compat.h)
+ * mean the driver refused them: the message says which ones and why. */
+static int init_fail(kf_cudrv *cu, CUresult r, kf_err *err)
+{
+    int rc = cu_fail(cu, r, "cuInit", err);
+    const char *compat = getenv("KF_CUDA_COMPAT_DIR");
+    if (!compat || !*compat || (r != 803 && r != 804) || !err)
+        return rc;
+    char first[sizeof err->msg];
+    snprintf(first, sizeof first, "%s", err->msg);
+    return kf_err_set(err, KF_EIO,
+                      "%s (this runner loaded the forward-compatibility libraries in %s and the "
+                      "driver refused them: they must come from a newer driver branch than the "
+                      "node's, on a datacenter GPU)",
+                      first, compat);
+}
+
 #define SYM(cu, name, ver)                                                                         \
     do {                                                                                           \
         *(void **)&(cu)->name = dlsym((cu)->lib, ver);                                             \
@@ -149,7 +166,7 @@ int kf_cudrv_open(kf_cudrv **out, kf_err *err)
     if (rc)
         goto out;
     if ((r = cu->cuInit(0)))
-        rc = cu_fail(cu, r, "cuInit", err);
+        rc = init_fail(cu, r, err);
     else if ((r = cu->cuDeviceGet(&cu->dev, 0)))
         rc = cu_fail(cu, r, "cuDeviceGet(0)", err);
     else if ((r = cu->cuDevicePrimaryCtxRetain(&cu->ctx, cu->dev)))

@@ -1,8 +1,13 @@
 /* proc — see proc.h. */
 #include "runner/proc.h"
 
+#include "common/util.h"
+
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -33,21 +38,56 @@ int kf_proc_wait(pid_t pid)
 
 int kf_proc_capture(char *const argv[], kf_buf *out, size_t cap)
 {
+    return kf_proc_capture_limit(argv, out, cap, 0);
+}
+
+int kf_proc_capture_limit(char *const argv[], kf_buf *out, size_t cap, double limit_s)
+{
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0)
         return -1;
     pid_t pid = kf_proc_spawn(argv, fds[1], NULL);
     close(fds[1]);
+    if (pid <= 0) {
+        close(fds[0]);
+        return -1;
+    }
+    uint64_t deadline = limit_s > 0 ? kf_mono_ns() + (uint64_t)(limit_s * 1e9) : 0;
     char buf[4096];
-    ssize_t n;
     size_t kept = 0;
-    while (pid > 0 && ((n = read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))) {
-        if (n <= 0 || kept >= cap)
+    int timed_out = 0;
+    for (;;) {
+        int wait_ms = -1;
+        if (deadline) {
+            uint64_t now = kf_mono_ns();
+            if (now >= deadline) {
+                timed_out = 1;
+                break;
+            }
+            wait_ms = (int)((deadline - now) / 1000000) + 1;
+        }
+        struct pollfd p = {.fd = fds[0], .events = POLLIN};
+        int r = poll(&p, 1, wait_ms);
+        if (r < 0 && errno == EINTR)
             continue;
-        size_t take = (size_t)n < cap - kept ? (size_t)n : cap - kept;
-        kf_buf_add(out, buf, take);
-        kept += take;
+        if (r < 0)
+            break;
+        if (r == 0)
+            continue; /* the deadline check above ends it */
+        ssize_t n = read(fds[0], buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        if (kept < cap) {
+            size_t take = (size_t)n < cap - kept ? (size_t)n : cap - kept;
+            kf_buf_add(out, buf, take);
+            kept += take;
+        }
     }
     close(fds[0]);
-    return pid > 0 ? kf_proc_wait(pid) : -1;
+    if (timed_out)
+        kill(pid, SIGKILL);
+    int st = kf_proc_wait(pid);
+    return timed_out ? -2 : st;
 }

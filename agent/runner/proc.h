@@ -22,4 +22,8 @@ int kf_proc_wait(pid_t pid);
  * or -1 when it could not start. */
 int kf_proc_capture(char *const argv[], kf_buf *out, size_t cap);
 
+/* kf_proc_capture, killing argv (SIGKILL) when it runs longer than limit_s
+ * (0: no limit); -2 then, with what it printed so far in out. */
+int kf_proc_capture_limit(char *const argv[], kf_buf *out, size_t cap, double limit_s);
+
 #endif

@@ -18,6 +18,9 @@
 #                 stream is timed)
 #   PART=cheats   tests/data/sweeps/cheats.yaml (every host cheat),
 #                 bench/gpu/side-stream.yaml and targets once
+#   PART=facts    what agents report (Python, torch sees the GPU) and CUDA
+#                 forward compatibility with a simulated older driver
+#                 (bench/gpu/facts.sh), then examples/torch.yaml
 #   PART=fleet    examples/gpu.yaml (62 configurations) on every GPU, with
 #                 the schedule (makespan against start-up + GPU time / GPUs)
 #                 and bench/gpu/isolation.yaml (faults on purpose) after it
@@ -125,6 +128,11 @@ PY
   mv "$W/sidestream.json" "$W/side-stream.json"
   sweep targets1 "$ROOT/bench/gpu/targets.yaml"
   ;;
+facts)
+  bash "$ROOT/bench/gpu/facts.sh" "$W" 2>&1 | tee "$W/facts.log" | grep -v '^20..-..-..T' | tail -80
+  echo "facts: see facts.log" >>"$W/times.txt"
+  [ -n "${SKIP_TORCH:-}" ] || sweep torch "$ROOT/examples/torch.yaml"
+  ;;
 checks)
   sweep isolation "$ROOT/bench/gpu/isolation.yaml" --agents 1
   sweep sanitize "$ROOT/bench/gpu/sanitize.yaml"
@@ -143,7 +151,7 @@ PY
   [ -n "${SKIP_ISOLATION:-}" ] || sweep isolation "$ROOT/bench/gpu/isolation.yaml" --agents 1
   ;;
 *)
-  echo "run.sh: PART is targets, throttle, checks, h100, short, python, cheats or fleet" >&2
+  echo "run.sh: PART is targets, throttle, checks, h100, short, python, cheats, facts or fleet" >&2
   exit 2
   ;;
 esac

@@ -47,6 +47,8 @@ static json_t *agent_json(const Kfleet__AgentInfo *a)
         json_object_set_new(jp, "triton", json_string(py->triton));
         json_object_set_new(jp, "cupy", json_string(py->cupy));
         json_object_set_new(jp, "error", json_string(py->error));
+        json_object_set_new(jp, "torch_gpus", json_integer(py->torch_gpus));
+        json_object_set_new(jp, "torch_note", json_string(py->torch_note ? py->torch_note : ""));
         json_object_set_new(ja, "python", jp);
     }
     json_object_set_new(ja, "cuda_compat", json_string(a->cuda_compat ? a->cuda_compat : ""));
@@ -129,7 +131,11 @@ static void python_line(const Kfleet__PythonFacts *py)
                i == 1 && py->torch_cuda && py->torch_cuda[0] ? " (CUDA " : "",
                i == 1 && py->torch_cuda && py->torch_cuda[0] ? py->torch_cuda : "",
                i == 1 && py->torch_cuda && py->torch_cuda[0] ? ")" : "");
+    if (py->torch && py->torch[0] && py->torch_gpus > 0)
+        printf("; torch sees %d GPU%s", py->torch_gpus, py->torch_gpus == 1 ? "" : "s");
     printf("\n");
+    if (py->torch_note && py->torch_note[0])
+        printf("%-24s torch: %s\n", "", py->torch_note);
 }
 
 static void print_table(const Kfleet__StatusReply *st)

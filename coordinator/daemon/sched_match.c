@@ -4,7 +4,8 @@
  * its tasks never go to a node where they can only fail, and a sweep that
  * no agent can run says so instead of waiting. A CUDA kernel likewise
  * skips an agent whose toolkit is newer than its driver with no
- * forward-compatibility libraries to bridge them (its cuda_compat_error). */
+ * forward-compatibility libraries to bridge them (its cuda_compat_error),
+ * and a GPU kernel importing torch skips a GPU node whose torch sees none. */
 #include "daemon/coord_int.h"
 
 #include <stdio.h>
@@ -24,7 +25,7 @@ static const char *package_version(const Kfleet__PythonFacts *py, const char *na
 int sched_can_run(const kagent *a, const Kfleet__KernelRef *k, char *why, size_t why_len)
 {
     const char *cuda_err = a->info ? a->info->cuda_compat_error : NULL;
-    if (k->cuda && cuda_err && cuda_err[0]) {
+    if (k->cuda && !k->python && cuda_err && cuda_err[0]) { /* torch brings its own runtime */
         if (why)
             snprintf(why, why_len, "%s: %s", a->id, cuda_err);
         return 0;
@@ -39,6 +40,16 @@ int sched_can_run(const kagent *a, const Kfleet__KernelRef *k, char *why, size_t
         return 0;
     }
     for (size_t i = 0; i < k->n_needs; i++) {
+        /* A GPU kernel using torch on a GPU node whose torch sees no GPU
+         * (a CPU-only wheel, a CUDA the driver does not run). */
+        if (package_version(py, k->needs[i])[0] && strcmp(k->needs[i], "torch") == 0 && k->cuda &&
+            a->info->n_gpus > 0 && py->torch_gpus == 0) {
+            if (why)
+                snprintf(why, why_len, "%s: %s", a->id,
+                         py->torch_note && py->torch_note[0] ? py->torch_note
+                                                             : "torch sees no GPU");
+            return 0;
+        }
         if (package_version(py, k->needs[i])[0])
             continue;
         if (why) {

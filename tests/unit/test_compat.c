@@ -75,11 +75,11 @@ static void test_no_gap(void **state)
     fixture *f = *state;
     char dir[PATH_MAX] = "x";
     kf_err err = {0};
-    assert_int_equal(kf_compat_check(f->dir, "13.0", "13.0", dir, sizeof dir, &err), KF_OK);
+    assert_int_equal(kf_compat_check(f->dir, "13.0", "13.0", NULL, dir, sizeof dir, &err), KF_OK);
     assert_string_equal(dir, "");
-    assert_int_equal(kf_compat_check(f->dir, "12.8", "13.0", dir, sizeof dir, &err), KF_OK);
-    assert_int_equal(kf_compat_check(f->dir, "13.0", "", dir, sizeof dir, &err), KF_OK);
-    assert_int_equal(kf_compat_check(f->dir, "", "12.4", dir, sizeof dir, &err), KF_OK);
+    assert_int_equal(kf_compat_check(f->dir, "12.8", "13.0", NULL, dir, sizeof dir, &err), KF_OK);
+    assert_int_equal(kf_compat_check(f->dir, "13.0", "", NULL, dir, sizeof dir, &err), KF_OK);
+    assert_int_equal(kf_compat_check(f->dir, "", "12.4", NULL, dir, sizeof dir, &err), KF_OK);
     assert_string_equal(dir, "");
 }
 
@@ -89,7 +89,8 @@ static void test_gap_refused(void **state)
     fixture *f = *state;
     char dir[PATH_MAX];
     kf_err err = {0};
-    assert_int_equal(kf_compat_check(f->dir, "13.0", "12.4", dir, sizeof dir, &err), KF_EUNAVAIL);
+    assert_int_equal(kf_compat_check(f->dir, "13.0", "12.4", NULL, dir, sizeof dir, &err),
+                     KF_EUNAVAIL);
     assert_string_equal(dir, "");
     assert_non_null(strstr(err.msg, "nvcc builds for CUDA 13.0"));
     assert_non_null(strstr(err.msg, "driver runs CUDA 12.4 at most"));
@@ -98,7 +99,8 @@ static void test_gap_refused(void **state)
     assert_non_null(strstr(err.msg, "/usr/local/cuda-13.0/compat"));
     /* A directory without libcuda.so.1 is not the libraries. */
     assert_int_equal(mkdir(f->compat, 0700), 0);
-    assert_int_equal(kf_compat_check(f->dir, "13.0", "12.4", dir, sizeof dir, &err), KF_EUNAVAIL);
+    assert_int_equal(kf_compat_check(f->dir, "13.0", "12.4", NULL, dir, sizeof dir, &err),
+                     KF_EUNAVAIL);
 }
 
 /* The toolkit's own compat/ bridges the gap and is what runners load. */
@@ -108,7 +110,7 @@ static void test_gap_bridged(void **state)
     make_lib(f);
     char dir[PATH_MAX];
     kf_err err = {0};
-    assert_int_equal(kf_compat_check(f->dir, "13.0", "12.4", dir, sizeof dir, &err), KF_OK);
+    assert_int_equal(kf_compat_check(f->dir, "13.0", "12.4", NULL, dir, sizeof dir, &err), KF_OK);
     assert_string_equal(dir, f->compat);
 }
 
@@ -121,11 +123,43 @@ static void test_env_override(void **state)
     char dir[PATH_MAX];
     kf_err err = {0};
     setenv("KF_CUDA_COMPAT", "/nonexistent/compat", 1);
-    assert_int_equal(kf_compat_check(f->dir, "13.0", "12.4", dir, sizeof dir, &err), KF_EUNAVAIL);
+    assert_int_equal(kf_compat_check(f->dir, "13.0", "12.4", NULL, dir, sizeof dir, &err),
+                     KF_EUNAVAIL);
     assert_non_null(strstr(err.msg, "/nonexistent/compat"));
     setenv("KF_CUDA_COMPAT", f->compat, 1);
-    assert_int_equal(kf_compat_check("/nonexistent", "13.0", "12.4", dir, sizeof dir, &err), KF_OK);
+    assert_int_equal(kf_compat_check("/nonexistent", "13.0", "12.4", NULL, dir, sizeof dir, &err),
+                     KF_OK);
     assert_string_equal(dir, f->compat);
+}
+
+/* Libraries from the node's own driver branch (or an older one) cannot
+ * help: the driver refuses them, so kfleet does too, up front, naming
+ * both driver versions (as on the H100: compat 580.95.05, driver 580.159.04). */
+static void test_branch(void **state)
+{
+    fixture *f = *state;
+    char real[PATH_MAX + 32];
+    assert_int_equal(mkdir(f->compat, 0700), 0);
+    snprintf(real, sizeof real, "%s/libcuda.so.580.95.05", f->compat);
+    FILE *fp = fopen(real, "w");
+    assert_non_null(fp);
+    fclose(fp);
+    assert_int_equal(symlink("libcuda.so.580.95.05", f->lib), 0);
+    char v[64], dir[PATH_MAX];
+    kf_compat_lib_version(f->compat, v, sizeof v);
+    assert_string_equal(v, "580.95.05");
+    kf_err err = {0};
+    assert_int_equal(kf_compat_check(f->dir, "13.0", "12.8", "580.159.04", dir, sizeof dir, &err),
+                     KF_EUNAVAIL);
+    assert_string_equal(dir, "");
+    assert_non_null(strstr(err.msg, "(driver 580.95.05) are not from a newer branch than the "
+                                    "node's driver 580.159.04"));
+    assert_non_null(strstr(err.msg, "cuda-compat-13-0"));
+    /* A 570 driver: the 580 libraries are newer, and used. */
+    assert_int_equal(kf_compat_check(f->dir, "13.0", "12.8", "570.124.06", dir, sizeof dir, &err),
+                     KF_OK);
+    assert_string_equal(dir, f->compat);
+    unlink(real);
 }
 
 int main(void)
@@ -136,6 +170,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gap_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gap_bridged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_env_override, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_branch, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
