@@ -96,6 +96,24 @@ static const char script[] =
     "    kv nvcc_compat \"/usr/local/cuda-$v/compat\"\n"
     "  fi\n"
     "fi\n"
+    "# the Python its agent would use for Python kernels, and what kernels import\n"
+    "py=$(command -v python3 2>/dev/null)\n"
+    "if [ -n \"$py\" ]; then\n"
+    "  o=$(tmo \"$py\" -c 'import sys\n"
+    "o = []\n"
+    "try:\n"
+    "    from importlib import metadata as m\n"
+    "except ImportError:\n"
+    "    m = None\n"
+    "for p in (\"numpy\", \"torch\", \"triton\", \"cupy-cuda12x\", \"cupy-cuda13x\", \"cupy\"):\n"
+    "    try:\n"
+    "        o.append(p.split(\"-\")[0] + \" \" + m.version(p))\n"
+    "    except Exception:\n"
+    "        pass\n"
+    "print(\"%d.%d.%d|%s\" % (sys.version_info[:3] + (\", \".join(o),)))' 2>/dev/null)\n"
+    "  kv python \"${o%%|*}\"\n"
+    "  kv python_packages \"${o#*|}\"\n"
+    "fi\n"
     "echo kf_preflight_end=1\n";
 
 const char *kf_preflight_script(void)
@@ -209,6 +227,8 @@ static int parse_line(kf_preflight *pf, const char *k, size_t kn, const char *v,
         {"nvcc", offsetof(kf_preflight, nvcc)},
         {"nvcc_version", offsetof(kf_preflight, nvcc_version)},
         {"nvcc_compat", offsetof(kf_preflight, nvcc_compat)},
+        {"python", offsetof(kf_preflight, python)},
+        {"python_packages", offsetof(kf_preflight, python_packages)},
     };
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         if (key_is(k, kn, strs[i].key))
@@ -404,6 +424,9 @@ void kf_preflight_summary(const kf_preflight *pf, char *buf, size_t n)
     }
     if (pf->arch)
         kf_buf_addf(&b, ", %s", pf->arch);
+    if (pf->python)
+        kf_buf_addf(&b, ", python %s (%s)", pf->python,
+                    pf->python_packages ? pf->python_packages : "no numpy, torch, triton, cupy");
     if (n) {
         snprintf(buf, n, "%s", b.data);
     }
@@ -429,5 +452,7 @@ void kf_preflight_free(kf_preflight *pf)
     free(pf->nvcc);
     free(pf->nvcc_version);
     free(pf->nvcc_compat);
+    free(pf->python);
+    free(pf->python_packages);
     memset(pf, 0, sizeof *pf);
 }

@@ -22,6 +22,8 @@
  *   driver_cuda=13.0             the "CUDA Version" of nvidia-smi's header
  *   nvcc=PATH nvcc_version=12.8  from PATH, else $CUDA_HOME/bin, /usr/local/cuda/bin
  *   nvcc_compat=DIR              that toolkit's forward-compat libraries, when installed
+ *   python=3.12.3                python3 from PATH, when there is one
+ *   python_packages=numpy 2.5.2, torch 2.11.0   which of numpy/torch/triton/cupy it has
  *
  * Unknown keys are ignored, so a newer script works with an older parser. */
 #ifndef KF_PREFLIGHT_H
@@ -51,11 +53,13 @@ typedef struct kf_preflight {
     char *gpu_error;  /* nvidia-smi's complaint when it failed; NULL otherwise */
     kf_preflight_gpu *gpus;
     size_t ngpus;
-    char *driver;       /* "580.95.05"; NULL without a driver */
-    char *driver_cuda;  /* "13.0": newest CUDA the driver runs; NULL when unknown */
-    char *nvcc;         /* path; NULL when not found */
-    char *nvcc_version; /* "12.8" (the release); NULL when unknown */
-    char *nvcc_compat;  /* its forward-compat libraries' dir; NULL when none */
+    char *driver;          /* "580.95.05"; NULL without a driver */
+    char *driver_cuda;     /* "13.0": newest CUDA the driver runs; NULL when unknown */
+    char *nvcc;            /* path; NULL when not found */
+    char *nvcc_version;    /* "12.8" (the release); NULL when unknown */
+    char *nvcc_compat;     /* its forward-compat libraries' dir; NULL when none */
+    char *python;          /* "3.12.3"; NULL without python3 */
+    char *python_packages; /* "numpy 2.5.2, torch 2.11.0"; NULL or "" when none */
 } kf_preflight;
 
 /* The script, a static string. */

@@ -251,6 +251,12 @@ static void test_check_reasons(void **state)
     kf_preflight_summary(&pf, s, sizeof s);
     assert_string_equal(s, "no GPU, no nvcc, x86_64");
     kf_preflight_free(&pf);
+    parse_ok("kf_preflight=1\nworkdir=/w\nwritable=1\narch=x86_64\npython=3.12.3\n"
+             "python_packages=numpy 2.5.2, torch 2.11.0\nkf_preflight_end=1\n",
+             &pf);
+    kf_preflight_summary(&pf, s, sizeof s);
+    assert_string_equal(s, "no GPU, no nvcc, x86_64, python 3.12.3 (numpy 2.5.2, torch 2.11.0)");
+    kf_preflight_free(&pf);
     parse_ok("kf_preflight=1\nworkdir=/w\nworkdir_error=mkdir: Permission denied\nwritable=0\n"
              "arch=x86_64\nkf_preflight_end=1\n",
              &pf);
@@ -316,6 +322,22 @@ static void test_script_here(void **state)
     assert_null(pf.nvidia_smi);
     assert_int_equal(pf.ngpus, 0);
     assert_null(pf.nvcc);
+    /* The node's python3 and its packages (Debian's has numpy in the test
+     * build), read without importing them. */
+    if (access("/usr/bin/python3", X_OK) == 0) {
+        assert_non_null(pf.python);
+        assert_true(strncmp(pf.python, "3.", 2) == 0);
+        char sum[512];
+        kf_preflight_summary(&pf, sum, sizeof sum);
+        char want[64];
+        snprintf(want, sizeof want, ", python %s (", pf.python);
+        if (!strstr(sum, want))
+            fail_msg("summary '%s' lacks '%s'", sum, want);
+        if (system("/usr/bin/python3 -c 'import numpy' 2>/dev/null") == 0 &&
+            (!pf.python_packages || !strstr(pf.python_packages, "numpy ")))
+            fail_msg("python3 has numpy but python_packages is '%s'",
+                     pf.python_packages ? pf.python_packages : "(null)");
+    }
     expect_pass(&pf, MiB, 0);
     expect_reason(&pf, MiB, 1, "no GPU: nvidia-smi is not installed");
     kf_preflight_free(&pf);
