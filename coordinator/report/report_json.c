@@ -320,6 +320,16 @@ static json_t *json_schedule(const rep *r)
     set(o, "startup_s", jnum(startup));
     set(o, "ideal_s", jnum(ideal));
     set(o, "over_ideal_pct", jnum(over));
+    double timed, pct;
+    kf_rep_measured(r, NULL, &timed, &pct);
+    set(o, "timed_samples_s", json_real(timed));
+    set(o, "measured_pct", jnum(pct));
+    json_t *per = json_object();
+    for (size_t k = 0; k < r->nagents; k++) {
+        kf_rep_measured(r, r->agents[k], &timed, &pct);
+        set(per, r->agents[k]->agent_id, jnum(pct));
+    }
+    set(o, "measured_pct_by_agent", per);
     return o;
 }
 

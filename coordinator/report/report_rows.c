@@ -559,17 +559,43 @@ void kf_rep_release(rep *r)
     memset(r, 0, sizeof *r);
 }
 
+/* The slots an agent gave the sweep: GPU slots in a sweep with GPU tasks,
+ * else CPU slots. */
+static uint32_t agent_slots(const Kfleet__AgentInfo *a, int gpu)
+{
+    return gpu ? (a->gpu_slots ? a->gpu_slots : (uint32_t)a->n_gpus)
+               : (a->cpu_slots ? a->cpu_slots : 1);
+}
+
+void kf_rep_measured(const rep *r, const Kfleet__AgentInfo *a, double *timed_s, double *pct)
+{
+    int gpu = r->sched.gpu_attempts > 0;
+    double t = 0;
+    for (size_t i = 0; i < r->nrows; i++) {
+        const rrow *w = &r->rows[i];
+        if (!w->profile || (a && (!w->node || strcmp(w->node, a->agent_id) != 0)))
+            continue;
+        for (size_t k = 0; k < w->profile->nsamples; k++)
+            t += w->profile->samples[k];
+    }
+    uint32_t slots = 0;
+    for (size_t k = 0; k < r->nagents; k++)
+        if (!a || r->agents[k] == a)
+            slots += agent_slots(r->agents[k], gpu);
+    *timed_s = t;
+    *pct = NAN;
+    if (slots && r->sw->finished_ns > r->sw->created_ns)
+        *pct = t / ((double)(r->sw->finished_ns - r->sw->created_ns) / 1e9 * slots) * 100;
+}
+
 void kf_rep_schedule_figures(const rep *r, double *makespan_s, double *startup_s, double *ideal_s,
                              double *over_pct)
 {
     const rschedule *s = &r->sched;
     int gpu = s->gpu_attempts > 0;
     uint32_t slots = 0;
-    for (size_t k = 0; k < r->nagents; k++) {
-        const Kfleet__AgentInfo *a = r->agents[k];
-        slots += gpu ? (a->gpu_slots ? a->gpu_slots : (uint32_t)a->n_gpus)
-                     : (a->cpu_slots ? a->cpu_slots : 1);
-    }
+    for (size_t k = 0; k < r->nagents; k++)
+        slots += agent_slots(r->agents[k], gpu);
     *makespan_s = r->sw->finished_ns && r->sw->finished_ns > r->sw->created_ns
                       ? (double)(r->sw->finished_ns - r->sw->created_ns) / 1e9
                       : NAN;

@@ -91,6 +91,12 @@ typedef struct rep {
 void kf_rep_schedule_figures(const rep *r, double *makespan_s, double *startup_s, double *ideal_s,
                              double *over_pct);
 
+/* What the slots spent measuring: the kept samples' time of the rows' profiles
+ * (of agent a, or all when NULL) and its share of makespan × a's slots (all
+ * slots when NULL), in %; NAN while the sweep runs. The rest of the slots'
+ * time went to builds, runner starts, setup, references, checks and idling. */
+void kf_rep_measured(const rep *r, const Kfleet__AgentInfo *a, double *timed_s, double *pct);
+
 /* "" for NULL. */
 const char *kf_rep_nz(const char *s);
 const Kfleet__KernelRef *kf_rep_kref(const rep *r, uint32_t ki);

@@ -391,6 +391,17 @@ static void render_schedule(const rep *r, int md, kf_buf *out)
                     ideal, startup, s->gpu_attempts ? "GPU" : "CPU",
                     s->gpu_attempts ? "GPU" : "CPU", over);
     kf_buf_addc(out, '\n');
+    double timed, pct;
+    kf_rep_measured(r, NULL, &timed, &pct);
+    if (isnan(pct) || timed <= 0)
+        return;
+    kf_buf_addf(out, "%smeasured: %.3g s of timed samples, %.1f%% of the makespan on %s slots",
+                md ? "- " : "  ", timed, pct, s->gpu_attempts ? "GPU" : "CPU");
+    for (size_t k = 0; r->nagents > 1 && k < r->nagents; k++) {
+        kf_rep_measured(r, r->agents[k], &timed, &pct);
+        kf_buf_addf(out, "%s %s %.1f%%", k ? "," : ";", r->agents[k]->agent_id, pct);
+    }
+    kf_buf_addc(out, '\n');
 }
 
 static void render_header(const rep *r, int md, kf_buf *out)

@@ -620,9 +620,15 @@ static void test_nodes_any(void **state)
     assert_near(num(sc, "startup_s"), 2, 1e-9);
     assert_near(num(sc, "ideal_s"), 36, 1e-9);
     assert_near(num(sc, "over_ideal_pct"), (60.0 / 36 - 1) * 100, 1e-9);
+    /* Measured: its two kept samples of 2 ms, 4 ms of the 60 s on one GPU. */
+    assert_near(num(sc, "timed_samples_s"), 0.004, 1e-12);
+    assert_near(num(sc, "measured_pct"), 0.004 / 60 * 100, 1e-12);
+    assert_near(num(json_object_get(sc, "measured_pct_by_agent"), "n1"), 0.004 / 60 * 100, 1e-12);
     json_decref(root);
     char *txt = render(sweep2, KF_REPORT_TABLE, 0);
     assert_non_null(strstr(txt, "schedule: makespan 60.00 s"));
+    assert_non_null(strstr(txt, "measured: 0.004 s of timed samples, 0.0% of the makespan on GPU "
+                                "slots\n"));
     assert_non_null(
         strstr(txt, "ideal 36.00 s = start-up 2.00 s + GPU task time / GPU slots: +66.7%"));
     free(txt);
