@@ -63,7 +63,10 @@ pass "unknown key refused at the handshake, logged with key and address; not reg
 # A wrong server key: the handshake cannot complete either.
 "$KFAGENT" --show-key --workdir "$T/bogus" >"$T/bogus.pub"
 KFLEET_HOME="$T/stranger-home" start_agent impostor --server-key "$(cat "$T/bogus.pub")"
-sleep 1.5
+# However long its start-up takes here, it has tried once it logs the failure.
+for _ in $(seq 1 600); do grep -q 'agent.handshake_failed' "$T/agent-impostor.log" && break; sleep 0.1; done
+grep -q 'agent.handshake_failed' "$T/agent-impostor.log" ||
+  fail "the agent with a wrong server key did not report a failed handshake within 60 s"
 "$KFLEET" status --format json | grep -q '"impostor"' && fail "an agent with a wrong server key registered"
 pass "an agent with the wrong server key does not get in"
 
