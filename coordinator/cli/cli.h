@@ -17,6 +17,13 @@
  * 0, or 1 after printing why not. */
 int kf_cli_paths(const char *home, int create, kf_paths *p);
 
+/* How long a submit or a cancel waits for the coordinator's answer. Both
+ * write every task of the sweep before answering: for the largest sweep
+ * (1,000,000 tasks) about 2 s on a release build, but 16.6 s (submit) and
+ * over 30 s (cancel) in one sanitizer build on a loaded 2-core CI machine.
+ * A coordinator at work is not stuck; one that is stuck is still reported. */
+#define KF_CLI_SWEEP_REQUEST_MS 120000
+
 /* The exit status for a failure that returned kf code rc: 2 when what the
  * user named does not exist or is not valid (KF_EINVAL, KF_ENOTFOUND: a
  * sweep id, a kernel, a file), else 1 (the work failed). The one table:

@@ -21,9 +21,7 @@ static int simple_call(const char *cmdname, const char *home, Kfleet__ControlReq
         fprintf(stderr, "kfleet %s: %s\n", cmdname, err.msg);
         return 1;
     }
-    /* As long as a submit's: cancelling the largest sweep writes a result
-     * for each of its million tasks before the reply. */
-    int rc = kf_client_call(c, req, 30000, rep, &err);
+    int rc = kf_client_call(c, req, KF_CLI_SWEEP_REQUEST_MS, rep, &err);
     kf_client_close(&c);
     if (rc) {
         fprintf(stderr, "kfleet %s: %s\n", cmdname, err.msg);

@@ -86,7 +86,7 @@ static int cmd_submit(int argc, char **argv, const char *home)
     req.body_case = KFLEET__CONTROL_REQUEST__BODY_SUBMIT;
     req.submit = sub;
     Kfleet__ControlReply *rep = NULL;
-    rc = kf_client_call(c, &req, 30000, &rep, &err);
+    rc = kf_client_call(c, &req, KF_CLI_SWEEP_REQUEST_MS, &rep, &err);
     kf_client_free_submit(&sub);
     size_t ntasks = 0;
     for (size_t i = 0; i < spec->nkernels; i++)

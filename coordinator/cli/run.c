@@ -252,7 +252,7 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
     Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
     req.body_case = KFLEET__CONTROL_REQUEST__BODY_SUBMIT;
     req.submit = sub;
-    if (kf_client_call(cl, &req, 30000, &rep, &err) != KF_OK) {
+    if (kf_client_call(cl, &req, KF_CLI_SWEEP_REQUEST_MS, &rep, &err) != KF_OK) {
         fprintf(stderr, "kfleet run: %s\n", err.msg);
         goto out;
     }

@@ -30,8 +30,10 @@ PY
 }
 read -r total ok _ _ < <(done_count) || fail "status did not answer"
 [ "$total" = 1000000 ] || fail "the sweep has $total tasks, expected 1000000"
+# A status that times out while the coordinator is busy (a loaded machine,
+# a sanitizer build) is not an answer: try again, never stop the script.
 for _ in $(seq 1 300); do
-  read -r total ok _ _ < <(done_count)
+  read -r total ok _ _ < <(done_count) || true
   [ "${ok:-0}" -ge 3 ] && break
   sleep 0.1
 done
@@ -41,8 +43,8 @@ pass "it runs: $ok of $total validations succeeded"
 t0=$(date +%s%N)
 "$KFLEET" cancel "$id" >"$T/cancel.out" 2>&1 || fail "cancel: $(cat "$T/cancel.out")"
 t1=$(date +%s%N)
-for _ in $(seq 1 300); do
-  read -r total ok pending cancelled < <(done_count)
+for _ in $(seq 1 600); do
+  read -r total ok pending cancelled < <(done_count) || true
   [ "${pending:-1}" -eq 0 ] && break
   sleep 0.1
 done
