@@ -328,18 +328,13 @@ static void python_facts(kf_agent *a)
  * shows the gap when nothing does (each CUDA build then fails naming it). */
 static void cuda_compat(kf_agent *a)
 {
-    char tk[PATH_MAX], cuda[16] = "", driver[16] = "";
+    char tk[PATH_MAX], cuda[16] = "", driver[16];
     a->compat_dir[0] = a->compat_error[0] = '\0';
     a->info->cuda_compat = a->compat_dir;
     a->info->cuda_compat_error = a->compat_error;
     if (kf_build_toolkit(tk, sizeof tk, cuda, sizeof cuda) != KF_OK)
         return;
-    const char *fake = getenv("KF_DRIVER_CUDA"); /* tests: pretend an older driver */
-    int dv = a->info->cuda_driver_version;
-    if (fake && *fake)
-        snprintf(driver, sizeof driver, "%s", fake);
-    else if (dv > 0)
-        snprintf(driver, sizeof driver, "%d.%d", dv / 1000, dv % 1000 / 10);
+    kf_compat_driver_cuda(a->info->cuda_driver_version, driver, sizeof driver);
     kf_err err;
     if (kf_compat_check(tk, cuda, driver, a->info->driver_version, a->compat_dir,
                         sizeof a->compat_dir, &err) != KF_OK) {

@@ -470,11 +470,9 @@ static int check_driver(const char *nvcc_line, kf_build_info *bi, kf_err *err)
 {
     nvcc_release(nvcc_line, bi->nvcc_cuda, sizeof bi->nvcc_cuda);
     int dv = 0;
-    const char *fake = getenv("KF_DRIVER_CUDA"); /* tests: pretend an older driver */
-    if (fake && *fake)
-        snprintf(bi->driver_cuda, sizeof bi->driver_cuda, "%s", fake);
-    else if (kf_cudrv_driver_version(&dv) == KF_OK && dv > 0)
-        snprintf(bi->driver_cuda, sizeof bi->driver_cuda, "%d.%d", dv / 1000, dv % 1000 / 10);
+    if (kf_cudrv_driver_version(&dv) != KF_OK)
+        dv = 0;
+    kf_compat_driver_cuda(dv, bi->driver_cuda, sizeof bi->driver_cuda);
     const char *active = getenv("KF_CUDA_COMPAT_DIR");
     if (active && *active) {
         snprintf(bi->forward_compat, sizeof bi->forward_compat, "%s", active);

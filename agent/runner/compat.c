@@ -1,6 +1,7 @@
-/* CUDA forward compatibility (see compat.h). Only the presence of the
- * libraries is checked here: whether this GPU accepts them (datacenter
- * parts only) shows when a runner's cuInit returns
+/* CUDA forward compatibility (see compat.h). Checked here: that the
+ * libraries are present and come from a newer driver branch than the
+ * node's (the driver refuses others). Whether this GPU accepts them
+ * (datacenter parts only) shows when a runner's cuInit returns
  * CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, which fails that task with the
  * driver's own words rather than a guess made here. */
 #include "runner/compat.h"
@@ -11,6 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+void kf_compat_driver_cuda(int driver_version, char *out, size_t len)
+{
+    const char *fake = getenv("KF_DRIVER_CUDA");
+    if (fake && *fake)
+        snprintf(out, len, "%s", fake);
+    else if (driver_version > 0)
+        snprintf(out, len, "%d.%d", driver_version / 1000, driver_version % 1000 / 10);
+    else if (len)
+        out[0] = '\0';
+}
 
 void kf_compat_package(const char *cuda, char *out, size_t len)
 {

@@ -12,6 +12,11 @@
 
 #include <stddef.h>
 
+/* The newest CUDA a driver runs, "12.8", from cuDriverGetVersion's 12080
+ * (0 or less: unknown, ""); KF_DRIVER_CUDA, when set, stands in for it (the
+ * tests' simulated older driver). */
+void kf_compat_driver_cuda(int driver_version, char *out, size_t len);
+
 /* The package that installs the libraries for CUDA "13.0": "cuda-compat-13-0". */
 void kf_compat_package(const char *cuda, char *out, size_t len);
 
