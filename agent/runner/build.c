@@ -15,6 +15,7 @@
 #include "runner/cudrv.h"
 #include "runner/proc.h"
 #include "runner/pyenv.h"
+#include "runner/pyext.h"
 #include "common/util.h"
 #include "runner/compat.h"
 
@@ -34,7 +35,11 @@
 
 /* Names in the scratch dir that belong to the agent (task.pb, runner.log)
  * or to the build itself; a source by one of these names would clobber it. */
-static const char *const reserved_names[] = {"task.pb", "runner.log", "kernel.so", "compile.log"};
+static const char *const reserved_names[] = {"task.pb",     "runner.log", "kernel.so",
+                                             "compile.log", "ext.build",  "stale.ext"};
+
+/* Where a torch extension is built in the scratch dir (a reserved name). */
+#define EXT_OUT "ext.build"
 
 /* $KF_CC / $KF_NVCC as given, else cc / nvcc from PATH; nvcc also from the
  * toolkit's usual place, which a service's PATH often lacks. */
@@ -75,7 +80,7 @@ typedef struct version_memo {
 
 int kf_build_compiler_version(int lang, const char **out, kf_err *err)
 {
-    if (lang == KF_LANG_PYTHON) {
+    if (kf_build_is_python(lang)) {
         const kf_pyenv *py;
         int rc = kf_pyenv_get(&py, err);
         *out = py->identity;
@@ -139,14 +144,19 @@ int kf_build_cache_key(const char *kernel_hash, int lang, char out[65], kf_err *
     if (uname(&u) != 0)
         return kf_err_set(err, KF_EIO, "uname: %s", strerror(errno));
     char arch[64] = "";
-    if (lang == KF_LANG_CUDA)
+    if (lang == KF_LANG_CUDA || lang == KF_LANG_TORCH_EXT)
         cuda_arch(arch, sizeof arch);
+    /* A torch extension's .cu is compiled by nvcc: its release too. */
+    const char *nvcc = "";
+    if (lang == KF_LANG_TORCH_EXT && kf_build_compiler_version(KF_LANG_CUDA, &nvcc, NULL) != KF_OK)
+        nvcc = "";
     /* Each part with its NUL: no two different part lists hash the same. */
     kf_hash_part parts[] = {{kernel_hash, strlen(kernel_hash) + 1},
                             {ver, strlen(ver) + 1},
                             {u.machine, strlen(u.machine) + 1},
-                            {arch, strlen(arch) + 1}};
-    kf_hash_hex(parts, 4, out);
+                            {arch, strlen(arch) + 1},
+                            {nvcc, strlen(nvcc) + 1}};
+    kf_hash_hex(parts, lang == KF_LANG_TORCH_EXT ? 5 : 4, out);
     return KF_OK;
 }
 
@@ -157,10 +167,16 @@ int kf_build_artifact(const char *workdir, const char *kernel_hash, int lang, ch
     if (rc != KF_OK)
         return rc;
     int w =
-        snprintf(path, len, "%s/cache/%s.%s", workdir, key, lang == KF_LANG_PYTHON ? "py" : "so");
+        snprintf(path, len, "%s/cache/%s.%s", workdir, key, kf_build_is_python(lang) ? "py" : "so");
     if (w < 0 || (size_t)w >= len)
         return kf_err_set(err, KF_EINVAL, "work dir path too long: %s", workdir);
     return KF_OK;
+}
+
+void kf_build_ext_dir(const char *artifact, char *out, size_t len)
+{
+    size_t n = strlen(artifact);
+    snprintf(out, len, "%.*s.ext", (int)(n > 3 ? n - 3 : n), artifact);
 }
 
 int kf_build_file_hash(const char *path, char out[65])
@@ -428,6 +444,7 @@ static int write_sidecar(const Kfleet__TaskSpec *sp, const char *workdir, const 
     json_object_set_new(o, "flags", flags);
     json_object_set_new(o, "compile_s", json_real(bi->compile_s));
     json_object_set_new(o, "forward_compat", json_string(bi->forward_compat));
+    json_object_set_new(o, "torch_extension", json_string(bi->torch_ext));
     char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     if (!text)
@@ -559,6 +576,40 @@ static void inspect(const char *so, kf_build_info *bi)
     bi->jit_fallback = !native;
 }
 
+/* A torch-extension artifact: its record line into bi->torch_ext, and one
+ * hash of the .py and the built module together. */
+static int ext_artifact(const char *py_path, const char *ext_dir, kf_build_info *bi, kf_err *err)
+{
+    char so[PATH_MAX];
+    int rc = kf_pyext_describe(ext_dir, bi->torch_ext, sizeof bi->torch_ext, so, sizeof so, err);
+    if (rc != KF_OK)
+        return rc;
+    kf_buf a = KF_BUF_INIT, b = KF_BUF_INIT;
+    if (kf_buf_read_file(&a, py_path) != KF_OK || kf_buf_read_file(&b, so) != KF_OK) {
+        int e = errno;
+        kf_buf_release(&a);
+        kf_buf_release(&b);
+        return kf_err_set(err, KF_EIO, "cannot read the built extension %s: %s", so, strerror(e));
+    }
+    kf_hash_part parts[] = {{a.data, a.len}, {b.data, b.len}};
+    kf_hash_hex(parts, 2, bi->artifact_hash);
+    kf_buf_release(&a);
+    kf_buf_release(&b);
+    return KF_OK;
+}
+
+/* Builds a Python kernel's torch extension from the sources in scratch
+ * into scratch/EXT_OUT, for this GPU's arch with the agent's nvcc. */
+static int build_extension(const kf_pyenv *py, const Kfleet__TaskSpec *sp, const char *scratch,
+                           kf_build_info *bi, kf_err *err)
+{
+    char out[PATH_MAX + 16], arch[64];
+    snprintf(out, sizeof out, "%s/" EXT_OUT, scratch);
+    cuda_arch(arch, sizeof arch);
+    return kf_pyext_build(py, sp, scratch, out, arch, compiler_path(1), &bi->log, &bi->rejected,
+                          err);
+}
+
 int kf_build_kernel(const Kfleet__TaskSpec *sp, const char *workdir, const char *scratch,
                     kf_build_info *bi, kf_err *err)
 {
@@ -576,7 +627,18 @@ int kf_build_kernel(const Kfleet__TaskSpec *sp, const char *workdir, const char 
     snprintf(bi->compiler, sizeof bi->compiler, "%s", ver);
     if (lang == KF_LANG_CUDA && (rc = check_driver(ver, bi, err)) != KF_OK)
         return rc;
-    if (access(so, F_OK) == 0) {
+    char ext[PATH_MAX] = "";
+    if (lang == KF_LANG_TORCH_EXT)
+        kf_build_ext_dir(so, ext, sizeof ext);
+    if (ext[0] && access(so, F_OK) == 0) {
+        /* A .py without its extension (removed by hand) builds anew. */
+        char rec[PATH_MAX + 16];
+        snprintf(rec, sizeof rec, "%s/record.json", ext);
+        if (access(rec, F_OK) == 0) {
+            bi->cached = 1;
+            return ext_artifact(so, ext, bi, err);
+        }
+    } else if (access(so, F_OK) == 0) {
         bi->cached = 1;
         if (kf_build_file_hash(so, bi->artifact_hash) != KF_OK)
             return kf_err_set(err, KF_EIO, "cannot read the cached artifact %s: %s", so,
@@ -601,7 +663,7 @@ int kf_build_kernel(const Kfleet__TaskSpec *sp, const char *workdir, const char 
     if ((rc = kf_mkdirs(dir, 0700, err)) != KF_OK || (rc = kf_mkdirs(scratch, 0700, err)) ||
         (rc = write_sources(sp, scratch, &kernel, &text, err)) != KF_OK)
         return rc;
-    if (lang == KF_LANG_PYTHON) {
+    if (kf_build_is_python(lang)) {
         /* The artifact is the source itself, checked to compile in the
          * node's Python: a syntax error fails the build, not each task. */
         const kf_pyenv *py;
@@ -610,9 +672,11 @@ int kf_build_kernel(const Kfleet__TaskSpec *sp, const char *workdir, const char 
         if ((rc = kf_pyenv_get(&py, err)) != KF_OK)
             return rc;
         rc = kf_pyenv_compile(py, dir, kernel, &bi->log, err);
+        if (rc == KF_OK && ext[0])
+            rc = build_extension(py, sp, scratch, bi, err);
         bi->compile_s = (double)(kf_mono_ns() - t0) / 1e9;
         if (rc != KF_OK) {
-            bi->rejected = rc == KF_EINVAL;
+            bi->rejected |= rc == KF_EINVAL;
             return rc;
         }
     } else {
@@ -620,7 +684,11 @@ int kf_build_kernel(const Kfleet__TaskSpec *sp, const char *workdir, const char 
             return rc;
         snprintf(dir, sizeof dir, "%s/kernel.so", scratch);
     }
-    if (kf_build_file_hash(dir, bi->artifact_hash) != KF_OK)
+    char built_ext[PATH_MAX + 16];
+    snprintf(built_ext, sizeof built_ext, "%s/" EXT_OUT, scratch);
+    if (ext[0] && (rc = ext_artifact(dir, built_ext, bi, err)) != KF_OK)
+        return rc;
+    if (!ext[0] && kf_build_file_hash(dir, bi->artifact_hash) != KF_OK)
         return kf_err_set(err, KF_EIO, "the compiler exited 0 but %s cannot be read: %s", dir,
                           strerror(errno));
     if (lang == KF_LANG_CUDA) {
@@ -630,6 +698,17 @@ int kf_build_kernel(const Kfleet__TaskSpec *sp, const char *workdir, const char 
     }
     if ((rc = write_sidecar(sp, workdir, bi, err)) != KF_OK)
         return rc;
+    /* The extension first: a reader that sees the .py finds it complete.
+     * One left by a build that died before its .py is moved aside into
+     * the scratch dir, which the agent removes. */
+    if (ext[0] && rename(built_ext, ext) != 0) {
+        char stale[PATH_MAX + 16];
+        snprintf(stale, sizeof stale, "%s/stale.ext", scratch);
+        if ((errno != ENOTEMPTY && errno != EEXIST) || rename(ext, stale) != 0 ||
+            rename(built_ext, ext) != 0)
+            return kf_err_set(err, KF_EIO, "cannot move the extension into %s: %s", ext,
+                              strerror(errno));
+    }
     if (rename(dir, so) != 0)
         return kf_err_set(err, KF_EIO, "cannot move the artifact into %s: %s", so, strerror(errno));
     return KF_OK;

@@ -30,11 +30,20 @@
 
 /* What a kernel is written in: which compiler (or interpreter) builds it,
  * and what its artifact is (a shared object, or the checked Python source). */
-enum { KF_LANG_C = 0, KF_LANG_CUDA = 1, KF_LANG_PYTHON = 2 };
+enum { KF_LANG_C = 0, KF_LANG_CUDA = 1, KF_LANG_PYTHON = 2, KF_LANG_TORCH_EXT = 3 };
 
+/* KF_LANG_TORCH_EXT: a Python kernel with a torch extension (pyext.h),
+ * whose artifact is the checked .py and the built extension beside it. */
 static inline int kf_build_lang(const Kfleet__TaskSpec *sp)
 {
-    return sp->python ? KF_LANG_PYTHON : sp->device_cuda ? KF_LANG_CUDA : KF_LANG_C;
+    if (sp->python)
+        return sp->n_extension ? KF_LANG_TORCH_EXT : KF_LANG_PYTHON;
+    return sp->device_cuda ? KF_LANG_CUDA : KF_LANG_C;
+}
+
+static inline int kf_build_is_python(int lang)
+{
+    return lang == KF_LANG_PYTHON || lang == KF_LANG_TORCH_EXT;
 }
 
 /* Free space a build needs in the work dir (compiler temporaries + .so). */
@@ -61,6 +70,7 @@ typedef struct kf_build_info {
     char nvcc_cuda[16];        /* CUDA version nvcc builds for, "13.0" */
     char driver_cuda[16];      /* newest CUDA the node's driver runs, "13.0" */
     char forward_compat[4096]; /* forward-compat libraries runners load, "" when none */
+    char torch_ext[512];       /* KF_LANG_TORCH_EXT: kf_pyext_describe's line */
 } kf_build_info;
 
 /* The identity line of the host (KF_LANG_C) or CUDA compiler: the first
@@ -83,6 +93,10 @@ int kf_build_cache_key(const char *kernel_hash, int lang, char out[65], kf_err *
  * a kernel. */
 int kf_build_artifact(const char *workdir, const char *kernel_hash, int lang, char key[65],
                       char *path, size_t len, kf_err *err);
+
+/* The directory of a KF_LANG_TORCH_EXT artifact's extension: the artifact
+ * path (cache/<key>.py) with .ext for .py. */
+void kf_build_ext_dir(const char *artifact, char *out, size_t len);
 
 /* Builds spec's kernel: if workdir/cache/<key>.so exists, only hashes it
  * (out->cached = 1); else writes the sources into `scratch` (created 0700),

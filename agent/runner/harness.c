@@ -59,6 +59,7 @@ static void build_to_wire(const kf_build_info *b, Kfleet__BuildInfo *bi)
     bi->nvcc_cuda = (char *)b->nvcc_cuda;
     bi->driver_cuda = (char *)b->driver_cuda;
     bi->forward_compat = (char *)b->forward_compat;
+    bi->torch_extension = (char *)b->torch_ext;
 }
 
 static int do_build(hctx *h, Kfleet__BuildInfo *bi, kf_build_info *b)

@@ -16,6 +16,7 @@
 #include <string.h>
 #include "common/wire.h"
 #include "runner/build.h"
+#include "runner/pyext.h"
 #include "runner/pykernel.h"
 
 #include <dlfcn.h>
@@ -151,10 +152,14 @@ int hctx_load_kernel(hctx *h, loaded *L)
                          h->spec->kernel);
     if (h->spec->python) {
         const kf_pyenv *py;
-        char file[256], perr[HCTX_KERR_LEN];
+        char file[256], perr[HCTX_KERR_LEN], ext[PATH_MAX] = "", mod[256] = "";
         kf_pyenv_get(&py, NULL); /* memoized by the key above: cannot fail now */
         snprintf(file, sizeof file, "%s.py", h->spec->kernel);
-        if (kf_pyk_load(py, so, file, h->spec->kernel, h->spec->device_cuda, &L->k, perr,
+        if (h->spec->n_extension) {
+            kf_build_ext_dir(so, ext, sizeof ext);
+            kf_pyext_module(h->spec, mod, sizeof mod);
+        }
+        if (kf_pyk_load(py, so, file, h->spec->kernel, h->spec->device_cuda, ext, mod, &L->k, perr,
                         sizeof perr) != 0)
             return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", perr);
     } else {

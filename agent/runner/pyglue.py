@@ -5,6 +5,7 @@
 # "E" and the message (with the traceback of the kernel's exception) on
 # failure; nothing raises into C.
 import ctypes
+import os
 import sys
 import traceback
 import types
@@ -36,12 +37,47 @@ def _fail(what):
     return text.replace(_alias[0], _alias[1]) if _alias[0] else text
 
 
-def load(path, filename, name, want_cuda):
+def _extension(ext_dir, module):
+    """Puts the kernel's torch extension, as the build task built it, first
+    on the module path, once its record says it was built for the torch
+    this runner imports: a module built for another torch would crash or
+    misbehave inside it. "" when it may load, else "E" and why."""
+    import json
+
+    try:
+        with open(os.path.join(ext_dir, "record.json")) as f:
+            rec = json.load(f)
+    except (OSError, ValueError) as e:
+        return ("Ethe torch extension %s was not built here (%s); the build task builds it "
+                "before the kernel runs" % (module, e))
+    try:
+        import torch
+    except BaseException:
+        return _fail("importing torch for the extension %s failed" % module)
+    built = (rec.get("torch"), rec.get("torch_cuda") or "", rec.get("cxx11_abi"))
+    here = (torch.__version__, torch.version.cuda or "", int(torch._C._GLIBCXX_USE_CXX11_ABI))
+    if built != here:
+        return ("Ethe torch extension %s was built for torch %s (CUDA %s, C++11 ABI %s) but this "
+                "runner imports torch %s (CUDA %s, C++11 ABI %s) from %s; it is not loaded. The "
+                "build's cache key has the torch version of the package metadata, so that "
+                "metadata does not match the torch Python imports: reinstall torch, or remove "
+                "%s to build it again"
+                % (module, built[0], built[1] or "none", built[2], here[0], here[1] or "none",
+                   here[2], os.path.dirname(torch.__file__), ext_dir))
+    sys.path.insert(0, ext_dir)
+    return ""
+
+
+def load(path, filename, name, want_cuda, ext_dir="", ext_module=""):
     """Imports the kernel from its cached copy, a real file (Triton and
     inspect read a kernel's source from its file); messages name the user's
     file instead."""
     global _mod
     _alias[0], _alias[1] = path, filename
+    if ext_dir:
+        why = _extension(ext_dir, ext_module)
+        if why:
+            return why
     try:
         with open(path, "rb") as f:
             code = compile(f.read(), path, "exec")
@@ -57,6 +93,12 @@ def load(path, filename, name, want_cuda):
         exec(code, mod.__dict__)
     except BaseException:
         return _fail("importing kernel %s failed" % name)
+    ext = sys.modules.get(ext_module) if ext_dir else None
+    if ext is not None and os.path.dirname(os.path.abspath(getattr(ext, "__file__", "") or "")) \
+            != os.path.abspath(ext_dir):
+        return ("Ekernel %s imported %s from %s, not the extension the build task built in %s "
+                "(a module of that name was already loaded)"
+                % (name, ext_module, getattr(ext, "__file__", "?"), ext_dir))
     missing = [f for f in ("setup", "run", "output", "reference")
                if not callable(getattr(mod, f, None))]
     if missing:

@@ -16,6 +16,10 @@
 #                 bench/gpu/python-ncu.yaml (C and Python medians against
 #                 ncu) and bench/gpu/side-stream.yaml (work on another
 #                 stream is timed)
+#   PART=torchext a torch extension as a build task (bench/gpu/torch-ext.yaml):
+#                 built, then a cache hit; loaded under a torch whose files
+#                 say another version than its metadata (refused, naming
+#                 both); and under an "upgraded" torch (a new build)
 #   PART=cheats   tests/data/sweeps/cheats.yaml (every host cheat),
 #                 bench/gpu/side-stream.yaml and targets once
 #   PART=facts    what agents report (Python, torch sees the GPU) and CUDA
@@ -110,6 +114,50 @@ python) # PY_SWEEPS picks among torch, sidestream and pyncu (default: all)
       ;;
     esac
   done
+  ;;
+torchext)
+  # A torch that says another version: the real one's files, linked, but
+  # for torch/version.py (and, for the upgrade, its package metadata).
+  # PYTHONPATH puts it first for the agent's probe and the runners.
+  TP=$(python3 -c 'import torch, os; print(os.path.dirname(torch.__file__))')
+  TV=$(python3 -c 'import torch; print(torch.__version__)')
+  shadow() { # DIR WITH_METADATA
+    mkdir -p "$1/torch"
+    for f in "$TP"/* "$TP"/.[!.]*; do
+      [ -e "$f" ] && [ "$(basename "$f")" != version.py ] && ln -s "$f" "$1/torch/"
+    done
+    sed "s/^__version__ = .*/__version__ = '2.10.0+fake'/" "$TP/version.py" >"$1/torch/version.py"
+    if [ "$2" = 1 ]; then
+      local d
+      d=$(ls -d "$(dirname "$TP")"/torch-*.dist-info | head -1)
+      mkdir -p "$1/torch-2.10.0+fake.dist-info"
+      sed 's/^Version: .*/Version: 2.10.0+fake/' "$d/METADATA" >"$1/torch-2.10.0+fake.dist-info/METADATA"
+    fi
+  }
+  sweep ext1 "$ROOT/bench/gpu/torch-ext.yaml"
+  sweep ext2 "$ROOT/bench/gpu/torch-ext.yaml"
+  shadow /tmp/kf-torch-mismatch 0
+  PYTHONPATH=/tmp/kf-torch-mismatch sweep ext3 "$ROOT/bench/gpu/torch-ext.yaml"
+  shadow /tmp/kf-torch-upgrade 1
+  PYTHONPATH=/tmp/kf-torch-upgrade sweep ext4 "$ROOT/bench/gpu/torch-ext.yaml"
+  python3 - "$W" "$TV" <<'PY' | tee -a "$W/times.txt"
+import json, sys
+w = sys.argv[1]
+for name, what in (("ext1", "first build"), ("ext2", "same torch"),
+                   ("ext3", "torch files say 2.10.0, metadata " + sys.argv[2]),
+                   ("ext4", "torch 2.10.0 files and metadata")):
+    d = json.load(open(f"{w}/{name}.json"))
+    for b in d.get("builds") or []:
+        print(f"torchext {name} ({what}): build {b['kernel']}: {b.get('state')}, cached "
+              f"{b.get('cached')}, {b.get('compile_s') or 0:.1f} s {(b.get('error') or '')[:300]}")
+    for r in d["rows"]:
+        v, p = r.get("validation") or {}, r.get("profile") or {}
+        prov = r.get("provenance") or {}
+        med = f"{p['median_s'] * 1e6:.1f} us" if p.get("median_s") else "-"
+        print(f"torchext {name}: {r['kernel']}: validation {v.get('state')}; profile "
+              f"{p.get('state')} {med}; {prov.get('torch_extension') or ''} "
+              f"{(v.get('error') or '')[:400]}")
+PY
   ;;
 cheats) # every shipped cheat (tests/data/sweeps/cheats.yaml, host kernels) and
   # the GPU side-stream ones, then targets once: C and CUDA kernels still pass

@@ -344,6 +344,9 @@ static void kernel_free(kf_sweep_kernel *k)
     for (size_t i = 0; i < k->nflags; i++)
         free(k->flags[i]);
     free(k->flags);
+    for (size_t i = 0; i < k->next; i++)
+        free(k->ext[i]);
+    free(k->ext);
 }
 
 static int parse_kernels(ctx *c, const yaml_node_t *n, const kf_sweep_axis *top, size_t ntop,

@@ -44,6 +44,9 @@ typedef struct kf_sweep_axis {
 #define KF_SWEEP_PY_PACKAGES 4
 extern const char *const kf_sweep_py_packages[KF_SWEEP_PY_PACKAGES];
 
+/* The most files one torch extension may name. */
+#define KF_SWEEP_MAX_EXT 32
+
 typedef struct kf_sweep_kernel {
     char *name; /* kernel name (file stem for a path) */
     char *path; /* absolute path of the source file */
@@ -52,6 +55,10 @@ typedef struct kf_sweep_kernel {
     /* The kf_sweep_py_packages a Python kernel imports, bit i for entry i:
      * its tasks go only to agents whose Python has them. */
     unsigned py_needs;
+    /* A Python kernel's torch extension: the source files its
+     * `extension = [...]` line names, beside the kernel (plain names). */
+    char **ext;
+    size_t next;
     kf_sweep_axis *axes;
     size_t naxes;
     char **flags;

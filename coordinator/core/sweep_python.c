@@ -1,15 +1,21 @@
 /* sweep_python — what the scheduler must know of a Python kernel before
  * any agent imports it, read from its source without running it: the
- * device it asks for (`device = "cuda"` on a line of its own) and the
+ * device it asks for (`device = "cuda"` on a line of its own), the
  * packages it imports that nodes may lack (numpy, torch, triton, cupy),
- * so that its tasks go only to agents whose Python has them. */
+ * so that its tasks go only to agents whose Python has them, and the
+ * sources of the torch extension it brings (`extension = ["op.cpp",
+ * "op_kernel.cu"]`), which the client uploads and the build task builds. */
 #include "common/buf.h"
 #include "common/limits.h"
 #include "core/sweep_int.h"
 
+#include "common/xalloc.h"
+
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 const char *const kf_sweep_py_packages[KF_SWEEP_PY_PACKAGES] = {"numpy", "torch", "triton", "cupy"};
 
@@ -97,6 +103,158 @@ static int device_line(const char *p, size_t len, int *cuda)
     return -1;
 }
 
+static int has_suffix(const char *s, const char *const *sfx)
+{
+    size_t n = strlen(s);
+    for (; *sfx; sfx++) {
+        size_t m = strlen(*sfx);
+        if (n > m && strcmp(s + n - m, *sfx) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static const char *const ext_units[] = {".cpp", ".cc", ".cxx", ".cu", NULL};
+static const char *const ext_headers[] = {".h", ".hpp", ".cuh", NULL};
+
+/* Why the extension file `name` is refused, or NULL. The first file names
+ * the module (its stem is TORCH_EXTENSION_NAME), so it is a compile unit
+ * whose stem is a Python identifier. */
+static const char *ext_name_problem(const char *name, int first)
+{
+    if (!*name || strchr(name, '/') || name[0] == '.')
+        return "is not a plain file name beside the kernel";
+    if (!has_suffix(name, ext_units) && !has_suffix(name, ext_headers))
+        return "is neither a source (.cpp .cc .cxx .cu) nor a header (.h .hpp .cuh)";
+    if (strcmp(name, "kf_kernel.h") == 0)
+        return "is the name of kfleet's ABI header";
+    if (first) {
+        if (!has_suffix(name, ext_units))
+            return "comes first, so it names the module, but is a header";
+        for (const char *p = name; *p && *p != '.'; p++)
+            if (!(isalnum((unsigned char)*p) || *p == '_') ||
+                (p == name && isdigit((unsigned char)*p)))
+                return "comes first, so its stem is the module's name, which must be a Python "
+                       "identifier";
+    }
+    return NULL;
+}
+
+/* `extension = ["a.cpp", "b.cu"]`, a literal list on a line of its own:
+ * 1 with k->ext filled, 0 when the line is not about it, 2 when k->ext
+ * was filled by an earlier line, -1 (why says what) when it is but cannot
+ * be read. */
+static int extension_line(const char *p, size_t len, kf_sweep_kernel *k, char *why, size_t wlen)
+{
+    const char *end = p + len;
+    if (!(len > 9 && strncmp(p, "extension", 9) == 0 && (p[9] == ' ' || p[9] == '=')))
+        return 0;
+    p += 9;
+    while (p < end && *p == ' ')
+        p++;
+    if (p >= end || *p++ != '=')
+        return 0; /* `extension.x`, `extension_dir = ...`: not this line */
+    if (k->next)
+        return 2; /* a second one */
+    while (p < end && *p == ' ')
+        p++;
+    if (p >= end || *p++ != '[') {
+        snprintf(why, wlen, "is not a list");
+        return -1;
+    }
+    for (;;) {
+        while (p < end && (*p == ' ' || *p == '\t'))
+            p++;
+        if (p < end && *p == ']')
+            break;
+        if (p >= end || (*p != '"' && *p != '\'')) {
+            snprintf(why, wlen, "holds something other than quoted file names");
+            return -1;
+        }
+        char q = *p++;
+        const char *s = p;
+        while (p < end && *p != q && *p != '\\')
+            p++;
+        if (p >= end || *p != q) {
+            snprintf(why, wlen, "has an unterminated or escaped name");
+            return -1;
+        }
+        char name[KF_SWEEP_MAX_NAME + 1];
+        if ((size_t)(p - s) > KF_SWEEP_MAX_NAME) {
+            snprintf(why, wlen, "names a file longer than %d bytes", KF_SWEEP_MAX_NAME);
+            return -1;
+        }
+        memcpy(name, s, (size_t)(p - s));
+        name[p - s] = '\0';
+        p++;
+        const char *bad = ext_name_problem(name, k->next == 0);
+        if (bad) {
+            snprintf(why, wlen, "names '%.60s', which %s", name, bad);
+            return -1;
+        }
+        for (size_t i = 0; i < k->next; i++)
+            if (strcmp(k->ext[i], name) == 0) {
+                snprintf(why, wlen, "names '%.60s' twice", name);
+                return -1;
+            }
+        if (k->next == KF_SWEEP_MAX_EXT) {
+            snprintf(why, wlen, "names more than %d files", KF_SWEEP_MAX_EXT);
+            return -1;
+        }
+        k->ext = kf_xrealloc(k->ext, (k->next + 1) * sizeof *k->ext);
+        k->ext[k->next++] = kf_xstrdup(name);
+        while (p < end && (*p == ' ' || *p == '\t'))
+            p++;
+        if (p < end && *p == ',') {
+            p++;
+            continue;
+        }
+        if (p < end && *p == ']')
+            break;
+        snprintf(why, wlen, "is not a list of quoted names separated by commas");
+        return -1;
+    }
+    p++;
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
+        p++;
+    if (p < end && *p != '#') {
+        snprintf(why, wlen, "has more after the list");
+        return -1;
+    }
+    if (k->next == 0) {
+        snprintf(why, wlen, "is an empty list");
+        return -1;
+    }
+    return 1;
+}
+
+/* Each extension file is a regular file beside the kernel; the first
+ * missing one is reported at `n` with the kernel's line. */
+static int check_ext_files(kf_sweep_ctx *c, const yaml_node_t *n, const kf_sweep_kernel *k,
+                           int line)
+{
+    const char *slash = strrchr(k->path, '/');
+    int dlen = slash ? (int)(slash - k->path) : 0;
+    int cuda_src = 0;
+    for (size_t i = 0; i < k->next; i++) {
+        char path[4096];
+        struct stat st;
+        snprintf(path, sizeof path, "%.*s/%s", dlen, k->path, k->ext[i]);
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+            return kf_yaml_fail(&c->y, n,
+                                "%s:%d: extension file %s is not a regular file beside the "
+                                "kernel (%s)",
+                                k->path, line, k->ext[i], path);
+        cuda_src |= has_suffix(k->ext[i], (const char *const[]){".cu", NULL});
+    }
+    if (cuda_src && !k->cuda)
+        return kf_yaml_fail(&c->y, n,
+                            "%s:%d: the extension has CUDA sources but the kernel does not say "
+                            "device = \"cuda\"; add that line",
+                            k->path, line);
+    return KF_OK;
+}
+
 int kf_sweep_python_scan(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
 {
     kf_buf b = KF_BUF_INIT;
@@ -105,7 +263,7 @@ int kf_sweep_python_scan(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel 
         kf_buf_release(&b);
         return kf_yaml_fail(&c->y, n, "kernel source %s: %s", k->path, why);
     }
-    int line = 0, rc = KF_OK;
+    int line = 0, ext_line = 0, rc = KF_OK;
     k->py_needs = 0;
     for (const char *p = b.data; p && p < b.data + b.len && rc == KF_OK;) {
         const char *end = memchr(p, '\n', (size_t)(b.data + b.len - p));
@@ -118,8 +276,25 @@ int kf_sweep_python_scan(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel 
                               "it without running the module",
                               k->path, line);
         k->py_needs |= line_imports(p, p + len);
+        char ewhy[200];
+        int e = rc == KF_OK ? extension_line(p, len, k, ewhy, sizeof ewhy) : 0;
+        if (e == 2)
+            rc = kf_yaml_fail(&c->y, n, "%s:%d: a second extension line (the first is line %d)",
+                              k->path, line, ext_line);
+        else if (e > 0)
+            ext_line = line;
+        else if (e < 0)
+            rc = kf_yaml_fail(&c->y, n,
+                              "%s:%d: the extension line %s; write extension = [\"op.cpp\", "
+                              "\"op_kernel.cu\"], a literal on a line of its own, the first "
+                              "file naming the module (docs/python-kernels.md)",
+                              k->path, line, ewhy);
         p = end ? end + 1 : NULL;
     }
     kf_buf_release(&b);
+    if (rc == KF_OK && ext_line) {
+        k->py_needs |= package_bit("torch", 5); /* an extension is built and loaded by torch */
+        rc = check_ext_files(c, n, k, ext_line);
+    }
     return rc;
 }

@@ -76,6 +76,9 @@ typedef struct kagent {
     size_t nrunning, caprunning;
     kbuild *builds;
     size_t nbuilds, capbuilds;
+    /* What its builds depend on (sched_toolchain), as it last registered:
+     * builds recorded under another one are not its artifacts. */
+    char toolchain[65];
 } kagent;
 
 /* A message to send once the batch is committed. */

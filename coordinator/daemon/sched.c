@@ -291,6 +291,10 @@ kbuild *sched_agent_build(kf_coord *c, kagent *a, const char *hash)
     kf_txn *txn;
     if (coord_txn(c, &txn) != KF_OK || kf_store_get_build(txn, a->id, hash, &br) != KF_OK)
         return NULL;
+    if (strcmp(br->toolchain ? br->toolchain : "", a->toolchain) != 0) {
+        kfleet__build_record__free_unpacked(br, NULL);
+        return NULL; /* built by another toolchain: build again */
+    }
     if (a->nbuilds == a->capbuilds) {
         a->capbuilds = a->capbuilds ? a->capbuilds * 2 : 8;
         a->builds = kf_xrealloc(a->builds, a->capbuilds * sizeof *a->builds);
@@ -331,10 +335,34 @@ kbuild *sched_set_build(kf_coord *c, kagent *a, const char *hash, int state, uin
     br.kernel_hash = b->hash;
     br.task_id = task_id;
     br.state = (Kfleet__TaskState)state;
+    br.toolchain = a->toolchain;
     kf_txn *txn;
     if (coord_txn(c, &txn) == KF_OK)
         kf_store_put_build(txn, &br);
     return b;
+}
+
+void sched_toolchain(const Kfleet__AgentInfo *info, char out[65])
+{
+    const Kfleet__PythonFacts *py = info->python;
+    const char *parts[32];
+    size_t n = 0;
+    parts[n++] = info->arch;
+    parts[n++] = info->nvcc_version;
+    parts[n++] = info->cc_version;
+    parts[n++] = info->cuda_compat;
+    if (py) {
+        const char *p[] = {py->executable, py->version, py->numpy, py->torch,
+                           py->torch_cuda, py->triton,  py->cupy};
+        for (size_t i = 0; i < sizeof p / sizeof *p; i++)
+            parts[n++] = p[i];
+    }
+    for (size_t g = 0; g < info->n_gpus && n < 32; g++)
+        parts[n++] = info->gpus[g]->name;
+    kf_hash_part hp[32];
+    for (size_t i = 0; i < n; i++) /* each with its NUL: ("ab","") != ("a","b") */
+        hp[i] = (kf_hash_part){parts[i] ? parts[i] : "", parts[i] ? strlen(parts[i]) + 1 : 1};
+    kf_hash_hex(hp, n, out);
 }
 
 void sched_forget_build(kagent *a, const char *hash)

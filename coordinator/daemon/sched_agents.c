@@ -177,6 +177,21 @@ static int on_register(void *ctx, const kf_peer *peer, const Kfleet__Envelope *e
     if (a->info)
         kfleet__agent_info__free_unpacked(a->info, NULL);
     a->info = kf_pb_copy(&(info)->base);
+    char tc[65];
+    sched_toolchain(info, tc);
+    if (strcmp(tc, a->toolchain) != 0) {
+        /* A new nvcc, compiler, Python or torch: what it built before is
+         * not what its cache will be asked for now. */
+        if (a->toolchain[0] && a->nbuilds)
+            kf_info("agent.toolchain",
+                    "agent=%s why=\"its toolchain changed: %zu builds "
+                    "forgotten\"",
+                    a->id, a->nbuilds);
+        for (size_t b = 0; b < a->nbuilds; b++)
+            free(a->builds[b].error);
+        a->nbuilds = 0;
+        snprintf(a->toolchain, sizeof a->toolchain, "%s", tc);
+    }
     a->info->registered_at_ns = kf_now_ns();
     a->info->last_seen_ns = a->info->registered_at_ns;
     a->info->lost = 0;

@@ -96,6 +96,8 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     spec.time_limit_s = sw->rec->time_limit_s;
     spec.device_cuda = k->cuda;
     spec.python = k->python;
+    spec.n_extension = k->n_extension;
+    spec.extension = k->extension;
     Kfleet__TaskAssign ta = KFLEET__TASK_ASSIGN__INIT;
     ta.task_id = t->rec->task_id;
     ta.attempt = t->rec->attempts;

@@ -33,6 +33,11 @@ kbuild *sched_agent_build(kf_coord *c, kagent *a, const char *hash);
 kbuild *sched_set_build(kf_coord *c, kagent *a, const char *hash, int state, uint64_t task_id,
                         const char *error);
 void sched_forget_build(kagent *a, const char *hash);
+/* The hash of what an agent's artifacts depend on besides the kernel: its
+ * compilers, its Python and packages (torch, for extensions), its forward-
+ * compat libraries, its architecture and GPUs. An agent that comes back
+ * with another (a torch or nvcc upgrade) rebuilds every kernel. */
+void sched_toolchain(const Kfleet__AgentInfo *info, char out[65]);
 
 /* When t, a validation, ended without passing: the profile it gates is
  * ended as skipped, saying why (no agent, no GPU time). */

@@ -254,6 +254,7 @@ static void td_provenance(kf_buf *b, const json_t *row)
     snprintf(s, sizeof s, "%s / %s", nv ? nv : KF_REP_DASH, dr ? dr : KF_REP_DASH);
     dd(b, "CUDA nvcc / driver", nv || dr ? s : NULL);
     dd(b, "forward compat", kf_rep_str_at(pv, "forward_compat"));
+    dd(b, "torch extension", kf_rep_str_at(pv, "torch_extension"));
     dd(b, "agent version", kf_rep_str_at(pv, "agent_version"));
     if (tm) {
         dd_num(b, "SM clock min MHz", tm, "sm_clock_mhz_min", "%.0f");

@@ -218,6 +218,9 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     set(prov, "forward_compat",
         b && b->forward_compat && *b->forward_compat ? json_string(b->forward_compat)
                                                      : json_null());
+    set(prov, "torch_extension",
+        b && b->torch_extension && *b->torch_extension ? json_string(b->torch_extension)
+                                                       : json_null());
     set(o, "provenance", prov);
 
     /* How many tries the row's tasks took, and why each attempt that says
@@ -388,6 +391,9 @@ static json_t *json_build(const rep *r, const rtask *rt)
     set(b, "stack_bytes", bi ? json_integer(bi->stack_bytes) : json_null());
     set(b, "spill_bytes", bi ? json_integer(bi->spill_bytes) : json_null());
     set(b, "warnings", bi ? jstr_or_null(bi->warnings) : json_null());
+    set(b, "torch_extension",
+        bi && bi->torch_extension && *bi->torch_extension ? json_string(bi->torch_extension)
+                                                          : json_null());
     return b;
 }
 

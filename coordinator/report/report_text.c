@@ -480,6 +480,8 @@ static void render_provenance(const rep *r, int md, kf_buf *out)
                         w->sm_clock_mhz, w->power_mw / 1e3, w->profile->ndiscarded);
         if (w->build && w->build->compiler && *w->build->compiler)
             kf_buf_addf(out, " %s,", w->build->compiler);
+        if (w->build && w->build->torch_extension && *w->build->torch_extension)
+            kf_buf_addf(out, " extension %s,", w->build->torch_extension);
         kf_buf_addf(out, " source %.12s, binary %.12s, kfleet %s\n", k ? kf_rep_nz(k->hash) : "-",
                     w->build ? kf_rep_nz(w->build->artifact_hash) : "-",
                     a && a->version && *a->version ? a->version : KF_VERSION);

@@ -141,13 +141,16 @@ pass "no interpreter: the run stops saying what to install: $(grep -o 'kernel .s
 
 # examples/torch.yaml compares launching one CUDA kernel from C and from
 # Python: that holds only while both files carry the same device code.
-python3 - "$KF_SRC/examples/python/softmax_c.cu" "$KF_SRC/examples/python/softmax_cupy.py" <<'PY' ||
+python3 - "$KF_SRC/examples/python/softmax_c.cu" "$KF_SRC/examples/python/softmax_cupy.py" \
+  "$KF_SRC/examples/python/softmax_ext_kernel.cu" <<'PY' ||
 import sys
-c, py = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+c, py, ext = (open(p).read() for p in sys.argv[1:4])
 begin, end = "// kfleet: softmax kernel begin\n", "// kfleet: softmax kernel end"
 body = c[c.index(begin) + len(begin):c.index(end)]
 text = py[py.index('SOURCE = r"""') + len('SOURCE = r"""'):py.index('"""\n# kfleet: softmax kernel end')]
 assert body == text, "softmax_cupy.py's SOURCE differs from softmax_c.cu's kernel"
+assert body == ext[ext.index(begin) + len(begin):ext.index(end)], \
+    "softmax_ext_kernel.cu differs from softmax_c.cu's kernel"
 PY
-  fail "softmax_c.cu and softmax_cupy.py no longer carry the same device code"
-pass "softmax_c.cu and softmax_cupy.py carry the same device code"
+  fail "softmax_c.cu, softmax_cupy.py and softmax_ext_kernel.cu no longer carry the same device code"
+pass "softmax_c.cu, softmax_cupy.py and softmax_ext_kernel.cu carry the same device code"

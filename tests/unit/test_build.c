@@ -241,6 +241,60 @@ static void test_cuda_flags_missing(void **state)
     free_cuspec(&c);
 }
 
+/* A Python kernel with a torch extension, on a node whose Python has no
+ * torch: the build stops saying what it needs and where it looked, not
+ * with a compiler's error. Its cache key is not the plain Python one (the
+ * arch and nvcc enter it). */
+static void test_torch_ext_without_torch(void **state)
+{
+    (void)state;
+    if (system("/usr/bin/python3 -c 'import torch' 2>/dev/null") == 0) {
+        print_message("this machine's python3 has torch: the GPU run covers the build\n");
+        skip();
+    }
+    setenv("KF_PYTHON", "/usr/bin/python3", 1);
+    Kfleet__TaskSpec spec = KFLEET__TASK_SPEC__INIT;
+    Kfleet__SourceFile py = KFLEET__SOURCE_FILE__INIT, cpp = KFLEET__SOURCE_FILE__INIT;
+    Kfleet__SourceFile *srcs[] = {&py, &cpp};
+    char *ext[] = {"op_ext.cpp"};
+    py.name = "op.py";
+    py.content.data = (uint8_t *)"import op_ext\n";
+    py.content.len = 14;
+    cpp.name = "op_ext.cpp";
+    cpp.content.data = (uint8_t *)"// binding\n";
+    cpp.content.len = 11;
+    spec.sources = srcs;
+    spec.n_sources = 2;
+    spec.python = 1;
+    spec.kernel = "op";
+    spec.kernel_hash = "00ff";
+    spec.extension = ext;
+    spec.n_extension = 1;
+    assert_int_equal(kf_build_lang(&spec), KF_LANG_TORCH_EXT);
+    kf_err err;
+    char k1[65], k2[65];
+    assert_int_equal(kf_build_cache_key("00ff", KF_LANG_PYTHON, k1, &err), KF_OK);
+    assert_int_equal(kf_build_cache_key("00ff", KF_LANG_TORCH_EXT, k2, &err), KF_OK);
+    assert_string_not_equal(k1, k2);
+    char scratch[128];
+    snprintf(scratch, sizeof scratch, "%s/tmp/ext1", workdir);
+    kf_build_info bi;
+    assert_int_equal(kf_build_kernel(&spec, workdir, scratch, &bi, &err), KF_ENOTFOUND);
+    assert_false(bi.rejected);
+    assert_non_null(strstr(err.msg, "cannot build the torch extension op_ext here: the "
+                                    "extension needs torch in /usr/bin/python3"));
+    kf_build_info_release(&bi);
+    /* A file the line names that did not come with the kernel. */
+    char *gone[] = {"op_ext.cpp", "op_k.cu"};
+    spec.extension = gone;
+    spec.n_extension = 2;
+    snprintf(scratch, sizeof scratch, "%s/tmp/ext2", workdir);
+    assert_int_equal(kf_build_kernel(&spec, workdir, scratch, &bi, &err), KF_EINVAL);
+    assert_non_null(strstr(err.msg, "extension file op_k.cu did not come with the kernel"));
+    kf_build_info_release(&bi);
+    unsetenv("KF_PYTHON");
+}
+
 /* Every CUDA kernel kfleet ships compiles as an agent builds it, for
  * Hopper, with kf_cuda.cuh beside it, without spilling: the GPU machine is
  * not where a typo should be found. */
@@ -305,9 +359,13 @@ int main(void)
     if (!mkdtemp(workdir))
         return 1;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_source_flags),       cmocka_unit_test(test_cuobjdump),
-        cmocka_unit_test(test_sass_runs_on),       cmocka_unit_test(test_cuda_build),
-        cmocka_unit_test(test_cuda_flags_missing), cmocka_unit_test(test_shipped_kernels),
+        cmocka_unit_test(test_source_flags),
+        cmocka_unit_test(test_cuobjdump),
+        cmocka_unit_test(test_sass_runs_on),
+        cmocka_unit_test(test_cuda_build),
+        cmocka_unit_test(test_cuda_flags_missing),
+        cmocka_unit_test(test_shipped_kernels),
+        cmocka_unit_test(test_torch_ext_without_torch),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     nftw(workdir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);

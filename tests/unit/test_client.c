@@ -1,6 +1,7 @@
 /* Tests for coordinator/cli/client.c's submit builder: a kernel's local
  * headers travel with it and enter its hash, so editing a header rebuilds
- * the kernel; headers that are not beside the source stay behind. */
+ * the kernel; headers that are not beside the source stay behind; a Python
+ * kernel's torch extension sources travel the same way. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -94,6 +95,30 @@ static void test_headers_travel(void **state)
     assert_string_not_equal(h1, h2);
 }
 
+/* A Python kernel's torch extension sources travel with it, in the order
+ * its `extension` line names them, and enter its hash; a Python kernel's
+ * `#include` text means nothing. */
+static void test_extension_travels(void **state)
+{
+    (void)state;
+    put("sweep.yaml", "kernels:\n  - path: ./op.py\ntasks: [build]\n");
+    put("op.py", "# #include \"a.cuh\"\nimport op_ext\ndevice = \"cuda\"\n"
+                 "extension = [\"op_ext.cpp\", \"op_k.cu\"]\n");
+    put("op_ext.cpp", "// binding\n");
+    put("op_k.cu", "// kernel\n");
+    put("a.cuh", "// not sent\n");
+    char h1[65], h2[65], names[4][64];
+    size_t n;
+    submit(h1, &n, names);
+    assert_int_equal(n, 4); /* op.py, kf_kernel.h, op_ext.cpp, op_k.cu */
+    assert_string_equal(names[0], "op.py");
+    assert_string_equal(names[2], "op_ext.cpp");
+    assert_string_equal(names[3], "op_k.cu");
+    put("op_k.cu", "// kernel, edited\n");
+    submit(h2, &n, names);
+    assert_string_not_equal(h1, h2);
+}
+
 /* A request over ZeroMQ's message limit would be dropped without a word
  * and its sender would wait for a reply: it is refused before it is sent,
  * with its size and what to do. */
@@ -129,6 +154,7 @@ int main(void)
     if (!mkdtemp(dir))
         return 1;
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_headers_travel),
+                                       cmocka_unit_test(test_extension_travels),
                                        cmocka_unit_test(test_oversized_request_refused)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);

@@ -78,7 +78,7 @@ static void frame(kf_coord *c, const char *id, Kfleet__Envelope *env)
     turn(c);
 }
 
-static void reg(kf_coord *c, const char *id, uint32_t cpu, uint32_t gpu)
+static void reg_cc(kf_coord *c, const char *id, uint32_t cpu, uint32_t gpu, const char *cc)
 {
     Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
     Kfleet__Register r = KFLEET__REGISTER__INIT;
@@ -88,10 +88,16 @@ static void reg(kf_coord *c, const char *id, uint32_t cpu, uint32_t gpu)
     info.pid = 1;
     info.cpu_slots = cpu;
     info.gpu_slots = gpu;
+    info.cc_version = (char *)cc;
     r.info = &info;
     env.body_case = KFLEET__ENVELOPE__BODY_REGISTER;
     env.register_ = &r;
     frame(c, id, &env);
+}
+
+static void reg(kf_coord *c, const char *id, uint32_t cpu, uint32_t gpu)
+{
+    reg_cc(c, id, cpu, gpu, "cc (Debian 12.2.0-14) 12.2.0");
 }
 
 static void result(kf_coord *c, const char *id, uint64_t task, uint32_t attempt, int state)
@@ -199,6 +205,38 @@ static void test_build_first(void **state)
     assert_int_equal(n, 2); /* both validations, one per CPU slot */
     assert_int_equal(s[0].kind, KFLEET__TASK_KIND__VALIDATE);
     assert_int_equal(s[1].kind, KFLEET__TASK_KIND__VALIDATE);
+    done(&c);
+}
+
+/* A kernel built on an agent is not built there again by the next sweep,
+ * unless the agent came back with another toolchain (here its compiler; a
+ * torch or nvcc upgrade alike): its old artifacts are not what its cache
+ * will be asked for, so the build runs again. */
+static void test_toolchain_change_rebuilds(void **state)
+{
+    (void)state;
+    kf_coord *c = coord();
+    reg(c, "a1", 2, 0);
+    sent s[8];
+    for (int round = 0; round < 3; round++) {
+        if (round == 2)
+            reg_cc(c, "a1", 2, 0, "cc (Debian 13.1.0-1) 13.1.0");
+        submit(c, TWO);
+        size_t n = drain(c, s, 8);
+        if (round != 1) {
+            assert_int_equal(n, 1);
+            assert_int_equal(s[0].kind, KFLEET__TASK_KIND__BUILD);
+            result(c, "a1", s[0].task, s[0].attempt, KFLEET__TASK_STATE__SUCCEEDED);
+            n = drain(c, s, 8);
+        }
+        assert_int_equal(n, 2); /* round 1: straight to the validations */
+        assert_int_equal(s[0].kind, KFLEET__TASK_KIND__VALIDATE);
+        for (size_t i = 0; i < n; i++)
+            result(c, "a1", s[i].task, s[i].attempt, KFLEET__TASK_STATE__SUCCEEDED);
+        c->dispatch_needed = 1;
+        turn(c);
+        assert_int_equal(c->nsweeps, 0);
+    }
     done(&c);
 }
 
@@ -398,6 +436,7 @@ int main(void)
     kf_log_setup("test", KF_LOG_OFF);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_build_first),
+        cmocka_unit_test(test_toolchain_change_rebuilds),
         cmocka_unit_test(test_failed_build_fails_its_tasks),
         cmocka_unit_test(test_nodes_all_pins),
         cmocka_unit_test(test_lost_agent_requeue_and_late_result),

@@ -93,6 +93,28 @@ static int setup(void **state)
                "import torchvision\nfrom numpyx import y\n");
     write_file(f->dir, "src/baddev.py", "import os\n\ndevice = os.environ['DEV']\n");
     write_file(f->dir, "kernels/python/torch_softmax.py", "device = \"cuda\"\n");
+    /* Torch extensions: one that is right, and one file per way to get the
+     * `extension` line wrong. */
+    write_file(f->dir, "src/ext_op.cpp", "// op\n");
+    write_file(f->dir, "src/ext_k.cu", "// kernel\n");
+    write_file(f->dir, "src/ext.h", "// header\n");
+    write_file(f->dir, "src/ext.py",
+               "import numpy\nimport ext_op\ndevice = \"cuda\"\n"
+               "extension = [\"ext_op.cpp\", 'ext_k.cu' , \"ext.h\"]  # built by kfleet\n"
+               "extension_note = 'not the line'\n");
+    write_file(f->dir, "src/ext_str.py", "device = \"cuda\"\nextension = \"ext_op.cpp\"\n");
+    write_file(f->dir, "src/ext_missing.py",
+               "device = \"cuda\"\n\nextension = [\"ext_op.cpp\", \"gone.cu\"]\n");
+    write_file(f->dir, "src/ext_header.py",
+               "device = \"cuda\"\nextension = [\"ext.h\", \"ext_k.cu\"]\n");
+    write_file(f->dir, "src/ext_cpu.py", "extension = [\"ext_op.cpp\", \"ext_k.cu\"]\n");
+    write_file(f->dir, "src/ext_slash.py", "extension = [\"../ext_op.cpp\"]\n");
+    write_file(f->dir, "src/ext_twice.py",
+               "device = \"cuda\"\nextension = [\"ext_op.cpp\", \"ext_op.cpp\"]\n");
+    write_file(f->dir, "src/ext_two.py",
+               "extension = [\"ext_op.cpp\"]\nextension = [\"ext_op.cpp\"]\n");
+    write_file(f->dir, "src/ext_expr.py", "extension = [\"ext_op.cpp\"] + more\n");
+    write_file(f->dir, "src/ext_module.py", "extension = [\"ext-op.cpp\"]\n");
     write_file(f->dir, "src/bad name.c", "/* a space in the stem */\n");
     char link[PATH_MAX];
     snprintf(link, sizeof link, "%s/src/link.c", f->dir);
@@ -436,6 +458,16 @@ static void test_lookup(void **state)
     assert_string_equal(kf_sweep_py_packages[2], "triton");
     kf_sweep_destroy(&s);
 
+    /* A torch extension's files, in order (the first names the module);
+     * the kernel then needs torch whether or not it imports it. */
+    s = parse_ok(f, "kernels:\n  - path: src/ext.py\n");
+    assert_int_equal(s->kernels[0].next, 3);
+    assert_string_equal(s->kernels[0].ext[0], "ext_op.cpp");
+    assert_string_equal(s->kernels[0].ext[1], "ext_k.cu");
+    assert_string_equal(s->kernels[0].ext[2], "ext.h");
+    assert_int_equal(s->kernels[0].py_needs, (1u << 0) | (1u << 1));
+    kf_sweep_destroy(&s);
+
     /* Several baselines: each row is compared with the one that runs its
      * configuration; carried as one comma-separated string. */
     s = parse_ok(f, "kernels: [foo, bar, both]\nbaseline: [bar, both]\n");
@@ -487,6 +519,23 @@ static const bad_case bad_cases[] = {
     {"kernels:\n  - path: src/notes.txt\n", 0, 2, 11, "does not end in .c, .cu or .py"},
     {"kernels:\n  - path: src/baddev.py\n", 0, 2, 11,
      "src/baddev.py:3: device must be written device = \"cuda\" or device = \"cpu\""},
+    {"kernels:\n  - path: src/ext_str.py\n", 0, 2, 11,
+     "src/ext_str.py:2: the extension line is not a list"},
+    {"kernels:\n  - path: src/ext_missing.py\n", 0, 2, 11,
+     "src/ext_missing.py:3: extension file gone.cu is not a regular file beside the kernel"},
+    {"kernels:\n  - path: src/ext_header.py\n", 0, 2, 11,
+     "names 'ext.h', which comes first, so it names the module, but is a header"},
+    {"kernels:\n  - path: src/ext_cpu.py\n", 0, 2, 11,
+     "src/ext_cpu.py:1: the extension has CUDA sources but the kernel does not say device"},
+    {"kernels:\n  - path: src/ext_slash.py\n", 0, 2, 11,
+     "names '../ext_op.cpp', which is not a plain file name beside the kernel"},
+    {"kernels:\n  - path: src/ext_twice.py\n", 0, 2, 11, "names 'ext_op.cpp' twice"},
+    {"kernels:\n  - path: src/ext_two.py\n", 0, 2, 11,
+     "src/ext_two.py:2: a second extension line (the first is line 1)"},
+    {"kernels:\n  - path: src/ext_expr.py\n", 0, 2, 11,
+     "the extension line has more after the list"},
+    {"kernels:\n  - path: src/ext_module.py\n", 0, 2, 11,
+     "its stem is the module's name, which must be a Python identifier"},
     {"kernels:\n  - path: src/link.c\n", 0, 2, 11, "which does not end in .c"},
     {"kernels:\n  - path: src/dir.c\n", 0, 2, 11, "is not a regular file"},
     {"kernels:\n  - path: src/loopa.c\n", 0, 2, 11, "Too many levels of symbolic links"},
