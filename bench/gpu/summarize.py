@@ -88,16 +88,26 @@ def python_targets(d, out):
     nc = load(d, "python-ncu.json")
     if nc:
         rows = {key(r): r for r in nc["rows"]}
-        for k, r in sorted(rows.items()):
-            if r["kernel"] != "softmax_cupy":
-                continue
-            c = rows.get(("softmax_c", k[1]))
-            a, b = median(c or {}), median(r)
-            if a and b and a >= 50e-6:
+        # softmax_ext's .cu is built by the build task with nvcc -O3 for the
+        # same arch as softmax_c (the same machine code): the 2 % target.
+        # CuPy compiles the source its own way; its row is shown with the
+        # two variants' ncu times, which say whether the device code differs.
+        for variant, label in (("softmax_ext", "torch extension"), ("softmax_cupy", "CuPy")):
+            for k, r in sorted(rows.items()):
+                if r["kernel"] != variant:
+                    continue
+                c = rows.get(("softmax_c", k[1]))
+                a, b = median(c or {}), median(r)
+                if not (a and b and a >= 50e-6):
+                    continue
                 dev = (b - a) / a * 100
-                out.append((f"same CUDA kernel from Python (CuPy) vs C, {pstr(r)}",
-                            f"{b * 1e6:.1f} us vs {a * 1e6:.1f} us ({dev:+.2f} %)", "<= 2 %",
-                            "PASS" if abs(dev) <= 2 else "FAIL"))
+                na, nb = ncu_time(c), ncu_time(r)
+                nd = f"; ncu {(nb - na) / na * 100:+.2f} %" if na and nb else ""
+                gate = variant == "softmax_ext"
+                out.append((f"same CUDA kernel from Python ({label}) vs C, {pstr(r)}",
+                            f"{b * 1e6:.1f} us vs {a * 1e6:.1f} us ({dev:+.2f} %{nd})",
+                            "<= 2 %" if gate else "(own compile: info)",
+                            ("PASS" if abs(dev) <= 2 else "FAIL") if gate else "INFO"))
         n_ok, n, worst = ncu_rows(nc, out, "  median vs ncu: ", f"<= {NCU_PCT} %", True)
         out.append(("Python and C kernels: median vs ncu gpu__time_duration",
                     f"{n_ok}/{n} within {NCU_PCT} %, worst {worst:.2f} %", f"<= {NCU_PCT} %",
