@@ -46,7 +46,9 @@ finish() {
     for pid in $(ip netns pids "$NS" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
     ip netns del "$NS" 2>/dev/null
   fi
-  cp "$W"/*.log "$W"/*.out "$W"/*.json "$W"/*.yaml "$OUT"/ 2>/dev/null
+  cp "$W/pod/work/agent.log" "$W/pod-agent.log" 2>/dev/null
+  # One archive: the device tool brings back few files.
+  (cd "$W" && tar czf "$OUT/launch-logs.tgz" ./*.log ./*.out ./*.json ./*.yaml ./*.txt 2>/dev/null)
   {
     echo "| step | result | verdict |"
     echo "| --- | --- | --- |"
@@ -168,8 +170,8 @@ rc=$?
 cat "$W/launch1.out"
 [ $rc -eq 0 ] || die "kfleet launch" "exit $rc: $(tail -3 "$W/launch1.out" "$W/launch1.log" | tr '\n' ' ' | cut -c1-300)"
 row "kfleet launch (strict known_hosts)" "$(grep '^gpu-pod' "$W/launch1.out" | tr -s ' ' | cut -c1-220), $(since "$t0") ms" PASS
-pre=$(grep -iA12 'preflight' "$W/launch1.out" "$W/launch1.log" | grep -iE 'gpu|driver|cuda|nvcc|compat|python' | head -8 | tr -s ' ' | tr '\n' ';')
-row "preflight" "${pre:-(see launch1.out)}" INFO
+pre=$(grep '^gpu-pod' "$W/launch1.out" | sed 's/.*— //')
+row "preflight (what launch printed)" "${pre:-(see launch1.out)}" INFO
 
 "$K" status >"$W/status1.out" 2>&1
 "$K" status --format json >"$W/status1.json" 2>&1
@@ -223,6 +225,13 @@ grep -q "^gpu-pod .*started" "$W/launch2.out" || die "relaunch" "the agent was n
 relaunch_ms=$(since "$t0")
 n=$(pgrep -af -- "--workdir $W/pod/work" | grep -vc -- "--runner" || true)
 [ "$n" -eq 1 ] || die "relaunch" "$n agents run in the pod's work dir: $(pgrep -af -- "--workdir $W/pod/work" | cut -c1-200)"
+# Bounded: a sweep that never ends is a failure to explain, not a hang.
+for _ in $(seq 1 1200); do kill -0 "$follow" 2>/dev/null || break; sleep 0.2; done
+if kill -0 "$follow" 2>/dev/null; then
+  "$K" status >"$W/status-stuck.out" 2>&1
+  kill "$follow"
+  die "sweep after the kill" "not done 4 min after the relaunch: $(tail -4 "$W/status-stuck.out" | tr -s ' ' | tr '\n' ';' | cut -c1-300)"
+fi
 wait "$follow"
 rc=$?
 tail -25 "$W/submit2.out"
@@ -269,6 +278,8 @@ id3=$(grep -o 'submitted sweep [0-9]*' "$W/submit3.out" | awk '{print $3}')
 row "tunnel's SSH session killed ($killed sshd processes)" "reconnected in $recon_ms ms, same agent (pid $apid) ran sweep $id3, verify clean" PASS
 
 # ---- teardown ----
+cp "$W/pod/work/agent.log" "$W/pod-agent.log" 2>/dev/null
+"$K" report "$id1" >"$W/report1.txt" 2>&1
 t0=$(now)
 "$K" teardown --known-hosts "$W/known_hosts" --purge "$W/fleet.yaml" >"$W/teardown.out" 2>"$W/teardown.log" ||
   die teardown "$(tail -3 "$W/teardown.out")"

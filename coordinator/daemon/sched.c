@@ -291,9 +291,10 @@ kbuild *sched_agent_build(kf_coord *c, kagent *a, const char *hash)
     kf_txn *txn;
     if (coord_txn(c, &txn) != KF_OK || kf_store_get_build(txn, a->id, hash, &br) != KF_OK)
         return NULL;
-    if (strcmp(br->toolchain ? br->toolchain : "", a->toolchain) != 0) {
+    if (strcmp(br->toolchain ? br->toolchain : "", a->toolchain) != 0 ||
+        br->state == KFLEET__TASK_STATE__CANCELLED) {
         kfleet__build_record__free_unpacked(br, NULL);
-        return NULL; /* built by another toolchain: build again */
+        return NULL; /* built by another toolchain, or abandoned: build again */
     }
     if (a->nbuilds == a->capbuilds) {
         a->capbuilds = a->capbuilds ? a->capbuilds * 2 : 8;
@@ -365,10 +366,28 @@ void sched_toolchain(const Kfleet__AgentInfo *info, char out[65])
     kf_hash_hex(hp, n, out);
 }
 
-void sched_forget_build(kagent *a, const char *hash)
+/* The store's record of an abandoned build says so (CANCELLED, which
+ * sched_agent_build reads as "no build"): left saying "building", it would
+ * be read back when the agent returns and its tasks would wait forever. */
+static void store_abandoned(kf_coord *c, const kagent *a, const kbuild *b)
+{
+    Kfleet__BuildRecord br = KFLEET__BUILD_RECORD__INIT;
+    br.agent_id = a->id;
+    br.kernel_hash = (char *)b->hash;
+    br.task_id = b->task_id;
+    br.state = KFLEET__TASK_STATE__CANCELLED;
+    br.toolchain = (char *)a->toolchain;
+    kf_txn *txn;
+    if (coord_txn(c, &txn) == KF_OK)
+        kf_store_put_build(txn, &br);
+}
+
+void sched_forget_build(kf_coord *c, kagent *a, const char *hash)
 {
     for (size_t i = 0; i < a->nbuilds; i++) {
         if (strcmp(a->builds[i].hash, hash) == 0) {
+            if (!kf_state_terminal(a->builds[i].state))
+                store_abandoned(c, a, &a->builds[i]);
             free(a->builds[i].error);
             a->builds[i] = a->builds[--a->nbuilds];
             return;
@@ -498,7 +517,7 @@ void sched_requeue_as(kf_coord *c, ksweep *sw, ktask *t, int attempt_state, cons
     char msg[512];
     if (t->rec->kind == KFLEET__TASK_KIND__BUILD && t->pin >= 0) {
         if (a)
-            sched_forget_build(a, sw->rec->kernels[t->rec->kernel_index]->hash);
+            sched_forget_build(c, a, sw->rec->kernels[t->rec->kernel_index]->hash);
         snprintf(msg, sizeof msg, "build abandoned: %s", why);
         sched_finish(c, sw, t, KFLEET__TASK_STATE__CANCELLED, msg);
         sched_maybe_finish_sweep(c, sw);
@@ -617,6 +636,7 @@ void sched_agent_lost(kf_coord *c, kagent *a, const char *why)
     /* Builds in flight there will never report: forget them. */
     for (size_t b = 0; b < a->nbuilds;) {
         if (!kf_state_terminal(a->builds[b].state)) {
+            store_abandoned(c, a, &a->builds[b]);
             free(a->builds[b].error);
             a->builds[b] = a->builds[--a->nbuilds];
         } else {

@@ -32,7 +32,9 @@ kbuild *sched_agent_build(kf_coord *c, kagent *a, const char *hash);
 /* Records (and stores) the state of a kernel's build on a. */
 kbuild *sched_set_build(kf_coord *c, kagent *a, const char *hash, int state, uint64_t task_id,
                         const char *error);
-void sched_forget_build(kagent *a, const char *hash);
+/* Drops what a knows of a kernel's build; one still in flight is recorded
+ * as abandoned in the store, so it is built again when a returns. */
+void sched_forget_build(kf_coord *c, kagent *a, const char *hash);
 /* The hash of what an agent's artifacts depend on besides the kernel: its
  * compilers, its Python and packages (torch, for extensions), its forward-
  * compat libraries, its architecture and GPUs. An agent that comes back

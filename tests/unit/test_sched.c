@@ -240,6 +240,33 @@ static void test_toolchain_change_rebuilds(void **state)
     done(&c);
 }
 
+/* An agent lost while it builds a kernel, then back (a pod's agent killed
+ * and launched again): the abandoned build is built again, and the tasks
+ * that waited for it run. Found on the H100 (bench/gpu/launch.sh): the
+ * store still said "building", so they waited forever. */
+static void test_lost_while_building(void **state)
+{
+    (void)state;
+    kf_coord *c = coord();
+    reg(c, "a1", 2, 0);
+    submit(c, TWO);
+    sent s[8];
+    assert_int_equal(drain(c, s, 8), 1);
+    assert_int_equal(s[0].kind, KFLEET__TASK_KIND__BUILD);
+    c->agents[0]->last_seen_mono = kf_mono_ns() - 60000000000ull; /* silent: lost */
+    sched_check_agents(c);
+    turn(c);
+    drain(c, s, 8); /* the cancel of the abandoned build */
+    reg(c, "a1", 2, 0);
+    size_t n = drain(c, s, 8);
+    assert_int_equal(n, 1);
+    assert_int_equal(s[0].kind, KFLEET__TASK_KIND__BUILD);
+    result(c, "a1", s[0].task, s[0].attempt, KFLEET__TASK_STATE__SUCCEEDED);
+    assert_int_equal(drain(c, s, 8), 2);
+    assert_int_equal(s[0].kind, KFLEET__TASK_KIND__VALIDATE);
+    done(&c);
+}
+
 /* A failed build fails the tasks that needed it on that agent, with the
  * compiler's line, and finishes the sweep. */
 static void test_failed_build_fails_its_tasks(void **state)
@@ -437,6 +464,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_build_first),
         cmocka_unit_test(test_toolchain_change_rebuilds),
+        cmocka_unit_test(test_lost_while_building),
         cmocka_unit_test(test_failed_build_fails_its_tasks),
         cmocka_unit_test(test_nodes_all_pins),
         cmocka_unit_test(test_lost_agent_requeue_and_late_result),
