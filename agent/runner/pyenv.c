@@ -36,6 +36,7 @@ static int parse(const char *text, kf_pyenv *m)
     copy_str(o, "base_prefix", m->base_prefix, sizeof m->base_prefix);
     copy_str(o, "base_exec_prefix", m->base_exec_prefix, sizeof m->base_exec_prefix);
     copy_str(o, "torch_cuda", m->torch_cuda, sizeof m->torch_cuda);
+    copy_str(o, "torch_cxx11_abi", m->torch_abi, sizeof m->torch_abi);
     json_t *libs = json_object_get(o, "libpython");
     const char *lib = json_string_value(json_array_get(libs, 0));
     snprintf(m->libpython, sizeof m->libpython, "%s", lib ? lib : "");
@@ -49,9 +50,10 @@ static int parse(const char *text, kf_pyenv *m)
     json_decref(o);
     if (!m->version[0] || !m->base_prefix[0] || !m->path_json)
         return -1;
-    snprintf(m->identity, sizeof m->identity, "Python %s %s numpy %s torch %s%s%s triton %s",
+    snprintf(m->identity, sizeof m->identity, "Python %s %s numpy %s torch %s%s%s%s%s triton %s",
              m->version, m->executable, m->numpy[0] ? m->numpy : "-", m->torch[0] ? m->torch : "-",
-             m->torch_cuda[0] ? " CUDA " : "", m->torch_cuda, m->triton[0] ? m->triton : "-");
+             m->torch_cuda[0] ? " CUDA " : "", m->torch_cuda, m->torch_abi[0] ? " C++11 ABI " : "",
+             m->torch_abi, m->triton[0] ? m->triton : "-");
     return 0;
 }
 

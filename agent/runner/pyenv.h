@@ -22,8 +22,10 @@ typedef struct kf_pyenv {
     char libpython[PATH_MAX]; /* "" when the interpreter has no shared library */
     char *path_json;          /* sys.path as a JSON list (also a Python literal) */
     char numpy[32], torch[64], torch_cuda[16], triton[32], cupy[32]; /* "" when absent */
+    char torch_abi[4]; /* torch's _GLIBCXX_USE_CXX11_ABI ("1", "0"), from its CMake package */
     /* What the cache key covers: "Python 3.11.2 /usr/bin/python3 numpy
-     * 1.24.2 torch - triton -": a new interpreter or package rebuilds. */
+     * 1.24.2 torch - triton -" (with torch: its version, CUDA and C++11
+     * ABI): a new interpreter or package rebuilds. */
     char identity[512];
 } kf_pyenv;
 

@@ -32,18 +32,26 @@ for pkg in ("numpy", "torch", "triton", "cupy-cuda12x", "cupy-cuda13x", "cupy"):
         pass
 
 torch_cuda = ""
+torch_abi = ""  # torch's -D_GLIBCXX_USE_CXX11_ABI, which an extension must match
 try:
     import importlib.util
 
     spec = importlib.util.find_spec("torch")
     if spec and spec.submodule_search_locations:
-        vpath = os.path.join(list(spec.submodule_search_locations)[0], "version.py")
-        with open(vpath) as f:
+        tdir = list(spec.submodule_search_locations)[0]
+        with open(os.path.join(tdir, "version.py")) as f:
             for line in f:
                 if line.startswith("cuda"):
                     torch_cuda = line.split("=", 1)[1].strip().strip("'\"")
                     if torch_cuda == "None":
                         torch_cuda = ""
+        # The flag torch's own CMake package hands dependent builds, where it
+        # says it (torch 2.11 does not: its wheels are built with one ABI).
+        with open(os.path.join(tdir, "share", "cmake", "Torch", "TorchConfig.cmake")) as f:
+            text = f.read()
+        at = text.find("_GLIBCXX_USE_CXX11_ABI=")
+        if at >= 0:
+            torch_abi = text[at + len("_GLIBCXX_USE_CXX11_ABI=")]
 except Exception:
     pass
 
@@ -58,4 +66,5 @@ print(json.dumps({
     "shared": bool(cfg("Py_ENABLE_SHARED")),
     "packages": packages,
     "torch_cuda": torch_cuda,
+    "torch_cxx11_abi": torch_abi,
 }))
