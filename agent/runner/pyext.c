@@ -32,6 +32,10 @@ int kf_pyext_build(const kf_pyenv *py, const Kfleet__TaskSpec *sp, const char *s
     /* Each file the extension names came with the kernel: the sources were
      * written by name, so a name not among them would compile nothing. */
     for (size_t i = 0; i < sp->n_extension; i++) {
+        /* Names become compiler arguments: never an option. */
+        if (!sp->extension[i][0] || sp->extension[i][0] == '-' || strchr(sp->extension[i], '/'))
+            return kf_err_set(err, KF_EINVAL, "extension file name '%s' refused: plain names only",
+                              sp->extension[i]);
         int found = 0;
         for (size_t s = 0; s < sp->n_sources && !found; s++)
             found = strcmp(sp->sources[s]->name, sp->extension[i]) == 0;

@@ -292,6 +292,14 @@ static void test_torch_ext_without_torch(void **state)
     assert_int_equal(kf_build_kernel(&spec, workdir, scratch, &bi, &err), KF_EINVAL);
     assert_non_null(strstr(err.msg, "extension file op_k.cu did not come with the kernel"));
     kf_build_info_release(&bi);
+    /* A name that would reach the compiler as an option. */
+    char *opt[] = {"-fplugin=x.so"};
+    spec.extension = opt;
+    spec.n_extension = 1;
+    snprintf(scratch, sizeof scratch, "%s/tmp/ext3", workdir);
+    assert_int_equal(kf_build_kernel(&spec, workdir, scratch, &bi, &err), KF_EINVAL);
+    assert_non_null(strstr(err.msg, "extension file name '-fplugin=x.so' refused"));
+    kf_build_info_release(&bi);
     unsetenv("KF_PYTHON");
 }
 
