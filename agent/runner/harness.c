@@ -116,20 +116,31 @@ int kf_harness_run(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd
     } else if (h.spec->kind == KFLEET__TASK_KIND__BUILD) {
         res.build = &bi;
         do_build(&h, &bi, &binfo);
+        h.phase_s[HCTX_PH_BUILD] = binfo.compile_s;
     } else if (h.spec->kind == KFLEET__TASK_KIND__VALIDATE ||
                h.spec->kind == KFLEET__TASK_KIND__PROFILE) {
         const Kfleet__MeasureSettings *ms = h.spec->measure;
-        if (hctx_load_kernel(&h, &L) != 0) {
+        uint64_t tl = kf_mono_ns();
+        int loaded_rc = hctx_load_kernel(&h, &L);
+        hctx_phase_add(&h, HCTX_PH_LOAD, tl);
+        h.phase_s[HCTX_PH_LOAD] -= h.phase_s[HCTX_PH_CONTEXT]; /* counted on its own */
+        if (loaded_rc != 0) {
             /* the Result says why */
         } else if ((res.kernel_name = (char *)(L.k->name ? L.k->name : "")), h.spec->ncu_pass) {
             hctx_nested(&h, &L, h.spec->kind == KFLEET__TASK_KIND__PROFILE ? KF_TOOLS_NCU_RUNS : 1);
         } else if (h.spec->kind == KFLEET__TASK_KIND__VALIDATE) {
-            if (hctx_validate(&h, &L) == 0 && ms && ms->sanitize)
+            if (hctx_validate(&h, &L) == 0 && ms && ms->sanitize) {
+                uint64_t tt = kf_mono_ns();
                 hctx_sanitize(&h);
+                hctx_phase_add(&h, HCTX_PH_TOOLS, tt);
+            }
         } else {
             res.profile = &ps;
-            if (hctx_profile(&h, &L, &ps) == 0 && ms && ms->n_ncu_metrics > 0)
+            if (hctx_profile(&h, &L, &ps) == 0 && ms && ms->n_ncu_metrics > 0) {
+                uint64_t tt = kf_mono_ns();
                 hctx_ncu(&h);
+                hctx_phase_add(&h, HCTX_PH_TOOLS, tt);
+            }
             if (h.cu) {
                 hctx_summarize_telemetry(&h, &tsum);
                 res.telemetry = &tsum;
@@ -141,6 +152,17 @@ int kf_harness_run(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd
         hctx_fail(&h, KFLEET__TASK_STATE__FAILED, "unsupported task kind %d", h.spec->kind);
     }
     res.elapsed_s = (double)(kf_mono_ns() - t0) / 1e9;
+    Kfleet__Phase phases[HCTX_NPHASES], *pp[HCTX_NPHASES];
+    for (int i = 0; i < HCTX_NPHASES; i++) {
+        if (h.phase_s[i] <= 0)
+            continue;
+        kfleet__phase__init(&phases[res.n_phases]);
+        phases[res.n_phases].name = (char *)hctx_phase_names[i];
+        phases[res.n_phases].seconds = h.phase_s[i];
+        pp[res.n_phases] = &phases[res.n_phases];
+        res.n_phases++;
+    }
+    res.phases = pp;
     res.sample_count = h.seq;
     res.finished_ns = kf_now_ns();
     Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;

@@ -21,6 +21,21 @@
  * traceback. */
 #define HCTX_KERR_LEN 3072
 
+/* Where a task's time goes in the runner (Result.phases). */
+enum {
+    HCTX_PH_LOAD,      /* the kernel's library, or the interpreter and module */
+    HCTX_PH_CONTEXT,   /* libcuda and the CUDA context */
+    HCTX_PH_SETUP,     /* the kernel's setup() calls */
+    HCTX_PH_RUN,       /* validation's runs, waited for */
+    HCTX_PH_REFERENCE, /* the kernel's reference() */
+    HCTX_PH_COMPARE,   /* the output fetched and compared */
+    HCTX_PH_SAMPLING,  /* the profile's sampling loop (timed samples and around them) */
+    HCTX_PH_TOOLS,     /* the run again under ncu or compute-sanitizer */
+    HCTX_PH_BUILD,     /* the compiler */
+    HCTX_NPHASES
+};
+extern const char *const hctx_phase_names[HCTX_NPHASES];
+
 typedef struct hctx {
     const Kfleet__TaskAssign *ta;
     const Kfleet__TaskSpec *spec;
@@ -38,7 +53,11 @@ typedef struct hctx {
     uint32_t throttled_samples;
     char uuid[64];
     char sanitizer[4096]; /* the Result's sanitizer verdict */
+    double phase_s[HCTX_NPHASES];
 } hctx;
+
+/* Adds the time since t0 (kf_mono_ns) to phase `ph`. */
+void hctx_phase_add(hctx *h, int ph, uint64_t t0);
 
 typedef struct loaded {
     void *dl;

@@ -186,7 +186,10 @@ int hctx_load_kernel(hctx *h, loaded *L)
     }
     if (h->spec->device_cuda) {
         kf_err err;
-        if (kf_cudrv_open(&h->cu, &err) != KF_OK)
+        uint64_t t0 = kf_mono_ns();
+        int rc = kf_cudrv_open(&h->cu, &err);
+        hctx_phase_add(h, HCTX_PH_CONTEXT, t0);
+        if (rc != KF_OK)
             return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
     }
     return 0;
@@ -304,10 +307,17 @@ int hctx_run_once(hctx *h, const loaded *L, void *state)
     return 0;
 }
 
-int hctx_setup(hctx *h, const loaded *L, uint64_t seed, void **state)
+const char *const hctx_phase_names[HCTX_NPHASES] = {
+    "load", "context", "setup", "run", "reference", "compare", "sampling", "tools", "build"};
+
+void hctx_phase_add(hctx *h, int ph, uint64_t t0)
+{
+    h->phase_s[ph] += (double)(kf_mono_ns() - t0) / 1e9;
+}
+
+static int setup_once(hctx *h, const loaded *L, uint64_t seed, void **state)
 {
     char kerr[HCTX_KERR_LEN] = "";
-    *state = NULL;
     if (L->k->setup(state, &L->params, seed, kerr, sizeof kerr) != 0)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s setup (seed %llu) failed: %s",
                          h->spec->kernel, (unsigned long long)seed, kerr);
@@ -318,6 +328,15 @@ int hctx_setup(hctx *h, const loaded *L, uint64_t seed, void **state)
                              err.msg);
     }
     return 0;
+}
+
+int hctx_setup(hctx *h, const loaded *L, uint64_t seed, void **state)
+{
+    *state = NULL;
+    uint64_t t0 = kf_mono_ns();
+    int rc = setup_once(h, L, seed, state);
+    hctx_phase_add(h, HCTX_PH_SETUP, t0);
+    return rc;
 }
 
 /* The last `lines` lines of a file, for a verdict or an error. */

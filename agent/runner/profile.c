@@ -517,6 +517,7 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
         if (elapsed >= timeout)
             break;
     }
+    hctx_phase_add(h, HCTX_PH_SAMPLING, start);
     free(flush);
     if (rc == 0 && n > 0)
         rc = recheck(h, L, states[(n - 1) % nsets], "after the last sample");

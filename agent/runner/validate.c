@@ -23,13 +23,19 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
     double *ref = malloc(v->count * sizeof *ref);
     char kerr[HCTX_KERR_LEN] = "";
     int rc = ref ? hctx_poison(h, v) : hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory");
+    uint64_t t0 = kf_mono_ns();
     if (rc == 0)
         rc = hctx_run_once(h, L, state);
+    hctx_phase_add(h, HCTX_PH_RUN, t0);
+    t0 = kf_mono_ns();
     if (rc == 0)
         rc = hctx_fetch_output(h, L, state, v, out, owned);
+    hctx_phase_add(h, HCTX_PH_COMPARE, t0);
+    t0 = kf_mono_ns();
     if (rc == 0 && L->k->reference(state, ref, kerr, sizeof kerr) != 0)
         rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s reference failed: %s",
                        h->spec->kernel, kerr);
+    hctx_phase_add(h, HCTX_PH_REFERENCE, t0);
     if (rc != 0) {
         free(ref);
         if (*owned)
@@ -39,6 +45,7 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
         return -1;
     }
     double diff2 = 0, ref2 = 0;
+    t0 = kf_mono_ns();
     for (size_t i = 0; i < v->count; i++) {
         double o = hctx_elem(*out, v->dtype, i);
         if (!isfinite(o)) {
@@ -53,6 +60,7 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
     }
     c->rel = ref2 > 0 ? sqrt(diff2 / ref2) : sqrt(diff2);
     c->passed = c->nonfinite == 0 && c->max_abs <= L->k->tol_abs && c->rel <= L->k->tol_rel;
+    hctx_phase_add(h, HCTX_PH_COMPARE, t0);
     free(ref);
     return 0;
 }

@@ -333,6 +333,21 @@ static json_t *json_schedule(const rep *r)
         set(per, r->agents[k]->agent_id, jnum(pct));
     }
     set(o, "measured_pct_by_agent", per);
+    kf_rep_phase ph[KF_REP_MAX_PHASES];
+    double total, outside, idle;
+    size_t n = kf_rep_slot_time(r, ph, &total, &outside, &idle);
+    json_t *st = json_null();
+    if (n) {
+        json_t *phases = json_object();
+        for (size_t i = 0; i < n; i++)
+            set(phases, ph[i].name, json_real(ph[i].s));
+        st = json_object();
+        set(st, "total_s", json_real(total));
+        set(st, "phases_s", phases);
+        set(st, "outside_runners_s", json_real(outside));
+        set(st, "idle_s", json_real(idle));
+    }
+    set(o, "slot_time", st);
     return o;
 }
 

@@ -588,6 +588,49 @@ void kf_rep_measured(const rep *r, const Kfleet__AgentInfo *a, double *timed_s, 
         *pct = t / ((double)(r->sw->finished_ns - r->sw->created_ns) / 1e9 * slots) * 100;
 }
 
+size_t kf_rep_slot_time(const rep *r, kf_rep_phase *out, double *total_s, double *outside_s,
+                        double *idle_s)
+{
+    int gpu = r->sched.gpu_attempts > 0;
+    uint32_t slots = 0;
+    for (size_t k = 0; k < r->nagents; k++)
+        slots += agent_slots(r->agents[k], gpu);
+    *total_s = *outside_s = *idle_s = 0;
+    if (!slots || r->sw->finished_ns <= r->sw->created_ns)
+        return 0;
+    size_t n = 0;
+    double in_runners = 0;
+    for (size_t i = 0; i < r->ntasks; i++) {
+        const rtask *rt = &r->tasks[i];
+        const Kfleet__KernelRef *k = kf_rep_kref(r, rt->task->kernel_index);
+        int on_gpu = rt->task->kind != KFLEET__TASK_KIND__BUILD && k && k->cuda;
+        if (!rt->res || on_gpu != gpu)
+            continue;
+        in_runners += rt->res->elapsed_s;
+        for (size_t p = 0; p < rt->res->n_phases; p++) {
+            const Kfleet__Phase *ph = rt->res->phases[p];
+            size_t j = 0;
+            while (j < n && strcmp(out[j].name, ph->name) != 0)
+                j++;
+            if (j == n && n == KF_REP_MAX_PHASES)
+                continue;
+            if (j == n)
+                out[n++] = (kf_rep_phase){ph->name, 0};
+            out[j].s += ph->seconds;
+        }
+    }
+    double phased = 0;
+    for (size_t j = 0; j < n; j++)
+        phased += out[j].s;
+    if (n < KF_REP_MAX_PHASES && in_runners > phased)
+        out[n++] = (kf_rep_phase){"other in runners", in_runners - phased};
+    double busy = gpu ? r->sched.gpu_busy_s : r->sched.cpu_busy_s;
+    *total_s = (double)(r->sw->finished_ns - r->sw->created_ns) / 1e9 * slots;
+    *outside_s = busy > in_runners ? busy - in_runners : 0;
+    *idle_s = *total_s > busy ? *total_s - busy : 0;
+    return n;
+}
+
 void kf_rep_schedule_figures(const rep *r, double *makespan_s, double *startup_s, double *ideal_s,
                              double *over_pct)
 {

@@ -97,6 +97,21 @@ void kf_rep_schedule_figures(const rep *r, double *makespan_s, double *startup_s
  * time went to builds, runner starts, setup, references, checks and idling. */
 void kf_rep_measured(const rep *r, const Kfleet__AgentInfo *a, double *timed_s, double *pct);
 
+/* Where the slot time of a finished sweep went (the slots kf_rep_measured
+ * counts): the runners' phases (Result.phases) summed over the tasks that
+ * held those slots, by name in first-seen order, then "other in runners"
+ * (a runner's time in no phase: frames, exit); the time attempts held a
+ * slot outside their runner's own clock (dispatch, runner start and exit,
+ * attempts tried again); and the slots' idle time. Returns the number of
+ * phases, or 0 while the sweep runs (*total_s = makespan x slots). */
+#define KF_REP_MAX_PHASES 16
+typedef struct kf_rep_phase {
+    const char *name; /* points into a Result */
+    double s;
+} kf_rep_phase;
+size_t kf_rep_slot_time(const rep *r, kf_rep_phase *out, double *total_s, double *outside_s,
+                        double *idle_s);
+
 /* "" for NULL. */
 const char *kf_rep_nz(const char *s);
 const Kfleet__KernelRef *kf_rep_kref(const rep *r, uint32_t ki);

@@ -402,6 +402,23 @@ static void render_schedule(const rep *r, int md, kf_buf *out)
         kf_buf_addf(out, "%s %s %.1f%%", k ? "," : ";", r->agents[k]->agent_id, pct);
     }
     kf_buf_addc(out, '\n');
+    kf_rep_phase ph[KF_REP_MAX_PHASES];
+    double total, outside, idle;
+    size_t n = kf_rep_slot_time(r, ph, &total, &outside, &idle);
+    if (!n)
+        return;
+    /* Largest first: where the time went, in the order it matters. */
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && ph[j].s > ph[j - 1].s; j--) {
+            kf_rep_phase tmp = ph[j];
+            ph[j] = ph[j - 1];
+            ph[j - 1] = tmp;
+        }
+    kf_buf_addf(out, "%sslot time: %.1f s:", md ? "- " : "  ", total);
+    for (size_t i = 0; i < n; i++)
+        kf_buf_addf(out, " %s %.1f s (%.0f%%),", ph[i].name, ph[i].s, ph[i].s / total * 100);
+    kf_buf_addf(out, " outside runners %.1f s (%.0f%%), idle %.1f s (%.0f%%)\n", outside,
+                outside / total * 100, idle, idle / total * 100);
 }
 
 static void render_header(const rep *r, int md, kf_buf *out)
