@@ -93,22 +93,8 @@ if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && ip netns add "$NS" 2>/dev
     ip -n "$NS" link set lo up || die pod "veth setup failed"
   HOST=10.78.1.2 PORT=22
 fi
-{
-  echo "Port $PORT"
-  echo "ListenAddress $HOST"
-  echo "HostKey $W/pod/host_key"
-  echo "PidFile $W/pod/sshd.pid"
-  echo "AuthorizedKeysFile $W/pod/authorized_keys"
-  echo "PermitRootLogin prohibit-password"
-  echo "PasswordAuthentication no"
-  echo "KbdInteractiveAuthentication no"
-  echo "UsePAM no"
-  echo "StrictModes no"
-  echo "AllowTcpForwarding yes"
-  echo "ClientAliveInterval 5"
-  echo "LogLevel VERBOSE"
-  echo "Subsystem sftp $C/bin/sftp-server"
-} >"$W/pod/sshd_config"
+source "$ROOT/tests/integration/sshd/config.sh"
+sshd_pod_config "$HOST" "$PORT" "$W/pod" "$C/bin/sftp-server" >"$W/pod/sshd_config"
 IN_NS=()
 [ $USE_NS = 1 ] && IN_NS=(ip netns exec "$NS")
 "${IN_NS[@]}" env LD_LIBRARY_PATH="$C/lib" "$C/bin/sshd" -D -f "$W/pod/sshd_config" \

@@ -7,6 +7,7 @@
 #
 # Sourced after lib.sh (needs T, PIDS, fail). Root only. pods_cleanup stops
 # every sshd, agent, namespace and mount made here, whatever happened.
+source "$(dirname "${BASH_SOURCE[0]}")/config.sh"
 POD_TAG="kf$$"
 POD_NS=()
 POD_MOUNTS=()
@@ -55,22 +56,9 @@ start_pod() {
   fi
   ssh-keygen -q -t ed25519 -N '' -f "$d/host_key" -C "$name"
   cp "$T/id_ed25519.pub" "$d/authorized_keys"
-  {
-    echo "Port 22"
-    echo "ListenAddress 10.77.$n.2"
-    echo "HostKey $d/host_key"
-    echo "PidFile $d/sshd.pid"
-    echo "AuthorizedKeysFile $d/authorized_keys"
-    echo "PermitRootLogin prohibit-password"
-    echo "PasswordAuthentication no"
-    echo "KbdInteractiveAuthentication no"
-    echo "UsePAM no"
-    echo "StrictModes no"
-    echo "AllowTcpForwarding yes"
-    echo "ClientAliveInterval 5"
-    echo "LogLevel VERBOSE"
-    [ -n "$nosftp" ] || echo "Subsystem sftp /usr/lib/openssh/sftp-server"
-  } >"$d/sshd_config"
+  local sftp=/usr/lib/openssh/sftp-server
+  [ -z "$nosftp" ] || sftp=""
+  sshd_pod_config "10.77.$n.2" 22 "$d" "$sftp" >"$d/sshd_config"
   ip netns exec "$ns" /usr/sbin/sshd -D -f "$d/sshd_config" -E "$T/sshd-$name.log" &
   PIDS+=("$!")
   eval "POD_SSHD_$name=$!"
