@@ -156,6 +156,37 @@ static int local_gpus(const kf_paths *p)
     return n;
 }
 
+/* `nodes: all` pins each configuration to the agents registered when the
+ * sweep is submitted: wait (up to a minute) until every local agent has.
+ * Without it a run whose agents were still starting was refused. */
+static int wait_registered(kf_client *cl, int n, kf_err *err)
+{
+    uint64_t t0 = kf_mono_ns();
+    size_t live = 0;
+    for (;;) {
+        Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
+        req.body_case = KFLEET__CONTROL_REQUEST__BODY_STATUS;
+        req.status = 1;
+        Kfleet__ControlReply *rep = NULL;
+        int rc = kf_client_call(cl, &req, 10000, &rep, err);
+        if (rc != KF_OK)
+            return rc;
+        live = 0;
+        for (size_t i = 0; rep->status && i < rep->status->n_agents; i++)
+            live += !rep->status->agents[i]->lost;
+        kfleet__control_reply__free_unpacked(rep, NULL);
+        if (live >= (size_t)n)
+            return KF_OK;
+        if (kf_mono_ns() - t0 > 60000000000ull)
+            return kf_err_set(err, KF_ETIMEOUT,
+                              "the sweep asks for `nodes: all`, and after 60 s %zu of the %d local "
+                              "agents had registered; their logs say why",
+                              live, n);
+        struct timespec ts = {0, 100000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o,
            volatile sig_atomic_t *stop)
 {
@@ -247,6 +278,15 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
     if (kf_client_build_submit(spec, o->kernels_dir, &sub, &err) != KF_OK ||
         kf_client_open(p, &cl, &err) != KF_OK) {
         fprintf(stderr, "kfleet run: %s\n", err.msg);
+        goto out;
+    }
+    if (spec->nodes_all && wait_registered(cl, nagents, &err) != KF_OK) {
+        fprintf(stderr, "kfleet run: %s\n", err.msg);
+        for (int i = 0; i < nagents; i++) {
+            char lp[PATH_MAX + 32];
+            snprintf(lp, sizeof lp, "%s/agent-%d.log", p->run, i);
+            print_agent_tail(lp);
+        }
         goto out;
     }
     Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
