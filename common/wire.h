@@ -17,6 +17,9 @@
 #define KF_PROTOCOL_VERSION 1
 /* Frames above this are dropped by ZeroMQ itself (ZMQ_MAXMSGSIZE). */
 #define KF_MAX_FRAME (16 * 1024 * 1024)
+/* The largest artifact agents share (BuildInfo.artifact, TaskSpec.artifact):
+ * with its sources it fits a frame. A larger one each agent builds itself. */
+#define KF_MAX_SHARED_ARTIFACT (8 * 1024 * 1024)
 /* Highest oneof field number of Envelope.body, plus one. */
 #define KF_WIRE_BODY_MAX 32
 

@@ -18,6 +18,7 @@
 #include "runner/pyext.h"
 #include "common/util.h"
 #include "runner/compat.h"
+#include "common/wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -445,6 +446,7 @@ static int write_sidecar(const Kfleet__TaskSpec *sp, const char *workdir, const 
     json_object_set_new(o, "compile_s", json_real(bi->compile_s));
     json_object_set_new(o, "forward_compat", json_string(bi->forward_compat));
     json_object_set_new(o, "torch_extension", json_string(bi->torch_ext));
+    json_object_set_new(o, "built_by", json_string(bi->built_by));
     char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     if (!text)
@@ -610,11 +612,38 @@ static int build_extension(const kf_pyenv *py, const Kfleet__TaskSpec *sp, const
                           err);
 }
 
+/* Writes another agent's artifact (sp->artifact) to `so` in the scratch
+ * dir. 0 when its bytes hash to what the coordinator said; else 1 (the
+ * caller compiles: a damaged copy costs a compile, never a wrong binary). */
+static int install_shared(const Kfleet__TaskSpec *sp, const char *so, kf_build_info *bi)
+{
+    char got[65];
+    kf_hash_part part = {sp->artifact.data, sp->artifact.len};
+    kf_hash_hex(&part, 1, got);
+    if (!sp->artifact_hash || strcmp(got, sp->artifact_hash) != 0 ||
+        kf_write_file(so, sp->artifact.data, sp->artifact.len, 0700, NULL) != KF_OK)
+        return 1;
+    snprintf(bi->built_by, sizeof bi->built_by, "%s",
+             sp->artifact_built_by && *sp->artifact_built_by ? sp->artifact_built_by : "?");
+    return 0;
+}
+
+/* The artifact's bytes for the coordinator to hand to agents with this
+ * toolchain, when it asked. Too big or unreadable: none (they compile). */
+static void attach_artifact(const Kfleet__TaskSpec *sp, const char *so, kf_build_info *bi)
+{
+    char why[256];
+    if (!sp->want_artifact || bi->built_by[0] ||
+        kf_buf_read_file_max(&bi->artifact, so, KF_MAX_SHARED_ARTIFACT, why, sizeof why) != KF_OK)
+        kf_buf_release(&bi->artifact);
+}
+
 int kf_build_kernel(const Kfleet__TaskSpec *sp, const char *workdir, const char *scratch,
                     kf_build_info *bi, kf_err *err)
 {
     memset(bi, 0, sizeof *bi);
     kf_buf_init(&bi->log);
+    kf_buf_init(&bi->artifact);
     if (sp->n_sources == 0 || !sp->kernel_hash || !*sp->kernel_hash)
         return kf_err_set(err, KF_EINVAL, "build task without sources or kernel hash");
     char so[PATH_MAX], dir[PATH_MAX];
@@ -645,6 +674,7 @@ int kf_build_kernel(const Kfleet__TaskSpec *sp, const char *workdir, const char 
                               strerror(errno));
         if (lang == KF_LANG_CUDA)
             inspect(so, bi);
+        attach_artifact(sp, so, bi);
         return KF_OK;
     }
     uint64_t free_b;
@@ -680,9 +710,10 @@ int kf_build_kernel(const Kfleet__TaskSpec *sp, const char *workdir, const char 
             return rc;
         }
     } else {
-        if ((rc = compile(sp, scratch, kernel, &text, bi, err)) != KF_OK)
-            return rc;
         snprintf(dir, sizeof dir, "%s/kernel.so", scratch);
+        if ((sp->artifact.len == 0 || install_shared(sp, dir, bi) != 0) &&
+            (rc = compile(sp, scratch, kernel, &text, bi, err)) != KF_OK)
+            return rc;
     }
     char built_ext[PATH_MAX + 16];
     snprintf(built_ext, sizeof built_ext, "%s/" EXT_OUT, scratch);
@@ -711,10 +742,13 @@ int kf_build_kernel(const Kfleet__TaskSpec *sp, const char *workdir, const char 
     }
     if (rename(dir, so) != 0)
         return kf_err_set(err, KF_EIO, "cannot move the artifact into %s: %s", so, strerror(errno));
+    if (!ext[0])
+        attach_artifact(sp, so, bi);
     return KF_OK;
 }
 
 void kf_build_info_release(kf_build_info *bi)
 {
     kf_buf_release(&bi->log);
+    kf_buf_release(&bi->artifact);
 }

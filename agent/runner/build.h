@@ -71,6 +71,11 @@ typedef struct kf_build_info {
     char driver_cuda[16];      /* newest CUDA the node's driver runs, "13.0" */
     char forward_compat[4096]; /* forward-compat libraries runners load, "" when none */
     char torch_ext[512];       /* KF_LANG_TORCH_EXT: kf_pyext_describe's line */
+    /* Installed from another agent's build (TaskSpec.artifact): its id. */
+    char built_by[256];
+    /* The artifact's bytes when the task asked for them (want_artifact) and
+     * it is one file of at most KF_MAX_SHARED_ARTIFACT; else empty. */
+    kf_buf artifact;
 } kf_build_info;
 
 /* The identity line of the host (KF_LANG_C) or CUDA compiler: the first
@@ -101,7 +106,11 @@ void kf_build_ext_dir(const char *artifact, char *out, size_t len);
 /* Builds spec's kernel: if workdir/cache/<key>.so exists, only hashes it
  * (out->cached = 1); else writes the sources into `scratch` (created 0700),
  * compiles there and renames the .so into the cache, with a .json sidecar
- * (kernel, flags, compiler, artifact hash) written first. Returns 0, or a
+ * (kernel, flags, compiler, artifact hash) written first. A C or CUDA
+ * build that brings another agent's artifact (spec->artifact) installs it
+ * instead of compiling, if it matches spec->artifact_hash (else it
+ * compiles). With spec->want_artifact, out->artifact gets the .so's bytes
+ * (one file up to KF_MAX_SHARED_ARTIFACT; not an installed one). Returns 0, or a
  * KF_E* code with err filled: KF_EINVAL "compile failed..." (out->rejected
  * set when the compiler's output in out->log says why), KF_EFULL when the
  * work dir has less than KF_BUILD_MIN_FREE free, KF_EIO for OS failures.
@@ -109,7 +118,7 @@ void kf_build_ext_dir(const char *artifact, char *out, size_t len);
 int kf_build_kernel(const Kfleet__TaskSpec *spec, const char *workdir, const char *scratch,
                     kf_build_info *out, kf_err *err);
 
-/* Frees what kf_build_kernel allocated in bi (its log). */
+/* Frees what kf_build_kernel allocated in bi (its log, the artifact). */
 void kf_build_info_release(kf_build_info *bi);
 
 /* The `//@kfleet flags:` arguments of a source text, appended to *argv

@@ -60,6 +60,9 @@ static void build_to_wire(const kf_build_info *b, Kfleet__BuildInfo *bi)
     bi->driver_cuda = (char *)b->driver_cuda;
     bi->forward_compat = (char *)b->forward_compat;
     bi->torch_extension = (char *)b->torch_ext;
+    bi->built_by = (char *)b->built_by;
+    bi->artifact.data = (uint8_t *)b->artifact.data;
+    bi->artifact.len = b->artifact.len;
 }
 
 static int do_build(hctx *h, Kfleet__BuildInfo *bi, kf_build_info *b)

@@ -16,9 +16,11 @@ static int cmd_serve(int argc, char **argv, const char *home)
     const kf_cmd_entry *self = &kf_cmd_serve;
     const char *bind = "tcp://127.0.0.1:*";
     double hb_timeout = 10.0, hb_interval = 1.0;
+    int no_share = 0;
     static const struct option opts[] = {{"bind", required_argument, 0, 'b'},
                                          {"heartbeat-timeout", required_argument, 0, 't'},
                                          {"heartbeat-interval", required_argument, 0, 'i'},
+                                         {"no-shared-builds", no_argument, 0, 'n'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int ch, rc;
@@ -38,6 +40,9 @@ static int cmd_serve(int argc, char **argv, const char *home)
             if (kf_parse_duration(optarg, &hb_interval) || hb_interval <= 0)
                 return kf_opt_error(self, "--heartbeat-interval wants a duration like 1s, got '%s'",
                                     optarg);
+            break;
+        case 'n':
+            no_share = 1;
             break;
         default:
             return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
@@ -71,6 +76,7 @@ static int cmd_serve(int argc, char **argv, const char *home)
     cfg.allow_file = p.allow;
     cfg.heartbeat_interval_s = hb_interval;
     cfg.heartbeat_timeout_s = hb_timeout;
+    cfg.no_shared_builds = no_share;
     kf_coord *c = NULL;
     if (kf_coord_new(&cfg, &c, &err) != KF_OK) {
         fprintf(stderr, "kfleet serve: %s\n", err.msg);
@@ -112,12 +118,16 @@ const kf_cmd_entry kf_cmd_serve = {
     "serve",
     cmd_serve,
     "Runs the coordinator daemon.",
-    "serve [--bind ENDPOINT] [--heartbeat-interval DUR] [--heartbeat-timeout DUR]",
+    "serve [--bind ENDPOINT] [--heartbeat-interval DUR] [--heartbeat-timeout DUR] "
+    "[--no-shared-builds]",
     "Runs the coordinator daemon: agents connect to its ROUTER socket, the CLI to its\n"
     "control socket under the home's run directory. Stops on SIGINT/SIGTERM or `kfleet stop`.\n\n"
     "  --bind ENDPOINT           where agents connect (default tcp://127.0.0.1:*, a free port;\n"
     "                            the chosen endpoint is printed and kept in RUN/agent-endpoint)\n"
     "  --heartbeat-interval DUR  how often agents heartbeat (default 1s)\n"
     "  --heartbeat-timeout DUR   silence after which an agent is lost and its tasks\n"
-    "                            requeued (default 10s)",
+    "                            requeued (default 10s)\n"
+    "  --no-shared-builds        every agent compiles its own kernels, instead of installing\n"
+    "                            the artifact of one with the same toolchain (for agents\n"
+    "                            that must not run each other's binaries)",
 };

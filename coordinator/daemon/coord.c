@@ -130,6 +130,7 @@ void kf_coord_destroy(kf_coord **self)
     for (size_t i = 0; i < c->nagents; i++)
         sched_free_agent(c->agents[i]);
     free(c->agents);
+    free(c->shares);
     for (size_t i = 0; i < c->nout; i++) {
         free(c->out[i].peer);
         kf_buf_release(&c->out[i].payload);

@@ -29,6 +29,8 @@ typedef struct kf_coord_config {
     double heartbeat_timeout_s;  /* silence after which an agent is lost; default 10 s */
     double assign_grace_s;       /* an assignment an agent does not confirm in this
                                   * time is requeued; default 5 s */
+    int no_shared_builds;        /* 1: agents with one toolchain do not share
+                                  * artifacts (sched_share.c); each compiles */
 } kf_coord_config;
 
 /* Opens the store, binds both sockets, and loads unfinished work. */

@@ -30,6 +30,9 @@ typedef struct ktask {
      * gate is that validate task's index in the sweep (-1: none asked), and
      * the validate task's dependent is this profile's. */
     int32_t gate, dependent;
+    /* A build that installs another agent's artifact instead of compiling
+     * (sched_share.c): the task whose stored result holds it, 0: none. */
+    uint64_t share_task;
 } ktask;
 
 typedef struct ksweep {
@@ -49,6 +52,17 @@ typedef struct kbuild {
     uint64_t task_id;
     char *error; /* first lines of a failed build */
 } kbuild;
+
+/* A kernel built once for every agent with one toolchain (sched_share.c):
+ * building on `agent` (the others wait for it), ready in the stored result
+ * of task_id, or unshareable (that build sent no artifact: too big, or it
+ * failed; each agent builds for itself, in parallel). */
+typedef struct kshare {
+    char toolchain[65], hash[65];
+    const struct kagent *agent;
+    uint64_t task_id;
+    int ready, unshareable;
+} kshare;
 
 /* The ROUTER routing id of a connection: libzmq makes one per connection
  * (agents set none), so a route names a connection, never an agent. */
@@ -111,6 +125,8 @@ struct kf_coord {
     size_t nsweeps, capsweeps;
     kagent **agents;
     size_t nagents, capagents;
+    kshare *shares; /* builds shared by toolchain (sched_share.c) */
+    size_t nshares, capshares;
     /* When the loop last read the agent socket empty: an agent's silence is
      * counted up to then, so a turn the coordinator spends on a big request
      * (heartbeats queued, unread) is not taken for the agents' silence. */

@@ -384,6 +384,7 @@ static void store_abandoned(kf_coord *c, const kagent *a, const kbuild *b)
 
 void sched_forget_build(kf_coord *c, kagent *a, const char *hash)
 {
+    sched_share_abandon(c, a, hash);
     for (size_t i = 0; i < a->nbuilds; i++) {
         if (strcmp(a->builds[i].hash, hash) == 0) {
             if (!kf_state_terminal(a->builds[i].state))
@@ -633,7 +634,9 @@ void sched_agent_lost(kf_coord *c, kagent *a, const char *why)
         }
         sched_requeue(c, sw, t, why);
     }
-    /* Builds in flight there will never report: forget them. */
+    /* Builds in flight there will never report: forget them, and let
+     * whoever waited for them build for themselves. */
+    sched_share_abandon(c, a, NULL);
     for (size_t b = 0; b < a->nbuilds;) {
         if (!kf_state_terminal(a->builds[b].state)) {
             store_abandoned(c, a, &a->builds[b]);

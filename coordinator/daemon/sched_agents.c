@@ -182,6 +182,7 @@ static int on_register(void *ctx, const kf_peer *peer, const Kfleet__Envelope *e
     if (strcmp(tc, a->toolchain) != 0) {
         /* A new nvcc, compiler, Python or torch: what it built before is
          * not what its cache will be asked for now. */
+        sched_share_abandon(c, a, NULL);
         if (a->toolchain[0] && a->nbuilds)
             kf_info("agent.toolchain",
                     "agent=%s why=\"its toolchain changed: %zu builds "
@@ -405,6 +406,8 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
             } else {
                 int dup = 0;
                 r->superseded = 1;
+                if (r->build)
+                    r->build->artifact.len = 0; /* nobody asked for it */
                 rc = kf_store_put_late(txn, r, &dup);
                 if (!dup)
                     kf_info("result.late", "task=0x%llx attempt=%u agent=%s",
@@ -433,6 +436,8 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
             coord_ack_later(a, env->oseq);
         return KF_OK;
     }
+    if (t->rec->kind == KFLEET__TASK_KIND__BUILD)
+        sched_share_result(c, a, sw->rec->kernels[t->rec->kernel_index]->hash, r);
     r->superseded = 0;
     int dup = 0;
     rc = kf_store_put_result(txn, r, &dup);

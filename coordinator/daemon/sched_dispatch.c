@@ -84,9 +84,15 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     spec.kind = t->rec->kind;
     spec.kernel = k->name;
     spec.kernel_hash = k->hash;
+    Kfleet__Result *shared = NULL;
     if (t->rec->kind == KFLEET__TASK_KIND__BUILD) {
         spec.n_sources = k->n_sources;
         spec.sources = k->sources;
+        if (t->share_task) {
+            sched_share_fill(c, t, &spec, &shared);
+        } else if (!k->python && sched_share_peers(c, a)) {
+            spec.want_artifact = sched_share_building(c, a, k->hash, t->rec->task_id);
+        }
     }
     spec.n_flags = k->n_flags;
     spec.flags = k->flags;
@@ -107,12 +113,15 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     env.body_case = KFLEET__ENVELOPE__BODY_ASSIGN;
     env.assign = &ta;
     coord_queue_env(c, a, &env);
+    if (shared)
+        kfleet__result__free_unpacked(shared, NULL);
     kf_debug("task.assign", "task=0x%llx attempt=%u agent=%s kind=%d",
              (unsigned long long)t->rec->task_id, t->rec->attempts, a->id, t->rec->kind);
 }
 
-/* Creates the build task of kernel ki pinned to agent a. */
-static ktask *new_build(kf_coord *c, ksweep *sw, uint32_t ki, kagent *a)
+/* Creates the build task of kernel ki pinned to agent a; with `share`
+ * ready, it installs that artifact instead of compiling. */
+static ktask *new_build(kf_coord *c, ksweep *sw, uint32_t ki, kagent *a, const kshare *share)
 {
     Kfleet__Task *rec = kf_xmalloc(sizeof *rec);
     kfleet__task__init(rec);
@@ -126,6 +135,7 @@ static ktask *new_build(kf_coord *c, ksweep *sw, uint32_t ki, kagent *a)
     rec->state = KFLEET__TASK_STATE__PENDING;
     rec->created_ns = rec->updated_ns = kf_now_ns();
     ktask *t = sched_add_task(c, sw, rec);
+    t->share_task = share ? share->task_id : 0;
     sw->rec->task_count = sw->ntasks;
     kf_txn *txn;
     if (coord_txn(c, &txn) == KF_OK) {
@@ -177,6 +187,13 @@ static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
             int gpu = sched_needs_gpu(sw, t);
             const char *hash = sw->rec->kernels[t->rec->kernel_index]->hash;
             kbuild *b = sched_agent_build(c, a, hash);
+            /* Another agent with this toolchain building it: wait for its
+             * artifact rather than run the same compile (sched_share.c). */
+            const kshare *share = b ? NULL : sched_share_find(c, a, hash);
+            if (share && share->unshareable)
+                share = NULL;
+            else if (share && !share->ready)
+                continue;
             if (gpu ? !gpu_free : !cpu_free) {
                 /* Its GPU is busy, but a CPU slot is free: build the kernel
                  * now, so the GPU does not sit idle through nvcc when it
@@ -184,7 +201,7 @@ static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
                  * the makespan of examples/gpu.yaml). */
                 if (gpu && cpu_free && !b && a->gpu_slots > 0) {
                     *sw_out = sw;
-                    return new_build(c, sw, t->rec->kernel_index, a);
+                    return new_build(c, sw, t->rec->kernel_index, a, share);
                 }
                 continue;
             }
@@ -216,7 +233,7 @@ static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
                 continue; /* building: wait for it */
             if (!cpu_free)
                 continue;
-            ktask *bt = new_build(c, sw, t->rec->kernel_index, a);
+            ktask *bt = new_build(c, sw, t->rec->kernel_index, a, share);
             *sw_out = sw;
             return bt;
         }

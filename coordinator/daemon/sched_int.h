@@ -41,6 +41,30 @@ void sched_forget_build(kf_coord *c, kagent *a, const char *hash);
  * with another (a torch or nvcc upgrade) rebuilds every kernel. */
 void sched_toolchain(const Kfleet__AgentInfo *info, char out[65]);
 
+/* sched_share.c: build once per fleet. Agents with one toolchain
+ * (sched_toolchain) share a C or CUDA kernel's artifact: the first to build
+ * it sends it back with its result (stored with it), the others wait for it
+ * and install it instead of running the compiler. */
+/* 1 when another live agent has a's toolchain (a's build should be shared). */
+int sched_share_peers(const kf_coord *c, const kagent *a);
+/* The kernel's shared build for a's toolchain: NULL or unshareable (a
+ * builds it), one still building (a waits) or one ready (a installs it). */
+const kshare *sched_share_find(kf_coord *c, const kagent *a, const char *hash);
+/* a builds the kernel in task task_id: 1 when it is to share its artifact
+ * (the first build of it for this toolchain), else 0. */
+int sched_share_building(kf_coord *c, const kagent *a, const char *hash, uint64_t task_id);
+/* The result of a's build of the kernel (before it is stored): an artifact
+ * the coordinator asked for and that matches its hash becomes the shared
+ * one; any other artifact bytes are dropped. A build that asked and sent
+ * none lets every agent build for itself. */
+void sched_share_result(kf_coord *c, const kagent *a, const char *hash, Kfleet__Result *r);
+/* a will not finish its shared builds (of `hash`, or of all when NULL). */
+void sched_share_abandon(kf_coord *c, const kagent *a, const char *hash);
+/* Fills spec (a build task t with share_task) with the shared artifact, its
+ * hash and builder; *hold owns them until the spec is sent. Without the
+ * stored result the spec stays as it is: the agent compiles. */
+void sched_share_fill(kf_coord *c, const ktask *t, Kfleet__TaskSpec *spec, Kfleet__Result **hold);
+
 /* When t, a validation, ended without passing: the profile it gates is
  * ended as skipped, saying why (no agent, no GPU time). */
 void sched_gate_done(kf_coord *c, ksweep *sw, ktask *t);

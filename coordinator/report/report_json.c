@@ -399,6 +399,8 @@ static json_t *json_build(const rep *r, const rtask *rt)
     set(b, "node", jstr_or_null(kf_rep_node_of(rt)));
     set(b, "cached", bi ? json_boolean(bi->cached) : json_null());
     set(b, "compile_s", bi ? jnum(bi->compile_s) : json_null());
+    set(b, "built_by",
+        bi && bi->built_by && *bi->built_by ? json_string(bi->built_by) : json_null());
     set(b, "compiler", bi ? jstr_or_null(bi->compiler) : json_null());
     set(b, "artifact_hash", bi ? jstr_or_null(bi->artifact_hash) : json_null());
     set(b, "registers", bi ? json_integer(bi->registers) : json_null());

@@ -361,8 +361,13 @@ static void build_cells(const rep *r, const rtask *rt, char (*cells)[CELL])
     snprintf(cells[B_KERNEL], CELL, "%s", kf_rep_kernel_name(r, rt->task->kernel_index));
     snprintf(cells[B_NODE], CELL, "%s", *kf_rep_node_of(rt) ? kf_rep_node_of(rt) : "-");
     snprintf(cells[B_STATUS], CELL, "%s", state_text(kf_rep_state_of(rt)));
-    snprintf(cells[B_CACHED], CELL, "%s", b && ok ? (b->cached ? "yes" : "no") : "-");
-    if (b && ok)
+    /* An artifact another agent compiled and this one installed
+     * (sched_share.c) says whose it is. */
+    if (b && ok && b->built_by && *b->built_by)
+        snprintf(cells[B_CACHED], CELL, "from %.60s", b->built_by);
+    else
+        snprintf(cells[B_CACHED], CELL, "%s", b && ok ? (b->cached ? "yes" : "no") : "-");
+    if (b && ok && !(b->built_by && *b->built_by))
         fmt_time(b->compile_s, cells[B_COMPILE], CELL);
     else
         snprintf(cells[B_COMPILE], CELL, "-");

@@ -151,6 +151,9 @@ typedef struct sent {
     uint64_t task;
     uint32_t attempt;
     int kind, cancel;
+    int want_artifact;   /* a build asked to send its artifact back */
+    size_t artifact_len; /* a build that brings another agent's artifact */
+    char built_by[16];
 } sent;
 
 static size_t drain(kf_coord *c, sent *out, size_t max)
@@ -171,6 +174,13 @@ static size_t drain(kf_coord *c, sent *out, size_t max)
                 s->task = s->cancel ? e->cancel->task_id : e->assign->task_id;
                 s->attempt = s->cancel ? e->cancel->attempt : e->assign->attempt;
                 s->kind = s->cancel ? 0 : (int)e->assign->spec->kind;
+                if (!s->cancel) {
+                    const Kfleet__TaskSpec *sp = e->assign->spec;
+                    s->want_artifact = sp->want_artifact;
+                    s->artifact_len = sp->artifact.len;
+                    snprintf(s->built_by, sizeof s->built_by, "%s",
+                             sp->artifact_built_by ? sp->artifact_built_by : "");
+                }
             }
             kf_wire_free(e);
         }
@@ -298,7 +308,7 @@ static void test_nodes_all_pins(void **state)
     (void)state;
     kf_coord *c = coord();
     reg(c, "a1", 1, 0);
-    reg(c, "a2", 1, 0);
+    reg_cc(c, "a2", 1, 0, "cc (Debian 13.1.0-1) 13.1.0"); /* another toolchain */
     submit(c, "name: all\nkernels:\n  - name: triad\n    params: {n: [1K]}\n"
               "tasks: [validate]\nnodes: all\n");
     int validations = 0;
@@ -309,6 +319,7 @@ static void test_nodes_all_pins(void **state)
     size_t n = drain(c, s, 8);
     assert_int_equal(n, 2); /* each agent builds for itself */
     assert_string_not_equal(s[0].agent, s[1].agent);
+    assert_false(s[0].want_artifact || s[1].want_artifact); /* nobody to share with */
     for (size_t i = 0; i < n; i++)
         result(c, s[i].agent, s[i].task, s[i].attempt, KFLEET__TASK_STATE__SUCCEEDED);
     n = drain(c, s, 8);
@@ -317,6 +328,104 @@ static void test_nodes_all_pins(void **state)
         ktask *t = sched_task(c, s[i].task, NULL);
         assert_non_null(t);
         assert_string_equal(t->rec->pin_agent, s[i].agent);
+    }
+    done(&c);
+}
+
+/* A build's result carrying its artifact (or not). */
+static void build_result(kf_coord *c, const char *id, const sent *s, const char *bytes)
+{
+    Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
+    Kfleet__Result r = KFLEET__RESULT__INIT;
+    Kfleet__BuildInfo bi = KFLEET__BUILD_INFO__INIT;
+    char hash[65] = "";
+    if (bytes) {
+        kf_hash_part part = {bytes, strlen(bytes)};
+        kf_hash_hex(&part, 1, hash);
+        bi.artifact.data = (uint8_t *)bytes;
+        bi.artifact.len = strlen(bytes);
+    }
+    bi.artifact_hash = hash;
+    r.task_id = s->task;
+    r.attempt = s->attempt;
+    r.state = KFLEET__TASK_STATE__SUCCEEDED;
+    r.build = &bi;
+    r.finished_ns = kf_now_ns();
+    env.body_case = KFLEET__ENVELOPE__BODY_RESULT;
+    env.result = &r;
+    frame(c, id, &env);
+}
+
+/* Build once per fleet: of three agents with one toolchain, the first
+ * compiles and is asked for its artifact; the others wait, then install
+ * it (their build brings it, naming who compiled it), while an agent with
+ * another toolchain compiles for itself. A build that sends back no
+ * artifact releases the waiters to compile for themselves. */
+static void test_shared_build(void **state)
+{
+    (void)state;
+    for (int with_artifact = 1; with_artifact >= 0; with_artifact--) {
+        kf_coord *c = coord();
+        reg(c, "a1", 1, 0);
+        reg(c, "a2", 1, 0);
+        reg(c, "a3", 1, 0);
+        reg_cc(c, "b1", 1, 0, "cc (Debian 13.1.0-1) 13.1.0");
+        submit(c, "name: all\nkernels:\n  - name: triad\n    params: {n: [1K]}\n"
+                  "tasks: [validate]\nnodes: all\n");
+        sent s[8];
+        size_t n = drain(c, s, 8);
+        assert_int_equal(n, 2); /* one compile per toolchain */
+        const sent *first = strcmp(s[0].agent, "b1") == 0 ? &s[1] : &s[0];
+        const sent *other = first == &s[0] ? &s[1] : &s[0];
+        assert_int_equal(first->kind, KFLEET__TASK_KIND__BUILD);
+        assert_true(first->want_artifact);
+        assert_string_equal(other->agent, "b1");
+        assert_false(other->want_artifact); /* nobody shares its toolchain */
+        char who[16];
+        snprintf(who, sizeof who, "%s", first->agent);
+        build_result(c, who, first,
+                     with_artifact ? "\x7f"
+                                     "ELF the artifact"
+                                   : NULL);
+        n = drain(c, s, 8);
+        size_t builds = 0, installs = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (s[i].kind != KFLEET__TASK_KIND__BUILD)
+                continue;
+            builds++;
+            assert_string_not_equal(s[i].agent, "b1");
+            assert_string_not_equal(s[i].agent, who);
+            /* Without an artifact to wait for, nobody waits again. */
+            assert_false(s[i].want_artifact);
+            if (s[i].artifact_len) {
+                assert_int_equal(s[i].artifact_len, strlen("\x7f"
+                                                           "ELF the artifact"));
+                assert_string_equal(s[i].built_by, who);
+                installs++;
+            }
+        }
+        assert_int_equal(builds, 2); /* the two waiters, now */
+        assert_int_equal(installs, with_artifact ? 2 : 0);
+        done(&c);
+    }
+}
+
+/* `kfleet serve --no-shared-builds`: agents with one toolchain each
+ * compile, at once, and none is asked for its artifact. */
+static void test_no_shared_builds(void **state)
+{
+    (void)state;
+    kf_coord *c = coord();
+    c->cfg.no_shared_builds = 1;
+    reg(c, "a1", 1, 0);
+    reg(c, "a2", 1, 0);
+    submit(c, "name: all\nkernels:\n  - name: triad\n    params: {n: [1K]}\n"
+              "tasks: [validate]\nnodes: all\n");
+    sent s[8];
+    assert_int_equal(drain(c, s, 8), 2);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(s[i].kind, KFLEET__TASK_KIND__BUILD);
+        assert_false(s[i].want_artifact);
     }
     done(&c);
 }
@@ -464,6 +573,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_build_first),
         cmocka_unit_test(test_toolchain_change_rebuilds),
+        cmocka_unit_test(test_shared_build),
+        cmocka_unit_test(test_no_shared_builds),
         cmocka_unit_test(test_lost_while_building),
         cmocka_unit_test(test_failed_build_fails_its_tasks),
         cmocka_unit_test(test_nodes_all_pins),
