@@ -447,6 +447,10 @@ static int write_sidecar(const Kfleet__TaskSpec *sp, const char *workdir, const 
     json_object_set_new(o, "forward_compat", json_string(bi->forward_compat));
     json_object_set_new(o, "torch_extension", json_string(bi->torch_ext));
     json_object_set_new(o, "built_by", json_string(bi->built_by));
+    json_object_set_new(o, "registers", json_integer(bi->registers));
+    json_object_set_new(o, "shared_bytes", json_integer(bi->shared_bytes));
+    json_object_set_new(o, "stack_bytes", json_integer(bi->stack_bytes));
+    json_object_set_new(o, "spill_bytes", json_integer(bi->spill_bytes));
     char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     if (!text)
@@ -456,6 +460,24 @@ static int write_sidecar(const Kfleet__TaskSpec *sp, const char *workdir, const 
     int rc = kf_write_file(path, text, strlen(text), 0600, err);
     free(text);
     return rc;
+}
+
+/* A cached artifact's resource usage, which only its compile printed: from
+ * its sidecar (none in one written before these fields: zeros). */
+static void read_sidecar(const char *workdir, kf_build_info *bi)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/cache/%s.json", workdir, bi->key);
+    json_t *o = json_load_file(path, 0, NULL);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return;
+    }
+    bi->registers = (int)json_integer_value(json_object_get(o, "registers"));
+    bi->shared_bytes = (int)json_integer_value(json_object_get(o, "shared_bytes"));
+    bi->stack_bytes = (int)json_integer_value(json_object_get(o, "stack_bytes"));
+    bi->spill_bytes = (int)json_integer_value(json_object_get(o, "spill_bytes"));
+    json_decref(o);
 }
 
 /* "13.0" from nvcc's "Cuda compilation tools, release 13.0, V13.0.88". */
@@ -625,6 +647,13 @@ static int install_shared(const Kfleet__TaskSpec *sp, const char *so, kf_build_i
         return 1;
     snprintf(bi->built_by, sizeof bi->built_by, "%s",
              sp->artifact_built_by && *sp->artifact_built_by ? sp->artifact_built_by : "?");
+    const Kfleet__BuildInfo *src = sp->artifact_build;
+    if (src) { /* only its compile printed these */
+        bi->registers = src->registers;
+        bi->shared_bytes = src->shared_bytes;
+        bi->stack_bytes = src->stack_bytes;
+        bi->spill_bytes = src->spill_bytes;
+    }
     return 0;
 }
 
@@ -672,8 +701,10 @@ int kf_build_kernel(const Kfleet__TaskSpec *sp, const char *workdir, const char 
         if (kf_build_file_hash(so, bi->artifact_hash) != KF_OK)
             return kf_err_set(err, KF_EIO, "cannot read the cached artifact %s: %s", so,
                               strerror(errno));
-        if (lang == KF_LANG_CUDA)
+        if (lang == KF_LANG_CUDA) {
             inspect(so, bi);
+            read_sidecar(workdir, bi);
+        }
         attach_artifact(sp, so, bi);
         return KF_OK;
     }
@@ -723,8 +754,9 @@ int kf_build_kernel(const Kfleet__TaskSpec *sp, const char *workdir, const char 
         return kf_err_set(err, KF_EIO, "the compiler exited 0 but %s cannot be read: %s", dir,
                           strerror(errno));
     if (lang == KF_LANG_CUDA) {
-        kf_cudrv_parse_ptxas(bi->log.data, &bi->registers, &bi->shared_bytes, &bi->stack_bytes,
-                             &bi->spill_bytes);
+        if (!bi->built_by[0]) /* an installed artifact's came with it */
+            kf_cudrv_parse_ptxas(bi->log.data, &bi->registers, &bi->shared_bytes, &bi->stack_bytes,
+                                 &bi->spill_bytes);
         inspect(dir, bi);
     }
     if ((rc = write_sidecar(sp, workdir, bi, err)) != KF_OK)

@@ -25,6 +25,9 @@
 #   PART=facts    what agents report (Python, torch sees the GPU) and CUDA
 #                 forward compatibility with a simulated older driver
 #                 (bench/gpu/facts.sh), then examples/torch.yaml
+#   PART=share    bench/gpu/share.yaml on 3 agents sharing the GPU: each CUDA
+#                 kernel compiled once, installed twice; then again with
+#                 --no-shared-builds (each agent compiles), in a fresh home
 #   PART=fleet    examples/gpu.yaml (62 configurations) on every GPU, with
 #                 the schedule (makespan against start-up + GPU time / GPUs)
 #                 and bench/gpu/isolation.yaml (faults on purpose) after it
@@ -114,6 +117,30 @@ python) # PY_SWEEPS picks among torch, sidestream and pyncu (default: all)
       ;;
     esac
   done
+  ;;
+share)
+  sweep share "$ROOT/bench/gpu/share.yaml" --agents 3
+  rm -rf "$KFLEET_HOME"
+  sweep noshare "$ROOT/bench/gpu/share.yaml" --agents 3 --no-shared-builds
+  python3 - "$W" <<'PY' | tee -a "$W/times.txt"
+import collections, json, sys
+w = sys.argv[1]
+for name in ("share", "noshare"):
+    doc = json.load(open(f"{w}/{name}.json"))
+    by = collections.defaultdict(list)
+    for b in doc["builds"]:
+        by[b["kernel"]].append(b)
+    compiles = sum(1 for b in doc["builds"] if not b["built_by"] and not b["cached"])
+    secs = sum(b["compile_s"] or 0 for b in doc["builds"] if not b["built_by"])
+    ok = sum(1 for r in doc["rows"] if (r.get("validation") or {}).get("state") == "succeeded")
+    print(f"{name}: {len(doc['builds'])} builds, {compiles} compiles, {secs:.1f} s of nvcc; "
+          f"{ok}/{len(doc['rows'])} validations passed; makespan "
+          f"{doc['schedule']['makespan_s']:.1f} s")
+    for k, bs in sorted(by.items()):
+        print(f"  {k}: " + ", ".join(
+            f"{b['node']} {'from ' + b['built_by'] if b['built_by'] else 'nvcc %.1f s' % (b['compile_s'] or 0)}"
+            f" {b['artifact_hash'][:12]}" for b in sorted(bs, key=lambda b: b["node"])))
+PY
   ;;
 torchext)
   # A torch that says another version: the real one's files, linked, but

@@ -14,10 +14,13 @@ static int cmd_run(int argc, char **argv, const char *home)
     const kf_cmd_entry *self = &kf_cmd_run;
     kf_run_options o = {.stall_s = KF_FOLLOW_STALL_S};
     int fmt = KF_REPORT_TABLE;
-    static const struct option opts[] = {
-        {"agents", required_argument, 0, 'a'}, {"format", required_argument, 0, 'F'},
-        {"output", required_argument, 0, 'o'}, {"stall-timeout", required_argument, 0, 's'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    static const struct option opts[] = {{"agents", required_argument, 0, 'a'},
+                                         {"format", required_argument, 0, 'F'},
+                                         {"output", required_argument, 0, 'o'},
+                                         {"stall-timeout", required_argument, 0, 's'},
+                                         {"no-shared-builds", no_argument, 0, 'n'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     int ch, rc;
     while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
         switch (ch) {
@@ -45,6 +48,9 @@ static int cmd_run(int argc, char **argv, const char *home)
                                     "--stall-timeout wants a duration (90s, 5m, 0: never), "
                                     "got '%s'",
                                     optarg);
+            break;
+        case 'n':
+            o.no_shared_builds = 1;
             break;
         default:
             return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
@@ -75,7 +81,7 @@ const kf_cmd_entry kf_cmd_run = {
     cmd_run,
     "Runs a sweep on this machine, start to end, and prints its report.",
     "run SWEEP.yaml [--agents N] [--format table|md|json|html|csv] [-o FILE] "
-    "[--stall-timeout DUR]",
+    "[--stall-timeout DUR] [--no-shared-builds]",
     "Runs a sweep on this machine, start to end: an embedded coordinator and local agents\n"
     "(one per GPU, or CPU agents where there is none), progress while it runs, then the\n"
     "report. Nothing is left running. Exit 1 if any task failed. The coordinator's and the\n"
@@ -85,5 +91,7 @@ const kf_cmd_entry kf_cmd_run = {
     "  -o, --output FILE write the report to FILE instead of stdout\n"
     "  --stall-timeout DUR  when no local agent can take the pending tasks (none registered,\n"
     "                    all gone) for DUR, print why with the agents' last errors and exit 1\n"
-    "                    (default 60s; 0: wait)",
+    "                    (default 60s; 0: wait)\n"
+    "  --no-shared-builds  each agent compiles its own kernels (by default agents with one\n"
+    "                    toolchain install the artifact one of them compiled)",
 };

@@ -19,7 +19,8 @@ typedef struct kf_run_options {
     int format;         /* kf_report_format */
     const char *output; /* report file, NULL: stdout */
     const char *kernels_dir;
-    double stall_s; /* give up when nothing can run for this long (follow.h); 0: wait */
+    double stall_s;       /* give up when nothing can run for this long (follow.h); 0: wait */
+    int no_shared_builds; /* kf_coord_config.no_shared_builds */
 } kf_run_options;
 
 /* Returns the process exit code: 0 all tasks succeeded, 1 some failed or

@@ -1,6 +1,8 @@
 /* sched_share — build once per fleet: agents with the same toolchain
- * (sched_toolchain: compilers, GPU, Python and packages) get the same bytes
- * from nvcc, so one compiles and the others install its artifact.
+ * (sched_toolchain: compilers, GPU, Python and packages) would compile the
+ * same machine code (not the same file: it embeds the agent's build
+ * directory, so each agent's .so hashes differently), so one compiles and the others
+ * install its artifact, and every agent runs that one binary.
  *
  * The coordinator asks the first agent to build a kernel for its toolchain
  * to send the artifact back (TaskSpec.want_artifact) when another live
@@ -137,5 +139,9 @@ void sched_share_fill(kf_coord *c, const ktask *t, Kfleet__TaskSpec *spec, Kflee
     spec->artifact = r->build->artifact;
     spec->artifact_hash = r->build->artifact_hash;
     spec->artifact_built_by = r->agent_id;
+    /* What the compiler printed about these bytes goes with them; the
+     * bytes themselves once, in spec->artifact. */
+    r->build->artifact.len = 0;
+    spec->artifact_build = r->build;
     *hold = r;
 }

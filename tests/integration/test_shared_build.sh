@@ -5,6 +5,7 @@
 # coordinator keeps with that build's result. The installed copies are the
 # same bytes (one artifact hash), every validation passes on every agent,
 # the report says whose artifact each agent runs, and `verify` is clean.
+# With --no-shared-builds each agent compiles its own.
 source "$(dirname "$0")/lib.sh"
 
 "$KFLEET" run "$KF_SRC/tests/data/sweeps/shared_build.yaml" --agents 4 --format json \
@@ -42,3 +43,15 @@ grep -Eq "from local-[0-9]" "$T/report.txt" || fail "the text report does not sa
 pass "the report names the agent that compiled each installed artifact"
 "$KFLEET" verify >/dev/null || fail "verify after the shared builds"
 pass "verify clean"
+
+# --no-shared-builds (a fresh home: empty caches): every agent compiles.
+KFLEET_HOME=$T/home2 "$KFLEET" run "$KF_SRC/tests/data/sweeps/shared_build.yaml" --agents 4 \
+  --no-shared-builds --format json -o "$T/r2.json" >/dev/null 2>"$T/run2.log" ||
+  fail "kfleet run --no-shared-builds exited $?: $(tail -3 "$T/run2.log")"
+python3 - "$T/r2.json" <<'PY' || fail "--no-shared-builds still shared"
+import json, sys
+bs = json.load(open(sys.argv[1]))["builds"]
+assert len(bs) == 12, len(bs)
+assert all(b["state"] == "succeeded" and not b["built_by"] and not b["cached"] for b in bs), bs
+PY
+pass "--no-shared-builds: each of the 4 agents compiled each of the 3 kernels"

@@ -209,6 +209,82 @@ static void test_cuda_build(void **state)
     free_cuspec(&c);
 }
 
+/* Build once per fleet, the runner's side: a build asked for its artifact
+ * sends the .so's bytes (compiled or from the cache); another work dir's
+ * build that brings them installs them without compiling, records who
+ * compiled them and what that compile printed, also on its next cache hit;
+ * bytes that do not match their hash are not installed (it compiles). */
+static void test_shared_artifact(void **state)
+{
+    (void)state;
+    const char *ver;
+    kf_err err;
+    if (kf_build_compiler_version(1, &ver, &err) != KF_OK)
+        skip();
+    setenv("KF_CUDA_ARCH", "90a", 1);
+    cuspec c;
+    make_cuspec(&c);
+    char wa[128], wb[128], wc[128], scratch[160];
+    snprintf(wa, sizeof wa, "%s/share-a", workdir);
+    snprintf(wb, sizeof wb, "%s/share-b", workdir);
+    snprintf(wc, sizeof wc, "%s/share-c", workdir);
+    assert_int_equal(mkdir(wa, 0700) | mkdir(wb, 0700) | mkdir(wc, 0700), 0);
+    c.spec.want_artifact = 1;
+    kf_build_info a, b;
+    snprintf(scratch, sizeof scratch, "%s/tmp/s1", wa);
+    assert_int_equal(kf_build_kernel(&c.spec, wa, scratch, &a, &err), KF_OK);
+    assert_true(a.artifact.len > 0);
+    assert_true(a.registers > 0);
+    char got[65];
+    kf_hash_part part = {a.artifact.data, a.artifact.len};
+    kf_hash_hex(&part, 1, got);
+    assert_string_equal(got, a.artifact_hash);
+    snprintf(scratch, sizeof scratch, "%s/tmp/s2", wa); /* a cache hit sends it too */
+    assert_int_equal(kf_build_kernel(&c.spec, wa, scratch, &b, &err), KF_OK);
+    assert_true(b.cached);
+    assert_int_equal(b.artifact.len, a.artifact.len);
+    assert_int_equal(b.registers, a.registers); /* from the cache's record */
+    kf_build_info_release(&b);
+
+    Kfleet__BuildInfo src = KFLEET__BUILD_INFO__INIT;
+    src.registers = a.registers;
+    src.spill_bytes = 4;
+    c.spec.artifact.data = (uint8_t *)a.artifact.data;
+    c.spec.artifact.len = a.artifact.len;
+    c.spec.artifact_hash = a.artifact_hash;
+    c.spec.artifact_built_by = "agent-a";
+    c.spec.artifact_build = &src;
+    snprintf(scratch, sizeof scratch, "%s/tmp/s3", wb);
+    assert_int_equal(kf_build_kernel(&c.spec, wb, scratch, &b, &err), KF_OK);
+    assert_string_equal(b.built_by, "agent-a");
+    assert_false(b.cached);
+    assert_true(b.compile_s == 0);
+    assert_string_equal(b.artifact_hash, a.artifact_hash);
+    assert_int_equal(b.registers, a.registers);
+    assert_int_equal(b.spill_bytes, 4);
+    assert_int_equal(b.artifact.len, 0); /* not sent back: the coordinator has it */
+    assert_non_null(strstr(b.sass_archs, "sm_90a"));
+    kf_build_info_release(&b);
+    c.spec.artifact.len = 0; /* the next build there is a cache hit */
+    snprintf(scratch, sizeof scratch, "%s/tmp/s4", wb);
+    assert_int_equal(kf_build_kernel(&c.spec, wb, scratch, &b, &err), KF_OK);
+    assert_true(b.cached);
+    assert_int_equal(b.spill_bytes, 4);
+    kf_build_info_release(&b);
+
+    c.spec.artifact.len = a.artifact.len;
+    c.spec.artifact_hash = "0000000000000000000000000000000000000000000000000000000000000000";
+    snprintf(scratch, sizeof scratch, "%s/tmp/s5", wc);
+    assert_int_equal(kf_build_kernel(&c.spec, wc, scratch, &b, &err), KF_OK);
+    assert_string_equal(b.built_by, "");
+    assert_true(b.compile_s > 0);
+    assert_int_equal(b.registers, a.registers); /* its own compile's */
+    kf_build_info_release(&b);
+    kf_build_info_release(&a);
+    unsetenv("KF_CUDA_ARCH");
+    free_cuspec(&c);
+}
+
 static void test_cuda_flags_missing(void **state)
 {
     (void)state;
@@ -367,13 +443,10 @@ int main(void)
     if (!mkdtemp(workdir))
         return 1;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_source_flags),
-        cmocka_unit_test(test_cuobjdump),
-        cmocka_unit_test(test_sass_runs_on),
-        cmocka_unit_test(test_cuda_build),
-        cmocka_unit_test(test_cuda_flags_missing),
-        cmocka_unit_test(test_shipped_kernels),
-        cmocka_unit_test(test_torch_ext_without_torch),
+        cmocka_unit_test(test_source_flags),       cmocka_unit_test(test_cuobjdump),
+        cmocka_unit_test(test_sass_runs_on),       cmocka_unit_test(test_cuda_build),
+        cmocka_unit_test(test_cuda_flags_missing), cmocka_unit_test(test_shared_artifact),
+        cmocka_unit_test(test_shipped_kernels),    cmocka_unit_test(test_torch_ext_without_torch),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     nftw(workdir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
