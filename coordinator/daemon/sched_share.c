@@ -1,20 +1,20 @@
 /* sched_share — build once per fleet: agents with the same toolchain
  * (sched_toolchain: compilers, GPU, Python and packages) would compile the
  * same machine code (not the same file: it embeds the agent's build
- * directory, so each agent's .so hashes differently), so one compiles and the others
- * install its artifact, and every agent runs that one binary.
+ * directory, so each agent's .so hashes differently), so one compiles, the
+ * others install its artifact, and every agent runs that one binary.
  *
  * The coordinator asks the first agent to build a kernel for its toolchain
  * to send the artifact back (TaskSpec.want_artifact) when another live
- * agent has that toolchain. The artifact is stored with that build's result,
- * so the coordinator keeps it as long as the result; agents that need the
- * kernel meanwhile wait, then get a build task that carries it, check its
- * hash and install it (BuildInfo.built_by names the agent that compiled
- * it). A build that is abandoned hands the task to the next agent that
- * needs the kernel; one that fails or sends nothing usable (an artifact
- * over KF_MAX_SHARED_ARTIFACT) releases the waiters: each builds for
- * itself, as before. Only what the coordinator
- * asked for is kept: an agent cannot push bytes onto others unasked. */
+ * agent has that toolchain. The artifact is stored with that build's
+ * result, so the coordinator keeps it as long as the result; agents that
+ * need the kernel meanwhile wait, then get a build task that carries it,
+ * check its hash and install it (BuildInfo.built_by names the agent that
+ * compiled it). A build that is abandoned hands the job to the next agent
+ * that needs the kernel; one that fails or sends nothing usable (an
+ * artifact over KF_MAX_SHARED_ARTIFACT) releases the waiters: each builds
+ * for itself, as before. Only what the coordinator asked for is kept: an
+ * agent cannot push bytes onto others unasked. */
 #include "daemon/sched_int.h"
 #include "common/util.h"
 #include "common/log.h"
