@@ -102,6 +102,13 @@ typedef struct hctx_check {
     double max_abs, rel;
     int passed;
 } hctx_check;
+/* The comparison of n output elements with the reference: c->nonfinite,
+ * max_abs and rel (not `passed`). Outputs of a million elements or more are
+ * split over up to `threads` threads (the CPU work a validation holds its
+ * GPU slot for); the partial sums are added in a fixed order, so a given
+ * thread count gives one answer. */
+void hctx_compare(const void *out, kf_dtype dtype, const double *ref, size_t n, unsigned threads,
+                  hctx_check *c);
 /* 0 with *c filled and the output in *out (*owned: the caller frees it);
  * -1 when the run or the reference failed (the task failed, h says why). */
 int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, hctx_check *c,

@@ -10,9 +10,77 @@
 #include "common/xalloc.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* Threads a big comparison may use: the node's other work (builds, the
+ * CPU agents' tasks) keeps the rest. */
+#define COMPARE_THREADS 8
+#define COMPARE_SPLIT_MIN (1u << 20)
+
+typedef struct cmp_part {
+    const void *out;
+    const double *ref;
+    kf_dtype dtype;
+    size_t lo, hi;
+    uint64_t nonfinite;
+    double max_abs, diff2, ref2;
+} cmp_part;
+
+static void *compare_range(void *arg)
+{
+    cmp_part *p = arg;
+    for (size_t i = p->lo; i < p->hi; i++) {
+        double o = hctx_elem(p->out, p->dtype, i);
+        if (!isfinite(o)) {
+            p->nonfinite++;
+            continue;
+        }
+        double d = fabs(o - p->ref[i]);
+        if (d > p->max_abs)
+            p->max_abs = d;
+        p->diff2 += d * d;
+        p->ref2 += p->ref[i] * p->ref[i];
+    }
+    return NULL;
+}
+
+void hctx_compare(const void *out, kf_dtype dtype, const double *ref, size_t n, unsigned threads,
+                  hctx_check *c)
+{
+    cmp_part parts[COMPARE_THREADS];
+    pthread_t tid[COMPARE_THREADS];
+    int started[COMPARE_THREADS] = {0};
+    unsigned nt = n >= COMPARE_SPLIT_MIN && threads > 1 ? threads : 1;
+    if (nt > COMPARE_THREADS)
+        nt = COMPARE_THREADS;
+    for (unsigned t = 0; t < nt; t++) {
+        parts[t] = (cmp_part){out, ref, dtype, n * t / nt, n * (t + 1) / nt, 0, 0, 0, 0};
+        /* A thread that cannot start is done here, after the others. */
+        started[t] = t > 0 && pthread_create(&tid[t], NULL, compare_range, &parts[t]) == 0;
+    }
+    compare_range(&parts[0]);
+    for (unsigned t = 1; t < nt; t++) {
+        if (started[t])
+            pthread_join(tid[t], NULL);
+        else
+            compare_range(&parts[t]);
+    }
+    double diff2 = 0, ref2 = 0;
+    c->nonfinite = 0;
+    c->max_abs = 0;
+    for (unsigned t = 0; t < nt; t++) {
+        c->nonfinite += parts[t].nonfinite;
+        if (parts[t].max_abs > c->max_abs)
+            c->max_abs = parts[t].max_abs;
+        diff2 += parts[t].diff2;
+        ref2 += parts[t].ref2;
+    }
+    c->rel = ref2 > 0 ? sqrt(diff2 / ref2) : sqrt(diff2);
+}
 
 int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, hctx_check *c,
                        void **out, int *owned)
@@ -44,21 +112,13 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
         *owned = 0;
         return -1;
     }
-    double diff2 = 0, ref2 = 0;
     t0 = kf_mono_ns();
-    for (size_t i = 0; i < v->count; i++) {
-        double o = hctx_elem(*out, v->dtype, i);
-        if (!isfinite(o)) {
-            c->nonfinite++;
-            continue;
-        }
-        double d = fabs(o - ref[i]);
-        if (d > c->max_abs)
-            c->max_abs = d;
-        diff2 += d * d;
-        ref2 += ref[i] * ref[i];
-    }
-    c->rel = ref2 > 0 ? sqrt(diff2 / ref2) : sqrt(diff2);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    hctx_compare(*out, v->dtype, ref, v->count,
+                 ncpu > COMPARE_THREADS ? COMPARE_THREADS
+                 : ncpu > 0             ? (unsigned)ncpu
+                                        : 1,
+                 c);
     c->passed = c->nonfinite == 0 && c->max_abs <= L->k->tol_abs && c->rel <= L->k->tol_rel;
     hctx_phase_add(h, HCTX_PH_COMPARE, t0);
     free(ref);
