@@ -177,6 +177,8 @@ int kf_harness_run(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd
     free(res.trials);
     kf_tools_free_metrics(res.ncu, res.n_ncu);
     kf_build_info_release(&binfo);
+    free(h.host_out);
+    free(h.host_ref);
     kf_nvml_close(&h.nv);
     kf_cudrv_close(&h.cu);
     /* The kernel's library stays loaded: the runner exits right after, and

@@ -54,6 +54,14 @@ typedef struct hctx {
     char uuid[64];
     char sanitizer[4096]; /* the Result's sanitizer verdict */
     double phase_s[HCTX_NPHASES];
+    /* Host memory the task's checks reuse: the device output fetched, the
+     * reference. First touching fresh memory cost more than the comparison
+     * on the GPU machine (docs/benchmarks.md), so it is paid once per task,
+     * not per seed and re-check. Freed when the task ends. */
+    void *host_out;
+    size_t host_out_cap;
+    double *host_ref;
+    size_t host_ref_cap;
 } hctx;
 
 /* Adds the time since t0 (kf_mono_ns) to phase `ph`. */
@@ -109,7 +117,8 @@ typedef struct hctx_check {
  * thread count gives one answer. */
 void hctx_compare(const void *out, kf_dtype dtype, const double *ref, size_t n, unsigned threads,
                   hctx_check *c);
-/* 0 with *c filled and the output in *out (*owned: the caller frees it);
+/* 0 with *c filled and the output in *out (*owned: the caller frees it; a
+ * device output is in h->host_out, valid until the next fetch);
  * -1 when the run or the reference failed (the task failed, h says why). */
 int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, hctx_check *c,
                        void **out, int *owned);

@@ -240,7 +240,8 @@ double hctx_elem(const void *data, kf_dtype t, size_t i)
  * that finishes its work there (a thread of its own joined) has finished
  * it before a byte is read, so the check is never a race; and the view
  * must be the one poisoned before the run, or a kernel could hand over a
- * buffer computed earlier. The caller frees *host when *owned. */
+ * buffer computed earlier. A device output lands in h->host_out (reused
+ * by the next fetch); *owned is 0 for both kinds. */
 int hctx_fetch_output(hctx *h, const loaded *L, void *state, const kf_view *v, void **host,
                       int *owned)
 {
@@ -264,13 +265,18 @@ int hctx_fetch_output(hctx *h, const loaded *L, void *state, const kf_view *v, v
     if (!h->cu)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "a device output from a host kernel");
     size_t n = v->count * hctx_dtype_size(v->dtype);
-    *host = malloc(n ? n : 1);
-    if (!*host)
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory for %zu output bytes", n);
-    *owned = 1;
+    if (h->host_out_cap < n || !h->host_out) {
+        free(h->host_out);
+        h->host_out = malloc(n ? n : 1);
+        h->host_out_cap = h->host_out ? n : 0;
+        if (!h->host_out)
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory for %zu output bytes",
+                             n);
+    }
+    *host = h->host_out;
+    *owned = 0;
     kf_err err;
     if (kf_cudrv_copy_to_host(h->cu, *host, v->data, n, &err) != KF_OK) {
-        free(*host);
         *host = NULL;
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
     }

@@ -88,9 +88,19 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
     memset(c, 0, sizeof *c);
     *out = NULL;
     *owned = 0;
-    double *ref = malloc(v->count * sizeof *ref);
+    size_t rbytes = v->count * sizeof(double);
+    if (h->host_ref_cap < rbytes || !h->host_ref) {
+        free(h->host_ref);
+        h->host_ref = malloc(rbytes ? rbytes : 1);
+        h->host_ref_cap = h->host_ref ? rbytes : 0;
+    }
+    double *ref = h->host_ref;
     char kerr[HCTX_KERR_LEN] = "";
     int rc = ref ? hctx_poison(h, v) : hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory");
+    /* NaN where the reference writes nothing: never the last seed's values
+     * left in the reused buffer. */
+    if (ref)
+        memset(ref, 0xFF, rbytes);
     uint64_t t0 = kf_mono_ns();
     if (rc == 0)
         rc = hctx_run_once(h, L, state);
@@ -105,7 +115,6 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
                        h->spec->kernel, kerr);
     hctx_phase_add(h, HCTX_PH_REFERENCE, t0);
     if (rc != 0) {
-        free(ref);
         if (*owned)
             free(*out);
         *out = NULL;
@@ -121,7 +130,6 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
                  c);
     c->passed = c->nonfinite == 0 && c->max_abs <= L->k->tol_abs && c->rel <= L->k->tol_rel;
     hctx_phase_add(h, HCTX_PH_COMPARE, t0);
-    free(ref);
     return 0;
 }
 
