@@ -159,6 +159,11 @@ static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
      * time dispatching to 64 agents (docs/performance.md). */
     if (!cpu_free && !gpu_free)
         return NULL;
+    /* The kernel this agent last found another agent building for it: its
+     * next tasks (a sweep's tasks run kernel by kernel) are passed over at
+     * once, without a store lookup each, which with many agents waiting
+     * on a million-task sweep would stall the turn. */
+    const char *waiting = NULL;
     for (size_t s = 0; s < c->nsweeps; s++) {
         ksweep *sw = c->sweeps[s];
         while (sw->cursor < sw->ntasks &&
@@ -186,14 +191,18 @@ static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
             }
             int gpu = sched_needs_gpu(sw, t);
             const char *hash = sw->rec->kernels[t->rec->kernel_index]->hash;
+            if (hash == waiting)
+                continue;
             kbuild *b = sched_agent_build(c, a, hash);
             /* Another agent with this toolchain building it: wait for its
              * artifact rather than run the same compile (sched_share.c). */
             const kshare *share = b ? NULL : sched_share_find(c, a, hash);
-            if (share && share->unshareable)
+            if (share && share->unshareable) {
                 share = NULL;
-            else if (share && !share->ready)
+            } else if (share && !share->ready) {
+                waiting = hash;
                 continue;
+            }
             if (gpu ? !gpu_free : !cpu_free) {
                 /* Its GPU is busy, but a CPU slot is free: build the kernel
                  * now, so the GPU does not sit idle through nvcc when it
