@@ -90,7 +90,7 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
         spec.sources = k->sources;
         if (t->share_task) {
             sched_share_fill(c, t, &spec, &shared);
-        } else if (!k->python && sched_share_peers(c, a)) {
+        } else if (!k->python) {
             spec.want_artifact = sched_share_building(c, a, k->hash, t->rec->task_id);
         }
     }

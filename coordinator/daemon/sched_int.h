@@ -45,13 +45,12 @@ void sched_toolchain(const Kfleet__AgentInfo *info, char out[65]);
  * (sched_toolchain) share a C or CUDA kernel's artifact: the first to build
  * it sends it back with its result (stored with it), the others wait for it
  * and install it instead of running the compiler. */
-/* 1 when another live agent has a's toolchain (a's build should be shared). */
-int sched_share_peers(const kf_coord *c, const kagent *a);
 /* The kernel's shared build for a's toolchain: NULL or unshareable (a
  * builds it), one still building (a waits) or one ready (a installs it). */
 const kshare *sched_share_find(kf_coord *c, const kagent *a, const char *hash);
 /* a builds the kernel in task task_id: 1 when it is to share its artifact
- * (the first build of it for this toolchain), else 0. */
+ * (the first build of it for this toolchain, sharing not turned off),
+ * else 0. */
 int sched_share_building(kf_coord *c, const kagent *a, const char *hash, uint64_t task_id);
 /* The result of a's build of the kernel (before it is stored): an artifact
  * the coordinator asked for and that matches its hash becomes the shared

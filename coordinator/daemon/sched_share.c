@@ -5,8 +5,9 @@
  * others install its artifact, and every agent runs that one binary.
  *
  * The coordinator asks the first agent to build a kernel for its toolchain
- * to send the artifact back (TaskSpec.want_artifact) when another live
- * agent has that toolchain. The artifact is stored with that build's
+ * to send the artifact back (TaskSpec.want_artifact), even alone: agents
+ * of a fleet register one by one (pods come up minutes apart), and one
+ * that comes later installs it. The artifact is stored with that build's
  * result, so the coordinator keeps it as long as the result; agents that
  * need the kernel meanwhile wait, then get a build task that carries it,
  * check its hash and install it (BuildInfo.built_by names the agent that
@@ -23,18 +24,6 @@
 
 #include <stdio.h>
 #include <string.h>
-
-int sched_share_peers(const kf_coord *c, const kagent *a)
-{
-    if (!a->toolchain[0] || c->cfg.no_shared_builds)
-        return 0;
-    for (size_t i = 0; i < c->nagents; i++) {
-        const kagent *o = c->agents[i];
-        if (o != a && o->registered && !o->lost && strcmp(o->toolchain, a->toolchain) == 0)
-            return 1;
-    }
-    return 0;
-}
 
 static kshare *find(const kf_coord *c, const char *toolchain, const char *hash)
 {
@@ -68,7 +57,7 @@ const kshare *sched_share_find(kf_coord *c, const kagent *a, const char *hash)
 
 int sched_share_building(kf_coord *c, const kagent *a, const char *hash, uint64_t task_id)
 {
-    if (!a->toolchain[0] || find(c, a->toolchain, hash))
+    if (!a->toolchain[0] || c->cfg.no_shared_builds || find(c, a->toolchain, hash))
         return 0;
     if (c->nshares == c->capshares) {
         c->capshares = c->capshares ? c->capshares * 2 : 16;

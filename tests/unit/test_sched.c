@@ -319,7 +319,9 @@ static void test_nodes_all_pins(void **state)
     size_t n = drain(c, s, 8);
     assert_int_equal(n, 2); /* each agent builds for itself */
     assert_string_not_equal(s[0].agent, s[1].agent);
-    assert_false(s[0].want_artifact || s[1].want_artifact); /* nobody to share with */
+    /* each the first of its toolchain: asked for its artifact, for agents
+     * of that toolchain still to come */
+    assert_true(s[0].want_artifact && s[1].want_artifact);
     for (size_t i = 0; i < n; i++)
         result(c, s[i].agent, s[i].task, s[i].attempt, KFLEET__TASK_STATE__SUCCEEDED);
     n = drain(c, s, 8);
@@ -380,7 +382,7 @@ static void test_shared_build(void **state)
         assert_int_equal(first->kind, KFLEET__TASK_KIND__BUILD);
         assert_true(first->want_artifact);
         assert_string_equal(other->agent, "b1");
-        assert_false(other->want_artifact); /* nobody shares its toolchain */
+        assert_true(other->want_artifact); /* for agents of its toolchain yet to come */
         char who[16];
         snprintf(who, sizeof who, "%s", first->agent);
         build_result(c, who, first,
