@@ -60,10 +60,13 @@ typedef struct hctx {
      * not per seed and re-check. Freed when the task ends. */
     void *host_out;
     size_t host_out_cap;
-    double *host_ref;
+    void *host_ref;
     size_t host_ref_cap;
 } hctx;
 
+/* *buf with room for n bytes (content not kept when it grows), or NULL out
+ * of memory: the task's reused host buffers. */
+void *hctx_host_buffer(void **buf, size_t *cap, size_t n);
 /* Adds the time since t0 (kf_mono_ns) to phase `ph`. */
 void hctx_phase_add(hctx *h, int ph, uint64_t t0);
 
@@ -112,8 +115,8 @@ typedef struct hctx_check {
 } hctx_check;
 /* The comparison of n output elements with the reference: c->nonfinite,
  * max_abs and rel (not `passed`). Outputs of a million elements or more are
- * split over up to `threads` threads (the CPU work a validation holds its
- * GPU slot for); the partial sums are added in a fixed order, so a given
+ * split over up to `threads` threads, 8 at most (the CPU work a validation
+ * holds its GPU slot for); the partial sums are added in a fixed order, so a given
  * thread count gives one answer. */
 void hctx_compare(const void *out, kf_dtype dtype, const double *ref, size_t n, unsigned threads,
                   hctx_check *c);

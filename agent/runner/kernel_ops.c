@@ -235,6 +235,16 @@ double hctx_elem(const void *data, kf_dtype t, size_t i)
     }
 }
 
+void *hctx_host_buffer(void **buf, size_t *cap, size_t n)
+{
+    if (*buf && *cap >= n)
+        return *buf;
+    free(*buf); /* no realloc: the old content is not wanted */
+    *buf = malloc(n ? n : 1);
+    *cap = *buf ? n : 0;
+    return *buf;
+}
+
 /* Copies the kernel's output after a run to host memory (a device view is
  * fetched through the driver). output() is asked again first: a kernel
  * that finishes its work there (a thread of its own joined) has finished
@@ -265,15 +275,9 @@ int hctx_fetch_output(hctx *h, const loaded *L, void *state, const kf_view *v, v
     if (!h->cu)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "a device output from a host kernel");
     size_t n = v->count * hctx_dtype_size(v->dtype);
-    if (h->host_out_cap < n || !h->host_out) {
-        free(h->host_out);
-        h->host_out = malloc(n ? n : 1);
-        h->host_out_cap = h->host_out ? n : 0;
-        if (!h->host_out)
-            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory for %zu output bytes",
-                             n);
-    }
-    *host = h->host_out;
+    *host = hctx_host_buffer(&h->host_out, &h->host_out_cap, n);
+    if (!*host)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory for %zu output bytes", n);
     *owned = 0;
     kf_err err;
     if (kf_cudrv_copy_to_host(h->cu, *host, v->data, n, &err) != KF_OK) {

@@ -89,12 +89,7 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
     *out = NULL;
     *owned = 0;
     size_t rbytes = v->count * sizeof(double);
-    if (h->host_ref_cap < rbytes || !h->host_ref) {
-        free(h->host_ref);
-        h->host_ref = malloc(rbytes ? rbytes : 1);
-        h->host_ref_cap = h->host_ref ? rbytes : 0;
-    }
-    double *ref = h->host_ref;
+    double *ref = hctx_host_buffer(&h->host_ref, &h->host_ref_cap, rbytes);
     char kerr[HCTX_KERR_LEN] = "";
     int rc = ref ? hctx_poison(h, v) : hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory");
     /* NaN where the reference writes nothing: never the last seed's values
@@ -123,11 +118,7 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
     }
     t0 = kf_mono_ns();
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    hctx_compare(*out, v->dtype, ref, v->count,
-                 ncpu > COMPARE_THREADS ? COMPARE_THREADS
-                 : ncpu > 0             ? (unsigned)ncpu
-                                        : 1,
-                 c);
+    hctx_compare(*out, v->dtype, ref, v->count, ncpu > 0 ? (unsigned)ncpu : 1, c);
     c->passed = c->nonfinite == 0 && c->max_abs <= L->k->tol_abs && c->rel <= L->k->tol_rel;
     hctx_phase_add(h, HCTX_PH_COMPARE, t0);
     return 0;
