@@ -19,6 +19,7 @@ const kf_cmd_entry *const kf_commands[] = {
     &kf_cmd_launch,
     &kf_cmd_teardown,
     &kf_cmd_bundle,
+    &kf_cmd_relay,
     &kf_cmd_version,
     NULL,
     /* clang-format on */

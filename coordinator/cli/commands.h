@@ -25,7 +25,7 @@ typedef struct kf_cmd_entry {
 /* The entries, each defined in its command's file. */
 extern const kf_cmd_entry kf_cmd_run, kf_cmd_serve, kf_cmd_submit, kf_cmd_status, kf_cmd_report,
     kf_cmd_compare, kf_cmd_cancel, kf_cmd_stop, kf_cmd_verify, kf_cmd_init, kf_cmd_agent_key,
-    kf_cmd_launch, kf_cmd_teardown, kf_cmd_bundle, kf_cmd_version;
+    kf_cmd_launch, kf_cmd_teardown, kf_cmd_bundle, kf_cmd_relay, kf_cmd_version;
 
 /* Every command, in the order the help lists them; NULL-terminated. */
 extern const kf_cmd_entry *const kf_commands[];
