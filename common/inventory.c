@@ -510,6 +510,9 @@ int kf_inventory_collect(const char *agent_id, const char *workdir, Kfleet__Agen
      * protobuf-c empty-string sentinel, so kf_inventory_free can free all. */
     info->agent_id = info->hostname = info->version = info->cpu_model = info->arch = NULL;
     info->workdir = info->driver_version = info->nvcc_version = info->cc_version = NULL;
+    /* A Slurm job's agent names its job, so `kfleet status` can. */
+    const char *job = getenv("SLURM_JOB_ID");
+    info->slurm_job_id = kf_xstrdup(job && strlen(job) < 32 ? job : "");
 
     char host[256] = "";
     if (gethostname(host, sizeof host) != 0)
@@ -589,6 +592,7 @@ void kf_inventory_free(Kfleet__AgentInfo **info)
     free(a->driver_version);
     free(a->nvcc_version);
     free(a->cc_version);
+    free(a->slurm_job_id);
     for (size_t i = 0; i < a->n_gpus; i++) {
         if (!a->gpus[i])
             continue;

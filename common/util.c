@@ -1,6 +1,7 @@
 /* util — small OS helpers; see util.h. */
 #include "common/util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -212,6 +213,17 @@ int kf_find_exe(const char *name, char *out, size_t len)
             p++;
     }
     return 0;
+}
+
+int kf_word_ok(const char *s, const char *extra, size_t max)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > max || s[0] == '-')
+        return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && !strchr(extra, *s))
+            return 0;
+    return 1;
 }
 
 int kf_version_cmp(const char *a, const char *b)

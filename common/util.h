@@ -54,6 +54,11 @@ int kf_exe_dir(char *out, size_t len);
  * followed. */
 int kf_write_file(const char *path, const void *data, size_t len, unsigned mode, kf_err *err);
 
+/* Whether s is 1..max characters, each a letter, a digit or one of extra,
+ * and does not start with '-' (nothing that reads as an option on a command
+ * line): the check for names that end up on a remote shell's command line. */
+int kf_word_ok(const char *s, const char *extra, size_t max);
+
 /* Compares dotted version numbers ("2.35" < "2.39" < "2.100", "12.4" < "13.0"):
  * <0, 0, >0. */
 int kf_version_cmp(const char *a, const char *b);

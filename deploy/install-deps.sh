@@ -2,7 +2,8 @@
 # Installs kfleet's build dependencies with apt-get, and nothing else; with
 # --test also what the test suite needs (cmocka, Chromium for the HTML
 # report's browser test, clang and its runtimes for the libFuzzer targets,
-# OpenSSH server and client for the fake pods of the launch test, iproute2,
+# OpenSSH server and client for the fake pods of the launch test, Slurm
+# (slurmctld, slurmd, its client commands) and munge for the Slurm test, iproute2,
 # nftables and python3 for the partition and chaos tests, numpy and the
 # shared libpython for the Python-kernel test),
 # so `make demo` does not fetch a browser; with --bench what `make bench`
@@ -24,7 +25,7 @@ pkgs=(
 case "${1:-}" in
 "") ;;
 --test) pkgs+=(libcmocka-dev chromium clang libclang-rt-14-dev openssh-server openssh-client
-  iproute2 nftables python3 python3-numpy libpython3-dev) ;;
+  iproute2 nftables python3 python3-numpy libpython3-dev slurmctld slurmd slurm-client munge) ;;
 --bench) pkgs+=(beanstalkd gearman-job-server libgearman-dev gearman-tools linux-perf) ;;
 *)
   echo "install-deps: unknown argument '$1' (none, --test or --bench)" >&2

@@ -18,6 +18,7 @@
 #include "cli/options.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "fleet/fleet_slurm.h"
 #include "fleet/launch.h"
 #include "fleet/ssh.h"
 
@@ -276,6 +277,7 @@ static void free_hosts(Kfleet__LaunchRequest *lr)
 {
     for (size_t i = 0; i < lr->n_hosts; i++) {
         free(lr->hosts[i]->identity);
+        free(lr->hosts[i]->slurm);
         free(lr->hosts[i]);
     }
     free(lr->hosts);
@@ -297,6 +299,21 @@ static void fill_hosts(Kfleet__LaunchRequest *lr, const kf_fleet *f)
         x->user = h->user ? h->user : (char *)"";
         x->identity = abs_path(h->identity);
         x->workdir = h->workdir;
+        if (h->slurm) {
+            const kf_fleet_slurm *sl = h->slurm;
+            Kfleet__SlurmShape *y = kf_xmalloc(sizeof *y);
+            kfleet__slurm_shape__init(y);
+            y->nodes = (uint32_t)sl->nodes;
+            y->partition = sl->partition ? sl->partition : (char *)"";
+            y->gres = sl->gres ? sl->gres : (char *)"";
+            y->time = sl->time ? sl->time : (char *)"";
+            y->account = sl->account ? sl->account : (char *)"";
+            y->relay_host = sl->relay_host ? sl->relay_host : (char *)"";
+            y->sbatch = sl->sbatch;
+            y->n_sbatch = sl->nsbatch;
+            y->signal_before_s = (uint32_t)sl->signal_before_s;
+            x->slurm = y;
+        }
         lr->hosts[lr->n_hosts++] = x;
     }
 }

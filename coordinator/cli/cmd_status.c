@@ -67,6 +67,7 @@ static json_t *agent_json(const Kfleet__AgentInfo *a)
         json_array_append_new(gpus, jg);
     }
     json_object_set_new(ja, "gpus", gpus);
+    json_object_set_new(ja, "slurm_job_id", json_string(a->slurm_job_id ? a->slurm_job_id : ""));
     return ja;
 }
 
@@ -110,6 +111,19 @@ static int print_json(const Kfleet__StatusReply *st)
     for (size_t i = 0; i < st->n_sweeps; i++)
         json_array_append_new(sweeps, sweep_json(st->sweeps[i]));
     json_object_set_new(root, "sweeps", sweeps);
+    json_t *jobs = json_array();
+    for (size_t i = 0; i < st->n_slurm_jobs; i++) {
+        const Kfleet__SlurmJob *j = st->slurm_jobs[i];
+        json_t *jj = json_object();
+        json_object_set_new(jj, "host", json_string(j->host));
+        json_object_set_new(jj, "agent_id", json_string(j->agent_id));
+        json_object_set_new(jj, "job_id", json_string(j->job_id));
+        json_object_set_new(jj, "state", json_string(j->state));
+        json_object_set_new(jj, "reason", json_string(j->reason));
+        json_object_set_new(jj, "seen_ns", json_integer((json_int_t)j->seen_ns));
+        json_array_append_new(jobs, jj);
+    }
+    json_object_set_new(root, "slurm_jobs", jobs);
     return kf_cli_print_json(root, JSON_INDENT(2));
 }
 
@@ -138,6 +152,37 @@ static void python_line(const Kfleet__PythonFacts *py)
         printf("%-24s torch: %s\n", "", py->torch_note);
 }
 
+static const Kfleet__SlurmJob *slurm_job(const Kfleet__StatusReply *st, const char *id)
+{
+    for (size_t i = 0; id && *id && i < st->n_slurm_jobs; i++)
+        if (strcmp(st->slurm_jobs[i]->job_id, id) == 0)
+            return st->slurm_jobs[i];
+    return NULL;
+}
+
+/* The Slurm jobs that have no registered agent: pending ones with Slurm's
+ * reason, ended ones with how they ended. */
+static void slurm_lines(const Kfleet__StatusReply *st)
+{
+    int header = 0;
+    for (size_t i = 0; i < st->n_slurm_jobs; i++) {
+        const Kfleet__SlurmJob *j = st->slurm_jobs[i];
+        int has_agent = 0;
+        for (size_t a = 0; a < st->n_agents; a++)
+            if (st->agents[a]->slurm_job_id && strcmp(st->agents[a]->slurm_job_id, j->job_id) == 0)
+                has_agent = !st->agents[a]->lost;
+        if (has_agent)
+            continue;
+        if (!header++)
+            printf("\n%-24s %-10s %-10s %-12s %s\n", "SLURM JOB (no agent)", "JOB", "STATE", "HOST",
+                   "REASON");
+        char ago[32];
+        fmt_ago(ago, sizeof ago, j->seen_ns);
+        printf("%-24s %-10s %-10s %-12s %s (squeue %s)\n", j->agent_id, j->job_id, j->state,
+               j->host, j->reason, ago);
+    }
+}
+
 static void print_table(const Kfleet__StatusReply *st)
 {
     printf("coordinator %s, pid %u, agents connect to %s (lost after %.1fs of silence)\n\n",
@@ -155,6 +200,11 @@ static void print_table(const Kfleet__StatusReply *st)
             snprintf(dev, sizeof dev, "cpu: %s", a->cpu_model);
         printf("%-24s %-16s %-6s %-10s %-5u %-5u %s\n", a->agent_id, a->hostname,
                a->lost ? "LOST" : "ok", ago, a->cpu_slots, a->gpu_slots, dev);
+        if (a->slurm_job_id && a->slurm_job_id[0]) {
+            const Kfleet__SlurmJob *j = slurm_job(st, a->slurm_job_id);
+            printf("%-24s slurm job %s%s%s\n", "", a->slurm_job_id, j ? " " : "",
+                   j ? j->state : "");
+        }
         python_line(a->python);
         if (a->cuda_compat && a->cuda_compat[0])
             printf("%-24s forward compat: %s\n", "", a->cuda_compat);
@@ -164,6 +214,7 @@ static void print_table(const Kfleet__StatusReply *st)
     if (st->n_agents == 0)
         printf("(no agent registered: start one with kfleet-agent --coordinator %s)\n",
                st->agent_endpoint);
+    slurm_lines(st);
     printf("\n%-6s %-20s %-9s %-7s %-7s %-7s %-7s\n", "SWEEP", "NAME", "DONE", "FAILED", "RUNNING",
            "PENDING", "STATE");
     for (size_t i = 0; i < st->n_sweeps; i++) {

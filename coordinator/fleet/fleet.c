@@ -17,6 +17,8 @@
 #include "common/limits.h"
 #include "common/xalloc.h"
 #include "common/buf.h"
+#include "common/util.h"
+#include "fleet/fleet_slurm.h"
 #include "fleet/sshconf.h"
 #include "core/yamldoc.h"
 
@@ -35,7 +37,7 @@
 #define MAX_NAME 64
 #define MAX_PATH_VALUE 1024
 
-static const char *const providers[] = {"runpod", "brev", "shadeform", "ssh", NULL};
+static const char *const providers[] = {"runpod", "brev", "shadeform", "ssh", "slurm", NULL};
 
 typedef struct ctx {
     kf_yaml y;
@@ -58,19 +60,6 @@ static int has_control(const char *s)
         if ((unsigned char)*s < 0x20 || *s == 0x7f)
             return 1;
     return 0;
-}
-
-/* Only characters from `extra` besides letters and digits, no leading '-'
- * (nothing that reads as an option on a command line) and at most max. */
-static int word_ok(const char *s, const char *extra, size_t max)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > max || s[0] == '-')
-        return 0;
-    for (; *s; s++)
-        if (!isalnum((unsigned char)*s) && !strchr(extra, *s))
-            return 0;
-    return 1;
 }
 
 static int port_value(const char *s)
@@ -113,14 +102,14 @@ static int get_provider(ctx *c, const yaml_node_t *n, const char **out)
             return KF_OK;
     const char *best = kf_yaml_nearest(*out, providers);
     return kf_yaml_fail(&c->y, n,
-                        "unknown provider '%.40s'%s%s%s; use runpod, brev, shadeform or ssh", *out,
-                        best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
+                        "unknown provider '%.40s'%s%s%s; use runpod, brev, shadeform, ssh or slurm",
+                        *out, best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
 }
 
 static int get_user(ctx *c, const yaml_node_t *n, const char **out)
 {
     int rc = kf_yaml_nonempty_scalar(&c->y, n, "user", out);
-    if (rc == KF_OK && !word_ok(*out, "._@-", 64))
+    if (rc == KF_OK && !kf_word_ok(*out, "._@-", 64))
         return kf_yaml_fail(
             &c->y, n,
             "user '%.40s' is not a login name; use letters, digits, '.', '_', '@' or "
@@ -257,7 +246,7 @@ static int parse_labels(ctx *c, const yaml_node_t *n, kf_fleet_host *h)
         int rc = kf_yaml_nonempty_scalar(&c->y, it, "a label", &s);
         if (rc)
             return rc;
-        if (!word_ok(s, "._:=/-", MAX_NAME))
+        if (!kf_word_ok(s, "._:=/-", MAX_NAME))
             return kf_yaml_fail(&c->y, it,
                                 "label '%.40s' has characters kfleet does not allow; use letters, "
                                 "digits and . _ : = / - (at most %d, not starting with '-')",
@@ -319,7 +308,7 @@ static int apply_alias(ctx *c, host_fields *f, kf_fleet_host *h, const defaults 
                 rc = alias_error(c, f, rc, &e);
                 goto out;
             }
-            if (!word_ok(expanded, ".:_%-", 253)) {
+            if (!kf_word_ok(expanded, ".:_%-", 253)) {
                 rc = kf_yaml_fail(&c->y, f->alias_node,
                                   "ssh_alias '%.64s': HostName '%.100s' (%s) is not a host name "
                                   "or address; fix it there",
@@ -342,7 +331,7 @@ static int apply_alias(ctx *c, host_fields *f, kf_fleet_host *h, const defaults 
     }
     const char *user = kf_sshconf_value(sc, KF_SSHCONF_USER);
     if (!f->user && user) {
-        if (!word_ok(user, "._@-", 64)) {
+        if (!kf_word_ok(user, "._@-", 64)) {
             rc = kf_yaml_fail(&c->y, f->alias_node,
                               "ssh_alias '%.64s': User '%.40s' (%s) is not a login name; fix it "
                               "there",
@@ -377,8 +366,9 @@ static int dup_or_oom(ctx *c, char **dst, const char *src)
 
 static int parse_host(ctx *c, const yaml_node_t *n, const defaults *d, kf_fleet_host *h)
 {
-    static const char *const keys[] = {"name",     "provider", "host",   "port",      "user",
-                                       "identity", "workdir",  "labels", "ssh_alias", NULL};
+    static const char *const keys[] = {"name",      "provider", "host",    "port",
+                                       "user",      "identity", "workdir", "labels",
+                                       "ssh_alias", "slurm",    NULL};
     host_fields f = {0};
     yaml_node_t *v;
     int rc;
@@ -395,7 +385,7 @@ static int parse_host(ctx *c, const yaml_node_t *n, const defaults *d, kf_fleet_
     if ((v = kf_yaml_map_get(&c->y, n, "name"))) {
         if ((rc = kf_yaml_nonempty_scalar(&c->y, v, "name", &f.name)))
             return rc;
-        if (!word_ok(f.name, "._-", MAX_NAME) || f.name[0] == '.')
+        if (!kf_word_ok(f.name, "._-", MAX_NAME) || f.name[0] == '.')
             return kf_yaml_fail(
                 &c->y, v,
                 "name '%.80s' is not a valid host name for kfleet; use letters, digits, "
@@ -407,7 +397,7 @@ static int parse_host(ctx *c, const yaml_node_t *n, const defaults *d, kf_fleet_
     if ((v = kf_yaml_map_get(&c->y, n, "host"))) {
         if ((rc = kf_yaml_nonempty_scalar(&c->y, v, "host", &f.host)))
             return rc;
-        if (!word_ok(f.host, ".:_%-", 253))
+        if (!kf_word_ok(f.host, ".:_%-", 253))
             return kf_yaml_fail(
                 &c->y, v,
                 "host '%.80s' is not a host name or IP address; give the node's address, "
@@ -427,7 +417,7 @@ static int parse_host(ctx *c, const yaml_node_t *n, const defaults *d, kf_fleet_
     if ((v = kf_yaml_map_get(&c->y, n, "ssh_alias"))) {
         if ((rc = kf_yaml_nonempty_scalar(&c->y, v, "ssh_alias", &f.alias)))
             return rc;
-        if (!word_ok(f.alias, "._-", 253))
+        if (!kf_word_ok(f.alias, "._-", 253))
             return kf_yaml_fail(
                 &c->y, v,
                 "ssh_alias '%.80s' is not a Host name; use the name you type after ssh "
@@ -462,6 +452,13 @@ static int parse_host(ctx *c, const yaml_node_t *n, const defaults *d, kf_fleet_
     if ((rc = dup_or_oom(c, &h->workdir, wd)))
         return rc;
     norm_path(h->workdir); /* the directory teardown --purge removes, as checked */
+    yaml_node_t *sl = kf_yaml_map_get(&c->y, n, "slurm");
+    if (sl && strcmp(h->provider, "slurm") != 0)
+        return kf_yaml_fail(&c->y, sl,
+                            "slurm: is for a cluster's login node; add provider: slurm to this "
+                            "host, or remove the slurm: block");
+    if (strcmp(h->provider, "slurm") == 0 && (rc = kf_fleet_slurm_parse(&c->y, sl, &h->slurm)))
+        return rc;
     return dup_or_oom(c, &h->name, f.name ? f.name : f.alias ? f.alias : h->host);
 }
 
@@ -474,6 +471,7 @@ static void host_free(kf_fleet_host *h)
     free(h->identity);
     free(h->workdir);
     free(h->ssh_alias);
+    kf_fleet_slurm_free(&h->slurm);
     for (size_t i = 0; i < h->nlabels; i++)
         free(h->labels[i]);
     free(h->labels);

@@ -4,7 +4,7 @@
  *   defaults: {user: ubuntu, identity: ~/.ssh/id_ed25519}   # optional
  *   hosts:
  *     - name: pod1
- *       provider: runpod            # runpod | brev | shadeform | ssh (default)
+ *       provider: runpod            # runpod | brev | shadeform | ssh (default) | slurm
  *       host: 203.0.113.7
  *       port: 22017
  *       user: root
@@ -49,6 +49,9 @@ typedef struct kf_fleet_host {
     /* Added beyond the launcher's needs: where the entry came from. */
     char *ssh_alias; /* NULL when none */
     int line, col;   /* 1-based position of the host entry in the inventory */
+    /* provider: slurm only (else NULL): the host is the cluster's login
+     * node, and its agents are Slurm jobs (fleet_slurm.h). */
+    struct kf_fleet_slurm *slurm;
 } kf_fleet_host;
 
 typedef struct kf_fleet {

@@ -139,6 +139,14 @@ int launch_ctl_tunnel(job *j, void *cl, int *port, kf_err *err)
                       TUNNEL_WAIT_S, last[0] ? last : "no error reported");
 }
 
+int launch_ctl_status(job *j, void *sock, Kfleet__ControlReply **out, kf_err *err)
+{
+    Kfleet__ControlRequest q = KFLEET__CONTROL_REQUEST__INIT;
+    q.body_case = KFLEET__CONTROL_REQUEST__BODY_STATUS;
+    q.status = 1;
+    return launch_ctl_call(j, sock, &q, out, err);
+}
+
 /* Waits until the coordinator lists the agent with the pid we started and
  * not lost. */
 int launch_ctl_wait_registered(job *j, void *cl, long pid, kf_err *err)
@@ -148,11 +156,8 @@ int launch_ctl_wait_registered(job *j, void *cl, long pid, kf_err *err)
     while (launch_since(t0) < limit) {
         if (launch_cancelled(j->o))
             return kf_err_set(err, KF_EUNAVAIL, "the coordinator is shutting down");
-        Kfleet__ControlRequest q = KFLEET__CONTROL_REQUEST__INIT;
-        q.body_case = KFLEET__CONTROL_REQUEST__BODY_STATUS;
-        q.status = 1;
         Kfleet__ControlReply *rep = NULL;
-        int rc = launch_ctl_call(j, cl, &q, &rep, err);
+        int rc = launch_ctl_status(j, cl, &rep, err);
         if (rc)
             return rc;
         int ok = 0;

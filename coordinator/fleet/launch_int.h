@@ -7,6 +7,7 @@
 
 #include "common/err.h"
 #include "fleet/launch.h"
+#include "fleet/ssh.h"
 #include "proto/kfleet.pb-c.h"
 
 #include <pthread.h>
@@ -25,6 +26,31 @@ typedef struct job {
     void *zctx; /* for the control connections; NULL when there is no daemon */
 } job;
 
+/* launch_ssh.c: the SSH steps both flows share. */
+/* A shell function stop_agent (SIGTERM, then SIGKILL after 15 s) of the
+ * agent whose pidfile is in the current directory, and alive PID. */
+extern const char launch_stop_fn[];
+/* kf_ssh_connect with j's retries and backoff, ending early on cancel. */
+int launch_connect(const job *j, kf_ssh **s, int *tries, kf_err *err);
+/* Runs script with `sh -s -- [WD] ARGS...` (quoted here). */
+int launch_run_script(kf_ssh *s, const char *script, const char *const *args, size_t nargs,
+                      const char *wd, kf_buf *out, kf_buf *errout, int *status, kf_err *err);
+/* Preflight in the work dir; need_gpu refuses a node without one. */
+int launch_preflight(job *j, kf_ssh *s, int need_gpu, char *summary, size_t summary_len,
+                     kf_err *err);
+/* The bundle into WORKDIR/bundle unless its sha256 is already there. */
+int launch_upload(job *j, kf_ssh *s, int *uploaded, int *used_scp, kf_err *err);
+/* The key pair at WORKDIR/key_rel (made when absent), allowed as agent_name. */
+int launch_install_key(job *j, kf_ssh *s, const char *key_rel, const char *agent_name, kf_err *err);
+/* Appends "; FILE ends: LAST LINES" of WORKDIR/file_rel to msg. */
+void launch_tail(job *j, kf_ssh *s, const char *file_rel, char *msg, size_t n);
+/* Drops trailing newlines and spaces. */
+void launch_trim(char *s);
+
+/* launch_slurm.c: the flow of a provider: slurm host (its login node). */
+void launch_slurm_host(job *j);
+void launch_slurm_teardown(job *j);
+
 /* Whether the launch was asked to stop (the daemon is going down). */
 int launch_cancelled(const kf_launch_opts *o);
 /* Seconds since t0 (kf_mono_ns). */
@@ -35,6 +61,8 @@ void launch_ctl_close(void **sock);
 /* One request and its reply; *out is the caller's. */
 int launch_ctl_call(job *j, void *sock, Kfleet__ControlRequest *req, Kfleet__ControlReply **out,
                     kf_err *err);
+/* The coordinator's status (its agents), on the launch's control socket. */
+int launch_ctl_status(job *j, void *sock, Kfleet__ControlReply **out, kf_err *err);
 /* Asks the daemon for j's tunnel; *port is the node's forwarded port. */
 int launch_ctl_tunnel(job *j, void *cl, int *port, kf_err *err);
 /* Waits until the agent (pid) has registered with the daemon. */

@@ -4,7 +4,9 @@
 #include "fleet/launches.h"
 #include "common/xalloc.h"
 
+#include "fleet/fleet_slurm.h"
 #include "fleet/launch.h"
+#include "fleet/slurm_watch.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -44,6 +46,7 @@ struct kf_launches {
     size_t n, cap;
     uint32_t next_id;
     uint64_t finished;
+    kf_slurm_watches *watches; /* the launched Slurm hosts' jobs, for status */
 };
 
 int kf_launches_new(const char *control_endpoint, const char *allow_file,
@@ -56,6 +59,7 @@ int kf_launches_new(const char *control_endpoint, const char *allow_file,
     l->allow_file = allow_file ? kf_xstrdup(allow_file) : NULL;
     l->server_pub_file = server_pub_file ? kf_xstrdup(server_pub_file) : NULL;
     l->next_id = 1;
+    l->watches = kf_slurm_watches_new();
     *out = l;
     return KF_OK;
 }
@@ -101,6 +105,13 @@ static void entry_on_done(void *ctx, size_t i, const kf_launch_result *r)
         e->host_done[i] = 1;
     }
     pthread_mutex_unlock(&e->owner->mu);
+    /* A Slurm host's jobs are watched from its launch (pending ones too:
+     * the launch's part is done, Slurm's is not) to its teardown. */
+    const kf_fleet_host *h = i < e->f->nhosts ? &e->f->hosts[i] : NULL;
+    if (h && h->slurm && e->teardown)
+        kf_slurm_watches_stop(e->owner->watches, h->name);
+    else if (h && h->slurm && r->rc == KF_OK)
+        kf_slurm_watches_start(e->owner->watches, h, &e->o);
     kf_info(e->teardown ? "launch.teardown_host" : "launch.host",
             "launch=%u host=%s ok=%d phase=%d msg=\"%s\"", e->id, r->name, r->rc == KF_OK,
             r->failed_at, r->msg);
@@ -157,6 +168,7 @@ void kf_launches_destroy(kf_launches **self)
         entry_free(l->v[i]);
     }
     free(l->v);
+    kf_slurm_watches_destroy(&l->watches);
     free(l->control_endpoint);
     free(l->allow_file);
     free(l->server_pub_file);
@@ -238,6 +250,11 @@ static int check_request(const Kfleet__LaunchRequest *req, kf_err *err)
         for (size_t k = 0; k < i; k++)
             if (strcmp(req->hosts[k]->name, h->name) == 0)
                 return kf_err_set(err, KF_EINVAL, "launch: host %s is listed twice", h->name);
+        if (h->slurm && (h->slurm->nodes > KF_SLURM_MAX_NODES || h->slurm->n_sbatch > 64 ||
+                         h->slurm->signal_before_s > 65535))
+            return kf_err_set(err, KF_EINVAL,
+                              "launch: the slurm shape of %s is out of range (nodes <= %d)",
+                              h->name, KF_SLURM_MAX_NODES);
         if (h->identity && *h->identity && h->identity[0] != '/')
             return kf_err_set(err, KF_EINVAL,
                               "launch: identity %s of %s is not absolute (the daemon runs in "
@@ -266,6 +283,23 @@ static int check_request(const Kfleet__LaunchRequest *req, kf_err *err)
     return KF_OK;
 }
 
+static kf_fleet_slurm *slurm_of(const Kfleet__SlurmShape *x)
+{
+    kf_fleet_slurm *sl = kf_xcalloc(1, sizeof *sl);
+    sl->nodes = x->nodes ? (int)x->nodes : 1;
+    sl->partition = x->partition && *x->partition ? kf_xstrdup(x->partition) : NULL;
+    sl->gres = x->gres && *x->gres ? kf_xstrdup(x->gres) : NULL;
+    sl->time = x->time && *x->time ? kf_xstrdup(x->time) : NULL;
+    sl->account = x->account && *x->account ? kf_xstrdup(x->account) : NULL;
+    sl->relay_host = x->relay_host && *x->relay_host ? kf_xstrdup(x->relay_host) : NULL;
+    sl->signal_before_s = (int)x->signal_before_s;
+    sl->sbatch = kf_xcalloc(x->n_sbatch ? x->n_sbatch : 1, sizeof *sl->sbatch);
+    for (size_t i = 0; i < x->n_sbatch; i++)
+        sl->sbatch[i] = kf_xstrdup(x->sbatch[i]);
+    sl->nsbatch = x->n_sbatch;
+    return sl;
+}
+
 static kf_fleet *fleet_of(const Kfleet__LaunchRequest *req)
 {
     kf_fleet *f = kf_xcalloc(1, sizeof *f);
@@ -280,6 +314,8 @@ static kf_fleet *fleet_of(const Kfleet__LaunchRequest *req)
         h->user = dup_or_null(s->user);
         h->identity = dup_or_null(s->identity);
         h->workdir = dup_or_null(s->workdir);
+        if (s->slurm)
+            h->slurm = slurm_of(s->slurm);
     }
     return f;
 }
@@ -433,4 +469,9 @@ void kf_launches_free_state(Kfleet__LaunchState **st)
     free(s->hosts);
     free(s);
     *st = NULL;
+}
+
+void kf_launches_slurm_jobs(kf_launches *l, Kfleet__SlurmJob ***out, size_t *n)
+{
+    kf_slurm_watches_jobs(l->watches, out, n);
 }

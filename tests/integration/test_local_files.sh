@@ -24,7 +24,7 @@ cleanup_users() {
   userdel "$V" 2>/dev/null || true
   userdel "$A" 2>/dev/null || true
 }
-trap 'rc=$?; cleanup_users; (exit $rc); cleanup' EXIT
+trap 'rc=$?; set +e; cleanup_users; (exit $rc); cleanup' EXIT
 useradd -M -d "$T/home-v" -s /bin/sh "$V"
 useradd -M -d "$T/home-a" -s /bin/sh "$A"
 VU=$(id -u "$V")

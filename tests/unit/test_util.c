@@ -251,6 +251,20 @@ static void test_read_file_max(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+static void test_word_ok(void **state)
+{
+    (void)state;
+    assert_true(kf_word_ok("gpu-h100", "._-", 64));
+    assert_true(kf_word_ok("gpu:h100:8", ":", 64));
+    assert_false(kf_word_ok("gpu:h100:8", "-", 64)); /* ':' not allowed here */
+    assert_false(kf_word_ok("", "-", 64));
+    assert_false(kf_word_ok("-all", "-", 64)); /* reads as an option */
+    assert_false(kf_word_ok("a b", "-", 64));
+    assert_false(kf_word_ok("$(id)", "-", 64));
+    assert_false(kf_word_ok("abcde", "", 4));
+    assert_true(kf_word_ok("abcd", "", 4));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -259,6 +273,7 @@ int main(void)
         cmocka_unit_test(test_file_safety),
         cmocka_unit_test(test_duration),
         cmocka_unit_test(test_hash),
+        cmocka_unit_test(test_word_ok),
         cmocka_unit_test(test_lock_and_paths),
         cmocka_unit_test(test_long_home_refused),
         cmocka_unit_test(test_read_file_max),

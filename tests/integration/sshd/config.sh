@@ -22,4 +22,6 @@ sshd_pod_config() {
   echo "ClientAliveInterval 5"
   echo "LogLevel VERBOSE"
   [ -z "$sftp" ] || echo "Subsystem sftp $sftp"
+  # More lines from the caller (a login node's SetEnv SLURM_CONF=...).
+  [ -z "${POD_SSHD_EXTRA:-}" ] || printf '%s\n' "$POD_SSHD_EXTRA"
 }

@@ -1,0 +1,203 @@
+/* test_fleet_slurm — the `slurm:` block of an inventory host: every key
+ * read into the job's shape, the defaults (one node, SIGTERM 300 s before
+ * the limit, or a quarter of a short limit), Slurm's time formats, sbatch
+ * options that would take kfleet's own (-J, --time, ...) refused, and each
+ * bad value a KF_EINVAL located at "f.yaml:LINE:COL: ". The seed files
+ * (tests/data/fleets/good_slurm.yaml, bad_slurm_*.yaml) are checked by
+ * test_fleet. */
+#include "fleet/fleet.h"
+#include "fleet/fleet_slurm.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const kf_fleet_opts opts = {.ssh_config = "/nonexistent", .home = "/home/u"};
+
+static kf_fleet *parse_ok(const char *yaml)
+{
+    kf_fleet *fl = NULL;
+    kf_err err = {0};
+    if (kf_fleet_parse_opts("f.yaml", yaml, strlen(yaml), &opts, &fl, &err))
+        fail_msg("unexpected error: %s\n--- input:\n%s", err.msg, yaml);
+    return fl;
+}
+
+static void parse_bad(const char *slurm_block, const char *lc, const char *has)
+{
+    char yaml[2048];
+    snprintf(yaml, sizeof yaml, "hosts:\n  - name: lab\n    provider: slurm\n    host: login\n%s",
+             slurm_block);
+    kf_fleet *fl = NULL;
+    kf_err err = {0};
+    int rc = kf_fleet_parse_opts("f.yaml", yaml, strlen(yaml), &opts, &fl, &err);
+    char want[64];
+    snprintf(want, sizeof want, "f.yaml:%s: ", lc);
+    if (rc != KF_EINVAL || strncmp(err.msg, want, strlen(want)) != 0 || !strstr(err.msg, has))
+        fail_msg("want KF_EINVAL '%s...%s', got %d '%s'\n--- input:\n%s", want, has, rc, err.msg,
+                 yaml);
+    assert_null(fl);
+}
+
+static void test_every_key(void **state)
+{
+    (void)state;
+    kf_fleet *fl = parse_ok("hosts:\n"
+                            "  - name: lab\n"
+                            "    provider: slurm\n"
+                            "    host: login.example\n"
+                            "    workdir: /shared/me/kf\n"
+                            "    slurm:\n"
+                            "      nodes: 16\n"
+                            "      partition: gpu-h100\n"
+                            "      gres: \"gpu:h100:8\"\n"
+                            "      time: \"2-12:30:00\"\n"
+                            "      account: lab_42\n"
+                            "      sbatch: [\"--qos=high\", \"-Cnvlink\", \"--exclusive\"]\n"
+                            "      relay_host: login1-ib.example\n"
+                            "      signal_before: 900\n");
+    const kf_fleet_host *h = kf_fleet_find(fl, "lab");
+    assert_non_null(h);
+    assert_non_null(h->slurm);
+    const kf_fleet_slurm *s = h->slurm;
+    assert_int_equal(s->nodes, 16);
+    assert_string_equal(s->partition, "gpu-h100");
+    assert_string_equal(s->gres, "gpu:h100:8");
+    assert_string_equal(s->time, "2-12:30:00");
+    assert_int_equal(s->time_s, 2 * 86400 + 12 * 3600 + 30 * 60);
+    assert_string_equal(s->account, "lab_42");
+    assert_int_equal(s->nsbatch, 3);
+    assert_string_equal(s->sbatch[0], "--qos=high");
+    assert_string_equal(s->sbatch[1], "-Cnvlink");
+    assert_string_equal(s->sbatch[2], "--exclusive");
+    assert_string_equal(s->relay_host, "login1-ib.example");
+    assert_int_equal(s->signal_before_s, 900);
+
+    kf_fleet_slurm *d = kf_fleet_slurm_dup(s);
+    assert_ptr_not_equal(d->partition, s->partition);
+    assert_string_equal(d->sbatch[2], "--exclusive");
+    assert_int_equal(d->time_s, s->time_s);
+    kf_fleet_slurm_free(&d);
+    assert_null(d);
+    kf_fleet_slurm_free(&d);
+    kf_fleet_destroy(&fl);
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    kf_fleet *fl = parse_ok("hosts:\n"
+                            "  - name: plain\n    provider: slurm\n    host: login\n"
+                            "  - name: short\n    provider: slurm\n    host: login\n"
+                            "    slurm: {time: \"8:00\"}\n"
+                            "  - name: tiny\n    provider: slurm\n    host: login\n"
+                            "    slurm: {time: \"0:30\"}\n"
+                            "  - name: pod\n    host: 203.0.113.9\n");
+    const kf_fleet_slurm *s = kf_fleet_find(fl, "plain")->slurm;
+    assert_non_null(s); /* provider: slurm without a block: one node, the cluster's defaults */
+    assert_int_equal(s->nodes, 1);
+    assert_null(s->partition);
+    assert_null(s->gres);
+    assert_null(s->time);
+    assert_int_equal(s->time_s, 0);
+    assert_null(s->relay_host);
+    assert_int_equal(s->nsbatch, 0);
+    assert_int_equal(s->signal_before_s, 300);
+    /* 8 minutes: drain at a quarter of the limit, not 5 of its 8 minutes. */
+    assert_int_equal(kf_fleet_find(fl, "short")->slurm->signal_before_s, 120);
+    /* 30 s: never less than 10 s of warning. */
+    assert_int_equal(kf_fleet_find(fl, "tiny")->slurm->signal_before_s, 10);
+    assert_null(kf_fleet_find(fl, "pod")->slurm);
+    kf_fleet_destroy(&fl);
+}
+
+static void test_seconds(void **state)
+{
+    (void)state;
+    assert_int_equal(kf_fleet_slurm_seconds("30"), 30 * 60);
+    assert_int_equal(kf_fleet_slurm_seconds("30:15"), 30 * 60 + 15);
+    assert_int_equal(kf_fleet_slurm_seconds("4:00:00"), 4 * 3600);
+    assert_int_equal(kf_fleet_slurm_seconds("1-0"), 86400);
+    assert_int_equal(kf_fleet_slurm_seconds("2-3:04"), 2 * 86400 + 3 * 3600 + 4 * 60);
+    assert_int_equal(kf_fleet_slurm_seconds("2-3:04:05"), 2 * 86400 + 3 * 3600 + 4 * 60 + 5);
+    assert_int_equal(kf_fleet_slurm_seconds("UNLIMITED"), 0);
+    assert_int_equal(kf_fleet_slurm_seconds("infinite"), 0);
+    const char *bad[] = {"",    "4h",  "1:2:3:4", "-5",       "1-",  "x-1",
+                         ":30", "30:", "1--2",    "99999999", "1 0", NULL};
+    for (size_t i = 0; bad[i]; i++)
+        if (kf_fleet_slurm_seconds(bad[i]) != -1)
+            fail_msg("'%s' read as %ld s, want -1", bad[i], kf_fleet_slurm_seconds(bad[i]));
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    parse_bad("    slurm: [gpu]\n", "5:12", "slurm must be a mapping");
+    parse_bad("    slurm:\n      nodse: 2\n", "6:7", "nodse");
+    parse_bad("    slurm:\n      nodes: 1025\n", "6:14", "from 1 to 1024");
+    parse_bad("    slurm:\n      nodes: two\n", "6:14", "whole number");
+    parse_bad("    slurm:\n      partition: \"gpu q\"\n", "6:18", "is not a Slurm partition");
+    parse_bad("    slurm:\n      partition: --all\n", "6:18", "is not a Slurm partition");
+    parse_bad("    slurm:\n      gres: \"gpu:8;reboot\"\n", "6:13", "is not a Slurm gres");
+    parse_bad("    slurm:\n      account: \"$(id)\"\n", "6:16", "is not a Slurm account");
+    parse_bad("    slurm:\n      time: \"4h\"\n", "6:13", "is not a Slurm time limit");
+    parse_bad("    slurm:\n      time: \"10\"\n      signal_before: 600\n", "7:22",
+              "not shorter than the job's time");
+    parse_bad("    slurm:\n      signal_before: 5\n", "6:22", "from 10 to 65535");
+    parse_bad("    slurm:\n      sbatch: \"--qos=high\"\n", "6:15", "must be a list");
+    parse_bad("    slurm:\n      sbatch: [qos=high]\n", "6:16", "does not start with '-'");
+    /* One item per option: "-C nvlink" as two items would lose "nvlink". */
+    parse_bad("    slurm:\n      sbatch: [\"-C\", nvlink]\n", "6:22", "does not start with '-'");
+    /* Options that would replace kfleet's own: its job names, outputs, signal. */
+    const char *owned[] = {"-J",
+                           "--job-name=x",
+                           "-ox.out",
+                           "--output=x",
+                           "--error",
+                           "-N2",
+                           "--nodes=2",
+                           "--signal=B:USR1@60",
+                           "--parsable",
+                           "-pgpu",
+                           "--partition=gpu",
+                           "--gres=gpu:1",
+                           "-t10",
+                           "--time=10",
+                           "-Alab",
+                           "--account=lab",
+                           "-a1-4",
+                           "--array=1-4",
+                           "--wrap=ls",
+                           "-D/tmp",
+                           "--chdir=/tmp",
+                           NULL};
+    for (size_t i = 0; owned[i]; i++) {
+        char block[256];
+        snprintf(block, sizeof block, "    slurm:\n      sbatch: [\"%s\"]\n", owned[i]);
+        parse_bad(block, "6:16", "is one kfleet sets itself");
+    }
+    /* Near misses of owned options are the user's to give. */
+    kf_fleet *fl =
+        parse_ok("hosts:\n  - name: lab\n    provider: slurm\n    host: login\n"
+                 "    slurm:\n      sbatch: [\"--exclusive\", \"--nodelist=c1\", "
+                 "\"--time-min=10\", \"--export=ALL\", \"--gres-flags=enforce-binding\"]\n");
+    assert_int_equal(kf_fleet_find(fl, "lab")->slurm->nsbatch, 5);
+    kf_fleet_destroy(&fl);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_key),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_seconds),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
