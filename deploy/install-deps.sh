@@ -7,7 +7,8 @@
 # nftables and python3 for the partition and chaos tests, numpy and the
 # shared libpython for the Python-kernel test),
 # so `make demo` does not fetch a browser; with --bench what `make bench`
-# compares against (beanstalkd, gearmand and libgearman's C client, perf),
+# compares against (beanstalkd, gearmand and libgearman's C client, perf,
+# and a private Slurm with sshd for the Slurm side-by-side),
 # so neither `make demo` nor `make test` fetches them.
 # Idempotent: a package already present is not fetched again, and apt-get update
 # runs only when something is missing.
@@ -26,7 +27,8 @@ case "${1:-}" in
 "") ;;
 --test) pkgs+=(libcmocka-dev chromium clang libclang-rt-14-dev openssh-server openssh-client
   iproute2 nftables python3 python3-numpy libpython3-dev slurmctld slurmd slurm-client munge) ;;
---bench) pkgs+=(beanstalkd gearman-job-server libgearman-dev gearman-tools linux-perf) ;;
+--bench) pkgs+=(beanstalkd gearman-job-server libgearman-dev gearman-tools linux-perf openssh-server
+  openssh-client iproute2 slurmctld slurmd slurm-client munge) ;;
 *)
   echo "install-deps: unknown argument '$1' (none, --test or --bench)" >&2
   exit 2

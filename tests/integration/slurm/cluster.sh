@@ -5,11 +5,12 @@
 #
 # The shape is a cluster's: a login node (a pods.sh pod: sshd in its own
 # network namespace, 10.77.N.2 from the coordinator's namespace) and a
-# compute side (slurmctld and one slurmd node "c1", CPUs=8, in namespace
-# ${POD_TAG}-cl at 10.78.N.2), joined to the login node by a veth
-# (10.78.N.1 on the login side). Compute nodes reach the login node but not
-# the coordinator: an agent gets there only through the login node. The
-# filesystem is shared, as a cluster's home or scratch is.
+# compute side (slurmctld and one slurmd node "c1" with $SLURM_CPUS CPUs,
+# default 8, in namespace ${POD_TAG}-cl at 10.78.N.2), joined to the
+# login node by a veth (10.78.N.1 on the login side). Compute nodes reach
+# the login node but not the coordinator: an agent gets there only through
+# the login node. The filesystem is shared, as a cluster's home or scratch
+# is.
 #
 # Sourced after lib.sh and pods.sh. slurm_cleanup stops what slurm_start
 # started; call it before pods_cleanup.
@@ -66,7 +67,7 @@ MinJobAge=600
 MaxJobCount=20000
 SlurmctldPort=6817
 SlurmdPort=6818
-NodeName=c1 NodeAddr=10.78.$n.2 CPUs=8 RealMemory=4000 State=UNKNOWN
+NodeName=c1 NodeAddr=10.78.$n.2 CPUs=${SLURM_CPUS:-8} RealMemory=4000 State=UNKNOWN
 PartitionName=cpu Nodes=c1 Default=YES MaxTime=INFINITE State=UP
 CONF
   printf 'CgroupPlugin=cgroup/v1\nCgroupMountpoint=%s/cgroup\nCgroupAutomount=no\n' "$d" \
