@@ -29,8 +29,13 @@
 #                 kernel compiled once, installed twice; then again with
 #                 --no-shared-builds (each agent compiles), in a fresh home
 #   PART=fleet    examples/gpu.yaml (62 configurations) on every GPU, with
-#                 the schedule (makespan against start-up + GPU time / GPUs)
-#                 and bench/gpu/isolation.yaml (faults on purpose) after it
+#                 the schedule (makespan against start-up + GPU time / GPUs,
+#                 measured fraction) and bench/gpu/isolation.yaml (faults on
+#                 purpose) after it (SKIP_ISOLATION=1: not), then with
+#                 WITH_KILL=1 the kill part
+#   PART=fleet1   examples/gpu.yaml on GPU 0 alone (the speed-up's 1 GPU)
+#   PART=kill     bench/gpu/targets.yaml on every GPU with agent local-1
+#                 killed KILL_AFTER (25) s in: verify must be clean
 # Each sweep is bounded by SWEEP_LIMIT seconds (default 280), so a call
 # always ends inside the device tool's 10 minutes with its files packed.
 #
@@ -70,6 +75,65 @@ sweep() { # NAME FILE [kfleet run args...]
   echo "$name: exit $rc, $((SECONDS - t0)) s" | tee -a "$W/times.txt"
   "$B/kfleet" report --format json >"$W/$name.json"
   "$B/kfleet" report --format md >"$W/$name.md"
+}
+
+# The schedule line of a sweep's report: makespan against the ideal, the
+# measured fraction (timed samples over makespan), overall and per agent.
+schedule() { # NAME
+  python3 - "$W/$1.json" "$1" <<'PY' | tee -a "$W/times.txt"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["schedule"]
+g = sum(max(a.get("gpu_slots") or 0, len(a.get("gpus") or [])) for a in d["agents"])
+per = s.get("measured_pct_by_agent") or {}
+f = lambda k, fmt=".1f": "-" if s.get(k) is None else format(s[k], fmt)  # None: unfinished
+print(f"{sys.argv[2]} schedule: makespan {f('makespan_s')} s, start-up {f('startup_s')} s, "
+      f"GPU task time {f('gpu_busy_s')} s in {s['gpu_attempts']} attempts on {g} GPUs, "
+      f"ideal {f('ideal_s')} s, makespan over ideal {f('over_ideal_pct', '+.2f')} % (target <= 5 %); "
+      f"measured {f('measured_pct')} % of the makespan ("
+      + ", ".join(f"{k} {v:.1f} %" for k, v in sorted(per.items()) if v is not None) + ")")
+PY
+}
+
+# bench/gpu/targets.yaml on every GPU, one agent per GPU; agent local-1 is
+# killed (SIGKILL, runner and all) KILL_AFTER seconds in: its tasks must
+# finish on the others and `kfleet verify` must be clean.
+kill_one() {
+  echo "== kill: targets on every GPU, local-1 killed after ${KILL_AFTER:-25} s"
+  local t0=$SECONDS
+  timeout -s INT "$SWEEP_LIMIT" "$B/kfleet" run "$ROOT/bench/gpu/targets.yaml" \
+    2>"$W/kill.progress" >"$W/kill.txt" &
+  local run=$!
+  sleep "${KILL_AFTER:-25}"
+  local victim
+  victim=$(pgrep -f -- "--name local-1 " | head -1)
+  if [ -n "$victim" ]; then
+    kill -9 "$victim"
+    echo "kill: SIGKILL to local-1 (pid $victim) at $((SECONDS - t0)) s" | tee -a "$W/times.txt"
+  else
+    echo "kill: no local-1 agent to kill at $((SECONDS - t0)) s" | tee -a "$W/times.txt"
+  fi
+  wait "$run"
+  echo "kill: kfleet run exit $?, $((SECONDS - t0)) s" | tee -a "$W/times.txt"
+  tail -40 "$W/kill.txt"
+  "$B/kfleet" report --format json >"$W/kill.json"
+  local id
+  id=$("$B/kfleet" report --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["sweep"]["sweep_id"])')
+  "$B/kfleet" verify "$id" >"$W/kill-verify.txt" 2>&1
+  echo "kill: kfleet verify $id exit $?: $(tail -1 "$W/kill-verify.txt")" | tee -a "$W/times.txt"
+  python3 - "$W/kill.json" <<'PY' | tee -a "$W/times.txt"
+import json, sys
+d = json.load(open(sys.argv[1]))
+by = {}
+for r in d["rows"]:
+    for t in ("validation", "profile"):
+        x = r.get(t) or {}
+        by.setdefault(r.get("node"), []).append(x.get("state"))
+print("kill: rows by node: " + "; ".join(f"{n}: {len(v)} tasks, {v.count('succeeded')} succeeded"
+                                          for n, v in sorted(by.items(), key=lambda kv: str(kv[0]))))
+t = d.get("totals") or {}
+print(f"kill: tasks {json.dumps(t)[:300]}")
+PY
 }
 
 case $PART in
@@ -214,19 +278,19 @@ checks)
   ;;
 fleet)
   sweep fleet "$ROOT/examples/gpu.yaml"
-  python3 - "$W/fleet.json" <<'PY' | tee -a "$W/times.txt"
-import json, sys
-d = json.load(open(sys.argv[1]))
-s = d["schedule"]
-g = sum(max(a.get("gpu_slots") or 0, len(a.get("gpus") or [])) for a in d["agents"])
-print(f"schedule: makespan {s['makespan_s']:.1f} s, start-up {s['startup_s']:.1f} s, "
-      f"GPU task time {s['gpu_busy_s']:.1f} s in {s['gpu_attempts']} attempts on {g} GPUs, "
-      f"ideal {s['ideal_s']:.1f} s, makespan over ideal {s['over_ideal_pct']:+.2f} % (target <= 5 %)")
-PY
+  schedule fleet
   [ -n "${SKIP_ISOLATION:-}" ] || sweep isolation "$ROOT/bench/gpu/isolation.yaml" --agents 1
+  [ -z "${WITH_KILL:-}" ] || kill_one
+  ;;
+fleet1) # examples/gpu.yaml on GPU 0 alone: the 1-GPU point of the speed-up
+  CUDA_VISIBLE_DEVICES=0 sweep fleet1 "$ROOT/examples/gpu.yaml" --agents 1
+  schedule fleet1
+  ;;
+kill)
+  kill_one
   ;;
 *)
-  echo "run.sh: PART is targets, throttle, checks, h100, short, python, cheats, facts or fleet" >&2
+  echo "run.sh: PART is targets, throttle, checks, h100, short, python, cheats, facts, fleet, fleet1 or kill" >&2
   exit 2
   ;;
 esac
