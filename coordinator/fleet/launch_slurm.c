@@ -31,6 +31,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "common/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,7 +212,7 @@ static int wait_agents(job *j, kf_ssh *s, void *cl, char (*ids)[32], kf_buf *msg
 {
     const kf_launch_opts *o = j->o;
     int n = nodes_of(j);
-    int *reg = calloc((size_t)n, sizeof *reg);
+    int *reg = kf_xcalloc((size_t)n, sizeof *reg);
     kf_slurm_job *jobs = NULL;
     size_t njobs = 0;
     double limit = o->register_timeout_s > 0 ? o->register_timeout_s : 60;
@@ -333,7 +334,7 @@ void launch_slurm_host(job *j)
     kf_err err;
     kf_err_clear(&err);
     kf_buf out = KF_BUF_INIT, msg = KF_BUF_INIT;
-    char(*ids)[32] = calloc((size_t)n, sizeof *ids);
+    char(*ids)[32] = kf_xcalloc((size_t)n, sizeof *ids);
     char login[256] = "", ep[300] = "", via[400] = "";
 
     uint64_t t = kf_mono_ns();

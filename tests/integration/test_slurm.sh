@@ -130,7 +130,21 @@ done
 grep -q "^held-0 .*PENDING .*BeginTime" "$T/status2.out" || { cat "$T/status2.out"; fail "status does not show held-0 pending"; }
 pass "a held job: launch and status say PENDING (BeginTime)"
 
-"$KFLEET" teardown --known-hosts "$T/known_hosts" --purge "$T/fleet.yaml" >"$T/down.out" 2>&1 ||
+# A partition the cluster does not have: sbatch's own words, the host failed.
+sed -e 's/name: held/name: bad/' -e 's|cluster/held|cluster/bad|' \
+  -e 's/sbatch: \["--begin=now+3600"\]/partition: nosuch/' "$T/held.yaml" >"$T/bad.yaml"
+rc=0
+"$KFLEET" launch --known-hosts "$T/known_hosts" --bundle "$T/bundle" --min-free 4M --register-timeout 3s \
+  "$T/bad.yaml" >"$T/bad.out" 2>&1 || rc=$?
+[ $rc -eq 1 ] || { cat "$T/bad.out"; fail "a launch whose sbatch fails exited $rc, not 1"; }
+grep -q "^bad  *FAILED" "$T/bad.out" && grep -q "sbatch for node 0: .*invalid partition" "$T/bad.out" ||
+  { cat "$T/bad.out"; fail "the failed sbatch was not reported with Slurm's reason"; }
+pass "a partition Slurm does not have: the host fails with sbatch's reason"
+
+"$KFLEET" teardown --known-hosts "$T/known_hosts" --purge "$T/bad.yaml" >"$T/down.out" 2>&1 ||
+  { cat "$T/down.out"; fail "teardown of bad exited $?"; }
+grep -q "^bad .*no jobs.*purged" "$T/down.out" || { cat "$T/down.out"; fail "bad's teardown"; }
+"$KFLEET" teardown --known-hosts "$T/known_hosts" --purge "$T/fleet.yaml" >>"$T/down.out" 2>&1 ||
   { cat "$T/down.out"; fail "teardown exited $?"; }
 "$KFLEET" teardown --known-hosts "$T/known_hosts" --purge "$T/held.yaml" >>"$T/down.out" 2>&1 ||
   { cat "$T/down.out"; fail "teardown of held exited $?"; }
@@ -138,6 +152,6 @@ cat "$T/down.out"
 grep -q "^lab .*cancelled $job0.*relay stopped.*purged" "$T/down.out" || fail "lab's teardown"
 [ -z "$(in_cluster squeue -h -o %i)" ] || fail "jobs left in the queue: $(in_cluster squeue -h)"
 [ ! -e "$T/cluster/work" ] || fail "the work dir was not purged"
-! grep -q " lab-[01]\$\| held-0\$" "$KFLEET_HOME/state/keys/agents.allow" || fail "keys left in the allow list"
+! grep -q " lab-[01]\$\| held-0\$\| bad-0\$" "$KFLEET_HOME/state/keys/agents.allow" || fail "keys left in the allow list"
 ! pgrep -f "kfleet relay --listen" >/dev/null || fail "a relay still runs"
 pass "teardown: jobs cancelled, relay stopped, work dirs and keys purged"
