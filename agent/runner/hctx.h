@@ -29,9 +29,13 @@ enum {
     HCTX_PH_RUN,       /* validation's runs, waited for */
     HCTX_PH_REFERENCE, /* the kernel's reference() */
     HCTX_PH_COMPARE,   /* the output fetched and compared */
-    HCTX_PH_SAMPLING,  /* the profile's sampling loop (timed samples and around them) */
+    HCTX_PH_SAMPLING,  /* the profile's sampling loop around its samples: L2 flush,
+                        * blocking kernel, synchronisation, clock reads, streaming,
+                        * re-checks, noise checks */
     HCTX_PH_TOOLS,     /* the run again under ncu or compute-sanitizer */
     HCTX_PH_BUILD,     /* the compiler */
+    HCTX_PH_SAMPLES,   /* the samples themselves as timed, kept or discarded */
+    HCTX_PH_THROTTLE,  /* waits for a throttled GPU to recover (measure: throttle) */
     HCTX_NPHASES
 };
 extern const char *const hctx_phase_names[HCTX_NPHASES];
@@ -69,6 +73,8 @@ typedef struct hctx {
 void *hctx_host_buffer(void **buf, size_t *cap, size_t n);
 /* Adds the time since t0 (kf_mono_ns) to phase `ph`. */
 void hctx_phase_add(hctx *h, int ph, uint64_t t0);
+/* Adds seconds to phase `ph`. */
+void hctx_phase_add_s(hctx *h, int ph, double seconds);
 
 typedef struct loaded {
     void *dl;

@@ -318,11 +318,17 @@ int hctx_run_once(hctx *h, const loaded *L, void *state)
 }
 
 const char *const hctx_phase_names[HCTX_NPHASES] = {
-    "load", "context", "setup", "run", "reference", "compare", "sampling", "tools", "build"};
+    "load",     "context", "setup", "run",     "reference",     "compare",
+    "sampling", "tools",   "build", "samples", "throttle waits"};
 
 void hctx_phase_add(hctx *h, int ph, uint64_t t0)
 {
     h->phase_s[ph] += (double)(kf_mono_ns() - t0) / 1e9;
+}
+
+void hctx_phase_add_s(hctx *h, int ph, double seconds)
+{
+    h->phase_s[ph] += seconds > 0 ? seconds : 0;
 }
 
 static int setup_once(hctx *h, const loaded *L, uint64_t seed, void **state)

@@ -397,6 +397,9 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
     uint32_t discarded = 0;
     uint64_t start = kf_mono_ns();
     double elapsed = 0, total_timed = 0;
+    /* Where the loop's time goes: the samples as timed (kept or not) and
+     * the throttle waits; the rest is the loop's own cost per sample. */
+    double timed_all = 0, waits = 0;
     int converged = 0, rc = 0;
     double hist[NOISE_HIST];
     size_t nhist = 0, next_check = 0;
@@ -433,6 +436,7 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
              * the device is idle (probe_outside). */
             if (outside > 0 && tm.idle_s > 0 && (tm.idle_s - idle_over) / batch > secs)
                 secs = (tm.idle_s - idle_over) / batch;
+            timed_all += secs * batch;
             uint64_t t1 = kf_mono_ns();
             if (h->nv) {
                 throttled = throttle_check(h, &tp, t0, t1, tm.sm_mhz, &at);
@@ -450,7 +454,9 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
                 struct timespec ts = {
                     (time_t)tp.recovery_s,
                     (long)((tp.recovery_s - (double)(time_t)tp.recovery_s) * 1e9)};
+                uint64_t tw = kf_mono_ns();
                 nanosleep(&ts, NULL);
+                waits += (double)(kf_mono_ns() - tw) / 1e9;
                 tp.last_read_ns = 0; /* read afresh after the wait */
                 if ((double)(kf_mono_ns() - start) / 1e9 >= timeout)
                     break;
@@ -478,6 +484,7 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
             }
             secs = (double)(kf_mono_ns() - t0) / 1e9;
             secs = (outside > 0 && secs > idle_over ? secs - idle_over : secs) / batch;
+            timed_all += secs * batch;
         }
         if (n == cap) {
             cap *= 2;
@@ -517,7 +524,10 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
         if (elapsed >= timeout)
             break;
     }
-    hctx_phase_add(h, HCTX_PH_SAMPLING, start);
+    double loop_s = (double)(kf_mono_ns() - start) / 1e9;
+    hctx_phase_add_s(h, HCTX_PH_SAMPLES, timed_all);
+    hctx_phase_add_s(h, HCTX_PH_THROTTLE, waits);
+    hctx_phase_add_s(h, HCTX_PH_SAMPLING, loop_s - timed_all - waits);
     free(flush);
     if (rc == 0 && n > 0)
         rc = recheck(h, L, states[(n - 1) % nsets], "after the last sample");

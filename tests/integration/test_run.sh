@@ -23,7 +23,7 @@ python3 - "$T/report.json" <<'PY' || fail "the report's slot time does not add u
 import json, sys
 st = json.load(open(sys.argv[1]))["schedule"]["slot_time"]
 ph = st["phases_s"]
-for name in ("load", "setup", "run", "reference", "compare", "sampling", "build"):
+for name in ("load", "setup", "run", "reference", "compare", "sampling", "samples", "build"):
     assert ph.get(name, 0) > 0, (name, ph)
 parts = sum(ph.values()) + st["outside_runners_s"] + st["idle_s"]
 assert abs(parts - st["total_s"]) <= 0.05 * st["total_s"], (parts, st)
