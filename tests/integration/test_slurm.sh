@@ -118,6 +118,17 @@ hosts:
       sbatch: ["--begin=now+3600"]
       relay_host: $SLURM_RELAY_HOST
 YAML
+# A job near its time limit: Slurm's --signal=B:TERM@signal_before reaches
+# the agent (the job execs it), which drains and exits before the limit:
+# the job COMPLETED, not TIMEOUT. Slurm sends it on its ~30 s timer, so the
+# wait for it overlaps the held and bad launches below.
+sed -e 's/name: held/name: short/' -e 's|cluster/held|cluster/short|' \
+  -e 's/sbatch: \["--begin=now+3600"\]/time: "1"\n      signal_before: 50/' "$T/held.yaml" >"$T/short.yaml"
+"${LAUNCH[@]}" "$T/short.yaml" >"$T/short.out" 2>&1 || { cat "$T/short.out"; fail "the short launch exited $?"; }
+grep -q "^short  *ok .*short-0 job [0-9]* on c1" "$T/short.out" || { cat "$T/short.out"; fail "short-0 did not register"; }
+jobS=$(grep -o 'short-0 job [0-9]*' "$T/short.out" | awk '{print $3}')
+
+# The held job: the launch does not wait for it past --register-timeout.
 "$KFLEET" launch --known-hosts "$T/known_hosts" --bundle "$T/bundle" --min-free 4M --register-timeout 3s \
   "$T/held.yaml" >"$T/held.out" 2>&1 || { cat "$T/held.out"; fail "the held launch exited $?"; }
 grep -q "^held  *ok .*held-0 job [0-9]* PENDING (BeginTime)" "$T/held.out" ||
@@ -141,7 +152,24 @@ grep -q "^bad  *FAILED" "$T/bad.out" && grep -q "sbatch for node 0: .*invalid pa
   { cat "$T/bad.out"; fail "the failed sbatch was not reported with Slurm's reason"; }
 pass "a partition Slurm does not have: the host fails with sbatch's reason"
 
-"$KFLEET" teardown --known-hosts "$T/known_hosts" --purge "$T/bad.yaml" >"$T/down.out" 2>&1 ||
+for _ in $(seq 1 900); do
+  stS=$(in_cluster squeue -h -t all -j "$jobS" -o %T 2>/dev/null || true)
+  case "$stS" in RUNNING | PENDING | CONFIGURING | "") sleep 0.1 ;; *) break ;; esac
+done
+[ "$stS" = COMPLETED ] || fail "short-0's job $jobS ended $stS, not COMPLETED before its 1-minute limit"
+grep -q "agent.stop" "$T/cluster/short/nodes/0/slurm-$jobS.out" ||
+  fail "short-0's agent did not stop on Slurm's signal: $(tail -3 "$T/cluster/short/nodes/0/slurm-$jobS.out")"
+for _ in $(seq 1 100); do
+  "$KFLEET" status >"$T/status3.out"
+  grep -q "^short-0 .*$jobS .*COMPLETED" "$T/status3.out" && break
+  sleep 0.1
+done
+grep -q "^short-0 .*$jobS .*COMPLETED" "$T/status3.out" || { cat "$T/status3.out"; fail "status does not show short-0's job COMPLETED"; }
+pass "time limit: Slurm's SIGTERM 50 s before it, the agent stopped, job $jobS COMPLETED (not TIMEOUT)"
+
+"$KFLEET" teardown --known-hosts "$T/known_hosts" --purge "$T/short.yaml" >"$T/down.out" 2>&1 ||
+  { cat "$T/down.out"; fail "teardown of short exited $?"; }
+"$KFLEET" teardown --known-hosts "$T/known_hosts" --purge "$T/bad.yaml" >>"$T/down.out" 2>&1 ||
   { cat "$T/down.out"; fail "teardown of bad exited $?"; }
 grep -q "^bad .*no jobs.*purged" "$T/down.out" || { cat "$T/down.out"; fail "bad's teardown"; }
 "$KFLEET" teardown --known-hosts "$T/known_hosts" --purge "$T/fleet.yaml" >>"$T/down.out" 2>&1 ||
@@ -152,6 +180,6 @@ cat "$T/down.out"
 grep -q "^lab .*cancelled $job0.*relay stopped.*purged" "$T/down.out" || fail "lab's teardown"
 [ -z "$(in_cluster squeue -h -o %i)" ] || fail "jobs left in the queue: $(in_cluster squeue -h)"
 [ ! -e "$T/cluster/work" ] || fail "the work dir was not purged"
-! grep -q " lab-[01]\$\| held-0\$\| bad-0\$" "$KFLEET_HOME/state/keys/agents.allow" || fail "keys left in the allow list"
+! grep -q " lab-[01]\$\| held-0\$\| bad-0\$\| short-0\$" "$KFLEET_HOME/state/keys/agents.allow" || fail "keys left in the allow list"
 ! pgrep -f "kfleet relay --listen" >/dev/null || fail "a relay still runs"
 pass "teardown: jobs cancelled, relay stopped, work dirs and keys purged"
