@@ -630,7 +630,11 @@ const kf_cmd_entry kf_cmd_launch = {
     "Brings agents up on every host of INVENTORY, in parallel, one line per host\n"
     "with the time of each phase (connect, preflight, upload, tunnel, start,\n"
     "register). The launch runs inside `kfleet serve` (which keeps each node's SSH\n"
-    "tunnel) and goes on there if this command is interrupted.\n\n"
+    "tunnel) and goes on there if this command is interrupted. A provider: slurm\n"
+    "host is a cluster's login node: its agents are submitted as Slurm jobs (one\n"
+    "per node), reach the coordinator through `kfleet relay` on the login node,\n"
+    "and jobs still pending at --register-timeout are reported with Slurm's reason\n"
+    "(docs/providers.md).\n\n"
     "  --known-hosts FILE     host keys to check against (default ~/.ssh/known_hosts)\n"
     "  --accept-new           record the key of a host seen for the first time\n"
     "  --direct ENDPOINT      agents connect to ENDPOINT (tcp://HOST:PORT), no tunnel\n"
@@ -649,8 +653,9 @@ const kf_cmd_entry kf_cmd_teardown = {
     "teardown INVENTORY [--purge] [--known-hosts FILE] [--attempts N]",
     "Stops the agents of INVENTORY (SIGTERM: they flush their outboxes first) and\n"
     "closes their tunnels. --purge also removes their work dirs and their keys\n"
-    "from the coordinator's allow list. Runs inside `kfleet serve`, or from here\n"
-    "when no coordinator runs.",
+    "from the coordinator's allow list. A provider: slurm host's jobs are\n"
+    "cancelled (scancel; the agents drain on its SIGTERM) and its relay stopped.\n"
+    "Runs inside `kfleet serve`, or from here when no coordinator runs.",
 };
 
 const kf_cmd_entry kf_cmd_bundle = {
