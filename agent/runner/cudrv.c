@@ -394,6 +394,7 @@ int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, vo
                   kf_cudrv_timing *out, kf_err *err)
 {
     CUresult r;
+    uint64_t te = kf_mono_ns();
     if (!hot && cu->flush_fn) {
         unsigned long long n16 = cu->flush_bytes / 16;
         CUdeviceptr sink = cu->release_dev + 32;
@@ -412,6 +413,7 @@ int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, vo
     int blocked = 0, stamped = 0;
     out->sm_mhz = 0;
     out->idle_s = 0;
+    out->enqueue_s = out->wait_s = 0;
     if (cu->block_fn) {
         *cu->release = 0;
         cu->release[2] = 0; /* the blocker's "running" word */
@@ -452,8 +454,11 @@ int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, vo
     if (r)
         return cu_fail(cu, r, "cuEventRecord", err);
     stamped = stamped && stamp(cu, 1) && cu->cuEventRecord(cu->after, CU_STREAM_LEGACY) == 0;
+    uint64_t tw = kf_mono_ns();
+    out->enqueue_s = (double)(tw - te) / 1e9;
     if ((r = cu->cuEventSynchronize(stamped ? cu->after : cu->stop)))
         return cu_fail(cu, r, "the kernel", err);
+    out->wait_s = (double)(kf_mono_ns() - tw) / 1e9;
     if (stamped) {
         __sync_synchronize();
         out->sm_mhz = stamped_mhz(cu);

@@ -29,6 +29,10 @@ typedef struct kf_cudrv_timing {
      * (kf_cudrv_idle_overhead). Work another stream began while the host
      * was still enqueuing (microseconds) is not in it. */
     double idle_s;
+    /* Host time: enqueuing the sample (flush, blocker, stamps, events, the
+     * kernel's launches) and waiting for it (the event synchronise, which
+     * holds the flush's and the kernel's device time). */
+    double enqueue_s, wait_s;
 } kf_cudrv_timing;
 
 typedef int (*kf_cudrv_run_fn)(void *state, char *err, size_t errlen);

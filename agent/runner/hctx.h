@@ -23,19 +23,26 @@
 
 /* Where a task's time goes in the runner (Result.phases). */
 enum {
-    HCTX_PH_LOAD,      /* the kernel's library, or the interpreter and module */
-    HCTX_PH_CONTEXT,   /* libcuda and the CUDA context */
-    HCTX_PH_SETUP,     /* the kernel's setup() calls */
-    HCTX_PH_RUN,       /* validation's runs, waited for */
-    HCTX_PH_REFERENCE, /* the kernel's reference() */
-    HCTX_PH_COMPARE,   /* the output fetched and compared */
-    HCTX_PH_SAMPLING,  /* the profile's sampling loop around its samples: L2 flush,
-                        * blocking kernel, synchronisation, clock reads, streaming,
-                        * re-checks, noise checks */
-    HCTX_PH_TOOLS,     /* the run again under ncu or compute-sanitizer */
-    HCTX_PH_BUILD,     /* the compiler */
-    HCTX_PH_SAMPLES,   /* the samples themselves as timed, kept or discarded */
-    HCTX_PH_THROTTLE,  /* waits for a throttled GPU to recover (measure: throttle) */
+    HCTX_PH_LOAD,        /* the kernel's library, or the interpreter and module */
+    HCTX_PH_CONTEXT,     /* libcuda and the CUDA context */
+    HCTX_PH_SETUP,       /* the kernel's setup() calls; validation's teardown() ones */
+    HCTX_PH_RUN,         /* validation's runs, waited for */
+    HCTX_PH_REFERENCE,   /* the kernel's reference() */
+    HCTX_PH_COMPARE,     /* the output fetched and compared */
+    HCTX_PH_SAMPLING,    /* the rest of the profile's sampling loop: streaming the
+                          * samples, noise checks, bookkeeping */
+    HCTX_PH_TOOLS,       /* the run again under ncu or compute-sanitizer */
+    HCTX_PH_BUILD,       /* the compiler */
+    HCTX_PH_SAMPLES,     /* the samples themselves as timed, kept or discarded */
+    HCTX_PH_THROTTLE,    /* waits for a throttled GPU to recover (measure: throttle) */
+    HCTX_PH_LAUNCH,      /* enqueuing each sample: L2 flush, blocker, stamps, events,
+                          * the kernel's launches (host time) */
+    HCTX_PH_SYNC,        /* waiting for each sample beyond its timed interval: the
+                          * flush's and stamps' device time, the host's wake-up */
+    HCTX_PH_CLOCKS,      /* NVML clock and event reads judging each sample */
+    HCTX_PH_WARMUP,      /* the profile's warm-up runs and outside-stream probes */
+    HCTX_PH_DETERMINISM, /* validation's second run of the first seed, fetched and
+                          * compared bitwise */
     HCTX_NPHASES
 };
 extern const char *const hctx_phase_names[HCTX_NPHASES];

@@ -318,8 +318,9 @@ int hctx_run_once(hctx *h, const loaded *L, void *state)
 }
 
 const char *const hctx_phase_names[HCTX_NPHASES] = {
-    "load",     "context", "setup", "run",     "reference",     "compare",
-    "sampling", "tools",   "build", "samples", "throttle waits"};
+    "load",        "context",     "setup",   "run",        "reference",      "compare",
+    "sampling",    "tools",       "build",   "samples",    "throttle waits", "sample launch",
+    "sample sync", "clock reads", "warm-up", "determinism"};
 
 void hctx_phase_add(hctx *h, int ph, uint64_t t0)
 {

@@ -360,6 +360,7 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
             return -1;
         }
     }
+    uint64_t tw0 = kf_mono_ns();
     for (uint32_t i = 0; i < warmup * nsets; i++) {
         if (hctx_run_once(h, L, states[i % nsets]) != 0) {
             for (size_t j = 0; j < nsets; j++)
@@ -385,6 +386,7 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
             L->k->teardown(states[j]);
         return -1;
     }
+    hctx_phase_add(h, HCTX_PH_WARMUP, tw0);
     if (h->cu)
         start_telemetry(h);
     if (h->nv) {
@@ -400,6 +402,9 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
     /* Where the loop's time goes: the samples as timed (kept or not) and
      * the throttle waits; the rest is the loop's own cost per sample. */
     double timed_all = 0, waits = 0;
+    /* The loop's own work by step: what a sample costs beyond its timed
+     * interval (the report's slot time). */
+    double enq_s = 0, sync_s = 0, nvml_s = 0, recheck_s = 0;
     int converged = 0, rc = 0;
     double hist[NOISE_HIST];
     size_t nhist = 0, next_check = 0;
@@ -412,7 +417,10 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
         void *state = states[n % nsets];
         if (n == recheck_at && !rechecked) {
             rechecked = 1;
-            if ((rc = recheck(h, L, state, "during the samples")) != 0)
+            uint64_t tr = kf_mono_ns();
+            rc = recheck(h, L, state, "during the samples");
+            recheck_s += (double)(kf_mono_ns() - tr) / 1e9;
+            if (rc != 0)
                 break;
         }
         if (flush) {
@@ -432,6 +440,8 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
                 break;
             }
             secs = tm.seconds;
+            enq_s += tm.enqueue_s;
+            sync_s += tm.wait_s > secs * batch ? tm.wait_s - secs * batch : 0;
             /* Work outside the timed stream counts: the sample runs until
              * the device is idle (probe_outside). */
             if (outside > 0 && tm.idle_s > 0 && (tm.idle_s - idle_over) / batch > secs)
@@ -441,6 +451,7 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
             if (h->nv) {
                 throttled = throttle_check(h, &tp, t0, t1, tm.sm_mhz, &at);
                 h->throttled_samples += (uint32_t)(throttled != 0);
+                nvml_s += (double)(kf_mono_ns() - t1) / 1e9;
             }
             if (throttled == DISCARD) {
                 /* Stored and flagged, not counted; the GPU gets time to
@@ -527,7 +538,13 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
     double loop_s = (double)(kf_mono_ns() - start) / 1e9;
     hctx_phase_add_s(h, HCTX_PH_SAMPLES, timed_all);
     hctx_phase_add_s(h, HCTX_PH_THROTTLE, waits);
-    hctx_phase_add_s(h, HCTX_PH_SAMPLING, loop_s - timed_all - waits);
+    hctx_phase_add_s(h, HCTX_PH_LAUNCH, enq_s);
+    hctx_phase_add_s(h, HCTX_PH_SYNC, sync_s);
+    hctx_phase_add_s(h, HCTX_PH_CLOCKS, nvml_s);
+    /* The re-check inside the loop already counts as run, reference and
+     * compare (hctx_run_and_check). */
+    hctx_phase_add_s(h, HCTX_PH_SAMPLING,
+                     loop_s - timed_all - waits - enq_s - sync_s - nvml_s - recheck_s);
     free(flush);
     if (rc == 0 && n > 0)
         rc = recheck(h, L, states[(n - 1) % nsets], "after the last sample");

@@ -91,12 +91,14 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
     size_t rbytes = v->count * sizeof(double);
     double *ref = hctx_host_buffer(&h->host_ref, &h->host_ref_cap, rbytes);
     char kerr[HCTX_KERR_LEN] = "";
-    int rc = ref ? hctx_poison(h, v) : hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory");
+    uint64_t t0 = kf_mono_ns();
     /* NaN where the reference writes nothing: never the last seed's values
      * left in the reused buffer. */
     if (ref)
         memset(ref, 0xFF, rbytes);
-    uint64_t t0 = kf_mono_ns();
+    hctx_phase_add(h, HCTX_PH_REFERENCE, t0);
+    t0 = kf_mono_ns();
+    int rc = ref ? hctx_poison(h, v) : hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory");
     if (rc == 0)
         rc = hctx_run_once(h, L, state);
     hctx_phase_add(h, HCTX_PH_RUN, t0);
@@ -179,6 +181,7 @@ int hctx_validate(hctx *h, const loaded *L)
                      L->k->tol_abs, rel, L->k->tol_rel);
         }
         /* Determinism: the first seed runs a second time on the same inputs. */
+        uint64_t td = kf_mono_ns();
         if (s == 0) {
             first_bytes = v.count * hctx_dtype_size(v.dtype);
             first_out = malloc(first_bytes ? first_bytes : 1);
@@ -198,10 +201,13 @@ int hctx_validate(hctx *h, const loaded *L)
                 L->k->teardown(state);
                 return -1;
             }
+            hctx_phase_add(h, HCTX_PH_DETERMINISM, td);
         }
         if (owned)
             free(out);
+        td = kf_mono_ns();
         L->k->teardown(state);
+        hctx_phase_add(h, HCTX_PH_SETUP, td);
     }
     free(first_out);
     if (!all_pass)
