@@ -21,65 +21,119 @@
 #define COMPARE_THREADS 8
 #define COMPARE_SPLIT_MIN (1u << 20)
 
-typedef struct cmp_part {
-    const void *out;
-    const double *ref;
-    kf_dtype dtype;
+/* Work split over up to COMPARE_THREADS threads by index range: fn(ctx,
+ * part, lo, hi) for each part, part 0 on the calling thread. A thread that
+ * cannot start runs its part here, after the others. */
+typedef void (*range_fn)(void *ctx, unsigned part, size_t lo, size_t hi);
+
+typedef struct range_job {
+    range_fn fn;
+    void *ctx;
+    unsigned part;
     size_t lo, hi;
+} range_job;
+
+static void *range_main(void *arg)
+{
+    range_job *j = arg;
+    j->fn(j->ctx, j->part, j->lo, j->hi);
+    return NULL;
+}
+
+/* The number of parts par_ranges splits n into. */
+static unsigned range_parts(size_t n, unsigned threads)
+{
+    unsigned nt = n >= COMPARE_SPLIT_MIN && threads > 1 ? threads : 1;
+    return nt > COMPARE_THREADS ? COMPARE_THREADS : nt;
+}
+
+static void par_ranges(size_t n, unsigned threads, range_fn fn, void *ctx)
+{
+    range_job jobs[COMPARE_THREADS];
+    pthread_t tid[COMPARE_THREADS];
+    int started[COMPARE_THREADS] = {0};
+    unsigned nt = range_parts(n, threads);
+    for (unsigned t = 0; t < nt; t++) {
+        jobs[t] = (range_job){fn, ctx, t, n * t / nt, n * (t + 1) / nt};
+        started[t] = t > 0 && pthread_create(&tid[t], NULL, range_main, &jobs[t]) == 0;
+    }
+    range_main(&jobs[0]);
+    for (unsigned t = 1; t < nt; t++) {
+        if (started[t])
+            pthread_join(tid[t], NULL);
+        else
+            range_main(&jobs[t]);
+    }
+}
+
+static unsigned cpus(void)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    return ncpu > 0 ? (unsigned)ncpu : 1;
+}
+
+typedef struct cmp_part {
     uint64_t nonfinite;
     double max_abs, diff2, ref2;
 } cmp_part;
 
-static void *compare_range(void *arg)
+typedef struct cmp_ctx {
+    const void *out;
+    const double *ref;
+    kf_dtype dtype;
+    cmp_part parts[COMPARE_THREADS];
+} cmp_ctx;
+
+/* Sums in locals, stored once: the parts share cache lines, and a store
+ * per element to them would bounce those lines between the threads. */
+static void compare_range(void *arg, unsigned part, size_t lo, size_t hi)
 {
-    cmp_part *p = arg;
-    for (size_t i = p->lo; i < p->hi; i++) {
-        double o = hctx_elem(p->out, p->dtype, i);
+    cmp_ctx *c = arg;
+    const void *out = c->out;
+    const double *ref = c->ref;
+    kf_dtype dtype = c->dtype;
+    uint64_t nonfinite = 0;
+    double max_abs = 0, diff2 = 0, ref2 = 0;
+    for (size_t i = lo; i < hi; i++) {
+        double o = hctx_elem(out, dtype, i);
         if (!isfinite(o)) {
-            p->nonfinite++;
+            nonfinite++;
             continue;
         }
-        double d = fabs(o - p->ref[i]);
-        if (d > p->max_abs)
-            p->max_abs = d;
-        p->diff2 += d * d;
-        p->ref2 += p->ref[i] * p->ref[i];
+        double d = fabs(o - ref[i]);
+        if (d > max_abs)
+            max_abs = d;
+        diff2 += d * d;
+        ref2 += ref[i] * ref[i];
     }
-    return NULL;
+    c->parts[part] = (cmp_part){nonfinite, max_abs, diff2, ref2};
 }
 
 void hctx_compare(const void *out, kf_dtype dtype, const double *ref, size_t n, unsigned threads,
                   hctx_check *c)
 {
-    cmp_part parts[COMPARE_THREADS];
-    pthread_t tid[COMPARE_THREADS];
-    int started[COMPARE_THREADS] = {0};
-    unsigned nt = n >= COMPARE_SPLIT_MIN && threads > 1 ? threads : 1;
-    if (nt > COMPARE_THREADS)
-        nt = COMPARE_THREADS;
-    for (unsigned t = 0; t < nt; t++) {
-        parts[t] = (cmp_part){out, ref, dtype, n * t / nt, n * (t + 1) / nt, 0, 0, 0, 0};
-        /* A thread that cannot start is done here, after the others. */
-        started[t] = t > 0 && pthread_create(&tid[t], NULL, compare_range, &parts[t]) == 0;
-    }
-    compare_range(&parts[0]);
-    for (unsigned t = 1; t < nt; t++) {
-        if (started[t])
-            pthread_join(tid[t], NULL);
-        else
-            compare_range(&parts[t]);
-    }
+    cmp_ctx cc = {.out = out, .ref = ref, .dtype = dtype};
+    par_ranges(n, threads, compare_range, &cc);
     double diff2 = 0, ref2 = 0;
     c->nonfinite = 0;
     c->max_abs = 0;
-    for (unsigned t = 0; t < nt; t++) {
-        c->nonfinite += parts[t].nonfinite;
-        if (parts[t].max_abs > c->max_abs)
-            c->max_abs = parts[t].max_abs;
-        diff2 += parts[t].diff2;
-        ref2 += parts[t].ref2;
+    for (unsigned t = 0; t < range_parts(n, threads); t++) {
+        c->nonfinite += cc.parts[t].nonfinite;
+        if (cc.parts[t].max_abs > c->max_abs)
+            c->max_abs = cc.parts[t].max_abs;
+        diff2 += cc.parts[t].diff2;
+        ref2 += cc.parts[t].ref2;
     }
     c->rel = ref2 > 0 ? sqrt(diff2 / ref2) : sqrt(diff2);
+}
+
+/* All ones: a NaN in every element the reference leaves unwritten. Split
+ * over threads: on a fresh buffer the fill is its first touch, and a 2 GiB
+ * reference (a 1 GiB copy's) took longer to fill than to compare. */
+static void fill_range(void *arg, unsigned part, size_t lo, size_t hi)
+{
+    (void)part;
+    memset((double *)arg + lo, 0xFF, (hi - lo) * sizeof(double));
 }
 
 int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, hctx_check *c,
@@ -95,7 +149,7 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
     /* NaN where the reference writes nothing: never the last seed's values
      * left in the reused buffer. */
     if (ref)
-        memset(ref, 0xFF, rbytes);
+        par_ranges(v->count, cpus(), fill_range, ref);
     hctx_phase_add(h, HCTX_PH_REFERENCE, t0);
     t0 = kf_mono_ns();
     int rc = ref ? hctx_poison(h, v) : hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory");
@@ -119,8 +173,7 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
         return -1;
     }
     t0 = kf_mono_ns();
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    hctx_compare(*out, v->dtype, ref, v->count, ncpu > 0 ? (unsigned)ncpu : 1, c);
+    hctx_compare(*out, v->dtype, ref, v->count, cpus(), c);
     c->passed = c->nonfinite == 0 && c->max_abs <= L->k->tol_abs && c->rel <= L->k->tol_rel;
     hctx_phase_add(h, HCTX_PH_COMPARE, t0);
     return 0;
