@@ -154,7 +154,8 @@ pass "a partition Slurm does not have: the host fails with sbatch's reason"
 
 for _ in $(seq 1 900); do
   stS=$(in_cluster squeue -h -t all -j "$jobS" -o %T 2>/dev/null || true)
-  case "$stS" in RUNNING | PENDING | CONFIGURING | "") sleep 0.1 ;; *) break ;; esac
+  # Until a final state: COMPLETING (the step's cleanup) is not one.
+  case "$stS" in COMPLETED | CANCELLED | FAILED | TIMEOUT | NODE_FAIL | PREEMPTED | OUT_OF_MEMORY) break ;; *) sleep 0.1 ;; esac
 done
 [ "$stS" = COMPLETED ] || fail "short-0's job $jobS ended $stS, not COMPLETED before its 1-minute limit"
 grep -q "agent.stop" "$T/cluster/short/nodes/0/slurm-$jobS.out" ||
