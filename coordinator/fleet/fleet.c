@@ -462,7 +462,7 @@ static int parse_host(ctx *c, const yaml_node_t *n, const defaults *d, kf_fleet_
     return dup_or_oom(c, &h->name, f.name ? f.name : f.alias ? f.alias : h->host);
 }
 
-static void host_free(kf_fleet_host *h)
+void kf_fleet_host_release(kf_fleet_host *h)
 {
     free(h->name);
     free(h->provider);
@@ -475,6 +475,27 @@ static void host_free(kf_fleet_host *h)
     for (size_t i = 0; i < h->nlabels; i++)
         free(h->labels[i]);
     free(h->labels);
+}
+
+static char *dup_opt(const char *s)
+{
+    return s ? kf_xstrdup(s) : NULL;
+}
+
+void kf_fleet_host_copy(kf_fleet_host *dst, const kf_fleet_host *src)
+{
+    *dst = *src;
+    dst->name = dup_opt(src->name);
+    dst->provider = dup_opt(src->provider);
+    dst->host = dup_opt(src->host);
+    dst->user = dup_opt(src->user);
+    dst->identity = dup_opt(src->identity);
+    dst->workdir = dup_opt(src->workdir);
+    dst->ssh_alias = dup_opt(src->ssh_alias);
+    dst->slurm = kf_fleet_slurm_dup(src->slurm);
+    dst->labels = src->nlabels ? kf_xcalloc(src->nlabels, sizeof *dst->labels) : NULL;
+    for (size_t i = 0; i < src->nlabels; i++)
+        dst->labels[i] = kf_xstrdup(src->labels[i]);
 }
 
 static int parse_defaults(ctx *c, const yaml_node_t *n, defaults *d)
@@ -658,7 +679,7 @@ void kf_fleet_destroy(kf_fleet **f)
     if (!f || !*f)
         return;
     for (size_t i = 0; i < (*f)->nhosts; i++)
-        host_free(&(*f)->hosts[i]);
+        kf_fleet_host_release(&(*f)->hosts[i]);
     free((*f)->hosts);
     free(*f);
     *f = NULL;

@@ -38,7 +38,7 @@
 
 typedef struct kf_fleet_host {
     char *name;     /* unique in the fleet; [A-Za-z0-9._-], defaults to ssh_alias or host */
-    char *provider; /* runpod | brev | shadeform | ssh */
+    char *provider; /* runpod | brev | shadeform | ssh | slurm */
     char *host;     /* hostname or IP address to connect to */
     int port;
     char *user;
@@ -78,6 +78,12 @@ int kf_fleet_load_opts(const char *path, const kf_fleet_opts *opts, kf_fleet **o
 int kf_fleet_parse(const char *path, const char *text, size_t len, kf_fleet **out, kf_err *err);
 int kf_fleet_parse_opts(const char *path, const char *text, size_t len, const kf_fleet_opts *opts,
                         kf_fleet **out, kf_err *err);
+
+/* A deep copy of src into *dst (the caller's, freed with
+ * kf_fleet_host_release), for what outlives the fleet it came from. */
+void kf_fleet_host_copy(kf_fleet_host *dst, const kf_fleet_host *src);
+/* Frees what a host owns (not the struct itself). */
+void kf_fleet_host_release(kf_fleet_host *h);
 
 /* The host named name, or NULL. */
 const kf_fleet_host *kf_fleet_find(const kf_fleet *f, const char *name);

@@ -136,15 +136,11 @@ static void launch_host(job *j)
     kf_buf out = KF_BUF_INIT, eout = KF_BUF_INIT, script = KF_BUF_INIT;
     int st = 0;
 
-    uint64_t t = kf_mono_ns();
-    int rc = launch_connect(j, &s, &r->tries, &err);
-    r->t[KF_PHASE_CONNECT] = launch_since(t);
-    if (rc) {
-        kf_launch_fail(r, KF_PHASE_CONNECT, rc, err.msg);
+    int rc = launch_connect_phase(j, &s, &err);
+    if (rc)
         goto out;
-    }
 
-    t = kf_mono_ns();
+    uint64_t t = kf_mono_ns();
     rc = launch_preflight(j, s, o->need_gpu, r->summary, sizeof r->summary, &err);
     r->t[KF_PHASE_PREFLIGHT] = launch_since(t);
     if (rc) {
@@ -246,14 +242,10 @@ static void teardown_host(job *j)
     kf_err_clear(&err);
     kf_buf out = KF_BUF_INIT, eout = KF_BUF_INIT, script = KF_BUF_INIT;
     int st = 0;
-    uint64_t t = kf_mono_ns();
-    int rc = launch_connect(j, &s, &r->tries, &err);
-    r->t[KF_PHASE_CONNECT] = launch_since(t);
-    if (rc) {
-        kf_launch_fail(r, KF_PHASE_CONNECT, rc, err.msg);
+    int rc = launch_connect_phase(j, &s, &err);
+    if (rc)
         goto out;
-    }
-    t = kf_mono_ns();
+    uint64_t t = kf_mono_ns();
     kf_buf_addf(&script, teardown_script, launch_stop_fn);
     const char *args[] = {o->purge ? "purge" : ""};
     rc = launch_run_script(s, script.data, args, 1, j->h->workdir, &out, &eout, &st, &err);

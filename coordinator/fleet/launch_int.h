@@ -32,6 +32,9 @@ typedef struct job {
 extern const char launch_stop_fn[];
 /* kf_ssh_connect with j's retries and backoff, ending early on cancel. */
 int launch_connect(const job *j, kf_ssh **s, int *tries, kf_err *err);
+/* launch_connect as the launch's connect phase: its tries and time go into
+ * j->r, and a failure fails the host there. */
+int launch_connect_phase(job *j, kf_ssh **s, kf_err *err);
 /* Runs script with `sh -s -- [WD] ARGS...` (quoted here). */
 int launch_run_script(kf_ssh *s, const char *script, const char *const *args, size_t nargs,
                       const char *wd, kf_buf *out, kf_buf *errout, int *status, kf_err *err);

@@ -79,13 +79,12 @@ static const char relay_script[] =
     "done\n"
     "tail -n 3 relay.log >&2; exit 4\n";
 
-/* $1 work dir, $2 name, $3 endpoint, $4 server key, $5 nodes, $6 signal
- * seconds, then sbatch's options. Writes the job script; prints "queued I
- * ID" for a node index whose job is already in the queue and "submitted I
- * ID" for each new one. */
+/* $1 work dir, $2 name, $3 endpoint, $4 server key, $5 signal seconds, $6
+ * the node indexes to submit for (those with no live job), then sbatch's
+ * options. Writes the job script; prints "submitted I ID" for each. */
 static const char submit_script[] =
     "set -u\ncd \"$1\" || exit 3\n"
-    "wd=$(pwd) name=$2 ep=$3 skey=$4 n=$5 sig=$6\nshift 6\n"
+    "wd=$(pwd) name=$2 ep=$3 skey=$4 sig=$5 todo=$6\nshift 6\n"
     "cat > kfleet-job.sh.new <<'EOF'\n"
     "#!/bin/sh\n"
     "# A kfleet agent as a Slurm job, written by `kfleet launch`: $1 work dir,\n"
@@ -98,23 +97,13 @@ static const char submit_script[] =
     "exec \"$wd/bundle/kfleet-agent\" \"$@\"\n"
     "EOF\n"
     "chmod 0755 kfleet-job.sh.new && mv kfleet-job.sh.new kfleet-job.sh\n"
-    "q=$(squeue -h -u \"$(id -un)\" -o '%j %i %T' 2>sbatch.err) || { cat sbatch.err >&2; exit 6; "
-    "}\n"
-    "i=0\n"
-    "while [ $i -lt \"$n\" ]; do\n"
-    "  jn=\"kfleet-$name-$i\"\n"
-    "  id=$(printf '%s\\n' \"$q\" | awk -v n=\"$jn\" '$1==n && $3 !~ "
-    "/^(COMPLETED|CANCELLED|FAILED|TIMEOUT|NODE_FAIL|PREEMPTED|BOOT_FAIL|DEADLINE|OUT_OF_MEMORY|"
-    "COMPLETING)$/ {print $2; exit}')\n"
-    "  if [ -n \"$id\" ]; then echo \"queued $i $id\"; else\n"
-    "    mkdir -p \"nodes/$i\"\n"
-    "    out=$(sbatch --parsable --job-name \"$jn\" --nodes 1 --output "
+    "for i in $todo; do\n"
+    "  mkdir -p \"nodes/$i\"\n"
+    "  out=$(sbatch --parsable --job-name \"kfleet-$name-$i\" --nodes 1 --output "
     "\"$wd/nodes/$i/slurm-%j.out\" --signal \"B:TERM@$sig\" \"$@\" \"$wd/kfleet-job.sh\" "
     "\"$wd\" \"$i\" \"$name-$i\" \"$ep\" \"$skey\" 2>sbatch.err) || "
     "{ echo \"sbatch for node $i: $(cat sbatch.err)\" >&2; exit 5; }\n"
-    "    echo \"submitted $i $(printf '%s\\n' \"$out\" | tail -n 1 | cut -d';' -f1)\"\n"
-    "  fi\n"
-    "  i=$((i+1))\n"
+    "  echo \"submitted $i $(printf '%s\\n' \"$out\" | tail -n 1 | cut -d';' -f1)\"\n"
     "done\n";
 
 /* $1 work dir, $2 name, $3 "purge" or "". */
@@ -281,28 +270,44 @@ static int wait_agents(job *j, kf_ssh *s, void *cl, char (*ids)[32], kf_buf *msg
     return rc;
 }
 
-/* Parses the submit script's "queued|submitted I ID" lines. */
+/* The node indexes whose job is still live (pending, running): their ids
+ * into ids[]; the others, space-separated, into todo. */
+static void live_jobs(job *j, const kf_slurm_job *jobs, size_t njobs, char (*ids)[32], kf_buf *todo)
+{
+    for (int i = 0; i < nodes_of(j); i++) {
+        char name[160];
+        agent_name(j, i, name, sizeof name);
+        ids[i][0] = '\0';
+        for (size_t k = 0; k < njobs; k++)
+            if (strcmp(jobs[k].agent_id, name) == 0 && !kf_slurm_state_final(jobs[k].state))
+                snprintf(ids[i], 32, "%s", jobs[k].job_id);
+        if (!ids[i][0])
+            kf_buf_addf(todo, "%s%d", todo->len ? " " : "", i);
+    }
+}
+
+/* Parses the submit script's "submitted I ID" lines into ids[]; every node
+ * index must then have a job. */
 static int read_ids(job *j, const char *out, char (*ids)[32], int *submitted, kf_err *err)
 {
-    int n = nodes_of(j), seen = 0;
+    int n = nodes_of(j);
     *submitted = 0;
-    const char *p = out;
-    while (*p) {
-        char word[16], id[32];
+    for (const char *p = out; *p;) {
+        char id[32];
         int i;
-        if (sscanf(p, "%15s %d %31s", word, &i, id) == 3 && i >= 0 && i < n) {
+        if (sscanf(p, "submitted %d %31s", &i, id) == 2 && i >= 0 && i < n) {
             snprintf(ids[i], 32, "%s", id);
-            seen++;
-            *submitted += strcmp(word, "submitted") == 0;
+            (*submitted)++;
         }
         const char *nl = strchr(p, '\n');
         if (!nl)
             break;
         p = nl + 1;
     }
-    if (seen != n)
-        return kf_err_set(err, KF_EIO, "the submit script named %d of %d jobs: '%.200s'", seen, n,
-                          out);
+    for (int i = 0; i < n; i++)
+        if (!ids[i][0])
+            return kf_err_set(err, KF_EIO, "the submit script named no job for node %d: '%.200s'",
+                              i, out);
     return KF_OK;
 }
 
@@ -337,18 +342,14 @@ void launch_slurm_host(job *j)
     char(*ids)[32] = kf_xcalloc((size_t)n, sizeof *ids);
     char login[256] = "", ep[300] = "", via[400] = "";
 
-    uint64_t t = kf_mono_ns();
-    int rc = launch_connect(j, &s, &r->tries, &err);
-    r->t[KF_PHASE_CONNECT] = launch_since(t);
-    if (rc) {
-        kf_launch_fail(r, KF_PHASE_CONNECT, rc, err.msg);
+    int rc = launch_connect_phase(j, &s, &err);
+    if (rc)
         goto out;
-    }
 
     /* The login node: room and glibc for the bundle, and Slurm's commands.
      * Its GPUs do not matter; the agents' nodes report their own when they
      * register. */
-    t = kf_mono_ns();
+    uint64_t t = kf_mono_ns();
     rc = launch_preflight(j, s, 0, r->summary, sizeof r->summary, &err);
     if (rc == KF_OK)
         rc = run(j, s, check_script, NULL, 0, &out, "Slurm's commands are missing", &err);
@@ -419,19 +420,28 @@ void launch_slurm_host(job *j)
 
     t = kf_mono_ns();
     {
+        kf_slurm_job *jobs = NULL;
+        size_t njobs = 0;
+        kf_buf todo = KF_BUF_INIT;
+        kf_buf_adds(&todo, "");
+        rc = poll_jobs(j, s, &jobs, &njobs, &err);
+        if (rc == KF_OK)
+            live_jobs(j, jobs, njobs, ids, &todo);
+        kf_slurm_free(&jobs, &njobs);
         const char *args[4 * 2 + 32 + 6];
-        char nodes[16], sig[16];
-        snprintf(nodes, sizeof nodes, "%d", n);
+        char sig[16];
         snprintf(sig, sizeof sig, "%d", sl->signal_before_s);
         size_t na = 0;
         args[na++] = j->h->name;
         args[na++] = ep;
         args[na++] = j->server_key ? j->server_key : "";
-        args[na++] = nodes;
         args[na++] = sig;
+        args[na++] = todo.data;
         na += sbatch_args(sl, args + na, sizeof args / sizeof *args - na);
         kf_buf_reset(&out);
-        rc = run(j, s, submit_script, args, na, &out, "submitting the jobs failed", &err);
+        if (rc == KF_OK)
+            rc = run(j, s, submit_script, args, na, &out, "submitting the jobs failed", &err);
+        kf_buf_release(&todo);
     }
     int submitted = 0;
     if (rc == KF_OK)
@@ -470,14 +480,10 @@ void launch_slurm_teardown(job *j)
     kf_err err;
     kf_err_clear(&err);
     kf_buf out = KF_BUF_INIT;
-    uint64_t t = kf_mono_ns();
-    int rc = launch_connect(j, &s, &r->tries, &err);
-    r->t[KF_PHASE_CONNECT] = launch_since(t);
-    if (rc) {
-        kf_launch_fail(r, KF_PHASE_CONNECT, rc, err.msg);
+    int rc = launch_connect_phase(j, &s, &err);
+    if (rc)
         goto out;
-    }
-    t = kf_mono_ns();
+    uint64_t t = kf_mono_ns();
     const char *args[] = {j->h->name, j->o->purge ? "purge" : ""};
     rc = run(j, s, teardown_script, args, 2, &out, "the stop script failed", &err);
     r->t[KF_PHASE_STOP] = launch_since(t);

@@ -138,6 +138,16 @@ int launch_connect(const job *j, kf_ssh **s, int *tries, kf_err *err)
     return rc;
 }
 
+int launch_connect_phase(job *j, kf_ssh **s, kf_err *err)
+{
+    uint64_t t = kf_mono_ns();
+    int rc = launch_connect(j, s, &j->r->tries, err);
+    j->r->t[KF_PHASE_CONNECT] = launch_since(t);
+    if (rc)
+        kf_launch_fail(j->r, KF_PHASE_CONNECT, rc, err->msg);
+    return rc;
+}
+
 void launch_trim(char *s)
 {
     size_t n = strlen(s);

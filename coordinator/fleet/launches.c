@@ -287,11 +287,11 @@ static kf_fleet_slurm *slurm_of(const Kfleet__SlurmShape *x)
 {
     kf_fleet_slurm *sl = kf_xcalloc(1, sizeof *sl);
     sl->nodes = x->nodes ? (int)x->nodes : 1;
-    sl->partition = x->partition && *x->partition ? kf_xstrdup(x->partition) : NULL;
-    sl->gres = x->gres && *x->gres ? kf_xstrdup(x->gres) : NULL;
-    sl->time = x->time && *x->time ? kf_xstrdup(x->time) : NULL;
-    sl->account = x->account && *x->account ? kf_xstrdup(x->account) : NULL;
-    sl->relay_host = x->relay_host && *x->relay_host ? kf_xstrdup(x->relay_host) : NULL;
+    sl->partition = dup_or_null(x->partition);
+    sl->gres = dup_or_null(x->gres);
+    sl->time = dup_or_null(x->time);
+    sl->account = dup_or_null(x->account);
+    sl->relay_host = dup_or_null(x->relay_host);
     sl->signal_before_s = (int)x->signal_before_s;
     sl->sbatch = kf_xcalloc(x->n_sbatch ? x->n_sbatch : 1, sizeof *sl->sbatch);
     for (size_t i = 0; i < x->n_sbatch; i++)

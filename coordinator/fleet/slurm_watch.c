@@ -19,7 +19,7 @@
 
 typedef struct watch {
     kf_slurm_watches *owner;
-    kf_fleet_host h; /* owned copy: name, host, user, identity, workdir, slurm */
+    kf_fleet_host h; /* owned copy (kf_fleet_host_copy) */
     kf_launch_opts o;
     char *known_hosts, *agent_sock;
     _Atomic int stop;
@@ -78,12 +78,7 @@ static char *dup(const char *s)
 
 static void watch_release(watch *x)
 {
-    free(x->h.name);
-    free(x->h.host);
-    free(x->h.user);
-    free(x->h.identity);
-    free(x->h.workdir);
-    kf_fleet_slurm_free(&x->h.slurm);
+    kf_fleet_host_release(&x->h);
     free(x->known_hosts);
     free(x->agent_sock);
     free(x->jobs);
@@ -114,13 +109,7 @@ void kf_slurm_watches_start(kf_slurm_watches *w, const kf_fleet_host *h, const k
 {
     watch *x = kf_xcalloc(1, sizeof *x);
     x->owner = w;
-    x->h.name = dup(h->name);
-    x->h.host = dup(h->host);
-    x->h.port = h->port;
-    x->h.user = dup(h->user);
-    x->h.identity = dup(h->identity);
-    x->h.workdir = dup(h->workdir);
-    x->h.slurm = kf_fleet_slurm_dup(h->slurm);
+    kf_fleet_host_copy(&x->h, h);
     x->known_hosts = dup(o->known_hosts);
     x->agent_sock = dup(o->agent_sock);
     x->o.known_hosts = x->known_hosts;

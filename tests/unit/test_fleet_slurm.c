@@ -79,6 +79,10 @@ static void test_every_key(void **state)
     assert_string_equal(s->relay_host, "login1-ib.example");
     assert_int_equal(s->signal_before_s, 900);
 
+    /* A deep copy outlives its fleet (the daemon's watch keeps one). */
+    kf_fleet_host copy;
+    kf_fleet_host_copy(&copy, h);
+
     kf_fleet_slurm *d = kf_fleet_slurm_dup(s);
     assert_ptr_not_equal(d->partition, s->partition);
     assert_string_equal(d->sbatch[2], "--exclusive");
@@ -87,6 +91,11 @@ static void test_every_key(void **state)
     assert_null(d);
     kf_fleet_slurm_free(&d);
     kf_fleet_destroy(&fl);
+    assert_string_equal(copy.name, "lab");
+    assert_string_equal(copy.workdir, "/shared/me/kf");
+    assert_string_equal(copy.slurm->gres, "gpu:h100:8");
+    assert_string_equal(copy.slurm->sbatch[2], "--exclusive");
+    kf_fleet_host_release(&copy);
 }
 
 static void test_defaults(void **state)
