@@ -84,7 +84,7 @@ static int on_assign(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
         if (a->pending[i].is_result && a->pending[i].task_id == ta->task_id &&
             a->pending[i].attempt == ta->attempt)
             return KF_OK; /* already done, result on its way */
-    if (a->nrunners >= MAX_RUNNERS) {
+    if (!runners_room(a)) {
         runners_fail_assignment(a, ta, "agent has no free runner slot");
         return KF_OK;
     }
@@ -130,7 +130,7 @@ static int on_cancel(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
     kf_agent *a = ctx;
     (void)peer;
     krunner *r = runners_find(a, env->cancel->task_id, env->cancel->attempt);
-    if (r && !r->exited && !r->cancelled) {
+    if (r && !r->exited && !r->cancelled && !r->idle) {
         kf_info("runner.cancel", "task=0x%llx attempt=%u", (unsigned long long)r->task_id,
                 r->attempt);
         r->cancelled = 1;
@@ -558,7 +558,7 @@ int kf_agent_run(kf_agent *a, volatile sig_atomic_t *stop, kf_err *err)
                           a->cfg.coordinator, a->refused);
     }
     flush_outbox(a, 5.0);
-    kf_info("agent.stop", "agent=%s running=%zu outbox=%zu", a->info->agent_id, a->nrunners,
+    kf_info("agent.stop", "agent=%s running=%zu outbox=%zu", a->info->agent_id, runners_busy(a),
             a->npending);
     return KF_OK;
 }

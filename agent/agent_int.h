@@ -33,6 +33,16 @@ typedef struct krunner {
     uint32_t nsamples;
     char dir[PATH_MAX];
     kf_buf in;
+    /* A serving runner (--serve) takes one kernel's validate and profile
+     * tasks one after another, as frames on its stdin (in_fd; -1 for a
+     * one-task runner). Between tasks it is idle: its last result sent,
+     * its slot free, and it leaves after RUNNERS_IDLE_S or when its GPU is
+     * wanted for another kernel. */
+    int in_fd;
+    int idle;
+    uint64_t idle_mono;
+    uint32_t tasks; /* tasks handed to it */
+    char kernel_hash[128];
 } krunner;
 
 typedef struct kpending {
@@ -95,8 +105,14 @@ void link_drain_monitor(kf_agent *a);
 
 /* runners.c */
 krunner *runners_find(kf_agent *a, uint64_t task, uint32_t attempt);
-/* Starts a runner for ta, or fails the assignment with why (infra). */
+/* Starts ta: on an idle serving runner of its kernel (and GPU) when there
+ * is one, else on a new runner. */
 int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err);
+/* Whether a task can get a runner: below MAX_RUNNERS, after retiring an
+ * idle runner if need be. */
+int runners_room(kf_agent *a);
+/* Runners running a task (idle serving runners not counted). */
+size_t runners_busy(const kf_agent *a);
 void runners_fail_assignment(kf_agent *a, const Kfleet__TaskAssign *ta, const char *why);
 /* Reads what a runner wrote (samples, its result) into the outbox. */
 void runners_drain(kf_agent *a, krunner *r);

@@ -8,7 +8,8 @@
  * into its run directory. Without --workdir it takes the first free
  * STATE/agents/agent-N (N = 0, 1, ...), so several agents on one machine
  * each get their own outbox and cache, and a restarted agent finds its own
- * outbox again. (`--runner` is internal: the agent execs itself with it.)
+ * outbox again. (`--runner`, with `--serve` for a runner that takes
+ * several tasks, is internal: the agent execs itself with it.)
  *
  * The link is CurveZMQ. The agent's key pair is WORKDIR/agent.key (made on
  * first start). The coordinator's public key comes from --server-key, else
@@ -150,7 +151,7 @@ int main(int argc, char **argv)
     const char *coordinator = NULL, *home = NULL, *workdir = NULL, *name = NULL;
     const char *level = "info", *server_key_arg = NULL;
     long cpu_slots = 0;
-    int runner = 0, keep_tmp = 0, doctor = 0, doctor_gpu = 0, show_key = 0;
+    int runner = 0, serve = 0, keep_tmp = 0, doctor = 0, doctor_gpu = 0, show_key = 0;
     static const struct option opts[] = {{"coordinator", required_argument, 0, 'c'},
                                          {"home", required_argument, 0, 'H'},
                                          {"workdir", required_argument, 0, 'w'},
@@ -158,6 +159,7 @@ int main(int argc, char **argv)
                                          {"cpu-slots", required_argument, 0, 's'},
                                          {"log-level", required_argument, 0, 'l'},
                                          {"runner", no_argument, 0, 'R'},
+                                         {"serve", no_argument, 0, 'V'},
                                          {"keep-tmp", no_argument, 0, 'k'},
                                          {"doctor", no_argument, 0, 'D'},
                                          {"gpu", no_argument, 0, 'G'},
@@ -186,6 +188,9 @@ int main(int argc, char **argv)
             break;
         case 'R':
             runner = 1;
+            break;
+        case 'V':
+            serve = 1;
             break;
         case 'k':
             keep_tmp = 1;
@@ -247,7 +252,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "kfleet-agent: --runner needs --workdir\n");
             return 2;
         }
-        return kf_runner_main(workdir);
+        return serve ? kf_runner_serve(workdir) : kf_runner_main(workdir);
     }
 
     kf_err err;

@@ -1,10 +1,15 @@
-/* runners — one runner process per task: fork + exec of this binary with
- * --runner, in its own process group (so a kill takes the compiler or the
- * kernel's children too), stdin from the task file, stdout a pipe of
- * frames (harness.h), stderr a log whose tail explains a runner that died
- * without a result. A runner past its time limit is killed; one killed by
- * a signal kfleet did not send ends its attempt as an infrastructure
- * failure (Result.infra: tried again), a crash as the kernel's own. */
+/* runners — runner processes: fork + exec of this binary with --runner,
+ * in its own process group (so a kill takes the compiler or the
+ * kernel's children too), stdout a pipe of frames (harness.h), stderr a
+ * log whose tail explains a runner that died without a result. A build
+ * gets a runner of its own, its task on stdin from a file. A validate or
+ * profile gets a serving runner (--serve), its tasks on a stdin pipe: it
+ * stays, with the kernel and its CUDA context loaded, for that kernel's
+ * next task on the same GPU, and leaves after a failure, after
+ * RUNNERS_IDLE_S idle, or when another kernel needs its GPU.
+ * A runner past its time limit is killed; one killed by a signal kfleet
+ * did not send ends its attempt as an infrastructure failure
+ * (Result.infra: tried again), a crash as the kernel's own. */
 #include "agent/agent_int.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -79,30 +84,198 @@ void runners_visible_device(uint32_t index, char *out, size_t len)
         snprintf(out, len, "%.*s", (int)strcspn(p, ","), p);
 }
 
-int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
+/* How long a serving runner waits idle for its kernel's next task. The
+ * coordinator hands a GPU its next task as soon as the result is in, and a
+ * sweep runs kernel by kernel, so the next task of the kernel comes within
+ * milliseconds when it comes at all. */
+#define RUNNERS_IDLE_S 5.0
+
+/* The tasks a serving runner takes: those that run a built kernel. */
+static int serves(const Kfleet__TaskAssign *ta)
 {
-    krunner *r = kf_xcalloc(1, sizeof *r);
-    kf_buf_init(&r->in);
+    const Kfleet__TaskSpec *s = ta->spec;
+    return s && (s->kind == KFLEET__TASK_KIND__VALIDATE || s->kind == KFLEET__TASK_KIND__PROFILE) &&
+           !s->ncu_pass && s->kernel_hash && *s->kernel_hash &&
+           strlen(s->kernel_hash) < sizeof((krunner *)0)->kernel_hash;
+}
+
+static int on_gpu(const Kfleet__TaskAssign *ta)
+{
+    return ta->spec && ta->spec->device_cuda && ta->spec->kind != KFLEET__TASK_KIND__BUILD;
+}
+
+static void take_slot(kf_agent *a, const krunner *r)
+{
+    if (r->gpu && r->gpu_index < 64)
+        a->gpu_busy[r->gpu_index] = 1;
+    else
+        a->cpu_used++;
+}
+
+static void free_slot(kf_agent *a, const krunner *r)
+{
+    if (r->gpu && r->gpu_index < 64)
+        a->gpu_busy[r->gpu_index] = 0;
+    else if (a->cpu_used > 0)
+        a->cpu_used--;
+}
+
+/* r's fields for task ta: its clock and time limit started, its slot taken. */
+static void begin_task(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta)
+{
     r->task_id = ta->task_id;
     r->attempt = ta->attempt;
     r->kind = ta->spec ? ta->spec->kind : 0;
+    r->got_result = r->timed_out = r->cancelled = r->idle = 0;
+    r->nsamples = 0;
+    r->tasks++;
+    r->started_mono = kf_mono_ns();
+    r->limit_s =
+        ta->spec && ta->spec->time_limit_s > 0 ? ta->spec->time_limit_s : a->cfg.default_limit_s;
+    r->deadline_mono = r->started_mono + (uint64_t)(r->limit_s * 1e9);
+    take_slot(a, r);
+}
+
+/* ta as one frame on a serving runner's stdin. */
+static int hand_task(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta, kf_err *err)
+{
+    size_t n = kfleet__task_assign__get_packed_size(ta);
+    kf_buf_reset(&a->scratch);
+    kf_buf_grow(&a->scratch, n + 4);
+    uint8_t *p = (uint8_t *)a->scratch.data;
+    p[0] = (uint8_t)n;
+    p[1] = (uint8_t)(n >> 8);
+    p[2] = (uint8_t)(n >> 16);
+    p[3] = (uint8_t)(n >> 24);
+    kfleet__task_assign__pack(ta, p + 4);
+    for (size_t off = 0; off < n + 4;) {
+        ssize_t w = write(r->in_fd, p + off, n + 4 - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return kf_err_set(err, KF_EIO, "cannot hand the task to runner %d: %s", (int)r->pid,
+                              w < 0 ? strerror(errno) : "short write");
+        off += (size_t)w;
+    }
+    return KF_OK;
+}
+
+static void finish_runner(kf_agent *a, size_t idx);
+
+/* Ends idle runner idx now, so that its CUDA context is gone before
+ * another runner starts on its GPU, and frees its entry. */
+static void retire(kf_agent *a, size_t idx, const char *why)
+{
+    krunner *r = a->runners[idx];
+    kf_debug("runner.retire", "pid=%d tasks=%u why=\"%s\"", (int)r->pid, r->tasks, why);
+    kill(-r->pid, SIGKILL);
+    int st;
+    if (!r->exited && waitpid(r->pid, &st, 0) == r->pid) {
+        r->exited = 1;
+        r->status = st;
+    }
+    if (r->out_fd >= 0) {
+        close(r->out_fd);
+        r->out_fd = -1;
+    }
+    finish_runner(a, idx);
+}
+
+int runners_room(kf_agent *a)
+{
+    for (size_t i = 0; a->nrunners >= MAX_RUNNERS && i < a->nrunners; i++)
+        if (a->runners[i]->idle && !a->runners[i]->exited)
+            retire(a, i, "the agent needs its entry");
+    return a->nrunners < MAX_RUNNERS;
+}
+
+size_t runners_busy(const kf_agent *a)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < a->nrunners; i++)
+        n += !a->runners[i]->idle;
+    return n;
+}
+
+/* Every task's start, in a fresh runner (runner_task=1) or a serving one
+ * (its count of tasks so far). */
+static void log_start(const krunner *r, const Kfleet__TaskAssign *ta)
+{
+    static const char *kinds[] = {"?", "build", "validate", "profile", "doctor"};
+    kf_debug("runner.start",
+             "task=0x%llx attempt=%u kind=%s kernel=%s pid=%d serve=%d runner_task=%u limit_s=%.0f",
+             (unsigned long long)r->task_id, r->attempt, kinds[r->kind <= 4 ? r->kind : 0],
+             ta->spec && ta->spec->kernel ? ta->spec->kernel : "", (int)r->pid, r->in_fd >= 0,
+             r->tasks, r->limit_s);
+}
+
+/* An idle serving runner of ta's kernel on ta's GPU takes ta (1), or
+ * none does (0). Idle runners on that GPU of another kernel leave first:
+ * only one kernel's context at a time on a GPU. */
+static int reuse(kf_agent *a, const Kfleet__TaskAssign *ta)
+{
+    int serve = serves(ta), gpu = on_gpu(ta);
+    for (size_t i = 0; i < a->nrunners;) {
+        krunner *r = a->runners[i];
+        int same_gpu = gpu && r->gpu && r->gpu_index == ta->gpu_index;
+        if (!r->idle || r->exited || (!same_gpu && (gpu || r->gpu))) {
+            i++;
+            continue;
+        }
+        if (serve && strcmp(r->kernel_hash, ta->spec->kernel_hash) == 0) {
+            kf_err err;
+            if (hand_task(a, r, ta, &err) == KF_OK) {
+                begin_task(a, r, ta);
+                log_start(r, ta);
+                return 1;
+            }
+            kf_warn("runner.reuse", "pid=%d error=\"%s\"", (int)r->pid, err.msg);
+            retire(a, i, "its stdin failed");
+            continue;
+        }
+        if (same_gpu) {
+            retire(a, i, "its GPU is wanted for another kernel");
+            continue;
+        }
+        i++;
+    }
+    return 0;
+}
+
+int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
+{
+    if (reuse(a, ta))
+        return KF_OK;
+    int serve = serves(ta);
+    krunner *r = kf_xcalloc(1, sizeof *r);
+    kf_buf_init(&r->in);
     r->out_fd = -1;
-    r->gpu = ta->spec && ta->spec->device_cuda && ta->spec->kind != KFLEET__TASK_KIND__BUILD;
+    r->in_fd = -1;
+    r->gpu = on_gpu(ta);
     r->gpu_index = ta->gpu_index;
-    snprintf(r->dir, sizeof r->dir, "%s/tmp/0x%llx-%u", a->workdir, (unsigned long long)r->task_id,
-             r->attempt);
+    if (serve)
+        snprintf(r->kernel_hash, sizeof r->kernel_hash, "%s", ta->spec->kernel_hash);
+    snprintf(r->dir, sizeof r->dir, "%s/tmp/0x%llx-%u", a->workdir, (unsigned long long)ta->task_id,
+             ta->attempt);
     int rc = kf_mkdirs(r->dir, 0700, err);
     if (rc)
         goto fail;
     char path[PATH_MAX + 32];
-    size_t n = kfleet__task_assign__get_packed_size(ta);
-    kf_buf_reset(&a->scratch);
-    kf_buf_grow(&a->scratch, n);
-    kfleet__task_assign__pack(ta, (uint8_t *)a->scratch.data);
-    snprintf(path, sizeof path, "%s/task.pb", r->dir);
-    if ((rc = kf_write_file(path, a->scratch.data, n, 0600, err)))
-        goto fail;
-    int in_fd = open(path, O_RDONLY | O_CLOEXEC);
+    int in_fd = -1, task_fd[2] = {-1, -1};
+    if (serve) {
+        /* Its tasks come down a pipe, this one first. */
+        if (pipe2(task_fd, O_CLOEXEC) == 0)
+            in_fd = task_fd[0];
+    } else {
+        size_t n = kfleet__task_assign__get_packed_size(ta);
+        kf_buf_reset(&a->scratch);
+        kf_buf_grow(&a->scratch, n);
+        kfleet__task_assign__pack(ta, (uint8_t *)a->scratch.data);
+        snprintf(path, sizeof path, "%s/task.pb", r->dir);
+        if ((rc = kf_write_file(path, a->scratch.data, n, 0600, err)))
+            goto fail;
+        in_fd = open(path, O_RDONLY | O_CLOEXEC);
+    }
     snprintf(path, sizeof path, "%s/runner.log", r->dir);
     int log_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     int pfd[2];
@@ -111,6 +284,8 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
             kf_err_set(err, KF_EIO, "cannot prepare the runner in %s: %s", r->dir, strerror(errno));
         if (in_fd >= 0)
             close(in_fd);
+        if (task_fd[1] >= 0)
+            close(task_fd[1]);
         if (log_fd >= 0)
             close(log_fd);
         goto fail;
@@ -119,6 +294,8 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
     if (pid < 0) {
         rc = kf_err_set(err, KF_EIO, "fork: %s", strerror(errno));
         close(in_fd);
+        if (task_fd[1] >= 0)
+            close(task_fd[1]);
         close(log_fd);
         close(pfd[0]);
         close(pfd[1]);
@@ -154,7 +331,11 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
             runners_visible_device(r->gpu_index, dev, sizeof dev);
             setenv("CUDA_VISIBLE_DEVICES", dev, 1);
         }
-        execl(a->runner_exe, "kfleet-agent", "--runner", "--workdir", a->workdir, (char *)NULL);
+        if (serve)
+            execl(a->runner_exe, "kfleet-agent", "--runner", "--serve", "--workdir", a->workdir,
+                  (char *)NULL);
+        else
+            execl(a->runner_exe, "kfleet-agent", "--runner", "--workdir", a->workdir, (char *)NULL);
         dprintf(2, "cannot exec runner %s: %s\n", a->runner_exe, strerror(errno));
         _exit(127);
     }
@@ -165,19 +346,16 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
     fcntl(pfd[0], F_SETFL, O_NONBLOCK);
     r->pid = pid;
     r->out_fd = pfd[0];
-    r->started_mono = kf_mono_ns();
-    r->limit_s =
-        ta->spec && ta->spec->time_limit_s > 0 ? ta->spec->time_limit_s : a->cfg.default_limit_s;
-    r->deadline_mono = r->started_mono + (uint64_t)(r->limit_s * 1e9);
-    if (r->gpu && r->gpu_index < 64)
-        a->gpu_busy[r->gpu_index] = 1;
-    else
-        a->cpu_used++;
+    r->in_fd = task_fd[1];
+    begin_task(a, r, ta);
     a->runners[a->nrunners++] = r;
-    static const char *kinds[] = {"?", "build", "validate", "profile", "doctor"};
-    kf_debug("runner.start", "task=0x%llx attempt=%u kind=%s pid=%d limit_s=%.0f",
-             (unsigned long long)r->task_id, r->attempt, kinds[r->kind <= 4 ? r->kind : 0],
-             (int)pid, r->limit_s);
+    if (serve && hand_task(a, r, ta, err) != KF_OK) {
+        /* It dies at once; the reaper reports the attempt failed, as a
+         * runner that could not start. */
+        kill(-pid, SIGKILL);
+        return KF_OK;
+    }
+    log_start(r, ta);
     return KF_OK;
 fail:
     kf_buf_release(&r->in);
@@ -244,6 +422,18 @@ void runners_drain(kf_agent *a, krunner *r)
             link_emit(a, env, r->task_id, r->attempt, 1);
             r->got_result = 1;
             res->agent_id = runner_agent; /* ours is not the decoder's to free */
+            if (r->in_fd >= 0 && res->runner_stays && !r->cancelled &&
+                res->state == KFLEET__TASK_STATE__SUCCEEDED) {
+                /* Waits for its kernel's next task, its slot free. */
+                r->idle = 1;
+                r->idle_mono = kf_mono_ns();
+                free_slot(a, r);
+                kf_debug("runner.end", "task=0x%llx attempt=%u status=0 pid=%d stays=1",
+                         (unsigned long long)r->task_id, r->attempt, (int)r->pid);
+            } else if (r->in_fd >= 0) {
+                close(r->in_fd); /* it leaves after this task */
+                r->in_fd = -1;
+            }
         }
         kf_wire_free(env);
     }
@@ -324,12 +514,13 @@ static void finish_runner(kf_agent *a, size_t idx)
         }
         send_result(a, r, state, infra, why);
     }
-    kf_debug("runner.end", "task=0x%llx attempt=%u status=%d", (unsigned long long)r->task_id,
-             r->attempt, r->status);
-    if (r->gpu && r->gpu_index < 64)
-        a->gpu_busy[r->gpu_index] = 0;
-    else if (a->cpu_used > 0)
-        a->cpu_used--;
+    if (!r->idle) /* an idle runner's task ended with its result */
+        kf_debug("runner.end", "task=0x%llx attempt=%u status=%d", (unsigned long long)r->task_id,
+                 r->attempt, r->status);
+    if (!r->idle)
+        free_slot(a, r);
+    if (r->in_fd >= 0)
+        close(r->in_fd);
     if (!a->cfg.keep_tmp)
         nftw(r->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
     kf_buf_release(&r->in);
@@ -352,7 +543,11 @@ void runners_reap(kf_agent *a)
     uint64_t now = kf_mono_ns();
     for (size_t i = 0; i < a->nrunners;) {
         krunner *r = a->runners[i];
-        if (!r->exited && !r->timed_out && now > r->deadline_mono) {
+        if (r->idle && !r->exited && now - r->idle_mono > (uint64_t)(RUNNERS_IDLE_S * 1e9)) {
+            retire(a, i, "idle");
+            continue;
+        }
+        if (!r->idle && !r->exited && !r->timed_out && now > r->deadline_mono) {
             kf_warn("runner.timeout", "task=0x%llx attempt=%u limit_s=%.1f",
                     (unsigned long long)r->task_id, r->attempt, r->limit_s);
             r->timed_out = 1;
@@ -378,6 +573,8 @@ void runners_stop_all(kf_agent *a)
         }
         if (r->out_fd >= 0)
             close(r->out_fd);
+        if (r->in_fd >= 0)
+            close(r->in_fd);
         if (!a->cfg.keep_tmp)
             nftw(r->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
         kf_buf_release(&r->in);

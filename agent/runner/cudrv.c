@@ -73,6 +73,7 @@ struct kf_cudrv {
     CUresult (*cuMemFreeHost)(void *);
     CUresult (*cuProfilerStart)(void);
     CUresult (*cuProfilerStop)(void);
+    CUresult (*cuMemGetInfo)(size_t *, size_t *);
 };
 
 static int cu_fail(kf_cudrv *cu, CUresult r, const char *what, kf_err *err)
@@ -151,6 +152,7 @@ static int load(kf_cudrv *cu, kf_err *err)
     SYM(cu, cuMemFreeHost, "cuMemFreeHost");
     SYM(cu, cuProfilerStart, "cuProfilerStart");
     SYM(cu, cuProfilerStop, "cuProfilerStop");
+    SYM(cu, cuMemGetInfo, "cuMemGetInfo_v2");
     return KF_OK;
 fail:
     return kf_err_set(err, KF_EUNAVAIL, "the CUDA driver lacks %s; update the driver", missing);
@@ -232,6 +234,12 @@ int kf_cudrv_sync(kf_cudrv *cu, kf_err *err)
 {
     CUresult r = cu->cuCtxSynchronize();
     return r ? cu_fail(cu, r, "the kernel (cuCtxSynchronize)", err) : KF_OK;
+}
+
+int kf_cudrv_mem_info(kf_cudrv *cu, size_t *free_b, size_t *total_b, kf_err *err)
+{
+    CUresult r = cu->cuMemGetInfo(free_b, total_b);
+    return r ? cu_fail(cu, r, "cuMemGetInfo", err) : KF_OK;
 }
 
 /* nvbench's blocking kernel, in PTX the driver compiles for any GPU: one

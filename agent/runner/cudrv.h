@@ -46,6 +46,8 @@ int kf_cudrv_copy_to_host(kf_cudrv *cu, void *dst, const void *dev_src, size_t n
 int kf_cudrv_memset(kf_cudrv *cu, void *dev_dst, unsigned char value, size_t n, kf_err *err);
 /* Waits for the device; a kernel fault comes back as its driver error name. */
 int kf_cudrv_sync(kf_cudrv *cu, kf_err *err);
+/* The device memory free and in all, as the driver counts it. */
+int kf_cudrv_mem_info(kf_cudrv *cu, size_t *free_b, size_t *total_b, kf_err *err);
 
 /* Times `batch` back-to-back launches of run between two events on the
  * legacy stream, L2 flushed first unless hot. A blocking kernel holds the

@@ -83,17 +83,61 @@ static int do_build(hctx *h, Kfleet__BuildInfo *bi, kf_build_info *b)
     return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
 }
 
-/* ---- loading and driving a kernel ---- */
+/* What a serving runner (kf_runner_serve) keeps between the tasks of its
+ * one kernel: the loaded kernel, its CUDA context (with the timing events,
+ * the blocking kernel and the L2-flush buffer), and the device memory free
+ * after its first task. */
+typedef struct hkeep {
+    char kernel_hash[128];
+    loaded L;
+    kf_cudrv *cu;
+    size_t free0;   /* device bytes free after the first task */
+    uint32_t tasks; /* tasks run so far */
+} hkeep;
 
-/* ---- under NVIDIA's tools ---- */
+/* Device memory a kept runner may lose between its first task and a later
+ * one before it leaves: more is a kernel whose teardown leaks, and the next
+ * configuration should not start short of it. */
+#define KEEP_LEAK_MIN (1ull << 30)
 
-/* ---- validate ---- */
+/* Whether the runner can take the next task of its kernel: the task
+ * succeeded, the context has no error, and the kernel gave back its device
+ * memory. A sticky CUDA error or a fault ends the task (and so the
+ * runner); a kernel that corrupts its context without one still only ever
+ * runs in a runner of its own, so another kernel's numbers never come
+ * from a context it touched. */
+static int keep_after(hkeep *keep, hctx *h)
+{
+    if (h->res->state != KFLEET__TASK_STATE__SUCCEEDED)
+        return 0;
+    if (!h->cu)
+        return 1;
+    kf_err err;
+    size_t free_b = 0, total_b = 0;
+    if (kf_cudrv_sync(h->cu, &err) != KF_OK ||
+        kf_cudrv_mem_info(h->cu, &free_b, &total_b, &err) != KF_OK) {
+        kf_warn("runner.not_kept", "task=0x%llx error=\"%s\"", (unsigned long long)h->ta->task_id,
+                err.msg);
+        return 0;
+    }
+    if (keep->tasks == 0) {
+        keep->free0 = free_b;
+        return 1;
+    }
+    size_t slack = total_b / 8 > KEEP_LEAK_MIN ? total_b / 8 : KEEP_LEAK_MIN;
+    if (free_b + slack < keep->free0) {
+        kf_warn("runner.not_kept", "task=0x%llx device_free_mib=%zu first_task_free_mib=%zu",
+                (unsigned long long)h->ta->task_id, free_b >> 20, keep->free0 >> 20);
+        return 0;
+    }
+    return 1;
+}
 
-/* ---- profile ---- */
-
-/* ---- entry points ---- */
-
-int kf_harness_run(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd)
+/* Runs one task; with `keep` (a serving runner), a validate or profile of
+ * the kernel it already holds skips the load and the context, and *stays
+ * says whether the runner takes another task. */
+static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd, hkeep *keep,
+                    int *stays)
 {
     Kfleet__Result res = KFLEET__RESULT__INIT;
     Kfleet__BuildInfo bi = KFLEET__BUILD_INFO__INIT;
@@ -114,19 +158,37 @@ int kf_harness_run(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd
     res.state = KFLEET__TASK_STATE__SUCCEEDED;
     uint64_t t0 = kf_mono_ns();
     loaded L = {0};
+    int kernel_task = h.spec && (h.spec->kind == KFLEET__TASK_KIND__VALIDATE ||
+                                 h.spec->kind == KFLEET__TASK_KIND__PROFILE);
+    int reused = keep && kernel_task && keep->tasks > 0 && keep->L.k && h.spec->kernel_hash &&
+                 strcmp(keep->kernel_hash, h.spec->kernel_hash) == 0;
+    res.runner_task = keep ? keep->tasks + 1 : 1;
     if (!h.spec) {
         hctx_fail(&h, KFLEET__TASK_STATE__FAILED, "task without a spec");
+    } else if (keep && keep->tasks > 0 && !reused) {
+        /* The agent hands a serving runner only its own kernel's tasks. */
+        hctx_fail(&h, KFLEET__TASK_STATE__FAILED,
+                  "internal: a runner serving kernel %s was handed a task of %s", keep->kernel_hash,
+                  h.spec->kernel_hash ? h.spec->kernel_hash : "?");
     } else if (h.spec->kind == KFLEET__TASK_KIND__BUILD) {
         res.build = &bi;
         do_build(&h, &bi, &binfo);
         h.phase_s[HCTX_PH_BUILD] = binfo.compile_s;
-    } else if (h.spec->kind == KFLEET__TASK_KIND__VALIDATE ||
-               h.spec->kind == KFLEET__TASK_KIND__PROFILE) {
+    } else if (kernel_task) {
         const Kfleet__MeasureSettings *ms = h.spec->measure;
-        uint64_t tl = kf_mono_ns();
-        int loaded_rc = hctx_load_kernel(&h, &L);
-        hctx_phase_add(&h, HCTX_PH_LOAD, tl);
-        h.phase_s[HCTX_PH_LOAD] -= h.phase_s[HCTX_PH_CONTEXT]; /* counted on its own */
+        int loaded_rc = 0;
+        if (reused) {
+            L = keep->L;
+            h.cu = keep->cu;
+            hctx_set_params(&h, &L);
+            if (h.cu)
+                kf_cudrv_until_idle(h.cu, 0);
+        } else {
+            uint64_t tl = kf_mono_ns();
+            loaded_rc = hctx_load_kernel(&h, &L);
+            hctx_phase_add(&h, HCTX_PH_LOAD, tl);
+            h.phase_s[HCTX_PH_LOAD] -= h.phase_s[HCTX_PH_CONTEXT]; /* counted on its own */
+        }
         if (loaded_rc != 0) {
             /* the Result says why */
         } else if ((res.kernel_name = (char *)(L.k->name ? L.k->name : "")), h.spec->ncu_pass) {
@@ -151,9 +213,23 @@ int kf_harness_run(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd
                 res.gpu_uuid = h.uuid;
             }
         }
+        if (keep && loaded_rc == 0 && !h.spec->ncu_pass && keep_after(keep, &h)) {
+            if (!reused)
+                snprintf(keep->kernel_hash, sizeof keep->kernel_hash, "%s", h.spec->kernel_hash);
+            keep->L = L;
+            keep->cu = h.cu;
+            h.cu = NULL; /* the runner's now, not the task's */
+            keep->tasks++;
+            res.runner_stays = 1;
+        } else if (reused) {
+            keep->L.k = NULL; /* its context goes with this task (h.cu, below) */
+            keep->cu = NULL;
+        }
     } else {
         hctx_fail(&h, KFLEET__TASK_STATE__FAILED, "unsupported task kind %d", h.spec->kind);
     }
+    if (stays)
+        *stays = res.runner_stays;
     res.elapsed_s = (double)(kf_mono_ns() - t0) / 1e9;
     Kfleet__Phase phases[HCTX_NPHASES], *pp[HCTX_NPHASES];
     for (int i = 0; i < HCTX_NPHASES; i++) {
@@ -186,6 +262,11 @@ int kf_harness_run(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd
     return rc;
 }
 
+int kf_harness_run(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd)
+{
+    return run_task(ta, workdir, out_fd, NULL, NULL);
+}
+
 int kf_runner_main(const char *workdir)
 {
     struct rlimit nocore = {0, 0};
@@ -210,4 +291,60 @@ int kf_runner_main(const char *workdir)
     if (python)
         _exit(rc == KF_OK ? 0 : 1);
     return rc == KF_OK ? 0 : 1;
+}
+
+/* Reads exactly n bytes from fd: 1, 0 at EOF before any byte, -1 on an
+ * error or EOF inside. */
+static int read_full(int fd, uint8_t *p, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, p + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r == 0 && got == 0 ? 0 : -1;
+        got += (size_t)r;
+    }
+    return 1;
+}
+
+int kf_runner_serve(const char *workdir)
+{
+    struct rlimit nocore = {0, 0};
+    setrlimit(RLIMIT_CORE, &nocore);
+    hkeep keep = {0};
+    int rc = 0, python = 0;
+    for (;;) {
+        uint8_t hdr[4];
+        int got = read_full(0, hdr, sizeof hdr);
+        if (got == 0)
+            break; /* the agent closed our stdin: no more tasks */
+        uint32_t len = (uint32_t)hdr[0] | (uint32_t)hdr[1] << 8 | (uint32_t)hdr[2] << 16 |
+                       (uint32_t)hdr[3] << 24;
+        uint8_t *body = got > 0 && len <= KF_MAX_FRAME ? malloc(len ? len : 1) : NULL;
+        Kfleet__TaskAssign *ta = body && read_full(0, body, len) > 0
+                                     ? kfleet__task_assign__unpack(NULL, len, body)
+                                     : NULL;
+        free(body);
+        if (!ta) {
+            fprintf(stderr, "runner: a task on stdin is cut short or does not decode\n");
+            rc = 1;
+            break;
+        }
+        python |= ta->spec && ta->spec->python && ta->spec->kind != KFLEET__TASK_KIND__BUILD;
+        int stays = 0;
+        int wrc = run_task(ta, workdir, 1, &keep, &stays);
+        kfleet__task_assign__free_unpacked(ta, NULL);
+        if (wrc != KF_OK) {
+            rc = 1;
+            break;
+        }
+        if (!stays)
+            break;
+    }
+    if (python) /* as kf_runner_main */
+        _exit(rc);
+    kf_cudrv_close(&keep.cu);
+    return rc;
 }

@@ -40,6 +40,14 @@ int kf_harness_run(const Kfleet__TaskAssign *assign, const char *workdir, int ou
  * TaskAssign from stdin, runs it, writes frames to stdout. */
 int kf_runner_main(const char *workdir);
 
+/* Entry point of `kfleet-agent --runner --serve --workdir DIR`: a runner
+ * that serves one kernel. Tasks come on stdin as frames (u32 little-endian
+ * length, packed TaskAssign), each run as kf_runner_main runs its one; the
+ * runner keeps the kernel loaded and its CUDA context between them, and
+ * leaves at EOF or after a task whose Result says runner_stays = false.
+ * Returns the exit status. */
+int kf_runner_serve(const char *workdir);
+
 /* Writes one framed envelope to fd (handles short writes). */
 int kf_harness_write_frame(int fd, Kfleet__Envelope *env);
 

@@ -105,6 +105,8 @@ void hctx_first_lines(const char *text, int lines, char *out, size_t len);
 void hctx_tail_lines(const char *path, int lines, char *out, size_t len);
 /* Loads the built kernel of the task's spec, and libcuda for a CUDA one. */
 int hctx_load_kernel(hctx *h, loaded *L);
+/* The task's parameters into L (they point into h->spec). */
+void hctx_set_params(const hctx *h, loaded *L);
 size_t hctx_dtype_size(kf_dtype t);
 /* Element i of a host buffer of dtype t, as a double. */
 double hctx_elem(const void *data, kf_dtype t, size_t i);

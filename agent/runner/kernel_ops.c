@@ -139,6 +139,15 @@ void hctx_first_lines(const char *text, int lines, char *out, size_t len)
     out[i] = '\0';
 }
 
+void hctx_set_params(const hctx *h, loaded *L)
+{
+    L->params.count = 0;
+    for (size_t i = 0; i < h->spec->n_params && i < KF_KERNEL_MAX_PARAMS; i++) {
+        L->params.names[L->params.count] = h->spec->params[i]->name;
+        L->params.values[L->params.count++] = h->spec->params[i]->value;
+    }
+}
+
 int hctx_load_kernel(hctx *h, loaded *L)
 {
     char key[65], so[PATH_MAX];
@@ -179,11 +188,7 @@ int hctx_load_kernel(hctx *h, loaded *L)
     if (!L->k->setup || !L->k->run || !L->k->output || !L->k->reference || !L->k->teardown)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s lacks a required callback",
                          h->spec->kernel);
-    L->params.count = 0;
-    for (size_t i = 0; i < h->spec->n_params && i < KF_KERNEL_MAX_PARAMS; i++) {
-        L->params.names[L->params.count] = h->spec->params[i]->name;
-        L->params.values[L->params.count++] = h->spec->params[i]->value;
-    }
+    hctx_set_params(h, L);
     if (h->spec->device_cuda) {
         kf_err err;
         uint64_t t0 = kf_mono_ns();

@@ -36,6 +36,11 @@
 #   PART=fleet1   examples/gpu.yaml on GPU 0 alone (the speed-up's 1 GPU)
 #   PART=kill     bench/gpu/targets.yaml on every GPU with agent local-1
 #                 killed KILL_AFTER (25) s in: verify must be clean
+#   PART=targets1 bench/gpu/targets.yaml once, cold
+#   PART=torch    examples/torch.yaml alone (KF_BUNDLE=DIR: another bundle)
+#   PART=serve    serving runners: targets cold, bench/gpu/isolation.yaml
+#                 (faults on purpose) and examples/torch.yaml, with each
+#                 row's runner tasks
 # Each sweep is bounded by SWEEP_LIMIT seconds (default 280), so a call
 # always ends inside the device tool's 10 minutes with its files packed.
 #
@@ -49,10 +54,10 @@ PART=${1:-targets}
 SWEEP_LIMIT=${SWEEP_LIMIT:-280}
 OUT=${OUT:-/tmp/kf-bench}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-B=$ROOT/bundle
-W=/tmp/kf-bench-$PART
+B=${KF_BUNDLE:-$ROOT/bundle} # KF_BUNDLE: another build's bundle, for a before/after
+W=/tmp/kf-bench-$PART${KF_TAG:-} # KF_TAG: a second run of a part, in its own home
 mkdir -p "$OUT" "$W"
-export KFLEET_HOME=/tmp/kfh-$PART
+export KFLEET_HOME=/tmp/kfh-$PART${KF_TAG:-}
 export PATH=$PATH:/usr/local/cuda/bin
 [ -x "$B/kfleet" ] || { echo "run.sh: no bundle at $B (make bundle, and carry bundle/)" >&2; exit 2; }
 
@@ -92,6 +97,35 @@ print(f"{sys.argv[2]} schedule: makespan {f('makespan_s')} s, start-up {f('start
       f"ideal {f('ideal_s')} s, makespan over ideal {f('over_ideal_pct', '+.2f')} % (target <= 5 %); "
       f"measured {f('measured_pct')} % of the makespan ("
       + ", ".join(f"{k} {v:.1f} %" for k, v in sorted(per.items()) if v is not None) + ")")
+PY
+}
+
+# Each row's runner tasks (1: a fresh runner process), the row's outcome
+# and median, and the slot time's load and context: what serving runners
+# take off (issue 14 item 2).
+runners() { # NAME
+  python3 - "$W/$1.json" "$1" <<'PY' | tee -a "$W/times.txt"
+import json, sys
+d, name = json.load(open(sys.argv[1])), sys.argv[2]
+fresh = reused = 0
+for r in d["rows"]:
+    pv, v, p = r["provenance"], r.get("validation") or {}, r.get("profile") or {}
+    for k in ("validate_runner_task", "profile_runner_task"):
+        if pv.get(k):
+            fresh += pv[k] == 1
+            reused += pv[k] > 1
+    med = p.get("median_s")
+    print(f"{name}: {r['kernel']} {r['params']}: validate {v.get('state')} (runner task "
+          f"{pv.get('validate_runner_task')}), profile {p.get('state')} (runner task "
+          f"{pv.get('profile_runner_task')}), median {med * 1e6 if med else float('nan'):.1f} us"
+          + (f", {p['pct_copy_ceiling']:.1f} % of copy ceiling" if p.get("pct_copy_ceiling") else "")
+          + (f"; {(v.get('error') or '')[:90]!r}" if v.get("state") not in (None, "succeeded") else ""))
+st = d["schedule"].get("slot_time") or {}
+ph = st.get("phases_s") or {}
+print(f"{name} runners: {fresh} tasks in a fresh runner, {reused} in a serving one; "
+      f"slot time {st.get('total_s') or 0:.1f} s: load {ph.get('load', 0):.2f} s, context "
+      f"{ph.get('context', 0):.2f} s, setup {ph.get('setup', 0):.2f} s, outside runners "
+      f"{st.get('outside_runners_s') or 0:.2f} s, idle {st.get('idle_s') or 0:.2f} s")
 PY
 }
 
@@ -289,15 +323,35 @@ fleet1) # examples/gpu.yaml on GPU 0 alone: the 1-GPU point of the speed-up
 kill)
   kill_one
   ;;
+targets1) # bench/gpu/targets.yaml once, cold, with its schedule and runner tasks
+  sweep targets1 "$ROOT/bench/gpu/targets.yaml"
+  schedule targets1
+  runners targets1
+  ;;
+torch) # examples/torch.yaml alone, with its schedule and runner tasks
+  sweep torch "$ROOT/examples/torch.yaml"
+  schedule torch
+  runners torch
+  ;;
+serve) # serving runners (issue 14 item 2): targets cold, the faults, the Python sweep
+  sweep targets1 "$ROOT/bench/gpu/targets.yaml"
+  schedule targets1
+  sweep isolation "$ROOT/bench/gpu/isolation.yaml" --agents 1
+  sweep torch "$ROOT/examples/torch.yaml"
+  schedule torch
+  runners targets1
+  runners isolation
+  runners torch
+  ;;
 *)
-  echo "run.sh: PART is targets, throttle, checks, h100, short, python, cheats, facts, fleet, fleet1 or kill" >&2
+  echo "run.sh: PART is targets, throttle, checks, h100, short, python, cheats, facts, fleet, fleet1, kill, targets1, torch or serve" >&2
   exit 2
   ;;
 esac
 cat "$W/times.txt"
-python3 "$ROOT/bench/gpu/summarize.py" "$W" >"$W/summary-$PART.md" 2>&1
-cp "$W/summary-$PART.md" "$OUT/"
+python3 "$ROOT/bench/gpu/summarize.py" "$W" >"$W/summary-$PART${KF_TAG:-}.md" 2>&1
+cp "$W/summary-$PART${KF_TAG:-}.md" "$OUT/"
 # Reports, progress, and the agents' and runners' logs, for the record.
-tar czf "$OUT/bench-$PART.tgz" --exclude='*/store/*' --exclude='*/outbox/*' --exclude='*.so' \
-  -C /tmp "kf-bench-$PART" "kfh-$PART" 2>/dev/null
-cat "$W/summary-$PART.md"
+tar czf "$OUT/bench-$PART${KF_TAG:-}.tgz" --exclude='*/store/*' --exclude='*/outbox/*' --exclude='*.so' \
+  -C /tmp "kf-bench-$PART${KF_TAG:-}" "kfh-$PART${KF_TAG:-}" 2>/dev/null
+cat "$W/summary-$PART${KF_TAG:-}.md"

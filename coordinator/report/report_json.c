@@ -221,6 +221,16 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     set(prov, "torch_extension",
         b && b->torch_extension && *b->torch_extension ? json_string(b->torch_extension)
                                                        : json_null());
+    /* Which task of its runner process each ran as (1: a fresh runner;
+     * more: a serving runner that had the kernel and context loaded). */
+    set(prov, "validate_runner_task",
+        w->validate && w->validate->res && w->validate->res->runner_task
+            ? json_integer(w->validate->res->runner_task)
+            : json_null());
+    set(prov, "profile_runner_task",
+        w->profile && w->profile->res && w->profile->res->runner_task
+            ? json_integer(w->profile->res->runner_task)
+            : json_null());
     set(o, "provenance", prov);
 
     /* How many tries the row's tasks took, and why each attempt that says
