@@ -167,7 +167,10 @@ static void finish_runner(kf_agent *a, size_t idx);
 static void retire(kf_agent *a, size_t idx, const char *why)
 {
     krunner *r = a->runners[idx];
-    kf_debug("runner.retire", "pid=%d tasks=%u why=\"%s\"", (int)r->pid, r->tasks, why);
+    if (strcmp(why, "idle") == 0)
+        kf_debug("runner.retire", "pid=%d tasks=%u why=\"%s\"", (int)r->pid, r->tasks, why);
+    else
+        kf_info("runner.retire", "pid=%d tasks=%u why=\"%s\"", (int)r->pid, r->tasks, why);
     kill(-r->pid, SIGKILL);
     int st;
     if (!r->exited && waitpid(r->pid, &st, 0) == r->pid) {
@@ -363,6 +366,29 @@ fail:
     return rc;
 }
 
+static void tail_of(const char *path, char *out, size_t len)
+{
+    out[0] = '\0';
+    kf_buf b = KF_BUF_INIT;
+    if (kf_buf_read_file(&b, path) != KF_OK) {
+        kf_buf_release(&b);
+        return;
+    }
+    /* The last 10 lines, at most len-1 bytes. */
+    size_t start = b.len, lines = 0;
+    while (start > 0 && lines <= 10) {
+        start--;
+        if (b.data[start] == '\n' && start + 1 < b.len)
+            lines++;
+    }
+    if (lines > 10)
+        start++;
+    if (b.len - start >= len)
+        start = b.len - (len - 1);
+    snprintf(out, len, "%s", b.data + start);
+    kf_buf_release(&b);
+}
+
 /* Handles the frames a runner wrote so far. */
 void runners_drain(kf_agent *a, krunner *r)
 {
@@ -433,6 +459,16 @@ void runners_drain(kf_agent *a, krunner *r)
             } else if (r->in_fd >= 0) {
                 close(r->in_fd); /* it leaves after this task */
                 r->in_fd = -1;
+                if (res->state == KFLEET__TASK_STATE__SUCCEEDED && !r->cancelled) {
+                    /* It said why on its stderr (runner.not_kept). */
+                    char logp[PATH_MAX + 16], tail[512];
+                    snprintf(logp, sizeof logp, "%s/runner.log", r->dir);
+                    tail_of(logp, tail, sizeof tail);
+                    for (char *c = tail; *c; c++)
+                        *c = *c == '\n' || *c == '"' ? ' ' : *c;
+                    kf_info("runner.leaves", "task=0x%llx pid=%d tasks=%u log=\"%s\"",
+                            (unsigned long long)r->task_id, (int)r->pid, r->tasks, tail);
+                }
             }
         }
         kf_wire_free(env);
@@ -441,29 +477,6 @@ void runners_drain(kf_agent *a, krunner *r)
         memmove(r->in.data, r->in.data + off, r->in.len - off);
         r->in.len -= off;
     }
-}
-
-static void tail_of(const char *path, char *out, size_t len)
-{
-    out[0] = '\0';
-    kf_buf b = KF_BUF_INIT;
-    if (kf_buf_read_file(&b, path) != KF_OK) {
-        kf_buf_release(&b);
-        return;
-    }
-    /* The last 10 lines, at most len-1 bytes. */
-    size_t start = b.len, lines = 0;
-    while (start > 0 && lines <= 10) {
-        start--;
-        if (b.data[start] == '\n' && start + 1 < b.len)
-            lines++;
-    }
-    if (lines > 10)
-        start++;
-    if (b.len - start >= len)
-        start = b.len - (len - 1);
-    snprintf(out, len, "%s", b.data + start);
-    kf_buf_release(&b);
 }
 
 static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)

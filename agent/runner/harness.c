@@ -93,6 +93,11 @@ typedef struct hkeep {
     kf_cudrv *cu;
     size_t free0;   /* device bytes free after the first task */
     uint32_t tasks; /* tasks run so far */
+    /* The host buffers the checks fetch into and compare with (hctx):
+     * first touching fresh memory cost more than the comparison, so the
+     * next task of the kernel reuses them. */
+    void *host_out, *host_ref;
+    size_t host_out_cap, host_ref_cap;
 } hkeep;
 
 /* Device memory a kept runner may lose between its first task and a later
@@ -180,6 +185,11 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, int out_f
         if (reused) {
             L = keep->L;
             h.cu = keep->cu;
+            h.host_out = keep->host_out;
+            h.host_out_cap = keep->host_out_cap;
+            h.host_ref = keep->host_ref;
+            h.host_ref_cap = keep->host_ref_cap;
+            keep->host_out = keep->host_ref = NULL; /* the task's until it ends */
             hctx_set_params(&h, &L);
             if (h.cu)
                 kf_cudrv_until_idle(h.cu, 0);
@@ -219,6 +229,11 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, int out_f
             keep->L = L;
             keep->cu = h.cu;
             h.cu = NULL; /* the runner's now, not the task's */
+            keep->host_out = h.host_out;
+            keep->host_out_cap = h.host_out_cap;
+            keep->host_ref = h.host_ref;
+            keep->host_ref_cap = h.host_ref_cap;
+            h.host_out = h.host_ref = NULL;
             keep->tasks++;
             res.runner_stays = 1;
         } else if (reused) {
@@ -345,6 +360,8 @@ int kf_runner_serve(const char *workdir)
     }
     if (python) /* as kf_runner_main */
         _exit(rc);
+    free(keep.host_out);
+    free(keep.host_ref);
     kf_cudrv_close(&keep.cu);
     return rc;
 }

@@ -37,6 +37,7 @@ struct kf_nvml {
     volatile int stop;
     unsigned period_ms;
     pthread_mutex_t mu;
+    pthread_cond_t wake; /* the sampler's wait, cut short by kf_nvml_stop */
     kf_nvml_reading *r;
     size_t n, cap;
 };
@@ -45,6 +46,11 @@ int kf_nvml_open(const char *uuid, kf_nvml **out, kf_err *err)
 {
     kf_nvml *n = kf_xcalloc(1, sizeof *n);
     pthread_mutex_init(&n->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&n->wake, &ca);
+    pthread_condattr_destroy(&ca);
     n->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!n->lib) {
         kf_err_set(err, KF_EUNAVAIL, "no NVML on this node (libnvidia-ml.so.1: %s)", dlerror());
@@ -90,6 +96,7 @@ void kf_nvml_close(kf_nvml **self)
         n->shutdown();
     /* The library stays loaded: NVML's own threads may outlive shutdown. */
     pthread_mutex_destroy(&n->mu);
+    pthread_cond_destroy(&n->wake);
     free(n->r);
     free(n);
     *self = NULL;
@@ -132,10 +139,16 @@ static void *sampler(void *arg)
         }
         if (n->n < n->cap)
             n->r[n->n++] = x;
-        pthread_mutex_unlock(&n->mu);
-        struct timespec ts = {0, (long)n->period_ms * 1000000L};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !n->stop)
+        /* Until the next reading, or a stop: a stop used to wait out the
+         * sleep, up to a period per profile, before the next task. */
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += (long)(n->period_ms % 1000) * 1000000L;
+        until.tv_sec += n->period_ms / 1000 + until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        while (!n->stop && pthread_cond_timedwait(&n->wake, &n->mu, &until) == 0)
             ;
+        pthread_mutex_unlock(&n->mu);
     }
     return NULL;
 }
@@ -157,7 +170,10 @@ void kf_nvml_stop(kf_nvml *n)
 {
     if (!n || !n->running)
         return;
+    pthread_mutex_lock(&n->mu);
     n->stop = 1;
+    pthread_cond_signal(&n->wake);
+    pthread_mutex_unlock(&n->mu);
     pthread_join(n->thread, NULL);
     n->running = 0;
 }
