@@ -15,9 +15,11 @@
 
 #include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char workdir[64];
@@ -378,9 +380,15 @@ static void test_nested(void **state)
     char *metrics[] = {"gpu__time_duration.sum"};
     t.ms.ncu_metrics = metrics;
     t.ms.n_ncu_metrics = 1;
+    char *path = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
     setenv("PATH", "/nonexistent", 1);
     setenv("KF_NVCC", "/nonexistent/nvcc", 1);
     o = run_task(&t.ta);
+    /* The tests after this one build with the node's compiler again. */
+    if (path)
+        setenv("PATH", path, 1);
+    free(path);
+    unsetenv("KF_NVCC");
     char ncu[256];
     if (kf_tools_find("ncu", ncu, sizeof ncu)) {
         print_message("ncu found at %s: the missing-tool path is not tested here\n", ncu);
@@ -390,6 +398,145 @@ static void test_nested(void **state)
     }
     free_outcome(o);
     free_task(&t);
+}
+
+/* A serving runner (kf_runner_serve) in a child, fed `n` tasks as stdin
+ * frames (then, with cut_short, a frame cut off in its body) and EOF: its
+ * results in order into res[] (at most 8), and its exit status. */
+static int serve(Kfleet__TaskAssign **tas, size_t n, int cut_short, Kfleet__Result **res,
+                 size_t *nres)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/serve-frames", workdir);
+    int out = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    int in[2];
+    assert_true(out >= 0);
+    assert_int_equal(pipe(in), 0);
+    signal(SIGPIPE, SIG_IGN); /* a runner that left reads no more */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(in[0], 0);
+        dup2(out, 1);
+        close(in[1]);
+        _exit(kf_runner_serve(workdir));
+    }
+    close(in[0]);
+    close(out);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = kfleet__task_assign__get_packed_size(tas[i]);
+        uint8_t *f = malloc(len + 4);
+        f[0] = (uint8_t)len;
+        f[1] = (uint8_t)(len >> 8);
+        f[2] = (uint8_t)(len >> 16);
+        f[3] = (uint8_t)(len >> 24);
+        kfleet__task_assign__pack(tas[i], f + 4);
+        ssize_t w = write(in[1], f, len + 4);
+        (void)w;
+        free(f);
+    }
+    if (cut_short) {
+        const uint8_t cut[7] = {100, 0, 0, 0, 1, 2, 3};
+        ssize_t w = write(in[1], cut, sizeof cut);
+        (void)w;
+    }
+    close(in[1]);
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    kf_buf b = KF_BUF_INIT;
+    assert_int_equal(kf_buf_read_file(&b, path), 0);
+    *nres = 0;
+    for (size_t off = 0; off + 4 <= b.len;) {
+        const uint8_t *p = (const uint8_t *)b.data + off;
+        uint32_t len = p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
+        assert_true(off + 4 + len <= b.len);
+        Kfleet__Envelope *env = kf_wire_unpack(p + 4, len, NULL);
+        assert_non_null(env);
+        if (env->body_case == KFLEET__ENVELOPE__BODY_RESULT) {
+            assert_true(*nres < 8);
+            res[(*nres)++] = env->result;
+            env->result = NULL;
+            env->body_case = KFLEET__ENVELOPE__BODY__NOT_SET;
+        }
+        kf_wire_free(env);
+        off += 4 + len;
+    }
+    kf_buf_release(&b);
+    assert_true(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
+static void free_results(Kfleet__Result **res, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        kfleet__result__free_unpacked(res[i], NULL);
+}
+
+/* A serving runner takes its kernel's tasks one after another and says
+ * which of its tasks each was; it leaves after a failed task, refuses
+ * another kernel's task, and exits 1 on a frame cut short. */
+static void test_serve(void **state)
+{
+    (void)state;
+    task v, p, v2, w;
+    make_task(&v, "kernels/host/matmul.c", "matmul", KFLEET__TASK_KIND__VALIDATE, 64, NULL);
+    build_then(&v, KFLEET__TASK_KIND__VALIDATE);
+    make_task(&p, "kernels/host/matmul.c", "matmul", KFLEET__TASK_KIND__PROFILE, 64, NULL);
+    make_task(&v2, "kernels/host/matmul.c", "matmul", KFLEET__TASK_KIND__VALIDATE, 32, NULL);
+    make_task(&w, "tests/kernels/wrong.c", "wrong", KFLEET__TASK_KIND__VALIDATE, 0, NULL);
+    build_then(&w, KFLEET__TASK_KIND__VALIDATE);
+    p.ta.task_id = 0x500000002ull;
+    v2.ta.task_id = 0x500000003ull;
+    Kfleet__Result *res[8];
+    size_t n = 0;
+
+    /* One kernel: three tasks in one process, each after the first with
+     * the kernel already loaded. */
+    Kfleet__TaskAssign *same[] = {&v.ta, &p.ta, &v2.ta};
+    assert_int_equal(serve(same, 3, 0, res, &n), 0);
+    assert_int_equal(n, 3);
+    for (uint32_t i = 0; i < 3; i++) {
+        assert_int_equal(res[i]->state, KFLEET__TASK_STATE__SUCCEEDED);
+        assert_int_equal(res[i]->runner_task, i + 1);
+        assert_true(res[i]->runner_stays);
+    }
+    assert_int_equal(res[1]->task_id, 0x500000002ull);
+    assert_non_null(res[1]->profile);
+    int loaded_later = 0;
+    for (size_t i = 0; i < res[2]->n_phases; i++)
+        loaded_later |= strcmp(res[2]->phases[i]->name, "load") == 0;
+    assert_false(loaded_later); /* a kept kernel is not loaded again */
+    free_results(res, n);
+
+    /* Another kernel's task is refused, and the runner leaves. */
+    Kfleet__TaskAssign *mixed[] = {&v.ta, &w.ta, &p.ta};
+    assert_int_equal(serve(mixed, 3, 0, res, &n), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(res[1]->state, KFLEET__TASK_STATE__FAILED);
+    assert_non_null(strstr(res[1]->error, "was handed a task of"));
+    assert_false(res[1]->runner_stays);
+    free_results(res, n);
+
+    /* A failed task (a wrong answer) ends the runner: the next task is
+     * never read. */
+    Kfleet__TaskAssign *failing[] = {&w.ta, &w.ta};
+    assert_int_equal(serve(failing, 2, 0, res, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(res[0]->state, KFLEET__TASK_STATE__FAILED);
+    assert_int_equal(res[0]->runner_task, 1);
+    assert_false(res[0]->runner_stays);
+    free_results(res, n);
+
+    /* A frame cut short: the task before it ran, then exit 1. */
+    Kfleet__TaskAssign *one[] = {&v.ta};
+    assert_int_equal(serve(one, 1, 1, res, &n), 1);
+    assert_int_equal(n, 1);
+    assert_int_equal(res[0]->state, KFLEET__TASK_STATE__SUCCEEDED);
+    free_results(res, n);
+    free_task(&v);
+    free_task(&p);
+    free_task(&v2);
+    free_task(&w);
 }
 
 int main(void)
@@ -402,6 +549,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_profile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_settles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nested, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_serve, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
