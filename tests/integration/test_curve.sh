@@ -19,7 +19,7 @@ grep -qxF "coordinator key: $pub" "$T/init2.out" || fail "a second init changed 
 pass "init: key pair 0600 in a 0700 dir, public key $pub, stable"
 
 start_serve --heartbeat-timeout 3s --heartbeat-interval 250ms
-grep -qF "$pub" "$T/serve.out" || fail "serve does not print its public key"
+grep -qF -- "$pub" "$T/serve.out" || fail "serve does not print its public key"
 # Only the owner reaches the control socket and reads the store.
 [ "$(stat -c %a "$KFLEET_HOME/run")" = 700 ] || fail "run dir (control socket) is not 0700"
 [ -S "$KFLEET_HOME/run/control.sock" ] || fail "no control socket"
@@ -72,7 +72,7 @@ pass "an agent with the wrong server key does not get in"
 
 # Accepted: the stranger registers without a restart.
 "$KFLEET" agent-key add "$T/agents/stranger/agent.key" stranger >"$T/add.out" || fail "agent-key add"
-"$KFLEET" agent-key list --format json | grep -qF "$spub" || fail "list does not show the added key"
+"$KFLEET" agent-key list --format json | grep -qF -- "$spub" || fail "list does not show the added key"
 wait_agents 2
 pass "after agent-key add the stranger registered"
 

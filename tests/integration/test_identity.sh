@@ -26,7 +26,7 @@ set -e
 grep -q 'already enrolled' "$T/second.log" || fail "the refusal does not name the conflict: $(tail -3 "$T/second.log")"
 grep -q 'vm-0' "$T/second.log" || fail "the refusal does not name the agent"
 [ "$(cat "$allow")" = "$before" ] || fail "agents.allow changed: $(cat "$allow")"
-grep -qF "$key0" "$allow" || fail "the running agent's key left agents.allow"
+grep -qF -- "$key0" "$allow" || fail "the running agent's key left agents.allow"
 pass "a second vm-0 (own work dir) is refused at enrolment, exit 2 (its --name is the bad input); agents.allow unchanged"
 
 # Enrolled by hand under its own name, it still may not register as vm-0:

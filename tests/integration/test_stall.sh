@@ -60,7 +60,7 @@ done
 run_bounded 60 "$T/f2.out" "$T/f2.err" "$KFLEET" submit "$KF_SRC/tests/data/sweeps/tiny.yaml" \
   --follow --stall-timeout 2s
 [ "$RC" -eq 1 ] || fail "submit --follow with a refused agent exited $RC"
-grep -qF "refused" "$T/f2.err" && grep -qF "$skey" "$T/f2.err" ||
+grep -qF "refused" "$T/f2.err" && grep -qF -- "$skey" "$T/f2.err" ||
   fail "the refused key is not named: $(cat "$T/f2.err")"
 kill "$STRANGER" 2>/dev/null || true
 pass "a refused agent: the refusal and its key named"
