@@ -143,20 +143,11 @@ static int hand_task(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta, kf_e
     kf_buf_reset(&a->scratch);
     kf_buf_grow(&a->scratch, n + 4);
     uint8_t *p = (uint8_t *)a->scratch.data;
-    p[0] = (uint8_t)n;
-    p[1] = (uint8_t)(n >> 8);
-    p[2] = (uint8_t)(n >> 16);
-    p[3] = (uint8_t)(n >> 24);
+    kf_frame_len_put(p, (uint32_t)n);
     kfleet__task_assign__pack(ta, p + 4);
-    for (size_t off = 0; off < n + 4;) {
-        ssize_t w = write(r->in_fd, p + off, n + 4 - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return kf_err_set(err, KF_EIO, "cannot hand the task to runner %d: %s", (int)r->pid,
-                              w < 0 ? strerror(errno) : "short write");
-        off += (size_t)w;
-    }
+    if (kf_write_all(r->in_fd, p, n + 4) != KF_OK)
+        return kf_err_set(err, KF_EIO, "cannot hand the task to runner %d: %s", (int)r->pid,
+                          strerror(errno));
     return KF_OK;
 }
 
@@ -413,8 +404,7 @@ void runners_drain(kf_agent *a, krunner *r)
     size_t off = 0;
     while (r->in.len - off >= 4) {
         const uint8_t *p = (const uint8_t *)r->in.data + off;
-        uint32_t len =
-            (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+        uint32_t len = kf_frame_len_get(p);
         if (len > KF_MAX_FRAME) {
             kf_error("runner.bad_frame", "task=0x%llx len=%u", (unsigned long long)r->task_id, len);
             kill(-r->pid, SIGKILL);

@@ -100,6 +100,24 @@ int kf_exe_dir(char *out, size_t len)
     return KF_OK;
 }
 
+int kf_write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (w == 0)
+                errno = EIO;
+            return KF_EIO;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return KF_OK;
+}
+
 int kf_write_file(const char *path, const void *data, size_t len, unsigned mode, kf_err *err)
 {
     /* The temporary is made with O_CREAT|O_EXCL under a random name
@@ -113,21 +131,12 @@ int kf_write_file(const char *path, const void *data, size_t len, unsigned mode,
     if (fd < 0)
         return kf_err_set(err, errno == EACCES ? KF_EINVAL : KF_EIO, "cannot write %s: %s", path,
                           strerror(errno));
-    const char *p = data;
-    size_t left = len;
-    while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            int e = errno;
-            close(fd);
-            unlink(tmp);
-            return kf_err_set(err, e == ENOSPC ? KF_EFULL : KF_EIO, "cannot write %s: %s", tmp,
-                              strerror(e));
-        }
-        p += w;
-        left -= (size_t)w;
+    if (kf_write_all(fd, data, len) != KF_OK) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        return kf_err_set(err, e == ENOSPC ? KF_EFULL : KF_EIO, "cannot write %s: %s", tmp,
+                          strerror(e));
     }
     if (fchmod(fd, (mode_t)mode) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
         int e = errno;

@@ -49,6 +49,10 @@ int kf_find_exe(const char *name, char *out, size_t len);
 /* Directory of the running executable (from /proc/self/exe). */
 int kf_exe_dir(char *out, size_t len);
 
+/* Writes all n bytes to fd, again after EINTR and short writes: KF_OK, or
+ * KF_EIO with errno saying why. */
+int kf_write_all(int fd, const void *p, size_t n);
+
 /* Writes data to path atomically (a temporary made O_EXCL under a random
  * name, then rename), mode applied; a symlink at path is replaced, never
  * followed. */

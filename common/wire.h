@@ -13,10 +13,26 @@
 #include "proto/kfleet.pb-c.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define KF_PROTOCOL_VERSION 1
 /* Frames above this are dropped by ZeroMQ itself (ZMQ_MAXMSGSIZE). */
 #define KF_MAX_FRAME (16 * 1024 * 1024)
+/* The u32 little-endian length in front of each frame on a runner's pipes
+ * (agent/runner/harness.h): tasks in, envelopes out. */
+static inline void kf_frame_len_put(uint8_t *p, uint32_t n)
+{
+    p[0] = (uint8_t)n;
+    p[1] = (uint8_t)(n >> 8);
+    p[2] = (uint8_t)(n >> 16);
+    p[3] = (uint8_t)(n >> 24);
+}
+
+static inline uint32_t kf_frame_len_get(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 /* The largest artifact agents share (BuildInfo.artifact, TaskSpec.artifact):
  * with its sources it fits a frame. A larger one each agent builds itself. */
 #define KF_MAX_SHARED_ARTIFACT (8 * 1024 * 1024)

@@ -335,8 +335,7 @@ int kf_runner_serve(const char *workdir)
         int got = read_full(0, hdr, sizeof hdr);
         if (got == 0)
             break; /* the agent closed our stdin: no more tasks */
-        uint32_t len = (uint32_t)hdr[0] | (uint32_t)hdr[1] << 8 | (uint32_t)hdr[2] << 16 |
-                       (uint32_t)hdr[3] << 24;
+        uint32_t len = kf_frame_len_get(hdr);
         uint8_t *body = got > 0 && len <= KF_MAX_FRAME ? malloc(len ? len : 1) : NULL;
         Kfleet__TaskAssign *ta = body && read_full(0, body, len) > 0
                                      ? kfleet__task_assign__unpack(NULL, len, body)

@@ -25,31 +25,15 @@
 #include <stdarg.h>
 #include <unistd.h>
 
-static int write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n > 0) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return KF_EIO;
-        }
-        c += w;
-        n -= (size_t)w;
-    }
-    return KF_OK;
-}
-
 int kf_harness_write_frame(int fd, Kfleet__Envelope *env)
 {
     kf_buf b = KF_BUF_INIT;
     kf_wire_pack(env, &b);
-    uint8_t len[4] = {(uint8_t)b.len, (uint8_t)(b.len >> 8), (uint8_t)(b.len >> 16),
-                      (uint8_t)(b.len >> 24)};
-    int rc = write_all(fd, len, 4);
+    uint8_t len[4];
+    kf_frame_len_put(len, (uint32_t)b.len);
+    int rc = kf_write_all(fd, len, 4);
     if (rc == KF_OK)
-        rc = write_all(fd, b.data, b.len);
+        rc = kf_write_all(fd, b.data, b.len);
     kf_buf_release(&b);
     return rc;
 }

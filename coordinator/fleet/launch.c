@@ -133,8 +133,7 @@ static void launch_host(job *j)
     void *cl = NULL;
     kf_err err;
     kf_err_clear(&err);
-    kf_buf out = KF_BUF_INIT, eout = KF_BUF_INIT, script = KF_BUF_INIT;
-    int st = 0;
+    kf_buf out = KF_BUF_INIT, script = KF_BUF_INIT;
 
     int rc = launch_connect_phase(j, &s, &err);
     if (rc)
@@ -186,14 +185,9 @@ static void launch_host(job *j)
     kf_buf_reset(&script);
     kf_buf_addf(&script, start_script, launch_stop_fn);
     kf_buf_reset(&out);
-    kf_buf_reset(&eout);
     const char *args[] = {ep, j->h->name, j->server_key ? j->server_key : ""};
-    rc = launch_run_script(s, script.data, args, 3, j->h->workdir, &out, &eout, &st, &err);
+    rc = launch_run_checked(j, s, script.data, args, 3, &out, "the agent did not start", &err);
     r->t[KF_PHASE_START] = launch_since(t);
-    if (rc == KF_OK && st != 0) {
-        launch_trim(eout.data);
-        rc = kf_err_set(&err, KF_EIO, "the agent did not start (exit %d): %s", st, eout.data);
-    }
     if (rc == KF_OK) {
         char word[16] = "";
         if (sscanf(out.data, "%15s %ld", word, &r->pid) != 2) {
@@ -229,45 +223,21 @@ out:
     launch_ctl_close(&cl);
     kf_ssh_close(&s);
     kf_buf_release(&out);
-    kf_buf_release(&eout);
     kf_buf_release(&script);
 }
 
 static void teardown_host(job *j)
 {
-    const kf_launch_opts *o = j->o;
-    kf_launch_result *r = j->r;
     kf_ssh *s = NULL;
     kf_err err;
-    kf_err_clear(&err);
-    kf_buf out = KF_BUF_INIT, eout = KF_BUF_INIT, script = KF_BUF_INIT;
-    int st = 0;
-    int rc = launch_connect_phase(j, &s, &err);
-    if (rc)
-        goto out;
-    uint64_t t = kf_mono_ns();
-    kf_buf_addf(&script, teardown_script, launch_stop_fn);
-    const char *args[] = {o->purge ? "purge" : ""};
-    rc = launch_run_script(s, script.data, args, 1, j->h->workdir, &out, &eout, &st, &err);
-    r->t[KF_PHASE_STOP] = launch_since(t);
-    if (rc == KF_OK && st != 0) {
-        launch_trim(eout.data);
-        rc = kf_err_set(&err, KF_EIO, "the stop script failed (exit %d): %s", st, eout.data);
+    if (launch_connect_phase(j, &s, &err) == KF_OK) {
+        kf_buf script = KF_BUF_INIT;
+        kf_buf_addf(&script, teardown_script, launch_stop_fn);
+        const char *args[] = {j->o->purge ? "purge" : ""};
+        launch_stop_phase(j, s, script.data, args, 1);
+        kf_buf_release(&script);
     }
-    if (rc) {
-        kf_launch_fail(r, KF_PHASE_STOP, rc, err.msg);
-        goto out;
-    }
-    for (char *p = out.data; *p; p++)
-        if (*p == '\n')
-            *p = ' ';
-    launch_trim(out.data);
-    snprintf(r->msg, sizeof r->msg, "%s", out.data);
-out:
     kf_ssh_close(&s);
-    kf_buf_release(&out);
-    kf_buf_release(&eout);
-    kf_buf_release(&script);
 }
 
 /* After a host's stop, whether or not the node answered (a node that is

@@ -38,6 +38,14 @@ int launch_connect_phase(job *j, kf_ssh **s, kf_err *err);
 /* Runs script with `sh -s -- [WD] ARGS...` (quoted here). */
 int launch_run_script(kf_ssh *s, const char *script, const char *const *args, size_t nargs,
                       const char *wd, kf_buf *out, kf_buf *errout, int *status, kf_err *err);
+/* launch_run_script, its exit status checked: a non-zero one is an error
+ * "WHAT (exit N): its stderr". */
+int launch_run_checked(const job *j, kf_ssh *s, const char *script, const char *const *args,
+                       size_t nargs, kf_buf *out, const char *what, kf_err *err);
+/* A teardown's stop phase: script run (timed as KF_PHASE_STOP), the host
+ * failed on an error, else what it printed, on one line, as j->r->msg. */
+void launch_stop_phase(job *j, kf_ssh *s, const char *script, const char *const *args,
+                       size_t nargs);
 /* Preflight in the work dir; need_gpu refuses a node without one. */
 int launch_preflight(job *j, kf_ssh *s, int need_gpu, char *summary, size_t summary_len,
                      kf_err *err);

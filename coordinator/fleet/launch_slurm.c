@@ -135,28 +135,12 @@ static void agent_name(const job *j, int i, char *out, size_t n)
     snprintf(out, n, "%s-%d", j->h->name, i);
 }
 
-/* Runs script in the work dir with args; a non-zero exit is KF_EIO with
- * its stderr. */
-static int run(job *j, kf_ssh *s, const char *script, const char *const *args, size_t nargs,
-               kf_buf *out, const char *what, kf_err *err)
-{
-    kf_buf eout = KF_BUF_INIT;
-    int st = 0;
-    int rc = launch_run_script(s, script, args, nargs, j->h->workdir, out, &eout, &st, err);
-    if (rc == KF_OK && st != 0) {
-        launch_trim(eout.data);
-        rc = kf_err_set(err, KF_EIO, "%s (exit %d): %s", what, st, eout.data);
-    }
-    kf_buf_release(&eout);
-    return rc;
-}
-
 /* The squeue view of this host's jobs. */
 static int poll_jobs(job *j, kf_ssh *s, kf_slurm_job **jobs, size_t *n, kf_err *err)
 {
     kf_buf out = KF_BUF_INIT;
-    int rc = run(j, s, kf_slurm_squeue_script, (const char *const[]){j->h->name}, 1, &out,
-                 "squeue failed", err);
+    int rc = launch_run_checked(j, s, kf_slurm_squeue_script, (const char *const[]){j->h->name}, 1,
+                                &out, "squeue failed", err);
     if (rc == KF_OK)
         rc = kf_slurm_parse(j->h->name, out.data, jobs, n, err);
     kf_buf_release(&out);
@@ -352,7 +336,8 @@ void launch_slurm_host(job *j)
     uint64_t t = kf_mono_ns();
     rc = launch_preflight(j, s, 0, r->summary, sizeof r->summary, &err);
     if (rc == KF_OK)
-        rc = run(j, s, check_script, NULL, 0, &out, "Slurm's commands are missing", &err);
+        rc = launch_run_checked(j, s, check_script, NULL, 0, &out, "Slurm's commands are missing",
+                                &err);
     r->t[KF_PHASE_PREFLIGHT] = launch_since(t);
     if (rc) {
         kf_launch_fail(r, KF_PHASE_PREFLIGHT, rc, err.msg);
@@ -401,8 +386,8 @@ void launch_slurm_host(job *j)
         snprintf(port, sizeof port, "%d", r->remote_port);
         kf_buf_reset(&out);
         if (rc == KF_OK)
-            rc = run(j, s, relay_script, (const char *const[]){port}, 1, &out,
-                     "the relay did not start", &err);
+            rc = launch_run_checked(j, s, relay_script, (const char *const[]){port}, 1, &out,
+                                    "the relay did not start", &err);
         int rport = 0;
         char word[16] = "";
         if (rc == KF_OK && (sscanf(out.data, "%15s %d", word, &rport) != 2 || rport <= 0))
@@ -440,7 +425,8 @@ void launch_slurm_host(job *j)
         na += sbatch_args(sl, args + na, sizeof args / sizeof *args - na);
         kf_buf_reset(&out);
         if (rc == KF_OK)
-            rc = run(j, s, submit_script, args, na, &out, "submitting the jobs failed", &err);
+            rc = launch_run_checked(j, s, submit_script, args, na, &out,
+                                    "submitting the jobs failed", &err);
         kf_buf_release(&todo);
     }
     int submitted = 0;
@@ -475,30 +461,13 @@ out:
 
 void launch_slurm_teardown(job *j)
 {
-    kf_launch_result *r = j->r;
     kf_ssh *s = NULL;
     kf_err err;
-    kf_err_clear(&err);
-    kf_buf out = KF_BUF_INIT;
-    int rc = launch_connect_phase(j, &s, &err);
-    if (rc)
-        goto out;
-    uint64_t t = kf_mono_ns();
-    const char *args[] = {j->h->name, j->o->purge ? "purge" : ""};
-    rc = run(j, s, teardown_script, args, 2, &out, "the stop script failed", &err);
-    r->t[KF_PHASE_STOP] = launch_since(t);
-    if (rc) {
-        kf_launch_fail(r, KF_PHASE_STOP, rc, err.msg);
-        goto out;
+    if (launch_connect_phase(j, &s, &err) == KF_OK) {
+        const char *args[] = {j->h->name, j->o->purge ? "purge" : ""};
+        launch_stop_phase(j, s, teardown_script, args, 2);
     }
-    for (char *p = out.data; *p; p++)
-        if (*p == '\n')
-            *p = ' ';
-    launch_trim(out.data);
-    snprintf(r->msg, sizeof r->msg, "%s", out.data);
-out:
     kf_ssh_close(&s);
-    kf_buf_release(&out);
 }
 
 void kf_launch_slurm_watch(const kf_fleet_host *h, const kf_launch_opts *o, double period_s,

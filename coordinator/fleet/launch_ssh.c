@@ -86,6 +86,40 @@ int launch_run_script(kf_ssh *s, const char *script, const char *const *args, si
     return rc;
 }
 
+int launch_run_checked(const job *j, kf_ssh *s, const char *script, const char *const *args,
+                       size_t nargs, kf_buf *out, const char *what, kf_err *err)
+{
+    kf_buf eout = KF_BUF_INIT;
+    int st = 0;
+    int rc = launch_run_script(s, script, args, nargs, j->h->workdir, out, &eout, &st, err);
+    if (rc == KF_OK && st != 0) {
+        launch_trim(eout.data);
+        rc = kf_err_set(err, KF_EIO, "%s (exit %d): %s", what, st, eout.data);
+    }
+    kf_buf_release(&eout);
+    return rc;
+}
+
+void launch_stop_phase(job *j, kf_ssh *s, const char *script, const char *const *args, size_t nargs)
+{
+    kf_launch_result *r = j->r;
+    kf_buf out = KF_BUF_INIT;
+    kf_err err;
+    uint64_t t = kf_mono_ns();
+    int rc = launch_run_checked(j, s, script, args, nargs, &out, "the stop script failed", &err);
+    r->t[KF_PHASE_STOP] = launch_since(t);
+    if (rc) {
+        kf_launch_fail(r, KF_PHASE_STOP, rc, err.msg);
+    } else {
+        for (char *p = out.data; *p; p++)
+            if (*p == '\n')
+                *p = ' ';
+        launch_trim(out.data);
+        snprintf(r->msg, sizeof r->msg, "%s", out.data);
+    }
+    kf_buf_release(&out);
+}
+
 static void connect_opts(const job *j, kf_ssh_opts *so)
 {
     memset(so, 0, sizeof *so);
@@ -310,11 +344,8 @@ int launch_upload(job *j, kf_ssh *s, int *uploaded, int *used_scp, kf_err *err)
                 kf_buf_reset(&script);
                 kf_buf_addf(&script, unpack_script, launch_stop_fn);
                 const char *args[] = {j->bundle_sha};
-                kf_buf_reset(&eout);
-                rc = launch_run_script(s, script.data, args, 1, j->h->workdir, NULL, &eout, &st,
-                                       err);
-                if (rc == KF_OK && st != 0)
-                    rc = kf_err_set(err, KF_EIO, "unpacking the bundle failed: %s", eout.data);
+                rc = launch_run_checked(j, s, script.data, args, 1, NULL,
+                                        "unpacking the bundle failed", err);
             }
             *uploaded = 1;
         }

@@ -74,7 +74,7 @@ static outcome *run_task(Kfleet__TaskAssign *ta)
     size_t off = 0;
     while (off + 4 <= b.len) {
         const uint8_t *p = (const uint8_t *)b.data + off;
-        uint32_t len = p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
+        uint32_t len = kf_frame_len_get(p);
         assert_true(off + 4 + len <= b.len);
         Kfleet__Envelope *env = kf_wire_unpack(p + 4, len, NULL);
         assert_non_null(env);
@@ -426,10 +426,7 @@ static int serve(Kfleet__TaskAssign **tas, size_t n, int cut_short, Kfleet__Resu
     for (size_t i = 0; i < n; i++) {
         size_t len = kfleet__task_assign__get_packed_size(tas[i]);
         uint8_t *f = malloc(len + 4);
-        f[0] = (uint8_t)len;
-        f[1] = (uint8_t)(len >> 8);
-        f[2] = (uint8_t)(len >> 16);
-        f[3] = (uint8_t)(len >> 24);
+        kf_frame_len_put(f, (uint32_t)len);
         kfleet__task_assign__pack(tas[i], f + 4);
         ssize_t w = write(in[1], f, len + 4);
         (void)w;
@@ -448,7 +445,7 @@ static int serve(Kfleet__TaskAssign **tas, size_t n, int cut_short, Kfleet__Resu
     *nres = 0;
     for (size_t off = 0; off + 4 <= b.len;) {
         const uint8_t *p = (const uint8_t *)b.data + off;
-        uint32_t len = p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
+        uint32_t len = kf_frame_len_get(p);
         assert_true(off + 4 + len <= b.len);
         Kfleet__Envelope *env = kf_wire_unpack(p + 4, len, NULL);
         assert_non_null(env);
