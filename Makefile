@@ -28,7 +28,7 @@ demo: build
 	@$(BUILD)/kfleet run examples/quickstart.yaml
 
 test-build: deps-test
-	@cmake -S . -B $(TBUILD) -DCMAKE_BUILD_TYPE=Debug -DKF_SANITIZE=ON -DBUILD_TESTING=ON >/dev/null
+	@cmake -S . -B $(TBUILD) -DCMAKE_BUILD_TYPE=Debug -DKF_SANITIZE=ON -DKF_WERROR=ON -DBUILD_TESTING=ON >/dev/null
 	@cmake --build $(TBUILD) -j $(JOBS)
 
 test: test-build

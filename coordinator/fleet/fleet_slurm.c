@@ -150,7 +150,7 @@ static int parse_block(kf_yaml *y, const yaml_node_t *n, kf_fleet_slurm *s)
     if (rc)
         return rc;
     yaml_node_t *v;
-    long l;
+    long l = 0; /* set by int_value on success; gcc -O3 cannot see that */
     if ((v = kf_yaml_map_get(y, n, "nodes"))) {
         if ((rc = int_value(y, v, "nodes", 1, KF_SLURM_MAX_NODES,
                             "it is how many agents (one job per node) to start", &l)))

@@ -48,7 +48,7 @@ echo "fuzz: building in $build"
 t0=$(date +%s)
 mkdir -p "$build"
 if [ ! -f "$build/CMakeCache.txt" ]; then
-    CC=clang cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DKF_FUZZ=ON \
+    CC=clang cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DKF_WERROR=ON -DKF_FUZZ=ON \
         -DBUILD_TESTING=OFF -DKF_SANITIZE=OFF >"$build/configure.log" 2>&1 || {
         cat "$build/configure.log" >&2
         exit 1
