@@ -38,6 +38,8 @@
 #                 killed KILL_AFTER (25) s in: verify must be clean
 #   PART=targets1 bench/gpu/targets.yaml once, cold
 #   PART=torch    examples/torch.yaml alone (KF_BUNDLE=DIR: another bundle)
+#   PART=build    kfleet built here by this machine's gcc and CMake, every
+#                 build type (the dependencies carried: bench/gpu/sysroot.sh)
 #   PART=serve    serving runners: targets cold, bench/gpu/isolation.yaml
 #                 (faults on purpose) and examples/torch.yaml, with each
 #                 row's runner tasks
@@ -343,8 +345,30 @@ serve) # serving runners (issue 14 item 2): targets cold, the faults, the Python
   runners isolation
   runners torch
   ;;
+build) # issue 33: kfleet built from source by this machine's own compiler and CMake
+  # (Ubuntu 24.04), each build type, with the dependencies carried as
+  # .sysroot/ (bench/gpu/sysroot.sh): warnings shown, never errors, as a user builds
+  S=${KF_SYSROOT:-$ROOT/.sysroot}
+  { gcc --version | head -1; cmake --version | head -1; } | tee -a "$W/times.txt"
+  for t in Debug RelWithDebInfo Release MinSizeRel; do
+    b=/tmp/kf-build-$t
+    rm -rf "$b"
+    t0=$SECONDS
+    if PATH=$S/bin:$PATH PKG_CONFIG_LIBDIR=$S/pc PKG_CONFIG_SYSROOT_DIR=$S \
+      cmake -S "$ROOT" -B "$b" -DCMAKE_BUILD_TYPE=$t -DBUILD_TESTING=OFF \
+      -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$S/usr/lib/x86_64-linux-gnu" >"$W/build-$t.log" 2>&1 &&
+      PATH=$S/bin:$PATH cmake --build "$b" -j "$(nproc)" >>"$W/build-$t.log" 2>&1 &&
+      v=$(LD_LIBRARY_PATH=$S/usr/lib/x86_64-linux-gnu "$b/kfleet" --version); then
+      echo "build $t: ok ($v), $(grep -c 'warning:' "$W/build-$t.log") warnings, $((SECONDS - t0)) s" |
+        tee -a "$W/times.txt"
+    else
+      echo "build $t: FAILED, see build-$t.log" | tee -a "$W/times.txt"
+      grep -E 'error|warning' "$W/build-$t.log" | head -5
+    fi
+  done
+  ;;
 *)
-  echo "run.sh: PART is targets, throttle, checks, h100, short, python, cheats, facts, fleet, fleet1, kill, targets1, torch or serve" >&2
+  echo "run.sh: PART is build, targets, throttle, checks, h100, short, python, cheats, facts, fleet, fleet1, kill, targets1, torch or serve" >&2
   exit 2
   ;;
 esac
