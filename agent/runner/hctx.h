@@ -125,6 +125,7 @@ int hctx_setup(hctx *h, const loaded *L, uint64_t seed, void **state);
  * finite, max-abs and relative-L2 error within the kernel's tolerances. */
 typedef struct hctx_check {
     uint64_t nonfinite;
+    uint64_t ref_nonzero; /* reference elements != 0: none makes the check vacuous */
     double max_abs, rel;
     int passed;
 } hctx_check;
@@ -141,6 +142,9 @@ void hctx_compare(const void *out, kf_dtype dtype, const double *ref, size_t n, 
 int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, hctx_check *c,
                        void **out, int *owned);
 int hctx_validate(hctx *h, const loaded *L);
+/* 0 when the kernel's tolerances can fail a validation (kf_tol_vacuous);
+ * else -1 with the task failed and why, before the kernel runs. */
+int hctx_refuse_vacuous(hctx *h, const loaded *L);
 int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps);
 void hctx_summarize_telemetry(hctx *h, Kfleet__TelemetrySummary *ts);
 /* The run a tool watches: setup, a warm-up, then `runs` launches inside the
