@@ -104,6 +104,74 @@ assert r["profile"]["median_s"] > 0
 assert "outside-stream" not in r["flags"], f"triad flagged outside-stream: {r['flags']}"
 print("ok - the honest kernel: validated and profiled, not flagged")
 PY
+# Every report format says the same of each caught cheat: its row failed,
+# with no time (the table and Markdown say why; CSV flags it failed; the
+# HTML page carries the reason).
+SID=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sweep"]["sweep_id"])' "$T/r.json")
+for fmt in table md csv html; do
+  "$KFLEET" report "$SID" --format $fmt >"$T/r.$fmt" 2>"$T/r.$fmt.err" ||
+    fail "report --format $fmt: $(cat "$T/r.$fmt.err")"
+done
+python3 - "$T" <<'PY' || fail "a report format does not show a cheat caught"
+import csv, io, sys
+T = sys.argv[1]
+caught = ["cheat_every_nth", "py_cheat_every_nth", "cheat_zeros_ref", "py_cheat_zeros_ref",
+          "cheat_tol_inf", "cheat_tol_huge", "py_cheat_tol_expr"]
+for fmt in ("table", "md"):
+    lines = open(f"{T}/r.{fmt}").read().splitlines()
+    for k in caught:
+        # the result rows (the builds table lists the kernels too)
+        mine = [l for l in lines if l.strip(" |").split()[0:1] == [k] and ("pass" in l or "FAIL" in l)]
+        assert mine, f"{fmt}: no row {k}"
+        for l in mine:
+            assert "failed:" in l, f"{fmt}: {k} not shown failed: {l}"
+rows = list(csv.DictReader(io.StringIO(open(f"{T}/r.csv", newline="").read())))
+for k in caught:
+    mine = [r for r in rows if r["kernel"] == k]
+    assert mine and all("failed" in r["flags"].split(";") or "failed" in r["flags"] for r in mine), (k, mine)
+    assert all(r["median_s"] == "" and r["speedup"] == "" for r in mine), (k, mine)
+html = open(f"{T}/r.html").read()
+for why in ("profile spot check failed", "validation is vacuous", "tolerances that cannot fail"):
+    assert why in html, f"html: no '{why}'"
+print("ok - table, md, csv and html: each caught cheat failed, no time, the reason shown")
+PY
+
+# compare, honest twin (A) against each cheat (B) under one kernel name:
+# never "faster" or "same"; exit 1 with why: the source changed (the cheats
+# that are now timed doing the work), or broken (caught ones).
+twin() { # NAME PATH [PARAMS] -> a sweep of one kernel named "twin", its id
+  cat >"$T/$1.yaml" <<YAML
+name: $1
+kernels:
+  - path: $2
+    name: twin
+    params: {${3:-}}
+tasks: [validate, profile]
+attempts: 1
+measure: {min_samples: 20, min_time: 20ms, max_noise: 100, timeout: 2s, seeds: 1}
+YAML
+  "$KFLEET" run "$T/$1.yaml" --agents 1 --format json -o "$T/$1.json" >/dev/null 2>"$T/$1.err" || true
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sweep"]["sweep_id"])' "$T/$1.json"
+}
+K="$KF_SRC/tests/kernels"
+HONEST=$(twin honest "$K/cheat_honest.c")
+PY_HONEST=$(twin py_honest "$K/python/py_cheat_honest.py" "n: [64K]")
+for cheat in "cheat_sentinel|$HONEST|$K/cheat_sentinel.c||changed: kernel source changed" \
+  "cheat_input_id|$HONEST|$K/cheat_input_id.c||changed: kernel source changed" \
+  "cheat_zeros_ref|$HONEST|$K/cheat_zeros_ref.c||broken: validation is vacuous" \
+  "cheat_tol_huge|$HONEST|$K/cheat_tol_huge.c||broken: validation failed: kernel twin declares tolerances that cannot fail" \
+  "py_cheat_sentinel|$PY_HONEST|$K/python/py_cheat_sentinel.py|n: [64K]|changed: kernel source changed" \
+  "py_cheat_zeros_ref|$PY_HONEST|$K/python/py_cheat_zeros_ref.py|n: [64K]|broken: validation is vacuous"; do
+  IFS='|' read -r name a path params why <<<"$cheat"
+  b=$(twin "$name" "$path" "$params")
+  rc=0
+  "$KFLEET" compare "$a" "$b" >"$T/cmp.out" 2>"$T/cmp.err" || rc=$?
+  [ $rc -eq 1 ] || fail "compare honest -> $name exited $rc, expected 1: $(cat "$T/cmp.out" "$T/cmp.err")"
+  grep -q "REGRESSION $why" "$T/cmp.out" || fail "compare honest -> $name does not say '$why': $(cat "$T/cmp.out")"
+  grep -qE ' (faster|same)$' "$T/cmp.out" && fail "compare honest -> $name called it faster or same: $(cat "$T/cmp.out")"
+  echo "ok - compare honest -> $name: exit 1, $why"
+done
+
 # A Python kernel's literal tolerances that cannot fail: the sweep is refused
 # at submit, with the kernel's file and line and the reason.
 rc=0
