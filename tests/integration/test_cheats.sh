@@ -13,8 +13,10 @@
 # never timed. A kernel memoizing on an output sentinel and one memoizing
 # on its inputs' identity (one entry) are timed doing the work in every
 # kept sample (their fastest sample is above the sleep floor their work
-# carries, as their honest twin's is); one computing every Nth call fails
-# at its first skipped sample (the guard around every sample), whatever N.
+# carries, as their honest twin's is); one computing every Nth call, and
+# one skipping every Nth call (which the old two random re-checks missed
+# (1 - 1/N)^2 of the time), fail at their first skipped sample (the guard
+# around every sample), whatever N.
 # Checks that cannot fail are refused: zeros with a reference of zeros
 # fails validation as vacuous, tolerances inf / tol_rel >= 1 are refused
 # before any run (C, and a Python expression), and a Python kernel's
@@ -76,16 +78,19 @@ for lang, n in (("", {}), ("py_", {"n": 65536})):
         assert p["min_s"] >= FLOOR, f"{lang}{name}: fastest sample {p['min_s']} s < the {FLOOR} s floor of its work"
         print(f"ok - {lang}{name}: every sample timed the work (fastest {p['min_s'] * 1e6:.0f} us, "
               f"{p['input_sets']} input sets)")
-    for every in (3, 50):
-        r = find(lang + "cheat_every_nth", every=every, **n)
-        assert state(r, "validation") == "succeeded", f"{lang}every_nth {every}: validation {state(r, 'validation')}"
-        assert state(r, "profile") == "failed", f"{lang}every_nth {every}: profile {state(r, 'profile')}"
+    for kernel, every, inv in (("cheat_every_nth", 3, {}), ("cheat_every_nth", 50, {}),
+                               ("cheat_skip_nth", 3, {"inverse": 1}),
+                               ("cheat_skip_nth", 7, {"inverse": 1})):
+        name = lang + kernel
+        r = find(name, every=every, **inv, **n)
+        assert state(r, "validation") == "succeeded", f"{name} {every}: validation {state(r, 'validation')}"
+        assert state(r, "profile") == "failed", f"{name} {every}: profile {state(r, 'profile')}"
         err = r["profile"]["error"] or ""
         # The guard after every sample, or the random re-check when it
         # comes before the first skipped sample: never a pass.
         assert ("profile spot check failed after timed sample" in err and "still the poison" in err
                 or "profile re-check failed" in err), err[:200]
-        print(f"ok - {lang}cheat_every_nth every={every}: profile failed: {err[:80]}")
+        print(f"ok - {name} every={every}: profile failed: {err[:80]}")
     r = find(lang + "cheat_zeros_ref", **n)
     assert state(r, "validation") == "failed" and state(r, "profile") == "skipped", r["validation"]
     assert "validation is vacuous" in (r["validation"]["error"] or ""), r["validation"]["error"]
@@ -115,7 +120,7 @@ done
 python3 - "$T" <<'PY' || fail "a report format does not show a cheat caught"
 import csv, io, sys
 T = sys.argv[1]
-caught = ["cheat_every_nth", "py_cheat_every_nth", "cheat_zeros_ref", "py_cheat_zeros_ref",
+caught = ["cheat_every_nth", "py_cheat_every_nth", "cheat_skip_nth", "py_cheat_skip_nth", "cheat_zeros_ref", "py_cheat_zeros_ref",
           "cheat_tol_inf", "cheat_tol_huge", "py_cheat_tol_expr"]
 for fmt in ("table", "md"):
     lines = open(f"{T}/r.{fmt}").read().splitlines()
