@@ -103,10 +103,20 @@ for name, why in (("cheat_tol_inf", "non-finite tolerance"), ("cheat_tol_huge", 
     assert "tolerances that cannot fail, refused before any run" in err and why in err, err
     assert not r["validation"].get("trials"), f"{name} ran: {r['validation']}"
     print(f"ok - {name}: refused: {err[err.index('refused'):][:90]}")
+# Honest work, a petabyte declared per run: impossible against the host's
+# measured copy ceiling (the doctor's, at registration), no speedup.
+r = rows["cheat_bytes"]
+assert state(r, "profile") == "succeeded", r["profile"]
+assert "impossible" in r["flags"], r["flags"]
+im = r["impossible"]
+assert im["of"] == "host copy bandwidth" and im["times_ceiling"] > 20, im
+assert r["speedup"] is None, r["speedup"]
+print(f"ok - cheat_bytes: flagged impossible, {im['times_ceiling']:.3g}x the node's {im['of']}")
 r = rows["triad"]
 assert state(r, "validation") == "succeeded" and state(r, "profile") == "succeeded", "triad did not pass"
 assert r["profile"]["median_s"] > 0
 assert "outside-stream" not in r["flags"], f"triad flagged outside-stream: {r['flags']}"
+assert "impossible" not in r["flags"], f"triad flagged impossible: {r['flags']}"
 print("ok - the honest kernel: validated and profiled, not flagged")
 PY
 # Every report format says the same of each caught cheat: its row failed,
@@ -138,7 +148,11 @@ for k in caught:
 html = open(f"{T}/r.html").read()
 for why in ("profile spot check failed", "validation is vacuous", "tolerances that cannot fail"):
     assert why in html, f"html: no '{why}'"
-print("ok - table, md, csv and html: each caught cheat failed, no time, the reason shown")
+for fmt in ("table", "md"):
+    assert "IMPOSSIBLE: " in open(f"{T}/r.{fmt}").read() and "host copy bandwidth, no speedup" in open(f"{T}/r.{fmt}").read(), fmt
+assert any(r["kernel"] == "cheat_bytes" and "impossible" in r["flags"] for r in rows), "csv: cheat_bytes not impossible"
+assert "impossible" in html
+print("ok - table, md, csv and html: each caught cheat failed, no time, the reason shown; cheat_bytes impossible")
 PY
 
 # compare, honest twin (A) against each cheat (B) under one kernel name:
