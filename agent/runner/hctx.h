@@ -1,6 +1,7 @@
 /* hctx — one task inside a runner process, shared by the runner's files:
  * kernel_ops.c (the frame stream, failing a task, loading and driving a
- * kernel: setup, one run, the output view), validate.c, profile.c,
+ * kernel: setup, one run, the output view), validate.c, profile.c (with
+ * guard.c, the checks around every timed sample),
  * nested.c (a second run under ncu or compute-sanitizer) and harness.c (the
  * entry: build, or load and validate / profile). Every file depends on
  * kernel_ops.c; harness.c on the others; nothing calls back. Not a header
