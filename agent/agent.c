@@ -188,6 +188,7 @@ static void measure_ceilings(kf_agent *a)
     kf_doctor_run(a->runner_exe, gpu, gpu ? dev : NULL, 120, &d, &err);
     a->info->ceiling_copy_gbps = d.copy_gbps;
     a->info->ceiling_bf16_tflops = d.bf16_tflops;
+    a->info->ceiling_host_copy_gbps = d.host_copy_gbps;
     snprintf(a->doctor_error, sizeof a->doctor_error, "%s", d.error);
     a->info->doctor_error = a->doctor_error;
     kf_info("agent.doctor", "copy_gbps=%.1f bf16_tflops=%.1f error=\"%s\"", d.copy_gbps,

@@ -16,7 +16,13 @@
  *
  * Rules:
  *  - setup allocates everything run needs; run does only the timed work.
- *    Inputs are made from `seed` so validation trials differ.
+ *    Inputs are made from `seed` so validation trials differ. A profile sets
+ *    up two or more states from secret seeds and runs them in turn (never
+ *    one state twice in a row), and before every timed sample poisons the
+ *    output and after it checks some of its elements against the reference:
+ *    each state holds its own inputs and output, and every run does its
+ *    work (work skipped because the inputs or the output look unchanged
+ *    fails the profile).
  *  - output() names the buffer the harness checks and poisons. For a CUDA
  *    kernel it is device memory (location KF_LOC_DEVICE). It is asked before
  *    a run and again after it, and must name the same buffer both times.
@@ -26,8 +32,13 @@
  *    stream 0 is.
  *  - reference() writes the expected output as doubles (count elements),
  *    computed independently of run (in higher precision where it matters).
+ *    A reference of all zeros fails validation as vacuous.
+ *  - tol_abs and tol_rel must be able to fail: a non-finite or negative one,
+ *    or tol_rel >= 1 (which an output of zeros meets), is refused before the
+ *    kernel runs.
  *  - bytes/flops are the algorithmic traffic and work of one run, used for
- *    GB/s and GFLOP/s in reports.
+ *    GB/s and GFLOP/s in reports; a row faster than the node can move those
+ *    bytes or do those FLOPs is flagged impossible.
  *  - CUDA kernels launch on the legacy default stream (stream 0) and never
  *    synchronize in run(): the harness brackets run() with events on that
  *    stream behind a blocking kernel, so a synchronizing call in run() would

@@ -146,8 +146,9 @@ out:
 int kf_doctor_measure(int gpu, kf_doctor *d)
 {
     memset(d, 0, sizeof *d);
+    d->host_copy_gbps = host_copy_gbps();
     if (!gpu) {
-        d->copy_gbps = host_copy_gbps();
+        d->copy_gbps = d->host_copy_gbps;
         return KF_OK;
     }
     kf_cudrv *cu = NULL;
@@ -170,7 +171,8 @@ void kf_doctor_print(const kf_doctor *d, int fd)
     for (char *p = e; *p; p++)
         if (*p == '\n')
             *p = ' ';
-    dprintf(fd, "copy_gbps=%.3f bf16_tflops=%.3f error=%s\n", d->copy_gbps, d->bf16_tflops, e);
+    dprintf(fd, "copy_gbps=%.3f bf16_tflops=%.3f host_copy_gbps=%.3f error=%s\n", d->copy_gbps,
+            d->bf16_tflops, d->host_copy_gbps, e);
 }
 
 int kf_doctor_run(const char *exe, int gpu, const char *visible, double timeout_s, kf_doctor *out,
@@ -235,6 +237,9 @@ int kf_doctor_run(const char *exe, int gpu, const char *visible, double timeout_
         snprintf(out->error, sizeof out->error, "%s", err->msg);
         return rc;
     }
+    const char *hc = strstr(buf, " host_copy_gbps=");
+    if (hc)
+        sscanf(hc, " host_copy_gbps=%lf", &out->host_copy_gbps);
     const char *e = strstr(buf, " error=");
     if (e) {
         snprintf(out->error, sizeof out->error, "%s", e + 7);

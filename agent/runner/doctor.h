@@ -8,7 +8,8 @@
  * 10). cuBLAS is dlopen'd (libcublas.so.13/.12 or the toolkit's), like the
  * driver: the agent links no CUDA library. Without cuBLAS the matrix rate
  * is 0 and the reason is recorded. On a CPU-only node: host memcpy
- * bandwidth, counted the same way.
+ * bandwidth, counted the same way; on every node the host memcpy bandwidth
+ * too (host_copy_gbps), which host kernels' rows are judged against.
  *
  * The measurement runs in a child (`kfleet-agent --doctor`) so that a
  * broken driver cannot take the agent down; kf_doctor_run spawns it and
@@ -19,9 +20,10 @@
 #include "common/err.h"
 
 typedef struct kf_doctor {
-    double copy_gbps;   /* 0: not measured */
-    double bf16_tflops; /* 0: not measured (CPU node, or no cuBLAS) */
-    char error[512];    /* why something was not measured; "" when all was */
+    double copy_gbps;      /* 0: not measured */
+    double bf16_tflops;    /* 0: not measured (CPU node, or no cuBLAS) */
+    double host_copy_gbps; /* host memcpy, on any node; 0: not measured */
+    char error[512];       /* why something was not measured; "" when all was */
 } kf_doctor;
 
 /* Measures in this process (the --doctor child). gpu: 1 to measure device
@@ -29,7 +31,8 @@ typedef struct kf_doctor {
  * are described in out->error. */
 int kf_doctor_measure(int gpu, kf_doctor *out);
 
-/* Prints out as one line "copy_gbps=… bf16_tflops=… error=…" to fd. */
+/* Prints out as one line "copy_gbps=… bf16_tflops=… host_copy_gbps=…
+ * error=…" to fd. */
 void kf_doctor_print(const kf_doctor *d, int fd);
 
 /* Runs `exe --doctor [--gpu]` with CUDA_VISIBLE_DEVICES=visible (when not

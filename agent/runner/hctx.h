@@ -1,6 +1,7 @@
 /* hctx — one task inside a runner process, shared by the runner's files:
  * kernel_ops.c (the frame stream, failing a task, loading and driving a
- * kernel: setup, one run, the output view), validate.c, profile.c,
+ * kernel: setup, one run, the output view), validate.c, profile.c (with
+ * guard.c, the checks around every timed sample),
  * nested.c (a second run under ncu or compute-sanitizer) and harness.c (the
  * entry: build, or load and validate / profile). Every file depends on
  * kernel_ops.c; harness.c on the others; nothing calls back. Not a header
@@ -125,6 +126,7 @@ int hctx_setup(hctx *h, const loaded *L, uint64_t seed, void **state);
  * finite, max-abs and relative-L2 error within the kernel's tolerances. */
 typedef struct hctx_check {
     uint64_t nonfinite;
+    uint64_t ref_nonzero; /* reference elements != 0: none makes the check vacuous */
     double max_abs, rel;
     int passed;
 } hctx_check;
@@ -141,6 +143,9 @@ void hctx_compare(const void *out, kf_dtype dtype, const double *ref, size_t n, 
 int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, hctx_check *c,
                        void **out, int *owned);
 int hctx_validate(hctx *h, const loaded *L);
+/* 0 when the kernel's tolerances can fail a validation (kf_tol_vacuous);
+ * else -1 with the task failed and why, before the kernel runs. */
+int hctx_refuse_vacuous(hctx *h, const loaded *L);
 int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps);
 void hctx_summarize_telemetry(hctx *h, Kfleet__TelemetrySummary *ts);
 /* The run a tool watches: setup, a warm-up, then `runs` launches inside the

@@ -1,8 +1,12 @@
 /* profile — a profile task: warm-up, then timed samples (caches flushed
- * between cold samples; input sets rotated for hot ones) until min samples
- * + min time + the noise criterion, or the timeout; every sample streamed.
- * Device kernels are timed by the CUDA driver through cudrv, host kernels
- * by CLOCK_MONOTONIC; NVML telemetry is read alongside. */
+ * between cold samples) until min samples + min time + the noise
+ * criterion, or the timeout; every sample streamed. Every run goes to the
+ * next of K >= 2 input sets from secret seeds, and every sample is guarded
+ * (guard.c: outputs poisoned before it, spot-checked after it, untimed), so
+ * work a kernel skips is never timed as fast. Device kernels are timed by
+ * the CUDA driver through cudrv, host kernels by CLOCK_MONOTONIC; NVML
+ * telemetry is read alongside. */
+#include "runner/guard.h"
 #include "runner/hctx.h"
 #include "runner/harness.h"
 #include "common/buf.h"
@@ -143,6 +147,78 @@ static size_t host_cache_bytes(void)
     return c > 0 ? (size_t)c : 32u << 20;
 }
 
+/* The memory the input sets may take together: a quarter of the device's
+ * free memory, or an eighth of the host's. */
+static double sets_budget(hctx *h)
+{
+    if (h->cu) {
+        size_t fr = 0, tot = 0;
+        kf_err err;
+        if (kf_cudrv_mem_info(h->cu, &fr, &tot, &err) == KF_OK && fr > 0)
+            return (double)fr / 4;
+        return 4.0 * (1u << 30);
+    }
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    return pages > 0 && psz > 0 ? (double)pages * (double)psz / 8 : 4.0 * (1u << 30);
+}
+
+/* How many input sets the profile rotates among. At least two, so that no
+ * run sees the inputs of the run before it (a kernel memoizing on its
+ * inputs' identity has nothing to reuse), and one per run of a batch, so
+ * that every run of a sample starts from poison; for hot samples of a
+ * working set that fits in the cache, enough to be twice the cache (the
+ * cache must not hold the last sample's data). Bounded by
+ * KF_MAX_INPUT_SETS and by the memory budget, counting each set as the
+ * kernel's declared bytes: a kernel too big for two sets gets one, and
+ * only the poison before each sample (docs/benchmarks.md). */
+static size_t input_sets(hctx *h, double wbytes, int hot, uint32_t batch)
+{
+    size_t cache = h->cu ? kf_cudrv_l2_bytes(h->cu) : host_cache_bytes();
+    size_t want = 2;
+    if (batch > want)
+        want = batch;
+    if (hot && wbytes > 0 && wbytes < (double)cache) {
+        size_t c = (size_t)ceil(2.0 * (double)cache / wbytes);
+        want = c > want ? c : want;
+    }
+    want = want > KF_MAX_INPUT_SETS ? KF_MAX_INPUT_SETS : want;
+    if (wbytes > 0) {
+        double fit = floor(sets_budget(h) / wbytes);
+        if (fit < (double)want)
+            want = fit >= 1 ? (size_t)fit : 1;
+    }
+    return want;
+}
+
+/* A batch's runs, each on the next input set: the run function handed to
+ * cudrv's timer (and the host loop), over the profile's sets. For a device
+ * kernel each run is followed by the kernel's output() inside the timed
+ * bracket: work a kernel hands to a host thread of its own and joins in
+ * output() is then enqueued before the stop event, so it is timed. An
+ * honest output() only names its buffer, on the host, while the blocking
+ * kernel holds the stream: it adds no device time. (Host kernels are
+ * probed for that instead: probe_host_outside.) */
+typedef struct rotation {
+    const kf_kernel *k;
+    void *const *states;
+    size_t nsets, next;
+    int with_output;
+} rotation;
+
+static int rotation_run(void *arg, char *err, size_t errlen)
+{
+    rotation *r = arg;
+    void *state = r->states[r->next++ % r->nsets];
+    kf_view v = {0};
+    if (r->k->run(state, err, errlen) != 0)
+        return -1;
+    if (r->with_output && r->k->output(state, &v) != 0) {
+        snprintf(err, errlen, "output() failed after run()");
+        return -1;
+    }
+    return 0;
+}
+
 /* Whether the last NOISE_HIST noise estimates agree within 5 % of their
  * mean, or within two timer quanta when those are wider: the estimate has
  * settled. */
@@ -240,8 +316,8 @@ static int recheck(hctx *h, const loaded *L, void *state, const char *when)
  * and every sample is then timed until idle. 0 when it stays on its stream,
  * or when the GPU cannot be stamped. */
 #define OUTSIDE_PROBES 9
-static int probe_outside(hctx *h, const loaded *L, void **states, size_t nsets, int hot,
-                         unsigned batch, double *excess, double *over)
+static int probe_outside(hctx *h, const loaded *L, rotation *rot, int hot, unsigned batch,
+                         double *excess, double *over)
 {
     kf_err err;
     double ex[OUTSIDE_PROBES], ev[OUTSIDE_PROBES];
@@ -253,7 +329,7 @@ static int probe_outside(hctx *h, const loaded *L, void **states, size_t nsets, 
     kf_cudrv_until_idle(h->cu, 1);
     for (unsigned i = 0; i < OUTSIDE_PROBES; i++) {
         kf_cudrv_timing tm;
-        if (kf_cudrv_time(h->cu, hot, batch, L->k->run, states[i % nsets], &tm, &err) != KF_OK) {
+        if (kf_cudrv_time(h->cu, hot, batch, rotation_run, rot, &tm, &err) != KF_OK) {
             kf_cudrv_until_idle(h->cu, 0);
             return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel,
                              err.msg);
@@ -281,18 +357,18 @@ static int probe_outside(hctx *h, const loaded *L, void **states, size_t nsets, 
  * match); when the first outlasts the second by more than 20 us and 10 %
  * of run(), *excess is that (median, per run), *over the second's median,
  * and every sample is then timed through output(). */
-static int probe_host_outside(hctx *h, const loaded *L, void **states, size_t nsets, unsigned batch,
+static int probe_host_outside(hctx *h, const loaded *L, rotation *rot, unsigned batch,
                               double *excess, double *over)
 {
     double ex[OUTSIDE_PROBES], ev[OUTSIDE_PROBES], ov[OUTSIDE_PROBES];
     char kerr[HCTX_KERR_LEN] = "";
     *excess = *over = 0;
     for (unsigned i = 0; i < OUTSIDE_PROBES; i++) {
-        void *state = states[i % nsets];
+        void *state = rot->states[rot->next % rot->nsets];
         kf_view v = {0};
         uint64_t t0 = kf_mono_ns();
         for (unsigned b = 0; b < batch; b++)
-            if (L->k->run(state, kerr, sizeof kerr) != 0)
+            if (rotation_run(rot, kerr, sizeof kerr) != 0)
                 return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s failed: %s",
                                  h->spec->kernel, kerr);
         uint64_t t1 = kf_mono_ns();
@@ -339,14 +415,11 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
      * time the cache holding the last sample's data: rotate among input
      * sets (different seeds) that together are twice the cache. Cold
      * samples need none: the flush evicts everything first. */
+    if (hctx_refuse_vacuous(h, L) != 0)
+        return -1;
     void *states[KF_MAX_INPUT_SETS] = {NULL};
-    size_t nsets = 1;
     double wbytes = L->k->bytes ? L->k->bytes(&L->params) : 0;
-    size_t cache = h->cu ? kf_cudrv_l2_bytes(h->cu) : host_cache_bytes();
-    if (hot && wbytes > 0 && wbytes < (double)cache) {
-        nsets = (size_t)ceil(2.0 * (double)cache / wbytes);
-        nsets = nsets > KF_MAX_INPUT_SETS ? KF_MAX_INPUT_SETS : nsets;
-    }
+    size_t nsets = input_sets(h, wbytes, hot, batch);
     /* Input sets from seeds the kernel cannot know in advance (never the
      * validation's): a kernel that memoizes on its inputs or recognises a
      * profile's has nothing to recognise. */
@@ -360,9 +433,20 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
             return -1;
         }
     }
+    hctx_guard *guard = NULL;
+    if (hctx_guard_new(h, L, states, nsets, &guard) != 0) {
+        for (size_t j = 0; j < nsets; j++)
+            L->k->teardown(states[j]);
+        return -1;
+    }
     uint64_t tw0 = kf_mono_ns();
+    /* Every run of the profile, from the warm-up on, goes to the next set
+     * (run r on set r % nsets): no two runs in a row share inputs, so a
+     * kernel memoizing on its last inputs never hits. */
+    rotation rot = {L->k, states, nsets, 0, h->cu != NULL};
     for (uint32_t i = 0; i < warmup * nsets; i++) {
-        if (hctx_run_once(h, L, states[i % nsets]) != 0) {
+        if (hctx_run_once(h, L, states[rot.next++ % nsets]) != 0) {
+            hctx_guard_destroy(&guard);
             for (size_t j = 0; j < nsets; j++)
                 L->k->teardown(states[j]);
             return -1;
@@ -379,9 +463,10 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
         flush = malloc(flush_n);
     }
     double outside = 0, idle_over = 0;
-    if (h->cu ? probe_outside(h, L, states, nsets, hot, batch, &outside, &idle_over)
-              : probe_host_outside(h, L, states, nsets, batch, &outside, &idle_over)) {
+    if (h->cu ? probe_outside(h, L, &rot, hot, batch, &outside, &idle_over)
+              : probe_host_outside(h, L, &rot, batch, &outside, &idle_over)) {
         free(flush);
+        hctx_guard_destroy(&guard);
         for (size_t j = 0; j < nsets; j++)
             L->k->teardown(states[j]);
         return -1;
@@ -413,16 +498,23 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
      * profile has one) and once more after the last sample. */
     size_t recheck_at = (size_t)(unpredictable_u64() % min_samples);
     int rechecked = 0;
+    size_t iter = 0; /* samples so far, kept or not */
     while (times && clk && pw) {
-        void *state = states[n % nsets];
+        size_t first = rot.next % nsets;
         if (n == recheck_at && !rechecked) {
             rechecked = 1;
             uint64_t tr = kf_mono_ns();
-            rc = recheck(h, L, state, "during the samples");
+            /* On the set the last run used, so that the next sample's run
+             * still follows a run on other inputs. */
+            rc = recheck(h, L, states[(rot.next + nsets - 1) % nsets], "during the samples");
             recheck_s += (double)(kf_mono_ns() - tr) / 1e9;
             if (rc != 0)
                 break;
         }
+        /* The poison first, the flush after it: a cold sample finds its
+         * output out of the cache as it did before the guard. */
+        if ((rc = hctx_guard_before(guard, h, first, batch)) != 0)
+            break;
         if (flush) {
             memset(flush, (int)(n & 0xFF), flush_n);
             __asm__ volatile("" : : "r"(flush) : "memory");
@@ -434,7 +526,7 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
             kf_err err;
             kf_cudrv_timing tm;
             uint64_t t0 = kf_mono_ns();
-            if (kf_cudrv_time(h->cu, hot, batch, L->k->run, state, &tm, &err) != KF_OK) {
+            if (kf_cudrv_time(h->cu, hot, batch, rotation_run, &rot, &tm, &err) != KF_OK) {
                 rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel,
                                err.msg);
                 break;
@@ -453,6 +545,8 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
                 h->throttled_samples += (uint32_t)(throttled != 0);
                 nvml_s += (double)(kf_mono_ns() - t1) / 1e9;
             }
+            if ((rc = hctx_guard_after(guard, h, L, states, first, batch, iter++)) != 0)
+                break;
             if (throttled == DISCARD) {
                 /* Stored and flagged, not counted; the GPU gets time to
                  * recover before the next sample (nvbench's policy). */
@@ -477,7 +571,7 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
             uint64_t t0 = kf_mono_ns();
             char kerr[HCTX_KERR_LEN] = "";
             for (uint32_t b = 0; b < batch; b++) {
-                if (L->k->run(state, kerr, sizeof kerr) != 0) {
+                if (rotation_run(&rot, kerr, sizeof kerr) != 0) {
                     rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s failed: %s",
                                    h->spec->kernel, kerr);
                     break;
@@ -488,14 +582,20 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
             /* Work a thread of the kernel's still does counts: the sample
              * runs through output() (probe_host_outside). */
             kf_view v = {0};
-            if (outside > 0 && L->k->output(state, &v) != 0) {
-                rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: output() failed",
-                               h->spec->kernel);
-                break;
+            for (uint32_t b = 0; outside > 0 && b < batch && b < nsets; b++) {
+                if (L->k->output(states[(first + b) % nsets], &v) != 0) {
+                    rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: output() failed",
+                                   h->spec->kernel);
+                    break;
+                }
             }
+            if (rc)
+                break;
             secs = (double)(kf_mono_ns() - t0) / 1e9;
             secs = (outside > 0 && secs > idle_over ? secs - idle_over : secs) / batch;
             timed_all += secs * batch;
+            if ((rc = hctx_guard_after(guard, h, L, states, first, batch, iter++)) != 0)
+                break;
         }
         if (n == cap) {
             cap *= 2;
@@ -542,9 +642,15 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
     hctx_phase_add_s(h, HCTX_PH_SYNC, sync_s);
     hctx_phase_add_s(h, HCTX_PH_CLOCKS, nvml_s);
     /* The re-check inside the loop already counts as run, reference and
-     * compare (hctx_run_and_check). */
+     * compare (hctx_run_and_check); the guard's poison and spot checks
+     * count as compare. */
+    double guard_s = hctx_guard_spent_s(guard);
+    hctx_phase_add_s(h, HCTX_PH_COMPARE, guard_s);
     hctx_phase_add_s(h, HCTX_PH_SAMPLING,
-                     loop_s - timed_all - waits - enq_s - sync_s - nvml_s - recheck_s);
+                     loop_s - timed_all - waits - enq_s - sync_s - nvml_s - recheck_s - guard_s);
+    kf_debug("profile_guard", "kernel=%s sets=%zu checks=%llu guard_s=%.6f samples=%zu",
+             h->spec->kernel, nsets, (unsigned long long)hctx_guard_checks(guard), guard_s, iter);
+    hctx_guard_destroy(&guard);
     free(flush);
     if (rc == 0 && n > 0)
         rc = recheck(h, L, states[(n - 1) % nsets], "after the last sample");

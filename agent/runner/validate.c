@@ -1,8 +1,12 @@
 /* validate — a validate task: fresh inputs per seed (seeds differ per trial
  * and per task), the output poisoned before each run, every element checked
  * finite, max-abs and relative-L2 error against the kernel's own reference,
- * and bitwise determinism across two runs of the first seed. */
+ * and bitwise determinism across two runs of the first seed. A check that
+ * cannot fail is refused (issue 29): tolerances that pass anything before
+ * any run (kf_tol_vacuous, also before a profile), and a reference of all
+ * zeros, against which the relative error measures nothing. */
 #include "runner/hctx.h"
+#include "common/tolerance.h"
 #include "runner/harness.h"
 #include "common/buf.h"
 #include "common/log.h"
@@ -73,7 +77,7 @@ static unsigned cpus(void)
 }
 
 typedef struct cmp_part {
-    uint64_t nonfinite;
+    uint64_t nonfinite, ref_nonzero;
     double max_abs, diff2, ref2;
 } cmp_part;
 
@@ -92,10 +96,11 @@ static void compare_range(void *arg, unsigned part, size_t lo, size_t hi)
     const void *out = c->out;
     const double *ref = c->ref;
     kf_dtype dtype = c->dtype;
-    uint64_t nonfinite = 0;
+    uint64_t nonfinite = 0, ref_nonzero = 0;
     double max_abs = 0, diff2 = 0, ref2 = 0;
     for (size_t i = lo; i < hi; i++) {
         double o = hctx_elem(out, dtype, i);
+        ref_nonzero += ref[i] != 0;
         if (!isfinite(o)) {
             nonfinite++;
             continue;
@@ -106,7 +111,7 @@ static void compare_range(void *arg, unsigned part, size_t lo, size_t hi)
         diff2 += d * d;
         ref2 += ref[i] * ref[i];
     }
-    c->parts[part] = (cmp_part){nonfinite, max_abs, diff2, ref2};
+    c->parts[part] = (cmp_part){nonfinite, ref_nonzero, max_abs, diff2, ref2};
 }
 
 void hctx_compare(const void *out, kf_dtype dtype, const double *ref, size_t n, unsigned threads,
@@ -116,9 +121,11 @@ void hctx_compare(const void *out, kf_dtype dtype, const double *ref, size_t n, 
     par_ranges(n, threads, compare_range, &cc);
     double diff2 = 0, ref2 = 0;
     c->nonfinite = 0;
+    c->ref_nonzero = 0;
     c->max_abs = 0;
     for (unsigned t = 0; t < range_parts(n, threads); t++) {
         c->nonfinite += cc.parts[t].nonfinite;
+        c->ref_nonzero += cc.parts[t].ref_nonzero;
         if (cc.parts[t].max_abs > c->max_abs)
             c->max_abs = cc.parts[t].max_abs;
         diff2 += cc.parts[t].diff2;
@@ -174,15 +181,30 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
     }
     t0 = kf_mono_ns();
     hctx_compare(*out, v->dtype, ref, v->count, cpus(), c);
-    c->passed = c->nonfinite == 0 && c->max_abs <= L->k->tol_abs && c->rel <= L->k->tol_rel;
+    c->passed = c->nonfinite == 0 && c->ref_nonzero > 0 && c->max_abs <= L->k->tol_abs &&
+                c->rel <= L->k->tol_rel;
     hctx_phase_add(h, HCTX_PH_COMPARE, t0);
     return 0;
+}
+
+int hctx_refuse_vacuous(hctx *h, const loaded *L)
+{
+    char why[512];
+    if (kf_tol_vacuous(L->k->tol_abs, L->k->tol_rel, why, sizeof why) == 0)
+        return 0;
+    h->res->tol_abs = L->k->tol_abs;
+    h->res->tol_rel = L->k->tol_rel;
+    return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                     "kernel %s declares tolerances that cannot fail, refused before any run: %s",
+                     h->spec->kernel, why);
 }
 
 int hctx_validate(hctx *h, const loaded *L)
 {
     const Kfleet__MeasureSettings *m = h->spec->measure;
     uint32_t seeds = m && m->validate_seeds ? m->validate_seeds : KF_DEFAULT_SEEDS;
+    if (hctx_refuse_vacuous(h, L) != 0)
+        return -1;
     Kfleet__ValidateTrial **trials = calloc(seeds, sizeof *trials);
     if (!trials)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory");
@@ -220,11 +242,18 @@ int hctx_validate(hctx *h, const loaded *L)
         t->max_abs_err = max_abs;
         t->rel_err = rel;
         t->nonfinite = nonfinite;
-        t->passed = nonfinite == 0 && max_abs <= L->k->tol_abs && rel <= L->k->tol_rel;
+        t->passed = chk.passed;
         h->res->tol_abs = L->k->tol_abs;
         h->res->tol_rel = L->k->tol_rel;
         trials[h->res->n_trials++] = t;
-        if (!t->passed && all_pass) {
+        if (chk.ref_nonzero == 0 && all_pass) {
+            all_pass = 0;
+            snprintf(first_bad, sizeof first_bad,
+                     "validation is vacuous (seed %llu): the reference is all zeros (%zu "
+                     "elements), so the relative error measures nothing and an output of zeros "
+                     "would pass; make setup's inputs give a nonzero reference",
+                     (unsigned long long)seed, v.count);
+        } else if (!t->passed && all_pass) {
             all_pass = 0;
             snprintf(first_bad, sizeof first_bad,
                      "validation failed (seed %llu): %llu non-finite or unwritten elements of "

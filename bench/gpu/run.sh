@@ -20,8 +20,10 @@
 #                 built, then a cache hit; loaded under a torch whose files
 #                 say another version than its metadata (refused, naming
 #                 both); and under an "upgraded" torch (a new build)
-#   PART=cheats   tests/data/sweeps/cheats.yaml (every host cheat),
-#                 bench/gpu/side-stream.yaml and targets once
+#   PART=cheats   tests/data/sweeps/cheats.yaml (every host cheat, C and
+#                 numpy), bench/gpu/cheats.yaml (issue 29: the Triton softmax
+#                 honest and cheating, each row against its honest twin, in
+#                 cheats-gpu.md), bench/gpu/side-stream.yaml and targets once
 #   PART=facts    what agents report (Python, torch sees the GPU) and CUDA
 #                 forward compatibility with a simulated older driver
 #                 (bench/gpu/facts.sh), then examples/torch.yaml
@@ -299,6 +301,9 @@ for r in json.load(open(sys.argv[1]))["rows"]:
     print(f"cheat: {r['kernel']}: validation {v.get('state')}, profile {p.get('state')}, "
           f"median {med}, outside {out}, flags {','.join(r.get('flags') or [])} {err}")
 PY
+  # Issue 29 on the GPU: each Triton cheat against its honest twin (mode 0).
+  sweep cheatsgpu "$ROOT/bench/gpu/cheats.yaml"
+  python3 "$ROOT/bench/gpu/cheats_summary.py" "$W/cheatsgpu.json" | tee "$W/cheats-gpu.md"
   sweep sidestream "$ROOT/bench/gpu/side-stream.yaml"
   mv "$W/sidestream.json" "$W/side-stream.json"
   sweep targets1 "$ROOT/bench/gpu/targets.yaml"

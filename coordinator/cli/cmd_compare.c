@@ -16,8 +16,10 @@ static int cmd_compare(int argc, char **argv, const char *home)
     const kf_cmd_entry *self = &kf_cmd_compare;
     kf_compare_format fmt = KF_COMPARE_TABLE;
     double threshold = 5;
+    unsigned flags = 0;
     static const struct option opts[] = {{"format", required_argument, 0, 'F'},
                                          {"threshold", required_argument, 0, 't'},
+                                         {"accept-changed-source", no_argument, 0, 'S'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int ch, rc;
@@ -35,6 +37,9 @@ static int cmd_compare(int argc, char **argv, const char *home)
                 fmt = KF_COMPARE_JSON;
             else
                 return kf_opt_error(self, "--format wants table, md or json, got '%s'", optarg);
+            break;
+        case 'S':
+            flags |= KF_COMPARE_ACCEPT_SOURCE;
             break;
         case 't':
             threshold = strtod(optarg, &end);
@@ -71,7 +76,7 @@ static int cmd_compare(int argc, char **argv, const char *home)
     }
     kf_buf out = KF_BUF_INIT;
     kf_compare_result res;
-    rc = kf_compare_render(t, ids[0], ids[1], threshold, fmt, &out, &res, &err);
+    rc = kf_compare_render(t, ids[0], ids[1], threshold, flags, fmt, &out, &res, &err);
     kf_store_abort(&t);
     kf_store_close(&s);
     if (rc != KF_OK) {
@@ -81,8 +86,8 @@ static int cmd_compare(int argc, char **argv, const char *home)
     }
     fwrite(out.data, 1, out.len, stdout);
     kf_buf_release(&out);
-    /* The gate: a configuration broken in B, or slower beyond the threshold
-     * and the noise, fails. */
+    /* The gate: a configuration broken in B, slower beyond the threshold
+     * and the noise, impossible, or judged by a changed check, fails. */
     return res.regressions ? 1 : 0;
 }
 
@@ -96,9 +101,14 @@ const kf_cmd_entry kf_cmd_compare = {
     "configuration that passed in A and in B failed validation, crashed, timed out, was\n"
     "skipped or is missing is a regression, listed first with the reason; one failing in\n"
     "both is reported as such. Then for configurations passing in both, the change of\n"
-    "the median against the two profiles' combined noise. Exit 1 on a regression (broken,\n"
-    "or slower beyond the noise and the threshold), 0 otherwise, 2 when the sweeps have\n"
-    "no configuration in common; so it gates CI.\n\n"
+    "the median against the two profiles' combined noise. A row flagged impossible (faster\n"
+    "than its node can do), or whose tolerances or kernel source changed between A and B,\n"
+    "is never called an improvement: it is a regression that says what changed. Exit 1 on\n"
+    "a regression (broken, slower beyond the noise and the threshold, impossible,\n"
+    "changed), 0 otherwise, 2 when the sweeps have no configuration in common; so it\n"
+    "gates CI.\n\n"
     "  --threshold PCT  a slowdown must exceed this to count as a regression (default 5)\n"
+    "  --accept-changed-source  judge a kernel whose source changed on time (an A/B of two\n"
+    "                   versions with the same tolerances)\n"
     "  --format FMT     table, md or json (schema kfleet.compare/2)",
 };

@@ -4,14 +4,20 @@
  * packages it imports that nodes may lack (numpy, torch, triton, cupy),
  * so that its tasks go only to agents whose Python has them, and the
  * sources of the torch extension it brings (`extension = ["op.cpp",
- * "op_kernel.cu"]`), which the client uploads and the build task builds. */
+ * "op_kernel.cu"]`), which the client uploads and the build task builds.
+ * And its tolerances where they are literals (`tol_rel = 1e-5`,
+ * `tol_abs = float("inf")`): a check that cannot fail (common/tolerance.h)
+ * is refused here, at submit, with the line; other forms are left to the
+ * runner, which refuses the same before the kernel runs. */
 #include "common/buf.h"
 #include "common/limits.h"
+#include "common/tolerance.h"
 #include "core/sweep_int.h"
 
 #include "common/xalloc.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +107,56 @@ static int device_line(const char *p, size_t len, int *cuda)
         return 1;
     }
     return -1;
+}
+
+/* `tol_abs = VALUE` or `tol_rel = VALUE` on a line of its own, VALUE a
+ * number literal, inf/nan, float("inf"), math.inf or np.inf (a comment may
+ * follow): 1 with *which (0 abs, 1 rel) and *val; 0 when the line is not
+ * one (or not in a form read here). */
+static int tolerance_line(const char *p, size_t len, int *which, double *val)
+{
+    char lit[128], name[8], rhs[96];
+    snprintf(lit, sizeof lit, "%.*s", (int)(len < 127 ? len : 127), p);
+    char *hash = strchr(lit, '#');
+    if (hash)
+        *hash = '\0';
+    if (sscanf(lit, "%7[a-z_] = %95s", name, rhs) != 2)
+        return 0;
+    if (strcmp(name, "tol_abs") == 0)
+        *which = 0;
+    else if (strcmp(name, "tol_rel") == 0)
+        *which = 1;
+    else
+        return 0;
+    size_t n = strlen(rhs);
+    char extra[8];
+    if (sscanf(lit, "%*[a-z_] = %*s %7s", extra) == 1)
+        return 0; /* an expression: the runner judges it */
+    static const struct {
+        const char *text;
+        double v;
+    } named[] = {{"float(\"inf\")", INFINITY},
+                 {"float('inf')", INFINITY},
+                 {"math.inf", INFINITY},
+                 {"np.inf", INFINITY},
+                 {"numpy.inf", INFINITY},
+                 {"float(\"nan\")", NAN},
+                 {"float('nan')", NAN},
+                 {"math.nan", NAN},
+                 {"np.nan", NAN},
+                 {"numpy.nan", NAN}};
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
+        if (strcmp(rhs, named[i].text) == 0) {
+            *val = named[i].v;
+            return 1;
+        }
+    }
+    char *end = NULL;
+    double v = strtod(rhs, &end);
+    if (n == 0 || !end || *end != '\0')
+        return 0;
+    *val = v;
+    return 1;
 }
 
 static int has_suffix(const char *s, const char *const *sfx)
@@ -263,7 +319,8 @@ int kf_sweep_python_scan(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel 
         kf_buf_release(&b);
         return kf_yaml_fail(&c->y, n, "kernel source %s: %s", k->path, why);
     }
-    int line = 0, ext_line = 0, rc = KF_OK;
+    int line = 0, ext_line = 0, rc = KF_OK, tol_line[2] = {0, 0};
+    double tol[2] = {0, 0};
     k->py_needs = 0;
     for (const char *p = b.data; p && p < b.data + b.len && rc == KF_OK;) {
         const char *end = memchr(p, '\n', (size_t)(b.data + b.len - p));
@@ -276,6 +333,12 @@ int kf_sweep_python_scan(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel 
                               "it without running the module",
                               k->path, line);
         k->py_needs |= line_imports(p, p + len);
+        int which = 0;
+        double tv = 0;
+        if (tolerance_line(p, len, &which, &tv)) {
+            tol[which] = tv;
+            tol_line[which] = line;
+        }
         char ewhy[200];
         int e = rc == KF_OK ? extension_line(p, len, k, ewhy, sizeof ewhy) : 0;
         if (e == 2)
@@ -292,6 +355,14 @@ int kf_sweep_python_scan(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel 
         p = end ? end + 1 : NULL;
     }
     kf_buf_release(&b);
+    char twhy[400];
+    if (rc == KF_OK && (tol_line[0] || tol_line[1]) &&
+        kf_tol_vacuous(tol[0], tol[1], twhy, sizeof twhy) != 0)
+        rc = kf_yaml_fail(&c->y, n, "%s:%d: the kernel's check cannot fail, refused: %s", k->path,
+                          tol_line[1] && (!isfinite(tol[1]) || tol[1] >= 1 || tol[1] < 0)
+                              ? tol_line[1]
+                              : tol_line[0],
+                          twhy);
     if (rc == KF_OK && ext_line) {
         k->py_needs |= package_bit("torch", 5); /* an extension is built and loaded by torch */
         rc = check_ext_files(c, n, k, ext_line);

@@ -21,6 +21,9 @@ typedef struct cfg {
     const char *vstate;
     double median, noise; /* the profile's; NAN when none */
     int matched;
+    char impossible[96]; /* "2.4x the node's copy bandwidth"; "" when possible */
+    char tol[64];        /* "tol_abs 1e-06 tol_rel 1e-05"; "" when not known */
+    const char *hash;    /* the kernel's source hash, "" when not known */
 } cfg;
 
 typedef struct side {
@@ -94,6 +97,38 @@ static void task_state(const json_t *task, const char *what, cfg *c)
                  (int)(n > 200 ? 200 : n), e);
 }
 
+/* A tolerance as the report writes it: a number, or "inf"/"nan". */
+static void tol_text(const json_t *v, char *out, size_t len)
+{
+    if (json_is_number(v))
+        snprintf(out, len, "%g", json_number_value(v));
+    else
+        snprintf(out, len, "%s", json_is_string(v) ? json_string_value(v) : "");
+}
+
+/* The row's judgement facts: impossible, its tolerances, its kernel's hash. */
+static void judgement_of(const json_t *report, const json_t *row, cfg *c)
+{
+    const json_t *im = json_object_get(row, "impossible");
+    if (json_is_object(im))
+        snprintf(c->impossible, sizeof c->impossible, "%.1fx the node's %s",
+                 json_number_value(json_object_get(im, "times_ceiling")), str_of(im, "of"));
+    const json_t *v = json_object_get(row, "validation");
+    char ta[24], tr[24];
+    tol_text(json_object_get(v, "tol_abs"), ta, sizeof ta);
+    tol_text(json_object_get(v, "tol_rel"), tr, sizeof tr);
+    if (*ta || *tr)
+        snprintf(c->tol, sizeof c->tol, "tol_abs %s tol_rel %s", *ta ? ta : "?", *tr ? tr : "?");
+    c->hash = "";
+    size_t i;
+    const json_t *k;
+    json_array_foreach(json_object_get(json_object_get(report, "sweep"), "kernels"), i, k)
+    {
+        if (strcmp(str_of(k, "name"), c->kernel) == 0)
+            c->hash = str_of(k, "hash");
+    }
+}
+
 static int load_side(kf_txn *t, uint32_t id, side *s, kf_err *err)
 {
     kf_buf b = KF_BUF_INIT;
@@ -129,6 +164,7 @@ static int load_side(kf_txn *t, uint32_t id, side *s, kf_err *err)
         json_t *med = json_object_get(p, "median_s"), *noise = json_object_get(p, "noise_pct");
         c->median = c->ok && json_is_number(med) ? json_number_value(med) : NAN;
         c->noise = json_is_number(noise) ? json_number_value(noise) : 0;
+        judgement_of(s->report, r, c);
     }
     return KF_OK;
 }
@@ -158,27 +194,62 @@ static cfg *match(side *a, const cfg *b)
 
 /* What a pair (or a lone configuration) comes to; the order is the table's. */
 enum outcome {
-    O_BROKEN,  /* passed in A, failed in B, or missing from B: a regression */
-    O_SLOWER,  /* both pass, B slower beyond the noise; a regression past the threshold */
-    O_BOTH,    /* failing in both */
-    O_FIXED,   /* failed in A, passes in B */
-    O_FASTER,  /* both pass, B faster beyond the noise */
-    O_SAME,    /* both pass, within the noise (or slower within the threshold) */
-    O_NEW,     /* only in B */
-    O_PENDING, /* a task of it has not ended: no verdict yet */
+    O_BROKEN,     /* passed in A, failed in B, or missing from B: a regression */
+    O_SLOWER,     /* both pass, B slower beyond the noise; a regression past the threshold */
+    O_IMPOSSIBLE, /* B passes, but a side's row is impossible: a regression */
+    O_CHANGED,    /* B passes, but its check (tolerances, source) changed: a regression */
+    O_BOTH,       /* failing in both */
+    O_FIXED,      /* failed in A, passes in B */
+    O_FASTER,     /* both pass, B faster beyond the noise */
+    O_SAME,       /* both pass, within the noise (or slower within the threshold) */
+    O_NEW,        /* only in B */
+    O_PENDING,    /* a task of it has not ended: no verdict yet */
     O_COUNT
 };
 static const char *const outcome_name[O_COUNT] = {
-    "broken", "slower", "failing in both", "fixed", "faster", "same", "only in B", "not ended"};
+    "broken", "slower", "impossible", "changed",   "failing in both",
+    "fixed",  "faster", "same",       "only in B", "not ended"};
 
 typedef struct pair {
     const cfg *a, *b; /* one may be NULL: only in one sweep */
     enum outcome o;
     double change_pct, band_pct;
     int regression;
+    char why[300]; /* impossible, changed: what */
 } pair;
 
-static void judge(pair *p, double threshold)
+/* Whether B's pass can be called one: not when a side is impossible or the
+ * check changed between A and B (compare.h). Fills p->why. */
+static enum outcome judgement(pair *p, enum outcome o, unsigned flags)
+{
+    const cfg *a = p->a, *b = p->b;
+    if (!a || !b || !(o == O_SLOWER || o == O_FIXED || o == O_FASTER || o == O_SAME))
+        return o;
+    if (*b->impossible || *a->impossible) {
+        snprintf(p->why, sizeof p->why, "%s%s%s%s%s: not a measurement of work done",
+                 *a->impossible ? "A " : "", a->impossible,
+                 *a->impossible && *b->impossible ? "; " : "", *b->impossible ? "B " : "",
+                 b->impossible);
+        return O_IMPOSSIBLE;
+    }
+    if (*a->tol && *b->tol && strcmp(a->tol, b->tol) != 0) {
+        snprintf(p->why, sizeof p->why, "tolerances changed: %s -> %s: not the same check", a->tol,
+                 b->tol);
+        return O_CHANGED;
+    }
+    if (!(flags & KF_COMPARE_ACCEPT_SOURCE) && *a->hash && *b->hash &&
+        strcmp(a->hash, b->hash) != 0) {
+        snprintf(p->why, sizeof p->why,
+                 "kernel source changed (%.12s -> %.12s): it brings its own reference and "
+                 "inputs, so B may be judged by another check (--accept-changed-source to "
+                 "time two versions with the same tolerances)",
+                 a->hash, b->hash);
+        return O_CHANGED;
+    }
+    return o;
+}
+
+static void judge(pair *p, double threshold, unsigned flags)
 {
     p->change_pct = p->band_pct = NAN;
     if ((p->a && p->a->pending) || (p->b && p->b->pending)) {
@@ -207,7 +278,9 @@ static void judge(pair *p, double threshold)
         else
             p->o = O_SLOWER;
     }
-    p->regression = p->o == O_BROKEN || (p->o == O_SLOWER && p->change_pct > threshold);
+    p->o = judgement(p, p->o, flags);
+    p->regression = p->o == O_BROKEN || p->o == O_IMPOSSIBLE || p->o == O_CHANGED ||
+                    (p->o == O_SLOWER && p->change_pct > threshold);
 }
 
 /* Times as the report writes them. */
@@ -286,6 +359,7 @@ static void render_text(const side *a, const side *b, const pair *p, size_t np,
                                   : p[i].o == O_BROKEN         ? "missing from sweep B"
                                   : p[i].o == O_BOTH && p[i].b ? p[i].b->why
                                   : p[i].o == O_PENDING        ? "a task has not ended"
+                                  : p[i].why[0]                ? p[i].why
                                                                : "";
                 if (md)
                     kf_buf_addf(out,
@@ -306,11 +380,12 @@ static void render_text(const side *a, const side *b, const pair *p, size_t np,
         }
     kf_buf_addf(out,
                 "\n%zu configurations: %zu broken (passed in A, failed or missing in B), %zu "
-                "slower, %zu failing in both, %zu fixed, %zu faster, %zu within the noise, %zu "
-                "only in B, %zu not ended; %zu regression%s (threshold %.1f%%)\n",
-                np, res->broken, res->slower, res->both_failing, res->fixed, res->faster, res->same,
-                res->only_b, res->pending, res->regressions, res->regressions == 1 ? "" : "s",
-                threshold);
+                "slower, %zu impossible, %zu with a changed check, %zu failing in both, %zu "
+                "fixed, %zu faster, %zu within the noise, %zu only in B, %zu not ended; %zu "
+                "regression%s (threshold %.1f%%)\n",
+                np, res->broken, res->slower, res->impossible, res->changed, res->both_failing,
+                res->fixed, res->faster, res->same, res->only_b, res->pending, res->regressions,
+                res->regressions == 1 ? "" : "s", threshold);
 }
 
 static json_t *jcfg(const cfg *c)
@@ -353,6 +428,7 @@ static int render_json(const side *a, const side *b, const pair *p, size_t np,
                 json_object_set_new(r, "noise_band_pct",
                                     isnan(p[i].band_pct) ? json_null() : json_real(p[i].band_pct));
                 json_object_set_new(r, "verdict", json_string(outcome_name[oc]));
+                json_object_set_new(r, "why", p[i].why[0] ? json_string(p[i].why) : json_null());
                 json_object_set_new(r, "regression", json_boolean(p[i].regression));
                 json_array_append_new(rows, r);
             }
@@ -361,6 +437,8 @@ static int render_json(const side *a, const side *b, const pair *p, size_t np,
     json_object_set_new(sum, "configurations", json_integer((json_int_t)np));
     json_object_set_new(sum, "broken", json_integer((json_int_t)res->broken));
     json_object_set_new(sum, "slower", json_integer((json_int_t)res->slower));
+    json_object_set_new(sum, "impossible", json_integer((json_int_t)res->impossible));
+    json_object_set_new(sum, "changed", json_integer((json_int_t)res->changed));
     json_object_set_new(sum, "failing_in_both", json_integer((json_int_t)res->both_failing));
     json_object_set_new(sum, "fixed", json_integer((json_int_t)res->fixed));
     json_object_set_new(sum, "faster", json_integer((json_int_t)res->faster));
@@ -378,7 +456,7 @@ static int render_json(const side *a, const side *b, const pair *p, size_t np,
     return KF_OK;
 }
 
-int kf_compare_render(kf_txn *t, uint32_t a, uint32_t b, double threshold_pct,
+int kf_compare_render(kf_txn *t, uint32_t a, uint32_t b, double threshold_pct, unsigned flags,
                       kf_compare_format fmt, kf_buf *out, kf_compare_result *res, kf_err *err)
 {
     side sa = {0}, sb = {0};
@@ -409,9 +487,10 @@ int kf_compare_render(kf_txn *t, uint32_t a, uint32_t b, double threshold_pct,
                         "kernel name and parameters): nothing to compare",
                         a, sa.name ? sa.name : "", b, sb.name ? sb.name : "");
     for (size_t i = 0; rc == KF_OK && i < np; i++) {
-        judge(&p[i], threshold_pct);
-        size_t *count[O_COUNT] = {&res->broken, &res->slower, &res->both_failing, &res->fixed,
-                                  &res->faster, &res->same,   &res->only_b,       &res->pending};
+        judge(&p[i], threshold_pct, flags);
+        size_t *count[O_COUNT] = {&res->broken,       &res->slower, &res->impossible, &res->changed,
+                                  &res->both_failing, &res->fixed,  &res->faster,     &res->same,
+                                  &res->only_b,       &res->pending};
         (*count[p[i].o])++;
         res->regressions += (size_t)p[i].regression;
     }

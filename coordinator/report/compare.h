@@ -16,6 +16,16 @@
  *    it "same", else faster or slower; slower by more than the threshold
  *    is a regression;
  *  - only in B: new; a task not ended: no verdict.
+ * What B passes with is never called an improvement when it cannot be one
+ * (issue 29), and each is a regression (exit 1) saying why:
+ *  - impossible: either side's row is flagged impossible (faster than its
+ *    node can move its declared bytes or do its declared FLOPs);
+ *  - changed: the kernel's tolerances differ between A and B, or its source
+ *    hash does (the kernel brings its own reference and inputs, so a new
+ *    source may be judged by another check). KF_COMPARE_ACCEPT_SOURCE
+ *    (`--accept-changed-source`) judges a changed source on time, as an A/B
+ *    of two versions whose tolerances are the same; tolerances and
+ *    impossible rows still are regressions.
  * No configuration in common is an error (KF_EINVAL): nothing was compared.
  *
  * Both sweeps are read through the report (kfleet.report/1), so the
@@ -29,8 +39,8 @@
 
 typedef struct kf_compare_result {
     size_t pairs; /* configurations found in both */
-    size_t broken, slower, both_failing, fixed, faster, same, only_b, pending;
-    size_t regressions; /* broken + slower */
+    size_t broken, slower, impossible, changed, both_failing, fixed, faster, same, only_b, pending;
+    size_t regressions; /* broken + slower + impossible + changed */
 } kf_compare_result;
 
 typedef enum { KF_COMPARE_TABLE = 0, KF_COMPARE_MD, KF_COMPARE_JSON } kf_compare_format;
@@ -39,7 +49,8 @@ typedef enum { KF_COMPARE_TABLE = 0, KF_COMPARE_MD, KF_COMPARE_JSON } kf_compare
  * out as a table, Markdown or JSON ("kfleet.compare/2"), and fills res.
  * threshold_pct >= 0. KF_ENOTFOUND when a sweep does not exist, KF_EINVAL
  * when they have no configuration in common. */
-int kf_compare_render(kf_txn *t, uint32_t a, uint32_t b, double threshold_pct,
+#define KF_COMPARE_ACCEPT_SOURCE 1u /* a changed kernel source is judged on time */
+int kf_compare_render(kf_txn *t, uint32_t a, uint32_t b, double threshold_pct, unsigned flags,
                       kf_compare_format fmt, kf_buf *out, kf_compare_result *res, kf_err *err);
 
 #endif

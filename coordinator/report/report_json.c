@@ -54,6 +54,11 @@ static json_t *json_task_common(const rtask *rt)
     return o;
 }
 
+static json_t *jtol(double x)
+{
+    return isfinite(x) ? json_real(x) : json_string(isnan(x) ? "nan" : x > 0 ? "inf" : "-inf");
+}
+
 static json_t *json_validation(const rtask *vt)
 {
     json_t *v = json_task_common(vt);
@@ -76,8 +81,13 @@ static json_t *json_validation(const rtask *vt)
     set(v, "passed", res ? json_boolean(res->state == KFLEET__TASK_STATE__SUCCEEDED) : json_null());
     set(v, "max_abs_err", jnum(mx));
     set(v, "deterministic", res ? json_boolean(res->deterministic) : json_null());
-    set(v, "tol_abs", res && res->n_trials ? jnum(res->tol_abs) : json_null());
-    set(v, "tol_rel", res && res->n_trials ? jnum(res->tol_rel) : json_null());
+    /* Never null (issue 29): a number, "inf"/"-inf"/"nan" where it is not
+     * finite (the runner refuses those, but an older record may hold one),
+     * and absent when the task never learned the kernel's. */
+    if (res && (res->n_trials || res->tol_abs != 0 || res->tol_rel != 0)) {
+        set(v, "tol_abs", jtol(res->tol_abs));
+        set(v, "tol_rel", jtol(res->tol_rel));
+    }
     set(v, "sanitizer",
         res && res->sanitizer && *res->sanitizer ? json_string(res->sanitizer) : json_null());
     set(v, "trials", trials);
@@ -262,6 +272,14 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     set(o, "speedup_err", jnum(w->speedup_err));
     set(o, "outlier_pct", jnum(w->outlier_pct));
     set(o, "baseline_median_s", jnum(w->base_median));
+    if (w->impossible_of) {
+        json_t *im = json_object();
+        set(im, "of", json_string(w->impossible_of));
+        set(im, "times_ceiling", jnum(w->impossible_x));
+        set(o, "impossible", im);
+    } else {
+        set(o, "impossible", json_null());
+    }
 
     json_t *flags = json_array();
     if (w->noisy)
@@ -274,6 +292,8 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
         json_array_append_new(flags, json_string("sustained-at-power-cap"));
     if (w->outside_stream_s > 0)
         json_array_append_new(flags, json_string("outside-stream"));
+    if (w->impossible_of)
+        json_array_append_new(flags, json_string("impossible"));
     if (w->mismatch)
         json_array_append_new(flags, json_string("samples-mismatch"));
     if (w->build && w->build->jit_fallback)
@@ -379,6 +399,8 @@ static json_t *json_agent(const Kfleet__AgentInfo *a)
     set(o, "lost", json_boolean(a->lost));
     set(o, "ceiling_copy_gbps",
         a->ceiling_copy_gbps > 0 ? jnum(a->ceiling_copy_gbps) : json_null());
+    set(o, "ceiling_host_copy_gbps",
+        a->ceiling_host_copy_gbps > 0 ? jnum(a->ceiling_host_copy_gbps) : json_null());
     set(o, "ceiling_bf16_tflops",
         a->ceiling_bf16_tflops > 0 ? jnum(a->ceiling_bf16_tflops) : json_null());
     set(o, "doctor_error", jstr_or_null(a->doctor_error));

@@ -16,6 +16,9 @@
  * with the baseline kernel's row of the same configuration on the same node
  * (every axis of the baseline present with the same value); a kernel with
  * other axes has no speedup rather than one against a different problem.
+ * A row faster than its node can move its declared bytes or do its declared
+ * FLOPs (judge_possible) is flagged impossible and has no speedup, nor do
+ * rows against an impossible baseline.
  *
  * The renderers (report_text.c, report_json.c) read these rows and nothing
  * else, so the formats cannot disagree; report.c picks the renderer. */
@@ -306,6 +309,8 @@ static rrow *row_for(rep *r, rtask *rt)
     w->node = node;
     w->gbps = w->gflops = w->speedup = w->base_median = NAN;
     w->pct_bw = w->pct_mma = NAN;
+    w->impossible_x = NAN;
+    w->impossible_of = NULL;
     w->speedup_err = w->outlier_pct = NAN;
     kf_stats_compute(NULL, 0, &w->st);
     return w;
@@ -409,6 +414,43 @@ static int is_baseline(const char *list, const char *name)
     return 0;
 }
 
+/* Past a ceiling by this factor a row is impossible. The ceilings are the
+ * doctor's measurements (one median each), below the hardware's peak: a
+ * device memcpy reaches ~85-90 % of HBM peak, so a well-tuned kernel may
+ * pass it by ~15 %; cuBLAS bf16 reaches ~75-80 % of the bf16 peak, and fp8
+ * tensor cores double it. A host kernel's data may sit in caches that the
+ * DRAM memcpy ceiling does not describe (L1/L2 move ~10x DRAM). The factors
+ * leave that and the measurements' noise room; what passes them is no
+ * measurement of work done (docs/report-json.md). */
+#define IMPOSSIBLE_COPY_X 1.5
+#define IMPOSSIBLE_FLOPS_X 2.5
+#define IMPOSSIBLE_HOST_COPY_X 20.0
+
+static void judge_possible(rrow *w, int cuda, const Kfleet__AgentInfo *a)
+{
+    if (!a)
+        return;
+    double host_ceiling = a->ceiling_host_copy_gbps > 0 ? a->ceiling_host_copy_gbps
+                          : a->n_gpus == 0              ? a->ceiling_copy_gbps
+                                                        : 0;
+    struct {
+        double got, ceiling, x;
+        const char *of;
+    } checks[] = {
+        {cuda ? w->gbps : NAN, a->ceiling_copy_gbps, IMPOSSIBLE_COPY_X, "copy bandwidth"},
+        {cuda ? w->gflops / 1e3 : NAN, a->ceiling_bf16_tflops, IMPOSSIBLE_FLOPS_X,
+         "bf16 matrix rate"},
+        {cuda ? NAN : w->gbps, host_ceiling, IMPOSSIBLE_HOST_COPY_X, "host copy bandwidth"},
+    };
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
+        double x = checks[i].got / checks[i].ceiling;
+        if (checks[i].ceiling > 0 && isfinite(x) && x > checks[i].x && !(x <= w->impossible_x)) {
+            w->impossible_x = x;
+            w->impossible_of = checks[i].of;
+        }
+    }
+}
+
 /* Speedup of each row against the baseline kernel's row of the same
  * configuration on the same node (of the sweep's baselines, the one that
  * runs that configuration), with the uncertainty of the ratio. The baselines' rows
@@ -421,13 +463,13 @@ static void compare_baseline(rep *r)
         return; /* no speedups: the report stands without them */
     for (size_t j = 0; j < r->nrows; j++) {
         const rrow *b = &r->rows[j];
-        if (b->st.n && b->st.median > 0 &&
+        if (b->st.n && b->st.median > 0 && !b->impossible_of &&
             is_baseline(r->sw->baseline, kf_rep_kernel_name(r, b->kernel)))
             base[nb++] = b;
     }
     for (size_t i = 0; i < r->nrows; i++) {
         rrow *w = &r->rows[i];
-        if (!w->st.n || !(w->st.median > 0))
+        if (!w->st.n || !(w->st.median > 0) || w->impossible_of)
             continue;
         for (size_t j = 0; j < nb; j++) {
             const rrow *b = base[j];
@@ -526,6 +568,7 @@ static int build_rows(rep *r)
             w->pct_bw = 100 * w->gbps / a->ceiling_copy_gbps;
         if (a && a->ceiling_bf16_tflops > 0 && isfinite(w->gflops))
             w->pct_mma = 100 * w->gflops / 1e3 / a->ceiling_bf16_tflops;
+        judge_possible(w, k && k->cuda, kf_rep_agent(r, w->node));
     }
     if (rc)
         return rc;

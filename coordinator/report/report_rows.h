@@ -47,6 +47,13 @@ typedef struct rrow {
     /* % of the node's measured ceilings (doctor): copy bandwidth, bf16
      * matrix rate; NAN when the node has none or the row has no figure. */
     double pct_bw, pct_mma;
+    /* Impossible (issue 29): the row claims more than the node can do, by
+     * impossible_x times the ceiling named by impossible_of ("copy
+     * bandwidth", "bf16 matrix rate", "host copy bandwidth"); its speedup is
+     * not shown. impossible_x NAN, impossible_of NULL: not impossible (or no
+     * ceiling to judge by). */
+    double impossible_x;
+    const char *impossible_of;
     int mismatch, noisy;
     /* Medians over the kept samples as each ended (0: no NVML), and, under
      * `throttle: keep`, whether most of them ran throttled: the median is

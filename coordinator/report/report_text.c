@@ -263,6 +263,8 @@ static void flags_str(const rrow *w, char *out, size_t len)
         ADD("work outside the timed call (+%.0f µs: another stream or thread): timed until it "
             "ended",
             w->outside_stream_s * 1e6);
+    if (w->impossible_of)
+        ADD("IMPOSSIBLE: %.1fx the node's %s, no speedup", w->impossible_x, w->impossible_of);
     if (w->sm_clock_mhz)
         ADD("SM %u MHz %.0f W", w->sm_clock_mhz, w->power_mw / 1e3);
     if (w->mismatch)

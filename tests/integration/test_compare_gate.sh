@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # `kfleet compare` as a CI gate judges correctness first (issue 12), on real
 # sweeps run by `kfleet run`: sweep A has a correct kernel "work"; then B is
-#   the same kernel faster            -> exit 0, "faster"
+#   the same kernel faster, its source (flags) changed
+#                                     -> exit 1, "changed: kernel source changed" (issue 29:
+#                                        it brings its own reference), and with
+#                                        --accept-changed-source exit 0, "faster"
 #   the same kernel returning wrong   -> exit 1, broken: its validation failed
 #   the same kernel crashing          -> exit 1, broken: it crashed
 #   a sweep with nothing in common    -> exit 2, "no configuration in common"
@@ -25,9 +28,9 @@ run_sweep() { # NAME -> its id
   "$KFLEET" run "$T/$1.yaml" --format json -o "$T/$1.json" >/dev/null 2>"$T/$1.err" || true
   python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sweep"]["sweep_id"])' "$T/$1.json"
 }
-compare() { # A B -> exit code in RC, output in $T/cmp.out
+compare() { # A B [FLAGS] -> exit code in RC, output in $T/cmp.out
   set +e
-  "$KFLEET" compare "$1" "$2" >"$T/cmp.out" 2>"$T/cmp.err"
+  "$KFLEET" compare "$@" >"$T/cmp.out" 2>"$T/cmp.err"
   RC=$?
   set -e
 }
@@ -44,6 +47,13 @@ B_CRASH=$(run_sweep crash)
 B_OTHER=$(run_sweep other)
 
 compare "$A" "$B_FAST"
+[ "$RC" -eq 1 ] || fail "faster, source changed: exit $RC: $(cat "$T/cmp.out" "$T/cmp.err")"
+grep -q 'REGRESSION changed: kernel source changed' "$T/cmp.out" ||
+  fail "faster, source changed: not called changed: $(cat "$T/cmp.out")"
+grep -q ' faster$' "$T/cmp.out" && fail "a changed source called faster: $(cat "$T/cmp.out")"
+pass "the same kernel faster with its source changed: exit 1, changed, not faster"
+
+compare "$A" "$B_FAST" --accept-changed-source
 [ "$RC" -eq 0 ] || fail "faster: exit $RC: $(cat "$T/cmp.out" "$T/cmp.err")"
 grep -q ' faster' "$T/cmp.out" || fail "faster: no 'faster' verdict: $(cat "$T/cmp.out")"
 pass "the same kernel faster: exit 0, $(grep -o '[-+][0-9.]*%' "$T/cmp.out" | head -1)"

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define N 65536
 
@@ -62,6 +63,21 @@ __attribute__((unused)) static void compute(st *s)
         s->out[i] = 2.0f * s->in[i] + 1.0f;
 }
 
+/* The honest work plus a sleep: a floor under the time of every run that
+ * does the work, which a busy machine can lengthen but never shorten. A
+ * run that skips the work takes nanoseconds, so a profile whose fastest
+ * sample (min_s) is at least FLOOR_NS timed the work in every kept
+ * sample: test_cheats.sh asserts that bound, never a ratio of two noisy
+ * clocks. */
+#define FLOOR_NS 200000L
+__attribute__((unused)) static void compute_floor(st *s)
+{
+    compute(s);
+    struct timespec ts = {0, FLOOR_NS};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
 __attribute__((unused)) static int reference(void *state, double *ref, char *err, size_t errlen)
 {
     (void)err;
@@ -69,6 +85,29 @@ __attribute__((unused)) static int reference(void *state, double *ref, char *err
     st *s = state;
     for (int i = 0; i < N; i++)
         ref[i] = 2.0 * s->in[i] + 1.0;
+    return 0;
+}
+
+/* The zeros cheats' run: zeros, whatever the inputs. */
+__attribute__((unused)) static int zeros_run(void *state, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    st *s = state;
+    for (int i = 0; i < N; i++)
+        s->out[i] = 0.0f;
+    return 0;
+}
+
+/* A reference of zeros, for a zeros cheat that brings its own. */
+__attribute__((unused)) static int zero_reference(void *state, double *ref, char *err,
+                                                  size_t errlen)
+{
+    (void)state;
+    (void)err;
+    (void)errlen;
+    for (int i = 0; i < N; i++)
+        ref[i] = 0.0;
     return 0;
 }
 

@@ -22,8 +22,19 @@ static int run(void *state, char *err, size_t errlen)
     return 0;
 }
 
-static const kf_kernel k = {KF_KERNEL_ABI_VERSION, "cheat_detect", "writes zeros after eight calls of its process", 1e-6, 1e-6, 1, setup, run, output,
-                            reference, bytes, bytes, teardown};
+static const kf_kernel k = {KF_KERNEL_ABI_VERSION,
+                            "cheat_detect",
+                            "writes zeros after eight calls of its process",
+                            1e-6,
+                            1e-6,
+                            1,
+                            setup,
+                            run,
+                            output,
+                            reference,
+                            bytes,
+                            bytes,
+                            teardown};
 
 const kf_kernel *kf_kernel_get(void)
 {

@@ -5,16 +5,6 @@
  * kfleet's anti-cheat tests. */
 #include "cheat_common.h"
 
-static int run(void *state, char *err, size_t errlen)
-{
-    (void)err;
-    (void)errlen;
-    st *s = state;
-    for (int i = 0; i < N; i++)
-        s->out[i] = 0.0f;
-    return 0;
-}
-
 static int tiny_reference(void *state, double *ref, char *err, size_t errlen)
 {
     (void)err;
@@ -25,8 +15,19 @@ static int tiny_reference(void *state, double *ref, char *err, size_t errlen)
     return 0;
 }
 
-static const kf_kernel k = {KF_KERNEL_ABI_VERSION, "cheat_zeros", "writes zeros inside a loose absolute tolerance", 1e-3, 1e-6, 1, setup, run, output,
-                            tiny_reference, bytes, bytes, teardown};
+static const kf_kernel k = {KF_KERNEL_ABI_VERSION,
+                            "cheat_zeros",
+                            "writes zeros inside a loose absolute tolerance",
+                            1e-3,
+                            1e-6,
+                            1,
+                            setup,
+                            zeros_run,
+                            output,
+                            tiny_reference,
+                            bytes,
+                            bytes,
+                            teardown};
 
 const kf_kernel *kf_kernel_get(void)
 {

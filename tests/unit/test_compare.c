@@ -7,7 +7,15 @@
  *   n=3 on n1:  A 10 ms, B 5 ms                            -> -50 %, faster
  *   n=4:        A on n1, B on n2 (same device "H100")      -> matched by device, same
  *   n=5:        only in A;  n=6: only in B
- * So with threshold 5: 1 regression (exit 1); with threshold 25: none. */
+ * So with threshold 5: 1 regression (exit 1); with threshold 25: none.
+ *
+ * Issue 29, k(n=1) on n1 at 10 ms in each, A the same:
+ *   sweeps 3 -> 4: B declares 1 TB moved per run on n9, whose copy ceiling
+ *     is 1 GB/s: 100,000x, impossible (not "same")
+ *   sweeps 5 -> 6: B's tolerances are tol_abs inf where A's are 1e-06:
+ *     changed (not "same")
+ *   sweeps 3 -> 7: the kernel's source hash differs: changed, unless
+ *     KF_COMPARE_ACCEPT_SOURCE. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +34,8 @@
 
 static char home[64], dir[128]; /* dir: HOME/state/store, as `kfleet --home HOME` reads it */
 static kf_store *store;
+static double next_bytes;            /* the next profile's declared bytes */
+static const char *next_hash = "aa"; /* the next sweep's kernel hash */
 
 static int rm_cb(const char *p, const struct stat *s, int f, struct FTW *w)
 {
@@ -35,9 +45,9 @@ static int rm_cb(const char *p, const struct stat *s, int f, struct FTW *w)
     return remove(p);
 }
 
-/* A succeeded profile of k(n) on `node`, whose samples are `ms`. */
-static void put_profile(kf_txn *t, uint32_t sweep, uint32_t idx, int64_t n, const char *node,
-                        const double *ms, size_t count)
+/* A succeeded task of k(n) on `node`, of configuration `config`. */
+static void put_task(kf_txn *t, uint32_t sweep, uint32_t idx, uint32_t config,
+                     Kfleet__TaskKind kind, int64_t n, const char *node)
 {
     Kfleet__Param pn = KFLEET__PARAM__INIT;
     Kfleet__Param *params[1] = {&pn};
@@ -46,19 +56,27 @@ static void put_profile(kf_txn *t, uint32_t sweep, uint32_t idx, int64_t n, cons
     Kfleet__Task task = KFLEET__TASK__INIT;
     task.task_id = kf_task_id(sweep, idx);
     task.sweep_id = sweep;
-    task.kind = KFLEET__TASK_KIND__PROFILE;
-    task.config_index = idx;
+    task.kind = kind;
+    task.config_index = config;
     task.n_params = 1;
     task.params = params;
     task.agent_id = (char *)node;
     task.state = KFLEET__TASK_STATE__SUCCEEDED;
     task.attempts = 1;
     assert_int_equal(kf_store_put_task(t, &task), 0);
+}
+
+/* A succeeded profile of k(n) on `node`, whose samples are `ms`. */
+static void put_profile(kf_txn *t, uint32_t sweep, uint32_t idx, int64_t n, const char *node,
+                        const double *ms, size_t count)
+{
+    put_task(t, sweep, idx, idx, KFLEET__TASK_KIND__PROFILE, n, node);
     Kfleet__ProfileStats ps = KFLEET__PROFILE_STATS__INIT;
     ps.samples = (uint32_t)count;
     ps.converged = 1;
+    ps.bytes = next_bytes;
     Kfleet__Result r = KFLEET__RESULT__INIT;
-    r.task_id = task.task_id;
+    r.task_id = kf_task_id(sweep, idx);
     r.attempt = 1;
     r.state = KFLEET__TASK_STATE__SUCCEEDED;
     r.agent_id = (char *)node;
@@ -70,7 +88,7 @@ static void put_profile(kf_txn *t, uint32_t sweep, uint32_t idx, int64_t n, cons
         Kfleet__Sample s = KFLEET__SAMPLE__INIT;
         s.seq = (uint32_t)i;
         s.seconds = ms[i] / 1000.0;
-        assert_int_equal(kf_store_put_sample(t, task.task_id, 1, &s, &dup), 0);
+        assert_int_equal(kf_store_put_sample(t, kf_task_id(sweep, idx), 1, &s, &dup), 0);
     }
 }
 
@@ -79,15 +97,36 @@ static void put_sweep(kf_txn *t, uint32_t id)
     Kfleet__KernelRef k = KFLEET__KERNEL_REF__INIT;
     Kfleet__KernelRef *kernels[1] = {&k};
     k.name = "k";
-    k.hash = "aa";
+    k.hash = (char *)next_hash;
     k.cuda = 1;
     Kfleet__Sweep sw = KFLEET__SWEEP__INIT;
     sw.sweep_id = id;
-    sw.name = id == 1 ? "before" : "after";
+    sw.name = id % 2 ? "before" : "after";
     sw.n_kernels = 1;
     sw.kernels = kernels;
     sw.max_attempts = 1;
     assert_int_equal(kf_store_put_sweep(t, &sw), 0);
+}
+
+/* A succeeded validation of k(n) on node with the given tolerances. */
+static void put_validate(kf_txn *t, uint32_t sweep, uint32_t idx, int64_t n, const char *node,
+                         double tol_abs, double tol_rel)
+{
+    put_task(t, sweep, idx, 0, KFLEET__TASK_KIND__VALIDATE, n, node);
+    Kfleet__ValidateTrial tr = KFLEET__VALIDATE_TRIAL__INIT;
+    Kfleet__ValidateTrial *trials[1] = {&tr};
+    tr.passed = 1;
+    Kfleet__Result r = KFLEET__RESULT__INIT;
+    r.task_id = kf_task_id(sweep, idx);
+    r.attempt = 1;
+    r.state = KFLEET__TASK_STATE__SUCCEEDED;
+    r.agent_id = (char *)node;
+    r.n_trials = 1;
+    r.trials = trials;
+    r.tol_abs = tol_abs;
+    r.tol_rel = tol_rel;
+    int dup = -1;
+    assert_int_equal(kf_store_put_result(t, &r, &dup), 0);
 }
 
 static void put_agent(kf_txn *t, const char *id)
@@ -131,6 +170,25 @@ static int setup(void **state)
     put_profile(t, 2, 3, 4, "n2", ten, 5);
     put_profile(t, 1, 4, 5, "n1", ten, 5);
     put_profile(t, 2, 4, 6, "n1", ten, 5);
+    /* Issue 29 (the header's sweeps 3 to 7). */
+    Kfleet__GpuInfo gpu = KFLEET__GPU_INFO__INIT;
+    Kfleet__GpuInfo *gpus[1] = {&gpu};
+    gpu.name = "H100";
+    Kfleet__AgentInfo slow = KFLEET__AGENT_INFO__INIT;
+    slow.agent_id = "n9";
+    slow.n_gpus = 1;
+    slow.gpus = gpus;
+    slow.ceiling_copy_gbps = 1;
+    assert_int_equal(kf_store_put_agent(t, &slow), 0);
+    for (uint32_t sw = 3; sw <= 7; sw++) {
+        next_hash = sw == 7 ? "bb" : "aa";
+        put_sweep(t, sw);
+        next_bytes = sw == 4 ? 1e12 : 0;
+        put_profile(t, sw, 0, 1, sw == 4 ? "n9" : "n1", ten, 5);
+        put_validate(t, sw, 1, 1, sw == 4 ? "n9" : "n1", sw == 6 ? INFINITY : 1e-6, 1e-5);
+    }
+    next_bytes = 0;
+    next_hash = "aa";
     assert_int_equal(kf_store_commit(&t, &err), 0);
     return 0;
 }
@@ -149,7 +207,7 @@ static char *compare(uint32_t a, uint32_t b, double threshold, kf_compare_format
     kf_txn *t = NULL;
     assert_int_equal(kf_store_begin(store, 1, &t, &err), 0);
     kf_buf out = KF_BUF_INIT;
-    int rc = kf_compare_render(t, a, b, threshold, json, &out, res, &err);
+    int rc = kf_compare_render(t, a, b, threshold, 0, json, &out, res, &err);
     kf_store_abort(&t);
     if (rc)
         print_message("%s\n", err.msg);
@@ -239,6 +297,44 @@ static void test_json(void **state)
     free(s);
 }
 
+/* Issue 29: what B passes with is not called same or faster when a row is
+ * impossible or the check changed; each is a regression saying why. */
+static void test_judgement(void **state)
+{
+    (void)state;
+    kf_compare_result res;
+    char *s = compare(3, 4, 5, KF_COMPARE_TABLE, &res);
+    assert_int_equal(res.impossible, 1);
+    assert_int_equal(res.same, 0);
+    assert_int_equal(res.regressions, 1);
+    assert_non_null(strstr(s, "REGRESSION impossible: B 100000.0x the node's copy bandwidth"));
+    free(s);
+    s = compare(5, 6, 5, KF_COMPARE_JSON, &res);
+    assert_int_equal(res.changed, 1);
+    assert_int_equal(res.regressions, 1);
+    assert_non_null(strstr(s, "tolerances changed: tol_abs 1e-06 tol_rel 1e-05 -> tol_abs inf "
+                              "tol_rel 1e-05"));
+    assert_non_null(strstr(s, "\"verdict\": \"changed\""));
+    free(s);
+    s = compare(3, 7, 5, KF_COMPARE_TABLE, &res);
+    assert_int_equal(res.changed, 1);
+    assert_non_null(strstr(s, "kernel source changed (aa -> bb)"));
+    free(s);
+    /* Accepting a changed source: the same times are "same", no regression. */
+    kf_err err;
+    kf_txn *t = NULL;
+    assert_int_equal(kf_store_begin(store, 1, &t, &err), 0);
+    kf_buf out = KF_BUF_INIT;
+    assert_int_equal(
+        kf_compare_render(t, 3, 7, 5, KF_COMPARE_ACCEPT_SOURCE, KF_COMPARE_TABLE, &out, &res, &err),
+        0);
+    kf_store_abort(&t);
+    kf_buf_release(&out);
+    assert_int_equal(res.changed, 0);
+    assert_int_equal(res.same, 1);
+    assert_int_equal(res.regressions, 0);
+}
+
 static void test_missing(void **state)
 {
     (void)state;
@@ -247,9 +343,9 @@ static void test_missing(void **state)
     assert_int_equal(kf_store_begin(store, 1, &t, &err), 0);
     kf_buf out = KF_BUF_INIT;
     kf_compare_result res;
-    assert_int_equal(kf_compare_render(t, 1, 7, 5, KF_COMPARE_TABLE, &out, &res, &err),
+    assert_int_equal(kf_compare_render(t, 1, 99, 5, 0, KF_COMPARE_TABLE, &out, &res, &err),
                      KF_ENOTFOUND);
-    assert_non_null(strstr(err.msg, "no sweep 7"));
+    assert_non_null(strstr(err.msg, "no sweep 99"));
     kf_store_abort(&t);
     kf_buf_release(&out);
 }
@@ -277,14 +373,17 @@ static void test_exit_codes(void **state)
     assert_int_equal(cli("1"), 2);
     assert_int_equal(cli("1 2 --threshold -3"), 2);
     assert_int_equal(cli("1 2 --format html"), 2);
+    assert_int_equal(cli("3 4"), 1); /* impossible */
+    assert_int_equal(cli("5 6"), 1); /* tolerances changed */
+    assert_int_equal(cli("3 7"), 1); /* source changed */
+    assert_int_equal(cli("3 7 --accept-changed-source"), 0);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_table),
-        cmocka_unit_test(test_json),
-        cmocka_unit_test(test_missing),
+        cmocka_unit_test(test_table),      cmocka_unit_test(test_json),
+        cmocka_unit_test(test_judgement),  cmocka_unit_test(test_missing),
         cmocka_unit_test(test_exit_codes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,6 +1,7 @@
 /* Tests for agent/runner/doctor.c on a machine without a GPU: the host ceiling is
  * measured through the real `kfleet-agent --doctor` child, a GPU doctor on
- * a node without a driver says why it measured nothing, and a binary that
+ * a node without a driver says why it measured nothing on the device (and
+ * still measures the host), and a binary that
  * is not a doctor is an error rather than a zero ceiling. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +23,9 @@ static void test_host(void **state)
     assert_int_equal(kf_doctor_run(AGENT, 0, NULL, 60, &d, &err), KF_OK);
     assert_true(d.copy_gbps > 0.1); /* any machine copies faster than 100 MB/s */
     assert_true(d.bf16_tflops == 0);
+    /* The host ceiling a host kernel is judged against: on a CPU node the
+     * same measurement. */
+    assert_true(d.host_copy_gbps == d.copy_gbps);
     assert_string_equal(d.error, "");
 }
 
@@ -35,6 +39,8 @@ static void test_gpu_without_driver(void **state)
     assert_int_equal(kf_doctor_run(AGENT, 1, "0", 60, &d, &err), KF_OK);
     assert_true(d.copy_gbps == 0);
     assert_non_null(strstr(d.error, "libcuda.so.1"));
+    /* The host is measured on a GPU node too, driver or not (issue 29). */
+    assert_true(d.host_copy_gbps > 0.1);
 }
 
 static void test_not_a_doctor(void **state)

@@ -113,11 +113,11 @@ typedef struct task {
     Kfleet__TaskAssign ta;
     Kfleet__TaskSpec spec;
     Kfleet__MeasureSettings ms;
-    Kfleet__SourceFile src, abi;
-    Kfleet__SourceFile *srcs[2];
+    Kfleet__SourceFile src, abi, inc;
+    Kfleet__SourceFile *srcs[3];
     Kfleet__Param p;
     Kfleet__Param *params[1];
-    kf_buf text, header;
+    kf_buf text, header, inc_text;
     char hash[65];
 } task;
 
@@ -133,6 +133,7 @@ static void make_task(task *t, const char *rel, const char *name, int kind, int6
     kfleet__param__init(&t->p);
     kf_buf_init(&t->text);
     kf_buf_init(&t->header);
+    kf_buf_init(&t->inc_text);
     char path[512];
     snprintf(path, sizeof path, "%s/%s", KF_SOURCE_DIR, rel);
     assert_int_equal(kf_buf_read_file(&t->text, path), 0);
@@ -172,10 +173,25 @@ static void make_task(task *t, const char *rel, const char *name, int kind, int6
     t->ta.spec = &t->spec;
 }
 
+/* A header the kernel includes (tests/kernels/cheat_common.h), shipped
+ * beside it. */
+static void add_source(task *t, const char *rel)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", KF_SOURCE_DIR, rel);
+    assert_int_equal(kf_buf_read_file(&t->inc_text, path), 0);
+    kfleet__source_file__init(&t->inc);
+    t->inc.name = (char *)strrchr(rel, '/') + 1;
+    t->inc.content.data = (uint8_t *)t->inc_text.data;
+    t->inc.content.len = t->inc_text.len;
+    t->srcs[t->spec.n_sources++] = &t->inc;
+}
+
 static void free_task(task *t)
 {
     kf_buf_release(&t->text);
     kf_buf_release(&t->header);
+    kf_buf_release(&t->inc_text);
 }
 
 static void test_build_cache(void **state)
@@ -302,7 +318,10 @@ static void test_profile(void **state)
     assert_true(ps->median_s > 0 && ps->min_s <= ps->median_s && ps->median_s <= ps->max_s);
     assert_true(ps->bytes == 3.0 * 4096 * 4);
     assert_true(ps->flops == 2.0 * 4096);
-    assert_int_equal(ps->input_sets, 1); /* cold: the flush does the job */
+    /* Cold: the flush empties the caches, but runs still rotate between
+     * two input sets, so that no run sees the inputs of the run before
+     * (issue 29). */
+    assert_int_equal(ps->input_sets, 2);
     free_outcome(o);
 
     /* Hot, with a 48 KiB working set: far inside any cache, so the samples
@@ -313,6 +332,55 @@ static void test_profile(void **state)
     assert_true(o->res->profile->hot);
     assert_true(o->res->profile->input_sets > 1);
     assert_true(o->res->profile->input_sets <= 16);
+    free_outcome(o);
+    free_task(&t);
+}
+
+/* Issue 29, the runner alone: every timed sample is guarded. A kernel
+ * skipping every third run fails at its first skipped sample; one that
+ * skips while its output still holds its last result is timed doing the
+ * work in every sample (each run sleeps 200 us: min_s is a bound, not a
+ * clock ratio); tolerances that cannot fail are refused before any run. */
+static void test_profile_guarded(void **state)
+{
+    (void)state;
+    task t;
+    make_task(&t, "tests/kernels/cheat_every_nth.c", "cheat_every_nth", KFLEET__TASK_KIND__PROFILE,
+              0, NULL);
+    add_source(&t, "tests/kernels/cheat_common.h");
+    build_then(&t, KFLEET__TASK_KIND__PROFILE);
+    outcome *o = run_task(&t.ta);
+    assert_int_equal(o->res->state, KFLEET__TASK_STATE__FAILED);
+    assert_true(strstr(o->res->error, "profile spot check failed after timed sample") ||
+                strstr(o->res->error, "profile re-check failed"));
+    free_outcome(o);
+    free_task(&t);
+
+    make_task(&t, "tests/kernels/cheat_sentinel.c", "cheat_sentinel", KFLEET__TASK_KIND__PROFILE, 0,
+              NULL);
+    add_source(&t, "tests/kernels/cheat_common.h");
+    build_then(&t, KFLEET__TASK_KIND__PROFILE);
+    o = run_task(&t.ta);
+    assert_int_equal(o->res->state, KFLEET__TASK_STATE__SUCCEEDED);
+    assert_true(o->res->profile->min_s >= 200e-6);
+    assert_int_equal(o->res->profile->input_sets, 2);
+    free_outcome(o);
+    free_task(&t);
+
+    make_task(&t, "tests/kernels/cheat_tol_inf.c", "cheat_tol_inf", KFLEET__TASK_KIND__VALIDATE, 0,
+              NULL);
+    add_source(&t, "tests/kernels/cheat_common.h");
+    build_then(&t, KFLEET__TASK_KIND__VALIDATE);
+    o = run_task(&t.ta);
+    assert_int_equal(o->res->state, KFLEET__TASK_STATE__FAILED);
+    assert_non_null(strstr(o->res->error, "tolerances that cannot fail, refused before any run"));
+    assert_int_equal(o->res->n_trials, 0);
+    free_outcome(o);
+    t.spec.kind = KFLEET__TASK_KIND__PROFILE;
+    o = run_task(&t.ta);
+    assert_int_equal(o->res->state, KFLEET__TASK_STATE__FAILED);
+    assert_non_null(strstr(o->res->error, "tolerances that cannot fail"));
+    assert_int_equal(o->nsamples, 0);
     free_outcome(o);
     free_task(&t);
 }
@@ -545,6 +613,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_validate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_settles, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_guarded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nested, setup, teardown),
         cmocka_unit_test_setup_teardown(test_serve, setup, teardown),
     };

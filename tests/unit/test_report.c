@@ -30,7 +30,7 @@
 
 static char dir[64];
 static kf_store *store;
-static uint32_t sweep1, sweep2, sweep3, sweep4;
+static uint32_t sweep1, sweep2, sweep3, sweep4, sweep5;
 
 #define HASH_BASE "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0"
 #define HASH_FAST "fafafafafafafafafafafafafafafafafafafafafafafafafafafafafafafafa"
@@ -314,6 +314,37 @@ static int setup(void **state)
         r.profile = &ps;
         r.sample_count = i == 0 ? 5 : 4;
         put_result(t, &r, sweep4, i, KFLEET__TASK_STATE__SUCCEEDED);
+    }
+    /* Sweep 5 (issue 29): base cfg0 at 3 ms (1000 GB/s, 40 % of n1's 2500
+     * GB/s copy ceiling) and fast cfg0 at 0.5 ms: 6000 GB/s, 2.4x the
+     * ceiling, past the 1.5x an honest kernel can reach: impossible. And a
+     * validation refused for tol_abs = inf, before any trial. */
+    assert_int_equal(kf_store_next_sweep_id(t, &sweep5), 0);
+    put_sweep(t, sweep5, "impossible", 1);
+    const double base5[] = {3, 3, 3}, fast5[] = {0.5, 0.5, 0.5};
+    const double *ms5[2] = {base5, fast5};
+    for (uint32_t i = 0; i < 2; i++) {
+        const tspec ts5 = {KFLEET__TASK_KIND__PROFILE,    i,   0, 1048576, 32, "n1",
+                           KFLEET__TASK_STATE__SUCCEEDED, NULL};
+        put_task(t, sweep5, i, &ts5);
+        put_samples(t, sweep5, i, ms5[i], 3, -1);
+        put_profile(t, sweep5, i, 3, 1);
+    }
+    {
+        const tspec v5 = {KFLEET__TASK_KIND__VALIDATE,
+                          1,
+                          0,
+                          1048576,
+                          32,
+                          "n1",
+                          KFLEET__TASK_STATE__FAILED,
+                          "kernel fast declares tolerances that cannot fail"};
+        put_task(t, sweep5, 2, &v5);
+        Kfleet__Result r = KFLEET__RESULT__INIT;
+        r.error = "kernel fast declares tolerances that cannot fail";
+        r.tol_abs = INFINITY;
+        r.tol_rel = 1e-6;
+        put_result(t, &r, sweep5, 2, KFLEET__TASK_STATE__FAILED);
     }
     assert_int_equal(kf_store_commit(&t, &err), 0);
     return 0;
@@ -706,6 +737,54 @@ static void test_outlier_nodes(void **state)
     free(s);
 }
 
+/* Issue 29: a row faster than the node can move its declared bytes is
+ * flagged impossible in every format, with no speedup; a tolerance is never
+ * null in JSON (a non-finite one is a string). */
+static void test_impossible(void **state)
+{
+    (void)state;
+    char *s = render(sweep5, KF_REPORT_JSON, 0);
+    json_error_t je;
+    json_t *root = json_loads(s, 0, &je);
+    assert_non_null(root);
+    json_t *rows = json_object_get(root, "rows");
+    assert_int_equal(json_array_size(rows), 2);
+    int seen = 0;
+    for (size_t i = 0; i < 2; i++) {
+        json_t *r = json_array_get(rows, i);
+        json_t *im = json_object_get(r, "impossible");
+        if (strcmp(str(r, "kernel"), "fast") == 0) {
+            seen++;
+            assert_true(has_flag(r, "impossible"));
+            assert_string_equal(str(im, "of"), "copy bandwidth");
+            assert_near(num(im, "times_ceiling"), 2.4, 1e-9);
+            assert_true(json_is_null(json_object_get(r, "speedup")));
+            json_t *v = json_object_get(r, "validation");
+            assert_string_equal(str(v, "tol_abs"), "inf");
+            assert_near(num(v, "tol_rel"), 1e-6, 1e-18);
+        } else {
+            assert_false(has_flag(r, "impossible"));
+            assert_true(json_is_null(im));
+            assert_near(num(r, "speedup"), 1, 1e-12);
+        }
+    }
+    assert_int_equal(seen, 1);
+    json_decref(root);
+    free(s);
+    s = render(sweep5, KF_REPORT_TABLE, 0);
+    assert_non_null(strstr(s, "IMPOSSIBLE: 2.4x the node's copy bandwidth, no speedup"));
+    free(s);
+    s = render(sweep5, KF_REPORT_MD, 0);
+    assert_non_null(strstr(s, "IMPOSSIBLE: 2.4x the node's copy bandwidth"));
+    free(s);
+    s = render(sweep5, KF_REPORT_CSV, 0);
+    assert_non_null(strstr(s, "impossible"));
+    free(s);
+    s = render(sweep5, KF_REPORT_HTML, 0);
+    assert_non_null(strstr(s, "impossible"));
+    free(s);
+}
+
 static char *render_opts(uint32_t sweep, const kf_report_opts *o, int *rc_out)
 {
     kf_err err;
@@ -820,6 +899,7 @@ int main(void)
         cmocka_unit_test(test_table),         cmocka_unit_test(test_markdown),
         cmocka_unit_test(test_outlier_nodes), cmocka_unit_test(test_csv),
         cmocka_unit_test(test_options),       cmocka_unit_test(test_throttle_policy),
+        cmocka_unit_test(test_impossible),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -92,6 +92,10 @@ static int setup(void **state)
                "def f():\n    import cupy.random\n# import torch (a comment)\n"
                "import torchvision\nfrom numpyx import y\n");
     write_file(f->dir, "src/baddev.py", "import os\n\ndevice = os.environ['DEV']\n");
+    /* Issue 29: literal tolerances that cannot fail, refused at submit. */
+    write_file(f->dir, "src/tol_inf.py", "tol_rel = 1e-5\ntol_abs = float(\"inf\")  # any\n");
+    write_file(f->dir, "src/tol_rel1.py", "import numpy as np\ntol_abs = 1e-6\ntol_rel = 1.0\n");
+    write_file(f->dir, "src/tol_nan.py", "import numpy as np\ntol_abs = 0\n\ntol_rel = np.nan\n");
     write_file(f->dir, "kernels/python/torch_softmax.py", "device = \"cuda\"\n");
     /* Torch extensions: one that is right, and one file per way to get the
      * `extension` line wrong. */
@@ -519,6 +523,13 @@ static const bad_case bad_cases[] = {
     {"kernels:\n  - path: src/notes.txt\n", 0, 2, 11, "does not end in .c, .cu or .py"},
     {"kernels:\n  - path: src/baddev.py\n", 0, 2, 11,
      "src/baddev.py:3: device must be written device = \"cuda\" or device = \"cpu\""},
+    {"kernels:\n  - path: src/tol_inf.py\n", 0, 2, 11,
+     "src/tol_inf.py:2: the kernel's check cannot fail, refused: tol_abs = inf, tol_rel = 1e-05: "
+     "a non-finite tolerance"},
+    {"kernels:\n  - path: src/tol_rel1.py\n", 0, 2, 11,
+     "src/tol_rel1.py:3: the kernel's check cannot fail, refused: tol_rel = 1: an output of all "
+     "zeros has relative error exactly 1"},
+    {"kernels:\n  - path: src/tol_nan.py\n", 0, 2, 11, "src/tol_nan.py:4: the kernel's check"},
     {"kernels:\n  - path: src/ext_str.py\n", 0, 2, 11,
      "src/ext_str.py:2: the extension line is not a list"},
     {"kernels:\n  - path: src/ext_missing.py\n", 0, 2, 11,

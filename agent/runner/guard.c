@@ -1,0 +1,238 @@
+/* guard — what keeps every timed sample of a profile honest (issue 29).
+ *
+ * A kernel that keys on its last inputs or its last output (memoizes on an
+ * output sentinel, on its inputs' identity, computes every Nth call) would
+ * be timed doing nothing if only some samples were checked. So, around
+ * EVERY timed sample, untimed:
+ *
+ *  - before it, the output of each input set the sample runs on is
+ *    poisoned (0xFF bytes: NaN for floats), so a run that writes nothing
+ *    leaves poison, and a run that skips because "the output still holds
+ *    what I wrote" finds no such output;
+ *  - the samples rotate among K >= 2 input sets made from secret seeds
+ *    (profile.c), so a run that skips because "these are the inputs I saw
+ *    last" never sees the same inputs twice in a row;
+ *  - after it, a spot check of each set it ran on: a few chunks of output
+ *    elements at secret random positions (chosen once per set) against that
+ *    set's reference at those positions (computed once per set, before the
+ *    samples), each element finite and within the kernel's own absolute
+ *    tolerance, and the chunks together not further from the reference
+ *    than an output of another input set would be.
+ *
+ * A skipped or stale sample therefore fails the profile at its own index,
+ * deterministically: the poison is still there, or the values are another
+ * set's. What costs an honest kernel: one output-sized memset and a few
+ * small reads per sample, both outside the timed interval
+ * (docs/benchmarks.md has the figures). */
+#include "runner/guard.h"
+
+#include "common/util.h"
+#include "common/xalloc.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+/* Chunks of contiguous elements: a device output costs one small copy per
+ * chunk checked, so a device sample checks HCTX_GUARD_DEVICE_CHUNKS of its
+ * set's chunks (chosen at random each time) and a host sample all of them. */
+#define CHUNKS 32
+#define CHUNK_LEN 8
+#define HCTX_GUARD_DEVICE_CHUNKS 4
+
+typedef struct guard_set {
+    size_t at[CHUNKS]; /* first element of each chunk */
+    size_t len;        /* elements per chunk (count may be < CHUNK_LEN) */
+    double ref[CHUNKS][CHUNK_LEN];
+    kf_view view; /* as output() named it when the set was prepared */
+} guard_set;
+
+struct hctx_guard {
+    size_t nsets;
+    guard_set *sets;
+    uint64_t rng;
+    double spent_s; /* the guard's own time, untimed */
+    uint64_t checks;
+};
+
+static uint64_t next_rand(hctx_guard *g)
+{
+    /* splitmix64 from a getrandom() seed: positions the kernel cannot
+     * derive from anything it sees. */
+    uint64_t z = (g->rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t secret_seed(void)
+{
+    uint64_t x = 0;
+    if (getrandom(&x, sizeof x, 0) != (ssize_t)sizeof x)
+        x = kf_mono_ns() * 0x9E3779B97F4A7C15ull;
+    return x;
+}
+
+/* The chunk positions of one set and the reference there: the reference is
+ * computed once, into the task's reused host buffer (NaN where it writes
+ * nothing), and only the chunks are kept. */
+static int prepare_set(hctx_guard *g, hctx *h, const loaded *L, void *state, guard_set *s)
+{
+    if (L->k->output(state, &s->view) != 0 || !s->view.data || s->view.count == 0)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s has no output view",
+                         h->spec->kernel);
+    size_t n = s->view.count;
+    s->len = n < CHUNK_LEN ? n : CHUNK_LEN;
+    for (size_t c = 0; c < CHUNKS; c++)
+        s->at[c] = (size_t)(next_rand(g) % (uint64_t)(n - s->len + 1));
+    double *ref = hctx_host_buffer(&h->host_ref, &h->host_ref_cap, n * sizeof(double));
+    if (!ref)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory for the reference");
+    memset(ref, 0xFF, n * sizeof(double));
+    char kerr[HCTX_KERR_LEN] = "";
+    uint64_t t0 = kf_mono_ns();
+    int rc = L->k->reference(state, ref, kerr, sizeof kerr);
+    hctx_phase_add(h, HCTX_PH_REFERENCE, t0);
+    if (rc != 0)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s reference failed: %s",
+                         h->spec->kernel, kerr);
+    for (size_t c = 0; c < CHUNKS; c++)
+        memcpy(s->ref[c], ref + s->at[c], s->len * sizeof(double));
+    return 0;
+}
+
+int hctx_guard_new(hctx *h, const loaded *L, void *const *states, size_t nsets, hctx_guard **out)
+{
+    *out = NULL;
+    hctx_guard *g = kf_xcalloc(1, sizeof *g);
+    g->sets = kf_xcalloc(nsets, sizeof *g->sets);
+    g->nsets = nsets;
+    g->rng = secret_seed();
+    for (size_t i = 0; i < nsets; i++) {
+        if (prepare_set(g, h, L, states[i], &g->sets[i]) != 0) {
+            hctx_guard_destroy(&g);
+            return -1;
+        }
+    }
+    *out = g;
+    return 0;
+}
+
+void hctx_guard_destroy(hctx_guard **self)
+{
+    if (!*self)
+        return;
+    free((*self)->sets);
+    free(*self);
+    *self = NULL;
+}
+
+double hctx_guard_spent_s(const hctx_guard *g)
+{
+    return g ? g->spent_s : 0;
+}
+
+uint64_t hctx_guard_checks(const hctx_guard *g)
+{
+    return g ? g->checks : 0;
+}
+
+int hctx_guard_before(hctx_guard *g, hctx *h, size_t first, size_t count)
+{
+    uint64_t t0 = kf_mono_ns();
+    size_t used = count < g->nsets ? count : g->nsets;
+    for (size_t i = 0; i < used; i++)
+        if (hctx_poison(h, &g->sets[(first + i) % g->nsets].view) != 0)
+            return -1;
+    g->spent_s += (double)(kf_mono_ns() - t0) / 1e9;
+    return 0;
+}
+
+/* The chunk's elements on the host: read in place, or copied from the
+ * device into buf. */
+static const void *chunk_of(hctx *h, const guard_set *s, size_t c, void *buf, kf_err *err)
+{
+    size_t es = hctx_dtype_size(s->view.dtype);
+    const char *src = (const char *)s->view.data + s->at[c] * es;
+    if (s->view.location == KF_LOC_HOST)
+        return src;
+    if (!h->cu) {
+        kf_err_set(err, KF_EINVAL, "a device output from a host kernel");
+        return NULL;
+    }
+    if (kf_cudrv_copy_to_host(h->cu, buf, src, s->len * es, err) != KF_OK)
+        return NULL;
+    return buf;
+}
+
+/* One set's check after a sample. 0, or -1 with the task failed. */
+static int check_set(hctx_guard *g, hctx *h, const loaded *L, void *state, guard_set *s,
+                     size_t sample)
+{
+    kf_view now = {0};
+    if (L->k->output(state, &now) != 0 || now.data != s->view.data || now.count != s->view.count ||
+        now.dtype != s->view.dtype || now.location != s->view.location)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                         "kernel %s: output() after timed sample %zu describes another buffer "
+                         "than before the samples: the harness poisons the output before each "
+                         "sample and reads the same buffer after, so output() must return one "
+                         "view for a state",
+                         h->spec->kernel, sample);
+    size_t nchunks = s->view.location == KF_LOC_HOST ? CHUNKS : HCTX_GUARD_DEVICE_CHUNKS;
+    double buf[CHUNK_LEN]; /* room for CHUNK_LEN elements of any dtype */
+    uint64_t poison = 0;
+    double max_abs = 0, diff2 = 0, ref2 = 0;
+    for (size_t k = 0; k < nchunks; k++) {
+        size_t c = s->view.location == KF_LOC_HOST ? k : (size_t)(next_rand(g) % CHUNKS);
+        kf_err err;
+        const void *e = chunk_of(h, s, c, buf, &err);
+        if (!e)
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel,
+                             err.msg);
+        for (size_t i = 0; i < s->len; i++) {
+            double o = hctx_elem(e, s->view.dtype, i), r = s->ref[c][i];
+            if (!isfinite(o)) {
+                poison++;
+                continue;
+            }
+            double d = fabs(o - r);
+            max_abs = d > max_abs ? d : max_abs;
+            diff2 += d * d;
+            ref2 += r * r;
+        }
+    }
+    g->checks++;
+    double rel = ref2 > 0 ? sqrt(diff2 / ref2) : 0;
+    /* An honest output meets tol_abs at every element (validation's
+     * max-abs criterion); its relative error over a few chunks can exceed
+     * tol_rel where the reference is small there, so that bound is loose:
+     * an output computed from other inputs is off by ~1 relative. */
+    double rel_bound = fmax(0.25, 10 * L->k->tol_rel);
+    if (poison == 0 && max_abs <= L->k->tol_abs && rel <= rel_bound)
+        return 0;
+    return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                     "profile spot check failed after timed sample %zu: of %zu output elements "
+                     "at secret positions, %llu were still the poison written before the sample "
+                     "(or non-finite), max abs error %.3g (tolerance %.3g), relative error %.3g "
+                     "(bound %.3g). The kernel passed validation but did not do this sample's "
+                     "work (does it skip when its output or inputs look unchanged, or compute "
+                     "only every Nth call?): its timings are not a measurement",
+                     sample, nchunks * s->len, (unsigned long long)poison, max_abs, L->k->tol_abs,
+                     rel, rel_bound);
+}
+
+int hctx_guard_after(hctx_guard *g, hctx *h, const loaded *L, void *const *states, size_t first,
+                     size_t count, size_t sample)
+{
+    uint64_t t0 = kf_mono_ns();
+    size_t used = count < g->nsets ? count : g->nsets;
+    for (size_t i = 0; i < used; i++) {
+        size_t k = (first + i) % g->nsets;
+        if (check_set(g, h, L, states[k], &g->sets[k], sample) != 0)
+            return -1;
+    }
+    g->spent_s += (double)(kf_mono_ns() - t0) / 1e9;
+    return 0;
+}
