@@ -49,6 +49,8 @@ grep -q "^lab  *ok .*2 jobs submitted, 0 already queued: lab-0 job [0-9]* on c1,
   "$T/launch1.out" || fail "lab's two jobs did not start and register"
 grep -q "relay $SLURM_RELAY_HOST:[0-9]* on the login node (started)" "$T/launch1.out" ||
   fail "no relay on the login node"
+pgrep -af "kfleet relay --listen $SLURM_RELAY_HOST:[0-9]" >/dev/null ||
+  fail "the relay does not listen on relay_host ($SLURM_RELAY_HOST) alone: $(pgrep -af 'kfleet relay')"
 job0=$(grep -o 'lab-0 job [0-9]*' "$T/launch1.out" | awk '{print $3}')
 job1=$(grep -o 'lab-1 job [0-9]*' "$T/launch1.out" | awk '{print $3}')
 [ "$(in_cluster squeue -h -j "$job0,$job1" -o %T | sort -u)" = RUNNING ] || fail "jobs $job0 $job1 not running"
