@@ -1,6 +1,7 @@
 # flood.py PORT STOP_FILE COUNT SOURCES: holds COUNT idle TCP connections to
 # 127.0.0.1:PORT, from source addresses 127.0.0.2 .. 127.0.0.(SOURCES+1),
-# and opens a new one for each the server closes, until STOP_FILE exists
+# reads (and ignores) what the server sends, opens a new one for each the
+# server closes, until STOP_FILE exists
 # (at most 120 s). Sends nothing. Prints what it did. For the flood tests.
 import os, select, socket, sys, time
 
@@ -30,14 +31,19 @@ for fd in socks:
 closed = 0
 while time.time() < t_end and not os.path.exists(stop):
     for fd, ev in p.poll(200):
-        i, s = socks.pop(fd)
-        p.unregister(fd)
+        i, s = socks[fd]
         try:
-            gone = s.recv(1) == b""
+            gone = s.recv(4096) == b""  # what the server says is read, never answered
+        except BlockingIOError:
+            gone = False
         except OSError:
             gone = True
+        if not gone:
+            continue
+        del socks[fd]
+        p.unregister(fd)
         s.close()
-        closed += gone
+        closed += 1
         n = dial(i)
         socks[n.fileno()] = (i, n)
         p.register(n.fileno(), select.POLLIN)
