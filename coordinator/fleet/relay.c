@@ -394,6 +394,18 @@ static void source_of(int fd, char *out, size_t ol)
         inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, out, (socklen_t)ol);
 }
 
+/* How far into its greeting: 0 nothing yet, 1 the signature, 2 all of it. */
+static int stage(const pair *p)
+{
+    return p->got >= KF_RELAY_GREETING ? 2 : p->got >= KF_RELAY_SIGNATURE ? 1 : 0;
+}
+
+/* Which to close first to make room: the less advanced, then the older. */
+static int goes_before(const pair *a, const pair *b)
+{
+    return stage(a) != stage(b) ? stage(a) < stage(b) : a->since < b->since;
+}
+
 /* Takes one waiting connection, if the limits let it in. */
 static void admit(kf_relay *r, uint64_t now)
 {
@@ -423,15 +435,9 @@ static void admit(kf_relay *r, uint64_t now)
     }
     if (r->n == r->max) { /* full: the oldest of the least advanced in their greeting goes */
         size_t old = r->n;
-        for (size_t i = 0; i < r->n; i++) {
-            const pair *p = r->v[i];
-            if (p->got >= KF_RELAY_GREETING)
-                continue;
-            int stage = p->got >= KF_RELAY_SIGNATURE, best;
-            if (old == r->n || stage < (best = r->v[old]->got >= KF_RELAY_SIGNATURE) ||
-                (stage == best && p->since < r->v[old]->since))
+        for (size_t i = 0; i < r->n; i++)
+            if (stage(r->v[i]) < 2 && (old == r->n || goes_before(r->v[i], r->v[old])))
                 old = i;
-        }
         if (old == r->n) {
             r->full++;
             close(cfd);
