@@ -195,5 +195,5 @@ grep -q "^lab .*cancelled $job0.*relay stopped.*purged" "$T/down.out" || fail "l
 [ -z "$(in_cluster squeue -h -o %i)" ] || fail "jobs left in the queue: $(in_cluster squeue -h)"
 [ ! -e "$T/cluster/work" ] || fail "the work dir was not purged"
 ! grep -q " lab-[01]\$\| held-0\$\| bad-0\$\| short-0\$" "$KFLEET_HOME/state/keys/agents.allow" || fail "keys left in the allow list"
-! pgrep -f "kfleet relay --listen" >/dev/null || fail "a relay still runs"
+! pgrep -f "kfleet relay --listen $SLURM_RELAY_HOST:" >/dev/null || fail "a relay still runs"
 pass "teardown: jobs cancelled, relay stopped, work dirs and keys purged"
