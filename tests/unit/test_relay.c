@@ -156,16 +156,24 @@ static int relay_stop(relay *r)
     return r->rc;
 }
 
-static int dial(int port)
+/* A connection to the relay from source address src (any of 127/8). */
+static int dial_from(const char *src, int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    inet_pton(AF_INET, src, &a.sin_addr);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    a.sin_port = htons((uint16_t)port);
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
     assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
     struct timeval tv = {.tv_sec = 10};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     return fd;
+}
+
+static int dial(int port)
+{
+    return dial_from("127.0.0.1", port);
 }
 
 /* Writes all of out while reading back into in (both len bytes): a client
@@ -284,20 +292,6 @@ static void test_silent_dropped(void **state)
     assert_int_equal(relay_stop(&r), KF_OK);
     echo_stop(&e);
     assert_int_equal(e.nconn, 2); /* the silent one never reached the target */
-}
-
-static int dial_from(const char *src, int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    inet_pton(AF_INET, src, &a.sin_addr);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    a.sin_port = htons((uint16_t)port);
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-    struct timeval tv = {.tv_sec = 10};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    return fd;
 }
 
 /* At most per_source connections from one address: the next one from it
