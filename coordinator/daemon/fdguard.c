@@ -67,8 +67,17 @@ static int guarded(int lfd, struct sockaddr *addr, socklen_t *len, int flags)
             atomic_fetch_add(&g_emfile, 1);
             return acc(lfd, addr, len, flags);
         }
-        if (spare >= 0)
-            atomic_store(&g_spare, spare);
+        if (spare >= 0) { /* TCP: take the connection and let it go, or it waits forever */
+            close(spare);
+            int c = acc(lfd, NULL, NULL, SOCK_CLOEXEC);
+            if (c >= 0) {
+                close(c);
+                atomic_fetch_add(&g_shed, 1);
+            }
+            int s = open("/dev/null", O_RDONLY | O_CLOEXEC), none = -1;
+            if (s >= 0 && !atomic_compare_exchange_strong(&g_spare, &none, s))
+                close(s);
+        }
         atomic_fetch_add(&g_emfile, 1);
         errno = EAGAIN;
         return -1;

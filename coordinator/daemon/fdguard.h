@@ -12,9 +12,11 @@
  *     is closed at once and accept reports EAGAIN, which libzmq takes as
  *     "nothing to accept": the flood is refused, the rest of the process
  *     (the control socket, the store, the allow list) keeps descriptors;
- *   - an ipc (control socket) accept that meets EMFILE anyway gives up one
- *     descriptor kept open for the purpose, so the client is served, and
- *     reports EAGAIN (never EMFILE) when even that is gone.
+ *   - an accept that meets EMFILE anyway (the rest of the process took the
+ *     reserve) gives up one descriptor kept open for the purpose: an ipc
+ *     (control socket) client is served with it, a TCP one is taken and
+ *     closed (else it would wait in the backlog, the listener readable,
+ *     libzmq's loop spinning); accept then says EAGAIN, never EMFILE.
  * Not armed (unit tests, other commands), accept is libc's. */
 #ifndef KF_FDGUARD_H
 #define KF_FDGUARD_H
@@ -26,8 +28,8 @@
 long kf_fdguard_arm(void);
 /* The reserve: descriptors TCP accepts leave free. */
 long kf_fdguard_reserve(void);
-/* TCP connections closed for want of descriptors, and ipc accepts that
- * met EMFILE, since the last call (the counts go back to 0). */
+/* TCP connections closed for want of descriptors, and accepts that met
+ * EMFILE, since the last call (the counts go back to 0). */
 void kf_fdguard_take(uint64_t *shed, uint64_t *emfile);
 
 #endif

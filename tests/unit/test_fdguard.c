@@ -3,7 +3,8 @@
  * of the last 32 descriptors (the connection is closed and accept says
  * EAGAIN, counted as shed), and with every descriptor taken a unix-socket
  * accept (the control socket's) is still served once, from the spare, and
- * then says EAGAIN, never EMFILE (libzmq's ipc listener aborts on EMFILE).
+ * then says EAGAIN, never EMFILE (libzmq's ipc listener aborts on EMFILE),
+ * and a TCP connection met then is taken and closed, not left waiting.
  * The clients are a child process, with descriptors of its own. */
 #include "daemon/fdguard.h"
 
@@ -54,8 +55,8 @@ static int unix_listener(struct sockaddr_un *a)
     return fd;
 }
 
-/* The child: CLIENTS TCP connections, then one unix connection for each
- * byte read from cmd; exits when cmd closes. */
+/* The child: CLIENTS TCP connections, then one more connection for each
+ * byte read from cmd ('u' unix, 't' TCP); exits when cmd closes. */
 static void clients(int port, const struct sockaddr_un *un, int cmd, int done)
 {
     for (int i = 0; i < CLIENTS; i++) { /* held open until the child exits */
@@ -70,8 +71,18 @@ static void clients(int port, const struct sockaddr_un *un, int cmd, int done)
     if (write(done, &b, 1) != 1)
         _exit(1);
     while (read(cmd, &b, 1) == 1) {
-        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-        b = connect(fd, (const struct sockaddr *)un, sizeof *un) == 0 ? 'u' : 'x';
+        int ok;
+        if (b == 'u') {
+            int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+            ok = connect(fd, (const struct sockaddr *)un, sizeof *un) == 0;
+        } else {
+            int fd = socket(AF_INET, SOCK_STREAM, 0);
+            struct sockaddr_in a = {.sin_family = AF_INET,
+                                    .sin_port = htons((uint16_t)port),
+                                    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+            ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        }
+        b = ok ? b : 'x';
         if (write(done, &b, 1) != 1)
             _exit(1);
     }
@@ -134,6 +145,15 @@ static void test_guard(void **state)
     while (filler < LIMIT && (f = open("/dev/null", O_RDONLY)) >= 0)
         fill[filler++] = f;
     assert_int_equal(errno, EMFILE);
+    /* A TCP client: taken with the spare and closed, not left waiting; the
+     * spare is back for the control socket. */
+    assert_int_equal(write(cmd[1], "t", 1), 1);
+    assert_int_equal(read(done[0], &b, 1), 1);
+    assert_int_equal(b, 't');
+    struct pollfd tp = {.fd = tl, .events = POLLIN};
+    assert_int_equal(poll(&tp, 1, 10000), 1);
+    assert_true(accept4(tl, NULL, NULL, 0) < 0 && errno == EAGAIN);
+    assert_int_equal(poll(&tp, 1, 0), 0); /* the backlog is empty again */
     for (int k = 0; k < 2; k++) {
         assert_int_equal(write(cmd[1], "u", 1), 1);
         assert_int_equal(read(done[0], &b, 1), 1);
@@ -148,7 +168,8 @@ static void test_guard(void **state)
     }
     uint64_t shed, emfile;
     kf_fdguard_take(&shed, &emfile);
-    assert_int_equal(emfile, 2);
+    assert_int_equal(emfile, 3);
+    assert_int_equal(shed, 1);
     print_message("ipc: filled %d descriptors; one accept served from the spare, the next EAGAIN\n",
                   filler);
     for (int i = 0; i < filler; i++)
