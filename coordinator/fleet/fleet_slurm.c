@@ -134,7 +134,7 @@ static int parse_block(kf_yaml *y, const yaml_node_t *n, kf_fleet_slurm *s)
     if (rc)
         return rc;
     yaml_node_t *v;
-    long l;
+    long l = 0; /* set by int_value before any use; gcc -O2 cannot tell */
     if ((v = kf_yaml_map_get(y, n, "nodes"))) {
         if ((rc = int_value(y, v, "nodes", 1, KF_SLURM_MAX_NODES,
                             "it is how many agents (one job per node) to start", &l)))
