@@ -466,7 +466,8 @@ static void handle_progress(kf_coord *c, const void *peer, size_t peer_len, uint
     reply(c, peer, peer_len, &rep);
 }
 
-static void handle_cancel(kf_coord *c, const void *peer, size_t peer_len, uint32_t id)
+static void handle_cancel(kf_coord *c, const void *peer, size_t peer_len, uint32_t id,
+                          const char *reason)
 {
     ksweep *sw = sched_sweep(c, id);
     if (!sw) {
@@ -484,7 +485,7 @@ static void handle_cancel(kf_coord *c, const void *peer, size_t peer_len, uint32
         reply_error(c, peer, peer_len, known ? KF_EEXIST : KF_ENOTFOUND, msg);
         return;
     }
-    sched_cancel_sweep(c, sw, "cancelled by the user");
+    sched_cancel_sweep(c, sw, reason && *reason ? reason : "cancelled by the user");
     Kfleet__SweepProgress p = KFLEET__SWEEP_PROGRESS__INIT;
     char name[128];
     sweep_progress(c, id, &p, name, sizeof name, NULL, 0);
@@ -701,7 +702,7 @@ void control_handle(kf_coord *c, const void *peer, size_t peer_len, const void *
         handle_progress(c, peer, peer_len, req->progress);
         break;
     case KFLEET__CONTROL_REQUEST__BODY_CANCEL:
-        handle_cancel(c, peer, peer_len, req->cancel);
+        handle_cancel(c, peer, peer_len, req->cancel, req->cancel_reason);
         break;
     case KFLEET__CONTROL_REQUEST__BODY_SHUTDOWN: {
         Kfleet__ControlReply rep = KFLEET__CONTROL_REPLY__INIT;
