@@ -22,12 +22,26 @@ static void fmt_ago(char *out, size_t len, uint64_t then_ns)
         snprintf(out, len, "%.1fh ago", s / 3600);
 }
 
+/* Why an agent is gone, if it is: it said goodbye (stopped), its key left
+ * the allow list (revoked), or it went silent (lost). Upper case in the
+ * table for the two nobody asked for. */
+static const char *agent_state(const Kfleet__AgentInfo *a, int upper)
+{
+    if (a->lost && a->stopped)
+        return "stopped";
+    if (a->revoked)
+        return upper ? "REVOKED" : "revoked";
+    if (a->lost)
+        return upper ? "LOST" : "lost";
+    return "ok";
+}
+
 static json_t *agent_json(const Kfleet__AgentInfo *a)
 {
     json_t *ja = json_object();
     json_object_set_new(ja, "agent_id", json_string(a->agent_id));
     json_object_set_new(ja, "hostname", json_string(a->hostname));
-    json_object_set_new(ja, "state", json_string(a->lost ? "lost" : "ok"));
+    json_object_set_new(ja, "state", json_string(agent_state(a, 0)));
     json_object_set_new(ja, "last_seen_ns", json_integer((json_int_t)a->last_seen_ns));
     json_object_set_new(ja, "cpu_slots", json_integer(a->cpu_slots));
     json_object_set_new(ja, "gpu_slots", json_integer(a->gpu_slots));
@@ -187,7 +201,7 @@ static void print_table(const Kfleet__StatusReply *st)
 {
     printf("coordinator %s, pid %u, agents connect to %s (lost after %.1fs of silence)\n\n",
            st->version, st->pid, st->agent_endpoint, st->heartbeat_timeout_ms / 1000.0);
-    printf("%-24s %-16s %-6s %-10s %-5s %-5s %s\n", "AGENT", "HOST", "STATE", "SEEN", "CPU", "GPU",
+    printf("%-24s %-16s %-7s %-10s %-5s %-5s %s\n", "AGENT", "HOST", "STATE", "SEEN", "CPU", "GPU",
            "DEVICES");
     for (size_t i = 0; i < st->n_agents; i++) {
         const Kfleet__AgentInfo *a = st->agents[i];
@@ -198,8 +212,8 @@ static void print_table(const Kfleet__StatusReply *st)
                      a->driver_version);
         else
             snprintf(dev, sizeof dev, "cpu: %s", a->cpu_model);
-        printf("%-24s %-16s %-6s %-10s %-5u %-5u %s\n", a->agent_id, a->hostname,
-               a->lost ? "LOST" : "ok", ago, a->cpu_slots, a->gpu_slots, dev);
+        printf("%-24s %-16s %-7s %-10s %-5u %-5u %s\n", a->agent_id, a->hostname, agent_state(a, 1),
+               ago, a->cpu_slots, a->gpu_slots, dev);
         if (a->slurm_job_id && a->slurm_job_id[0]) {
             const Kfleet__SlurmJob *j = slurm_job(st, a->slurm_job_id);
             printf("%-24s slurm job %s%s%s\n", "", a->slurm_job_id, j ? " " : "",

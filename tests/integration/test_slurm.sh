@@ -111,7 +111,8 @@ succeeded=$(json_field "$T/verify.json" succeeded)
 grep -q 'task.requeue' "$T/serve.log" || fail "no task of lab-1 was requeued"
 requeued=$(grep -c 'task.requeue' "$T/serve.log")
 "$KFLEET" status --format json >"$T/st2.json"
-grep -A3 '"lab-1"' "$T/st2.json" | grep -q '"state": "lost"' || fail "lab-1 not lost after scancel"
+# scancel sends SIGTERM: the agent says goodbye and shows stopped (issue 33).
+grep -A3 '"lab-1"' "$T/st2.json" | grep -q '"state": "stopped"' || fail "lab-1 not stopped after scancel"
 grep -q "agent.flush\|agent.stop" "$T/cluster/work/nodes/1/slurm-$job1.out" ||
   fail "lab-1's agent did not stop on Slurm's SIGTERM"
 pass "scancel $job1 mid-sweep: lab-1 drained and lost, $requeued task(s) requeued, $succeeded/$tasks succeeded, verify clean"
