@@ -104,6 +104,8 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     spec.python = k->python;
     spec.n_extension = k->n_extension;
     spec.extension = k->extension;
+    spec.n_files = k->n_files;
+    spec.files = k->files;
     Kfleet__TaskAssign ta = KFLEET__TASK_ASSIGN__INIT;
     ta.task_id = t->rec->task_id;
     ta.attempt = t->rec->attempts;

@@ -45,7 +45,7 @@ print("ok - saxpy.py: validated and profiled at", [round(r["profile"]["gbps"], 2
 expect = {
     "py_wrong": "max abs error 1 ",
     "py_raises": "run(): RuntimeError: kernel gave up on call 2",
-    "py_import_error": "ModuleNotFoundError: No module named 'kfleet_no_such_package' (the node's Python is /usr/bin/python3",
+    "py_import_error": "ModuleNotFoundError: No module named 'kfleet_no_such_package' (if kfleet_no_such_package is a file of yours beside the kernel, list it in the kernel's files = [\"kfleet_no_such_package.py\"] line so that it travels with it (docs/python-kernels.md); if it is a package, the node's Python is /usr/bin/python3",
     "py_bad_shape": "reference() has shape (1024,) but output() has shape (32, 32)",
     "py_bad_dtype": "output() has dtype int64; the harness compares float32",
     "py_incomplete": "does not define reference()",
