@@ -163,6 +163,13 @@ rc=0
 grep -q "^bad  *FAILED" "$T/bad.out" && grep -q "sbatch for node 0: .*invalid partition" "$T/bad.out" ||
   { cat "$T/bad.out"; fail "the failed sbatch was not reported with Slurm's reason"; }
 pass "a partition Slurm does not have: the host fails with sbatch's reason"
+# The failed launch stops what it started (issue 33): the relay it started
+# for bad is gone, and the launch says so.
+grep -q "what this launch started is stopped: relay stopped" "$T/bad.out" ||
+  { cat "$T/bad.out"; fail "the failed launch did not say it stopped its relay"; }
+[ ! -e "$T/cluster/bad/relay.pid" ] && ! pgrep -f "cluster/bad/bundle/kfleet relay" >/dev/null ||
+  fail "the failed launch left its relay running"
+pass "the failed launch stopped the relay it started"
 
 for _ in $(seq 1 900); do
   stS=$(in_cluster squeue -h -t all -j "$jobS" -o %T 2>/dev/null || true)
