@@ -101,3 +101,19 @@ print("ok - the text report shows the raising frame, the syntax error with its c
       "and no error figure for a kernel that raised")
 PY
 pass "text a kernel controls is inert in every output; errors are whole"
+
+# What an agent reports is its own to write too: an interpreter path full
+# of escapes reaches `kfleet status` (its "python: none (...)" line) inert.
+start_serve
+KF_PYTHON=$'/nonexistent/\e[2J\e[31mevil\a/python3' start_agent a1
+wait_agents 1
+"$KFLEET" status >"$T/status.txt" || fail "kfleet status failed"
+python3 - "$T/status.txt" <<'PY' || fail "kfleet status printed an agent's control bytes"
+import sys
+b = open(sys.argv[1], "rb").read()
+bad = sorted({c for c in b if (c < 0x20 and c != 0x0a) or c == 0x7f})
+assert not bad, f"control bytes {bad} in kfleet status"
+assert b"/nonexistent/\\x1b[2J\\x1b[31mevil\\x07/python3" in b, b.decode()
+print("ok - kfleet status shows the agent's escapes as \\x1b text")
+PY
+pass "kfleet status: an agent's text is inert"
