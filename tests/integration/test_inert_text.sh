@@ -102,6 +102,20 @@ print("ok - the text report shows the raising frame, the syntax error with its c
 PY
 pass "text a kernel controls is inert in every output; errors are whole"
 
+# kfleet compare shows a failing kernel's error (its first line) too.
+"$KFLEET" compare 1 1 >"$T/compare.txt" 2>&1 || true
+"$KFLEET" compare 1 1 --format md >"$T/compare.md" 2>&1 || true
+python3 - "$T/compare.txt" "$T/compare.md" <<'PY' || fail "kfleet compare printed a kernel's text raw"
+import sys
+txt, md = (open(p, "rb").read() for p in sys.argv[1:3])
+for name, b in (("table", txt), ("md", md)):
+    bad = sorted({c for c in b if (c < 0x20 and c != 0x0a) or c == 0x7f})
+    assert not bad, f"compare {name}: control bytes {bad}"
+assert b"py_hostile_text" in txt and b"\\x1b[1A" in txt, txt.decode()
+assert b"<script" not in md and b"\\x1b\\[1A" in md, md.decode()
+print("ok - kfleet compare (table and md) shows the kernel's error inert")
+PY
+
 # What an agent reports is its own to write too: an interpreter path full
 # of escapes reaches `kfleet status` (its "python: none (...)" line) inert.
 start_serve
