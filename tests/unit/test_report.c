@@ -30,7 +30,7 @@
 
 static char dir[64];
 static kf_store *store;
-static uint32_t sweep1, sweep2, sweep3, sweep4;
+static uint32_t sweep1, sweep2, sweep3, sweep4, sweep5;
 
 #define HASH_BASE "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0"
 #define HASH_FAST "fafafafafafafafafafafafafafafafafafafafafafafafafafafafafafafafa"
@@ -315,6 +315,22 @@ static int setup(void **state)
         r.sample_count = i == 0 ? 5 : 4;
         put_result(t, &r, sweep4, i, KFLEET__TASK_STATE__SUCCEEDED);
     }
+    /* A failure whose error is longer than the text report shows. */
+    assert_int_equal(kf_store_next_sweep_id(t, &sweep5), 0);
+    put_sweep(t, sweep5, "long-error", 0);
+    {
+        const tspec ts5 = {KFLEET__TASK_KIND__VALIDATE, 0,   0, 1024, 32, "n1",
+                           KFLEET__TASK_STATE__FAILED,  NULL};
+        put_task(t, sweep5, 0, &ts5);
+        char long_err[4096];
+        size_t off = 0;
+        for (int l = 1; l <= 100; l++)
+            off += (size_t)snprintf(long_err + off, sizeof long_err - off, "line %d of the error\n",
+                                    l);
+        Kfleet__Result r = KFLEET__RESULT__INIT;
+        r.error = long_err;
+        put_result(t, &r, sweep5, 0, KFLEET__TASK_STATE__FAILED);
+    }
     assert_int_equal(kf_store_commit(&t, &err), 0);
     return 0;
 }
@@ -594,6 +610,24 @@ static void test_throttle_policy(void **state)
     free(txt);
 }
 
+/* Errors whole, to a bound (issue 33): the first 40 lines, then how many
+ * more and where they are; a validation that failed with no trial shows
+ * no error figure. */
+static void test_long_error(void **state)
+{
+    (void)state;
+    char *s = render(sweep5, KF_REPORT_TABLE, 0), more[96];
+    assert_non_null(strstr(s, "      line 1 of the error\n"));
+    assert_non_null(strstr(s, "      line 40 of the error\n"));
+    assert_null(strstr(s, "line 41 of the error"));
+    snprintf(more, sizeof more, "      ... 60 more lines: kfleet report %u --format json\n",
+             sweep5);
+    assert_non_null(strstr(s, more));
+    assert_non_null(strstr(s, "FAIL: error, nothing measured"));
+    assert_null(strstr(s, "max|err|"));
+    free(s);
+}
+
 static void test_nodes_any(void **state)
 {
     (void)state;
@@ -820,6 +854,7 @@ int main(void)
         cmocka_unit_test(test_table),         cmocka_unit_test(test_markdown),
         cmocka_unit_test(test_outlier_nodes), cmocka_unit_test(test_csv),
         cmocka_unit_test(test_options),       cmocka_unit_test(test_throttle_policy),
+        cmocka_unit_test(test_long_error),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
