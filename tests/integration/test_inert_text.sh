@@ -81,6 +81,7 @@ print("ok - the Markdown has no raw kernel HTML, every table row keeps its cells
 html = read(os.path.join(T, "report.html")).decode()
 assert "<script>alert" not in html and "<img src=x" not in html and "\x1b" not in html, "the HTML is not intact"
 assert "&lt;script&gt;alert(" in html, "the HTML lost the error"
+assert "FAIL 0.0e+00" not in html and "FAIL 1024 non-finite" in html, "the HTML shows an unmeasured error figure"
 print("ok - the HTML report escapes the kernel's markup and control bytes")
 
 # Errors whole (issue 33 item 2): the frame that raised, the syntax error's
