@@ -26,14 +26,20 @@ grep -q 'runner.start' "$T/agent-a1.log" || fail "a1 never ran a task"
 kill -TERM "$A1"
 wait "$A1" 2>/dev/null || true
 grep -q 'agent.stop' "$T/agent-a1.log" || fail "a1 did not stop cleanly: $(tail -3 "$T/agent-a1.log")"
-state=""
-for _ in $(seq 1 100); do
-  state=$("$KFLEET" status --format json | python3 -c '
+# state_after NAME: the agent's state in `kfleet status` once it is no
+# longer ok (polled for up to 5 s), else ok.
+state_after() {
+  local st=ok
+  for _ in $(seq 1 100); do
+    st=$("$KFLEET" status --format json | python3 -c '
 import json, sys
-print(next(a["state"] for a in json.load(sys.stdin)["agents"] if a["agent_id"] == "a1"))')
-  [ "$state" != ok ] && break
-  sleep 0.05
-done
+print(next(a["state"] for a in json.load(sys.stdin)["agents"] if a["agent_id"] == sys.argv[1]))' "$1")
+    [ "$st" != ok ] && break
+    sleep 0.05
+  done
+  echo "$st"
+}
+state=$(state_after a1)
 [ "$state" = stopped ] || fail "a1 stopped by SIGTERM shows as '$state', not stopped"
 "$KFLEET" status >"$T/status.txt"
 grep -Eq '^a1 +[^ ]+ +stopped ' "$T/status.txt" || fail "the status table does not show a1 stopped: $(cat "$T/status.txt")"
@@ -67,14 +73,7 @@ PY
 
 # Revoked is its own state.
 "$KFLEET" agent-key revoke a2 >/dev/null || fail "revoke"
-state=""
-for _ in $(seq 1 100); do
-  state=$("$KFLEET" status --format json | python3 -c '
-import json, sys
-print(next(a["state"] for a in json.load(sys.stdin)["agents"] if a["agent_id"] == "a2"))')
-  [ "$state" != ok ] && break
-  sleep 0.05
-done
+state=$(state_after a2)
 [ "$state" = revoked ] || fail "a2 whose key was revoked shows as '$state', not revoked"
 pass "status tells stopped (a1) and revoked (a2) apart"
 kill -TERM "$A2" 2>/dev/null || true
