@@ -4,6 +4,7 @@
 #include "common/limits.h"
 #include "common/xalloc.h"
 #include "common/buf.h"
+#include "common/dirpack.h"
 #include "core/ctlsock.h"
 #include "common/util.h"
 #include "common/wire.h"
@@ -215,9 +216,16 @@ static int collect_extension(const char *dir, const kf_sweep_kernel *k, char **n
         char path[PATH_MAX], why[160];
         const char *name = j < k->next ? k->ext[j] : k->files[j - k->next];
         const char *what = j < k->next ? "extension file" : "file";
+        size_t nl = strlen(name);
+        int is_dir = j >= k->next && nl > 1 && name[nl - 1] == '/';
         snprintf(path, sizeof path, "%s/%s", dir, name);
         kf_buf_init(&texts[*n]);
-        int rrc = kf_buf_read_file_max(&texts[*n], path, KF_MAX_SOURCE_FILE, why, sizeof why);
+        /* A directory travels packed, as one source: NAME.kfdir. */
+        int rrc =
+            is_dir ? (kf_dirpack_pack(path, &texts[*n], KF_MAX_HEADERS_TOTAL, why, sizeof why) == 0
+                          ? KF_OK
+                          : KF_EINVAL)
+                   : kf_buf_read_file_max(&texts[*n], path, KF_MAX_SOURCE_FILE, why, sizeof why);
         total += texts[*n].len;
         if (rrc == KF_OK && total > KF_MAX_HEADERS_TOTAL)
             snprintf(why, sizeof why, "the kernel's extension and files add up to more than %u MiB",
@@ -227,7 +235,13 @@ static int collect_extension(const char *dir, const kf_sweep_kernel *k, char **n
             return kf_err_set(err, rrc == KF_EIO ? KF_EIO : KF_EINVAL,
                               "%s %s (named by kernel %s): %s", what, path, k->name, why);
         }
-        names[(*n)++] = xstrdup(name);
+        if (is_dir) {
+            char packed[PATH_MAX];
+            snprintf(packed, sizeof packed, "%.*s.kfdir", (int)(nl - 1), name);
+            names[(*n)++] = xstrdup(packed);
+        } else {
+            names[(*n)++] = xstrdup(name);
+        }
     }
     return KF_OK;
 }

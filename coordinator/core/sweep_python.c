@@ -143,14 +143,17 @@ static const char *ext_name_problem(const char *name, int first)
 }
 
 /* Why the kernel's own file `name` (files = [...]) is refused, or NULL: a
- * plain name beside the kernel, none of the names the node gives files of
- * its own. */
+ * plain name beside the kernel ("helper.py"), or a directory beside it
+ * written with a trailing slash ("mylib/"), none of the names the node
+ * gives files of its own. */
 static const char *file_name_problem(const char *name, int first)
 {
     (void)first;
-    if (!*name || strchr(name, '/') || name[0] == '.')
-        return "is not a plain file name beside the kernel (a directory is not shipped: list "
-               "its files, or put the module beside the kernel)";
+    size_t n = strlen(name);
+    const char *slash = strchr(name, '/');
+    if (!n || name[0] == '.' || (slash && slash != name + n - 1) || n == 1)
+        return "is neither a file name beside the kernel (\"helper.py\") nor a directory "
+               "beside it (\"mylib/\")";
     if (strcmp(name, "kf_kernel.h") == 0)
         return "is the name of kfleet's ABI header";
     return NULL;
@@ -265,13 +268,21 @@ static int check_own_files(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kerne
                 return kf_yaml_fail(&c->y, n,
                                     "%s:%d: %s is in both files and extension; list it once",
                                     k->path, line, k->files[i]);
+        size_t fl = strlen(k->files[i]);
+        int want_dir = k->files[i][fl - 1] == '/';
+        if (want_dir && (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)))
+            return kf_yaml_fail(&c->y, n,
+                                "%s:%d: %s (files = [...]) is not a directory beside the kernel "
+                                "(%s)",
+                                k->path, line, k->files[i], path);
+        if (want_dir)
+            continue;
         if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
             return kf_yaml_fail(&c->y, n,
                                 "%s:%d: file %s (files = [...]) is not a regular file beside "
                                 "the kernel (%s)",
                                 k->path, line, k->files[i], path);
         /* What its modules import, the kernel needs. */
-        size_t fl = strlen(k->files[i]);
         kf_buf b = KF_BUF_INIT;
         char why[160];
         if (fl > 3 && strcmp(k->files[i] + fl - 3, ".py") == 0 &&
@@ -346,8 +357,9 @@ int kf_sweep_python_scan(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel 
         else if (f < 0)
             rc = kf_yaml_fail(&c->y, n,
                               "%s:%d: the files line %s; write files = [\"helper.py\", "
-                              "\"table.npy\"], a literal on a line of its own naming files "
-                              "beside the kernel (docs/python-kernels.md)",
+                              "\"table.npy\", \"mylib/\"], a literal on a line of its own "
+                              "naming files and directories beside the kernel "
+                              "(docs/python-kernels.md)",
                               k->path, line, ewhy);
         int e = rc == KF_OK ? list_line(p, len, "extension", &k->ext, &k->next, ext_name_problem,
                                         ewhy, sizeof ewhy)

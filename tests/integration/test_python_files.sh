@@ -13,8 +13,10 @@ export KF_PYTHON=/usr/bin/python3
 
 # A copy of the kernels, so the helper can be changed.
 mkdir -p "$T/k/tests/kernels/python" "$T/k/tests/data/sweeps"
-cp "$KF_SRC"/tests/kernels/python/{py_with_files.py,pyf_helper.py,pyf_scale.txt,py_missing_local.py} \
+cp -r "$KF_SRC"/tests/kernels/python/{py_with_files.py,pyf_helper.py,pyf_scale.txt,pyf_pkg,py_missing_local.py} \
   "$T/k/tests/kernels/python/"
+mkdir -p "$T/k/tests/kernels/python/pyf_pkg/__pycache__"
+echo junk >"$T/k/tests/kernels/python/pyf_pkg/__pycache__/x.pyc"
 cp "$KF_SRC/tests/data/sweeps/python_files.yaml" "$T/k/tests/data/sweeps/"
 SWEEP="$T/k/tests/data/sweeps/python_files.yaml"
 
@@ -27,7 +29,8 @@ d = json.load(open(sys.argv[1]))
 rows = {r["kernel"]: r for r in d["rows"]}
 v = rows["py_with_files"]["validation"]
 assert v["state"] == "succeeded", v.get("error")
-print("ok - py_with_files imported pyf_helper and read pyf_scale.txt on the node: validated")
+print("ok - py_with_files imported pyf_helper (reading pyf_scale.txt) and the package pyf_pkg/ "
+      "(reading pyf_pkg/sub/offset.txt) on the node: validated")
 e = rows["py_missing_local"]["validation"].get("error") or ""
 want = "list it in the kernel's files = [\"pyf_helper.py\"] line so that it travels with it"
 assert "No module named 'pyf_helper'" in e and want in e, e
@@ -46,6 +49,9 @@ h2=$(python3 -c 'import json,sys; print([k["hash"] for k in json.load(open(sys.a
 files=$(ls -t "$KFLEET_HOME"/state/agents/run-0/cache/*.files/pyf_scale.txt 2>/dev/null | head -1)
 [ -n "$files" ] || fail "no kernel files directory in the agent's cache"
 grep -qx 5.0 "$files" || fail "the node did not get the changed data file ($files: $(cat "$files"))"
+pkg=$(dirname "$files")/pyf_pkg
+[ -f "$pkg/__init__.py" ] && grep -qx 0.5 "$pkg/sub/offset.txt" && [ ! -e "$pkg/__pycache__" ] ||
+  fail "the package directory did not arrive whole (or brought its __pycache__): $(find "$pkg" | head)"
 pass "the kernel's files enter its hash (${h1:0:12} -> ${h2:0:12}) and reach the node"
 
 # A files line naming a directory, or a missing file: refused at submit.
@@ -53,11 +59,11 @@ sed -i 's/^files = .*/files = ["sub\/pyf_helper.py"]/' "$T/k/tests/kernels/pytho
 rc=0
 "$KFLEET" run "$SWEEP" --agents 1 >"$T/run3.out" 2>"$T/run3.log" || rc=$?
 [ $rc -ne 0 ] || fail "a files line naming a directory was accepted"
-grep -q "py_with_files.py:11: the files line names 'sub/pyf_helper.py', which is not a plain file name" \
+grep -q "py_with_files.py:12: the files line names 'sub/pyf_helper.py', which is neither a file name" \
   "$T/run3.log" || fail "the refusal does not say file, line and why: $(cat "$T/run3.log")"
 sed -i 's/^files = .*/files = ["pyf_gone.py"]/' "$T/k/tests/kernels/python/py_with_files.py"
 rc=0
 "$KFLEET" run "$SWEEP" --agents 1 >"$T/run4.out" 2>"$T/run4.log" || rc=$?
-[ $rc -ne 0 ] && grep -q "py_with_files.py:11: file pyf_gone.py (files = \[...\]) is not a regular file" \
+[ $rc -ne 0 ] && grep -q "py_with_files.py:12: file pyf_gone.py (files = \[...\]) is not a regular file" \
   "$T/run4.log" || fail "a missing file was not refused at submit: $(cat "$T/run4.log")"
-pass "a files line naming a directory or a missing file is refused with file and line"
+pass "a files line naming a path into a directory or a missing file is refused with file and line"
