@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* How much of each error the failures section shows: a Python traceback of
  * a few frames and a compiler's first errors fit; a runaway recursion does
@@ -83,8 +84,9 @@ static void first_line(const char *s, char *out, size_t len, size_t max)
 
 /* The line of an error that says what it is, for a table cell: its first
  * line, and when that line only announces what follows ("the kernel does
- * not compile in Python 3.11.2:"), its last line too, where Python and
- * compilers put the error itself ("SyntaxError: '{' was never closed"). */
+ * not compile in Python 3.11.2:"), the line that names the error: the
+ * first one saying "error" (a compiler's "x.cu:3: error: ...", Python's
+ * "SyntaxError: '{' was never closed"), else the last one. */
 static void headline(const char *s, char *out, size_t len, size_t max)
 {
     s = kf_rep_nz(s);
@@ -95,21 +97,25 @@ static void headline(const char *s, char *out, size_t len, size_t max)
         first_line(s, out, len, max);
         return;
     }
-    const char *last = NULL;
-    for (const char *p = s + strcspn(s, "\r\n"); *p;) {
+    const char *last = NULL, *named = NULL;
+    for (const char *p = s + strcspn(s, "\r\n"); *p && !named;) {
         p += strspn(p, "\r\n");
-        size_t l = strcspn(p, "\r\n");
-        if (l && p[strspn(p, " \t")] != '\n' && p[strspn(p, " \t")] != '\0')
-            last = p;
-        p += l;
+        const char *t = p + strspn(p, " \t");
+        size_t l = strcspn(t, "\r\n");
+        for (size_t i = 0; i + 5 <= l && !named; i++)
+            if (strncasecmp(t + i, "error", 5) == 0)
+                named = t;
+        if (l)
+            last = t;
+        p = t + l;
     }
-    if (!last) {
+    const char *pick = named ? named : last;
+    if (!pick) {
         first_line(s, out, len, max);
         return;
     }
-    last += strspn(last, " \t");
     char joined[1024];
-    snprintf(joined, sizeof joined, "%.*s %.*s", (int)n, s, (int)strcspn(last, "\r\n"), last);
+    snprintf(joined, sizeof joined, "%.*s %.*s", (int)n, s, (int)strcspn(pick, "\r\n"), pick);
     first_line(joined, out, len, max);
 }
 

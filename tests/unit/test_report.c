@@ -330,6 +330,13 @@ static int setup(void **state)
         Kfleet__Result r = KFLEET__RESULT__INIT;
         r.error = long_err;
         put_result(t, &r, sweep5, 0, KFLEET__TASK_STATE__FAILED);
+        const tspec tb5 = {KFLEET__TASK_KIND__BUILD,   0,   0, 0, 0, "n1",
+                           KFLEET__TASK_STATE__FAILED, NULL};
+        put_task(t, sweep5, 1, &tb5);
+        Kfleet__Result rb = KFLEET__RESULT__INIT;
+        rb.error = "compile failed:\nk.cu(3): warning: unused x\nk.cu(5): error: expected a "
+                   "\";\"\n1 error detected in the compilation of \"k.cu\".";
+        put_result(t, &rb, sweep5, 1, KFLEET__TASK_STATE__FAILED);
     }
     assert_int_equal(kf_store_commit(&t, &err), 0);
     return 0;
@@ -625,6 +632,9 @@ static void test_long_error(void **state)
     assert_non_null(strstr(s, more));
     assert_non_null(strstr(s, "FAIL: error, nothing measured"));
     assert_null(strstr(s, "max|err|"));
+    /* A build error's cell: the announcing first line, then the line that
+     * names the error (not the warning before it, not the count after). */
+    assert_non_null(strstr(s, "compile failed: k.cu(5): error: expected a \";\"\n"));
     free(s);
 }
 
