@@ -25,9 +25,10 @@
  * the jobs it submitted (scancel) and the relay, when this launch started
  * it (one a live fleet already used is kept).
  *
- * The preflight is of the login node, Python included; the job agents use
- * the compute nodes' Python (KF_PYTHON through sbatch --export), which
- * `kfleet status` shows once they register: the launch line says so.
+ * The preflight is of the login node, Python included, and says so; the
+ * job agents use the compute nodes' Python (KF_PYTHON through sbatch
+ * --export), which each reports when it registers: the launch line names
+ * it per agent.
  *
  * Teardown cancels the jobs by name (SIGTERM: the agents drain), waits for
  * them to leave the queue, stops the relay and, with --purge, removes the
@@ -171,7 +172,31 @@ static int poll_jobs(job *j, kf_ssh *s, kf_slurm_job **jobs, size_t *n, kf_err *
 }
 
 /* Which of the node indexes' agents have registered with their job's id. */
-static int count_registered(job *j, void *cl, char (*ids)[32], int *reg, kf_err *err)
+/* What a registered job agent found of its Python: the Python its Python
+ * kernels will run in (the compute node's, or KF_PYTHON's), which the
+ * login node's preflight cannot see. */
+static void python_of(const Kfleet__PythonFacts *py, char *out, size_t len)
+{
+    if (!py || !py->version || !py->version[0]) {
+        snprintf(out, len, "no Python for Python kernels: %.150s",
+                 py && py->error && py->error[0] ? py->error : "none found");
+        return;
+    }
+    const char *name[] = {"numpy", "torch", "triton", "cupy"};
+    const char *ver[] = {py->numpy, py->torch, py->triton, py->cupy};
+    size_t off = (size_t)snprintf(out, len, "python %s", py->version);
+    const char *sep = " (";
+    for (size_t i = 0; i < 4 && off < len; i++)
+        if (ver[i] && ver[i][0]) {
+            off += (size_t)snprintf(out + off, len - off, "%s%s %s", sep, name[i], ver[i]);
+            sep = ", ";
+        }
+    if (off < len)
+        snprintf(out + off, len - off, "%s", *sep == ',' ? ")" : "");
+}
+
+static int count_registered(job *j, void *cl, char (*ids)[32], int *reg, char (*py)[200],
+                            kf_err *err)
 {
     Kfleet__ControlReply *rep = NULL;
     int rc = launch_ctl_status(j, cl, &rep, err);
@@ -185,8 +210,10 @@ static int count_registered(job *j, void *cl, char (*ids)[32], int *reg, kf_err 
         for (size_t a = 0; rep->status && a < rep->status->n_agents; a++) {
             const Kfleet__AgentInfo *ai = rep->status->agents[a];
             if (strcmp(ai->agent_id, want) == 0 && !ai->lost && ai->slurm_job_id &&
-                strcmp(ai->slurm_job_id, ids[i]) == 0)
+                strcmp(ai->slurm_job_id, ids[i]) == 0) {
                 reg[i] = 1;
+                python_of(ai->python, py[i], sizeof py[i]);
+            }
         }
         k += reg[i];
     }
@@ -209,6 +236,7 @@ static int wait_agents(job *j, kf_ssh *s, void *cl, char (*ids)[32], kf_buf *msg
     const kf_launch_opts *o = j->o;
     int n = nodes_of(j);
     int *reg = kf_xcalloc((size_t)n, sizeof *reg);
+    char(*py)[200] = kf_xcalloc((size_t)n, sizeof *py);
     kf_slurm_job *jobs = NULL;
     size_t njobs = 0;
     double limit = o->register_timeout_s > 0 ? o->register_timeout_s : 60;
@@ -219,7 +247,7 @@ static int wait_agents(job *j, kf_ssh *s, void *cl, char (*ids)[32], kf_buf *msg
             rc = kf_err_set(err, KF_EUNAVAIL, "the coordinator is shutting down");
             break;
         }
-        if ((k = count_registered(j, cl, ids, reg, err)) < 0) {
+        if ((k = count_registered(j, cl, ids, reg, py, err)) < 0) {
             rc = -k;
             break;
         }
@@ -259,8 +287,8 @@ static int wait_agents(job *j, kf_ssh *s, void *cl, char (*ids)[32], kf_buf *msg
         agent_name(j, i, name, sizeof name);
         const kf_slurm_job *sj = find_job(jobs, njobs, ids[i]);
         if (reg[i]) {
-            kf_buf_addf(msg, "%s%s job %s%s%s", i ? ", " : "", name, ids[i],
-                        sj && sj->node[0] ? " on " : "", sj && sj->node[0] ? sj->node : "");
+            kf_buf_addf(msg, "%s%s job %s%s%s, %s", i ? ", " : "", name, ids[i],
+                        sj && sj->node[0] ? " on " : "", sj && sj->node[0] ? sj->node : "", py[i]);
         } else if (sj && strcmp(sj->state, "PENDING") == 0) {
             kf_buf_addf(msg, "%s%s job %s PENDING (%s)", i ? ", " : "", name, ids[i], sj->reason);
         } else {
@@ -273,6 +301,7 @@ static int wait_agents(job *j, kf_ssh *s, void *cl, char (*ids)[32], kf_buf *msg
         }
     }
     kf_slurm_free(&jobs, &njobs);
+    free(py);
     free(reg);
     return rc;
 }
@@ -484,8 +513,8 @@ void launch_slurm_host(job *j)
         goto out;
     }
     snprintf(r->msg, sizeof r->msg,
-             "%d job%s submitted, %d already queued: %s; %s, %s — %s; the jobs' Python is the "
-             "compute nodes' (kfleet status shows it)",
+             "%d job%s submitted, %d already queued: %s; %s, %s — %s (the jobs' Python is "
+             "each agent's, above)",
              submitted, submitted == 1 ? "" : "s", n - submitted, msg.data,
              r->uploaded ? (r->used_scp ? "bundle sent (scp)" : "bundle sent (sftp)")
                          : "bundle unchanged",

@@ -45,7 +45,9 @@ LAUNCH=("$KFLEET" launch --known-hosts "$T/known_hosts" --bundle "$T/bundle" --m
 "${LAUNCH[@]}" --accept-new "$T/fleet.yaml" >"$T/launch1.out" 2>"$T/launch1.log" ||
   { cat "$T/launch1.out" "$T/launch1.log"; fail "launch exited $?"; }
 cat "$T/launch1.out"
-grep -q "^lab  *ok .*2 jobs submitted, 0 already queued: lab-0 job [0-9]* on c1, lab-1 job [0-9]* on c1" \
+# Each job agent's own Python (the compute node's, not the login node's
+# that preflight saw) is in the launch line (issue 33).
+grep -q "^lab  *ok .*2 jobs submitted, 0 already queued: lab-0 job [0-9]* on c1, python 3\.[0-9.]*.*, lab-1 job [0-9]* on c1, python 3\.[0-9.]*.*login node: " \
   "$T/launch1.out" || fail "lab's two jobs did not start and register"
 grep -q "relay $SLURM_RELAY_HOST:[0-9]* on the login node (started)" "$T/launch1.out" ||
   fail "no relay on the login node"
