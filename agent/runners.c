@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "common/xalloc.h"
+#include "runner/sandbox.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -303,6 +304,13 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
         dup2(in_fd, 0);
         dup2(pfd[1], 1);
         dup2(log_fd, 2);
+        /* Nothing of the agent's reaches the kernel: no descriptor but the
+         * three (its socket, its outbox, other runners' pipes), no KFLEET_*
+         * variable, no SSH agent; the runner's sandbox does the rest. */
+        kf_sandbox_close_fds(3);
+        int sandboxed = kf_sandbox_enabled();
+        if (sandboxed)
+            kf_sandbox_scrub_env();
         /* In a sanitizer build, let a kernel's fault kill the runner by its
          * signal (what the task reports) instead of ASan's own exit. */
         const char *asan = getenv("ASAN_OPTIONS");
@@ -325,11 +333,17 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
             runners_visible_device(r->gpu_index, dev, sizeof dev);
             setenv("CUDA_VISIBLE_DEVICES", dev, 1);
         }
+        /* The scratch dir is what turns the runner's sandbox on. */
+        char *argv[] = {"kfleet-agent", "--runner", "--workdir", a->workdir,
+                        NULL,           NULL,       NULL,        NULL};
+        int n = 4;
+        if (sandboxed) {
+            argv[n++] = "--scratch";
+            argv[n++] = r->dir;
+        }
         if (serve)
-            execl(a->runner_exe, "kfleet-agent", "--runner", "--serve", "--workdir", a->workdir,
-                  (char *)NULL);
-        else
-            execl(a->runner_exe, "kfleet-agent", "--runner", "--workdir", a->workdir, (char *)NULL);
+            argv[n++] = "--serve";
+        execv(a->runner_exe, argv);
         dprintf(2, "cannot exec runner %s: %s\n", a->runner_exe, strerror(errno));
         _exit(127);
     }
