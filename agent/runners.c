@@ -18,7 +18,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -449,6 +448,9 @@ void runners_drain(kf_agent *a, krunner *r)
             res->sample_count = r->nsamples;
             if (r->cancelled)
                 res->state = KFLEET__TASK_STATE__CANCELLED;
+            if (res->artifact_stale) /* the runner's log goes with its scratch dir */
+                kf_warn("runner.artifact_stale", "task=0x%llx error=\"%.300s\"",
+                        (unsigned long long)r->task_id, res->error ? res->error : "");
             link_emit(a, env, r->task_id, r->attempt, 1);
             r->got_result = 1;
             res->agent_id = runner_agent; /* ours is not the decoder's to free */
@@ -481,14 +483,6 @@ void runners_drain(kf_agent *a, krunner *r)
         memmove(r->in.data, r->in.data + off, r->in.len - off);
         r->in.len -= off;
     }
-}
-
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
 }
 
 static void finish_runner(kf_agent *a, size_t idx)
@@ -539,7 +533,7 @@ static void finish_runner(kf_agent *a, size_t idx)
     if (r->in_fd >= 0)
         close(r->in_fd);
     if (!a->cfg.keep_tmp)
-        nftw(r->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+        kf_remove_tree(r->dir);
     kf_buf_release(&r->in);
     free(r);
     a->runners[idx] = a->runners[--a->nrunners];
@@ -593,7 +587,7 @@ void runners_stop_all(kf_agent *a)
         if (r->in_fd >= 0)
             close(r->in_fd);
         if (!a->cfg.keep_tmp)
-            nftw(r->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+            kf_remove_tree(r->dir);
         kf_buf_release(&r->in);
         free(r);
     }

@@ -11,6 +11,8 @@
  * finished .so reaches the cache by rename, after its JSON sidecar, so a
  * reader sees either no artifact or a complete one with its record. */
 #include "runner/build.h"
+#include "runner/artifact.h"
+#include "common/log.h"
 #include "common/xalloc.h"
 #include "runner/cudrv.h"
 #include "runner/proc.h"
@@ -604,22 +606,8 @@ static void inspect(const char *so, kf_build_info *bi)
  * hash of the .py and the built module together. */
 static int ext_artifact(const char *py_path, const char *ext_dir, kf_build_info *bi, kf_err *err)
 {
-    char so[PATH_MAX];
-    int rc = kf_pyext_describe(ext_dir, bi->torch_ext, sizeof bi->torch_ext, so, sizeof so, err);
-    if (rc != KF_OK)
-        return rc;
-    kf_buf a = KF_BUF_INIT, b = KF_BUF_INIT;
-    if (kf_buf_read_file(&a, py_path) != KF_OK || kf_buf_read_file(&b, so) != KF_OK) {
-        int e = errno;
-        kf_buf_release(&a);
-        kf_buf_release(&b);
-        return kf_err_set(err, KF_EIO, "cannot read the built extension %s: %s", so, strerror(e));
-    }
-    kf_hash_part parts[] = {{a.data, a.len}, {b.data, b.len}};
-    kf_hash_hex(parts, 2, bi->artifact_hash);
-    kf_buf_release(&a);
-    kf_buf_release(&b);
-    return KF_OK;
+    return kf_artifact_hash(py_path, ext_dir, bi->torch_ext, sizeof bi->torch_ext,
+                            bi->artifact_hash, err);
 }
 
 /* Builds a Python kernel's torch extension from the sources in scratch
@@ -688,6 +676,11 @@ int kf_build_kernel(const Kfleet__TaskSpec *sp, const char *workdir, const char 
     char ext[PATH_MAX] = "";
     if (lang == KF_LANG_TORCH_EXT)
         kf_build_ext_dir(so, ext, sizeof ext);
+    /* A cached artifact that is not what its build recorded is removed
+     * here and compiled again below (artifact.h). */
+    kf_err serr;
+    if (access(so, F_OK) == 0 && kf_artifact_check(workdir, sp, NULL, &serr) == KF_EINVAL)
+        kf_info("build.rebuild", "kernel=%s why=\"%s\"", sp->kernel ? sp->kernel : "", serr.msg);
     if (ext[0] && access(so, F_OK) == 0) {
         /* A .py without its extension (removed by hand) builds anew. */
         char rec[PATH_MAX + 16];

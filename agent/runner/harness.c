@@ -21,6 +21,7 @@
 #include "common/util.h"
 #include "common/wire.h"
 #include "runner/hctx.h"
+#include "runner/artifact.h"
 #include "runner/confine.h"
 #include "runner/proc.h"
 #include "runner/sandbox.h"
@@ -147,6 +148,23 @@ static int keep_after(hkeep *keep, hctx *h)
     return 1;
 }
 
+/* The artifact about to be loaded is what its build recorded (artifact.h);
+ * one that is not is removed, and the attempt ends as the node's fault
+ * (tried again) with artifact_stale, on which the coordinator has this
+ * agent build the kernel again. */
+static int verify_artifact(hctx *h)
+{
+    kf_err err;
+    int rc = kf_artifact_check(h->workdir, h->spec, h->spec->artifact_hash, &err);
+    if (rc == KF_OK || rc == KF_ENOTFOUND) /* the load says "not in cache" */
+        return 0;
+    if (rc == KF_EINVAL) {
+        h->res->artifact_stale = 1;
+        h->res->infra = 1;
+    }
+    return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
+}
+
 /* Enters the runner's sandbox before its kernel is loaded (confine.h). */
 static int confine(hctx *h, const char *scratch)
 {
@@ -222,7 +240,8 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
             hctx_set_params(&h, &L);
             if (h.cu)
                 kf_cudrv_until_idle(h.cu, 0);
-        } else if (!(keep && keep->confined) && confine(&h, scratch) != 0) {
+        } else if (!(keep && keep->confined) &&
+                   (verify_artifact(&h) != 0 || confine(&h, scratch) != 0)) {
             loaded_rc = -1; /* the Result says why; nothing of the kernel ran */
         } else {
             if (keep)

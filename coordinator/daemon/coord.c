@@ -53,6 +53,7 @@ int kf_coord_new(const kf_coord_config *cfg, kf_coord **out, kf_err *err)
         goto fail;
     }
     if ((rc = kf_keys_coordinator(cfg->key_file, cfg->pub_file, &c->keys, err)) ||
+        (rc = kf_store_seal_with(c->store, c->keys.sec, err)) ||
         (rc = kf_allow_load(cfg->allow_file, &c->allow, err)))
         goto fail;
     auth_sort_allow(&c->allow);

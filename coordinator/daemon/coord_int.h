@@ -50,7 +50,8 @@ typedef struct kbuild {
     char hash[65];
     int state; /* TaskState: ASSIGNED while building, else terminal */
     uint64_t task_id;
-    char *error; /* first lines of a failed build */
+    char *error;            /* first lines of a failed build */
+    char artifact_hash[65]; /* what the build's result said it made, "" when unknown */
 } kbuild;
 
 /* A kernel built once for every agent with one toolchain (sched_share.c):

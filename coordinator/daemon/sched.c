@@ -305,6 +305,8 @@ kbuild *sched_agent_build(kf_coord *c, kagent *a, const char *hash)
     snprintf(b->hash, sizeof b->hash, "%s", hash);
     b->state = br->state;
     b->task_id = br->task_id;
+    snprintf(b->artifact_hash, sizeof b->artifact_hash, "%s",
+             br->artifact_hash ? br->artifact_hash : "");
     kfleet__build_record__free_unpacked(br, NULL);
     /* A build that was running when the coordinator stopped is re-checked
      * through its task, which is reloaded as open. */
@@ -312,7 +314,7 @@ kbuild *sched_agent_build(kf_coord *c, kagent *a, const char *hash)
 }
 
 kbuild *sched_set_build(kf_coord *c, kagent *a, const char *hash, int state, uint64_t task_id,
-                        const char *error)
+                        const char *error, const char *artifact_hash)
 {
     kbuild *b = NULL;
     for (size_t i = 0; i < a->nbuilds; i++)
@@ -331,12 +333,14 @@ kbuild *sched_set_build(kf_coord *c, kagent *a, const char *hash, int state, uin
     b->task_id = task_id;
     free(b->error);
     b->error = error ? kf_xstrdup(error) : NULL;
+    snprintf(b->artifact_hash, sizeof b->artifact_hash, "%s", artifact_hash ? artifact_hash : "");
     Kfleet__BuildRecord br = KFLEET__BUILD_RECORD__INIT;
     br.agent_id = a->id;
     br.kernel_hash = b->hash;
     br.task_id = task_id;
     br.state = (Kfleet__TaskState)state;
     br.toolchain = a->toolchain;
+    br.artifact_hash = b->artifact_hash;
     kf_txn *txn;
     if (coord_txn(c, &txn) == KF_OK)
         kf_store_put_build(txn, &br);
@@ -394,6 +398,17 @@ void sched_forget_build(kf_coord *c, kagent *a, const char *hash)
             return;
         }
     }
+}
+
+void sched_invalidate_build(kf_coord *c, kagent *a, const char *hash)
+{
+    kbuild gone;
+    memset(&gone, 0, sizeof gone);
+    snprintf(gone.hash, sizeof gone.hash, "%s", hash);
+    const kbuild *b = sched_agent_build(c, a, hash);
+    gone.task_id = b ? b->task_id : 0;
+    sched_forget_build(c, a, hash);
+    store_abandoned(c, a, &gone); /* read back as "no build": built again */
 }
 
 /* ---- ending attempts and tasks ---- */

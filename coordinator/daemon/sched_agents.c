@@ -431,6 +431,13 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
         char why[300];
         first_line(r->error, why, sizeof why);
         r->agent_id = saved_agent;
+        /* Its cached artifact was not what the build made (and is gone):
+         * the agent builds the kernel again before the next try. */
+        if (r->artifact_stale && t->rec->kind != KFLEET__TASK_KIND__BUILD) {
+            kf_warn("task.artifact_stale", "task=0x%llx agent=%s error=\"%s\"",
+                    (unsigned long long)r->task_id, a->id, why);
+            sched_invalidate_build(c, a, sw->rec->kernels[t->rec->kernel_index]->hash);
+        }
         sched_requeue_as(c, sw, t, KFLEET__TASK_STATE__FAILED, why);
         if (env->oseq)
             coord_ack_later(a, env->oseq);
@@ -457,7 +464,9 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
         const char *hash = sw->rec->kernels[t->rec->kernel_index]->hash;
         int st = r->state == KFLEET__TASK_STATE__SUCCEEDED ? KFLEET__TASK_STATE__SUCCEEDED
                                                            : KFLEET__TASK_STATE__FAILED;
-        sched_set_build(c, a, hash, st, t->rec->task_id, r->error);
+        sched_set_build(c, a, hash, st, t->rec->task_id, r->error,
+                        r->build && st == KFLEET__TASK_STATE__SUCCEEDED ? r->build->artifact_hash
+                                                                        : NULL);
     }
     kf_debug("task.result", "task=0x%llx attempt=%u agent=%s state=%d",
              (unsigned long long)r->task_id, r->attempt, a->id, r->state);

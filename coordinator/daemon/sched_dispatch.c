@@ -93,6 +93,11 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
         } else if (!k->python) {
             spec.want_artifact = sched_share_building(c, a, k->hash, t->rec->task_id);
         }
+    } else {
+        /* What this agent's build made: the runner loads nothing else. */
+        const kbuild *b = sched_agent_build(c, a, k->hash);
+        if (b && b->artifact_hash[0])
+            spec.artifact_hash = (char *)b->artifact_hash;
     }
     spec.n_flags = k->n_flags;
     spec.flags = k->flags;
@@ -143,7 +148,7 @@ static ktask *new_build(kf_coord *c, ksweep *sw, uint32_t ki, kagent *a, const k
         kf_store_put_sweep(txn, sw->rec);
     }
     sched_set_build(c, a, sw->rec->kernels[ki]->hash, KFLEET__TASK_STATE__ASSIGNED, rec->task_id,
-                    NULL);
+                    NULL, NULL);
     return t;
 }
 

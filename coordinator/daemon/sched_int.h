@@ -29,12 +29,16 @@ void sched_release_slot(kf_coord *c, ktask *t);
 /* What a knows of a kernel's build (read back from the store after a
  * restart), or NULL when nothing. */
 kbuild *sched_agent_build(kf_coord *c, kagent *a, const char *hash);
-/* Records (and stores) the state of a kernel's build on a. */
+/* Records (and stores) the state of a kernel's build on a, and the hash of
+ * the artifact a succeeded build made (NULL: none known). */
 kbuild *sched_set_build(kf_coord *c, kagent *a, const char *hash, int state, uint64_t task_id,
-                        const char *error);
+                        const char *error, const char *artifact_hash);
 /* Drops what a knows of a kernel's build; one still in flight is recorded
  * as abandoned in the store, so it is built again when a returns. */
 void sched_forget_build(kf_coord *c, kagent *a, const char *hash);
+/* Drops a's build of a kernel for good, in the store too: its artifact is
+ * gone (it was not what the build made), so the kernel is built again. */
+void sched_invalidate_build(kf_coord *c, kagent *a, const char *hash);
 /* The hash of what an agent's artifacts depend on besides the kernel: its
  * compilers, its Python and packages (torch, for extensions), its forward-
  * compat libraries, its architecture and GPUs. An agent that comes back

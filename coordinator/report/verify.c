@@ -1,6 +1,7 @@
 /* verify — store invariants of a sweep; see verify.h. */
 #include "report/verify.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,6 +52,43 @@ static int late_cb(void *ctx, const Kfleet__Result *r)
         strcmp(r->agent_id, t->agent_id) == 0)
         v->late_dups++;
     return 0;
+}
+
+/* The stored bytes of the task's result and of its attempt's samples are
+ * what the coordinator wrote (store.h, seals). */
+static void check_seals(struct vctx *v, const Kfleet__Task *task, const Kfleet__Result *r)
+{
+    kf_seal_count sc = {0, 0, 0, 0};
+    int rc = kf_store_check_seals(v->t, task->task_id, r->attempt, &sc);
+    if (rc == KF_EINVAL) {
+        v->sum->seals = 0;
+        return;
+    }
+    if (rc == KF_ENOTFOUND) {
+        v->sum->seals = -1;
+        return;
+    }
+    v->sum->sealed += sc.checked;
+    char what[160];
+    if (sc.first_bad_seq == UINT32_MAX)
+        snprintf(what, sizeof what, "the terminal result");
+    else
+        snprintf(what, sizeof what, "sample %u", sc.first_bad_seq);
+    const struct {
+        uint32_t n;
+        const char *what;
+    } rows[] = {
+        {sc.changed, "changed after they were written (their seals do not match"},
+        {sc.unsealed, "without a seal in a sealed sweep (added after the coordinator wrote it?"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        char line[256];
+        if (!rows[i].n)
+            continue;
+        snprintf(line, sizeof line, ": %u stored record(s) %s; the first: %s)", rows[i].n,
+                 rows[i].what, what);
+        problem(v, "task 0x%llx%s", (unsigned long long)task->task_id, line);
+    }
 }
 
 static int task_cb(void *ctx, const Kfleet__Task *task)
@@ -110,6 +148,7 @@ static int task_cb(void *ctx, const Kfleet__Task *task)
         problem(v, "task 0x%llx: terminal record with a non-terminal state%s", id, "");
         break;
     }
+    check_seals(v, task, r);
     if (task->kind == KFLEET__TASK_KIND__PROFILE && r->state == KFLEET__TASK_STATE__SUCCEEDED) {
         s->profiles++;
         v->next_seq = 0;
@@ -140,5 +179,6 @@ int kf_verify_sweep(kf_txn *t, uint32_t sweep_id, kf_verify_summary *sum, kf_buf
         return rc;
     kfleet__sweep__free_unpacked(sw, NULL);
     struct vctx v = {t, sum, problems, 0, 0, NULL, 0};
+    sum->seals = 1;
     return kf_store_foreach_task(t, sweep_id, task_cb, &v);
 }

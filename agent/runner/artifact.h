@@ -1,0 +1,34 @@
+/* artifact — what runs is what the record says (issue 31, item 2): a cached
+ * artifact (a C or CUDA .so, a Python kernel's .py, a .py with its torch
+ * extension) is hashed again before it is loaded, or before a build takes
+ * it from the cache, and compared with the hash its build recorded: the
+ * coordinator's record of this agent's build when the task carries it
+ * (TaskSpec.artifact_hash on a validate or profile), else the build's
+ * sidecar (cache/KEY.json, written by the build runner, which no kernel's
+ * sandbox can write). An artifact that does not match, or has no record,
+ * is removed with its extension and sidecar, logged, and never run: the
+ * build compiles it again. */
+#ifndef KF_ARTIFACT_H
+#define KF_ARTIFACT_H
+
+#include "common/err.h"
+#include "proto/kfleet.pb-c.h"
+
+#include <stddef.h>
+
+/* The artifact's hash as a build records it: of the file, or for a torch
+ * extension of the .py and the extension's module together (its record's
+ * line into `line` when line is not NULL). ext_dir "" or NULL: no
+ * extension. Returns 0, or KF_EIO with err saying what cannot be read. */
+int kf_artifact_hash(const char *path, const char *ext_dir, char *line, size_t linelen,
+                     char out[65], kf_err *err);
+
+/* Checks sp's cached artifact in workdir against `expected` (NULL or "":
+ * its sidecar's record). Returns 0 when it matches; KF_ENOTFOUND when
+ * there is no artifact; KF_EINVAL when it does not match or has no record,
+ * after removing it (err says what was found and what was recorded);
+ * another code when the key cannot be computed. */
+int kf_artifact_check(const char *workdir, const Kfleet__TaskSpec *sp, const char *expected,
+                      kf_err *err);
+
+#endif
