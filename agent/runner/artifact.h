@@ -31,4 +31,11 @@ int kf_artifact_hash(const char *path, const char *ext_dir, char *line, size_t l
 int kf_artifact_check(const char *workdir, const Kfleet__TaskSpec *sp, const char *expected,
                       kf_err *err);
 
+/* For a build with TaskSpec.own_build: a cached artifact installed from
+ * another agent (its sidecar names a builder) is removed, so the build
+ * compiles this agent's own. Returns 1 when one was removed (*builder
+ * gets who had built it), else 0. */
+int kf_artifact_drop_installed(const char *workdir, const Kfleet__TaskSpec *sp, char *builder,
+                               size_t len);
+
 #endif

@@ -679,6 +679,12 @@ int kf_build_kernel(const Kfleet__TaskSpec *sp, const char *workdir, const char 
     /* A cached artifact that is not what its build recorded is removed
      * here and compiled again below (artifact.h). */
     kf_err serr;
+    char builder[128];
+    if (sp->own_build && kf_artifact_drop_installed(workdir, sp, builder, sizeof builder))
+        kf_info("build.rebuild",
+                "kernel=%s why=\"the cached artifact was installed from %s; "
+                "this build compiles its own\"",
+                sp->kernel ? sp->kernel : "", builder);
     if (access(so, F_OK) == 0 && kf_artifact_check(workdir, sp, NULL, &serr) == KF_EINVAL)
         kf_info("build.rebuild", "kernel=%s why=\"%s\"", sp->kernel ? sp->kernel : "", serr.msg);
     if (ext[0] && access(so, F_OK) == 0) {

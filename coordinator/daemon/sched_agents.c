@@ -193,6 +193,7 @@ static int on_register(void *ctx, const kf_peer *peer, const Kfleet__Envelope *e
         a->nbuilds = 0;
         snprintf(a->toolchain, sizeof a->toolchain, "%s", tc);
     }
+    sched_share_load_trust(c); /* the operator may have edited it since */
     a->info->registered_at_ns = kf_now_ns();
     a->info->last_seen_ns = a->info->registered_at_ns;
     a->info->lost = 0;
@@ -464,9 +465,9 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
         const char *hash = sw->rec->kernels[t->rec->kernel_index]->hash;
         int st = r->state == KFLEET__TASK_STATE__SUCCEEDED ? KFLEET__TASK_STATE__SUCCEEDED
                                                            : KFLEET__TASK_STATE__FAILED;
+        int ok = r->build && st == KFLEET__TASK_STATE__SUCCEEDED;
         sched_set_build(c, a, hash, st, t->rec->task_id, r->error,
-                        r->build && st == KFLEET__TASK_STATE__SUCCEEDED ? r->build->artifact_hash
-                                                                        : NULL);
+                        ok ? r->build->artifact_hash : NULL, ok ? r->build->built_by : NULL);
     }
     kf_debug("task.result", "task=0x%llx attempt=%u agent=%s state=%d",
              (unsigned long long)r->task_id, r->attempt, a->id, r->state);

@@ -88,11 +88,13 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     if (t->rec->kind == KFLEET__TASK_KIND__BUILD) {
         spec.n_sources = k->n_sources;
         spec.sources = k->sources;
-        if (t->share_task) {
+        if (t->share_task)
             sched_share_fill(c, t, &spec, &shared);
-        } else if (!k->python) {
+        else if (!k->python)
             spec.want_artifact = sched_share_building(c, a, k->hash, t->rec->task_id);
-        }
+        /* Without an artifact to install it compiles, or takes from its
+         * cache only its own earlier compile (sched_share.c, trust). */
+        spec.own_build = spec.artifact.len == 0;
     } else {
         /* What this agent's build made: the runner loads nothing else. */
         const kbuild *b = sched_agent_build(c, a, k->hash);
@@ -148,7 +150,7 @@ static ktask *new_build(kf_coord *c, ksweep *sw, uint32_t ki, kagent *a, const k
         kf_store_put_sweep(txn, sw->rec);
     }
     sched_set_build(c, a, sw->rec->kernels[ki]->hash, KFLEET__TASK_STATE__ASSIGNED, rec->task_id,
-                    NULL, NULL);
+                    NULL, NULL, NULL);
     return t;
 }
 

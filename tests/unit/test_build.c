@@ -499,6 +499,23 @@ static void test_artifact_check(void **state)
     assert_int_equal(kf_build_kernel(&sp, workdir, scratch, &bi, &err), KF_OK);
     assert_true(bi.cached);
     kf_build_info_release(&bi);
+    /* Installed from another agent (its sidecar names the builder): taken
+     * from the cache, unless the build is to be this agent's own. */
+    char side0[PATH_MAX + 16], cmd[2 * PATH_MAX];
+    snprintf(side0, sizeof side0, "%s/cache/%s.json", workdir, key);
+    snprintf(cmd, sizeof cmd, "sed -i 's/\"built_by\": \"\"/\"built_by\": \"evil\"/' %s", side0);
+    assert_int_equal(system(cmd), 0);
+    snprintf(scratch, sizeof scratch, "%s/tmp/art5", workdir);
+    assert_int_equal(kf_build_kernel(&sp, workdir, scratch, &bi, &err), KF_OK);
+    assert_true(bi.cached);
+    kf_build_info_release(&bi);
+    sp.own_build = 1;
+    snprintf(scratch, sizeof scratch, "%s/tmp/art6", workdir);
+    assert_int_equal(kf_build_kernel(&sp, workdir, scratch, &bi, &err), KF_OK);
+    assert_false(bi.cached); /* compiled here */
+    assert_string_equal(bi.built_by, "");
+    kf_build_info_release(&bi);
+    sp.own_build = 0;
     /* No record at all: not trusted either. */
     char side[PATH_MAX + 16];
     snprintf(side, sizeof side, "%s/cache/%s.json", workdir, key);
