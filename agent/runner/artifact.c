@@ -14,34 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-int kf_artifact_hash(const char *path, const char *ext_dir, char *line, size_t linelen,
-                     char out[65], kf_err *err)
-{
-    if (!ext_dir || !*ext_dir) {
-        if (kf_build_file_hash(path, out) != KF_OK)
-            return kf_err_set(err, KF_EIO, "cannot read the artifact %s: %s", path,
-                              strerror(errno));
-        return KF_OK;
-    }
-    char so[PATH_MAX], dummy[512];
-    int rc = kf_pyext_describe(ext_dir, line ? line : dummy, line ? linelen : sizeof dummy, so,
-                               sizeof so, err);
-    if (rc != KF_OK)
-        return rc;
-    kf_buf a = KF_BUF_INIT, b = KF_BUF_INIT;
-    if (kf_buf_read_file(&a, path) != KF_OK || kf_buf_read_file(&b, so) != KF_OK) {
-        int e = errno;
-        kf_buf_release(&a);
-        kf_buf_release(&b);
-        return kf_err_set(err, KF_EIO, "cannot read the built extension %s: %s", so, strerror(e));
-    }
-    kf_hash_part parts[] = {{a.data, a.len}, {b.data, b.len}};
-    kf_hash_hex(parts, 2, out);
-    kf_buf_release(&a);
-    kf_buf_release(&b);
-    return KF_OK;
-}
-
 /* A string field of cache/KEY.json, or "" when there is none. */
 static void sidecar_field(const char *workdir, const char *key, const char *field, char *out,
                           size_t len)
@@ -109,7 +81,7 @@ int kf_artifact_check(const char *workdir, const Kfleet__TaskSpec *sp, const cha
         from = "its build's record";
     }
     kf_err herr;
-    if (want[0] && kf_artifact_hash(path, ext, NULL, 0, got, &herr) == KF_OK &&
+    if (want[0] && kf_build_artifact_hash(path, ext, NULL, 0, got, &herr) == KF_OK &&
         strcmp(got, want) == 0)
         return KF_OK;
     kf_warn("artifact.stale", "kernel=%s key=%s hash=%s recorded=%s from=\"%s\"",
@@ -121,4 +93,20 @@ int kf_artifact_check(const char *workdir, const Kfleet__TaskSpec *sp, const cha
                       "%.12s, %s says %.12s): removed and not run; it is built again",
                       sp->kernel ? sp->kernel : "?", got[0] ? got : "(unreadable)", from,
                       want[0] ? want : "(none)");
+}
+
+int kf_artifact_build(const Kfleet__TaskSpec *sp, const char *workdir, const char *scratch,
+                      kf_build_info *bi, kf_err *err)
+{
+    char builder[128];
+    kf_err why;
+    if (sp->own_build && sp->kernel_hash &&
+        kf_artifact_drop_installed(workdir, sp, builder, sizeof builder))
+        kf_info("build.rebuild",
+                "kernel=%s why=\"the cached artifact was installed from %s; this build compiles "
+                "its own\"",
+                sp->kernel ? sp->kernel : "", builder);
+    if (sp->kernel_hash && kf_artifact_check(workdir, sp, NULL, &why) == KF_EINVAL)
+        kf_info("build.rebuild", "kernel=%s why=\"%s\"", sp->kernel ? sp->kernel : "", why.msg);
+    return kf_build_kernel(sp, workdir, scratch, bi, err);
 }

@@ -14,14 +14,9 @@
 #include "common/err.h"
 #include "proto/kfleet.pb-c.h"
 
-#include <stddef.h>
+struct kf_build_info;
 
-/* The artifact's hash as a build records it: of the file, or for a torch
- * extension of the .py and the extension's module together (its record's
- * line into `line` when line is not NULL). ext_dir "" or NULL: no
- * extension. Returns 0, or KF_EIO with err saying what cannot be read. */
-int kf_artifact_hash(const char *path, const char *ext_dir, char *line, size_t linelen,
-                     char out[65], kf_err *err);
+#include <stddef.h>
 
 /* Checks sp's cached artifact in workdir against `expected` (NULL or "":
  * its sidecar's record). Returns 0 when it matches; KF_ENOTFOUND when
@@ -37,5 +32,13 @@ int kf_artifact_check(const char *workdir, const Kfleet__TaskSpec *sp, const cha
  * gets who had built it), else 0. */
 int kf_artifact_drop_installed(const char *workdir, const Kfleet__TaskSpec *sp, char *builder,
                                size_t len);
+
+/* Builds sp as kf_build_kernel does, after the cache is made fit for it:
+ * with sp->own_build an artifact installed from another agent is removed
+ * (kf_artifact_drop_installed), and a cached artifact that is not what its
+ * build recorded is removed (kf_artifact_check); either way the build then
+ * compiles, and says why in the log. */
+int kf_artifact_build(const Kfleet__TaskSpec *sp, const char *workdir, const char *scratch,
+                      struct kf_build_info *bi, kf_err *err);
 
 #endif

@@ -11,8 +11,6 @@
  * finished .so reaches the cache by rename, after its JSON sidecar, so a
  * reader sees either no artifact or a complete one with its record. */
 #include "runner/build.h"
-#include "runner/artifact.h"
-#include "common/log.h"
 #include "common/xalloc.h"
 #include "runner/cudrv.h"
 #include "runner/proc.h"
@@ -602,12 +600,40 @@ static void inspect(const char *so, kf_build_info *bi)
     bi->jit_fallback = !native;
 }
 
+int kf_build_artifact_hash(const char *path, const char *ext_dir, char *line, size_t linelen,
+                           char out[65], kf_err *err)
+{
+    if (!ext_dir || !*ext_dir) {
+        if (kf_build_file_hash(path, out) != KF_OK)
+            return kf_err_set(err, KF_EIO, "cannot read the artifact %s: %s", path,
+                              strerror(errno));
+        return KF_OK;
+    }
+    char so[PATH_MAX], dummy[512];
+    int rc = kf_pyext_describe(ext_dir, line ? line : dummy, line ? linelen : sizeof dummy, so,
+                               sizeof so, err);
+    if (rc != KF_OK)
+        return rc;
+    kf_buf a = KF_BUF_INIT, b = KF_BUF_INIT;
+    if (kf_buf_read_file(&a, path) != KF_OK || kf_buf_read_file(&b, so) != KF_OK) {
+        int e = errno;
+        kf_buf_release(&a);
+        kf_buf_release(&b);
+        return kf_err_set(err, KF_EIO, "cannot read the built extension %s: %s", so, strerror(e));
+    }
+    kf_hash_part parts[] = {{a.data, a.len}, {b.data, b.len}};
+    kf_hash_hex(parts, 2, out);
+    kf_buf_release(&a);
+    kf_buf_release(&b);
+    return KF_OK;
+}
+
 /* A torch-extension artifact: its record line into bi->torch_ext, and one
  * hash of the .py and the built module together. */
 static int ext_artifact(const char *py_path, const char *ext_dir, kf_build_info *bi, kf_err *err)
 {
-    return kf_artifact_hash(py_path, ext_dir, bi->torch_ext, sizeof bi->torch_ext,
-                            bi->artifact_hash, err);
+    return kf_build_artifact_hash(py_path, ext_dir, bi->torch_ext, sizeof bi->torch_ext,
+                                  bi->artifact_hash, err);
 }
 
 /* Builds a Python kernel's torch extension from the sources in scratch
@@ -676,17 +702,6 @@ int kf_build_kernel(const Kfleet__TaskSpec *sp, const char *workdir, const char 
     char ext[PATH_MAX] = "";
     if (lang == KF_LANG_TORCH_EXT)
         kf_build_ext_dir(so, ext, sizeof ext);
-    /* A cached artifact that is not what its build recorded is removed
-     * here and compiled again below (artifact.h). */
-    kf_err serr;
-    char builder[128];
-    if (sp->own_build && kf_artifact_drop_installed(workdir, sp, builder, sizeof builder))
-        kf_info("build.rebuild",
-                "kernel=%s why=\"the cached artifact was installed from %s; "
-                "this build compiles its own\"",
-                sp->kernel ? sp->kernel : "", builder);
-    if (access(so, F_OK) == 0 && kf_artifact_check(workdir, sp, NULL, &serr) == KF_EINVAL)
-        kf_info("build.rebuild", "kernel=%s why=\"%s\"", sp->kernel ? sp->kernel : "", serr.msg);
     if (ext[0] && access(so, F_OK) == 0) {
         /* A .py without its extension (removed by hand) builds anew. */
         char rec[PATH_MAX + 16];

@@ -139,4 +139,11 @@ int kf_build_sass_runs_on(const char *sass, int major, int minor);
 /* BLAKE2b of a file's content as 64 hex chars. Returns 0 or KF_EIO. */
 int kf_build_file_hash(const char *path, char out[65]);
 
+/* The artifact's hash as a build records it: of the file, or for a torch
+ * extension of the .py and the extension's module together (its record's
+ * line into `line` when line is not NULL). ext_dir "" or NULL: no
+ * extension. Returns 0, or KF_EIO with err saying what cannot be read. */
+int kf_build_artifact_hash(const char *path, const char *ext_dir, char *line, size_t linelen,
+                           char out[65], kf_err *err);
+
 #endif

@@ -94,6 +94,7 @@ static kf_sandbox *base(const Kfleet__TaskSpec *sp, const char *workdir, const c
     each_entry(s, getenv("PATH"), kf_sandbox_read);
     each_entry(s, getenv("LD_LIBRARY_PATH"), kf_sandbox_read);
     each_entry(s, getenv("KF_CUDA_COMPAT_DIR"), kf_sandbox_read);
+    each_entry(s, getenv("KF_SANDBOX_READ"), kf_sandbox_read); /* the operator's additions */
     static const char *const tools[] = {"KF_CC", "KF_NVCC", "KF_CXX", "KF_PYTHON"};
     for (size_t i = 0; i < sizeof tools / sizeof *tools; i++)
         read_tool_of(s, tools[i]);
@@ -103,8 +104,17 @@ static kf_sandbox *base(const Kfleet__TaskSpec *sp, const char *workdir, const c
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n > 0) {
+        /* A nested runner (ncu, sanitizer) execs it, with the libraries
+         * beside it (a bundle's lib/, its RPATH), wherever the bundle was
+         * unpacked (a launch puts it in the work dir): the directory is
+         * granted unless it holds the work dir's own files. */
         self[n] = '\0';
-        kf_sandbox_own(s, self, 0); /* a nested runner (ncu, sanitizer) execs it */
+        kf_sandbox_own(s, self, 0);
+        char *slash = strrchr(self, '/');
+        if (slash && slash != self) {
+            *slash = '\0';
+            kf_sandbox_own(s, self, 0);
+        }
     }
     if (sp->python)
         read_python(s);

@@ -5,7 +5,9 @@
  * /bin, /sbin, /etc, /opt, /proc, /sys), its PATH and LD_LIBRARY_PATH,
  * the toolkit, the compilers and Python named by KF_CC, KF_NVCC, KF_CXX
  * and KF_PYTHON, the Python's prefixes and module path, and its own
- * binary; it reads and writes its scratch dir, /dev/null, /dev/shm and the
+ * binary, and the directories in KF_SANDBOX_READ (':'-separated, the
+ * operator's additions: an editable install's sources, a toolkit elsewhere);
+ * it reads and writes its scratch dir, /dev/null, /dev/shm and the
  * GPU's device files (/dev/nvidia*, /dev/nvidia-caps, /dev/dxg). What
  * differs:
  *

@@ -78,7 +78,7 @@ static int do_build(hctx *h, Kfleet__BuildInfo *bi, kf_build_info *b, const char
     /* The compilers run in the sandbox; this process writes the cache. */
     kf_sandbox *sb = kf_confine_build(h->spec, h->workdir, runner_scratch);
     kf_proc_sandbox(sb);
-    int rc = kf_build_kernel(h->spec, h->workdir, scratch, b, &err);
+    int rc = kf_artifact_build(h->spec, h->workdir, scratch, b, &err);
     kf_proc_sandbox(NULL);
     kf_sandbox_destroy(&sb);
     build_to_wire(b, bi);

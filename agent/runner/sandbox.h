@@ -12,7 +12,9 @@
  *   - a seccomp filter refusing AF_INET, AF_INET6 and AF_PACKET sockets
  *     and io_uring (whose operations bypass seccomp), for a node where
  *     the namespace cannot be had;
- *   - PR_SET_NO_NEW_PRIVS (a set-uid program gains nothing).
+ *   - PR_SET_NO_NEW_PRIVS (a set-uid program gains nothing), and for a
+ *     root runner no capability (it keeps uid 0, for its files and the
+ *     GPU's device files).
  *
  * A mechanism the node lacks is skipped and named (kf_sandbox_missing):
  * the agent probes once at start, logs what it cannot enforce and sends it
@@ -27,8 +29,9 @@
  * (the agent's work dir, the kfleet home's state): a path that is one of
  * them, inside one or above one is not granted (so /opt holding the home
  * never opens the keys), and the skip is logged. Paths given with
- * kf_sandbox_own are the sandbox's own (its scratch dir, its artifact) and
- * are not checked. */
+ * kf_sandbox_own are the sandbox's own (its scratch dir, its artifact, the
+ * agent's own binaries) and may lie inside a protected one, never be one
+ * or hold one. */
 #ifndef KF_SANDBOX_H
 #define KF_SANDBOX_H
 
@@ -46,6 +49,7 @@ enum {
     KF_SB_NETNS = 1u << 3,        /* a network namespace of its own */
     KF_SB_SECCOMP = 1u << 4,      /* the socket filter */
     KF_SB_NNP = 1u << 5,          /* no new privileges */
+    KF_SB_CAPS = 1u << 6,         /* a root runner's capabilities dropped */
 };
 
 kf_sandbox *kf_sandbox_new(void);
@@ -56,8 +60,8 @@ void kf_sandbox_destroy(kf_sandbox **self);
 void kf_sandbox_read(kf_sandbox *self, const char *path);
 /* Grants read, write, create and remove on path (a file: read and write). */
 void kf_sandbox_write(kf_sandbox *self, const char *path);
-/* As kf_sandbox_read / _write, for the sandbox's own paths: not checked
- * against the protected ones. */
+/* As kf_sandbox_read / _write, for the sandbox's own paths: allowed inside
+ * a protected one (see above). */
 void kf_sandbox_own(kf_sandbox *self, const char *path, int write);
 /* A path no grant may cover (see the file-top comment). */
 void kf_sandbox_protect(kf_sandbox *self, const char *path);

@@ -4,6 +4,7 @@
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "report/verify.h"
+#include "core/seal.h"
 #include "common/keys.h"
 
 #include <jansson.h>
@@ -92,7 +93,7 @@ static int cmd_verify(int argc, char **argv, const char *home)
     kf_keypair kp;
     char seal_why[600] = "";
     if (kf_keys_load(p.coord_key, 0, &kp, &err) == KF_OK)
-        kf_store_seal_with(s, kp.sec, NULL);
+        kf_seal_key(s, kp.sec, NULL);
     else
         snprintf(seal_why, sizeof seal_why, "%s", err.msg);
     memset(&kp, 0, sizeof kp);

@@ -1,10 +1,12 @@
 /* store — the coordinator's LMDB environment; see store.h for the layout.
  *
- * One environment, nine named databases, opened once per process. Records
+ * One environment, its named databases (tables.h; the seals are seal.c's),
+ * opened once per process. Records
  * are packed protobuf messages. Keys are big-endian so cursor order is
  * numeric order, which lets "all tasks of sweep S" and "all samples of an
  * attempt" be a single range scan. */
 #include "core/store.h"
+#include "core/tables.h"
 #include "common/xalloc.h"
 #include "common/util.h"
 
@@ -17,56 +19,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-enum {
-    DB_META,
-    DB_SWEEPS,
-    DB_TASKS,
-    DB_ATTEMPTS,
-    DB_RESULTS,
-    DB_LATE,
-    DB_SAMPLES,
-    DB_AGENTS,
-    DB_BUILDS,
-    DB_TELEMETRY,
-    DB_SEALS, /* (table byte, record key) -> keyed BLAKE2b of its stored bytes */
-    DB_COUNT
-};
 static const char *db_names[DB_COUNT] = {"meta",    "sweeps",    "tasks",   "attempts",
                                          "results", "late",      "samples", "agents",
                                          "builds",  "telemetry", "seals"};
-#define SEAL_LEN 16
 
 #define KF_STORE_INITIAL_MAP (256ull << 20)
-
-struct kf_store {
-    MDB_env *env;
-    MDB_dbi dbi[DB_COUNT];
-    int readonly;
-    size_t map_size;
-    int sealing;   /* seal_key is set */
-    int has_seals; /* the seals table exists (a store before them has none) */
-    unsigned char seal_key[32];
-};
-
-struct kf_txn {
-    kf_store *s;
-    MDB_txn *txn;
-    /* The first LMDB error a put met. LMDB then refuses the rest of the
-     * transaction with a bare MDB_BAD_TXN; the commit reports this cause
-     * (map full, disk full) instead. */
-    int failed;
-};
-
-static int map_rc(int rc)
-{
-    if (rc == 0)
-        return KF_OK;
-    if (rc == MDB_NOTFOUND)
-        return KF_ENOTFOUND;
-    if (rc == MDB_MAP_FULL || rc == ENOSPC || rc == MDB_TXN_FULL)
-        return KF_EFULL;
-    return KF_ESTORE;
-}
 
 /* A data file LMDB would map past its end (pages the meta page counts,
  * missing from the file) dies with SIGBUS at the first read there; an empty
@@ -201,8 +158,8 @@ int kf_store_open(const char *dir, int readonly, kf_store **out, kf_err *err)
     *out = s;
     return KF_OK;
 fail:
-    kf_err_set(err, rc == EACCES ? KF_EINVAL : map_rc(rc), "cannot open store %s: %s%s", dir,
-               mdb_strerror(rc),
+    kf_err_set(err, rc == EACCES ? KF_EINVAL : kf_store_map_rc(rc), "cannot open store %s: %s%s",
+               dir, mdb_strerror(rc),
                rc == MDB_INVALID || rc == MDB_CORRUPTED || rc == MDB_VERSION_MISMATCH
                    ? " (damaged, or not a kfleet store: restore it from a backup, or move the "
                      "directory aside to start a new one)"
@@ -228,8 +185,8 @@ int kf_store_grow(kf_store *s, kf_err *err)
     size_t next = s->map_size * 2;
     int rc = mdb_env_set_mapsize(s->env, next);
     if (rc)
-        return kf_err_set(err, map_rc(rc), "cannot grow the store map to %zu MiB: %s", next >> 20,
-                          mdb_strerror(rc));
+        return kf_err_set(err, kf_store_map_rc(rc), "cannot grow the store map to %zu MiB: %s",
+                          next >> 20, mdb_strerror(rc));
     s->map_size = next;
     return KF_OK;
 }
@@ -260,7 +217,7 @@ int kf_store_begin(kf_store *s, int readonly, kf_txn **out, kf_err *err)
     }
     if (rc) {
         free(t);
-        return kf_err_set(err, map_rc(rc), "cannot begin a store transaction: %s",
+        return kf_err_set(err, kf_store_map_rc(rc), "cannot begin a store transaction: %s",
                           mdb_strerror(rc));
     }
     *out = t;
@@ -280,7 +237,7 @@ int kf_store_commit(kf_txn **txn, kf_err *err)
     }
     free(t);
     if (rc)
-        return kf_err_set(err, map_rc(rc), "store commit failed: %s%s", mdb_strerror(rc),
+        return kf_err_set(err, kf_store_map_rc(rc), "store commit failed: %s%s", mdb_strerror(rc),
                           rc == MDB_MAP_FULL ? " (the map is full)" : "");
     return KF_OK;
 }
@@ -295,155 +252,6 @@ void kf_store_abort(kf_txn **txn)
 }
 
 /* ---- keys ---- */
-
-static void be32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-static void be64(uint8_t *p, uint64_t v)
-{
-    be32(p, (uint32_t)(v >> 32));
-    be32(p + 4, (uint32_t)v);
-}
-
-static uint32_t rd32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-/* ---- seals ---- */
-
-/* The seal's key in DB_SEALS: the table's byte, then the record's key. */
-static size_t seal_key_of(int db, const void *key, size_t klen, uint8_t out[32])
-{
-    out[0] = (uint8_t)db;
-    memcpy(out + 1, key, klen);
-    return klen + 1;
-}
-
-static void seal_of(const kf_store *s, const uint8_t *sk, size_t sklen, const MDB_val *v,
-                    uint8_t mac[SEAL_LEN])
-{
-    crypto_generichash_state st;
-    crypto_generichash_init(&st, s->seal_key, sizeof s->seal_key, SEAL_LEN);
-    crypto_generichash_update(&st, sk, sklen);
-    crypto_generichash_update(&st, v->mv_data, v->mv_size);
-    crypto_generichash_final(&st, mac, SEAL_LEN);
-}
-
-static int seal(kf_txn *t, int db, const void *key, size_t klen, const MDB_val *v)
-{
-    uint8_t sk[32], mac[SEAL_LEN];
-    size_t sklen = seal_key_of(db, key, klen, sk);
-    seal_of(t->s, sk, sklen, v, mac);
-    MDB_val k = {sklen, sk}, sv = {SEAL_LEN, mac};
-    int rc = mdb_put(t->txn, t->s->dbi[DB_SEALS], &k, &sv, 0);
-    if (rc && !t->failed)
-        t->failed = rc;
-    return map_rc(rc);
-}
-
-/* 1: the record's seal matches, 0: it does not, -1: it has none. */
-static int seal_matches(kf_txn *t, int db, const MDB_val *k, const MDB_val *v)
-{
-    uint8_t sk[32], mac[SEAL_LEN];
-    size_t sklen = seal_key_of(db, k->mv_data, k->mv_size, sk);
-    MDB_val key = {sklen, sk}, got;
-    if (mdb_get(t->txn, t->s->dbi[DB_SEALS], &key, &got) != 0 || got.mv_size != SEAL_LEN)
-        return -1;
-    seal_of(t->s, sk, sklen, v, mac);
-    return sodium_memcmp(mac, got.mv_data, SEAL_LEN) == 0;
-}
-
-#define SEALED_SINCE "sealed_since"
-
-int kf_store_seal_with(kf_store *s, const char *secret_z85, kf_err *err)
-{
-    static const char ctx[] = "kfleet store seals v1";
-    crypto_generichash_state st;
-    crypto_generichash_init(&st, NULL, 0, sizeof s->seal_key);
-    crypto_generichash_update(&st, (const unsigned char *)ctx, sizeof ctx);
-    crypto_generichash_update(&st, (const unsigned char *)secret_z85, strlen(secret_z85));
-    crypto_generichash_final(&st, s->seal_key, sizeof s->seal_key);
-    s->sealing = 1;
-    if (s->readonly)
-        return KF_OK;
-    /* From the next sweep on, everything is sealed. */
-    MDB_txn *txn;
-    int rc = mdb_txn_begin(s->env, NULL, 0, &txn);
-    if (rc)
-        return kf_err_set(err, map_rc(rc), "cannot seal the store: %s", mdb_strerror(rc));
-    MDB_val k = {sizeof SEALED_SINCE - 1, (void *)SEALED_SINCE}, v;
-    if ((rc = mdb_get(txn, s->dbi[DB_META], &k, &v)) == MDB_NOTFOUND) {
-        MDB_val nk = {10, (void *)"next_sweep"};
-        uint8_t buf[4];
-        be32(buf, 1);
-        if (mdb_get(txn, s->dbi[DB_META], &nk, &v) == 0 && v.mv_size == 4)
-            memcpy(buf, v.mv_data, 4);
-        MDB_val nv = {4, buf};
-        rc = mdb_put(txn, s->dbi[DB_META], &k, &nv, 0);
-    }
-    if (rc) {
-        mdb_txn_abort(txn);
-        return kf_err_set(err, map_rc(rc), "cannot seal the store: %s", mdb_strerror(rc));
-    }
-    if ((rc = mdb_txn_commit(txn)))
-        return kf_err_set(err, map_rc(rc), "cannot seal the store: %s", mdb_strerror(rc));
-    return KF_OK;
-}
-
-struct seal_walk {
-    kf_txn *t;
-    kf_seal_count *out;
-};
-
-static void count_seal(kf_txn *t, int db, const MDB_val *k, const MDB_val *v, kf_seal_count *out)
-{
-    int m = seal_matches(t, db, k, v);
-    if (m == 1) {
-        out->checked++;
-        return;
-    }
-    if (out->changed + out->unsealed == 0)
-        out->first_bad_seq =
-            db == DB_SAMPLES && k->mv_size == 16 ? rd32((uint8_t *)k->mv_data + 12) : UINT32_MAX;
-    if (m == 0)
-        out->changed++;
-    else
-        out->unsealed++;
-}
-
-static int seal_sample_cb(void *c, const MDB_val *k, const MDB_val *v)
-{
-    struct seal_walk *w = c;
-    count_seal(w->t, DB_SAMPLES, k, v, w->out);
-    return 0;
-}
-
-static int walk(kf_txn *t, int db, const void *prefix, size_t plen,
-                int (*cb)(void *, const MDB_val *, const MDB_val *), void *ctx);
-
-int kf_store_check_seals(kf_txn *t, uint64_t task_id, uint32_t attempt, kf_seal_count *out)
-{
-    if (!t->s->sealing)
-        return KF_EINVAL;
-    MDB_val k = {sizeof SEALED_SINCE - 1, (void *)SEALED_SINCE}, v;
-    if (!t->s->has_seals || mdb_get(t->txn, t->s->dbi[DB_META], &k, &v) != 0 || v.mv_size != 4 ||
-        kf_task_sweep(task_id) < rd32(v.mv_data))
-        return KF_ENOTFOUND;
-    uint8_t key[12];
-    be64(key, task_id);
-    MDB_val rk = {8, key}, rv;
-    if (mdb_get(t->txn, t->s->dbi[DB_RESULTS], &rk, &rv) == 0)
-        count_seal(t, DB_RESULTS, &rk, &rv, out);
-    be32(key + 8, attempt);
-    struct seal_walk w = {t, out};
-    return walk(t, DB_SAMPLES, key, 12, seal_sample_cb, &w);
-}
 
 /* ---- generic put/get of packed messages ---- */
 
@@ -463,18 +271,18 @@ static int put_msg(kf_txn *t, int db, const void *key, size_t klen, const Protob
     if (rc) {
         if (!t->failed)
             t->failed = rc;
-        return map_rc(rc);
+        return kf_store_map_rc(rc);
     }
     protobuf_c_message_pack(m, v.mv_data);
     if (t->s->sealing && (db == DB_SAMPLES || db == DB_RESULTS || db == DB_LATE))
-        return seal(t, db, key, klen, &v);
+        return kf_seal_put(t, db, key, klen, &v);
     return KF_OK;
 }
 
 static int get_raw(kf_txn *t, int db, const void *key, size_t klen, MDB_val *v)
 {
     MDB_val k = {klen, (void *)key};
-    return map_rc(mdb_get(t->txn, t->s->dbi[db], &k, v));
+    return kf_store_map_rc(mdb_get(t->txn, t->s->dbi[db], &k, v));
 }
 
 #define GET_MSG(t, db, key, klen, type, out)                                                       \
@@ -504,7 +312,7 @@ int kf_store_next_sweep_id(kf_txn *t, uint32_t *id)
     if ((rc = mdb_put(t->txn, t->s->dbi[DB_META], &k, &nv, 0))) {
         if (!t->failed)
             t->failed = rc;
-        return map_rc(rc);
+        return kf_store_map_rc(rc);
     }
     *id = next;
     return KF_OK;
@@ -515,13 +323,13 @@ int kf_store_latest_sweep_id(kf_txn *t, uint32_t *id)
     MDB_cursor *c;
     int rc = mdb_cursor_open(t->txn, t->s->dbi[DB_SWEEPS], &c);
     if (rc)
-        return map_rc(rc);
+        return kf_store_map_rc(rc);
     MDB_val k, v;
     rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
     if (rc == 0 && k.mv_size == 4)
         *id = rd32(k.mv_data);
     mdb_cursor_close(c);
-    return map_rc(rc);
+    return kf_store_map_rc(rc);
 }
 
 /* ---- records ---- */
@@ -662,7 +470,7 @@ static int walk(kf_txn *t, int db, const void *prefix, size_t plen, raw_cb cb, v
     MDB_cursor *c;
     int rc = mdb_cursor_open(t->txn, t->s->dbi[db], &c);
     if (rc)
-        return map_rc(rc);
+        return kf_store_map_rc(rc);
     MDB_val k = {plen, (void *)prefix}, v;
     rc = mdb_cursor_get(c, &k, &v, plen ? MDB_SET_RANGE : MDB_FIRST);
     int out = KF_OK;
@@ -676,7 +484,7 @@ static int walk(kf_txn *t, int db, const void *prefix, size_t plen, raw_cb cb, v
     mdb_cursor_close(c);
     if (out)
         return out;
-    return rc == MDB_NOTFOUND || rc == 0 ? KF_OK : map_rc(rc);
+    return rc == MDB_NOTFOUND || rc == 0 ? KF_OK : kf_store_map_rc(rc);
 }
 
 #define DECODE_CB(fname, type, ctype, cbtype)                                                      \

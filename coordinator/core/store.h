@@ -56,30 +56,6 @@ size_t kf_store_map_size(const kf_store *s);
 /* Bytes of the map in use (last page written). */
 size_t kf_store_used(const kf_store *s);
 
-/* Seals (issue 31): with a key, every sample and result this store writes
- * gets a keyed BLAKE2b of its stored bytes in the "seals" table, so a
- * record whose bytes were changed afterwards (through liblmdb, by anyone
- * without the key) is found by kf_store_check_seals. The key is derived
- * from the coordinator's Curve secret (Z85), which the coordinator and
- * `kfleet verify` read and no kernel's sandbox can. The first sweep id
- * sealed is kept in the store: records of later sweeps must all be
- * sealed, older ones (a store from before seals) are not judged. Returns
- * 0, or a store error when that first id cannot be written. */
-int kf_store_seal_with(kf_store *s, const char *secret_z85, kf_err *err);
-
-typedef struct kf_seal_count {
-    uint32_t checked;       /* records whose seal matched */
-    uint32_t changed;       /* records whose stored bytes do not match their seal */
-    uint32_t unsealed;      /* records of a sealed sweep without a seal */
-    uint32_t first_bad_seq; /* the first such sample's seq, UINT32_MAX: the result */
-} kf_seal_count;
-
-/* Checks the seals of task_id's terminal result and of the samples of
- * its `attempt` (adding to *out). KF_EINVAL when the store has no key (see
- * kf_store_seal_with), KF_ENOTFOUND when the task's sweep is older than
- * seals; else 0. */
-int kf_store_check_seals(kf_txn *t, uint64_t task_id, uint32_t attempt, kf_seal_count *out);
-
 int kf_store_begin(kf_store *s, int readonly, kf_txn **out, kf_err *err);
 /* Commits and frees the txn; on failure it is aborted and freed. */
 int kf_store_commit(kf_txn **txn, kf_err *err);

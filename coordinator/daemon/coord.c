@@ -6,7 +6,7 @@
  * commit, then send. Sending after the commit is what makes an ack mean
  * "durably stored". */
 #include "daemon/coord_int.h"
-#include "daemon/sched_int.h"
+#include "core/seal.h"
 #include "common/xalloc.h"
 #include "fleet/launches.h"
 #include "common/log.h"
@@ -54,11 +54,10 @@ int kf_coord_new(const kf_coord_config *cfg, kf_coord **out, kf_err *err)
         goto fail;
     }
     if ((rc = kf_keys_coordinator(cfg->key_file, cfg->pub_file, &c->keys, err)) ||
-        (rc = kf_store_seal_with(c->store, c->keys.sec, err)) ||
+        (rc = kf_seal_key(c->store, c->keys.sec, err)) ||
         (rc = kf_allow_load(cfg->allow_file, &c->allow, err)))
         goto fail;
     auth_sort_allow(&c->allow);
-    sched_share_load_trust(c);
 
     c->zctx = zmq_ctx_new();
     /* The handler must be bound before any CURVE socket accepts. */

@@ -133,6 +133,7 @@ struct kf_coord {
      * ids trusted to build for others beside those on this machine. */
     char **trusted;
     size_t ntrusted;
+    int trust_loaded; /* read once at least (sched_share_load_trust) */
     /* When the loop last read the agent socket empty: an agent's silence is
      * counted up to then, so a turn the coordinator spends on a big request
      * (heartbeats queued, unread) is not taken for the agents' silence. */

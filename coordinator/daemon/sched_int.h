@@ -66,8 +66,9 @@ void sched_share_result(kf_coord *c, const kagent *a, const char *hash, Kfleet__
  * and it is on this machine (the agent endpoint is ipc://) or on the
  * operator's trust list. */
 int sched_share_trusted_id(kf_coord *c, const char *id);
-/* Reads the operator's trust list (cfg.trust_file) again; an absent file
- * is an empty list, one that cannot be read keeps the last one (logged). */
+/* Reads the operator's trust list (cfg.trust_file) again, as each agent
+ * registers (and on first use); an absent file is an empty list, one that
+ * cannot be read keeps the last one (logged). */
 void sched_share_load_trust(kf_coord *c);
 /* a will not finish its shared builds (of `hash`, or of all when NULL). */
 void sched_share_abandon(kf_coord *c, const kagent *a, const char *hash);

@@ -35,9 +35,11 @@
 #include "common/buf.h"
 #include "common/xalloc.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static kshare *find(const kf_coord *c, const char *toolchain, const char *hash)
 {
@@ -73,13 +75,17 @@ const kshare *sched_share_find(kf_coord *c, const kagent *a, const char *hash)
 
 void sched_share_load_trust(kf_coord *c)
 {
+    c->trust_loaded = 1;
     if (!c->cfg.trust_file)
         return;
     kf_buf b = KF_BUF_INIT;
-    int rc = kf_buf_read_file(&b, c->cfg.trust_file);
-    if (rc != KF_OK && rc != KF_ENOTFOUND) {
-        kf_warn("build.trust", "file=%s why=\"cannot be read: keeping the last list (%zu)\"",
-                c->cfg.trust_file, c->ntrusted);
+    char why[256] = "";
+    /* An operator's file, read as one (a FIFO or a huge file is refused). */
+    int absent = access(c->cfg.trust_file, F_OK) != 0 && errno == ENOENT;
+    if (!absent &&
+        kf_buf_read_file_max(&b, c->cfg.trust_file, 1u << 20, why, sizeof why) != KF_OK) {
+        kf_warn("build.trust", "file=%s error=\"%s\" why=\"keeping the last list (%zu)\"",
+                c->cfg.trust_file, why, c->ntrusted);
         kf_buf_release(&b);
         return;
     }
@@ -104,6 +110,8 @@ int sched_share_trusted_id(kf_coord *c, const char *id)
         return 0;
     if (strncmp(c->agent_endpoint, "ipc://", 6) == 0)
         return 1;
+    if (!c->trust_loaded) /* before any agent registered: a restart's reload */
+        sched_share_load_trust(c);
     for (size_t i = 0; i < c->ntrusted; i++)
         if (strcmp(c->trusted[i], id) == 0)
             return 1;

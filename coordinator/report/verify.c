@@ -1,5 +1,6 @@
 /* verify — store invariants of a sweep; see verify.h. */
 #include "report/verify.h"
+#include "core/seal.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -58,8 +59,8 @@ static int late_cb(void *ctx, const Kfleet__Result *r)
  * what the coordinator wrote (store.h, seals). */
 static void check_seals(struct vctx *v, const Kfleet__Task *task, const Kfleet__Result *r)
 {
-    kf_seal_count sc = {0, 0, 0, 0};
-    int rc = kf_store_check_seals(v->t, task->task_id, r->attempt, &sc);
+    kf_seal_count sc = {0, 0, 0, 0, 0};
+    int rc = kf_seal_check(v->t, task->task_id, r->attempt, &sc);
     if (rc == KF_EINVAL) {
         v->sum->seals = 0;
         return;
@@ -69,24 +70,19 @@ static void check_seals(struct vctx *v, const Kfleet__Task *task, const Kfleet__
         return;
     }
     v->sum->sealed += sc.checked;
-    char what[160];
-    if (sc.first_bad_seq == UINT32_MAX)
-        snprintf(what, sizeof what, "the terminal result");
-    else
-        snprintf(what, sizeof what, "sample %u", sc.first_bad_seq);
+    static const char *const verdicts[] = {
+        "", "changed after it was written (its seal does not match)",
+        "has no seal in a sealed sweep (added after the coordinator wrote it?)"};
     const struct {
-        uint32_t n;
+        int bad;
         const char *what;
-    } rows[] = {
-        {sc.changed, "changed after they were written (their seals do not match"},
-        {sc.unsealed, "without a seal in a sealed sweep (added after the coordinator wrote it?"},
-    };
-    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+    } parts[] = {{sc.result_bad, "the terminal result"},
+                 {sc.samples_bad, "the attempt's samples (sealed together)"}};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
         char line[256];
-        if (!rows[i].n)
+        if (parts[i].bad < 1 || parts[i].bad > 2)
             continue;
-        snprintf(line, sizeof line, ": %u stored record(s) %s; the first: %s)", rows[i].n,
-                 rows[i].what, what);
+        snprintf(line, sizeof line, ": %s %s", parts[i].what, verdicts[parts[i].bad]);
         problem(v, "task 0x%llx%s", (unsigned long long)task->task_id, line);
     }
 }

@@ -8,8 +8,11 @@
 # agent and to read KFLEET_HOME; each access that works fails the kernel
 # ("GOT: ..."). Sandboxed, every one is refused, both kernels validate and
 # profile, the other kernel's artifact and the allow list are unchanged and
-# nothing was planted. The same sweep with KF_SANDBOX=0 shows the test has
-# teeth: there the kernels get the accesses and fail naming them.
+# nothing was planted. The same sweep with `kfleet run --no-sandbox`
+# (KF_SANDBOX=0 for its agents) shows the test has teeth: there the kernels
+# get the accesses and fail naming them. Last, `kfleet status` shows what an
+# agent's sandbox cannot enforce, as the agent logged it at start, and that
+# an agent's sandbox is off.
 source "$(dirname "$0")/lib.sh"
 
 export KF_PYTHON=/usr/bin/python3
@@ -105,7 +108,7 @@ pass "no scratch dir left after the tasks"
 
 # The same sweep unsandboxed: the kernels get in, and say so.
 rc=0
-KF_SANDBOX=0 "$KFLEET" run "$T/hostile.yaml" --agents 1 --format json -o "$T/r0.json" \
+"$KFLEET" run "$T/hostile.yaml" --agents 1 --no-sandbox --format json -o "$T/r0.json" \
   >"$T/run0.out" 2>"$T/run0.log" || rc=$?
 [ $rc -eq 1 ] || fail "unsandboxed, the hostile sweep exited $rc, expected 1"
 for k in hostile hostile_py; do
@@ -121,4 +124,22 @@ PY
 done
 grep -q 'sandbox is off (KF_SANDBOX=0)' "$KFLEET_HOME/run/agent-0.log" ||
   fail "the agent did not say the sandbox is off"
-pass "unsandboxed (KF_SANDBOX=0) both kernels get every access and fail naming them; the agent says the sandbox is off"
+pass "unsandboxed (--no-sandbox) both kernels get every access and fail naming them; the agent says the sandbox is off"
+
+# kfleet status: what each agent's sandbox cannot enforce, as it said.
+export KFLEET_HOME="$T/home2"
+start_serve
+start_agent boxed
+KF_SANDBOX=0 start_agent open
+wait_agents 2
+"$KFLEET" status --format json >"$T/status.json"
+"$KFLEET" status >"$T/status.txt"
+logged=$(grep -o 'agent.sandbox missing="[^"]*"' "$T/agent-boxed.log" | sed 's/^agent.sandbox missing="//; s/"$//' || true)
+"$KF_PYTHON" - "$T/status.json" "$logged" <<'PY' || fail "kfleet status does not show the agents' sandbox as they logged it"
+import json, sys
+agents = {a["agent_id"]: a for a in json.load(open(sys.argv[1]))["agents"]}
+assert agents["boxed"]["sandbox_missing"] == sys.argv[2], (agents["boxed"]["sandbox_missing"], sys.argv[2])
+assert "the sandbox is off (KF_SANDBOX=0)" in agents["open"]["sandbox_missing"], agents["open"]
+PY
+grep -q 'sandbox: the sandbox is off (KF_SANDBOX=0)' "$T/status.txt" || fail "status text: $(cat "$T/status.txt")"
+pass "kfleet status shows each agent's sandbox: boxed '${logged:-everything enforced}', open 'the sandbox is off'"

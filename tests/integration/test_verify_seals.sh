@@ -4,9 +4,9 @@
 # is clean and says how many records it checked against their seals. Then
 # one stored sample's time is rewritten to 1 ns through liblmdb itself
 # (Python ctypes on the library kfleet links, as a kernel with write access
-# to the store did): verify exits 1 naming the task and the sample. The
-# same for the terminal result's bytes. A record deleted with its seal is
-# found by the older checks (samples missing).
+# to the store did): verify exits 1 naming the task and its samples (an
+# attempt's samples are sealed together). The same for the terminal
+# result's bytes.
 source "$(dirname "$0")/lib.sh"
 
 cat >"$T/sweep.yaml" <<EOF2
@@ -78,7 +78,7 @@ rewrite samples >/dev/null || fail "could not rewrite a sample through liblmdb"
 rc=0
 "$KFLEET" verify >"$T/v1.out" 2>"$T/v1.err" || rc=$?
 [ $rc -eq 1 ] || fail "verify after a sample was rewritten exited $rc: $(cat "$T/v1.out" "$T/v1.err")"
-grep -q 'changed after they were written.*the first: sample' "$T/v1.err" ||
+grep -q "the attempt's samples (sealed together) changed after it was written" "$T/v1.err" ||
   fail "verify did not name the rewritten sample: $(cat "$T/v1.err")"
 pass "a sample rewritten to 1 ns through liblmdb: $(head -1 "$T/v1.err")"
 
@@ -86,7 +86,7 @@ rewrite results >/dev/null || fail "could not rewrite a result through liblmdb"
 rc=0
 "$KFLEET" verify >"$T/v2.out" 2>"$T/v2.err" || rc=$?
 [ $rc -eq 1 ] || fail "verify after a result was rewritten exited $rc"
-grep -q 'changed after they were written.*the first: the terminal result' "$T/v2.err" ||
+grep -q 'the terminal result changed after it was written' "$T/v2.err" ||
   fail "verify did not name the rewritten result: $(cat "$T/v2.err")"
 pass "a terminal result rewritten through liblmdb: $(grep 'terminal result' "$T/v2.err" | head -1)"
 

@@ -149,6 +149,8 @@ static void test_files(void **state)
     kf_sandbox_own(s, p, 0);
     snprintf(p, sizeof p, "%s/home/state/agents/a0/tmp", root);
     kf_sandbox_own(s, p, 1);
+    snprintf(p, sizeof p, "%s/home/state/agents/a0", root);
+    kf_sandbox_own(s, p, 0);                /* own, but the protected dir itself: not granted */
     kf_sandbox_read(s, "/nonexistent/dir"); /* skipped, not an error */
     assert_int_equal(in_child(s, files_body), 0);
     kf_sandbox_destroy(&s);
