@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "common/xalloc.h"
+#include "runner/build.h"
 #include "runner/sandbox.h"
 
 #include <errno.h>
@@ -331,6 +332,21 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
             char dev[128];
             runners_visible_device(r->gpu_index, dev, sizeof dev);
             setenv("CUDA_VISIBLE_DEVICES", dev, 1);
+        }
+        /* The arch its cache key needs, from the agent's inventory: the
+         * runner then starts no CUDA driver (threads the sandbox, entered
+         * by one thread, would not hold) before its sandbox. A build takes
+         * GPU 0's, as the runner's own device 0 would be. */
+        const char *arch_env = getenv("KF_CUDA_ARCH");
+        uint32_t want = r->gpu ? r->gpu_index : 0;
+        for (size_t g = 0; (!arch_env || !*arch_env) && g < a->info->n_gpus; g++) {
+            const Kfleet__GpuInfo *gi = a->info->gpus[g];
+            if (gi->index == want && gi->cc_major > 0) {
+                char arch[32];
+                kf_build_arch_name((int)gi->cc_major, (int)gi->cc_minor, arch, sizeof arch);
+                setenv("KF_CUDA_ARCH", arch, 1);
+                break;
+            }
         }
         /* The scratch dir is what turns the runner's sandbox on. */
         char *argv[] = {"kfleet-agent", "--runner", "--workdir", a->workdir,

@@ -130,7 +130,7 @@ static void cuda_arch(char *out, size_t len)
     if (env && *env)
         snprintf(out, len, "%s", env);
     else if (kf_cudrv_compute_capability(0, &major, &minor) == KF_OK && major > 0)
-        snprintf(out, len, "%d%d%s", major, minor, major == 9 ? "a" : "");
+        kf_build_arch_name(major, minor, out, len);
     else
         snprintf(out, len, "native");
 }

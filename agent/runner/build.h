@@ -27,6 +27,7 @@
 #include "proto/kfleet.pb-c.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* What a kernel is written in: which compiler (or interpreter) builds it,
  * and what its artifact is (a shared object, or the checked Python source). */
@@ -93,6 +94,15 @@ int kf_build_toolkit(char *dir, size_t dlen, char *cuda, size_t clen);
 /* The cache key of a kernel on this node (64 hex chars + NUL). Returns 0,
  * or KF_ENOTFOUND (err filled) when the compiler does not run. */
 int kf_build_cache_key(const char *kernel_hash, int lang, char out[65], kf_err *err);
+
+/* The arch name a GPU of compute capability major.minor is built for ("90a"
+ * on Hopper, where wgmma needs the arch-specific target; else "86"). The
+ * agent passes it to its runners as KF_CUDA_ARCH, so that no runner starts
+ * the CUDA driver (and its threads) before its sandbox. */
+static inline void kf_build_arch_name(int major, int minor, char *out, size_t len)
+{
+    snprintf(out, len, "%d%d%s", major, minor, major == 9 ? "a" : "");
+}
 
 /* The key and the artifact path (workdir/cache/<key>.so, .py for Python) of
  * a kernel. */

@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -312,9 +313,28 @@ static int apply_landlock(kf_sandbox *s, int abi, int tcp, kf_err *err)
     return rc;
 }
 
+/* Threads of this process now: the namespace, seccomp and Landlock hold
+ * for the calling thread and those it starts later, not for these. */
+static int threads_now(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
 int kf_sandbox_enter(kf_sandbox *self, unsigned *missing, kf_err *err)
 {
     unsigned miss = 0;
+    int threads = threads_now();
+    if (threads > 1)
+        kf_warn("sandbox.threads",
+                "n=%d why=\"threads started before the sandbox are not "
+                "confined by it; enter it first\"",
+                threads);
     int netns = unshare(CLONE_NEWNET) == 0;
     if (netns)
         loopback_up();
