@@ -171,7 +171,10 @@ int kf_confine_runner(const Kfleet__TaskSpec *sp, const char *workdir, const cha
 {
     if (missing)
         *missing = 0;
-    if (!scratch || !kf_sandbox_enabled())
+    /* A nested run (under ncu or compute-sanitizer) is already inside its
+     * parent runner's sandbox, which it inherits; a namespace of its own
+     * would cut it off from the tool, which talks to it over loopback. */
+    if (!scratch || !kf_sandbox_enabled() || sp->ncu_pass)
         return KF_OK;
     kf_sandbox *s = base(sp, workdir, scratch);
     own_artifact(s, sp, workdir);

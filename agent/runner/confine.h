@@ -33,7 +33,9 @@
 
 /* Enters the sandbox for a validate or profile runner of sp, before its
  * kernel is loaded: *missing as kf_sandbox_enter. No-op (0) when the
- * sandbox is off or scratch is NULL (a runner started by hand or a test).
+ * sandbox is off, scratch is NULL (a runner started by hand or a test), or
+ * sp is a nested run under ncu or compute-sanitizer (ncu_pass: it inherits
+ * the sandbox of the runner that started the tool).
  * Returns 0 or a negative code with err saying what failed. */
 int kf_confine_runner(const Kfleet__TaskSpec *sp, const char *workdir, const char *scratch,
                       unsigned *missing, kf_err *err);
