@@ -305,6 +305,11 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     return o;
 }
 
+json_t *kf_rep_row_json(const rep *r, const rrow *w, int with_samples)
+{
+    return json_row(r, w, with_samples);
+}
+
 static json_t *json_sweep(const rep *r)
 {
     const Kfleet__Sweep *s = r->sw;
