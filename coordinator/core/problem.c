@@ -138,3 +138,44 @@ int kf_problem_store_ref(kf_txn *t, const Kfleet__SeedPool *p, Kfleet__Reference
     r->generation = p->generation;
     return kf_store_put_reference(t, r, dup);
 }
+
+int kf_problem_store_result(kf_txn *t, const char *problem_hash, Kfleet__Param *const *params,
+                            size_t nparams, const char *agent_id, uint64_t now_ns,
+                            Kfleet__Result *r, size_t *stored)
+{
+    *stored = 0;
+    Kfleet__SeedPool *p = NULL;
+    int rc = kf_store_get_seedpool(t, problem_hash, &p);
+    if (rc)
+        return rc;
+    uint8_t key[KF_STORE_CONFIG_KEY];
+    kf_problem_config_key(params, nparams, key);
+    for (size_t i = 0; i < r->n_references && rc == KF_OK; i++) {
+        Kfleet__Reference *ref = r->references[i];
+        char *saved_hash = ref->problem_hash, *saved_agent = ref->agent_id;
+        ProtobufCBinaryData saved_key = ref->config_key;
+        Kfleet__Param **saved_params = ref->params;
+        size_t saved_np = ref->n_params;
+        ref->problem_hash = (char *)problem_hash;
+        ref->config_key = (ProtobufCBinaryData){KF_STORE_CONFIG_KEY, key};
+        ref->params = (Kfleet__Param **)params;
+        ref->n_params = nparams;
+        ref->task_id = r->task_id;
+        ref->agent_id = (char *)(agent_id ? agent_id : "");
+        ref->computed_ns = now_ns;
+        int dup = 0;
+        int src = kf_problem_store_ref(t, p, ref, &dup);
+        if (src == KF_OK && !dup)
+            (*stored)++;
+        else if (src != KF_OK && src != KF_EINVAL)
+            rc = src; /* the store's error; EINVAL: a retired seed, not kept */
+        ref->problem_hash = saved_hash;
+        ref->agent_id = saved_agent;
+        ref->config_key = saved_key;
+        ref->params = saved_params;
+        ref->n_params = saved_np;
+        ref->values.len = 0; /* the Result is stored without the values */
+    }
+    kfleet__seed_pool__free_unpacked(p, NULL);
+    return rc;
+}

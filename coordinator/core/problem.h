@@ -42,4 +42,14 @@ int kf_problem_missing_refs(kf_txn *t, const Kfleet__SeedPool *p, const uint8_t 
  * doubles. */
 int kf_problem_store_ref(kf_txn *t, const Kfleet__SeedPool *p, Kfleet__Reference *r, int *dup);
 
+/* What a reference task sent (Result.references, one per seed) stored
+ * under the problem's current pool: problem hash, the configuration's key
+ * and params, the task, the agent and now_ns filled in; a seed no longer in
+ * the pool (renewed meanwhile) or already stored is not kept (*stored counts
+ * the new ones). The values are then dropped from r, which is stored
+ * without them. KF_ENOTFOUND when the problem has no pool. */
+int kf_problem_store_result(kf_txn *t, const char *problem_hash, Kfleet__Param *const *params,
+                            size_t nparams, const char *agent_id, uint64_t now_ns,
+                            Kfleet__Result *r, size_t *stored);
+
 #endif

@@ -241,12 +241,65 @@ static void test_pool_size_change_renews(void **state)
     commit(&t);
 }
 
+/* A reference task's Result, as the coordinator receives it: the
+ * references of the pool's seeds stored with their provenance, one for a
+ * seed outside the pool dropped, the values stripped from the Result. */
+static void test_store_result(void **state)
+{
+    (void)state;
+    kf_txn *t = begin();
+    Kfleet__SeedPool *p = NULL;
+    int renewed = 0;
+    assert_int_equal(kf_problem_seed_pool(t, "resultproblem", 2, RENEW_S, T0, &p, &renewed), KF_OK);
+    double v0[3] = {1, 2, 3}, v1[3] = {4, 5, 6};
+    Kfleet__Reference r0 = KFLEET__REFERENCE__INIT, r1 = KFLEET__REFERENCE__INIT;
+    r0.seed = p->seeds[1];
+    r0.values = (ProtobufCBinaryData){sizeof v0, (uint8_t *)v0};
+    r0.count = 3;
+    r1.seed = p->seeds[0] + 1; /* not in the pool */
+    r1.values = (ProtobufCBinaryData){sizeof v1, (uint8_t *)v1};
+    r1.count = 3;
+    Kfleet__Reference *refs[] = {&r0, &r1};
+    Kfleet__Result res = KFLEET__RESULT__INIT;
+    res.task_id = 0x700000002ull;
+    res.references = refs;
+    res.n_references = 2;
+    Kfleet__Param n = KFLEET__PARAM__INIT;
+    n.name = "n";
+    n.value = 4096;
+    Kfleet__Param *params[] = {&n};
+    size_t stored = 9;
+    assert_int_equal(
+        kf_problem_store_result(t, "resultproblem", params, 1, "agent-7", T0 + 5, &res, &stored),
+        KF_OK);
+    assert_int_equal(stored, 1);
+    assert_int_equal(r0.values.len, 0);
+    assert_int_equal(r1.values.len, 0);
+    uint8_t key[KF_STORE_CONFIG_KEY];
+    kf_problem_config_key(params, 1, key);
+    Kfleet__Reference *got = NULL;
+    assert_int_equal(kf_store_get_reference(t, "resultproblem", key, p->seeds[1], &got), KF_OK);
+    assert_int_equal(got->task_id, 0x700000002ull);
+    assert_string_equal(got->agent_id, "agent-7");
+    assert_int_equal(got->n_params, 1);
+    assert_int_equal(got->generation, 1);
+    assert_int_equal(got->values.len, sizeof v0);
+    assert_memory_equal(got->values.data, v0, sizeof v0);
+    kfleet__reference__free_unpacked(got, NULL);
+    /* A problem without a pool: not found. */
+    assert_int_equal(kf_problem_store_result(t, "nopool", params, 1, "a", T0, &res, &stored),
+                     KF_ENOTFOUND);
+    kfleet__seed_pool__free_unpacked(p, NULL);
+    kf_store_abort(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_key),
         cmocka_unit_test(test_one_reference_per_config_and_seed),
         cmocka_unit_test(test_pool_size_change_renews),
+        cmocka_unit_test(test_store_result),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
