@@ -26,7 +26,8 @@ static int by_name(const void *a, const void *b)
 void kf_problem_config_key(Kfleet__Param *const *params, size_t n, uint8_t out[KF_STORE_CONFIG_KEY])
 {
     Kfleet__Param **sorted = kf_xcalloc(n ? n : 1, sizeof *sorted);
-    memcpy(sorted, params, n * sizeof *sorted);
+    if (n)
+        memcpy(sorted, params, n * sizeof *sorted);
     qsort(sorted, n, sizeof *sorted, by_name);
     crypto_generichash_state st;
     crypto_generichash_init(&st, NULL, 0, KF_STORE_CONFIG_KEY);

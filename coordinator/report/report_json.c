@@ -268,6 +268,7 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     set(o, "attempts", atts);
     set(o, "validation", w->validate ? json_validation(w->validate) : json_null());
     set(o, "profile", w->profile ? json_profile(w, with_samples) : json_null());
+    set(o, "rank", w->rank ? json_integer(w->rank) : json_null());
     set(o, "speedup", jnum(w->speedup));
     set(o, "speedup_err", jnum(w->speedup_err));
     set(o, "outlier_pct", jnum(w->outlier_pct));

@@ -154,6 +154,9 @@ static void test_config_key(void **state)
     a.value = 65;
     kf_problem_config_key(ab, 2, k3);
     assert_memory_not_equal(k1, k3, sizeof k1);
+    /* A problem without parameters has a key too (no parameter array). */
+    kf_problem_config_key(NULL, 0, k3);
+    assert_memory_not_equal(k1, k3, sizeof k1);
 }
 
 static void test_one_reference_per_config_and_seed(void **state)
