@@ -202,11 +202,42 @@ static void test_candidate_contract_refused(void **state)
     assert_int_equal(failures, 0);
 }
 
+/* The shipped examples (examples/problems/) keep the format and the
+ * candidate contract: every candidate is accepted as one. */
+static void test_examples(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file;
+        size_t ncand, nconfigs;
+        const char *baseline;
+    } ex[] = {
+        {KF_SOURCE_DIR "/examples/problems/rmsnorm-cpu/sweep.yaml", 3, 2, "numpy_naive"},
+        {KF_SOURCE_DIR "/examples/problems/softmax/sweep.yaml", 4, 4, "torch_softmax"},
+    };
+    for (size_t i = 0; i < sizeof ex / sizeof *ex; i++) {
+        kf_sweep_spec *s = NULL;
+        kf_err err;
+        kf_err_clear(&err);
+        if (kf_sweep_parse_file(ex[i].file, KF_SOURCE_DIR "/kernels", &s, &err) != KF_OK)
+            fail_msg("%s: %s", ex[i].file, err.msg);
+        assert_non_null(s->problem);
+        assert_int_equal(s->nkernels, ex[i].ncand);
+        assert_string_equal(s->baseline, ex[i].baseline);
+        for (size_t k = 0; k < s->nkernels; k++) {
+            assert_true(s->kernels[k].candidate);
+            assert_int_equal(kf_sweep_kernel_configs(&s->kernels[k]), ex[i].nconfigs);
+        }
+        kf_sweep_destroy(&s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_problem_and_candidates),
         cmocka_unit_test(test_candidate_contract_refused),
+        cmocka_unit_test(test_examples),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
