@@ -266,4 +266,7 @@ void kf_sweep_kernel_free(kf_sweep_kernel *k)
     for (size_t i = 0; i < k->next; i++)
         free(k->ext[i]);
     free(k->ext);
+    for (size_t i = 0; i < k->nfiles; i++)
+        free(k->files[i]);
+    free(k->files);
 }
