@@ -41,9 +41,12 @@ static void release(void *scratch)
     (void)scratch;
 }
 
-static const kf_candidate c = {KF_KERNEL_ABI_VERSION, "cand_rmsnorm",
+static const kf_candidate c = {KF_KERNEL_ABI_VERSION,
+                               "cand_rmsnorm",
                                "RMSNorm, two passes per row, sum of squares in double",
-                               prepare, run, release};
+                               prepare,
+                               run,
+                               release};
 
 const kf_candidate *kf_candidate_get(void)
 {

@@ -76,9 +76,12 @@ static void release(void *scratch)
     free(scratch);
 }
 
-static const kf_candidate c = {KF_KERNEL_ABI_VERSION, "cuda_softmax",
+static const kf_candidate c = {KF_KERNEL_ABI_VERSION,
+                               "cuda_softmax",
                                "row softmax, a block of 256 threads per row, three passes",
-                               prepare, run, release};
+                               prepare,
+                               run,
+                               release};
 
 extern "C" const kf_candidate *kf_candidate_get(void)
 {
