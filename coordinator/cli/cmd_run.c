@@ -20,6 +20,7 @@ static int cmd_run(int argc, char **argv, const char *home)
                                          {"output", required_argument, 0, 'o'},
                                          {"stall-timeout", required_argument, 0, 's'},
                                          {"no-shared-builds", no_argument, 0, 'n'},
+                                         {"no-sandbox", no_argument, 0, 'S'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int ch, rc;
@@ -52,6 +53,10 @@ static int cmd_run(int argc, char **argv, const char *home)
             break;
         case 'n':
             o.no_shared_builds = 1;
+            break;
+        case 'S':
+            /* The local agents inherit it (agent/runner/sandbox.h). */
+            setenv("KF_SANDBOX", "0", 1);
             break;
         default:
             return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
@@ -92,7 +97,7 @@ const kf_cmd_entry kf_cmd_run = {
     cmd_run,
     "Runs a sweep on this machine, start to end, and prints its report.",
     "run SWEEP.yaml [--agents N] [--format table|md|json|html|csv] [-o FILE] "
-    "[--stall-timeout DUR] [--no-shared-builds]",
+    "[--stall-timeout DUR] [--no-shared-builds] [--no-sandbox]",
     "Runs a sweep on this machine, start to end: an embedded coordinator and local agents\n"
     "(one per GPU, or CPU agents where there is none), progress while it runs, then the\n"
     "report. Nothing is left running. Exit 1 if any task failed. The coordinator's and the\n"
@@ -104,5 +109,7 @@ const kf_cmd_entry kf_cmd_run = {
     "                    all gone) for DUR, print why with the agents' last errors and exit 1\n"
     "                    (default 60s; 0: wait)\n"
     "  --no-shared-builds  each agent compiles its own kernels (by default agents with one\n"
-    "                    toolchain install the artifact one of them compiled)",
+    "                    toolchain install the artifact one of them compiled)\n"
+    "  --no-sandbox      run kernels unconfined, with the agents' files, environment and\n"
+    "                    network (the same as KF_SANDBOX=0; for a before/after timing)",
 };
