@@ -12,9 +12,14 @@ static const kf_task_kind rows[] = {
     {KFLEET__TASK_KIND__VALIDATE, "validate", KF_SLOT_GPU_IF_CUDA, 1, 1, 1u << 2},
     {KFLEET__TASK_KIND__PROFILE, "profile", KF_SLOT_GPU_IF_CUDA, 1, 1, 1u << 3},
     {KFLEET__TASK_KIND__DOCTOR, "doctor", KF_SLOT_GPU_IF_CUDA, 0, 0, 0},
+    /* A problem's reference outputs for its pool's seeds, per configuration,
+     * on a runner that loads only the problem (docs/problems.md). Made by
+     * the coordinator for the seeds the store lacks, never by `tasks:`. */
+    {KFLEET__TASK_KIND__REFERENCE, "reference", KF_SLOT_GPU_IF_CUDA, 1, 1, 0},
 };
 
-const kf_task_kind *const kf_task_kinds[] = {&rows[0], &rows[1], &rows[2], &rows[3], NULL};
+const kf_task_kind *const kf_task_kinds[] = {&rows[0], &rows[1], &rows[2],
+                                             &rows[3], &rows[4], NULL};
 
 const kf_task_kind *kf_task_kind_of(int k)
 {

@@ -107,6 +107,41 @@ typedef struct kf_kernel {
 typedef const kf_kernel *(*kf_kernel_get_fn)(void);
 #define KF_KERNEL_SYMBOL "kf_kernel_get"
 
+/* Problems and candidates (docs/problems.md).
+ *
+ * A problem is a kf_kernel whose setup makes the inputs from the secret
+ * seed, whose reference and tolerances judge, and whose run (optional for a
+ * problem) may be the plain implementation. It also defines
+ *
+ *     int kf_problem_inputs(void *state, kf_view *in, size_t max, size_t *n);
+ *
+ * naming the input buffers (at most `max`, *n of them) that a candidate
+ * reads. A candidate defines only the computation:
+ *
+ *     const kf_candidate *kf_candidate_get(void);
+ *
+ * prepare() gets the problem's inputs and output views (never the seed, the
+ * reference or the tolerances) and may allocate scratch; run() does the
+ * timed work into out; release() frees the scratch. A candidate that names
+ * kf_kernel_get, tol_abs, tol_rel or a .reference member is refused at
+ * submit. */
+typedef struct kf_candidate {
+    uint32_t abi_version; /* KF_KERNEL_ABI_VERSION */
+    const char *name;
+    const char *description;
+    int (*prepare)(void **scratch, const kf_params *p, const kf_view *in, size_t nin,
+                   const kf_view *out, char *err, size_t errlen);
+    int (*run)(void *scratch, const kf_view *in, size_t nin, const kf_view *out, char *err,
+               size_t errlen);
+    void (*release)(void *scratch);
+} kf_candidate;
+
+typedef const kf_candidate *(*kf_candidate_get_fn)(void);
+typedef int (*kf_problem_inputs_fn)(void *state, kf_view *in, size_t max, size_t *n);
+#define KF_CANDIDATE_SYMBOL "kf_candidate_get"
+#define KF_PROBLEM_INPUTS_SYMBOL "kf_problem_inputs"
+#define KF_PROBLEM_MAX_INPUTS 16
+
 #ifdef __cplusplus
 }
 #endif

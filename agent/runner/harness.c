@@ -211,7 +211,8 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
     uint64_t t0 = kf_mono_ns();
     loaded L = {0};
     int kernel_task = h.spec && (h.spec->kind == KFLEET__TASK_KIND__VALIDATE ||
-                                 h.spec->kind == KFLEET__TASK_KIND__PROFILE);
+                                 h.spec->kind == KFLEET__TASK_KIND__PROFILE ||
+                                 h.spec->kind == KFLEET__TASK_KIND__REFERENCE);
     int reused = keep && kernel_task && keep->tasks > 0 && keep->L.k && h.spec->kernel_hash &&
                  strcmp(keep->kernel_hash, h.spec->kernel_hash) == 0;
     res.runner_task = keep ? keep->tasks + 1 : 1;
@@ -255,6 +256,8 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
             /* the Result says why */
         } else if ((res.kernel_name = (char *)(L.k->name ? L.k->name : "")), h.spec->ncu_pass) {
             hctx_nested(&h, &L, h.spec->kind == KFLEET__TASK_KIND__PROFILE ? KF_TOOLS_NCU_RUNS : 1);
+        } else if (h.spec->kind == KFLEET__TASK_KIND__REFERENCE) {
+            hctx_reference(&h, &L);
         } else if (h.spec->kind == KFLEET__TASK_KIND__VALIDATE) {
             if (hctx_validate(&h, &L) == 0 && ms && ms->sanitize) {
                 uint64_t tt = kf_mono_ns();
@@ -318,6 +321,7 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
     for (size_t i = 0; i < res.n_trials; i++)
         free(res.trials[i]);
     free(res.trials);
+    hctx_reference_free(&res);
     kf_tools_free_metrics(res.ncu, res.n_ncu);
     kf_build_info_release(&binfo);
     free(h.host_out);

@@ -1,7 +1,8 @@
 /* hctx — one task inside a runner process, shared by the runner's files:
  * kernel_ops.c (the frame stream, failing a task, loading and driving a
  * kernel: setup, one run, the output view), validate.c, profile.c (with
- * guard.c, the checks around every timed sample),
+ * guard.c, the checks around every timed sample), reference.c (a
+ * problem's reference outputs for its secret seeds),
  * nested.c (a second run under ncu or compute-sanitizer) and harness.c (the
  * entry: build, or load and validate / profile). Every file depends on
  * kernel_ops.c; harness.c on the others; nothing calls back. Not a header
@@ -151,6 +152,11 @@ int hctx_validate(hctx *h, const loaded *L);
  * else -1 with the task failed and why, before the kernel runs. */
 int hctx_refuse_vacuous(hctx *h, const loaded *L);
 int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps);
+/* reference.c: a reference task, the problem's reference for each of
+ * h->spec->seeds into h->res->references (docs/problems.md); 0, or -1 with
+ * the task failed. hctx_reference_free frees what it put in the Result. */
+int hctx_reference(hctx *h, const loaded *L);
+void hctx_reference_free(Kfleet__Result *res);
 void hctx_summarize_telemetry(hctx *h, Kfleet__TelemetrySummary *ts);
 /* The run a tool watches: setup, a warm-up, then `runs` launches inside the
  * profiler range. */

@@ -249,6 +249,12 @@ static int collect_extension(const char *dir, const kf_sweep_kernel *k, char **n
 int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
                            Kfleet__SubmitRequest **out, kf_err *err)
 {
+    if (spec->problem)
+        return kf_err_set(err, KF_EINVAL,
+                          "%s: a sweep with a problem: and candidates: is checked but not run by "
+                          "this kfleet yet (the runner's candidate path is not built, "
+                          "docs/problems.md); run the candidates as kernels: for now",
+                          spec->file ? spec->file : "the sweep");
     char abi_path[PATH_MAX + 32];
     snprintf(abi_path, sizeof abi_path, "%s/kf_kernel.h", kernels_dir);
     kf_buf abi = KF_BUF_INIT;

@@ -38,7 +38,8 @@ static int cmd_report(int argc, char **argv, const char *home)
             break;
         case 'g':
             if ((group = kf_report_parse_group(optarg)) < 0)
-                return kf_opt_error(self, "--group-by wants gpu, node or kernel, got '%s'", optarg);
+                return kf_opt_error(self, "--group-by wants gpu, node, kernel or config, got '%s'",
+                                    optarg);
             ro.group_by = (kf_report_group)group;
             break;
         case 'P':
@@ -69,7 +70,7 @@ const kf_cmd_entry kf_cmd_report = {
     cmd_report,
     "Prints a sweep's report, read from the store.",
     "report [SWEEP_ID] [--format table|md|json|html|csv] [-o FILE] [--baseline KERNEL]\n"
-    "       [--group-by gpu|node|kernel] [--provenance]",
+    "       [--group-by gpu|node|kernel|config] [--provenance]",
     "Prints the report of a sweep (the latest when no id is given), read from the store:\n"
     "works whether or not a coordinator is running.\n\n"
     "  --format FMT       table, md, json (schema in docs/report-json.md), html (one\n"
@@ -77,7 +78,9 @@ const kf_cmd_entry kf_cmd_report = {
     "  -o, --output FILE  write to FILE instead of stdout\n"
     "  --baseline KERNEL  compare against this kernel of the sweep instead of its own\n"
     "                     baseline (speedup per matching configuration and node)\n"
-    "  --group-by KEY     order rows by gpu, node or kernel (the default)\n"
+    "  --group-by KEY     order rows by gpu, node or kernel (the default), or config: a\n"
+    "                     leaderboard, each configuration's rows on a device ranked by\n"
+    "                     median (failed, impossible or unprofiled rows unranked, last)\n"
     "  --provenance       table, md, csv: each row's node, GPU UUID, driver, clocks seen,\n"
     "                     compiler, source and binary hashes (JSON always has them)",
 };

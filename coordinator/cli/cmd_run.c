@@ -1,6 +1,7 @@
 /* cmd_run — `kfleet run SWEEP`: the whole sweep on this machine, start to
  * end, with nothing left running; the fleet itself is run.c's. */
 #include "cli/cli.h"
+#include "cli/client.h"
 #include "cli/follow.h"
 #include "cli/options.h"
 #include "common/util.h"
@@ -69,6 +70,16 @@ static int cmd_run(int argc, char **argv, const char *home)
     rc = kf_cli_parse_sweep("run", argv[optind], &spec, kdir, sizeof kdir);
     if (rc)
         return rc;
+    if (spec->problem) {
+        /* Said before any coordinator or agent starts: the submit would
+         * refuse it (kf_client_build_submit says why). */
+        kf_err err;
+        Kfleet__SubmitRequest *none = NULL;
+        kf_client_build_submit(spec, kdir, &none, &err);
+        fprintf(stderr, "kfleet run: %s\n", err.msg);
+        kf_sweep_destroy(&spec);
+        return 2;
+    }
     kf_paths p;
     if (kf_cli_paths(home, 1, &p)) {
         kf_sweep_destroy(&spec);

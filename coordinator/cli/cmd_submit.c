@@ -6,12 +6,45 @@
 #include "cli/follow.h"
 #include "common/util.h"
 #include "cli/options.h"
+#include "report/report_stream.h"
 
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* --format jsonl: the rows that finished since the last call, on stdout
+ * (report_stream.h), read from the coordinator's store. */
+typedef struct jsonl_ctx {
+    const char *store_dir;
+    kf_report_stream *stream;
+} jsonl_ctx;
+
+static int stream_rows(void *ctx, uint32_t sweep_id, int finished, kf_err *err)
+{
+    (void)sweep_id;
+    (void)finished;
+    jsonl_ctx *j = ctx;
+    kf_store *s = NULL;
+    kf_txn *t = NULL;
+    int rc = kf_store_open(j->store_dir, 1, &s, err);
+    if (rc == KF_OK)
+        rc = kf_store_begin(s, 1, &t, err);
+    kf_buf out = KF_BUF_INIT;
+    size_t n = 0;
+    if (rc == KF_OK)
+        rc = kf_report_stream_poll(j->stream, t, &out, &n, err);
+    if (t)
+        kf_store_abort(&t);
+    kf_store_close(&s);
+    if (rc == KF_OK && out.len) {
+        fwrite(out.data, 1, out.len, stdout);
+        fflush(stdout);
+    }
+    kf_buf_release(&out);
+    return rc;
+}
 
 /* The receipt: one line for people, or one JSON object. 0 or 1. */
 static int print_receipt(int json, uint32_t id, const char *name, size_t ntasks)
@@ -28,7 +61,7 @@ static int print_receipt(int json, uint32_t id, const char *name, size_t ntasks)
 static int cmd_submit(int argc, char **argv, const char *home)
 {
     const kf_cmd_entry *self = &kf_cmd_submit;
-    int follow = 0, json = 0;
+    int follow = 0, json = 0, jsonl = 0;
     kf_follow_opts fo = {.stall_s = KF_FOLLOW_STALL_S};
     static const struct option opts[] = {{"follow", no_argument, 0, 'f'},
                                          {"format", required_argument, 0, 'F'},
@@ -53,8 +86,10 @@ static int cmd_submit(int argc, char **argv, const char *home)
         case 'F':
             if (strcmp(optarg, "json") == 0)
                 json = 1;
+            else if (strcmp(optarg, "jsonl") == 0)
+                json = jsonl = 1;
             else if (strcmp(optarg, "table") != 0)
-                return kf_opt_error(self, "--format wants table or json, got '%s'", optarg);
+                return kf_opt_error(self, "--format wants table, json or jsonl, got '%s'", optarg);
             break;
         default:
             return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
@@ -62,6 +97,9 @@ static int cmd_submit(int argc, char **argv, const char *home)
     }
     if (optind != argc - 1)
         return kf_opt_error(self, "wants exactly one sweep file");
+    if (jsonl && !follow)
+        return kf_opt_error(self, "--format jsonl streams the rows as they finish: it needs "
+                                  "--follow");
     kf_sweep_spec *spec = NULL;
     char kdir[PATH_MAX];
     rc = kf_cli_parse_sweep("submit", argv[optind], &spec, kdir, sizeof kdir);
@@ -104,7 +142,13 @@ static int cmd_submit(int argc, char **argv, const char *home)
     if (follow) {
         volatile sig_atomic_t *stop = kf_cli_catch_signals();
         Kfleet__SweepProgress fin = KFLEET__SWEEP_PROGRESS__INIT;
+        jsonl_ctx jc = {p.store, jsonl ? kf_report_stream_new(id) : NULL};
+        if (jsonl) {
+            fo.on_change = stream_rows;
+            fo.ctx = &jc;
+        }
         rc = kf_follow(c, id, &fo, (volatile int *)stop, &fin, &err);
+        kf_report_stream_destroy(&jc.stream);
         if (rc == KF_ETIMEOUT && *stop)
             exit_code = 0;
         else if (rc) {
@@ -123,7 +167,7 @@ const kf_cmd_entry kf_cmd_submit = {
     "submit",
     cmd_submit,
     "Submits a sweep file to the running coordinator.",
-    "submit SWEEP.yaml [--follow [--stall-timeout DUR]] [--format table|json]",
+    "submit SWEEP.yaml [--follow [--stall-timeout DUR]] [--format table|json|jsonl]",
     "Submits a sweep file to the running coordinator and prints its id. A sweep file error\n"
     "is reported as FILE:LINE:COL and nothing is submitted.\n\n"
     "  --follow             show progress until the sweep ends (Ctrl-C detaches; the sweep\n"
@@ -131,5 +175,8 @@ const kf_cmd_entry kf_cmd_submit = {
     "  --stall-timeout DUR  with --follow: when tasks are pending, none runs and no agent can\n"
     "                       take them (none registered, all lost, none with a GPU for CUDA\n"
     "                       kernels) for DUR, say why and exit 1 (default 60s; 0: wait)\n"
-    "  --format FMT         table or json (the submission receipt)",
+    "  --format FMT         table or json (the submission receipt); jsonl, with --follow:\n"
+    "                       the receipt, then one JSON object a line per row (kernel,\n"
+    "                       configuration, node) as it finishes: verdict, median, speedup,\n"
+    "                       flags (docs/report-json.md)",
 };

@@ -147,8 +147,12 @@ int kf_follow(kf_client *c, uint32_t sweep_id, const kf_follow_opts *opts,
             last_failed = bad;
             last_running = p.running;
         }
+        int moved = done != last_done;
         last_done = done;
         fflush(stderr);
+        if ((moved || finished) && opts && opts->on_change &&
+            (rc = opts->on_change(opts->ctx, sweep_id, finished, err)))
+            break;
         if (finished)
             break;
         /* Nothing can run: pending work, none of it running, no agent able

@@ -20,6 +20,12 @@ typedef struct kf_follow_opts {
      * none running and no agent able to take them for this long; 0: never. */
     double stall_s;
     int columns; /* the line's width on a tty; 0: the terminal's, else COLUMNS, else 80 */
+    /* Called when the count of ended tasks moved, and once more when the
+     * sweep has ended (finished = 1): `--format jsonl` streams its rows
+     * from there. A non-zero return stops the follow with that code (err
+     * filled). NULL: none. */
+    int (*on_change)(void *ctx, uint32_t sweep_id, int finished, kf_err *err);
+    void *ctx;
     /* `kfleet run`: the agents it started. Once that many are up and none
      * of them can run a pending task (each said why at registration),
      * waiting cannot help: KF_EUNAVAIL at once, not after stall_s. */

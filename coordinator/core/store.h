@@ -14,6 +14,8 @@
  *   telemetry task_id u64, attempt u32, seq u32 -> Telemetry (NVML readings)
  *   agents    agent_id string                   -> AgentInfo
  *   builds    agent_id, 0, kernel_hash          -> BuildRecord
+ *   seedpools problem_hash                      -> SeedPool  (secret seeds)
+ *   refs      problem_hash, 0, config key, seed -> Reference (docs/problems.md)
  *
  * Writers are the coordinator's single thread; readers (the CLI's report,
  * tests) may open the same environment read-only from other processes at
@@ -96,6 +98,28 @@ int kf_store_get_agent(kf_txn *t, const char *agent_id, Kfleet__AgentInfo **out)
 int kf_store_put_build(kf_txn *t, const Kfleet__BuildRecord *b);
 int kf_store_get_build(kf_txn *t, const char *agent_id, const char *kernel_hash,
                        Kfleet__BuildRecord **out);
+
+/* A problem's secret seed pool (one per problem hash, replaced at renewal). */
+int kf_store_put_seedpool(kf_txn *t, const Kfleet__SeedPool *p);
+int kf_store_get_seedpool(kf_txn *t, const char *problem_hash, Kfleet__SeedPool **out);
+
+/* A problem's reference for one configuration (config_key, exactly
+ * KF_STORE_CONFIG_KEY bytes) and seed, stored once: *dup = 1 and nothing
+ * written when that key is already there (the first computation stays).
+ * KF_EINVAL for an empty or over-long hash or a config key of another
+ * length. */
+#define KF_STORE_CONFIG_KEY 16
+int kf_store_put_reference(kf_txn *t, const Kfleet__Reference *r, int *dup);
+int kf_store_get_reference(kf_txn *t, const char *problem_hash, const uint8_t *config_key,
+                           uint64_t seed, Kfleet__Reference **out);
+typedef int (*kf_store_reference_cb)(void *ctx, const Kfleet__Reference *r);
+/* The references of one problem, by configuration key and seed. */
+int kf_store_foreach_reference(kf_txn *t, const char *problem_hash, kf_store_reference_cb cb,
+                               void *ctx);
+/* Deletes the problem's references of any other pool generation than
+ * `generation` (its retired seeds); *removed counts them. */
+int kf_store_retire_references(kf_txn *t, const char *problem_hash, uint32_t generation,
+                               uint32_t *removed);
 
 /* Iteration: the callback gets a decoded record it does not own; a non-zero
  * return stops the walk and is returned. */

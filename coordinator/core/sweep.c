@@ -15,8 +15,10 @@
  * private allocation and handed over only when the whole file is valid, so a
  * failed parse leaves *out untouched and frees everything it made.
  *
- * The parameter axes (values, lists, ranges, duplicates) and the counting
- * of configurations are in sweep_axes.c, behind sweep_int.h. */
+ * The parameter axes (values, lists, ranges, duplicates), durations and the
+ * counting of configurations are in sweep_axes.c, one kernel entry (its
+ * name, path and flags) in sweep_kernel.c, and a problem with its candidates
+ * in sweep_problem.c, behind sweep_int.h. */
 #include "core/sweep.h"
 #include "common/limits.h"
 #include "common/xalloc.h"
@@ -38,8 +40,6 @@
 
 #define MAX_KERNELS 4096 /* keeps the duplicate-name check quadratic-safe */
 #define MAX_ATTEMPTS 100
-#define MAX_FLAGS 64 /* the submit path hashes at most 64 flags per kernel */
-#define MAX_FLAG_LEN 4096
 
 typedef kf_sweep_ctx ctx;
 
@@ -52,145 +52,6 @@ static int u32_value(ctx *c, const yaml_node_t *n, const char *what, int64_t min
     if (rc == KF_OK)
         *out = (uint32_t)v;
     return rc;
-}
-
-/* A positive duration: "250ms", "2s", "1.5m", "1h" or bare seconds. */
-static int duration_value(ctx *c, const yaml_node_t *n, const char *what, double *out)
-{
-    const char *s;
-    double v;
-    int rc = kf_yaml_nonempty_scalar(&c->y, n, what, &s);
-    if (rc)
-        return rc;
-    if (s[0] == '-')
-        v = -1; /* reported below as not positive, not as "not a duration" */
-    else if (kf_parse_duration(s, &v) != KF_OK || !isfinite(v))
-        return kf_yaml_fail(
-            &c->y, n,
-            "%s '%.40s' is not a duration; write it like 250ms, 2s, 1.5m, 1h or a number "
-            "of seconds",
-            what, s);
-    if (v <= 0)
-        return kf_yaml_fail(&c->y, n,
-                            "%s must be longer than 0, not '%.40s'; give a positive duration or "
-                            "leave it out",
-                            what, s);
-    *out = v;
-    return KF_OK;
-}
-
-/* ---- paths and names ---- */
-
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t ls = strlen(s), lx = strlen(suffix);
-    return ls >= lx && strcmp(s + ls - lx, suffix) == 0;
-}
-
-static const char *base_name(const char *p)
-{
-    const char *slash = strrchr(p, '/');
-    return slash ? slash + 1 : p;
-}
-
-/* Kernel names become file names (KERNELS_DIR/host/NAME.c) and keys in
- * reports, so they keep to a portable set: no '/', and no leading '.' or
- * '-' (no "..", nothing that reads as an option). */
-static int valid_kernel_name(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > KF_SWEEP_MAX_NAME || s[0] == '.' || s[0] == '-')
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!isalnum((unsigned char)s[i]) && !strchr("_-.", s[i]))
-            return 0;
-    return 1;
-}
-
-static int is_regular(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* The language of a kernel source, by its suffix: ".c", ".cu" or ".py";
- * NULL for anything else. */
-static const char *source_suffix(const char *path)
-{
-    static const char *const sfx[] = {".cu", ".c", ".py"};
-    for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++)
-        if (ends_with(path, sfx[i]))
-            return sfx[i];
-    return NULL;
-}
-
-/* Resolves `path:` against the sweep file's directory to an absolute path. */
-static int resolve_path(ctx *c, const yaml_node_t *n, const char *given, kf_sweep_kernel *k)
-{
-    const char *sfx = source_suffix(given);
-    if (!sfx)
-        return kf_yaml_fail(
-            &c->y, n,
-            "path '%s' does not end in .c, .cu or .py; a kernel is one C (.c), CUDA (.cu) or "
-            "Python (.py) source file",
-            given);
-    char joined[PATH_MAX], real[PATH_MAX];
-    int len = given[0] == '/' || !c->base_dir
-                  ? snprintf(joined, sizeof joined, "%s", given)
-                  : snprintf(joined, sizeof joined, "%s/%s", c->base_dir, given);
-    if (len < 0 || (size_t)len >= sizeof joined)
-        return kf_yaml_fail(&c->y, n, "path '%.80s...' is too long; shorten it", given);
-    if (!realpath(joined, real))
-        return kf_yaml_fail(
-            &c->y, n,
-            "path '%s' cannot be used: %s (looked at %s); paths are relative to the "
-            "sweep file's directory",
-            given, strerror(errno), joined);
-    if (!is_regular(real))
-        return kf_yaml_fail(
-            &c->y, n, "path '%s' is not a regular file (%s); point it at a kernel source file",
-            given, real);
-    /* The compiler picks the language from the stored (resolved) name. */
-    if (!ends_with(real, sfx))
-        return kf_yaml_fail(
-            &c->y, n,
-            "path '%s' resolves to %s, which does not end in %s; point path: at the "
-            "source file itself",
-            given, real, sfx);
-    k->path = kf_xstrdup(real);
-    k->cuda = strcmp(sfx, ".cu") == 0;
-    k->python = strcmp(sfx, ".py") == 0;
-    return k->python ? kf_sweep_python_scan(c, n, k) : KF_OK;
-}
-
-/* Finds a kernel named without a path: KERNELS_DIR/host/NAME.c, then
- * KERNELS_DIR/cuda/NAME.cu, then KERNELS_DIR/python/NAME.py (the torch
- * baselines). */
-static int find_kernel(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
-{
-    if (!c->kernels_dir)
-        return kf_yaml_fail(
-            &c->y, n,
-            "kernel '%s' is named without a path and no kernels directory is known; "
-            "give its source with path:",
-            k->name);
-    char cand[3][PATH_MAX], real[PATH_MAX];
-    snprintf(cand[0], sizeof cand[0], "%s/host/%s.c", c->kernels_dir, k->name);
-    snprintf(cand[1], sizeof cand[1], "%s/cuda/%s.cu", c->kernels_dir, k->name);
-    snprintf(cand[2], sizeof cand[2], "%s/python/%s.py", c->kernels_dir, k->name);
-    for (int i = 0; i < 3; i++) {
-        if (!is_regular(cand[i]) || !realpath(cand[i], real))
-            continue;
-        k->path = kf_xstrdup(real);
-        k->cuda = i == 1;
-        k->python = i == 2;
-        return k->python ? kf_sweep_python_scan(c, n, k) : KF_OK;
-    }
-    return kf_yaml_fail(
-        &c->y, n,
-        "unknown kernel '%s': none of %s, %s and %s exists; check the name, or give the "
-        "source with path:",
-        k->name, cand[0], cand[1], cand[2]);
 }
 
 /* baseline: one kernel of the sweep, or a list of them (torch_softmax for
@@ -225,133 +86,6 @@ static int parse_baselines(ctx *c, const yaml_node_t *v, kf_sweep_spec *s)
     return KF_OK;
 }
 
-/* ---- kernels ---- */
-
-static int parse_flags(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
-{
-    if (n->type != YAML_SEQUENCE_NODE)
-        return kf_yaml_fail(&c->y, n,
-                            "flags of kernel '%s' must be a list with one compiler argument per "
-                            "item, like [-O3, -march=native], not %s",
-                            k->name, kf_yaml_kind(n));
-    size_t len = kf_yaml_seq_len(n);
-    if (len == 0)
-        return KF_OK;
-    if (len > MAX_FLAGS)
-        return kf_yaml_fail(
-            &c->y, kf_yaml_seq_item(&c->y, n, MAX_FLAGS),
-            "kernel '%s' has more than %d flags; put common ones in a response file "
-            "(@FILE) or drop some",
-            k->name, MAX_FLAGS);
-    k->flags = kf_xcalloc(len, sizeof *k->flags);
-    for (size_t i = 0; i < len; i++) {
-        const char *s;
-        const yaml_node_t *it = kf_yaml_seq_item(&c->y, n, i);
-        int rc = kf_yaml_nonempty_scalar(&c->y, it, "a flag", &s);
-        if (rc)
-            return rc;
-        size_t fl = strlen(s);
-        if (fl > MAX_FLAG_LEN)
-            return kf_yaml_fail(&c->y, it,
-                                "a flag of kernel '%s' is %zu bytes; at most %d (put long "
-                                "arguments in a response file, @FILE)",
-                                k->name, fl, MAX_FLAG_LEN);
-        if ((rc = kf_sweep_charge(c, it, fl + 1)))
-            return rc;
-        k->flags[k->nflags] = kf_xstrdup(s);
-        k->nflags++;
-    }
-    return KF_OK;
-}
-
-/* Fills k from one entry of kernels:. *own_params tells whether the entry
- * had its own params: (even an empty one). */
-static int parse_kernel(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k, int *own_params)
-{
-    static const char *const keys[] = {"name", "path", "params", "flags", NULL};
-    const char *name = NULL, *path = NULL;
-    const yaml_node_t *nn = NULL, *np = NULL;
-    int rc;
-    k->line = (int)n->start_mark.line + 1;
-    k->col = (int)n->start_mark.column + 1;
-    *own_params = 0;
-    if (n->type == YAML_SCALAR_NODE) {
-        if ((rc = kf_yaml_nonempty_scalar(&c->y, n, "a kernel name", &name)))
-            return rc;
-        nn = n;
-    } else if (n->type == YAML_MAPPING_NODE) {
-        if ((rc = kf_yaml_check_keys(&c->y, n, "in a kernel entry", keys)))
-            return rc;
-        nn = kf_yaml_map_get(&c->y, n, "name");
-        np = kf_yaml_map_get(&c->y, n, "path");
-        if (!nn && !np)
-            return kf_yaml_fail(&c->y, n,
-                                "a kernel entry needs name: or path: (or both); add name: NAME to "
-                                "use KERNELS_DIR or path: FILE.c for your own source");
-        if (nn && (rc = kf_yaml_nonempty_scalar(&c->y, nn, "name:", &name)))
-            return rc;
-        if (np && (rc = kf_yaml_nonempty_scalar(&c->y, np, "path:", &path)))
-            return rc;
-    } else {
-        return kf_yaml_fail(&c->y, n,
-                            "a kernel entry must be a kernel name or a mapping with name: and/or "
-                            "path:, not %s; write - NAME or - {path: FILE.c}",
-                            kf_yaml_kind(n));
-    }
-    if (name && !valid_kernel_name(name))
-        return kf_yaml_fail(&c->y, nn,
-                            "kernel name '%.80s' is not valid; use letters, digits, '_', '-' and "
-                            "'.', not starting with '.' or '-'",
-                            name);
-    if (path && (rc = resolve_path(c, np, path, k)))
-        return rc;
-    if (!name) {
-        /* The stem of the file name; resolve_path checked the suffix. */
-        const char *base = base_name(path);
-        size_t stem = strlen(base) - strlen(source_suffix(base));
-        k->name = kf_xmalloc(stem + 1);
-        memcpy(k->name, base, stem);
-        k->name[stem] = '\0';
-        if (!valid_kernel_name(k->name))
-            return kf_yaml_fail(&c->y, np,
-                                "the file name of '%.80s' does not make a kernel name (letters, "
-                                "digits, '_', '-', '.'); add name: NAME next to path:",
-                                path);
-    } else {
-        k->name = kf_xstrdup(name);
-    }
-    if (!path && (rc = find_kernel(c, nn, k)))
-        return rc;
-    if (n->type == YAML_MAPPING_NODE) {
-        yaml_node_t *pn = kf_yaml_map_get(&c->y, n, "params"),
-                    *fn = kf_yaml_map_get(&c->y, n, "flags");
-        if (pn) {
-            *own_params = 1;
-            if ((rc = kf_sweep_parse_params(c, pn, &k->axes, &k->naxes)))
-                return rc;
-        }
-        if (fn && (rc = parse_flags(c, fn, k)))
-            return rc;
-    }
-    return KF_OK;
-}
-
-static void kernel_free(kf_sweep_kernel *k)
-{
-    free(k->name);
-    free(k->path);
-    kf_sweep_axes_free(k->axes, k->naxes);
-    for (size_t i = 0; i < k->nflags; i++)
-        free(k->flags[i]);
-    free(k->flags);
-    for (size_t i = 0; i < k->next; i++)
-        free(k->ext[i]);
-    free(k->ext);
-    for (size_t i = 0; i < k->nfiles; i++)
-        free(k->files[i]);
-    free(k->files);
-}
-
 static int parse_kernels(ctx *c, const yaml_node_t *n, const kf_sweep_axis *top, size_t ntop,
                          kf_sweep_spec *s)
 {
@@ -372,7 +106,7 @@ static int parse_kernels(ctx *c, const yaml_node_t *n, const kf_sweep_axis *top,
     s->nkernels = len; /* zeroed entries free cleanly if we stop early */
     for (size_t i = 0; i < len; i++) {
         kf_sweep_kernel *k = &s->kernels[i];
-        int own, rc = parse_kernel(c, kf_yaml_seq_item(&c->y, n, i), k, &own);
+        int own, rc = kf_sweep_parse_kernel(c, kf_yaml_seq_item(&c->y, n, i), NULL, k, &own);
         if (rc)
             return rc;
         if (!own && (rc = kf_sweep_axes_dup(c, top, ntop, k)))
@@ -487,10 +221,10 @@ static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
         (rc = u32_value(c, v, "min_samples", 1, &m->min_samples)))
         return rc;
     if ((v = kf_yaml_map_get(&c->y, n, "min_time")) &&
-        (rc = duration_value(c, v, "min_time", &m->min_time_s)))
+        (rc = kf_sweep_duration(c, v, "min_time", &m->min_time_s)))
         return rc;
     if ((v = kf_yaml_map_get(&c->y, n, "timeout")) &&
-        (rc = duration_value(c, v, "timeout", &m->timeout_s)))
+        (rc = kf_sweep_duration(c, v, "timeout", &m->timeout_s)))
         return rc;
     /* 0 in the struct means "the agent's default", so an explicit 0 could
      * not be told apart from leaving the key out: refuse it. */
@@ -549,7 +283,7 @@ static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
         m->throttle_threshold_pct = d;
     }
     if ((v = kf_yaml_map_get(&c->y, n, "throttle_recovery")) &&
-        (rc = duration_value(c, v, "throttle_recovery", &m->throttle_recovery_s)))
+        (rc = kf_sweep_duration(c, v, "throttle_recovery", &m->throttle_recovery_s)))
         return rc;
     if ((v = kf_yaml_map_get(&c->y, n, "ncu"))) {
         if (v->type != YAML_SEQUENCE_NODE || kf_yaml_seq_len(v) == 0)
@@ -581,8 +315,9 @@ static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
 
 static int parse_root(ctx *c, const yaml_node_t *root, kf_sweep_spec *s)
 {
-    static const char *const keys[] = {"name",     "kernels",  "params",     "tasks",   "nodes",
-                                       "baseline", "attempts", "time_limit", "measure", NULL};
+    static const char *const keys[] = {"name",    "kernels",  "params",     "tasks",
+                                       "nodes",   "baseline", "attempts",   "time_limit",
+                                       "measure", "problem",  "candidates", NULL};
     kf_sweep_axis *top = NULL;
     size_t ntop = 0;
     yaml_node_t *v;
@@ -607,14 +342,16 @@ static int parse_root(ctx *c, const yaml_node_t *root, kf_sweep_spec *s)
         s->name = kf_xstrdup(str);
     }
     yaml_node_t *kn = kf_yaml_map_get(&c->y, root, "kernels");
-    if (!kn)
+    int problem = kf_yaml_map_get(&c->y, root, "problem") != NULL;
+    if (!kn && !problem)
         return kf_yaml_fail(&c->y, root,
                             "missing kernels:; add the list of kernels to run, like kernels: "
-                            "[triad]");
+                            "[triad], or a problem: and its candidates: (docs/problems.md)");
     if ((v = kf_yaml_map_get(&c->y, root, "params")) &&
         (rc = kf_sweep_parse_params(c, v, &top, &ntop)))
         return rc;
-    rc = parse_kernels(c, kn, top, ntop, s);
+    rc = problem ? kf_sweep_parse_problem(c, root, top, ntop, s)
+                 : parse_kernels(c, kn, top, ntop, s);
     kf_sweep_axes_free(top, ntop);
     if (rc)
         return rc;
@@ -636,7 +373,7 @@ static int parse_root(ctx *c, const yaml_node_t *root, kf_sweep_spec *s)
         s->max_attempts = (uint32_t)i64;
     }
     if ((v = kf_yaml_map_get(&c->y, root, "time_limit")) &&
-        (rc = duration_value(c, v, "time_limit", &s->time_limit_s)))
+        (rc = kf_sweep_duration(c, v, "time_limit", &s->time_limit_s)))
         return rc;
     if ((v = kf_yaml_map_get(&c->y, root, "measure")) && (rc = parse_measure(c, v, &s->measure)))
         return rc;
@@ -650,7 +387,7 @@ static int parse_root(ctx *c, const yaml_node_t *root, kf_sweep_spec *s)
 /* The default sweep name: the file's stem ("runs/quick.yaml" → "quick"). */
 static char *file_stem(const char *file)
 {
-    const char *base = base_name(file);
+    const char *base = kf_sweep_base_name(file);
     const char *dot = strrchr(base, '.');
     size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
     char *stem = kf_xmalloc(n + 1);
@@ -743,8 +480,11 @@ void kf_sweep_destroy(kf_sweep_spec **self)
         return;
     kf_sweep_spec *s = *self;
     for (size_t i = 0; i < s->nkernels; i++)
-        kernel_free(&s->kernels[i]);
+        kf_sweep_kernel_free(&s->kernels[i]);
     free(s->kernels);
+    if (s->problem)
+        kf_sweep_kernel_free(s->problem);
+    free(s->problem);
     free(s->name);
     free(s->file);
     free(s->text);

@@ -17,6 +17,16 @@
  *             warmup: 1, hot: false, seeds: 3, batch: 1,
  *             sanitize: false, ncu: [gpu__time_duration.sum]}
  *
+ * Or a problem and its candidates (docs/problems.md): the problem owns the
+ * inputs, the reference, the tolerances and the secret seeds; a candidate
+ * brings only the computation, and one that declares any of those is
+ * refused here, with its file, line and reason:
+ *
+ *   problem: {path: problem.py, params: {rows: [64], cols: [256]},
+ *             seeds: 3, renew: 24h}
+ *   candidates: [numpy_naive.py, {path: numpy_fast.py}]
+ *   baseline: numpy_naive
+ *
  * Parameter values are integers, optionally with a K/M/G suffix (powers of
  * 1024), or a range map {from: A, to: B, mul: M} / {from: A, to: B, step: S}.
  * The configurations of a kernel are the cartesian product of its axes.
@@ -69,7 +79,17 @@ typedef struct kf_sweep_kernel {
     char **flags;
     size_t nflags;
     int line, col; /* where the kernel was named */
+    /* A candidate of the sweep's problem: it runs the problem's
+     * configurations and is judged by the problem's reference. */
+    int candidate;
 } kf_sweep_kernel;
+
+/* The seed policy of a problem: how many secret seeds the coordinator keeps
+ * in its pool, and after how long it draws new ones (the references of the
+ * retired seeds are then no longer used). */
+#define KF_SWEEP_DEFAULT_SEED_POOL 3
+#define KF_SWEEP_MAX_SEED_POOL 64
+#define KF_SWEEP_DEFAULT_SEED_RENEW_S (24.0 * 3600.0)
 
 typedef struct kf_sweep_measure {
     uint32_t min_samples;
@@ -100,6 +120,11 @@ typedef struct kf_sweep_spec {
     uint32_t max_attempts;
     double time_limit_s;
     kf_sweep_measure measure;
+    /* The problem the kernels are candidates of (docs/problems.md), or NULL:
+     * each kernel is its own problem. */
+    kf_sweep_kernel *problem;
+    uint32_t seed_pool;  /* secret seeds kept per problem */
+    double seed_renew_s; /* the pool's renewal period */
 } kf_sweep_spec;
 
 /* Parses a sweep file. kernels_dir is where kernels named without a path are

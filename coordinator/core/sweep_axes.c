@@ -11,6 +11,8 @@
  * materialised: the idx-th one is decoded from idx, last axis fastest. */
 #include "core/sweep_int.h"
 #include "common/xalloc.h"
+#include "common/util.h"
+#include <math.h>
 
 #include <ctype.h>
 #include <stdint.h>
@@ -419,4 +421,34 @@ int kf_sweep_kernel_config(const kf_sweep_kernel *k, size_t idx, const char **na
         idx /= a->nvalues;
     }
     return (int)k->naxes;
+}
+
+/* A positive duration: "250ms", "2s", "1.5m", "1h" or bare seconds. */
+static int duration_value(kf_sweep_ctx *c, const yaml_node_t *n, const char *what, double *out)
+{
+    const char *s;
+    double v;
+    int rc = kf_yaml_nonempty_scalar(&c->y, n, what, &s);
+    if (rc)
+        return rc;
+    if (s[0] == '-')
+        v = -1; /* reported below as not positive, not as "not a duration" */
+    else if (kf_parse_duration(s, &v) != KF_OK || !isfinite(v))
+        return kf_yaml_fail(
+            &c->y, n,
+            "%s '%.40s' is not a duration; write it like 250ms, 2s, 1.5m, 1h or a number "
+            "of seconds",
+            what, s);
+    if (v <= 0)
+        return kf_yaml_fail(&c->y, n,
+                            "%s must be longer than 0, not '%.40s'; give a positive duration or "
+                            "leave it out",
+                            what, s);
+    *out = v;
+    return KF_OK;
+}
+
+int kf_sweep_duration(kf_sweep_ctx *c, const yaml_node_t *n, const char *what, double *out)
+{
+    return duration_value(c, n, what, out);
 }

@@ -57,6 +57,24 @@ void kf_sweep_axes_free(kf_sweep_axis *axes, size_t n);
  * source's own line) for a device line the scheduler cannot read. */
 int kf_sweep_python_scan(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel *k);
 
+/* sweep_kernel.c: fills k from one kernel entry (a name, or a mapping with name:, path:,
+ * params:, flags: and any of `extra` keys, NULL-terminated or NULL, which
+ * the caller reads). *own_params tells whether it had params:. On error
+ * what was filled stays in k for kf_sweep_kernel_free. */
+int kf_sweep_parse_kernel(kf_sweep_ctx *c, const yaml_node_t *n, const char *const *extra,
+                          kf_sweep_kernel *k, int *own_params);
+void kf_sweep_kernel_free(kf_sweep_kernel *k);
+/* The last component of a path ("a/b.c" -> "b.c"), pointing into p. */
+const char *kf_sweep_base_name(const char *p);
+/* sweep_axes.c: a positive duration scalar ("30s", "24h", "1.5"): seconds into *out. */
+int kf_sweep_duration(kf_sweep_ctx *c, const yaml_node_t *n, const char *what, double *out);
+
+/* sweep_problem.c: problem: and candidates: (the root has problem:), the
+ * candidates into s->kernels, each checked against the candidate contract
+ * (docs/problems.md). `top` are the top-level params. */
+int kf_sweep_parse_problem(kf_sweep_ctx *c, const yaml_node_t *root, const kf_sweep_axis *top,
+                           size_t ntop, kf_sweep_spec *s);
+
 /* KF_EINVAL, pointing at the kernel that crosses it, when the sweep has more
  * than KF_SWEEP_MAX_CONFIGS configurations in all. */
 int kf_sweep_count_configs(kf_sweep_ctx *c, const kf_sweep_spec *s);

@@ -22,15 +22,21 @@ enum {
     DB_AGENTS,
     DB_BUILDS,
     DB_TELEMETRY,
-    DB_SEALS, /* (table byte, record key) -> keyed BLAKE2b of its stored bytes */
+    DB_SEALS,     /* (table byte, record key) -> keyed BLAKE2b of its stored bytes */
+    DB_SEEDPOOLS, /* a problem's secret seeds (docs/problems.md) */
+    DB_REFS,      /* a problem's references per configuration and seed */
     DB_COUNT
 };
+/* Tables added after the first stores were written: a read-only open of an
+ * older store finds none, and reads them as empty. */
+#define DB_FIRST_OPTIONAL DB_SEEDPOOLS
 
 #define SEAL_LEN 16
 
 struct kf_store {
     MDB_env *env;
     MDB_dbi dbi[DB_COUNT];
+    int absent[DB_COUNT]; /* an optional table an older store does not have */
     int readonly;
     size_t map_size;
     int sealing;   /* seal_key is set */

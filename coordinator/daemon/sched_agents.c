@@ -4,6 +4,7 @@
  * process holds it at a time), heartbeats, progress, samples and results,
  * each accepted into an attempt only from the agent that holds or held it,
  * while its sweep is open (docs/protocol.md). */
+#include "core/problem.h"
 #include "daemon/sched_int.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -450,6 +451,20 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
     }
     if (t->rec->kind == KFLEET__TASK_KIND__BUILD)
         sched_share_result(c, a, sw->rec->kernels[t->rec->kernel_index]->hash, r);
+    if (t->rec->kind == KFLEET__TASK_KIND__REFERENCE && r->state == KFLEET__TASK_STATE__SUCCEEDED) {
+        /* A problem's references: into the store once, out of the Result. */
+        size_t stored = 0;
+        rc = kf_problem_store_result(txn, sw->rec->kernels[t->rec->kernel_index]->hash,
+                                     t->rec->params, t->rec->n_params, a->id, kf_now_ns(), r,
+                                     &stored);
+        if (rc && rc != KF_ENOTFOUND) {
+            r->agent_id = saved_agent;
+            return rc;
+        }
+        kf_info("reference.stored", "task=0x%llx stored=%zu of=%zu", (unsigned long long)r->task_id,
+                stored, r->n_references);
+        rc = KF_OK;
+    }
     r->superseded = 0;
     int dup = 0;
     rc = kf_store_put_result(txn, r, &dup);

@@ -6,6 +6,7 @@
  * and the CSV (report_csv.c) are drawn from that JSON, so every format
  * shows the same figures. No renderer calls back into this file. */
 #include "report/report.h"
+#include "report/report_rank.h"
 #include "report/report_csv.h"
 #include "report/report_html.h"
 #include "report/report_json.h"
@@ -94,8 +95,8 @@ int kf_report_parse_format(const char *s)
 
 int kf_report_parse_group(const char *s)
 {
-    static const char *const names[] = {"kernel", "gpu", "node"};
-    for (int i = 0; i < 3; i++)
+    static const char *const names[] = {"kernel", "gpu", "node", "config"};
+    for (int i = 0; i < 4; i++)
         if (strcmp(s, names[i]) == 0)
             return i;
     return -1;
@@ -118,6 +119,7 @@ int kf_report_render_opts(kf_txn *t, uint32_t sweep_id, const kf_report_opts *op
     int rc = kf_rep_collect(t, sweep_id, opts, &r, err);
     if (rc)
         return rc;
+    kf_rep_rank(&r);
     /* Rendered into a scratch buffer so a failure leaves out as it was. */
     kf_buf tmp = KF_BUF_INIT;
     rc = f->render(&r, opts, &tmp);

@@ -105,6 +105,7 @@ int kf_report_csv(const json_t *report, int provenance, kf_buf *out)
                                        "sm_clock_median_mhz",
                                        "power_median_w",
                                        "flags",
+                                       "rank",
                                        NULL};
     for (int i = 0; head[i]; i++)
         field(out, head[i], i == 0);
@@ -146,6 +147,7 @@ int kf_report_csv(const json_t *report, int provenance, kf_buf *out)
         value(out, json_object_get(p, "sm_clock_median_mhz"));
         value(out, json_object_get(p, "power_median_w"));
         joined(out, json_object_get(r, "flags"));
+        value(out, json_object_get(r, "rank"));
         const json_t *pv = json_object_get(r, "provenance");
         for (int k = 0; provenance && prov_keys[k]; k++)
             value(out, json_object_get(pv, prov_keys[k]));

@@ -310,16 +310,20 @@ static void table_row(page *pg, const json_t *row)
     td_short(b, p, "gflops");
     td_ceiling(b, p);
     td_speedup(b, row);
+    /* Its place among its configuration's rows on its device (report_rank.h). */
+    ok = kf_rep_num_at(row, "rank", &v) && v > 0;
+    snprintf(s, sizeof s, "%.0f", ok ? v : 0);
+    td_num(b, ok, ok ? v : 0, s);
     td_flags(b, row, failed);
     td_provenance(b, row);
     kf_buf_adds(b, "</tr>\n");
 }
 
 static const char *const columns_names[] = {
-    "kernel",     "params",  "node",      "device",
-    "validation", "samples", "median",    "p10" KF_REP_DASH "p90",
-    "noise",      "GB/s",    "GFLOP/s",   "% ceiling",
-    "speedup",    "flags",   "provenance"};
+    "kernel",     "params",  "node",    "device",
+    "validation", "samples", "median",  "p10" KF_REP_DASH "p90",
+    "noise",      "GB/s",    "GFLOP/s", "% ceiling",
+    "speedup",    "rank",    "flags",   "provenance"};
 
 static void results_table(page *pg)
 {
@@ -337,7 +341,7 @@ static void results_table(page *pg)
     for (size_t c = 0; c < n; c++)
         kf_buf_addf(b, "<th%s>%s</th>",
                     c == n - 1          ? " class=\"nosort\""
-                    : c >= 5 && c <= 12 ? " class=\"n\""
+                    : c >= 5 && c <= 13 ? " class=\"n\""
                                         : "",
                     columns_names[c]);
     kf_buf_adds(b, "</tr></thead>\n<tbody>\n");

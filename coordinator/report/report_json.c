@@ -268,6 +268,7 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     set(o, "attempts", atts);
     set(o, "validation", w->validate ? json_validation(w->validate) : json_null());
     set(o, "profile", w->profile ? json_profile(w, with_samples) : json_null());
+    set(o, "rank", w->rank ? json_integer(w->rank) : json_null());
     set(o, "speedup", jnum(w->speedup));
     set(o, "speedup_err", jnum(w->speedup_err));
     set(o, "outlier_pct", jnum(w->outlier_pct));
@@ -303,6 +304,11 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
         json_array_append_new(flags, json_string("failed"));
     set(o, "flags", flags);
     return o;
+}
+
+json_t *kf_rep_row_json(const rep *r, const rrow *w, int with_samples)
+{
+    return json_row(r, w, with_samples);
 }
 
 static json_t *json_sweep(const rep *r)

@@ -17,8 +17,10 @@ typedef enum {
 } kf_report_format;
 
 /* The order of the rows: by kernel (and configuration, then node: the
- * default), or first by GPU/CPU model, or first by node. */
-typedef enum { KF_GROUP_KERNEL = 0, KF_GROUP_GPU, KF_GROUP_NODE } kf_report_group;
+ * default), or first by GPU/CPU model, or first by node, or as a
+ * leaderboard: by configuration and device, each ranked by median
+ * (report_rank.h). */
+typedef enum { KF_GROUP_KERNEL = 0, KF_GROUP_GPU, KF_GROUP_NODE, KF_GROUP_CONFIG } kf_report_group;
 
 typedef struct kf_report_opts {
     kf_report_format fmt;

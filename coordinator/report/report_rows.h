@@ -62,6 +62,10 @@ typedef struct rrow {
     int at_power_cap;
     double outside_stream_s; /* > 0: timed until work off the timed call ended */
     uint64_t build_task;
+    /* Its place among the rows of its configuration on its device, by
+     * median (report_rank.h); 0: not ranked (failed, no samples,
+     * impossible). */
+    uint32_t rank;
     const Kfleet__BuildInfo *build; /* the build on this node, or NULL */
     Kfleet__Result *own_build;      /* a build result of another sweep */
 } rrow;

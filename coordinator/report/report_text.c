@@ -392,10 +392,17 @@ static void row_cells(const rep *r, const rrow *w, char (*cells)[CELL])
 {
     const rtask *any = w->profile ? w->profile : w->validate;
     const char *declared = kf_rep_declared_name(r, w);
+    /* A leaderboard's rows say their place first: "#1 fused", "- naive". */
+    char place[16] = "";
+    if (r->group_by == KF_GROUP_CONFIG && w->rank)
+        snprintf(place, sizeof place, "#%u ", w->rank);
+    else if (r->group_by == KF_GROUP_CONFIG)
+        snprintf(place, sizeof place, "- ");
     if (declared)
-        snprintf(cells[R_KERNEL], CELL, "%s (%s)", kf_rep_kernel_name(r, w->kernel), declared);
+        snprintf(cells[R_KERNEL], CELL, "%s%s (%s)", place, kf_rep_kernel_name(r, w->kernel),
+                 declared);
     else
-        snprintf(cells[R_KERNEL], CELL, "%s", kf_rep_kernel_name(r, w->kernel));
+        snprintf(cells[R_KERNEL], CELL, "%s%s", place, kf_rep_kernel_name(r, w->kernel));
     params_str(any->task, cells[R_PARAMS], CELL);
     snprintf(cells[R_NODE], CELL, "%s", *w->node ? w->node : "-");
     snprintf(cells[R_DEVICE], CELL, "%s", kf_rep_device_of(r, w->node));

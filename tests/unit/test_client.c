@@ -148,6 +148,24 @@ static void test_oversized_request_refused(void **state)
     zmq_ctx_term(ctx);
 }
 
+/* A sweep with a problem is not submitted as if its candidates were kernels
+ * judging themselves: until the runner's candidate path exists, it is
+ * refused and says why. */
+static void test_problem_sweep_refused(void **state)
+{
+    (void)state;
+    kf_sweep_kernel problem = {.name = "p"}, cand = {.name = "c", .candidate = 1};
+    kf_sweep_spec spec = {
+        .file = "p.yaml", .kernels = &cand, .nkernels = 1, .problem = &problem, .tasks = 14};
+    Kfleet__SubmitRequest *req = NULL;
+    kf_err err;
+    kf_err_clear(&err);
+    assert_int_equal(kf_client_build_submit(&spec, KF_SOURCE_DIR "/kernels", &req, &err),
+                     KF_EINVAL);
+    assert_null(req);
+    assert_non_null(strstr(err.msg, "p.yaml: a sweep with a problem: and candidates:"));
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/kf-test-client.XXXXXX");
@@ -155,7 +173,8 @@ int main(void)
         return 1;
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_headers_travel),
                                        cmocka_unit_test(test_extension_travels),
-                                       cmocka_unit_test(test_oversized_request_refused)};
+                                       cmocka_unit_test(test_oversized_request_refused),
+                                       cmocka_unit_test(test_problem_sweep_refused)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
     return rc;

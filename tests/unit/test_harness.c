@@ -300,6 +300,62 @@ static void test_validate(void **state)
     free_task(&t);
 }
 
+/* A reference task (docs/problems.md): the problem alone, its reference for
+ * each secret seed, in order; the same seed gives the same values, another
+ * seed others; a problem whose reference is all zeros cannot judge and
+ * fails. */
+static void test_reference(void **state)
+{
+    (void)state;
+    task t;
+    uint64_t seeds[2] = {0x1234567890abcdefull, 42};
+    make_task(&t, "kernels/host/matmul.c", "matmul", KFLEET__TASK_KIND__REFERENCE, 64, NULL);
+    build_then(&t, KFLEET__TASK_KIND__REFERENCE);
+    t.spec.seeds = seeds;
+    t.spec.n_seeds = 2;
+    outcome *o = run_task(&t.ta);
+    assert_int_equal(o->res->state, KFLEET__TASK_STATE__SUCCEEDED);
+    assert_int_equal(o->res->n_references, 2);
+    assert_int_equal(o->res->n_trials, 0); /* nothing validated, nothing timed */
+    assert_int_equal(o->nsamples, 0);
+    for (size_t i = 0; i < 2; i++) {
+        const Kfleet__Reference *r = o->res->references[i];
+        assert_true(r->seed == seeds[i]);
+        assert_int_equal(r->count, 64 * 64);
+        assert_int_equal(r->values.len, 64 * 64 * sizeof(double));
+    }
+    assert_memory_not_equal(o->res->references[0]->values.data, o->res->references[1]->values.data,
+                            o->res->references[0]->values.len);
+    /* The same seed again: the same bytes. */
+    seeds[1] = seeds[0];
+    outcome *o2 = run_task(&t.ta);
+    assert_int_equal(o2->res->n_references, 2);
+    assert_memory_equal(o->res->references[0]->values.data, o2->res->references[1]->values.data,
+                        o->res->references[0]->values.len);
+    free_outcome(o2);
+    free_outcome(o);
+    /* No seeds: refused. */
+    t.spec.n_seeds = 0;
+    o = run_task(&t.ta);
+    assert_int_equal(o->res->state, KFLEET__TASK_STATE__FAILED);
+    assert_non_null(strstr(o->res->error, "without seeds"));
+    free_outcome(o);
+    free_task(&t);
+
+    make_task(&t, "tests/kernels/cheat_zeros_ref.c", "cheat_zeros_ref",
+              KFLEET__TASK_KIND__REFERENCE, 1024, NULL);
+    add_source(&t, "tests/kernels/cheat_common.h");
+    build_then(&t, KFLEET__TASK_KIND__REFERENCE);
+    t.spec.seeds = seeds;
+    t.spec.n_seeds = 1;
+    o = run_task(&t.ta);
+    assert_int_equal(o->res->state, KFLEET__TASK_STATE__FAILED);
+    assert_non_null(strstr(o->res->error, "all zeros"));
+    assert_int_equal(o->res->n_references, 0);
+    free_outcome(o);
+    free_task(&t);
+}
+
 static void test_profile(void **state)
 {
     (void)state;
@@ -611,6 +667,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_compile_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_validate_needs_build, setup, teardown),
         cmocka_unit_test_setup_teardown(test_validate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reference, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_settles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_guarded, setup, teardown),

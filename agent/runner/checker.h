@@ -1,0 +1,47 @@
+/* checker — the judgement of a candidate's outputs in a process of its own
+ * (docs/problems.md): the runner forks it, with the problem's stored
+ * references and tolerances, BEFORE it loads the candidate's code. After
+ * that the runner (and the candidate in it) only sends outputs down a pipe;
+ * the checker compares each with its own copy of the reference (the
+ * runner's same comparison, hctx_compare) and writes its verdict on a
+ * descriptor the runner gave away at the fork, which the candidate's process
+ * then no longer holds. A candidate that writes over the reference in its
+ * own process, or over the comparison code there, changes neither the
+ * checker's data nor its verdicts.
+ *
+ * Verdicts are text lines on verdict_fd, one per check:
+ *   check SEQ ref I pass 0|1 nonfinite N max_abs X rel Y
+ * (I out of range: "check SEQ ref I bad"), and at the end
+ *   done checks N failed F
+ * The agent is the reader that makes them binding (not built yet: see
+ * docs/problems.md's status). */
+#ifndef KF_CHECKER_H
+#define KF_CHECKER_H
+
+#include "common/err.h"
+#include "kf_kernel.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct kf_checker kf_checker;
+
+/* Forks the checker with nrefs references (refs[i] of counts[i] doubles)
+ * and the problem's tolerances. It takes verdict_fd: the caller's copy is
+ * closed here, after the fork. Call it before any candidate code is loaded.
+ * Returns 0 with *out, or a KF_E* code with err filled (verdict_fd closed). */
+int kf_checker_start(const double *const *refs, const size_t *counts, size_t nrefs, double tol_abs,
+                     double tol_rel, int verdict_fd, kf_checker **out, kf_err *err);
+
+/* Sends one output (count elements of dtype, host memory) to be checked
+ * against reference ref_index. KF_EIO when the checker is gone. */
+int kf_checker_check(kf_checker *c, uint32_t ref_index, const void *out, kf_dtype dtype,
+                     size_t count, kf_err *err);
+
+/* Ends the checker (it writes its summary line and exits), waits for it,
+ * frees c and NULLs the pointer. Returns its exit status, -1 when it died
+ * of a signal. */
+int kf_checker_finish(kf_checker **c);
+
+#endif

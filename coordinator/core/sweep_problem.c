@@ -1,0 +1,311 @@
+/* sweep_problem — a sweep's problem: and candidates: (docs/problems.md).
+ *
+ * The problem is a kernel entry (a C, CUDA or Python kernel with setup,
+ * reference and tolerances) plus its seed policy (`seeds:`, the pool size,
+ * and `renew:`, how long a pool lives). Its params are the configurations
+ * every candidate runs. The candidates become the sweep's kernels, each
+ * marked `candidate`; a candidate has no params of its own.
+ *
+ * The candidate contract is checked here, at submit, from the source
+ * without running it: a candidate brings only the computation, so one that
+ * declares tolerances, a reference, its own inputs or seeds (a Python module
+ * defining tol_abs, tol_rel, reference, setup, seed or seeds at its top
+ * level; a C or CUDA file naming kf_kernel_get, tol_abs, tol_rel or a
+ * .reference member) is refused with its file, line and the reason, and one
+ * without its entry point (run, kf_candidate_get) is refused too. The scan
+ * is by text, as sweep_python's is: what it cannot see (a name built at run
+ * time) has no effect anyway, because the runner never asks a candidate for
+ * any of those things and the comparison data comes from the store. */
+#include "common/buf.h"
+#include "common/limits.h"
+#include "core/sweep_int.h"
+
+#include "common/xalloc.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_CANDIDATES 10000
+
+enum { LANG_PY = 1, LANG_C = 2 };
+
+/* What a candidate may not declare: the name, the languages it is looked
+ * for in, and why (the message's reason). For C, `member` names are refused
+ * only after '.' or "->" (a designated initializer or a store into a
+ * struct), the others anywhere outside comments and strings. */
+static const struct forbidden {
+    const char *name;
+    unsigned lang;
+    int member;
+    const char *why;
+} forbidden[] = {
+    {"tol_abs", LANG_PY | LANG_C, 0, "declares a tolerance"},
+    {"tol_rel", LANG_PY | LANG_C, 0, "declares a tolerance"},
+    {"reference", LANG_PY, 0, "declares a reference"},
+    {"reference", LANG_C, 1, "declares a reference"},
+    {"setup", LANG_PY, 0, "makes its own inputs (setup(params, seed) is the problem's)"},
+    {"seed", LANG_PY, 0, "declares seeds"},
+    {"seeds", LANG_PY, 0, "declares seeds"},
+    {"kf_kernel_get", LANG_C, 0,
+     "is a whole kernel (kf_kernel_get brings its own setup, reference and tolerances)"},
+};
+
+/* The entry point each language's candidate must define. */
+static const char *entry_of(unsigned lang)
+{
+    return lang == LANG_PY ? "run" : "kf_candidate_get";
+}
+
+static int ident_char(char ch)
+{
+    return isalnum((unsigned char)ch) || ch == '_';
+}
+
+/* A top-level Python line that defines `name`: `def name(`, `async def
+ * name(`, `name =`, `name:` (annotated) or `name, x = ...`. Returns the
+ * defined name's length, 0 for none; *at is where the name starts. */
+static size_t py_defined(const char *p, size_t len, const char **at)
+{
+    const char *end = p + len;
+    if (len == 0 || !(isalpha((unsigned char)*p) || *p == '_'))
+        return 0;
+    if (len > 6 && strncmp(p, "async ", 6) == 0)
+        p += 6;
+    if (end - p > 4 && strncmp(p, "def ", 4) == 0) {
+        p += 4;
+        while (p < end && *p == ' ')
+            p++;
+        const char *s = p;
+        while (p < end && ident_char(*p))
+            p++;
+        *at = s;
+        return (size_t)(p - s);
+    }
+    const char *s = p;
+    while (p < end && ident_char(*p))
+        p++;
+    size_t n = (size_t)(p - s);
+    while (p < end && *p == ' ')
+        p++;
+    if (p < end && ((*p == '=' && (p + 1 == end || p[1] != '=')) || *p == ':' || *p == ',')) {
+        *at = s;
+        return n;
+    }
+    return 0;
+}
+
+/* The first forbidden row matching `name` in `lang` (member: the name
+ * follows '.' or "->"), or NULL. */
+static const struct forbidden *forbidden_row(const char *name, size_t n, unsigned lang, int member)
+{
+    for (size_t i = 0; i < sizeof forbidden / sizeof *forbidden; i++) {
+        const struct forbidden *f = &forbidden[i];
+        if ((f->lang & lang) && strlen(f->name) == n && strncmp(f->name, name, n) == 0 &&
+            (!f->member || member))
+            return f;
+    }
+    return NULL;
+}
+
+/* Python: each top-level definition. */
+static int scan_python(const char *text, size_t len, const struct forbidden **bad, int *bad_line,
+                       int *has_entry)
+{
+    int line = 0;
+    for (const char *p = text; p && p < text + len;) {
+        const char *end = memchr(p, '\n', (size_t)(text + len - p));
+        size_t n = end ? (size_t)(end - p) : (size_t)(text + len - p);
+        line++;
+        const char *at = NULL;
+        size_t dn = py_defined(p, n, &at);
+        if (dn) {
+            const struct forbidden *f = forbidden_row(at, dn, LANG_PY, 0);
+            if (f && !*bad) {
+                *bad = f;
+                *bad_line = line;
+            }
+            if (dn == 3 && strncmp(at, "run", 3) == 0 && strncmp(p, "def", 3) == 0)
+                *has_entry = 1;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+/* C and CUDA: identifiers outside comments, strings and character
+ * literals. */
+static int scan_c(const char *text, size_t len, const struct forbidden **bad, int *bad_line,
+                  int *has_entry)
+{
+    int line = 1;
+    const char *p = text, *end = text + len;
+    char prev = 0, prev2 = 0; /* the last two significant characters */
+    while (p < end) {
+        if (*p == '\n') {
+            line++;
+            p++;
+        } else if (p + 1 < end && p[0] == '/' && p[1] == '/') {
+            while (p < end && *p != '\n')
+                p++;
+        } else if (p + 1 < end && p[0] == '/' && p[1] == '*') {
+            p += 2;
+            while (p + 1 < end && !(p[0] == '*' && p[1] == '/'))
+                line += *p++ == '\n';
+            p = p + 1 < end ? p + 2 : end;
+        } else if (*p == '"' || *p == '\'') {
+            char q = *p++;
+            while (p < end && *p != q && *p != '\n')
+                p += *p == '\\' && p + 1 < end ? 2 : 1;
+            p += p < end && *p == q;
+            prev2 = prev;
+            prev = q;
+        } else if (isalpha((unsigned char)*p) || *p == '_') {
+            const char *s = p;
+            while (p < end && ident_char(*p))
+                p++;
+            size_t n = (size_t)(p - s);
+            int member = prev == '.' || (prev == '>' && prev2 == '-');
+            const struct forbidden *f = forbidden_row(s, n, LANG_C, member);
+            if (f && !*bad) {
+                *bad = f;
+                *bad_line = line;
+            }
+            if (n == 16 && strncmp(s, "kf_candidate_get", 16) == 0)
+                *has_entry = 1;
+            prev2 = prev;
+            prev = 'a';
+        } else {
+            if (!isspace((unsigned char)*p)) {
+                prev2 = prev;
+                prev = *p;
+            }
+            p++;
+        }
+    }
+    return 0;
+}
+
+/* The candidate contract on k's source; KF_EINVAL at n with the file, line
+ * and reason when it is broken. */
+static int check_candidate(kf_sweep_ctx *c, const yaml_node_t *n, const kf_sweep_kernel *k)
+{
+    kf_buf b = KF_BUF_INIT;
+    char why[160];
+    if (kf_buf_read_file_max(&b, k->path, KF_MAX_SOURCE_FILE, why, sizeof why) != KF_OK) {
+        kf_buf_release(&b);
+        return kf_yaml_fail(&c->y, n, "candidate source %s: %s", k->path, why);
+    }
+    unsigned lang = k->python ? LANG_PY : LANG_C;
+    const struct forbidden *bad = NULL;
+    int bad_line = 0, has_entry = 0;
+    if (lang == LANG_PY)
+        scan_python(b.data ? b.data : "", b.len, &bad, &bad_line, &has_entry);
+    else
+        scan_c(b.data ? b.data : "", b.len, &bad, &bad_line, &has_entry);
+    kf_buf_release(&b);
+    if (bad)
+        return kf_yaml_fail(&c->y, n,
+                            "%s:%d: candidate '%s' %s (%s), refused: the problem owns the "
+                            "inputs, the reference, the tolerances and the seeds, and a "
+                            "candidate brings only the computation; remove it "
+                            "(docs/problems.md)",
+                            k->path, bad_line, k->name, bad->why, bad->name);
+    if (!has_entry)
+        return kf_yaml_fail(&c->y, n,
+                            "%s: candidate '%s' defines no %s; a %s candidate %s "
+                            "(docs/problems.md)",
+                            k->path, k->name, entry_of(lang), lang == LANG_PY ? "Python" : "C",
+                            lang == LANG_PY ? "defines run(s), the work on the problem's state"
+                                            : "defines kf_candidate_get (kernels/kf_kernel.h)");
+    return KF_OK;
+}
+
+static int parse_seed_policy(kf_sweep_ctx *c, const yaml_node_t *pn, kf_sweep_spec *s)
+{
+    s->seed_pool = KF_SWEEP_DEFAULT_SEED_POOL;
+    s->seed_renew_s = KF_SWEEP_DEFAULT_SEED_RENEW_S;
+    if (pn->type != YAML_MAPPING_NODE)
+        return KF_OK;
+    const yaml_node_t *v;
+    int64_t i64;
+    int rc;
+    if ((v = kf_yaml_map_get(&c->y, pn, "seeds"))) {
+        if ((rc = kf_sweep_int_value(c, v, "the problem's seeds (its secret pool's size)", 1,
+                                     KF_SWEEP_MAX_SEED_POOL, &i64)))
+            return rc;
+        s->seed_pool = (uint32_t)i64;
+    }
+    if ((v = kf_yaml_map_get(&c->y, pn, "renew")) &&
+        (rc = kf_sweep_duration(c, v, "the problem's renew", &s->seed_renew_s)))
+        return rc;
+    return KF_OK;
+}
+
+int kf_sweep_parse_problem(kf_sweep_ctx *c, const yaml_node_t *root, const kf_sweep_axis *top,
+                           size_t ntop, kf_sweep_spec *s)
+{
+    static const char *const extra[] = {"seeds", "renew", NULL};
+    const yaml_node_t *pn = kf_yaml_map_get(&c->y, root, "problem");
+    const yaml_node_t *kn = kf_yaml_map_get(&c->y, root, "kernels");
+    const yaml_node_t *cn = kf_yaml_map_get(&c->y, root, "candidates");
+    if (kn)
+        return kf_yaml_fail(&c->y, kn,
+                            "kernels: and problem: in one sweep; a problem's implementations "
+                            "go under candidates:, or drop problem: to run kernels that judge "
+                            "themselves");
+    if (!cn)
+        return kf_yaml_fail(&c->y, pn,
+                            "a problem without candidates:; add the implementations to judge, "
+                            "like candidates: [mine.py]");
+    if (cn->type != YAML_SEQUENCE_NODE || kf_yaml_seq_len(cn) == 0)
+        return kf_yaml_fail(&c->y, cn,
+                            "candidates must be a non-empty list, not %s; write one \"- "
+                            "path: FILE\" per candidate",
+                            cn->type == YAML_SEQUENCE_NODE ? "an empty list" : kf_yaml_kind(cn));
+    size_t len = kf_yaml_seq_len(cn);
+    if (len > MAX_CANDIDATES)
+        return kf_yaml_fail(&c->y, kf_yaml_seq_item(&c->y, cn, MAX_CANDIDATES),
+                            "more than %d candidates in one sweep; split them over several "
+                            "sweeps of the same problem (the references are reused)",
+                            MAX_CANDIDATES);
+    s->problem = kf_xcalloc(1, sizeof *s->problem);
+    int own, rc = kf_sweep_parse_kernel(c, pn, extra, s->problem, &own);
+    if (rc)
+        return rc;
+    if (!own && (rc = kf_sweep_axes_dup(c, top, ntop, s->problem)))
+        return rc;
+    if ((rc = parse_seed_policy(c, pn, s)))
+        return rc;
+    s->kernels = kf_xcalloc(len, sizeof *s->kernels);
+    s->nkernels = len; /* zeroed entries free cleanly if we stop early */
+    for (size_t i = 0; i < len; i++) {
+        kf_sweep_kernel *k = &s->kernels[i];
+        const yaml_node_t *it = kf_yaml_seq_item(&c->y, cn, i);
+        if ((rc = kf_sweep_parse_kernel(c, it, NULL, k, &own)))
+            return rc;
+        k->candidate = 1;
+        if (own)
+            return kf_yaml_fail(&c->y, it,
+                                "candidate '%s' has params: of its own; a candidate runs the "
+                                "problem's configurations: move them to problem:",
+                                k->name);
+        if (strcmp(k->name, s->problem->name) == 0)
+            return kf_yaml_fail(&c->y, it,
+                                "candidate '%s' has the problem's name; give it another with "
+                                "name: next to path:",
+                                k->name);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(s->kernels[j].name, k->name) == 0)
+                return kf_yaml_fail(&c->y, it,
+                                    "candidate '%s' is listed twice (first at %d:%d); give one "
+                                    "another name with name: next to path:",
+                                    k->name, s->kernels[j].line, s->kernels[j].col);
+        if ((rc = check_candidate(c, it, k)))
+            return rc;
+        if ((rc = kf_sweep_axes_dup(c, s->problem->axes, s->problem->naxes, k)))
+            return rc;
+    }
+    return KF_OK;
+}

@@ -1,0 +1,17 @@
+/* report_rank — the leaderboard (issue 30): each row's rank among the rows
+ * of the same configuration (the same parameters, whatever the kernel) on
+ * the same device, by median, fastest first. A row is ranked when its
+ * validation (if it had one) passed, its profile succeeded with samples and
+ * it is not impossible; the others have rank 0 and come last. With
+ * `--group-by config` the rows are also ordered that way: configuration,
+ * device, rank. */
+#ifndef KF_REPORT_RANK_H
+#define KF_REPORT_RANK_H
+
+#include "report/report_rows.h"
+
+/* Sets every row's rank; reorders the rows when r->group_by is
+ * KF_GROUP_CONFIG. */
+void kf_rep_rank(rep *r);
+
+#endif

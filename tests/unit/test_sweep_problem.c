@@ -1,0 +1,243 @@
+/* test_sweep_problem — a sweep's problem: and candidates: (sweep_problem.c):
+ * candidates run the problem's configurations, the seed policy is read,
+ * and a candidate that declares tolerances, a reference, its own inputs or
+ * seeds (Python or C), or lacks its entry point, is refused at submit with
+ * its file, line and reason. */
+#include "core/sweep.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[PATH_MAX];
+
+static void write_file(const char *name, const char *content)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(content, f);
+    fclose(f);
+}
+
+static const char *const problem_py = "\"\"\"rmsnorm over rows.\"\"\"\n"
+                                      "import numpy as np\n"
+                                      "tol_abs = 1e-5\n"
+                                      "tol_rel = 1e-6\n"
+                                      "def setup(params, seed):\n"
+                                      "    return {}\n"
+                                      "def output(s):\n"
+                                      "    return s['out']\n"
+                                      "def reference(s):\n"
+                                      "    return s['out']\n";
+
+static int setup(void **state)
+{
+    (void)state;
+    strcpy(dir, "/tmp/kf-sweep-problem-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    write_file("problem.py", problem_py);
+    write_file("fast.py", "import numpy as np\n"
+                          "def run(s):\n"
+                          "    np.multiply(s['x'], 2, out=s['out'])\n"
+                          "    seed = 3  # local, inside run: not the module's\n");
+    write_file("slow.py", "def run(s):\n    s['out'][:] = s['x'] * 2\n");
+    write_file("cand.c", "#include \"kf_kernel.h\"\n"
+                         "/* tol_abs in a comment is fine; so is \"tol_rel\" in a string */\n"
+                         "static const char *why = \"no .reference here\";\n"
+                         "static int run(void *s, const kf_view *in, size_t n, const kf_view *o,\n"
+                         "               char *e, size_t el) { return 0; }\n"
+                         "static const kf_candidate c = {.abi_version = 1, .run = run};\n"
+                         "const kf_candidate *kf_candidate_get(void) { return &c; }\n");
+    /* The refused ones. */
+    write_file("tol.py", "def run(s):\n    pass\ntol_rel = 0.5\n");
+    write_file("ref.py", "import numpy as np\n\ndef run(s):\n    pass\n\n"
+                         "def reference(s):\n    return s['out']\n");
+    write_file("own_inputs.py", "def setup(params, seed):\n    return {}\ndef run(s):\n    pass\n");
+    write_file("seeds.py", "seeds = [1, 2, 3]\ndef run(s):\n    pass\n");
+    write_file("norun.py", "def compute(s):\n    pass\n");
+    write_file("whole.c", "#include \"kf_kernel.h\"\n\n\n"
+                          "const kf_kernel *kf_kernel_get(void) { return 0; }\n");
+    write_file("ctol.c", "#include \"kf_kernel.h\"\n"
+                         "const kf_candidate *kf_candidate_get(void) { return 0; }\n"
+                         "double tol_abs = 1.0;\n");
+    write_file("cref.c", "#include \"kf_kernel.h\"\n"
+                         "struct x { int (*reference)(void); };\n"
+                         "static struct x y = {\n  .reference = 0 };\n"
+                         "const kf_candidate *kf_candidate_get(void) { return 0; }\n");
+    write_file("noentry.c", "int add(int a, int b) { return a + b; }\n");
+    return 0;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    nftw(dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+    return 0;
+}
+
+static int parse(const char *yaml, kf_sweep_spec **out, kf_err *err)
+{
+    kf_err_clear(err);
+    return kf_sweep_parse_string(yaml, strlen(yaml), "t.yaml", dir, NULL, out, err);
+}
+
+static void test_problem_and_candidates(void **state)
+{
+    (void)state;
+    kf_sweep_spec *s = NULL;
+    kf_err err;
+    int rc = parse("problem: {path: problem.py, params: {rows: [64, 128], cols: [256]},\n"
+                   "          seeds: 5, renew: 2h}\n"
+                   "candidates: [fast.py, {path: slow.py, name: slow_one}, cand.c]\n"
+                   "baseline: slow_one\n",
+                   &s, &err);
+    if (rc != KF_OK)
+        fail_msg("parse: %s", err.msg);
+    assert_non_null(s->problem);
+    assert_string_equal(s->problem->name, "problem");
+    assert_true(s->problem->python);
+    assert_int_equal(s->problem->naxes, 2);
+    assert_int_equal(s->seed_pool, 5);
+    assert_true(s->seed_renew_s == 7200.0);
+    assert_int_equal(s->nkernels, 3);
+    assert_string_equal(s->kernels[0].name, "fast");
+    assert_string_equal(s->kernels[1].name, "slow_one");
+    assert_string_equal(s->kernels[2].name, "cand");
+    for (size_t i = 0; i < s->nkernels; i++) {
+        assert_true(s->kernels[i].candidate);
+        /* Every candidate runs the problem's configurations. */
+        assert_int_equal(kf_sweep_kernel_configs(&s->kernels[i]), 2);
+        assert_string_equal(s->kernels[i].axes[0].name, "rows");
+    }
+    assert_string_equal(s->baseline, "slow_one");
+    kf_sweep_destroy(&s);
+
+    /* The default policy, and top-level params for the problem. */
+    rc = parse("params: {n: [1K]}\nproblem: problem.py\ncandidates: [fast.py]\n", &s, &err);
+    if (rc != KF_OK)
+        fail_msg("parse: %s", err.msg);
+    assert_int_equal(s->seed_pool, KF_SWEEP_DEFAULT_SEED_POOL);
+    assert_true(s->seed_renew_s == KF_SWEEP_DEFAULT_SEED_RENEW_S);
+    assert_int_equal(s->kernels[0].naxes, 1);
+    assert_int_equal(s->kernels[0].axes[0].values[0], 1024);
+    kf_sweep_destroy(&s);
+
+    /* A plain sweep has no problem. */
+    rc = parse("kernels: [{path: cand.c}]\n", &s, &err);
+    assert_int_equal(rc, KF_OK);
+    assert_null(s->problem);
+    assert_false(s->kernels[0].candidate);
+    kf_sweep_destroy(&s);
+}
+
+typedef struct refused {
+    const char *yaml;
+    const char *needle; /* the file:line and the reason */
+} refused;
+
+static const refused refusals[] = {
+    {"problem: problem.py\ncandidates: [tol.py]\n",
+     "tol.py:3: candidate 'tol' declares a tolerance (tol_rel), refused"},
+    {"problem: problem.py\ncandidates: [fast.py, ref.py]\n",
+     "ref.py:6: candidate 'ref' declares a reference (reference), refused"},
+    {"problem: problem.py\ncandidates: [own_inputs.py]\n",
+     "own_inputs.py:1: candidate 'own_inputs' makes its own inputs"},
+    {"problem: problem.py\ncandidates: [seeds.py]\n",
+     "seeds.py:1: candidate 'seeds' declares seeds (seeds)"},
+    {"problem: problem.py\ncandidates: [norun.py]\n", "candidate 'norun' defines no run"},
+    {"problem: problem.py\ncandidates: [whole.c]\n",
+     "whole.c:4: candidate 'whole' is a whole kernel (kf_kernel_get"},
+    {"problem: problem.py\ncandidates: [ctol.c]\n",
+     "ctol.c:3: candidate 'ctol' declares a tolerance (tol_abs)"},
+    {"problem: problem.py\ncandidates: [cref.c]\n",
+     "cref.c:4: candidate 'cref' declares a reference (reference)"},
+    {"problem: problem.py\ncandidates: [noentry.c]\n", "defines no kf_candidate_get"},
+    {"problem: problem.py\n", "a problem without candidates:"},
+    {"problem: problem.py\ncandidates: []\n", "candidates must be a non-empty list"},
+    {"problem: problem.py\nkernels: [cand.c]\ncandidates: [fast.py]\n",
+     "kernels: and problem: in one sweep"},
+    {"problem: problem.py\ncandidates: [{path: fast.py, params: {n: [1]}}]\n",
+     "has params: of its own"},
+    {"problem: problem.py\ncandidates: [fast.py, {path: slow.py, name: fast}]\n", "listed twice"},
+    {"problem: {path: problem.py, seeds: 0}\ncandidates: [fast.py]\n", "seeds"},
+    {"problem: {path: problem.py, renew: -1s}\ncandidates: [fast.py]\n",
+     "renew must be longer than 0"},
+};
+
+static void test_candidate_contract_refused(void **state)
+{
+    (void)state;
+    int failures = 0;
+    for (size_t i = 0; i < sizeof refusals / sizeof *refusals; i++) {
+        kf_sweep_spec dummy, *out = &dummy;
+        kf_err err;
+        int rc = parse(refusals[i].yaml, &out, &err);
+        if (rc != KF_EINVAL || out != &dummy || !strstr(err.msg, refusals[i].needle) ||
+            strncmp(err.msg, "t.yaml:", 7) != 0) {
+            print_error("case %zu:\n%s  want ...%s\n  got  rc=%d %s\n", i, refusals[i].yaml,
+                        refusals[i].needle, rc, err.msg);
+            failures++;
+        }
+    }
+    assert_int_equal(failures, 0);
+}
+
+/* The shipped examples (examples/problems/) keep the format and the
+ * candidate contract: every candidate is accepted as one. */
+static void test_examples(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file;
+        size_t ncand, nconfigs;
+        const char *baseline;
+    } ex[] = {
+        {KF_SOURCE_DIR "/examples/problems/rmsnorm-cpu/sweep.yaml", 3, 2, "numpy_naive"},
+        {KF_SOURCE_DIR "/examples/problems/softmax/sweep.yaml", 4, 4, "torch_softmax"},
+    };
+    for (size_t i = 0; i < sizeof ex / sizeof *ex; i++) {
+        kf_sweep_spec *s = NULL;
+        kf_err err;
+        kf_err_clear(&err);
+        if (kf_sweep_parse_file(ex[i].file, KF_SOURCE_DIR "/kernels", &s, &err) != KF_OK)
+            fail_msg("%s: %s", ex[i].file, err.msg);
+        assert_non_null(s->problem);
+        assert_int_equal(s->nkernels, ex[i].ncand);
+        assert_string_equal(s->baseline, ex[i].baseline);
+        for (size_t k = 0; k < s->nkernels; k++) {
+            assert_true(s->kernels[k].candidate);
+            assert_int_equal(kf_sweep_kernel_configs(&s->kernels[k]), ex[i].nconfigs);
+        }
+        kf_sweep_destroy(&s);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_problem_and_candidates),
+        cmocka_unit_test(test_candidate_contract_refused),
+        cmocka_unit_test(test_examples),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
