@@ -190,11 +190,12 @@ int kf_confine_runner(const Kfleet__TaskSpec *sp, const char *workdir, const cha
     if (!scratch || !kf_sandbox_enabled() || sp->ncu_pass)
         return KF_OK;
     kf_sandbox *s = base(sp, workdir, scratch);
-    /* ... and so Landlock cannot hold for a task with such a run: the
-     * nested process's own /proc entry (which cuInit writes, see base())
-     * has a pid no rule can name ahead of time. The namespace is off for
-     * the tool's loopback; seccomp, no_new_privs and the capabilities stay.
-     * Said in the log and the task's missing mask (docs/reliability.md). */
+    /* ... and so Landlock cannot hold for a sweep with such runs (all its
+     * tasks: a serving runner confined by its validate takes its profile
+     * too): the nested process's own /proc entry (which cuInit writes, see
+     * base()) has a pid no rule can name ahead of time. The namespace is
+     * off for the tool's loopback; seccomp and no_new_privs stay. Said in
+     * the log and the task's missing mask (docs/reliability.md). */
     const Kfleet__MeasureSettings *ms = sp->measure;
     if (sp->device_cuda && ms && (ms->sanitize || ms->n_ncu_metrics > 0)) {
         kf_sandbox_skip(s, KF_SB_LANDLOCK);
