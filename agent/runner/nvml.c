@@ -230,3 +230,13 @@ size_t kf_nvml_readings(kf_nvml *n, size_t from, kf_nvml_reading *out, size_t ca
     pthread_mutex_unlock(&n->mu);
     return k;
 }
+
+int kf_nvml_last(kf_nvml *n, kf_nvml_reading *out)
+{
+    pthread_mutex_lock(&n->mu);
+    int have = n->n > 0;
+    if (have)
+        *out = n->r[n->n - 1];
+    pthread_mutex_unlock(&n->mu);
+    return have;
+}

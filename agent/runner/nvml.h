@@ -54,6 +54,10 @@ int kf_nvml_event_within(kf_nvml *n, uint64_t t0, uint64_t t1);
  * power and reasons as a sample ends. */
 void kf_nvml_read_now(kf_nvml *n, kf_nvml_reading *out);
 
+/* The sampler's latest reading into *out: 1, or 0 when it has none yet.
+ * No NVML call: what a per-sample judgement reads (thermal.c). */
+int kf_nvml_last(kf_nvml *n, kf_nvml_reading *out);
+
 /* The GPU's default SM clock (default application clock, else the maximum),
  * MHz; 0 when NVML cannot say. The throttle threshold is a share of it. */
 unsigned kf_nvml_default_sm_mhz(kf_nvml *n);

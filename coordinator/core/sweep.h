@@ -69,7 +69,8 @@ typedef struct kf_sweep_kernel {
 typedef struct kf_sweep_measure {
     uint32_t min_samples;
     double min_time_s;
-    double max_noise_pct;
+    double max_noise_pct; /* the noisy flag's spread limit (no longer a stop) */
+    double precision_pct; /* the stopping rule's: the median to +-this % at 95 % */
     double timeout_s;
     uint32_t warmup;
     int hot;

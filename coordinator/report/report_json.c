@@ -127,6 +127,29 @@ static json_t *json_profile(const rrow *w, int with_samples)
     set(p, "noise_pct", jnum(w->st.noise_pct));
     set(p, "rsd_pct", jnum(w->st.rsd_pct));
     set(p, "converged", ps ? json_boolean(ps->converged) : json_null());
+    /* The stopping rule: the median's 95 % half-width, achieved (from the
+     * stored samples, as every figure) and asked for. */
+    set(p, "precision_pct",
+        isfinite(kf_stats_precision_pct(&w->st)) ? jnum(kf_stats_precision_pct(&w->st))
+                                                 : json_null());
+    set(p, "precision_target_pct",
+        ps && ps->precision_target_pct > 0 ? jnum(ps->precision_target_pct) : json_null());
+    set(p, "imprecise", json_boolean(w->imprecise));
+    if (ps && ps->thermal && *ps->thermal) {
+        json_t *th = json_object();
+        set(th, "protocol", json_string(ps->thermal));
+        set(th, "warmup_s", jnum(ps->warmup_s));
+        set(th, "warmup_samples", json_integer(ps->warmup_samples));
+        set(th, "steady_sm_clock_mhz",
+            ps->steady_sm_clock_mhz ? json_integer(ps->steady_sm_clock_mhz) : json_null());
+        set(th, "clock_steady", json_boolean(ps->clock_steady));
+        set(th, "measured_s", jnum(ps->measured_s));
+        set(th, "throttle_wait_s", jnum(ps->throttle_wait_s));
+        set(th, "waits_skipped", json_integer(ps->waits_skipped));
+        set(p, "thermal", th);
+    } else {
+        set(p, "thermal", json_null());
+    }
     set(p, "bytes", ps ? jnum(ps->bytes) : json_null());
     set(p, "flops", ps ? jnum(ps->flops) : json_null());
     set(p, "gbps", jnum(w->gbps));
@@ -284,6 +307,10 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     json_t *flags = json_array();
     if (w->noisy)
         json_array_append_new(flags, json_string("noisy"));
+    if (w->imprecise)
+        json_array_append_new(flags, json_string("imprecise"));
+    if (w->waits_capped)
+        json_array_append_new(flags, json_string("throttle-waits-capped"));
     if (isfinite(w->outlier_pct))
         json_array_append_new(flags, json_string("outlier"));
     if (w->profile && w->profile->nthrottled)

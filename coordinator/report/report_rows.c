@@ -547,7 +547,19 @@ static int build_rows(rep *r)
         rc = kf_stats_compute(p->samples, p->nsamples, &w->st);
         w->mismatch = p->nsamples + p->ndiscarded != p->res->sample_count;
         const Kfleet__ProfileStats *ps = p->res->profile;
-        w->noisy = ps && !ps->converged;
+        /* Noisy is the spread (issue 32), judged against the sweep's
+         * max_noise; whether the median reached the precision asked for
+         * is imprecise. A result from before the precision rule (no
+         * target) is judged as then: not converged, noisy. */
+        const Kfleet__MeasureSettings *ms = r->sw->measure;
+        double limit = ms && ms->max_noise_pct > 0 ? ms->max_noise_pct : KF_REP_MAX_NOISE_PCT;
+        if (ps && ps->precision_target_pct > 0) {
+            w->noisy = isfinite(w->st.noise_pct) && w->st.noise_pct > limit;
+            w->imprecise = !ps->converged;
+        } else {
+            w->noisy = ps && !ps->converged;
+        }
+        w->waits_capped = ps ? ps->waits_skipped : 0;
         w->sm_clock_mhz = kf_stats_median_u32(p->clk, p->nsamples);
         w->power_mw = kf_stats_median_u32(p->pw, p->nsamples);
         w->at_power_cap =

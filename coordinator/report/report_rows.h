@@ -23,6 +23,10 @@ typedef struct rattempt {
     char *agent, *note; /* owned */
 } rattempt;
 
+/* The spread above which a row is noisy when the sweep gives no max_noise
+ * (the agent's KF_DEFAULT_MAX_NOISE_PCT). */
+#define KF_REP_MAX_NOISE_PCT 0.5
+
 typedef struct rtask {
     Kfleet__Task *task; /* owned copy */
     uint32_t nattempts; /* attempts made */
@@ -55,6 +59,11 @@ typedef struct rrow {
     double impossible_x;
     const char *impossible_of;
     int mismatch, noisy;
+    /* The median did not reach the precision asked for by the timeout. */
+    int imprecise;
+    /* Throttle recovery waits skipped: the waits had reached the time the
+     * samples measured (agent/runner/thermal.h). */
+    uint32_t waits_capped;
     /* Medians over the kept samples as each ended (0: no NVML), and, under
      * `throttle: keep`, whether most of them ran throttled: the median is
      * then the kernel sustained at the power cap. */

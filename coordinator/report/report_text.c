@@ -251,6 +251,12 @@ static void flags_str(const rrow *w, char *out, size_t len)
     } while (0)
     if (w->noisy)
         ADD("noisy");
+    if (w->imprecise && w->profile->res->profile->precision_target_pct > 0)
+        ADD("imprecise: median to +-%.2g%% at the timeout (asked %.2g%%)",
+            kf_stats_precision_pct(&w->st), w->profile->res->profile->precision_target_pct);
+    if (w->waits_capped)
+        ADD("%u throttle waits skipped: waits had reached the %.3g s measured", w->waits_capped,
+            w->profile->res->profile->measured_s);
     if (isfinite(w->outlier_pct))
         ADD("outlier node +%.0f%%", w->outlier_pct);
     if (w->profile && w->profile->nthrottled)
