@@ -7,6 +7,7 @@
 #include "cli/run.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 
 static int cmd_run(int argc, char **argv, const char *home)
@@ -14,11 +15,13 @@ static int cmd_run(int argc, char **argv, const char *home)
     const kf_cmd_entry *self = &kf_cmd_run;
     kf_run_options o = {.stall_s = KF_FOLLOW_STALL_S};
     int fmt = KF_REPORT_TABLE;
+    double price = 0;
     static const struct option opts[] = {{"agents", required_argument, 0, 'a'},
                                          {"format", required_argument, 0, 'F'},
                                          {"output", required_argument, 0, 'o'},
                                          {"stall-timeout", required_argument, 0, 's'},
                                          {"no-shared-builds", no_argument, 0, 'n'},
+                                         {"price", required_argument, 0, 'p'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int ch, rc;
@@ -52,6 +55,16 @@ static int cmd_run(int argc, char **argv, const char *home)
         case 'n':
             o.no_shared_builds = 1;
             break;
+        case 'p': {
+            char *end;
+            price = strtod(optarg, &end);
+            if (end == optarg || *end || !(price > 0) || !isfinite(price))
+                return kf_opt_error(self,
+                                    "--price wants the price of one GPU-hour, a number above 0 "
+                                    "(like 2.49), got '%s'",
+                                    optarg);
+            break;
+        }
         default:
             return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
         }
@@ -64,6 +77,7 @@ static int cmd_run(int argc, char **argv, const char *home)
     rc = kf_cli_parse_sweep("run", argv[optind], &spec, kdir, sizeof kdir);
     if (rc)
         return rc;
+    spec->price_per_gpu_hour = price;
     kf_paths p;
     if (kf_cli_paths(home, 1, &p)) {
         kf_sweep_destroy(&spec);
@@ -81,7 +95,7 @@ const kf_cmd_entry kf_cmd_run = {
     cmd_run,
     "Runs a sweep on this machine, start to end, and prints its report.",
     "run SWEEP.yaml [--agents N] [--format table|md|json|html|csv] [-o FILE] "
-    "[--stall-timeout DUR] [--no-shared-builds]",
+    "[--stall-timeout DUR] [--no-shared-builds] [--price P]",
     "Runs a sweep on this machine, start to end: an embedded coordinator and local agents\n"
     "(one per GPU, or CPU agents where there is none), progress while it runs, then the\n"
     "report. Nothing is left running. Exit 1 if any task failed. The coordinator's and the\n"
@@ -93,5 +107,8 @@ const kf_cmd_entry kf_cmd_run = {
     "                    all gone) for DUR, print why with the agents' last errors and exit 1\n"
     "                    (default 60s; 0: wait)\n"
     "  --no-shared-builds  each agent compiles its own kernels (by default agents with one\n"
-    "                    toolchain install the artifact one of them compiled)",
+    "                    toolchain install the artifact one of them compiled)\n"
+    "  --price P         what one GPU-hour costs (one CPU slot-hour on a machine without\n"
+    "                    GPUs): the report adds the sweep's cost and cost per evaluation\n"
+    "                    beside its evaluations per GPU-hour",
 };

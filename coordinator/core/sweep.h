@@ -96,6 +96,8 @@ typedef struct kf_sweep_spec {
     uint32_t max_attempts;
     double time_limit_s;
     kf_sweep_measure measure;
+    /* kfleet run --price: per GPU-hour of nodes that give none; 0: none. */
+    double price_per_gpu_hour;
 } kf_sweep_spec;
 
 /* Parses a sweep file. kernels_dir is where kernels named without a path are

@@ -3,6 +3,7 @@
  * that does not apply is null, never 0; numbers that are not finite are
  * null too. */
 #include "report/report_json.h"
+#include "common/xalloc.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -367,6 +368,37 @@ static json_t *json_sweep(const rep *r)
     return o;
 }
 
+static json_t *json_cost_one(const kf_rep_cost *c, int gpu)
+{
+    json_t *o = json_object();
+    if (c->node)
+        set(o, "node", json_string(c->node));
+    set(o, "evaluations", json_integer(c->evaluations));
+    set(o, "slot_hours", jnum(c->slot_hours));
+    set(o, "evaluations_per_slot_hour", jnum(c->per_slot_hour));
+    set(o, "evaluations_per_gpu_hour", gpu ? jnum(c->per_slot_hour) : json_null());
+    set(o, "price_per_slot_hour", jnum(c->price));
+    set(o, "cost", jnum(c->cost));
+    set(o, "cost_per_evaluation", jnum(c->per_evaluation));
+    return o;
+}
+
+/* What the sweep cost (report_cost.c): the total's figures, then "nodes". */
+static json_t *json_cost(const rep *r)
+{
+    kf_rep_cost *c = kf_xcalloc(r->nagents + 1, sizeof *c);
+    size_t n = kf_rep_costs(r, c, r->nagents + 1);
+    int gpu = r->sched.gpu_attempts > 0;
+    json_t *o = json_cost_one(&c[0], gpu);
+    set(o, "slots", json_string(gpu ? "gpu" : "cpu"));
+    json_t *nodes = json_array();
+    for (size_t i = 1; i < n; i++)
+        json_array_append_new(nodes, json_cost_one(&c[i], gpu));
+    set(o, "nodes", nodes);
+    free(c);
+    return o;
+}
+
 static json_t *json_schedule(const rep *r)
 {
     double makespan, startup, ideal, over;
@@ -493,6 +525,10 @@ int kf_rep_render_json(const rep *r, int with_samples, kf_buf *out)
     set(root, "kfleet_version", json_string(KF_VERSION));
     set(root, "sweep", json_sweep(r));
     set(root, "schedule", json_schedule(r));
+    set(root, "cost", json_cost(r));
+    char th[32];
+    kf_rep_thermal(r, th, sizeof th);
+    set(root, "thermal_protocol", *th ? json_string(th) : json_null());
     json_t *tot = json_object();
     set(tot, "tasks", json_integer((json_int_t)r->ntasks));
     for (int st = KFLEET__TASK_STATE__PENDING; st <= KFLEET__TASK_STATE__SKIPPED; st++)

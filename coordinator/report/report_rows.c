@@ -614,9 +614,9 @@ void kf_rep_release(rep *r)
     memset(r, 0, sizeof *r);
 }
 
-/* The slots an agent gave the sweep: GPU slots in a sweep with GPU tasks,
+/* The slots an agent gave the sweep (report_rows.h): GPU slots in a sweep with GPU tasks,
  * else CPU slots. */
-static uint32_t agent_slots(const Kfleet__AgentInfo *a, int gpu)
+uint32_t kf_rep_agent_slots(const Kfleet__AgentInfo *a, int gpu)
 {
     return gpu ? (a->gpu_slots ? a->gpu_slots : (uint32_t)a->n_gpus)
                : (a->cpu_slots ? a->cpu_slots : 1);
@@ -636,7 +636,7 @@ void kf_rep_measured(const rep *r, const Kfleet__AgentInfo *a, double *timed_s, 
     uint32_t slots = 0;
     for (size_t k = 0; k < r->nagents; k++)
         if (!a || r->agents[k] == a)
-            slots += agent_slots(r->agents[k], gpu);
+            slots += kf_rep_agent_slots(r->agents[k], gpu);
     *timed_s = t;
     *pct = NAN;
     if (slots && r->sw->finished_ns > r->sw->created_ns)
@@ -649,7 +649,7 @@ size_t kf_rep_slot_time(const rep *r, kf_rep_phase *out, double *total_s, double
     int gpu = r->sched.gpu_attempts > 0;
     uint32_t slots = 0;
     for (size_t k = 0; k < r->nagents; k++)
-        slots += agent_slots(r->agents[k], gpu);
+        slots += kf_rep_agent_slots(r->agents[k], gpu);
     *total_s = *outside_s = *idle_s = 0;
     if (!slots || r->sw->finished_ns <= r->sw->created_ns)
         return 0;
@@ -693,7 +693,7 @@ void kf_rep_schedule_figures(const rep *r, double *makespan_s, double *startup_s
     int gpu = s->gpu_attempts > 0;
     uint32_t slots = 0;
     for (size_t k = 0; k < r->nagents; k++)
-        slots += agent_slots(r->agents[k], gpu);
+        slots += kf_rep_agent_slots(r->agents[k], gpu);
     *makespan_s = r->sw->finished_ns && r->sw->finished_ns > r->sw->created_ns
                       ? (double)(r->sw->finished_ns - r->sw->created_ns) / 1e9
                       : NAN;
