@@ -155,8 +155,23 @@ void auth_refresh_allow(kf_coord *c)
     kf_err err;
     int changed = 0;
     if (kf_allow_refresh(c->cfg.allow_file, &c->allow, &changed, &err) != KF_OK) {
-        kf_warn("auth.allow_list", "error=\"%s\" keeping=%zu", err.msg, c->allow.n);
+        /* The last list read stays in force (a list that cannot be read,
+         * out of descriptors say, locks nobody out); said at once, then at
+         * most every 10 s rather than every re-read. */
+        uint64_t now = kf_mono_ns();
+        c->allow_fails++;
+        if (!c->allow_warn_mono || now - c->allow_warn_mono >= 10000000000ull) {
+            kf_warn("auth.allow_list", "error=\"%s\" keeping=%zu failed_reads=%llu", err.msg,
+                    c->allow.n, (unsigned long long)c->allow_fails);
+            c->allow_warn_mono = now;
+            c->allow_fails = 0;
+        }
         return;
+    }
+    if (c->allow_warn_mono) {
+        kf_info("auth.allow_list", "readable_again=yes keys=%zu", c->allow.n);
+        c->allow_warn_mono = 0;
+        c->allow_fails = 0;
     }
     if (!changed)
         return;

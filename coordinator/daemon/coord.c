@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "fleet/tunnel.h"
 #include "common/util.h"
+#include "daemon/fdguard.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -57,6 +58,8 @@ int kf_coord_new(const kf_coord_config *cfg, kf_coord **out, kf_err *err)
         goto fail;
     auth_sort_allow(&c->allow);
 
+    /* Before any socket: libzmq must never see EMFILE (fdguard.h). */
+    c->fd_limit = kf_fdguard_arm();
     c->zctx = zmq_ctx_new();
     /* The handler must be bound before any CURVE socket accepts. */
     if ((rc = auth_start_zap(c, err)))
@@ -84,6 +87,10 @@ int kf_coord_new(const kf_coord_config *cfg, kf_coord **out, kf_err *err)
     zmq_setsockopt(c->agents_sock, ZMQ_CURVE_SERVER, &one, sizeof one);
     zmq_setsockopt(c->agents_sock, ZMQ_CURVE_SECRETKEY, c->keys.sec, KF_KEY_Z85 + 1);
     zmq_setsockopt(c->agents_sock, ZMQ_ZAP_DOMAIN, "kfleet", 6);
+    /* A connection that has not finished ZMTP and CURVE in 10 s goes: an
+     * agent does it in a few round trips, an idle flood holds descriptors. */
+    int handshake_ms = 10000;
+    zmq_setsockopt(c->agents_sock, ZMQ_HANDSHAKE_IVL, &handshake_ms, sizeof handshake_ms);
 
     if ((rc = bind_or_fail(c->agents_sock, cfg->agent_bind, "agent", err)))
         goto fail;
@@ -296,12 +303,32 @@ static int commit_turn(kf_coord *c, kf_err *err)
                       c->cfg.store_dir, cause, (unsigned long long)(free_b >> 20));
 }
 
+/* Connections fdguard refused, said at once and then at most every 5 s. */
+static void log_fd_shed(kf_coord *c, uint64_t now)
+{
+    uint64_t shed, emfile;
+    kf_fdguard_take(&shed, &emfile);
+    c->fd_shed += shed;
+    c->fd_emfile += emfile;
+    if (!(c->fd_shed || c->fd_emfile) || (c->fd_log_mono && now - c->fd_log_mono < 5000000000ull))
+        return;
+    kf_warn("coordinator.fd_shed",
+            "refused=%llu control_emfile=%llu fd_limit=%ld reserve=%ld hint=\"TCP connections "
+            "beyond the descriptor limit are closed as they come, keeping a reserve for the "
+            "control socket and the store; raise `ulimit -n` if these are agents\"",
+            (unsigned long long)c->fd_shed, (unsigned long long)c->fd_emfile, c->fd_limit,
+            kf_fdguard_reserve());
+    c->fd_shed = c->fd_emfile = 0;
+    c->fd_log_mono = now;
+}
+
 int kf_coord_run(kf_coord *c, volatile sig_atomic_t *stop, kf_err *err)
 {
     kf_info("coordinator.start",
-            "agents=%s control=%s store=%s heartbeat_timeout_s=%.1f curve_key=%s allowed_keys=%zu",
+            "agents=%s control=%s store=%s heartbeat_timeout_s=%.1f curve_key=%s allowed_keys=%zu "
+            "fd_limit=%ld",
             c->agent_endpoint, c->cfg.control_endpoint, c->cfg.store_dir,
-            c->cfg.heartbeat_timeout_s, c->keys.pub, c->allow.n);
+            c->cfg.heartbeat_timeout_s, c->keys.pub, c->allow.n, c->fd_limit);
     uint64_t last_check = 0;
     int rc = KF_OK;
     const char *crash_env = getenv("KF_TEST_CRASH_AFTER_COMMITS");
@@ -368,6 +395,7 @@ int kf_coord_run(kf_coord *c, volatile sig_atomic_t *stop, kf_err *err)
 
         uint64_t now = kf_mono_ns();
         if (now - last_check > 200000000ull) {
+            log_fd_shed(c, now);
             auth_refresh_allow(c);
             sched_check_agents(c);
             last_check = now;

@@ -117,6 +117,10 @@ struct kf_coord {
         uint64_t mono;
     } refused_log[16];      /* the last refusals logged, to keep a scanner from flooding the log */
     char last_refused[200]; /* the last refused handshake: key and address, for a stall's why */
+    long fd_limit;          /* RLIMIT_NOFILE in force (raised at start) */
+    uint64_t fd_shed, fd_emfile; /* connections refused for want of descriptors, unlogged */
+    uint64_t fd_log_mono;        /* when they were last logged */
+    uint64_t allow_fails, allow_warn_mono; /* allow-list re-reads failed since the last warning */
     kf_store *store;
     kf_txn *txn; /* the batch's write transaction, NULL between batches */
     char agent_endpoint[256];

@@ -3,6 +3,7 @@
  * but is still checked here: a typo in a partition should be a FILE:LINE:COL
  * error before anything is sent, not a job that never starts. */
 #include "fleet/fleet_slurm.h"
+#include "fleet/sbatch_opts.h"
 #include "common/err.h"
 #include "common/util.h"
 #include "common/xalloc.h"
@@ -14,13 +15,6 @@
 
 #define MAX_SBATCH 32
 #define DEFAULT_SIGNAL_S 300
-
-/* Options kfleet sets itself: given twice, sbatch takes the last one and
- * the launch would lose track of its jobs. */
-static const char *const owned_options[] = {
-    "-J",        "--job-name", "-o",      "--output",    "-e",     "--error", "-N",     "--nodes",
-    "--signal",  "--parsable", "-p",      "--partition", "--gres", "-t",      "--time", "-A",
-    "--account", "-a",         "--array", "--wrap",      "-D",     "--chdir", NULL};
 
 long kf_fleet_slurm_seconds(const char *s)
 {
@@ -111,29 +105,19 @@ static int parse_sbatch(kf_yaml *y, const yaml_node_t *v, kf_fleet_slurm *s)
         int rc = kf_yaml_nonempty_scalar(y, it, "an sbatch option", &o);
         if (rc)
             return rc;
-        if (o[0] != '-' || strlen(o) > 256)
-            return kf_yaml_fail(y, it,
-                                "sbatch option '%.60s' does not start with '-'; write each option "
-                                "as one item, like \"--qos=high\" or \"--constraint=h100\"",
-                                o);
+        if (strlen(o) > 256)
+            return kf_yaml_fail(y, it, "sbatch option '%.60s...' is longer than 256 bytes", o);
         for (const char *c = o; *c; c++)
             if ((unsigned char)*c < 0x20 || *c == 0x7f)
                 return kf_yaml_fail(y, it, "sbatch option has a control character");
-        size_t kl = strcspn(o, "=");
-        for (size_t k = 0; owned_options[k]; k++) {
-            const char *w = owned_options[k];
-            size_t wl = strlen(w);
-            int short_opt = w[1] != '-';
-            if ((kl == wl && strncmp(o, w, wl) == 0) ||
-                (short_opt && strncmp(o, w, 2) == 0 && o[1] != '-'))
-                return kf_yaml_fail(y, it,
-                                    "sbatch option '%.60s' is one kfleet sets itself; use the "
-                                    "slurm: keys (partition, gres, time, account, nodes) instead",
-                                    o);
-        }
         s->sbatch[i] = kf_xstrdup(o);
         s->nsbatch = i + 1;
     }
+    /* Read as sbatch will read them, kfleet's own options before them. */
+    size_t bad;
+    char why[512];
+    if (kf_sbatch_check((const char *const *)s->sbatch, s->nsbatch, &bad, why, sizeof why))
+        return kf_yaml_fail(y, kf_yaml_seq_item(y, v, bad), "%s", why);
     return KF_OK;
 }
 

@@ -50,17 +50,20 @@ static const char check_script[] =
     "done\n"
     "hostname -f 2>/dev/null || hostname\n";
 
-/* $1 work dir, $2 the tunnel's port on the login node. Keeps a relay that
- * already forwards there; else (re)starts one, on its former port when it
- * had one, so queued and running agents keep their endpoint. Prints
- * "running PORT" or "started PORT". */
+/* $1 work dir, $2 the tunnel's port on the login node, $3 the address to
+ * listen on (relay_host, or the login node's name: the address compute
+ * nodes are told, never every address of the login node). Keeps a relay
+ * that already forwards there from there; else (re)starts one, on its
+ * former port when it had one, so queued and running agents keep their
+ * endpoint. Prints "running PORT" or "started PORT". */
 static const char relay_script[] =
     "set -u\ncd \"$1\" || exit 3\nwd=$(pwd)\n"
+    "case $3 in *:*) l=\"[$3]\" ;; *) l=$3 ;; esac\n"
     "ralive() { [ -n \"$1\" ] && kill -0 \"$1\" 2>/dev/null && "
     "tr '\\0' ' ' </proc/\"$1\"/cmdline 2>/dev/null | grep -q 'kfleet relay'; }\n"
     "pid=$(cat relay.pid 2>/dev/null || true)\n"
     "if ralive \"$pid\"; then\n"
-    "  if [ \"$(cat relay.to 2>/dev/null)\" = \"$2\" ] && [ -s relay.port ]; then\n"
+    "  if [ \"$(cat relay.to 2>/dev/null)\" = \"$3 $2\" ] && [ -s relay.port ]; then\n"
     "    echo running \"$(cat relay.port)\"; exit 0\n"
     "  fi\n"
     "  kill -TERM \"$pid\"; i=0\n"
@@ -69,8 +72,8 @@ static const char relay_script[] =
     "old=$(cat relay.port 2>/dev/null || echo 0)\n"
     "for port in \"$old\" 0; do\n"
     "  rm -f relay.port\n"
-    "  printf '%s\\n' \"$2\" > relay.to\n"
-    "  setsid nohup \"$wd/bundle/kfleet\" relay --listen \"0.0.0.0:$port\" "
+    "  printf '%s\\n' \"$3 $2\" > relay.to\n"
+    "  setsid nohup \"$wd/bundle/kfleet\" relay --listen \"$l:$port\" "
     "--to \"127.0.0.1:$2\" --port-file \"$wd/relay.port\" >>relay.log 2>&1 </dev/null &\n"
     "  echo $! > relay.pid; i=0\n"
     "  while [ ! -s relay.port ] && kill -0 $! 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; "
@@ -386,7 +389,7 @@ void launch_slurm_host(job *j)
         snprintf(port, sizeof port, "%d", r->remote_port);
         kf_buf_reset(&out);
         if (rc == KF_OK)
-            rc = launch_run_checked(j, s, relay_script, (const char *const[]){port}, 1, &out,
+            rc = launch_run_checked(j, s, relay_script, (const char *const[]){port, login}, 2, &out,
                                     "the relay did not start", &err);
         int rport = 0;
         char word[16] = "";

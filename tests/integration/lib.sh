@@ -36,8 +36,14 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "ok - $*"; }
 
 # start_serve [ARGS...]: starts `kfleet serve`, waits for its agent endpoint.
+# With SERVE_NOFILE=N set, it runs under `ulimit -n N` (soft and hard).
 start_serve() {
-  "$KFLEET" --log-level debug serve "$@" >"$T/serve.out" 2>"$T/serve.log" &
+  if [ -n "${SERVE_NOFILE:-}" ]; then
+    (ulimit -n "$SERVE_NOFILE" && exec "$KFLEET" --log-level debug serve "$@") \
+      >"$T/serve.out" 2>"$T/serve.log" &
+  else
+    "$KFLEET" --log-level debug serve "$@" >"$T/serve.out" 2>"$T/serve.log" &
+  fi
   SERVE_PID=$!
   PIDS+=("$SERVE_PID")
   for _ in $(seq 1 200); do

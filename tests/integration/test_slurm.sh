@@ -49,6 +49,8 @@ grep -q "^lab  *ok .*2 jobs submitted, 0 already queued: lab-0 job [0-9]* on c1,
   "$T/launch1.out" || fail "lab's two jobs did not start and register"
 grep -q "relay $SLURM_RELAY_HOST:[0-9]* on the login node (started)" "$T/launch1.out" ||
   fail "no relay on the login node"
+pgrep -af "kfleet relay --listen $SLURM_RELAY_HOST:[0-9]" >/dev/null ||
+  fail "the relay does not listen on relay_host ($SLURM_RELAY_HOST) alone: $(pgrep -af 'kfleet relay')"
 job0=$(grep -o 'lab-0 job [0-9]*' "$T/launch1.out" | awk '{print $3}')
 job1=$(grep -o 'lab-1 job [0-9]*' "$T/launch1.out" | awk '{print $3}')
 [ "$(in_cluster squeue -h -j "$job0,$job1" -o %T | sort -u)" = RUNNING ] || fail "jobs $job0 $job1 not running"
@@ -193,5 +195,5 @@ grep -q "^lab .*cancelled $job0.*relay stopped.*purged" "$T/down.out" || fail "l
 [ -z "$(in_cluster squeue -h -o %i)" ] || fail "jobs left in the queue: $(in_cluster squeue -h)"
 [ ! -e "$T/cluster/work" ] || fail "the work dir was not purged"
 ! grep -q " lab-[01]\$\| held-0\$\| bad-0\$\| short-0\$" "$KFLEET_HOME/state/keys/agents.allow" || fail "keys left in the allow list"
-! pgrep -f "kfleet relay --listen" >/dev/null || fail "a relay still runs"
+! pgrep -f "kfleet relay --listen $SLURM_RELAY_HOST:" >/dev/null || fail "a relay still runs"
 pass "teardown: jobs cancelled, relay stopped, work dirs and keys purged"

@@ -1,7 +1,9 @@
 /* test_fleet_slurm — the `slurm:` block of an inventory host: every key
  * read into the job's shape, the defaults (one node, SIGTERM 300 s before
  * the limit, or a quarter of a short limit), Slurm's time formats, sbatch
- * options that would take kfleet's own (-J, --time, ...) refused, and each
+ * options that would take kfleet's own refused in every spelling sbatch's
+ * getopt_long accepts (abbreviated, grouped, attached or separate value),
+ * items sbatch would read as something else refused, and each
  * bad value a KF_EINVAL located at "f.yaml:LINE:COL: ". The seed files
  * (tests/data/fleets/good_slurm.yaml, bad_slurm_*.yaml) are checked by
  * test_fleet. */
@@ -161,8 +163,8 @@ static void test_errors(void **state)
     parse_bad("    slurm:\n      signal_before: 5\n", "6:22", "from 10 to 65535");
     parse_bad("    slurm:\n      sbatch: \"--qos=high\"\n", "6:15", "must be a list");
     parse_bad("    slurm:\n      sbatch: [qos=high]\n", "6:16", "does not start with '-'");
-    /* One item per option: "-C nvlink" as two items would lose "nvlink". */
-    parse_bad("    slurm:\n      sbatch: [\"-C\", nvlink]\n", "6:22", "does not start with '-'");
+    /* A bare word is only ever the value of the option before it. */
+    parse_bad("    slurm:\n      sbatch: [\"-v\", nvlink]\n", "6:22", "does not start with '-'");
     /* Options that would replace kfleet's own: its job names, outputs, signal. */
     const char *owned[] = {"-J",
                            "--job-name=x",
@@ -200,6 +202,116 @@ static void test_errors(void **state)
     kf_fleet_destroy(&fl);
 }
 
+/* The sbatch list of a host, as an inventory: `items` is the YAML list. */
+static void sbatch_bad(const char *items, const char *col, const char *has)
+{
+    char block[512], lc[16];
+    snprintf(block, sizeof block, "    slurm:\n      sbatch: %s\n", items);
+    snprintf(lc, sizeof lc, "6:%s", col);
+    parse_bad(block, lc, has);
+}
+
+/* Every option kfleet owns, refused in every spelling sbatch's getopt_long
+ * accepts, naming the option: the long name and every abbreviation from
+ * the shortest that sbatch reads as it (shorter ones are ambiguous, or
+ * another owned option: refused as well), with '=' or a separate value;
+ * the short letter alone, with an attached value, grouped after other
+ * letters, with the value attached or as the next item. */
+static void test_owned_every_spelling(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *unique; /* the shortest prefix sbatch reads as it */
+        char letter;
+        int takes_value;
+    } owned[] = {
+        {"account", "acc", 'A', 1},
+        {"array", "ar", 'a', 1},
+        {"chdir", "ch", 'D', 1},
+        {"cluster", "cluster", 0, 1},
+        {"clusters", "clusters", 'M', 1},
+        {"error", "er", 'e', 1},
+        {"gres", "gres", 0, 1},
+        {"job-name", "j", 'J', 1},
+        {"nodes", "nodes", 'N', 1},
+        {"output", "ou", 'o', 1},
+        {"parsable", "pars", 0, 0},
+        {"partition", "part", 'p', 1},
+        {"signal", "si", 0, 1},
+        {"time", "time", 't', 1},
+        {"wrap", "wr", 0, 1},
+    };
+    size_t tried = 0;
+    for (size_t k = 0; k < sizeof owned / sizeof *owned; k++) {
+        const char *nm = owned[k].name;
+        char full[64], items[256];
+        if (owned[k].letter)
+            snprintf(full, sizeof full, "is --%s (-%c), which", nm, owned[k].letter);
+        else
+            snprintf(full, sizeof full, "is --%s, which", nm);
+        for (size_t len = 1; len <= strlen(nm); len++) {
+            const char *has = len >= strlen(owned[k].unique) ? full : "kfleet sets itself";
+            if (owned[k].takes_value) {
+                snprintf(items, sizeof items, "[\"--%.*s=X\"]", (int)len, nm);
+                sbatch_bad(items, "16", has);
+                snprintf(items, sizeof items, "[\"--qos=a\", \"--%.*s\", \"X\"]", (int)len, nm);
+                sbatch_bad(items, "27", has);
+            } else {
+                snprintf(items, sizeof items, "[\"--%.*s\"]", (int)len, nm);
+                sbatch_bad(items, "16", has);
+            }
+            tried += 2;
+        }
+        if (!owned[k].letter)
+            continue;
+        char c = owned[k].letter;
+        const char *spellings[] = {"[\"-%c\", \"X\"]", "[\"-%cX\"]", "[\"-v%cX\"]",
+                                   "[\"-vQ%c\", \"X\"]", "[\"-Qv%c=X\"]"};
+        for (size_t i = 0; i < sizeof spellings / sizeof *spellings; i++) {
+            snprintf(items, sizeof items, spellings[i], c);
+            sbatch_bad(items, "16", full);
+            tried++;
+        }
+    }
+    /* The issue's spellings, one by one. */
+    const char *issue[][2] = {
+        {"--jo=X", "--job-name"},  {"--out=x", "--output"},        {"--arr=1-4", "--array"},
+        {"--chd=/tmp", "--chdir"}, {"--sig=B:USR1@9", "--signal"}, {"--part=gpu", "--partition"},
+        {"--ti=10", "--time"},     {"--nod=2", "--node"},          {"--acc=lab", "--account"},
+        {"--gre=gpu:1", "--gres"}, {"-vJX", "--job-name"}};
+    for (size_t i = 0; i < sizeof issue / sizeof *issue; i++) {
+        char items[128];
+        snprintf(items, sizeof items, "[\"%s\"]", issue[i][0]);
+        sbatch_bad(items, "16", issue[i][1]);
+    }
+    sbatch_bad("[\"-vJ\", \"X\"]", "16", "--job-name (-J)");
+    print_message("owned sbatch options refused in %zu spellings\n", tried + 12);
+}
+
+/* What sbatch would read as something else, or refuse, is refused here. */
+static void test_sbatch_reading(void **state)
+{
+    (void)state;
+    sbatch_bad("[\"-\"]", "16", "would end sbatch's options");
+    sbatch_bad("[\"--qos=a\", \"--\", \"-x\"]", "27", "would end sbatch's options");
+    sbatch_bad("[\"--qos\"]", "16", "needs a value and is the last item");
+    sbatch_bad("[\"-vq\"]", "16", "needs a value and is the last item");
+    sbatch_bad("[\"--hold=1\"]", "16", "--hold (-H) takes no value");
+    sbatch_bad("[\"--mem-per=4G\"]", "16", "is ambiguous (--mem-per-cpu, --mem-per-gpu)");
+    sbatch_bad("[\"-vy\"]", "16", "sbatch has no option -y");
+    sbatch_bad("[\"--container-image\", nvcr]", "37", "write its value with '='");
+    /* Read as sbatch reads them, these are the user's: a value that looks
+     * like an owned option, a letter whose value is "J", full names of
+     * options an owned one is a prefix of, a plugin's option with '='. */
+    kf_fleet *fl = parse_ok("hosts:\n  - name: lab\n    provider: slurm\n    host: login\n"
+                            "    slurm:\n      sbatch: [\"--comment\", \"--job-name=x\", "
+                            "\"-qJ\", \"-C\", nvlink, \"--time-min=5\", \"--gres-flags=x\", "
+                            "\"--clusters-x=1\", \"-vvH\", \"--ntasks-per-n=1\", "
+                            "\"--exclusive\", \"--container-image=nvcr\", \"-k\"]\n");
+    assert_int_equal(kf_fleet_find(fl, "lab")->slurm->nsbatch, 13);
+    kf_fleet_destroy(&fl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -207,6 +319,8 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_seconds),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_owned_every_spelling),
+        cmocka_unit_test(test_sbatch_reading),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -115,7 +116,8 @@ static void test_allow(void **state)
 /* The coordinator loaded the list, then an agent was enrolled within the
  * same clock tick of the file system: the file's mtime did not move. It
  * must still be seen (the first `kfleet run` that hung for 7 minutes on
- * the H100, issue 11); and a list that stops parsing keeps the one in use. */
+ * the H100, issue 11); a list that stops parsing keeps the one in use, and
+ * so does one that cannot be read for want of descriptors. */
 static void test_allow_refresh_same_mtime(void **state)
 {
     (void)state;
@@ -148,6 +150,33 @@ static void test_allow_refresh_same_mtime(void **state)
     assert_int_equal(al.n, 2); /* the list in use stands */
     assert_int_equal(kf_allow_refresh(path, &al, &changed, &err), KF_OK); /* said once */
     assert_false(changed);
+
+    /* Out of descriptors (a flood on the agent port, issue 31): the list
+     * cannot be read, and the one in use stands; readable again, it is
+     * read again. */
+    char line[128];
+    int ll = snprintf(line, sizeof line, "%s local-0\n", a.pub);
+    assert_int_equal(kf_write_file(path, line, (size_t)ll, 0600, &err), KF_OK);
+    struct rlimit was, low;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+    low = was;
+    low.rlim_cur = 64;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    int fill[64], nfill = 0, f;
+    while (nfill < 64 && (f = open("/dev/null", O_RDONLY)) >= 0)
+        fill[nfill++] = f;
+    int rc = kf_allow_refresh(path, &al, &changed, &err);
+    for (int i = 0; i < nfill; i++)
+        close(fill[i]);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+    assert_int_equal(rc, KF_EIO);
+    assert_non_null(strstr(err.msg, "Too many open files"));
+    assert_false(changed);
+    assert_int_equal(al.n, 2);
+    assert_string_equal(kf_allow_find(&al, b.pub), "local-1");
+    assert_int_equal(kf_allow_refresh(path, &al, &changed, &err), KF_OK);
+    assert_true(changed);
+    assert_int_equal(al.n, 1);
     kf_allow_free(&al);
 }
 

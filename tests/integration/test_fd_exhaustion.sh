@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The coordinator survives running out of descriptors (issue 31): `kfleet
+# serve` under `ulimit -n 256` takes 400 idle TCP connections on its agent
+# port from ten source addresses, each reopened as soon as it is closed. It
+# does not abort (libzmq 4.3.4 asserts when its ipc listener meets EMFILE),
+# says what it refused, answers `kfleet status` meanwhile with the agent
+# that registered before the flood still there (its key not dropped), and
+# lets a new agent register once the flood is over. Loopback only; bounded.
+source "$(dirname "$0")/lib.sh"
+
+SERVE_NOFILE=256 start_serve
+port=${ENDPOINT##*:}
+grep -q "coordinator.start .*fd_limit=256" "$T/serve.log" || fail "not under ulimit -n 256"
+start_agent early
+wait_agents 1
+
+python3 "$(dirname "$0")/flood.py" "$port" "$T/stop" 400 10 >"$T/flood.out" 2>&1 &
+FLOOD=$!
+PIDS+=("$FLOOD")
+for _ in $(seq 1 100); do grep -q "idle connections" "$T/flood.out" && break; sleep 0.1; done
+grep -q "idle connections open: 400" "$T/flood.out" || fail "no flood: $(cat "$T/flood.out")"
+
+# Under the flood: up, answering, the early agent still known and allowed.
+for i in 1 2 3; do
+  sleep 1
+  kill -0 "$SERVE_PID" 2>/dev/null || fail "kfleet serve died under the flood"
+  timeout 20 "$KFLEET" status --format json >"$T/status$i.json" 2>"$T/status$i.err" ||
+    fail "kfleet status did not answer under the flood: $(cat "$T/status$i.err")"
+done
+grep -q '"early"' "$T/status3.json" || fail "the early agent is gone from status"
+grep -q "agent.revoked" "$T/serve.log" && fail "an allowed agent was dropped under the flood"
+grep -q "coordinator.fd_shed refused=[1-9]" "$T/serve.log" || fail "no line says what was refused"
+grep -m1 "coordinator.fd_shed" "$T/serve.log" | sed 's/^/# /'
+
+touch "$T/stop"
+wait "$FLOOD" || true
+sed 's/^/# /' "$T/flood.out"
+grep -q "closed by the server: [1-9]" "$T/flood.out" || fail "the coordinator closed none of them"
+start_agent late
+wait_agents 2
+kill -0 "$SERVE_PID" 2>/dev/null || fail "kfleet serve died"
+pass "serve under ulimit -n 256 and 400 reopened idle connections: up, status answered, early agent kept, late agent registered"
