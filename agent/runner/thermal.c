@@ -27,7 +27,12 @@ int kf_thermal_judge(kf_thermal *t, kf_nvml *nv, uint64_t t0, uint64_t t1, doubl
     kf_nvml_last(nv, at);
     if (sm_mhz > 0)
         at->sm_mhz = (uint32_t)(sm_mhz + 0.5);
-    int event = kf_nvml_event_within(nv, t0, t1);
+    /* A clock event in a reading inside the sample, or in the sampler's
+     * last one when it is recent (under 60 ms, the 50 ms period and some):
+     * a microsecond sample has no reading inside it. An older one may
+     * predate a recovery wait and says nothing of this sample. */
+    int recent = at->mono_ns && at->mono_ns + 60000000ull >= t0;
+    int event = (recent && at->throttled) || kf_nvml_event_within(nv, t0, t1);
     int slow = t->threshold_mhz && at->sm_mhz && at->sm_mhz < t->threshold_mhz;
     int flagged = event || kf_nvml_throttled(nv, t0, t1);
     if (!t->keep && (event || slow))
