@@ -30,9 +30,15 @@ int kf_thermal_judge(kf_thermal *t, kf_nvml *nv, uint64_t t0, uint64_t t1, doubl
     /* A clock event in a reading inside the sample, or in the sampler's
      * last one when it is recent (under 60 ms, the 50 ms period and some):
      * a microsecond sample has no reading inside it. An older one may
-     * predate a recovery wait and says nothing of this sample. */
+     * predate a recovery wait and says nothing of this sample. Under the
+     * sustained protocol the software power cap is no such event: drawing
+     * the power limit is the steady state of a heavy kernel, what the
+     * protocol measures (the sample is flagged throttled, and discarded
+     * still when its clock falls under the threshold); thermal and
+     * hardware slowdowns and the power brake are. */
+    uint64_t events = KF_NVML_THROTTLE_MASK & ~KF_NVML_SW_POWER_CAP;
     int recent = at->mono_ns && at->mono_ns + 60000000ull >= t0;
-    int event = (recent && at->throttled) || kf_nvml_event_within(nv, t0, t1);
+    int event = (recent && (at->reasons & events)) || kf_nvml_event_within(nv, t0, t1, events);
     int slow = t->threshold_mhz && at->sm_mhz && at->sm_mhz < t->threshold_mhz;
     int flagged = event || kf_nvml_throttled(nv, t0, t1);
     if (!t->keep && (event || slow))

@@ -12,7 +12,11 @@
  *
  * Then the throttle policy judges each sample from what is already
  * measured: the stamps' clock and the NVML sampler thread's readings
- * inside the sample (no NVML call per sample). A sample discarded while
+ * inside the sample (no NVML call per sample). A sample is discarded when
+ * its clock is under the threshold or a thermal or hardware slowdown (or
+ * the power brake) was seen; the software power cap alone only flags it
+ * throttled, since a kernel that draws the power limit runs there in the
+ * sustained state. A sample discarded while
  * the GPU throttled is followed by a recovery wait, but the waits together
  * may not exceed the time measured so far (kept and discarded samples): the
  * waits grow with the sample count, not with the timeout; a wait the budget
