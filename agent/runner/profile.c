@@ -614,7 +614,7 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
     if (rc == 0 && n == 0 && discarded > 0)
         rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED,
                        "all %u samples were taken while the GPU throttled (SM clock below %u MHz, "
-                       "%.0f%% of its default %u MHz, or a power or thermal clock event): none is "
+                       "%.0f%% of its default %u MHz, or a thermal or hardware slowdown): none is "
                        "a measurement. Run it on a cooler GPU, or set measure: {throttle: keep} to "
                        "time it as sustained at the power cap",
                        discarded, tp.threshold_mhz, thr_pct, tp.default_mhz);
