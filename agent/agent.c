@@ -560,6 +560,9 @@ int kf_agent_run(kf_agent *a, volatile sig_atomic_t *stop, kf_err *err)
                           a->cfg.coordinator, a->refused);
     }
     flush_outbox(a, 5.0);
+    if (a->welcomed)
+        link_send_goodbye(a, runners_busy(a) ? "stopped with tasks running: they are requeued"
+                                             : "stopped");
     kf_info("agent.stop", "agent=%s running=%zu outbox=%zu", a->info->agent_id, runners_busy(a),
             a->npending);
     return KF_OK;

@@ -60,7 +60,7 @@ struct kf_agent {
     char doctor_error[512];     /* the inventory's doctor_error points here */
     Kfleet__PythonFacts python; /* the inventory's python points here */
     char python_error[512];
-    char torch_note[512]; /* why torch sees fewer GPUs than the node has */
+    char torch_note[512];    /* why torch sees fewer GPUs than the node has */
     char compat_dir[4096];   /* forward-compat libraries runners load first, "" when none */
     char compat_error[1024]; /* why the toolkit cannot run on the driver, "" when it can */
     void *zctx, *sock;
@@ -97,6 +97,9 @@ void link_emit(kf_agent *a, Kfleet__Envelope *env, uint64_t task, uint32_t attem
 void link_resend_due(kf_agent *a);
 /* Sends env now, outside the outbox (progress, registration, heartbeats). */
 void link_send_direct(kf_agent *a, Kfleet__Envelope *env);
+/* Tells the coordinator this agent stops (after the outbox flush): it shows
+ * it stopped at once. Delivered within the socket's linger on close. */
+void link_send_goodbye(kf_agent *a, const char *reason);
 void link_send_register(kf_agent *a);
 void link_send_heartbeat(kf_agent *a);
 /* Reads the DEALER's monitor: refused handshakes, disconnects, and the

@@ -102,6 +102,16 @@ void link_send_direct(kf_agent *a, Kfleet__Envelope *env)
     kf_wire_send(a->sock, NULL, env, ZMQ_DONTWAIT);
 }
 
+void link_send_goodbye(kf_agent *a, const char *reason)
+{
+    Kfleet__Goodbye bye = KFLEET__GOODBYE__INIT;
+    bye.reason = (char *)reason;
+    Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
+    env.body_case = KFLEET__ENVELOPE__BODY_GOODBYE;
+    env.goodbye = &bye;
+    link_send_direct(a, &env);
+}
+
 void link_send_register(kf_agent *a)
 {
     uint64_t free_b = 0;

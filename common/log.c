@@ -1,5 +1,6 @@
 /* log — key=value event lines on stderr; see log.h. */
 #include "common/log.h"
+#include "common/text.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
@@ -70,10 +71,18 @@ void kf_log(kf_log_level level, const char *event, const char *fmt, ...)
                      ts.tv_nsec / 1000000, g_log.program, names[level], event);
     if (n < 0 || (size_t)n >= sizeof line)
         n = 0;
+    /* The fields may hold what a kernel or an agent wrote (an error, a
+     * name): made inert, so a log line stays one line and an ESC in it
+     * cannot rewrite the terminal that shows the log. */
+    char raw[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    kf_buf esc = KF_BUF_INIT;
+    kf_text_inert(&esc, raw, KF_TEXT_LINE);
+    snprintf(line + n, sizeof line - (size_t)n, "%s", esc.data);
+    kf_buf_release(&esc);
     /* One write per line, so lines of concurrent processes do not interleave. */
     size_t len = strlen(line);
     if (len < sizeof line - 1) {

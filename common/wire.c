@@ -133,6 +133,8 @@ const char *kf_wire_body_name(int bc)
         return "cancel";
     case KFLEET__ENVELOPE__BODY_REJECT:
         return "reject";
+    case KFLEET__ENVELOPE__BODY_GOODBYE:
+        return "goodbye";
     default:
         return "unknown";
     }

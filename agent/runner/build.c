@@ -16,6 +16,7 @@
 #include "runner/proc.h"
 #include "runner/pyenv.h"
 #include "runner/pyext.h"
+#include "runner/pyfiles.h"
 #include "common/util.h"
 #include "runner/compat.h"
 #include "common/wire.h"
@@ -696,7 +697,7 @@ int kf_build_kernel(const Kfleet__TaskSpec *sp, const char *workdir, const char 
             bi->cached = 1;
             return ext_artifact(so, ext, bi, err);
         }
-    } else if (access(so, F_OK) == 0) {
+    } else if (access(so, F_OK) == 0 && kf_pyfiles_present(sp, so)) {
         bi->cached = 1;
         if (kf_build_file_hash(so, bi->artifact_hash) != KF_OK)
             return kf_err_set(err, KF_EIO, "cannot read the cached artifact %s: %s", so,
@@ -772,6 +773,8 @@ int kf_build_kernel(const Kfleet__TaskSpec *sp, const char *workdir, const char 
             return kf_err_set(err, KF_EIO, "cannot move the extension into %s: %s", ext,
                               strerror(errno));
     }
+    if (sp->n_files && (rc = kf_pyfiles_install(sp, scratch, so, err)) != KF_OK)
+        return rc;
     if (rename(dir, so) != 0)
         return kf_err_set(err, KF_EIO, "cannot move the artifact into %s: %s", so, strerror(errno));
     if (!ext[0])

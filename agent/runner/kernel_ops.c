@@ -17,6 +17,7 @@
 #include "common/wire.h"
 #include "runner/build.h"
 #include "runner/pyext.h"
+#include "runner/pyfiles.h"
 #include "runner/pykernel.h"
 
 #include <dlfcn.h>
@@ -145,15 +146,18 @@ int hctx_load_kernel(hctx *h, loaded *L)
                          h->spec->kernel);
     if (h->spec->python) {
         const kf_pyenv *py;
-        char file[256], perr[HCTX_KERR_LEN], ext[PATH_MAX] = "", mod[256] = "";
+        char file[256], perr[HCTX_KERR_LEN], ext[PATH_MAX] = "", mod[256] = "",
+                                             files[PATH_MAX] = "";
         kf_pyenv_get(&py, NULL); /* memoized by the key above: cannot fail now */
         snprintf(file, sizeof file, "%s.py", h->spec->kernel);
         if (h->spec->n_extension) {
             kf_build_ext_dir(so, ext, sizeof ext);
             kf_pyext_module(h->spec, mod, sizeof mod);
         }
-        if (kf_pyk_load(py, so, file, h->spec->kernel, h->spec->device_cuda, ext, mod, &L->k, perr,
-                        sizeof perr) != 0)
+        if (h->spec->n_files)
+            kf_pyfiles_dir(so, files, sizeof files);
+        if (kf_pyk_load(py, so, file, h->spec->kernel, h->spec->device_cuda, ext, mod, files, &L->k,
+                        perr, sizeof perr) != 0)
             return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", perr);
     } else {
         L->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);

@@ -11,7 +11,7 @@ import traceback
 import types
 
 _mod = None
-_alias = ["", ""]  # the cached file's path, and the user's file name for messages
+_alias = ["", "", ""]  # the cached file's path, the user's file name, the files dir + "/"
 _states = {}
 _next = [1]
 _shapes = {}  # handle -> shape of the last output()
@@ -30,10 +30,18 @@ def _fail(what):
     summary = "".join(traceback.format_exception_only(et, ev)).strip()
     hint = ""
     if isinstance(ev, ImportError):
-        hint = (" (the node's Python is %s; install the package there, or point KF_PYTHON "
-                "at an interpreter that has it)" % sys.executable)
+        top = (getattr(ev, "name", None) or "").split(".")[0]
+        # A module of the user's own (not an installed package) reaches the
+        # node only when the kernel lists it.
+        own = ("if %s is a file of yours beside the kernel, list it in the kernel's files = "
+               "[\"%s.py\"] line so that it travels with it (docs/python-kernels.md); if it is "
+               "a package, " % (top, top)) if top else ""
+        hint = (" (%sthe node's Python is %s; install the package there, or point KF_PYTHON "
+                "at an interpreter that has it)" % (own, sys.executable))
     tbtext = "".join(traceback.format_exception(et, ev, tb)).rstrip()
     text = "E%s: %s%s\n%s" % (what, summary, hint, tbtext)
+    if _alias[2]:
+        text = text.replace(_alias[2], "")
     return text.replace(_alias[0], _alias[1]) if _alias[0] else text
 
 
@@ -68,12 +76,16 @@ def _extension(ext_dir, module):
     return ""
 
 
-def load(path, filename, name, want_cuda, ext_dir="", ext_module=""):
+def load(path, filename, name, want_cuda, ext_dir="", ext_module="", files_dir=""):
     """Imports the kernel from its cached copy, a real file (Triton and
     inspect read a kernel's source from its file); messages name the user's
-    file instead."""
+    file instead. files_dir: the kernel's own files (`files = [...]`),
+    first on the module path so that it imports its modules."""
     global _mod
     _alias[0], _alias[1] = path, filename
+    if files_dir:
+        _alias[2] = os.path.join(files_dir, "")
+        sys.path.insert(0, files_dir)
     if ext_dir:
         why = _extension(ext_dir, ext_module)
         if why:
@@ -88,6 +100,8 @@ def load(path, filename, name, want_cuda, ext_dir="", ext_module=""):
     # Its own module name: a kernel called "torch" must not shadow torch.
     mod = types.ModuleType("kfleet_kernel_" + name.replace("-", "_").replace(".", "_"))
     mod.__file__ = path
+    # Where the kernel's own files are (its data files too): beside it.
+    mod.KF_FILES_DIR = files_dir or os.path.dirname(path)
     sys.modules[mod.__name__] = mod
     try:
         exec(code, mod.__dict__)

@@ -281,8 +281,8 @@ static int start(pyhost *p, const kf_pyenv *py, char *err, size_t errlen)
 }
 
 int kf_pyk_load(const kf_pyenv *py, const char *path, const char *filename, const char *name,
-                int want_cuda, const char *ext_dir, const char *ext_module, const kf_kernel **k,
-                char *err, size_t errlen)
+                int want_cuda, const char *ext_dir, const char *ext_module, const char *files_dir,
+                const kf_kernel **k, char *err, size_t errlen)
 {
     if (the_host) {
         snprintf(err, errlen, "a Python kernel is already loaded in this runner");
@@ -299,12 +299,11 @@ int kf_pyk_load(const kf_pyenv *py, const char *path, const char *filename, cons
     }
     the_host = p;
     pyobj *load = p->get_attr(p->add_module("__main__"), "load"), *obj;
-    const char *s =
-        load
-            ? text_of(p,
-                      p->call(load, "sssiss", path, filename, name, want_cuda, ext_dir, ext_module),
-                      &obj, err, errlen)
-            : NULL;
+    const char *s = load ? text_of(p,
+                                   p->call(load, "sssisss", path, filename, name, want_cuda,
+                                           ext_dir, ext_module, files_dir),
+                                   &obj, err, errlen)
+                         : NULL;
     if (!s) {
         the_host = NULL;
         return -1;

@@ -22,10 +22,12 @@
  * as module `name`; want_cuda: the sweep sent it as a device kernel (its
  * `device = "cuda"` line). ext_dir and ext_module: its torch extension's
  * build (pyext.h) and module, importable by the kernel once the build's
- * record matches the torch it imports ("" when it has none). *k stays
- * valid for the process. Returns 0, or -1 with err filled. */
+ * record matches the torch it imports ("" when it has none). files_dir:
+ * the kernel's own files (pyfiles.h), first on sys.path so that it imports
+ * its modules ("" when it has none). *k stays valid for the process.
+ * Returns 0, or -1 with err filled. */
 int kf_pyk_load(const kf_pyenv *py, const char *path, const char *filename, const char *name,
-                int want_cuda, const char *ext_dir, const char *ext_module, const kf_kernel **k,
-                char *err, size_t errlen);
+                int want_cuda, const char *ext_dir, const char *ext_module, const char *files_dir,
+                const kf_kernel **k, char *err, size_t errlen);
 
 #endif

@@ -4,6 +4,7 @@
 #include "common/limits.h"
 #include "common/xalloc.h"
 #include "common/buf.h"
+#include "common/dirpack.h"
 #include "core/ctlsock.h"
 #include "common/util.h"
 #include "common/wire.h"
@@ -204,28 +205,43 @@ static int collect_headers(const char *dir, const char *kernels_dir, const kf_bu
     return KF_OK;
 }
 
-/* A Python kernel's torch extension sources (k->ext, beside it), appended
- * to names[]/texts[] after the n already there: they travel with the
- * kernel and enter its hash like headers. */
+/* A Python kernel's torch extension sources (k->ext) and its own files
+ * (k->files), beside it, appended to names[]/texts[] after the n already
+ * there: they travel with the kernel and enter its hash like headers. */
 static int collect_extension(const char *dir, const kf_sweep_kernel *k, char **names, kf_buf *texts,
                              size_t *n, kf_err *err)
 {
     size_t total = 0;
-    for (size_t i = 0; i < k->next; i++) {
+    for (size_t j = 0; j < k->next + k->nfiles; j++) {
         char path[PATH_MAX], why[160];
-        snprintf(path, sizeof path, "%s/%s", dir, k->ext[i]);
+        const char *name = j < k->next ? k->ext[j] : k->files[j - k->next];
+        const char *what = j < k->next ? "extension file" : "file";
+        size_t nl = strlen(name);
+        int is_dir = j >= k->next && nl > 1 && name[nl - 1] == '/';
+        snprintf(path, sizeof path, "%s/%s", dir, name);
         kf_buf_init(&texts[*n]);
-        int rrc = kf_buf_read_file_max(&texts[*n], path, KF_MAX_SOURCE_FILE, why, sizeof why);
+        /* A directory travels packed, as one source: NAME.kfdir. */
+        int rrc =
+            is_dir ? (kf_dirpack_pack(path, &texts[*n], KF_MAX_HEADERS_TOTAL, why, sizeof why) == 0
+                          ? KF_OK
+                          : KF_EINVAL)
+                   : kf_buf_read_file_max(&texts[*n], path, KF_MAX_SOURCE_FILE, why, sizeof why);
         total += texts[*n].len;
         if (rrc == KF_OK && total > KF_MAX_HEADERS_TOTAL)
-            snprintf(why, sizeof why, "the extension's files add up to more than %u MiB",
+            snprintf(why, sizeof why, "the kernel's extension and files add up to more than %u MiB",
                      KF_MAX_HEADERS_TOTAL >> 20);
         if (rrc != KF_OK || total > KF_MAX_HEADERS_TOTAL) {
             kf_buf_release(&texts[*n]);
             return kf_err_set(err, rrc == KF_EIO ? KF_EIO : KF_EINVAL,
-                              "extension file %s (named by kernel %s): %s", path, k->name, why);
+                              "%s %s (named by kernel %s): %s", what, path, k->name, why);
         }
-        names[(*n)++] = xstrdup(k->ext[i]);
+        if (is_dir) {
+            char packed[PATH_MAX];
+            snprintf(packed, sizeof packed, "%.*s.kfdir", (int)(nl - 1), name);
+            names[(*n)++] = xstrdup(packed);
+        } else {
+            names[(*n)++] = xstrdup(name);
+        }
     }
     return KF_OK;
 }
@@ -295,6 +311,11 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
             for (kr->n_extension = 0; kr->n_extension < k->next; kr->n_extension++)
                 kr->extension[kr->n_extension] = xstrdup(k->ext[kr->n_extension]);
         }
+        if (k->nfiles) {
+            kr->files = kf_xcalloc(k->nfiles, sizeof *kr->files);
+            for (kr->n_files = 0; kr->n_files < k->nfiles; kr->n_files++)
+                kr->files[kr->n_files] = xstrdup(k->files[kr->n_files]);
+        }
         for (unsigned b = 0; b < KF_SWEEP_PY_PACKAGES; b++)
             if (k->py_needs & (1u << b)) {
                 if (!kr->needs)
@@ -321,11 +342,11 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
                  k->path);
         if (!srcdir[0])
             snprintf(srcdir, sizeof srcdir, ".");
-        char *hnames[KF_MAX_HEADERS + KF_SWEEP_MAX_EXT];
-        kf_buf htexts[KF_MAX_HEADERS + KF_SWEEP_MAX_EXT];
+        char *hnames[KF_MAX_HEADERS + 2 * KF_SWEEP_MAX_EXT];
+        kf_buf htexts[KF_MAX_HEADERS + 2 * KF_SWEEP_MAX_EXT];
         size_t nh = 0;
-        /* A Python kernel is one module (#include means nothing to it),
-         * with the sources of its torch extension, if it has one. */
+        /* A Python kernel is its module (#include means nothing to it),
+         * the sources of its torch extension and its own files. */
         rc = k->python ? collect_extension(srcdir, k, hnames, htexts, &nh, err)
                        : collect_headers(srcdir, kernels_dir, &src, hnames, htexts, &nh, err);
         if (rc != KF_OK) {
@@ -343,7 +364,7 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
         /* The hash covers what decides the artifact on the coordinator's
          * side: every source byte, the file names and the flags. The agent
          * adds its compiler version and arch to make its cache key. */
-        kf_hash_part parts[4 + 2 * (KF_MAX_HEADERS + KF_SWEEP_MAX_EXT) + 64];
+        kf_hash_part parts[4 + 2 * (KF_MAX_HEADERS + 2 * KF_SWEEP_MAX_EXT) + 64];
         size_t np = 0;
         parts[np++] = (kf_hash_part){base, strlen(base)};
         parts[np++] = (kf_hash_part){src.data, src.len};

@@ -217,13 +217,13 @@ static int ask_and_follow(const char *cmd, kf_client *cl, Kfleet__LaunchRequest 
     const char *kind = lr->teardown ? "teardown" : "launch";
     if (rep->launch->attached) {
         fprintf(stderr,
-                "kfleet %s: %s %u of these hosts is already running in the coordinator; "
+                "kfleet %s: %s #%u of these hosts is already running in the coordinator; "
                 "following it\n",
                 cmd, kind, id);
     } else {
         *taken = 1;
-        fprintf(stderr, "kfleet %s: %s %u of %zu hosts runs in the coordinator\n", cmd, kind, id,
-                nhosts);
+        fprintf(stderr, "kfleet %s: %s #%u (%zu host%s) runs in the coordinator\n", cmd, kind, id,
+                nhosts, nhosts == 1 ? "" : "s");
     }
     kfleet__control_reply__free_unpacked(rep, NULL);
     char *printed = kf_xcalloc(nhosts ? nhosts : 1, 1);

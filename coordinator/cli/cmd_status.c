@@ -4,10 +4,12 @@
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "cli/options.h"
+#include "common/text.h"
 #include "common/util.h"
 
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void fmt_ago(char *out, size_t len, uint64_t then_ns)
@@ -22,12 +24,26 @@ static void fmt_ago(char *out, size_t len, uint64_t then_ns)
         snprintf(out, len, "%.1fh ago", s / 3600);
 }
 
+/* Why an agent is gone, if it is: it said goodbye (stopped), its key left
+ * the allow list (revoked), or it went silent (lost). Upper case in the
+ * table for the two nobody asked for. */
+static const char *agent_state(const Kfleet__AgentInfo *a, int upper)
+{
+    if (a->lost && a->stopped)
+        return "stopped";
+    if (a->revoked)
+        return upper ? "REVOKED" : "revoked";
+    if (a->lost)
+        return upper ? "LOST" : "lost";
+    return "ok";
+}
+
 static json_t *agent_json(const Kfleet__AgentInfo *a)
 {
     json_t *ja = json_object();
     json_object_set_new(ja, "agent_id", json_string(a->agent_id));
     json_object_set_new(ja, "hostname", json_string(a->hostname));
-    json_object_set_new(ja, "state", json_string(a->lost ? "lost" : "ok"));
+    json_object_set_new(ja, "state", json_string(agent_state(a, 0)));
     json_object_set_new(ja, "last_seen_ns", json_integer((json_int_t)a->last_seen_ns));
     json_object_set_new(ja, "cpu_slots", json_integer(a->cpu_slots));
     json_object_set_new(ja, "gpu_slots", json_integer(a->gpu_slots));
@@ -129,27 +145,27 @@ static int print_json(const Kfleet__StatusReply *st)
 
 /* The agent's Python, as Python kernels are matched on it: one line under
  * its row. */
-static void python_line(const Kfleet__PythonFacts *py)
+static void python_line(FILE *o, const Kfleet__PythonFacts *py)
 {
     if (!py)
         return;
     if (!py->version || !py->version[0]) {
-        printf("%-24s python: none (%s)\n", "", py->error && py->error[0] ? py->error : "?");
+        fprintf(o, "%-24s python: none (%s)\n", "", py->error && py->error[0] ? py->error : "?");
         return;
     }
     const char *name[] = {"numpy", "torch", "triton", "cupy"};
     const char *ver[] = {py->numpy, py->torch, py->triton, py->cupy};
-    printf("%-24s python %s:", "", py->version);
+    fprintf(o, "%-24s python %s:", "", py->version);
     for (size_t i = 0; i < 4; i++)
-        printf(" %s %s%s%s%s", name[i], ver[i] && ver[i][0] ? ver[i] : "-",
-               i == 1 && py->torch_cuda && py->torch_cuda[0] ? " (CUDA " : "",
-               i == 1 && py->torch_cuda && py->torch_cuda[0] ? py->torch_cuda : "",
-               i == 1 && py->torch_cuda && py->torch_cuda[0] ? ")" : "");
+        fprintf(o, " %s %s%s%s%s", name[i], ver[i] && ver[i][0] ? ver[i] : "-",
+                i == 1 && py->torch_cuda && py->torch_cuda[0] ? " (CUDA " : "",
+                i == 1 && py->torch_cuda && py->torch_cuda[0] ? py->torch_cuda : "",
+                i == 1 && py->torch_cuda && py->torch_cuda[0] ? ")" : "");
     if (py->torch && py->torch[0] && py->torch_gpus > 0)
-        printf("; torch sees %d GPU%s", py->torch_gpus, py->torch_gpus == 1 ? "" : "s");
-    printf("\n");
+        fprintf(o, "; torch sees %d GPU%s", py->torch_gpus, py->torch_gpus == 1 ? "" : "s");
+    fprintf(o, "\n");
     if (py->torch_note && py->torch_note[0])
-        printf("%-24s torch: %s\n", "", py->torch_note);
+        fprintf(o, "%-24s torch: %s\n", "", py->torch_note);
 }
 
 static const Kfleet__SlurmJob *slurm_job(const Kfleet__StatusReply *st, const char *id)
@@ -162,7 +178,7 @@ static const Kfleet__SlurmJob *slurm_job(const Kfleet__StatusReply *st, const ch
 
 /* The Slurm jobs that have no registered agent: pending ones with Slurm's
  * reason, ended ones with how they ended. */
-static void slurm_lines(const Kfleet__StatusReply *st)
+static void slurm_lines(FILE *o, const Kfleet__StatusReply *st)
 {
     int header = 0;
     for (size_t i = 0; i < st->n_slurm_jobs; i++) {
@@ -174,21 +190,21 @@ static void slurm_lines(const Kfleet__StatusReply *st)
         if (has_agent)
             continue;
         if (!header++)
-            printf("\n%-24s %-10s %-10s %-12s %s\n", "SLURM JOB (no agent)", "JOB", "STATE", "HOST",
-                   "REASON");
+            fprintf(o, "\n%-24s %-10s %-10s %-12s %s\n", "SLURM JOB (no agent)", "JOB", "STATE",
+                    "HOST", "REASON");
         char ago[32];
         fmt_ago(ago, sizeof ago, j->seen_ns);
-        printf("%-24s %-10s %-10s %-12s %s (squeue %s)\n", j->agent_id, j->job_id, j->state,
-               j->host, j->reason, ago);
+        fprintf(o, "%-24s %-10s %-10s %-12s %s (squeue %s)\n", j->agent_id, j->job_id, j->state,
+                j->host, j->reason, ago);
     }
 }
 
-static void print_table(const Kfleet__StatusReply *st)
+static void print_table(FILE *o, const Kfleet__StatusReply *st)
 {
-    printf("coordinator %s, pid %u, agents connect to %s (lost after %.1fs of silence)\n\n",
-           st->version, st->pid, st->agent_endpoint, st->heartbeat_timeout_ms / 1000.0);
-    printf("%-24s %-16s %-6s %-10s %-5s %-5s %s\n", "AGENT", "HOST", "STATE", "SEEN", "CPU", "GPU",
-           "DEVICES");
+    fprintf(o, "coordinator %s, pid %u, agents connect to %s (lost after %.1fs of silence)\n\n",
+            st->version, st->pid, st->agent_endpoint, st->heartbeat_timeout_ms / 1000.0);
+    fprintf(o, "%-24s %-16s %-7s %-10s %-5s %-5s %s\n", "AGENT", "HOST", "STATE", "SEEN", "CPU",
+            "GPU", "DEVICES");
     for (size_t i = 0; i < st->n_agents; i++) {
         const Kfleet__AgentInfo *a = st->agents[i];
         char ago[32], dev[256];
@@ -198,36 +214,36 @@ static void print_table(const Kfleet__StatusReply *st)
                      a->driver_version);
         else
             snprintf(dev, sizeof dev, "cpu: %s", a->cpu_model);
-        printf("%-24s %-16s %-6s %-10s %-5u %-5u %s\n", a->agent_id, a->hostname,
-               a->lost ? "LOST" : "ok", ago, a->cpu_slots, a->gpu_slots, dev);
+        fprintf(o, "%-24s %-16s %-7s %-10s %-5u %-5u %s\n", a->agent_id, a->hostname,
+                agent_state(a, 1), ago, a->cpu_slots, a->gpu_slots, dev);
         if (a->slurm_job_id && a->slurm_job_id[0]) {
             const Kfleet__SlurmJob *j = slurm_job(st, a->slurm_job_id);
-            printf("%-24s slurm job %s%s%s\n", "", a->slurm_job_id, j ? " " : "",
-                   j ? j->state : "");
+            fprintf(o, "%-24s slurm job %s%s%s\n", "", a->slurm_job_id, j ? " " : "",
+                    j ? j->state : "");
         }
-        python_line(a->python);
+        python_line(o, a->python);
         if (a->cuda_compat && a->cuda_compat[0])
-            printf("%-24s forward compat: %s\n", "", a->cuda_compat);
+            fprintf(o, "%-24s forward compat: %s\n", "", a->cuda_compat);
         else if (a->cuda_compat_error && a->cuda_compat_error[0])
-            printf("%-24s CUDA: %s\n", "", a->cuda_compat_error);
+            fprintf(o, "%-24s CUDA: %s\n", "", a->cuda_compat_error);
     }
     if (st->n_agents == 0)
-        printf("(no agent registered: start one with kfleet-agent --coordinator %s)\n",
-               st->agent_endpoint);
-    slurm_lines(st);
-    printf("\n%-6s %-20s %-9s %-7s %-7s %-7s %-7s\n", "SWEEP", "NAME", "DONE", "FAILED", "RUNNING",
-           "PENDING", "STATE");
+        fprintf(o, "(no agent registered: start one with kfleet-agent --coordinator %s)\n",
+                st->agent_endpoint);
+    slurm_lines(o, st);
+    fprintf(o, "\n%-6s %-20s %-9s %-7s %-7s %-7s %-7s\n", "SWEEP", "NAME", "DONE", "FAILED",
+            "RUNNING", "PENDING", "STATE");
     for (size_t i = 0; i < st->n_sweeps; i++) {
         const Kfleet__SweepProgress *s = st->sweeps[i];
         uint32_t done = s->succeeded + s->failed + s->timed_out + s->cancelled + s->skipped;
         char frac[32];
         snprintf(frac, sizeof frac, "%u/%u", done, s->total);
-        printf("%-6u %-20s %-9s %-7u %-7u %-7u %-7s\n", s->sweep_id, s->name, frac,
-               s->failed + s->timed_out, s->running, s->pending,
-               done == s->total ? "done" : "running");
+        fprintf(o, "%-6u %-20s %-9s %-7u %-7u %-7u %-7s\n", s->sweep_id, s->name, frac,
+                s->failed + s->timed_out, s->running, s->pending,
+                done == s->total ? "done" : "running");
     }
     if (st->n_sweeps == 0)
-        printf("(no sweep yet: kfleet submit FILE)\n");
+        fprintf(o, "(no sweep yet: kfleet submit FILE)\n");
 }
 
 static int cmd_status(int argc, char **argv, const char *home)
@@ -275,8 +291,25 @@ static int cmd_status(int argc, char **argv, const char *home)
     rc = 0;
     if (json)
         rc = print_json(rep->status);
-    else
-        print_table(rep->status);
+    else {
+        /* Agents' names, hosts and Python errors are theirs to write: the
+         * table goes out inert (common/text.h). */
+        char *text = NULL;
+        size_t tlen = 0;
+        FILE *mem = open_memstream(&text, &tlen);
+        if (!mem) {
+            fprintf(stderr, "kfleet status: out of memory\n");
+            rc = 1;
+        } else {
+            print_table(mem, rep->status);
+            fclose(mem);
+            kf_buf b = KF_BUF_INIT;
+            kf_text_inert_n(&b, text, tlen, KF_TEXT_BLOCK);
+            fwrite(b.data, 1, b.len, stdout);
+            kf_buf_release(&b);
+            free(text);
+        }
+    }
     kfleet__control_reply__free_unpacked(rep, NULL);
     return rc;
 }

@@ -1,5 +1,6 @@
 /* follow — a sweep's progress on the terminal; see follow.h. */
 #include "cli/follow.h"
+#include "common/text.h"
 #include "common/util.h"
 
 #include <stdio.h>
@@ -100,7 +101,12 @@ int kf_follow(kf_client *c, uint32_t sweep_id, const kf_follow_opts *opts,
         if ((rc = kf_client_call(c, &req, 10000, &rep, err)))
             break;
         Kfleet__SweepProgress p = *rep->progress;
-        snprintf(stall, sizeof stall, "%s", p.stall ? p.stall : "");
+        /* The reason is what agents said (their Python, a kernel's
+         * error): inert on the terminal. */
+        kf_buf sb = KF_BUF_INIT;
+        kf_text_inert(&sb, p.stall ? p.stall : "", KF_TEXT_LINE);
+        snprintf(stall, sizeof stall, "%s", sb.data);
+        kf_buf_release(&sb);
         p.name = NULL;
         p.stall = NULL;
         kfleet__control_reply__free_unpacked(rep, NULL);
@@ -151,20 +157,32 @@ int kf_follow(kf_client *c, uint32_t sweep_id, const kf_follow_opts *opts,
             if (!stall_since)
                 stall_since = now;
             double waited = (double)(now - stall_since) / 1e9;
-            if (opts && opts->stall_s > 0 && waited >= opts->stall_s) {
+            int all_said = opts && opts->agents_started && p.agents_up >= opts->agents_started;
+            if (all_said || (opts && opts->stall_s > 0 && waited >= opts->stall_s)) {
                 if (tty)
                     fputc('\n', stderr);
+                char when[64];
+                if (all_said)
+                    snprintf(when, sizeof when, "all %u agents are up and none can", p.agents_up);
+                else
+                    snprintf(when, sizeof when, "waited %.0f s", waited);
+                if (opts->embedded)
+                    return kf_err_set(err, KF_EUNAVAIL,
+                                      "nothing can run the %u pending tasks of sweep %u (%s): %s",
+                                      p.pending, sweep_id, when,
+                                      stall[0] ? stall : "no agent is able to take them");
                 return kf_err_set(err, KF_EUNAVAIL,
-                                  "nothing can run the %u pending tasks of sweep %u (waited %.0f "
-                                  "s): %s. The sweep stays queued: `kfleet status`, `kfleet "
-                                  "cancel %u`",
-                                  p.pending, sweep_id, waited,
+                                  "nothing can run the %u pending tasks of sweep %u (%s): %s. The "
+                                  "sweep stays queued: `kfleet status`, `kfleet cancel %u`",
+                                  p.pending, sweep_id, when,
                                   stall[0] ? stall : "no agent is able to take them", sweep_id);
             }
         } else {
             stall_since = 0;
         }
         if (interrupted && *interrupted) {
+            if (opts && opts->embedded)
+                return KF_ETIMEOUT; /* the caller says what becomes of the sweep */
             fprintf(stderr,
                     "\ndetached: sweep %u goes on (`kfleet status`, `kfleet report %u`; "
                     "`kfleet cancel %u` stops it)\n",

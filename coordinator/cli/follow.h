@@ -20,6 +20,13 @@ typedef struct kf_follow_opts {
      * none running and no agent able to take them for this long; 0: never. */
     double stall_s;
     int columns; /* the line's width on a tty; 0: the terminal's, else COLUMNS, else 80 */
+    /* `kfleet run`: the agents it started. Once that many are up and none
+     * of them can run a pending task (each said why at registration),
+     * waiting cannot help: KF_EUNAVAIL at once, not after stall_s. */
+    uint32_t agents_started;
+    /* The coordinator goes away with the follower (`kfleet run`): messages
+     * suggest no command that needs it (status, cancel). */
+    int embedded;
 } kf_follow_opts;
 
 /* Follows sweep_id until it ends (KF_OK, *final its last progress).

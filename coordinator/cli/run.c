@@ -4,6 +4,7 @@
 #include "cli/client.h"
 #include "cli/follow.h"
 #include "common/buf.h"
+#include "common/text.h"
 #include "daemon/coord.h"
 #include "common/inventory.h"
 #include "common/keys.h"
@@ -137,12 +138,37 @@ static void print_agent_tail(const char *path)
             ring[have++ % KEEP] = p;
         p = nl ? nl + 1 : NULL;
     }
+    /* An agent's log holds what its kernels said: inert on the terminal. */
+    kf_buf line = KF_BUF_INIT;
     fprintf(stderr, "  %s:\n", path);
-    if (!have && last)
-        fprintf(stderr, "    %s\n", last);
-    for (size_t i = have > KEEP ? have - KEEP : 0; i < have; i++)
-        fprintf(stderr, "    %s\n", ring[i % KEEP]);
+    for (size_t i = have > KEEP ? have - KEEP : 0; i < have || (!have && last); i++) {
+        kf_buf_reset(&line);
+        kf_text_inert(&line, have ? ring[i % KEEP] : last, KF_TEXT_LINE);
+        fprintf(stderr, "    %s\n", line.data);
+        if (!have)
+            break;
+    }
+    kf_buf_release(&line);
     kf_buf_release(&b);
+}
+
+/* Marks a sweep that `kfleet run` leaves unfinished as such in the store:
+ * its open tasks end cancelled with `why`, and the sweep is finished, so its
+ * report says what happened instead of "finished not yet" forever. */
+static void abandon(kf_client *cl, uint32_t sweep_id, const char *why)
+{
+    kf_err err;
+    char reason[600];
+    snprintf(reason, sizeof reason, "abandoned by kfleet run: %s", why);
+    Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
+    req.body_case = KFLEET__CONTROL_REQUEST__BODY_CANCEL;
+    req.cancel = sweep_id;
+    req.cancel_reason = reason;
+    Kfleet__ControlReply *rep = NULL;
+    if (kf_client_call(cl, &req, 10000, &rep, &err) == KF_OK)
+        kfleet__control_reply__free_unpacked(rep, NULL);
+    else if (err.code != KF_EEXIST)
+        fprintf(stderr, "kfleet run: cannot mark sweep %u abandoned: %s\n", sweep_id, err.msg);
 }
 
 static int local_gpus(const kf_paths *p)
@@ -300,8 +326,10 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
     sweep_id = rep->sweep_id;
     kfleet__control_reply__free_unpacked(rep, NULL);
     Kfleet__SweepProgress fin = KFLEET__SWEEP_PROGRESS__INIT;
-    kf_follow_opts fo = {.stall_s = o->stall_s};
+    kf_follow_opts fo = {.stall_s = o->stall_s, .agents_started = (uint32_t)nagents, .embedded = 1};
     int rc = kf_follow(cl, sweep_id, &fo, (volatile int *)stop, &fin, &err);
+    /* The coordinator stops with this run: the messages below suggest only
+     * what works without it (the report reads the store). */
     if (rc == KF_EUNAVAIL) {
         fprintf(stderr, "kfleet run: %s\nwhat the local agents said last:\n", err.msg);
         for (int i = 0; i < nagents; i++) {
@@ -310,11 +338,17 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
             print_agent_tail(lp);
         }
         fprintf(stderr, "the coordinator's log: %s\n", clog);
-    } else if (rc == KF_ETIMEOUT && stop && *stop) {
+        abandon(cl, sweep_id, "nothing could run its pending tasks");
         fprintf(stderr,
-                "kfleet run: interrupted; what finished is in the store (kfleet report "
-                "%u)\n",
-                sweep_id);
+                "kfleet run: stopped; sweep %u is marked abandoned in the store, with what "
+                "ran (kfleet report %u)\n",
+                sweep_id, sweep_id);
+    } else if (rc == KF_ETIMEOUT && stop && *stop) {
+        abandon(cl, sweep_id, "interrupted");
+        fprintf(stderr,
+                "kfleet run: interrupted; sweep %u is marked abandoned in the store, with what "
+                "finished (kfleet report %u)\n",
+                sweep_id, sweep_id);
     } else if (rc) {
         fprintf(stderr, "kfleet run: %s\n", err.msg);
     } else {

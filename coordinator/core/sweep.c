@@ -347,6 +347,9 @@ static void kernel_free(kf_sweep_kernel *k)
     for (size_t i = 0; i < k->next; i++)
         free(k->ext[i]);
     free(k->ext);
+    for (size_t i = 0; i < k->nfiles; i++)
+        free(k->files[i]);
+    free(k->files);
 }
 
 static int parse_kernels(ctx *c, const yaml_node_t *n, const kf_sweep_axis *top, size_t ntop,

@@ -59,6 +59,11 @@ typedef struct kf_sweep_kernel {
      * `extension = [...]` line names, beside the kernel (plain names). */
     char **ext;
     size_t next;
+    /* A Python kernel's own files (modules it imports, data it reads): the
+     * plain names its `files = [...]` line lists, beside the kernel. They
+     * travel with it, enter its hash, and sit beside it on the node. */
+    char **files;
+    size_t nfiles;
     kf_sweep_axis *axes;
     size_t naxes;
     char **flags;

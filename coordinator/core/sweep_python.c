@@ -4,11 +4,13 @@
  * packages it imports that nodes may lack (numpy, torch, triton, cupy),
  * so that its tasks go only to agents whose Python has them, and the
  * sources of the torch extension it brings (`extension = ["op.cpp",
- * "op_kernel.cu"]`), which the client uploads and the build task builds.
- * And its tolerances where they are literals (`tol_rel = 1e-5`,
- * `tol_abs = float("inf")`): a check that cannot fail (common/tolerance.h)
- * is refused here, at submit, with the line; other forms are left to the
- * runner, which refuses the same before the kernel runs. */
+ * "op_kernel.cu"]`), which the client uploads and the build task builds,
+ * and its own files (`files = ["helper.py", "table.npy"]`), which the
+ * client uploads with it and the node puts beside it. And its tolerances
+ * where they are literals (`tol_rel = 1e-5`, `tol_abs = float("inf")`): a
+ * check that cannot fail (common/tolerance.h) is refused here, at submit,
+ * with the line; other forms are left to the runner, which refuses the
+ * same before the kernel runs. */
 #include "common/buf.h"
 #include "common/limits.h"
 #include "common/tolerance.h"
@@ -196,21 +198,40 @@ static const char *ext_name_problem(const char *name, int first)
     return NULL;
 }
 
-/* `extension = ["a.cpp", "b.cu"]`, a literal list on a line of its own:
- * 1 with k->ext filled, 0 when the line is not about it, 2 when k->ext
+/* Why the kernel's own file `name` (files = [...]) is refused, or NULL: a
+ * plain name beside the kernel ("helper.py"), or a directory beside it
+ * written with a trailing slash ("mylib/"), none of the names the node
+ * gives files of its own. */
+static const char *file_name_problem(const char *name, int first)
+{
+    (void)first;
+    size_t n = strlen(name);
+    const char *slash = strchr(name, '/');
+    if (!n || name[0] == '.' || (slash && slash != name + n - 1) || n == 1)
+        return "is neither a file name beside the kernel (\"helper.py\") nor a directory "
+               "beside it (\"mylib/\")";
+    if (strcmp(name, "kf_kernel.h") == 0)
+        return "is the name of kfleet's ABI header";
+    return NULL;
+}
+
+/* `KEY = ["a", "b"]`, a literal list of quoted names on a line of its own:
+ * 1 with *names filled, 0 when the line is not about KEY, 2 when *names
  * was filled by an earlier line, -1 (why says what) when it is but cannot
- * be read. */
-static int extension_line(const char *p, size_t len, kf_sweep_kernel *k, char *why, size_t wlen)
+ * be read. `problem` refuses a name (first: it is the list's first). */
+static int list_line(const char *p, size_t len, const char *key, char ***names, size_t *n,
+                     const char *(*problem)(const char *name, int first), char *why, size_t wlen)
 {
     const char *end = p + len;
-    if (!(len > 9 && strncmp(p, "extension", 9) == 0 && (p[9] == ' ' || p[9] == '=')))
+    size_t klen = strlen(key);
+    if (!(len > klen && strncmp(p, key, klen) == 0 && (p[klen] == ' ' || p[klen] == '=')))
         return 0;
-    p += 9;
+    p += klen;
     while (p < end && *p == ' ')
         p++;
     if (p >= end || *p++ != '=')
         return 0; /* `extension.x`, `extension_dir = ...`: not this line */
-    if (k->next)
+    if (*n)
         return 2; /* a second one */
     while (p < end && *p == ' ')
         p++;
@@ -243,22 +264,22 @@ static int extension_line(const char *p, size_t len, kf_sweep_kernel *k, char *w
         memcpy(name, s, (size_t)(p - s));
         name[p - s] = '\0';
         p++;
-        const char *bad = ext_name_problem(name, k->next == 0);
+        const char *bad = problem(name, *n == 0);
         if (bad) {
             snprintf(why, wlen, "names '%.60s', which %s", name, bad);
             return -1;
         }
-        for (size_t i = 0; i < k->next; i++)
-            if (strcmp(k->ext[i], name) == 0) {
+        for (size_t i = 0; i < *n; i++)
+            if (strcmp((*names)[i], name) == 0) {
                 snprintf(why, wlen, "names '%.60s' twice", name);
                 return -1;
             }
-        if (k->next == KF_SWEEP_MAX_EXT) {
+        if (*n == KF_SWEEP_MAX_EXT) {
             snprintf(why, wlen, "names more than %d files", KF_SWEEP_MAX_EXT);
             return -1;
         }
-        k->ext = kf_xrealloc(k->ext, (k->next + 1) * sizeof *k->ext);
-        k->ext[k->next++] = kf_xstrdup(name);
+        *names = kf_xrealloc(*names, (*n + 1) * sizeof **names);
+        (*names)[(*n)++] = kf_xstrdup(name);
         while (p < end && (*p == ' ' || *p == '\t'))
             p++;
         if (p < end && *p == ',') {
@@ -277,11 +298,59 @@ static int extension_line(const char *p, size_t len, kf_sweep_kernel *k, char *w
         snprintf(why, wlen, "has more after the list");
         return -1;
     }
-    if (k->next == 0) {
+    if (*n == 0) {
         snprintf(why, wlen, "is an empty list");
         return -1;
     }
     return 1;
+}
+
+/* The kernel's own files are regular files beside it, none of them the
+ * kernel itself or a file of its extension; the first that is not is
+ * reported at `n` with the kernel's line. */
+static int check_own_files(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel *k, int line)
+{
+    const char *slash = strrchr(k->path, '/');
+    int dlen = slash ? (int)(slash - k->path) : 0;
+    for (size_t i = 0; i < k->nfiles; i++) {
+        char path[4096];
+        struct stat st;
+        snprintf(path, sizeof path, "%.*s/%s", dlen, k->path, k->files[i]);
+        if (strcmp(k->files[i], slash ? slash + 1 : k->path) == 0)
+            return kf_yaml_fail(&c->y, n, "%s:%d: files lists the kernel itself (%s)", k->path,
+                                line, k->files[i]);
+        for (size_t e = 0; e < k->next; e++)
+            if (strcmp(k->files[i], k->ext[e]) == 0)
+                return kf_yaml_fail(&c->y, n,
+                                    "%s:%d: %s is in both files and extension; list it once",
+                                    k->path, line, k->files[i]);
+        size_t fl = strlen(k->files[i]);
+        int want_dir = k->files[i][fl - 1] == '/';
+        if (want_dir && (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)))
+            return kf_yaml_fail(&c->y, n,
+                                "%s:%d: %s (files = [...]) is not a directory beside the kernel "
+                                "(%s)",
+                                k->path, line, k->files[i], path);
+        if (want_dir)
+            continue;
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+            return kf_yaml_fail(&c->y, n,
+                                "%s:%d: file %s (files = [...]) is not a regular file beside "
+                                "the kernel (%s)",
+                                k->path, line, k->files[i], path);
+        /* What its modules import, the kernel needs. */
+        kf_buf b = KF_BUF_INIT;
+        char why[160];
+        if (fl > 3 && strcmp(k->files[i] + fl - 3, ".py") == 0 &&
+            kf_buf_read_file_max(&b, path, KF_MAX_SOURCE_FILE, why, sizeof why) == KF_OK)
+            for (const char *p = b.data; p && p < b.data + b.len;) {
+                const char *end = memchr(p, '\n', (size_t)(b.data + b.len - p));
+                k->py_needs |= line_imports(p, end ? end : b.data + b.len);
+                p = end ? end + 1 : NULL;
+            }
+        kf_buf_release(&b);
+    }
+    return KF_OK;
 }
 
 /* Each extension file is a regular file beside the kernel; the first
@@ -319,7 +388,7 @@ int kf_sweep_python_scan(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel 
         kf_buf_release(&b);
         return kf_yaml_fail(&c->y, n, "kernel source %s: %s", k->path, why);
     }
-    int line = 0, ext_line = 0, rc = KF_OK, tol_line[2] = {0, 0};
+    int line = 0, ext_line = 0, files_line = 0, rc = KF_OK, tol_line[2] = {0, 0};
     double tol[2] = {0, 0};
     k->py_needs = 0;
     for (const char *p = b.data; p && p < b.data + b.len && rc == KF_OK;) {
@@ -340,7 +409,24 @@ int kf_sweep_python_scan(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel 
             tol_line[which] = line;
         }
         char ewhy[200];
-        int e = rc == KF_OK ? extension_line(p, len, k, ewhy, sizeof ewhy) : 0;
+        int f = rc == KF_OK ? list_line(p, len, "files", &k->files, &k->nfiles, file_name_problem,
+                                        ewhy, sizeof ewhy)
+                            : 0;
+        if (f == 2)
+            rc = kf_yaml_fail(&c->y, n, "%s:%d: a second files line (the first is line %d)",
+                              k->path, line, files_line);
+        else if (f > 0)
+            files_line = line;
+        else if (f < 0)
+            rc = kf_yaml_fail(&c->y, n,
+                              "%s:%d: the files line %s; write files = [\"helper.py\", "
+                              "\"table.npy\", \"mylib/\"], a literal on a line of its own "
+                              "naming files and directories beside the kernel "
+                              "(docs/python-kernels.md)",
+                              k->path, line, ewhy);
+        int e = rc == KF_OK ? list_line(p, len, "extension", &k->ext, &k->next, ext_name_problem,
+                                        ewhy, sizeof ewhy)
+                            : 0;
         if (e == 2)
             rc = kf_yaml_fail(&c->y, n, "%s:%d: a second extension line (the first is line %d)",
                               k->path, line, ext_line);
@@ -367,5 +453,7 @@ int kf_sweep_python_scan(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel 
         k->py_needs |= package_bit("torch", 5); /* an extension is built and loaded by torch */
         rc = check_ext_files(c, n, k, ext_line);
     }
+    if (rc == KF_OK && files_line)
+        rc = check_own_files(c, n, k, files_line);
     return rc;
 }

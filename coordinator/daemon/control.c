@@ -70,7 +70,7 @@ static void able_agents(kf_coord *c, const ksweep *sw, Kfleet__SweepProgress *p,
 {
     size_t nk = sw->rec->n_kernels;
     unsigned char *able = kf_xcalloc(nk ? nk : 1, 1); /* kernel k: some agent up can run it */
-    size_t known = 0, lost = 0, revoked = 0;
+    size_t known = 0, lost = 0, revoked = 0, stopped = 0;
     const kagent *last_lost = NULL;
     for (size_t i = 0; i < c->nagents; i++) {
         const kagent *a = c->agents[i];
@@ -78,7 +78,8 @@ static void able_agents(kf_coord *c, const ksweep *sw, Kfleet__SweepProgress *p,
             continue;
         known++;
         if (a->lost || a->revoked) {
-            lost += a->lost;
+            stopped += a->lost && a->stopped;
+            lost += a->lost && !a->stopped;
             revoked += a->revoked;
             if (!last_lost || a->last_seen_mono > last_lost->last_seen_mono)
                 last_lost = a;
@@ -127,9 +128,9 @@ static void able_agents(kf_coord *c, const ksweep *sw, Kfleet__SweepProgress *p,
                  c->agent_endpoint);
     else if (p->agents_up == 0)
         snprintf(why, why_len,
-                 "all %zu agents are gone (%zu lost, %zu revoked; the last heard from: %s, %.0f s "
-                 "ago)",
-                 known, lost, revoked, last_lost ? last_lost->id : "?",
+                 "all %zu agents are gone (%zu lost, %zu revoked, %zu stopped; the last heard "
+                 "from: %s, %.0f s ago)",
+                 known, lost, revoked, stopped, last_lost ? last_lost->id : "?",
                  last_lost ? (double)(kf_mono_ns() - last_lost->last_seen_mono) / 1e9 : 0.0);
     else if (stuck && (stuck->python || stuck->cuda) &&
              sched_kernel_unrunnable(c, stuck, NULL, 0, why, why_len))
@@ -413,6 +414,8 @@ static void handle_status(kf_coord *c, const void *peer, size_t peer_len)
         if (!a->info)
             continue;
         a->info->lost = a->lost;
+        a->info->stopped = a->lost && a->stopped;
+        a->info->revoked = a->revoked;
         a->info->last_seen_ns = now - (now_mono - a->last_seen_mono);
         agents[st.n_agents++] = a->info;
     }
@@ -466,7 +469,8 @@ static void handle_progress(kf_coord *c, const void *peer, size_t peer_len, uint
     reply(c, peer, peer_len, &rep);
 }
 
-static void handle_cancel(kf_coord *c, const void *peer, size_t peer_len, uint32_t id)
+static void handle_cancel(kf_coord *c, const void *peer, size_t peer_len, uint32_t id,
+                          const char *reason)
 {
     ksweep *sw = sched_sweep(c, id);
     if (!sw) {
@@ -484,7 +488,7 @@ static void handle_cancel(kf_coord *c, const void *peer, size_t peer_len, uint32
         reply_error(c, peer, peer_len, known ? KF_EEXIST : KF_ENOTFOUND, msg);
         return;
     }
-    sched_cancel_sweep(c, sw, "cancelled by the user");
+    sched_cancel_sweep(c, sw, reason && *reason ? reason : "cancelled by the user");
     Kfleet__SweepProgress p = KFLEET__SWEEP_PROGRESS__INIT;
     char name[128];
     sweep_progress(c, id, &p, name, sizeof name, NULL, 0);
@@ -701,7 +705,7 @@ void control_handle(kf_coord *c, const void *peer, size_t peer_len, const void *
         handle_progress(c, peer, peer_len, req->progress);
         break;
     case KFLEET__CONTROL_REQUEST__BODY_CANCEL:
-        handle_cancel(c, peer, peer_len, req->cancel);
+        handle_cancel(c, peer, peer_len, req->cancel, req->cancel_reason);
         break;
     case KFLEET__CONTROL_REQUEST__BODY_SHUTDOWN: {
         Kfleet__ControlReply rep = KFLEET__CONTROL_REPLY__INIT;

@@ -81,6 +81,7 @@ typedef struct kagent {
     uint64_t last_seen_mono;
     char key[41];     /* the Curve key its id is bound to (AgentInfo.key) */
     int revoked;      /* its key left the allow list: lost at the next check */
+    int stopped;      /* lost because it said goodbye (it stopped), not silent */
     uint64_t refused; /* its frames refused for want of the right to send them */
     uint32_t gpu_slots, cpu_slots, cpu_used;
     uint8_t gpu_busy[KF_MAX_SLOTS];

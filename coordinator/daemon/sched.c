@@ -616,10 +616,13 @@ void sched_agent_lost(kf_coord *c, kagent *a, const char *why)
 {
     uint64_t silent = kf_mono_ns() - a->last_seen_mono;
     a->lost = 1;
-    kf_warn("agent.lost", "agent=%s silent_s=%.1f running=%zu why=\"%s\"", a->id,
-            (double)silent / 1e9, a->nrunning, why);
+    /* An agent that said goodbye stopped as asked: not a warning. */
+    kf_log(a->stopped ? KF_LOG_INFO : KF_LOG_WARN, a->stopped ? "agent.stopped" : "agent.lost",
+           "agent=%s silent_s=%.1f running=%zu why=\"%s\"", a->id, (double)silent / 1e9,
+           a->nrunning, why);
     if (a->info) {
         a->info->lost = 1;
+        a->info->stopped = a->stopped;
         a->info->last_seen_ns = kf_now_ns() - silent;
         kf_txn *txn;
         if (coord_txn(c, &txn) == KF_OK)

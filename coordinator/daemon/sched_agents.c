@@ -39,8 +39,10 @@ static kagent *known_agent(kf_coord *c, const kf_peer *peer)
     a->last_seen_mono = kf_mono_ns();
     if (a->lost) {
         a->lost = 0;
+        a->stopped = 0;
         if (a->info) {
             a->info->lost = 0;
+            a->info->stopped = 0;
             kf_txn *txn;
             if (coord_txn(c, &txn) == KF_OK)
                 kf_store_put_agent(txn, a->info);
@@ -196,8 +198,10 @@ static int on_register(void *ctx, const kf_peer *peer, const Kfleet__Envelope *e
     a->info->registered_at_ns = kf_now_ns();
     a->info->last_seen_ns = a->info->registered_at_ns;
     a->info->lost = 0;
+    a->info->stopped = 0;
     a->registered = 1;
     a->lost = 0;
+    a->stopped = 0;
     a->revoked = 0; /* its key passed the allow list on this very frame */
     memcpy(a->route, peer->id, peer->id_len);
     a->route_len = peer->id_len;
@@ -468,7 +472,26 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
     return KF_OK;
 }
 
+/* An agent on its way out: gone now, as stopped (what it held is requeued
+ * at once instead of after the heartbeat timeout). */
+static int on_goodbye(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env)
+{
+    kf_coord *c = ctx;
+    kagent *a = known_agent(c, peer);
+    if (!a || a->lost)
+        return KF_OK;
+    char why[320];
+    snprintf(why, sizeof why, "agent %s stopped (%.200s)", a->id,
+             env->goodbye->reason && *env->goodbye->reason ? env->goodbye->reason
+                                                           : "it said goodbye");
+    a->stopped = 1;
+    sched_agent_lost(c, a, why);
+    c->dispatch_needed = 1;
+    return KF_OK;
+}
+
 const kf_wire_handler kf_sched_handlers[KF_WIRE_BODY_MAX] = {
+    [KFLEET__ENVELOPE__BODY_GOODBYE] = on_goodbye,
     [KFLEET__ENVELOPE__BODY_REGISTER] = on_register,
     [KFLEET__ENVELOPE__BODY_HEARTBEAT] = on_heartbeat,
     [KFLEET__ENVELOPE__BODY_PROGRESS] = on_progress,

@@ -104,6 +104,8 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     spec.python = k->python;
     spec.n_extension = k->n_extension;
     spec.extension = k->extension;
+    spec.n_files = k->n_files;
+    spec.files = k->files;
     Kfleet__TaskAssign ta = KFLEET__TASK_ASSIGN__INIT;
     ta.task_id = t->rec->task_id;
     ta.attempt = t->rec->attempts;
@@ -219,17 +221,13 @@ static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
                 return t;
             }
             if (b && kf_state_terminal(b->state)) {
-                char msg[1200];
-                /* The first lines of the compiler's complaint, not just
-                 * its "compile failed:" header. */
-                snprintf(msg, sizeof msg, "the build of %s failed on agent %s: %.1000s",
+                char msg[2300];
+                /* The compiler's complaint whole (up to 2 KiB), not just
+                 * its "compile failed:" header: a syntax error's caret and
+                 * message are its last lines. */
+                snprintf(msg, sizeof msg, "the build of %s failed on agent %s: %.2048s",
                          sw->rec->kernels[t->rec->kernel_index]->name, a->id,
                          b->error ? b->error : "build did not succeed");
-                char *cut = msg;
-                for (int l = 0; l < 4 && cut; l++)
-                    cut = strchr(cut + 1, '\n');
-                if (cut)
-                    *cut = '\0';
                 sched_set_str(&t->rec->agent_id, a->id);
                 sched_finish(c, sw, t, KFLEET__TASK_STATE__FAILED, msg);
                 if (sched_terminal_count(sw) == sw->ntasks) {

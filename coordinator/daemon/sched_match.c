@@ -115,6 +115,7 @@ int sched_kernel_unrunnable(const kf_coord *c, const Kfleet__KernelRef *k, kagen
         snprintf(why + n, why_len - (size_t)n,
                  ". Install what it imports in that Python (pip install ...), point KF_PYTHON "
                  "at an interpreter that has it before starting the agent, or launch an agent "
-                 "on a node that has it");
+                 "on a node that has it. A running agent reads its Python once, when it "
+                 "starts: restart it after installing");
     return 1;
 }

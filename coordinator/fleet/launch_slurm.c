@@ -21,6 +21,15 @@
  * wait is over are reported as pending with Slurm's reason (the launch has
  * done its part: Slurm starts them when it can, and they register then).
  *
+ * A launch that fails after it started something stops what it started:
+ * the jobs it submitted (scancel) and the relay, when this launch started
+ * it (one a live fleet already used is kept).
+ *
+ * The preflight is of the login node, Python included, and says so; the
+ * job agents use the compute nodes' Python (KF_PYTHON through sbatch
+ * --export), which each reports when it registers: the launch line names
+ * it per agent.
+ *
  * Teardown cancels the jobs by name (SIGTERM: the agents drain), waits for
  * them to leave the queue, stops the relay and, with --purge, removes the
  * work dir. */
@@ -128,6 +137,21 @@ static const char teardown_script[] =
     "rm -f relay.pid\n"
     "if [ \"$3\" = purge ]; then cd / && rm -rf \"$1\" && echo purged; fi\n";
 
+/* $1 work dir, $2 "relay" to stop the relay this launch started (else ""),
+ * then the ids of the jobs this launch submitted: what a failed launch
+ * stops. */
+static const char undo_script[] =
+    "set -u\ncd \"$1\" || exit 0\nrelay=$2\nshift 2\n"
+    "if [ $# -gt 0 ]; then scancel \"$@\" && echo \"cancelled $*\"; fi\n"
+    "if [ \"$relay\" = relay ]; then\n"
+    "  pid=$(cat relay.pid 2>/dev/null || true)\n"
+    "  if [ -n \"$pid\" ] && tr '\\0' ' ' </proc/\"$pid\"/cmdline 2>/dev/null | grep -q "
+    "'kfleet relay'; then kill -TERM \"$pid\"; echo relay stopped; fi\n"
+    "  rm -f relay.pid\n"
+    "fi\n";
+
+static void undo_launch(job *j, kf_ssh *s, int relay, char (*mine)[32], int nmine);
+
 static int nodes_of(const job *j)
 {
     return j->h->slurm ? j->h->slurm->nodes : 1;
@@ -151,7 +175,31 @@ static int poll_jobs(job *j, kf_ssh *s, kf_slurm_job **jobs, size_t *n, kf_err *
 }
 
 /* Which of the node indexes' agents have registered with their job's id. */
-static int count_registered(job *j, void *cl, char (*ids)[32], int *reg, kf_err *err)
+/* What a registered job agent found of its Python: the Python its Python
+ * kernels will run in (the compute node's, or KF_PYTHON's), which the
+ * login node's preflight cannot see. */
+static void python_of(const Kfleet__PythonFacts *py, char *out, size_t len)
+{
+    if (!py || !py->version || !py->version[0]) {
+        snprintf(out, len, "no Python for Python kernels: %.150s",
+                 py && py->error && py->error[0] ? py->error : "none found");
+        return;
+    }
+    const char *name[] = {"numpy", "torch", "triton", "cupy"};
+    const char *ver[] = {py->numpy, py->torch, py->triton, py->cupy};
+    size_t off = (size_t)snprintf(out, len, "python %s", py->version);
+    const char *sep = " (";
+    for (size_t i = 0; i < 4 && off < len; i++)
+        if (ver[i] && ver[i][0]) {
+            off += (size_t)snprintf(out + off, len - off, "%s%s %s", sep, name[i], ver[i]);
+            sep = ", ";
+        }
+    if (off < len)
+        snprintf(out + off, len - off, "%s", *sep == ',' ? ")" : "");
+}
+
+static int count_registered(job *j, void *cl, char (*ids)[32], int *reg, char (*py)[200],
+                            kf_err *err)
 {
     Kfleet__ControlReply *rep = NULL;
     int rc = launch_ctl_status(j, cl, &rep, err);
@@ -165,8 +213,10 @@ static int count_registered(job *j, void *cl, char (*ids)[32], int *reg, kf_err 
         for (size_t a = 0; rep->status && a < rep->status->n_agents; a++) {
             const Kfleet__AgentInfo *ai = rep->status->agents[a];
             if (strcmp(ai->agent_id, want) == 0 && !ai->lost && ai->slurm_job_id &&
-                strcmp(ai->slurm_job_id, ids[i]) == 0)
+                strcmp(ai->slurm_job_id, ids[i]) == 0) {
                 reg[i] = 1;
+                python_of(ai->python, py[i], sizeof py[i]);
+            }
         }
         k += reg[i];
     }
@@ -189,6 +239,7 @@ static int wait_agents(job *j, kf_ssh *s, void *cl, char (*ids)[32], kf_buf *msg
     const kf_launch_opts *o = j->o;
     int n = nodes_of(j);
     int *reg = kf_xcalloc((size_t)n, sizeof *reg);
+    char(*py)[200] = kf_xcalloc((size_t)n, sizeof *py);
     kf_slurm_job *jobs = NULL;
     size_t njobs = 0;
     double limit = o->register_timeout_s > 0 ? o->register_timeout_s : 60;
@@ -199,7 +250,7 @@ static int wait_agents(job *j, kf_ssh *s, void *cl, char (*ids)[32], kf_buf *msg
             rc = kf_err_set(err, KF_EUNAVAIL, "the coordinator is shutting down");
             break;
         }
-        if ((k = count_registered(j, cl, ids, reg, err)) < 0) {
+        if ((k = count_registered(j, cl, ids, reg, py, err)) < 0) {
             rc = -k;
             break;
         }
@@ -239,8 +290,8 @@ static int wait_agents(job *j, kf_ssh *s, void *cl, char (*ids)[32], kf_buf *msg
         agent_name(j, i, name, sizeof name);
         const kf_slurm_job *sj = find_job(jobs, njobs, ids[i]);
         if (reg[i]) {
-            kf_buf_addf(msg, "%s%s job %s%s%s", i ? ", " : "", name, ids[i],
-                        sj && sj->node[0] ? " on " : "", sj && sj->node[0] ? sj->node : "");
+            kf_buf_addf(msg, "%s%s job %s%s%s, %s", i ? ", " : "", name, ids[i],
+                        sj && sj->node[0] ? " on " : "", sj && sj->node[0] ? sj->node : "", py[i]);
         } else if (sj && strcmp(sj->state, "PENDING") == 0) {
             kf_buf_addf(msg, "%s%s job %s PENDING (%s)", i ? ", " : "", name, ids[i], sj->reason);
         } else {
@@ -253,6 +304,7 @@ static int wait_agents(job *j, kf_ssh *s, void *cl, char (*ids)[32], kf_buf *msg
         }
     }
     kf_slurm_free(&jobs, &njobs);
+    free(py);
     free(reg);
     return rc;
 }
@@ -328,6 +380,8 @@ void launch_slurm_host(job *j)
     kf_buf out = KF_BUF_INIT, msg = KF_BUF_INIT;
     char(*ids)[32] = kf_xcalloc((size_t)n, sizeof *ids);
     char login[256] = "", ep[300] = "", via[400] = "";
+    int relay_started = 0, submitted = 0, nmine = 0;
+    char(*mine)[32] = kf_xcalloc((size_t)n, sizeof *mine); /* jobs this launch submitted */
 
     int rc = launch_connect_phase(j, &s, &err);
     if (rc)
@@ -348,6 +402,12 @@ void launch_slurm_host(job *j)
     }
     launch_trim(out.data);
     snprintf(login, sizeof login, "%s", sl->relay_host ? sl->relay_host : out.data);
+    {
+        /* What preflight saw is the login node, its Python too: said so. */
+        char pre[sizeof r->summary];
+        snprintf(pre, sizeof pre, "login node: %s", r->summary);
+        snprintf(r->summary, sizeof r->summary, "%s", pre);
+    }
 
     t = kf_mono_ns();
     rc = launch_upload(j, s, &r->uploaded, &r->used_scp, &err);
@@ -396,6 +456,7 @@ void launch_slurm_host(job *j)
         if (rc == KF_OK && (sscanf(out.data, "%15s %d", word, &rport) != 2 || rport <= 0))
             rc = kf_err_set(&err, KF_EIO, "unexpected reply from the relay script: '%.100s'",
                             out.data);
+        relay_started = rc == KF_OK && strcmp(word, "started") == 0;
         r->t[KF_PHASE_TUNNEL] = launch_since(t);
         if (rc) {
             kf_launch_fail(r, KF_PHASE_TUNNEL, rc, err.msg);
@@ -432,7 +493,12 @@ void launch_slurm_host(job *j)
                                     "submitting the jobs failed", &err);
         kf_buf_release(&todo);
     }
-    int submitted = 0;
+    /* Whatever the script's exit, the jobs it did submit are this launch's. */
+    for (const char *p = out.data; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        int i;
+        if (nmine < n && sscanf(p, "submitted %d %31s", &i, mine[nmine]) == 2)
+            nmine++;
+    }
     if (rc == KF_OK)
         rc = read_ids(j, out.data, ids, &submitted, &err);
     r->t[KF_PHASE_START] = launch_since(t);
@@ -449,17 +515,47 @@ void launch_slurm_host(job *j)
         kf_launch_fail(r, KF_PHASE_REGISTER, rc, err.msg);
         goto out;
     }
-    snprintf(r->msg, sizeof r->msg, "%d job%s submitted, %d already queued: %s; %s, %s — %s",
+    snprintf(r->msg, sizeof r->msg,
+             "%d job%s submitted, %d already queued: %s; %s, %s — %s (the jobs' Python is "
+             "each agent's, above)",
              submitted, submitted == 1 ? "" : "s", n - submitted, msg.data,
              r->uploaded ? (r->used_scp ? "bundle sent (scp)" : "bundle sent (sftp)")
                          : "bundle unchanged",
              via, r->summary);
 out:
+    if (rc && s && (relay_started || nmine))
+        undo_launch(j, s, relay_started, mine, nmine);
+    free(mine);
     launch_ctl_close(&cl);
     kf_ssh_close(&s);
     kf_buf_release(&out);
     kf_buf_release(&msg);
     free(ids);
+}
+
+/* A failed launch stops the jobs it submitted and the relay it started,
+ * and says so in the host's message. */
+static void undo_launch(job *j, kf_ssh *s, int relay, char (*mine)[32], int nmine)
+{
+    const char **args = kf_xcalloc((size_t)nmine + 2, sizeof *args);
+    size_t na = 0;
+    args[na++] = relay ? "relay" : "";
+    for (int i = 0; i < nmine; i++)
+        args[na++] = mine[i];
+    kf_buf out = KF_BUF_INIT;
+    kf_err err;
+    int rc =
+        launch_run_checked(j, s, undo_script, args, na, &out, "undoing the launch failed", &err);
+    launch_trim(out.data);
+    size_t l = strlen(j->r->msg);
+    snprintf(j->r->msg + l, sizeof j->r->msg - l, "; %s%s",
+             rc == KF_OK ? "what this launch started is stopped: " : "",
+             rc == KF_OK ? (out.len ? out.data : "nothing") : err.msg);
+    for (char *p = j->r->msg + l; *p; p++)
+        if (*p == '\n')
+            *p = ',';
+    kf_buf_release(&out);
+    free(args);
 }
 
 void launch_slurm_teardown(job *j)

@@ -1,6 +1,7 @@
 /* compare — two sweeps side by side, correctness first; see compare.h for
  * the rules. */
 #include "report/compare.h"
+#include "common/text.h"
 #include "common/xalloc.h"
 #include "report/report.h"
 
@@ -312,19 +313,29 @@ static void side_state(const cfg *c, char *out, size_t len)
         snprintf(out, len, "FAIL");
 }
 
+/* s made inert for the table (common/text.h): kernel names and errors come
+ * from kernels, node names from agents. Valid until *b is used again. */
+static const char *inert(kf_buf *b, const char *s, int md)
+{
+    kf_buf_reset(b);
+    kf_text_inert(b, s, md ? KF_TEXT_MD : KF_TEXT_LINE);
+    return b->data;
+}
+
 static void render_text(const side *a, const side *b, const pair *p, size_t np,
                         const kf_compare_result *res, double threshold, int md, kf_buf *out)
 {
+    kf_buf e[5] = {KF_BUF_INIT, KF_BUF_INIT, KF_BUF_INIT, KF_BUF_INIT, KF_BUF_INIT};
     if (md)
         kf_buf_addf(out,
                     "## compare: sweep %u (%s) → sweep %u (%s)\n\nregression threshold "
                     "%.1f%%\n\n| kernel | params | node A | node B | A | B | A median | B "
                     "median | change | noise | verdict |\n| --- | --- | --- | --- | --- | "
                     "--- | ---: | ---: | ---: | ---: | --- |\n",
-                    a->id, a->name ? a->name : "", b->id, b->name ? b->name : "", threshold);
+                    a->id, inert(&e[0], a->name, md), b->id, inert(&e[1], b->name, md), threshold);
     else
         kf_buf_addf(out, "compare: sweep %u (%s) -> sweep %u (%s), regression threshold %.1f%%\n\n",
-                    a->id, a->name ? a->name : "", b->id, b->name ? b->name : "", threshold);
+                    a->id, inert(&e[0], a->name, 0), b->id, inert(&e[1], b->name, 0), threshold);
     int wk = 6, wp = 6, wa = 6, wb = 6;
     for (size_t i = 0; i < np; i++) {
         const cfg *c = any_of(&p[i]);
@@ -364,18 +375,20 @@ static void render_text(const side *a, const side *b, const pair *p, size_t np,
                 if (md)
                     kf_buf_addf(out,
                                 "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%s%s%s |\n",
-                                c->kernel, c->params, p[i].a ? p[i].a->node : "-",
-                                p[i].b ? p[i].b->node : "-", sa, sb, ma, mb, ch, bd,
-                                p[i].regression ? "**REGRESSION** " : "", outcome_name[o],
-                                *why ? ": " : "", why);
+                                inert(&e[0], c->kernel, 1), inert(&e[1], c->params, 1),
+                                inert(&e[2], p[i].a ? p[i].a->node : "-", 1),
+                                inert(&e[3], p[i].b ? p[i].b->node : "-", 1), sa, sb, ma, mb, ch,
+                                bd, p[i].regression ? "**REGRESSION** " : "", outcome_name[o],
+                                *why ? ": " : "", inert(&e[4], why, 1));
                 else
                     kf_buf_addf(
                         out,
                         "  %-*s  %-*s  %-*s  %-*s  %-7s  %-7s  %12s  %12s  %9s  %8s  %s%s%s%s\n",
-                        wk, c->kernel, wp, c->params, wa, p[i].a ? p[i].a->node : "-", wb,
-                        p[i].b ? p[i].b->node : "-", sa, sb, ma, mb, ch, bd,
+                        wk, inert(&e[0], c->kernel, 0), wp, inert(&e[1], c->params, 0), wa,
+                        inert(&e[2], p[i].a ? p[i].a->node : "-", 0), wb,
+                        inert(&e[3], p[i].b ? p[i].b->node : "-", 0), sa, sb, ma, mb, ch, bd,
                         p[i].regression ? "REGRESSION " : "", outcome_name[o], *why ? ": " : "",
-                        why);
+                        inert(&e[4], why, 0));
             }
         }
     kf_buf_addf(out,
@@ -386,6 +399,8 @@ static void render_text(const side *a, const side *b, const pair *p, size_t np,
                 np, res->broken, res->slower, res->impossible, res->changed, res->both_failing,
                 res->fixed, res->faster, res->same, res->only_b, res->pending, res->regressions,
                 res->regressions == 1 ? "" : "s", threshold);
+    for (int i = 0; i < 5; i++)
+        kf_buf_release(&e[i]);
 }
 
 static json_t *jcfg(const cfg *c)

@@ -1,6 +1,7 @@
 /* report_page — what the HTML page (report_html.c) and its charts
  * (report_svg.c) share; see report_page.h. */
 #include "report/report_page.h"
+#include "common/text.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -113,27 +114,7 @@ void kf_rep_params_str(const json_t *rows, const json_t *row, int which, char *o
 
 void kf_rep_esc(kf_buf *b, const char *s)
 {
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '&':
-            kf_buf_adds(b, "&amp;");
-            break;
-        case '<':
-            kf_buf_adds(b, "&lt;");
-            break;
-        case '>':
-            kf_buf_adds(b, "&gt;");
-            break;
-        case '"':
-            kf_buf_adds(b, "&quot;");
-            break;
-        case '\'':
-            kf_buf_adds(b, "&#39;");
-            break;
-        default:
-            kf_buf_addc(b, *s);
-        }
-    }
+    kf_text_inert(b, s, KF_TEXT_HTML);
 }
 
 void kf_rep_escf(kf_buf *b, const char *fmt, ...)

@@ -3,17 +3,51 @@
  * through one grid renderer, so the two cannot show different cells.
  *
  * Sections: the header (sweep, task counts, schedule, nodes, baseline), the
- * results grid, --provenance, the builds grid and the failures with the
- * first lines of their errors (the whole error is in the JSON). Columns that
- * would be all dashes (speedup without a baseline, %ceiling without a
- * measured ceiling) are left out. */
+ * results grid, --provenance, the builds grid and the failures with their
+ * whole errors (up to ERR_LINES lines each, then where the rest is). Columns
+ * that would be all dashes (speedup without a baseline, %ceiling without a
+ * measured ceiling) are left out.
+ *
+ * Every string that a kernel, an agent or a sweep file wrote goes through
+ * kf_text_inert (common/text.h) on its way out: escaped for the terminal in
+ * the table, for Markdown in md, so an error full of ESC sequences, `|` or
+ * `<script>` shows as text and cannot rewrite the screen or the page. */
 #include "report/report_text.h"
+#include "common/text.h"
 #include "common/xalloc.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+/* How much of each error the failures section shows: a Python traceback of
+ * a few frames and a compiler's first errors fit; a runaway recursion does
+ * not need to. */
+enum { ERR_LINES = 40, ERR_LINE_BYTES = 400 };
+
+/* The escaper of one rendering: E(e, s) is s made inert for this format,
+ * valid until the ring comes round (8 calls), enough for one line's
+ * arguments. */
+typedef struct esc {
+    int md;
+    kf_buf ring[8];
+    unsigned next;
+} esc;
+
+static const char *E_n(esc *e, const char *s, size_t n)
+{
+    kf_buf *b = &e->ring[e->next++ % 8];
+    kf_buf_reset(b);
+    kf_text_inert_n(b, s ? s : "", s ? n : 0, e->md ? KF_TEXT_MD : KF_TEXT_LINE);
+    return b->data;
+}
+
+static const char *E(esc *e, const char *s)
+{
+    return E_n(e, s, s ? strlen(s) : 0);
+}
 
 static const char *state_text(int st)
 {
@@ -46,6 +80,43 @@ static void first_line(const char *s, char *out, size_t len, size_t max)
     }
     memcpy(out, s, n);
     strcpy(out + n, cut ? "..." : "");
+}
+
+/* The line of an error that says what it is, for a table cell: its first
+ * line, and when that line only announces what follows ("the kernel does
+ * not compile in Python 3.11.2:"), the line that names the error: the
+ * first one saying "error" (a compiler's "x.cu:3: error: ...", Python's
+ * "SyntaxError: '{' was never closed"), else the last one. */
+static void headline(const char *s, char *out, size_t len, size_t max)
+{
+    s = kf_rep_nz(s);
+    size_t n = strcspn(s, "\r\n");
+    while (n > 0 && s[n - 1] == ' ')
+        n--;
+    if (n == 0 || s[n - 1] != ':' || !s[strcspn(s, "\r\n")]) {
+        first_line(s, out, len, max);
+        return;
+    }
+    const char *last = NULL, *named = NULL;
+    for (const char *p = s + strcspn(s, "\r\n"); *p && !named;) {
+        p += strspn(p, "\r\n");
+        const char *t = p + strspn(p, " \t");
+        size_t l = strcspn(t, "\r\n");
+        for (size_t i = 0; i + 5 <= l && !named; i++)
+            if (strncasecmp(t + i, "error", 5) == 0)
+                named = t;
+        if (l)
+            last = t;
+        p = t + l;
+    }
+    const char *pick = named ? named : last;
+    if (!pick) {
+        first_line(s, out, len, max);
+        return;
+    }
+    char joined[1024];
+    snprintf(joined, sizeof joined, "%.*s %.*s", (int)n, s, (int)strcspn(pick, "\r\n"), pick);
+    first_line(joined, out, len, max);
 }
 
 static int display_width(const char *s)
@@ -110,16 +181,15 @@ typedef struct grid {
 static void md_cell(kf_buf *out, const char *s)
 {
     kf_buf_addc(out, ' ');
-    for (; *s; s++) {
-        if (*s == '|')
-            kf_buf_addc(out, '\\');
-        kf_buf_addc(out, *s);
-    }
+    kf_buf_adds(out, s);
     kf_buf_adds(out, " |");
 }
 
-static void grid_render(const grid *g, int md, int color, kf_buf *out)
+/* Cells are escaped here, the one place they are written: what a kernel
+ * put in one (an error, a name) cannot end the row or move the cursor. */
+static void grid_render(const grid *g, esc *e, int color, kf_buf *out)
 {
+    int md = e->md;
     if (md) {
         kf_buf_addc(out, '|');
         for (int c = 0; c < g->ncols; c++)
@@ -134,7 +204,7 @@ static void grid_render(const grid *g, int md, int color, kf_buf *out)
             kf_buf_addc(out, '|');
             for (int c = 0; c < g->ncols; c++)
                 if (!(g->hide >> c & 1))
-                    md_cell(out, g->cells[i * (size_t)g->ncols + (size_t)c]);
+                    md_cell(out, E(e, g->cells[i * (size_t)g->ncols + (size_t)c]));
             kf_buf_addc(out, '\n');
         }
         return;
@@ -143,7 +213,7 @@ static void grid_render(const grid *g, int md, int color, kf_buf *out)
     for (int c = 0; c < g->ncols; c++) {
         width[c] = display_width(g->names[c]);
         for (size_t i = 0; i < g->nrows; i++) {
-            int w = display_width(g->cells[i * (size_t)g->ncols + (size_t)c]);
+            int w = display_width(E(e, g->cells[i * (size_t)g->ncols + (size_t)c]));
             width[c] = w > width[c] ? w : width[c];
         }
     }
@@ -158,7 +228,7 @@ static void grid_render(const grid *g, int md, int color, kf_buf *out)
         for (int c = 0; c < g->ncols; c++) {
             if (g->hide >> c & 1)
                 continue;
-            const char *s = g->cells[i * (size_t)g->ncols + (size_t)c];
+            const char *s = E(e, g->cells[i * (size_t)g->ncols + (size_t)c]);
             const char *col = color && g->color_of ? g->color_of(c, s) : NULL;
             kf_buf_adds(out, "  ");
             if (col)
@@ -225,15 +295,35 @@ static void validation_str(const rrow *w, char *out, size_t len)
         snprintf(out, len, "cancelled");
         return;
     }
+    /* The figures of the trials that failed (or of all when it passed): a
+     * validation that failed without a failing trial (the kernel raised,
+     * crashed or timed out) measured no error and shows none; outputs left
+     * non-finite or unwritten are said as such, not as an error of 0. */
+    int ok = kf_rep_state_of(v) == KFLEET__TASK_STATE__SUCCEEDED;
     double mx = 0;
-    size_t n = v->res ? v->res->n_trials : 0;
-    for (size_t i = 0; i < n; i++)
-        mx = v->res->trials[i]->max_abs_err > mx ? v->res->trials[i]->max_abs_err : mx;
-    const char *word = kf_rep_state_of(v) == KFLEET__TASK_STATE__SUCCEEDED ? "pass" : "FAIL";
-    if (n)
-        snprintf(out, len, "%s max|err| %.1e, %zu seed%s", word, mx, n, n == 1 ? "" : "s");
+    uint64_t nonfinite = 0;
+    size_t n = v->res ? v->res->n_trials : 0, nbad = 0;
+    for (size_t i = 0; i < n; i++) {
+        const Kfleet__ValidateTrial *t = v->res->trials[i];
+        if (!ok && t->passed)
+            continue;
+        nbad++;
+        mx = t->max_abs_err > mx ? t->max_abs_err : mx;
+        nonfinite += t->nonfinite;
+    }
+    if (!ok && !nbad)
+        snprintf(out, len, "FAIL: %s",
+                 kf_rep_state_of(v) == KFLEET__TASK_STATE__TIMED_OUT ? "timed out"
+                 : n ? "error after the seeds that passed"
+                     : "error, nothing measured");
+    else if (!ok && nonfinite)
+        snprintf(out, len, "FAIL %llu non-finite or unwritten, %zu seed%s",
+                 (unsigned long long)nonfinite, nbad, nbad == 1 ? "" : "s");
+    else if (n)
+        snprintf(out, len, "%s max|err| %.1e, %zu seed%s", ok ? "pass" : "FAIL", mx, nbad,
+                 nbad == 1 ? "" : "s");
     else
-        snprintf(out, len, "%s", word);
+        snprintf(out, len, "%s", ok ? "pass" : "FAIL");
 }
 
 /* The flags of a row, for people: "failed: <first line>" names the task that
@@ -292,8 +382,8 @@ static void flags_str(const rrow *w, char *out, size_t len)
         if (!t)
             continue;
         int st = kf_rep_state_of(t);
-        char line[96];
-        first_line(kf_rep_err_of(t), line, sizeof line, 60);
+        char line[160];
+        headline(kf_rep_err_of(t), line, sizeof line, 120);
         if (kf_rep_is_failure(st))
             ADD("%s failed: %s", kf_rep_kind_name((int)t->task->kind),
                 *line ? line : state_text(st));
@@ -386,16 +476,17 @@ static void build_cells(const rep *r, const rtask *rt, char (*cells)[CELL])
              b && b->artifact_hash && *b->artifact_hash ? b->artifact_hash : "-");
     if (kf_rep_is_failure(kf_rep_state_of(rt)) ||
         kf_rep_state_of(rt) == KFLEET__TASK_STATE__CANCELLED)
-        first_line(kf_rep_err_of(rt), cells[B_ERROR], CELL, 100);
+        headline(kf_rep_err_of(rt), cells[B_ERROR], CELL, 120);
     else
         cells[B_ERROR][0] = '\0';
 }
 
 /* One line of what the sweep (c->node NULL) or a node cost. */
-static void render_cost_one(const kf_rep_cost *c, const char *unit, int md, kf_buf *out)
+static void render_cost_one(const kf_rep_cost *c, const char *unit, esc *e, kf_buf *out)
 {
+    int md = e->md;
     kf_buf_addf(out, "%s%s%s: %u evaluations in %.3g %s-hours = %.0f per %s-hour", md ? "- " : "  ",
-                c->node ? "cost on " : "cost", c->node ? c->node : "", c->evaluations,
+                c->node ? "cost on " : "cost", c->node ? E(e, c->node) : "", c->evaluations,
                 c->slot_hours, unit, c->per_slot_hour, unit);
     if (isfinite(c->cost))
         kf_buf_addf(out, "; %.4g at %.4g per %s-hour, %.3g per evaluation", c->cost, c->price, unit,
@@ -407,15 +498,16 @@ static void render_cost_one(const kf_rep_cost *c, const char *unit, int md, kf_b
 
 /* Evaluations per GPU-hour and, with a price, the cost, in total and per
  * node when there are several; and the thermal protocol. */
-static void render_cost(const rep *r, int md, kf_buf *out)
+static void render_cost(const rep *r, esc *e, kf_buf *out)
 {
+    int md = e->md;
     kf_rep_cost *c = kf_xcalloc(r->nagents + 1, sizeof *c);
     size_t n = kf_rep_costs(r, c, r->nagents + 1);
     const char *unit = r->sched.gpu_attempts > 0 ? "GPU" : "CPU-slot";
     if (n && isfinite(c[0].per_slot_hour)) {
-        render_cost_one(&c[0], unit, md, out);
+        render_cost_one(&c[0], unit, e, out);
         for (size_t i = 1; n > 2 && i < n; i++)
-            render_cost_one(&c[i], unit, md, out);
+            render_cost_one(&c[i], unit, e, out);
     }
     char th[32];
     kf_rep_thermal(r, th, sizeof th);
@@ -427,8 +519,9 @@ static void render_cost(const rep *r, int md, kf_buf *out)
     free(c);
 }
 
-static void render_schedule(const rep *r, int md, kf_buf *out)
+static void render_schedule(const rep *r, esc *e, kf_buf *out)
 {
+    int md = e->md;
     double makespan, startup, ideal, over;
     kf_rep_schedule_figures(r, &makespan, &startup, &ideal, &over);
     if (isnan(makespan))
@@ -451,7 +544,7 @@ static void render_schedule(const rep *r, int md, kf_buf *out)
                 md ? "- " : "  ", timed, pct, s->gpu_attempts ? "GPU" : "CPU");
     for (size_t k = 0; r->nagents > 1 && k < r->nagents; k++) {
         kf_rep_measured(r, r->agents[k], &timed, &pct);
-        kf_buf_addf(out, "%s %s %.1f%%", k ? "," : ";", r->agents[k]->agent_id, pct);
+        kf_buf_addf(out, "%s %s %.1f%%", k ? "," : ";", E(e, r->agents[k]->agent_id), pct);
     }
     kf_buf_addc(out, '\n');
     kf_rep_phase ph[KF_REP_MAX_PHASES];
@@ -473,18 +566,19 @@ static void render_schedule(const rep *r, int md, kf_buf *out)
                 outside / total * 100, idle, idle / total * 100);
 }
 
-static void render_header(const rep *r, int md, kf_buf *out)
+static void render_header(const rep *r, esc *e, kf_buf *out)
 {
+    int md = e->md;
     char created[32], finished[32];
     kf_rep_fmt_iso(r->sw->created_ns, created, sizeof created);
     kf_rep_fmt_iso(r->sw->finished_ns, finished, sizeof finished);
     if (md)
         kf_buf_addf(out, "# Sweep %u: %s\n\n- file: `%s`\n- created %s, finished %s\n- tasks: ",
-                    r->sw->sweep_id, kf_rep_nz(r->sw->name), kf_rep_nz(r->sw->file), created,
+                    r->sw->sweep_id, E(e, r->sw->name), E(e, r->sw->file), created,
                     r->sw->finished_ns ? finished : "not yet");
     else
         kf_buf_addf(out, "sweep %u: %s (%s)\n  created %s, finished %s\n  tasks: ", r->sw->sweep_id,
-                    kf_rep_nz(r->sw->name), kf_rep_nz(r->sw->file), created,
+                    E(e, r->sw->name), E(e, r->sw->file), created,
                     r->sw->finished_ns ? finished : "not yet");
     kf_buf_addf(out, "%zu", r->ntasks);
     const char *sep = " (";
@@ -498,29 +592,38 @@ static void render_header(const rep *r, int md, kf_buf *out)
         if (r->counts[st])
             kf_buf_addf(out, ", %u %s", r->counts[st], state_text(st));
     kf_buf_adds(out, ")\n");
-    render_schedule(r, md, out);
-    render_cost(r, md, out);
+    /* A cancelled or abandoned sweep says why (its first cancelled task's
+     * reason: "cancelled by the user", "abandoned by kfleet run: ..."). */
+    for (size_t i = 0; r->sw->cancelled && i < r->ntasks; i++)
+        if (kf_rep_state_of(&r->tasks[i]) == KFLEET__TASK_STATE__CANCELLED) {
+            const char *why = kf_rep_err_of(&r->tasks[i]);
+            kf_buf_addf(out, "%sended before it finished: %s\n", md ? "- " : "  ",
+                        E_n(e, why, strcspn(why, "\n")));
+            break;
+        }
+    render_schedule(r, e, out);
+    render_cost(r, e, out);
     for (size_t k = 0; k < r->nagents; k++) {
         const Kfleet__AgentInfo *a = r->agents[k];
-        kf_buf_addf(out, "%snode %s: %s, %s", md ? "- " : "  ", kf_rep_nz(a->agent_id),
-                    kf_rep_nz(a->hostname),
-                    a->n_gpus ? kf_rep_nz(a->gpus[0]->name) : kf_rep_nz(a->cpu_model));
+        kf_buf_addf(out, "%snode %s: %s, %s", md ? "- " : "  ", E(e, a->agent_id),
+                    E(e, a->hostname), E(e, a->n_gpus ? a->gpus[0]->name : a->cpu_model));
         if (a->n_gpus > 1)
             kf_buf_addf(out, " (x%zu)", a->n_gpus);
         if (a->driver_version && *a->driver_version)
-            kf_buf_addf(out, ", driver %s", a->driver_version);
+            kf_buf_addf(out, ", driver %s", E(e, a->driver_version));
         kf_buf_addc(out, '\n');
     }
     if (r->sw->baseline && *r->sw->baseline)
         kf_buf_addf(out,
                     "%sspeedup: against %s in the same configuration on the same node "
                     "(\xC2\xB1 one standard error)\n",
-                    md ? "- " : "  ", r->sw->baseline);
+                    md ? "- " : "  ", E(e, r->sw->baseline));
 }
 
 /* --provenance: where each row's numbers come from, one line each. */
-static void render_provenance(const rep *r, int md, kf_buf *out)
+static void render_provenance(const rep *r, esc *e, kf_buf *out)
 {
+    int md = e->md;
     kf_buf_adds(out, md ? "\n## Provenance\n\n" : "\nprovenance:\n");
     for (size_t i = 0; i < r->nrows; i++) {
         const rrow *w = &r->rows[i];
@@ -531,14 +634,14 @@ static void render_provenance(const rep *r, int md, kf_buf *out)
             w->profile && w->profile->res ? w->profile->res->telemetry : NULL;
         char params[256];
         params_str(any->task, params, sizeof params);
-        kf_buf_addf(out, "%s%s %s on %s:", md ? "- " : "  ", kf_rep_kernel_name(r, w->kernel),
-                    params, *w->node ? w->node : "-");
+        kf_buf_addf(out, "%s%s %s on %s:", md ? "- " : "  ", E(e, kf_rep_kernel_name(r, w->kernel)),
+                    E(e, params), E(e, *w->node ? w->node : "-"));
         if (a && a->n_gpus)
-            kf_buf_addf(out, " %s %s,", kf_rep_nz(a->gpus[0]->name), kf_rep_nz(a->gpus[0]->uuid));
+            kf_buf_addf(out, " %s %s,", E(e, a->gpus[0]->name), E(e, a->gpus[0]->uuid));
         else if (a)
-            kf_buf_addf(out, " %s,", kf_rep_nz(a->cpu_model));
+            kf_buf_addf(out, " %s,", E(e, a->cpu_model));
         if (a && a->driver_version && *a->driver_version)
-            kf_buf_addf(out, " driver %s,", a->driver_version);
+            kf_buf_addf(out, " driver %s,", E(e, a->driver_version));
         if (ts && ts->readings)
             kf_buf_addf(out, " SM %u-%u MHz, mem %u-%u MHz over %u readings,", ts->sm_clock_min_mhz,
                         ts->sm_clock_max_mhz, ts->mem_clock_min_mhz, ts->mem_clock_max_mhz,
@@ -549,18 +652,64 @@ static void render_provenance(const rep *r, int md, kf_buf *out)
                         "throttle policy,",
                         w->sm_clock_mhz, w->power_mw / 1e3, w->profile->ndiscarded);
         if (w->build && w->build->compiler && *w->build->compiler)
-            kf_buf_addf(out, " %s,", w->build->compiler);
+            kf_buf_addf(out, " %s,", E(e, w->build->compiler));
         if (w->build && w->build->torch_extension && *w->build->torch_extension)
-            kf_buf_addf(out, " extension %s,", w->build->torch_extension);
-        kf_buf_addf(out, " source %.12s, binary %.12s, kfleet %s\n", k ? kf_rep_nz(k->hash) : "-",
-                    w->build ? kf_rep_nz(w->build->artifact_hash) : "-",
-                    a && a->version && *a->version ? a->version : KF_VERSION);
+            kf_buf_addf(out, " extension %s,", E(e, w->build->torch_extension));
+        kf_buf_addf(out, " source %.12s, binary %.12s, kfleet %s\n", k ? E(e, k->hash) : "-",
+                    w->build ? E(e, w->build->artifact_hash) : "-",
+                    a && a->version && *a->version ? E(e, a->version) : KF_VERSION);
+    }
+}
+
+/* A failure's error, whole up to ERR_LINES lines of ERR_LINE_BYTES, then
+ * how many lines are left and where they are; in Markdown inside a fence
+ * that no backtick run of the error can close. */
+static void render_error(const rep *r, esc *e, const char *err, kf_buf *out)
+{
+    if (!*err)
+        return;
+    size_t fence = kf_text_fence_len(err);
+    if (e->md) {
+        kf_buf_adds(out, "\n  ");
+        for (size_t i = 0; i < fence; i++)
+            kf_buf_addc(out, '`');
+        kf_buf_addc(out, '\n');
+    }
+    int lines = 0;
+    const char *p = err;
+    while (*p && lines < ERR_LINES) {
+        size_t len = strcspn(p, "\n");
+        size_t show = len > ERR_LINE_BYTES ? ERR_LINE_BYTES : len;
+        while (show < len && show > 0 && ((unsigned char)p[show] & 0xC0) == 0x80)
+            show--;
+        kf_buf_adds(out, e->md ? "  " : "      ");
+        kf_text_inert_n(out, p, show, KF_TEXT_LINE);
+        if (show < len)
+            kf_buf_addf(out, "... (%zu more bytes)", len - show);
+        kf_buf_addc(out, '\n');
+        p += len + (p[len] == '\n');
+        lines++;
+    }
+    size_t more = 0;
+    for (const char *q = p; *q; q += strcspn(q, "\n"), q += *q == '\n')
+        more++;
+    if (more)
+        kf_buf_addf(out, "%s... %zu more line%s: kfleet report %u --format json\n",
+                    e->md ? "  " : "      ", more, more == 1 ? "" : "s", r->sw->sweep_id);
+    if (e->md) {
+        kf_buf_adds(out, "  ");
+        for (size_t i = 0; i < fence; i++)
+            kf_buf_addc(out, '`');
+        kf_buf_addc(out, '\n');
     }
 }
 
 int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
 {
-    render_header(r, md, out);
+    esc e = {.md = md};
+    for (size_t i = 0; i < 8; i++)
+        kf_buf_init(&e.ring[i]);
+    render_header(r, &e, out);
     size_t nb = 0;
     for (size_t i = 0; i < r->ntasks; i++)
         nb += r->tasks[i].task->kind == KFLEET__TASK_KIND__BUILD;
@@ -580,13 +729,13 @@ int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
         hide |= 1u << R_CEIL;
     grid g = {R_N, row_names, row_right, cells, r->nrows, row_color, hide};
     if (r->nrows)
-        grid_render(&g, md, color, out);
+        grid_render(&g, &e, color, out);
     else
         kf_buf_adds(out,
                     md ? "No validate or profile tasks.\n" : "  (no validate or profile tasks)\n");
 
     if (r->provenance)
-        render_provenance(r, md, out);
+        render_provenance(r, &e, out);
 
     if (nb) {
         kf_buf_adds(out, md ? "\n## Builds\n\n" : "\nbuilds:\n");
@@ -595,7 +744,7 @@ int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
             if (r->tasks[i].task->kind == KFLEET__TASK_KIND__BUILD)
                 build_cells(r, &r->tasks[i], &cells[k++ * B_N]);
         grid gb = {B_N, build_names, build_right, cells, nb, build_color, 0};
-        grid_render(&gb, md, color, out);
+        grid_render(&gb, &e, color, out);
     }
     free(cells);
 
@@ -612,21 +761,11 @@ int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
         params_str(rt->task, params, sizeof params);
         kf_buf_addf(out, "%s%s %s%s%s%s on %s, task 0x%llx: %s\n", md ? "\n- " : "  ",
                     kf_rep_kind_name((int)rt->task->kind),
-                    kf_rep_kernel_name(r, rt->task->kernel_index), *params ? " [" : "", params,
-                    *params ? "]" : "", *kf_rep_node_of(rt) ? kf_rep_node_of(rt) : "no node",
+                    E(&e, kf_rep_kernel_name(r, rt->task->kernel_index)), *params ? " [" : "",
+                    E(&e, params), *params ? "]" : "",
+                    E(&e, *kf_rep_node_of(rt) ? kf_rep_node_of(rt) : "no node"),
                     (unsigned long long)rt->task->task_id, state_text(st));
-        /* The first three lines: enough to see the cause; the whole error
-         * is in the JSON. */
-        const char *e = kf_rep_err_of(rt);
-        if (md && *e)
-            kf_buf_adds(out, "\n  ```\n");
-        for (int l = 0; l < 3 && *e; l++) {
-            size_t len = strcspn(e, "\n");
-            kf_buf_addf(out, "%s%.*s\n", md ? "  " : "      ", (int)len, e);
-            e += len + (e[len] == '\n');
-        }
-        if (md && *kf_rep_err_of(rt))
-            kf_buf_adds(out, "  ```\n");
+        render_error(r, &e, kf_rep_err_of(rt), out);
     }
     /* Tasks that took more than one attempt: why each ended. */
     int tried = 0;
@@ -641,16 +780,18 @@ int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
         params_str(rt->task, params, sizeof params);
         kf_buf_addf(out, "%s%s %s%s%s%s, task 0x%llx:\n", md ? "\n- " : "  ",
                     kf_rep_kind_name((int)rt->task->kind),
-                    kf_rep_kernel_name(r, rt->task->kernel_index), *params ? " [" : "", params,
-                    *params ? "]" : "", (unsigned long long)rt->task->task_id);
+                    E(&e, kf_rep_kernel_name(r, rt->task->kernel_index)), *params ? " [" : "",
+                    E(&e, params), *params ? "]" : "", (unsigned long long)rt->task->task_id);
         for (size_t k = 0; k < rt->natt; k++) {
             const rattempt *x = &rt->att[k];
             const char *note = x->note ? x->note : "";
             size_t nl = strcspn(note, "\n");
-            kf_buf_addf(out, "%sattempt %u on %s: %s%s%.*s\n", md ? "  - " : "      ", x->attempt,
-                        x->agent ? x->agent : "?", state_text(x->state), nl ? " — " : "", (int)nl,
-                        note);
+            kf_buf_addf(out, "%sattempt %u on %s: %s%s%s\n", md ? "  - " : "      ", x->attempt,
+                        E(&e, x->agent ? x->agent : "?"), state_text(x->state), nl ? " — " : "",
+                        E_n(&e, note, nl));
         }
     }
+    for (size_t i = 0; i < 8; i++)
+        kf_buf_release(&e.ring[i]);
     return 0;
 }

@@ -190,7 +190,7 @@ kill -9 "$old3"
 "${LAUNCH[@]}" "$T/good.yaml" >"$T/launch-int.out" 2>"$T/launch-int.log" &
 cli=$!
 for _ in $(seq 1 100); do grep -q "runs in the coordinator" "$T/launch-int.log" && break; sleep 0.05; done
-grep -q "launch [0-9]* of 4 hosts runs in the coordinator" "$T/launch-int.log" ||
+grep -q "launch #[0-9]* (4 hosts) runs in the coordinator" "$T/launch-int.log" ||
   fail "the launch CLI did not say the launch runs in the coordinator: $(cat "$T/launch-int.log")"
 kill -INT "$cli"
 rc=0; wait "$cli" || rc=$?

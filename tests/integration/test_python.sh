@@ -45,7 +45,7 @@ print("ok - saxpy.py: validated and profiled at", [round(r["profile"]["gbps"], 2
 expect = {
     "py_wrong": "max abs error 1 ",
     "py_raises": "run(): RuntimeError: kernel gave up on call 2",
-    "py_import_error": "ModuleNotFoundError: No module named 'kfleet_no_such_package' (the node's Python is /usr/bin/python3",
+    "py_import_error": "ModuleNotFoundError: No module named 'kfleet_no_such_package' (if kfleet_no_such_package is a file of yours beside the kernel, list it in the kernel's files = [\"kfleet_no_such_package.py\"] line so that it travels with it (docs/python-kernels.md); if it is a package, the node's Python is /usr/bin/python3",
     "py_bad_shape": "reference() has shape (1024,) but output() has shape (32, 32)",
     "py_bad_dtype": "output() has dtype int64; the harness compares float32",
     "py_incomplete": "does not define reference()",
@@ -131,15 +131,29 @@ for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
 PIDS=()
 
 # No agent with an interpreter, none registered yet at submit (kfleet run
-# starts its agents with the sweep): the run stops after --stall-timeout
-# saying why, instead of waiting forever.
+# starts its agents with the sweep): once its one agent is up and has said
+# it has no Python, the run stops at once (not after the 60 s stall
+# timeout), says what to install, suggests no command that needs the
+# coordinator it stopped, and marks the sweep abandoned in its store.
 rc=0
 KF_PYTHON=/nonexistent/python3 "$KFLEET" run "$KF_SRC/tests/data/sweeps/python.yaml" --agents 1 \
-  --stall-timeout 5 >"$T/none.out" 2>"$T/none.log" || rc=$?
+  >"$T/none.out" 2>"$T/none.log" || rc=$?
 [ $rc -eq 1 ] || fail "a sweep with no Python interpreter exited $rc, expected 1"
 grep -q "/nonexistent/python3 does not run on this node" "$T/none.log" &&
   grep -q "KF_PYTHON" "$T/none.log" || fail "no interpreter: the run did not say so: $(tail -5 "$T/none.log")"
-pass "no interpreter: the run stops saying what to install: $(grep -o 'kernel .saxpy.*' "$T/none.log" | head -c 160)"
+grep -q "(all 1 agents are up and none can)" "$T/none.log" ||
+  fail "the run did not stop when its agent said it cannot run the kernels: $(head -3 "$T/none.log")"
+! grep -Eq 'kfleet (status|cancel)' "$T/none.log" ||
+  fail "kfleet run suggests a command that needs the coordinator it stopped: $(grep -E 'kfleet (status|cancel)' "$T/none.log")"
+grep -q "restart it after installing" "$T/none.log" ||
+  fail "the run does not say that agents read their Python when they start: $(head -3 "$T/none.log")"
+nid=$(grep -o 'sweep [0-9]* is marked abandoned' "$T/none.log" | awk '{print $2}')
+[ -n "$nid" ] || fail "the run did not say the sweep is marked abandoned: $(tail -3 "$T/none.log")"
+"$KFLEET" report "$nid" >"$T/none.txt" || fail "no report of the abandoned sweep $nid"
+grep -q "ended before it finished: abandoned by kfleet run: nothing could run its pending tasks" \
+  "$T/none.txt" && ! grep -q "finished not yet" "$T/none.txt" ||
+  fail "the abandoned sweep's report does not say so: $(head -4 "$T/none.txt")"
+pass "no interpreter: the run stops once its agent said so, marks the sweep abandoned: $(grep -o 'kernel .saxpy.*' "$T/none.log" | head -c 160)"
 
 # examples/torch.yaml compares launching one CUDA kernel from C and from
 # Python: that holds only while both files carry the same device code.

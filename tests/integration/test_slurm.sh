@@ -45,7 +45,9 @@ LAUNCH=("$KFLEET" launch --known-hosts "$T/known_hosts" --bundle "$T/bundle" --m
 "${LAUNCH[@]}" --accept-new "$T/fleet.yaml" >"$T/launch1.out" 2>"$T/launch1.log" ||
   { cat "$T/launch1.out" "$T/launch1.log"; fail "launch exited $?"; }
 cat "$T/launch1.out"
-grep -q "^lab  *ok .*2 jobs submitted, 0 already queued: lab-0 job [0-9]* on c1, lab-1 job [0-9]* on c1" \
+# Each job agent's own Python (the compute node's, not the login node's
+# that preflight saw) is in the launch line (issue 33).
+grep -q "^lab  *ok .*2 jobs submitted, 0 already queued: lab-0 job [0-9]* on c1, python 3\.[0-9.]*.*, lab-1 job [0-9]* on c1, python 3\.[0-9.]*.*login node: " \
   "$T/launch1.out" || fail "lab's two jobs did not start and register"
 grep -q "relay $SLURM_RELAY_HOST:[0-9]* on the login node (started)" "$T/launch1.out" ||
   fail "no relay on the login node"
@@ -114,7 +116,8 @@ succeeded=$(json_field "$T/verify.json" succeeded)
 grep -q 'task.requeue' "$T/serve.log" || fail "no task of lab-1 was requeued"
 requeued=$(grep -c 'task.requeue' "$T/serve.log")
 "$KFLEET" status --format json >"$T/st2.json"
-grep -A3 '"lab-1"' "$T/st2.json" | grep -q '"state": "lost"' || fail "lab-1 not lost after scancel"
+# scancel sends SIGTERM: the agent says goodbye and shows stopped (issue 33).
+grep -A3 '"lab-1"' "$T/st2.json" | grep -q '"state": "stopped"' || fail "lab-1 not stopped after scancel"
 grep -q "agent.flush\|agent.stop" "$T/cluster/work/nodes/1/slurm-$job1.out" ||
   fail "lab-1's agent did not stop on Slurm's SIGTERM"
 pass "scancel $job1 mid-sweep: lab-1 drained and lost, $requeued task(s) requeued, $succeeded/$tasks succeeded, verify clean"
@@ -165,6 +168,13 @@ rc=0
 grep -q "^bad  *FAILED" "$T/bad.out" && grep -q "sbatch for node 0: .*invalid partition" "$T/bad.out" ||
   { cat "$T/bad.out"; fail "the failed sbatch was not reported with Slurm's reason"; }
 pass "a partition Slurm does not have: the host fails with sbatch's reason"
+# The failed launch stops what it started (issue 33): the relay it started
+# for bad is gone, and the launch says so.
+grep -q "what this launch started is stopped: relay stopped" "$T/bad.out" ||
+  { cat "$T/bad.out"; fail "the failed launch did not say it stopped its relay"; }
+[ ! -e "$T/cluster/bad/relay.pid" ] && ! pgrep -f "cluster/bad/bundle/kfleet relay" >/dev/null ||
+  fail "the failed launch left its relay running"
+pass "the failed launch stopped the relay it started"
 
 for _ in $(seq 1 900); do
   stS=$(in_cluster squeue -h -t all -j "$jobS" -o %T 2>/dev/null || true)

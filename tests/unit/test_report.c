@@ -30,7 +30,7 @@
 
 static char dir[64];
 static kf_store *store;
-static uint32_t sweep1, sweep2, sweep3, sweep4, sweep5;
+static uint32_t sweep1, sweep2, sweep3, sweep4, sweep5, sweep6;
 
 #define HASH_BASE "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0"
 #define HASH_FAST "fafafafafafafafafafafafafafafafafafafafafafafafafafafafafafafafa"
@@ -355,6 +355,29 @@ static int setup(void **state)
         r.tol_rel = 1e-6;
         put_result(t, &r, sweep5, 2, KFLEET__TASK_STATE__FAILED);
     }
+    /* A failure whose error is longer than the text report shows. */
+    assert_int_equal(kf_store_next_sweep_id(t, &sweep6), 0);
+    put_sweep(t, sweep6, "long-error", 0);
+    {
+        const tspec ts6 = {KFLEET__TASK_KIND__VALIDATE, 0,   0, 1024, 32, "n1",
+                           KFLEET__TASK_STATE__FAILED,  NULL};
+        put_task(t, sweep6, 0, &ts6);
+        char long_err[4096];
+        size_t off = 0;
+        for (int l = 1; l <= 100; l++)
+            off += (size_t)snprintf(long_err + off, sizeof long_err - off, "line %d of the error\n",
+                                    l);
+        Kfleet__Result r6 = KFLEET__RESULT__INIT;
+        r6.error = long_err;
+        put_result(t, &r6, sweep6, 0, KFLEET__TASK_STATE__FAILED);
+        const tspec tb6 = {KFLEET__TASK_KIND__BUILD,   0,   0, 0, 0, "n1",
+                           KFLEET__TASK_STATE__FAILED, NULL};
+        put_task(t, sweep6, 1, &tb6);
+        Kfleet__Result rb6 = KFLEET__RESULT__INIT;
+        rb6.error = "compile failed:\nk.cu(3): warning: unused x\nk.cu(5): error: expected a "
+                   "\";\"\n1 error detected in the compilation of \"k.cu\".";
+        put_result(t, &rb6, sweep6, 1, KFLEET__TASK_STATE__FAILED);
+    }
     assert_int_equal(kf_store_commit(&t, &err), 0);
     return 0;
 }
@@ -648,6 +671,27 @@ static void test_throttle_policy(void **state)
     free(txt);
 }
 
+/* Errors whole, to a bound (issue 33): the first 40 lines, then how many
+ * more and where they are; a validation that failed with no trial shows
+ * no error figure. */
+static void test_long_error(void **state)
+{
+    (void)state;
+    char *s = render(sweep6, KF_REPORT_TABLE, 0), more[96];
+    assert_non_null(strstr(s, "      line 1 of the error\n"));
+    assert_non_null(strstr(s, "      line 40 of the error\n"));
+    assert_null(strstr(s, "line 41 of the error"));
+    snprintf(more, sizeof more, "      ... 60 more lines: kfleet report %u --format json\n",
+             sweep6);
+    assert_non_null(strstr(s, more));
+    assert_non_null(strstr(s, "FAIL: error, nothing measured"));
+    assert_null(strstr(s, "max|err|"));
+    /* A build error's cell: the announcing first line, then the line that
+     * names the error (not the warning before it, not the count after). */
+    assert_non_null(strstr(s, "compile failed: k.cu(5): error: expected a \";\"\n"));
+    free(s);
+}
+
 static void test_nodes_any(void **state)
 {
     (void)state;
@@ -722,9 +766,9 @@ static void test_table(void **state)
     assert_non_null(strstr(s, "40% bw"));
     assert_non_null(strstr(s, "samples-mismatch"));
     assert_non_null(strstr(s, "validate failed: max abs error 0.5 exceeds tolerance"));
-    /* Failures with their first three lines, not the fourth. */
+    /* Failures with their whole error (issue 33): the fourth line too. */
     assert_non_null(strstr(s, "expected 1.0"));
-    assert_null(strstr(s, "got 1.5"));
+    assert_non_null(strstr(s, "      got 1.5\n"));
     assert_non_null(strstr(s, "a1a1a1a1a1a1"));
     assert_null(strchr(s, '\033'));
     assert_non_null(strstr(s, "profile failed: timed out: the task ran past its limit"));
@@ -937,6 +981,7 @@ int main(void)
         cmocka_unit_test(test_outlier_nodes), cmocka_unit_test(test_csv),
         cmocka_unit_test(test_options),       cmocka_unit_test(test_throttle_policy),
         cmocka_unit_test(test_impossible),
+        cmocka_unit_test(test_long_error),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,126 @@
+/* text — inert text for every output; see text.h.
+ *
+ * One pass over the bytes, decoding UTF-8 so that multi-byte controls
+ * (C1, bidirectional overrides) are found and invalid bytes are shown as
+ * escapes rather than handed to a terminal that may read them as C1. */
+#include "common/text.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes) and its code
+ * point; 0 when it is not valid (overlong, surrogate, cut short). */
+static size_t utf8_at(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    unsigned char c = s[0];
+    size_t len;
+    uint32_t v, min;
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    }
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2, v = c & 0x1F, min = 0x80;
+    else if (c >= 0xE0 && c <= 0xEF)
+        len = 3, v = c & 0x0F, min = 0x800;
+    else if (c >= 0xF0 && c <= 0xF4)
+        len = 4, v = c & 0x07, min = 0x10000;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        v = v << 6 | (s[i] & 0x3F);
+    }
+    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
+        return 0;
+    *cp = v;
+    return len;
+}
+
+static int unicode_control(uint32_t cp)
+{
+    return (cp >= 0x80 && cp <= 0x9F) || (cp >= 0x200E && cp <= 0x200F) ||
+           (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+static void add_ascii_control(kf_buf *out, unsigned char c)
+{
+    switch (c) {
+    case '\n':
+        kf_buf_adds(out, "\\n");
+        break;
+    case '\t':
+        kf_buf_adds(out, "\\t");
+        break;
+    case '\r':
+        kf_buf_adds(out, "\\r");
+        break;
+    default:
+        kf_buf_addf(out, "\\x%02x", c);
+    }
+}
+
+void kf_text_inert_n(kf_buf *out, const char *s, size_t n, kf_text_mode mode)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t len = utf8_at(p + i, n - i, &cp);
+        if (len == 0) {
+            kf_buf_addf(out, "\\x%02x", p[i]);
+            i++;
+            continue;
+        }
+        if (len > 1) {
+            if (unicode_control(cp))
+                kf_buf_addf(out, "\\u%04x", (unsigned)cp);
+            else
+                kf_buf_add(out, p + i, len);
+            i += len;
+            continue;
+        }
+        unsigned char c = p[i++];
+        if (c < 0x20 || c == 0x7F) {
+            int keep = (c == '\n' || c == '\t') && (mode == KF_TEXT_BLOCK || mode == KF_TEXT_HTML);
+            if (keep)
+                kf_buf_addc(out, (char)c);
+            else if (c == '\n' && mode == KF_TEXT_MD)
+                kf_buf_adds(out, "<br>");
+            else
+                add_ascii_control(out, c);
+            continue;
+        }
+        if (mode == KF_TEXT_MD || mode == KF_TEXT_HTML) {
+            const char *ent = c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : NULL;
+            if (!ent && mode == KF_TEXT_HTML)
+                ent = c == '"' ? "&quot;" : c == '\'' ? "&#39;" : NULL;
+            if (ent) {
+                kf_buf_adds(out, ent);
+                continue;
+            }
+            if (mode == KF_TEXT_MD && strchr("`|*_[]\\~#", c))
+                kf_buf_addc(out, '\\');
+        }
+        kf_buf_addc(out, (char)c);
+    }
+}
+
+void kf_text_inert(kf_buf *out, const char *s, kf_text_mode mode)
+{
+    if (s)
+        kf_text_inert_n(out, s, strlen(s), mode);
+}
+
+size_t kf_text_fence_len(const char *s)
+{
+    size_t best = 0, run = 0;
+    for (; s && *s; s++) {
+        run = *s == '`' ? run + 1 : 0;
+        best = run > best ? run : best;
+    }
+    return best + 1 > 3 ? best + 1 : 3;
+}
