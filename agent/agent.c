@@ -19,6 +19,7 @@
 #include "runner/proc.h"
 #include "common/inventory.h"
 #include "common/log.h"
+#include "runner/sandbox.h"
 #include "agent/outbox.h"
 #include "common/util.h"
 #include "common/wire.h"
@@ -380,6 +381,14 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
     measure_ceilings(a);
     python_facts(a);
     cuda_compat(a);
+    /* Said once at start, and in every registration (`kfleet status`). */
+    kf_sandbox_probe(a->sandbox_missing, sizeof a->sandbox_missing);
+    a->info->sandbox_missing = a->sandbox_missing;
+    if (a->sandbox_missing[0])
+        kf_warn("agent.sandbox", "missing=\"%s\"", a->sandbox_missing);
+    else
+        kf_info("agent.sandbox", "enforced=\"Landlock files, TCP and signals; own network; "
+                                 "seccomp; no_new_privs\"");
     kf_outbox_foreach(a->outbox, link_load_pending_cb, a);
 
     a->zctx = zmq_ctx_new();

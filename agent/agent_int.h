@@ -60,9 +60,10 @@ struct kf_agent {
     char doctor_error[512];     /* the inventory's doctor_error points here */
     Kfleet__PythonFacts python; /* the inventory's python points here */
     char python_error[512];
-    char torch_note[512];    /* why torch sees fewer GPUs than the node has */
-    char compat_dir[4096];   /* forward-compat libraries runners load first, "" when none */
-    char compat_error[1024]; /* why the toolkit cannot run on the driver, "" when it can */
+    char torch_note[512];       /* why torch sees fewer GPUs than the node has */
+    char compat_dir[4096];      /* forward-compat libraries runners load first, "" when none */
+    char compat_error[1024];    /* why the toolkit cannot run on the driver, "" when it can */
+    char sandbox_missing[1024]; /* what the runner sandbox cannot enforce here, "" when all */
     void *zctx, *sock;
     void *monitor;             /* PAIR fed by the DEALER's monitor: handshakes and disconnects */
     int link_up;               /* a handshake succeeded and no disconnect since */

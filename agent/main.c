@@ -9,7 +9,8 @@
  * STATE/agents/agent-N (N = 0, 1, ...), so several agents on one machine
  * each get their own outbox and cache, and a restarted agent finds its own
  * outbox again. (`--runner`, with `--serve` for a runner that takes
- * several tasks, is internal: the agent execs itself with it.)
+ * several tasks and `--scratch` for its sandbox's scratch dir, is
+ * internal: the agent execs itself with it.)
  *
  * The link is CurveZMQ. The agent's key pair is WORKDIR/agent.key (made on
  * first start). The coordinator's public key comes from --server-key, else
@@ -152,7 +153,7 @@ static int resolve_server_key(const char *arg, const char *wd, const kf_paths *p
 int main(int argc, char **argv)
 {
     const char *coordinator = NULL, *home = NULL, *workdir = NULL, *name = NULL;
-    const char *level = "info", *server_key_arg = NULL;
+    const char *level = "info", *server_key_arg = NULL, *scratch = NULL;
     long cpu_slots = 0;
     double price = 0;
     int runner = 0, serve = 0, keep_tmp = 0, doctor = 0, doctor_gpu = 0, show_key = 0;
@@ -165,6 +166,7 @@ int main(int argc, char **argv)
                                          {"log-level", required_argument, 0, 'l'},
                                          {"runner", no_argument, 0, 'R'},
                                          {"serve", no_argument, 0, 'V'},
+                                         {"scratch", required_argument, 0, 'T'},
                                          {"keep-tmp", no_argument, 0, 'k'},
                                          {"doctor", no_argument, 0, 'D'},
                                          {"gpu", no_argument, 0, 'G'},
@@ -196,6 +198,9 @@ int main(int argc, char **argv)
             break;
         case 'V':
             serve = 1;
+            break;
+        case 'T':
+            scratch = optarg;
             break;
         case 'k':
             keep_tmp = 1;
@@ -269,7 +274,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "kfleet-agent: --runner needs --workdir\n");
             return 2;
         }
-        return serve ? kf_runner_serve(workdir) : kf_runner_main(workdir);
+        return serve ? kf_runner_serve(workdir, scratch) : kf_runner_main(workdir, scratch);
     }
 
     kf_err err;
@@ -279,6 +284,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "kfleet-agent: %s\n", err.msg);
         return 1;
     }
+    /* The runners' sandbox grants nothing that reaches kfleet's own files
+     * (runner/confine.h), wherever the home is. */
+    char protect[3 * PATH_MAX + 4];
+    snprintf(protect, sizeof protect, "%s:%s:%s", paths.state, paths.config, paths.run);
+    setenv("KF_SANDBOX_PROTECT", protect, 1);
     char endpoint[512];
     if (!coordinator && !show_key) {
         kf_buf b = KF_BUF_INIT;

@@ -14,10 +14,11 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "common/xalloc.h"
+#include "runner/build.h"
+#include "runner/sandbox.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,6 +304,13 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
         dup2(in_fd, 0);
         dup2(pfd[1], 1);
         dup2(log_fd, 2);
+        /* Nothing of the agent's reaches the kernel: no descriptor but the
+         * three (its socket, its outbox, other runners' pipes), no KFLEET_*
+         * variable, no SSH agent; the runner's sandbox does the rest. */
+        kf_sandbox_close_fds(3);
+        int sandboxed = kf_sandbox_enabled();
+        if (sandboxed)
+            kf_sandbox_scrub_env();
         /* In a sanitizer build, let a kernel's fault kill the runner by its
          * signal (what the task reports) instead of ASan's own exit. */
         const char *asan = getenv("ASAN_OPTIONS");
@@ -325,11 +333,32 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
             runners_visible_device(r->gpu_index, dev, sizeof dev);
             setenv("CUDA_VISIBLE_DEVICES", dev, 1);
         }
+        /* The arch its cache key needs, from the agent's inventory: the
+         * runner then starts no CUDA driver (threads the sandbox, entered
+         * by one thread, would not hold) before its sandbox. A build takes
+         * GPU 0's, as the runner's own device 0 would be. */
+        const char *arch_env = getenv("KF_CUDA_ARCH");
+        uint32_t want = r->gpu ? r->gpu_index : 0;
+        for (size_t g = 0; (!arch_env || !*arch_env) && g < a->info->n_gpus; g++) {
+            const Kfleet__GpuInfo *gi = a->info->gpus[g];
+            if (gi->index == want && gi->cc_major > 0) {
+                char arch[32];
+                kf_build_arch_name((int)gi->cc_major, (int)gi->cc_minor, arch, sizeof arch);
+                setenv("KF_CUDA_ARCH", arch, 1);
+                break;
+            }
+        }
+        /* The scratch dir is what turns the runner's sandbox on. */
+        char *argv[] = {"kfleet-agent", "--runner", "--workdir", a->workdir,
+                        NULL,           NULL,       NULL,        NULL};
+        int n = 4;
+        if (sandboxed) {
+            argv[n++] = "--scratch";
+            argv[n++] = r->dir;
+        }
         if (serve)
-            execl(a->runner_exe, "kfleet-agent", "--runner", "--serve", "--workdir", a->workdir,
-                  (char *)NULL);
-        else
-            execl(a->runner_exe, "kfleet-agent", "--runner", "--workdir", a->workdir, (char *)NULL);
+            argv[n++] = "--serve";
+        execv(a->runner_exe, argv);
         dprintf(2, "cannot exec runner %s: %s\n", a->runner_exe, strerror(errno));
         _exit(127);
     }
@@ -435,6 +464,9 @@ void runners_drain(kf_agent *a, krunner *r)
             res->sample_count = r->nsamples;
             if (r->cancelled)
                 res->state = KFLEET__TASK_STATE__CANCELLED;
+            if (res->artifact_stale) /* the runner's log goes with its scratch dir */
+                kf_warn("runner.artifact_stale", "task=0x%llx error=\"%.300s\"",
+                        (unsigned long long)r->task_id, res->error ? res->error : "");
             link_emit(a, env, r->task_id, r->attempt, 1);
             r->got_result = 1;
             res->agent_id = runner_agent; /* ours is not the decoder's to free */
@@ -467,14 +499,6 @@ void runners_drain(kf_agent *a, krunner *r)
         memmove(r->in.data, r->in.data + off, r->in.len - off);
         r->in.len -= off;
     }
-}
-
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
 }
 
 static void finish_runner(kf_agent *a, size_t idx)
@@ -525,7 +549,7 @@ static void finish_runner(kf_agent *a, size_t idx)
     if (r->in_fd >= 0)
         close(r->in_fd);
     if (!a->cfg.keep_tmp)
-        nftw(r->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+        kf_remove_tree(r->dir);
     kf_buf_release(&r->in);
     free(r);
     a->runners[idx] = a->runners[--a->nrunners];
@@ -579,7 +603,7 @@ void runners_stop_all(kf_agent *a)
         if (r->in_fd >= 0)
             close(r->in_fd);
         if (!a->cfg.keep_tmp)
-            nftw(r->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+            kf_remove_tree(r->dir);
         kf_buf_release(&r->in);
         free(r);
     }

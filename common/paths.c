@@ -73,7 +73,8 @@ int kf_paths_resolve(kf_paths *p, const char *home, int create, kf_err *err)
         (rc = fit(p->keys, sizeof p->keys, err, "%s/%s", p->state, "keys")) ||
         (rc = fit(p->coord_key, sizeof p->coord_key, err, "%s/%s", p->keys, "coordinator.key")) ||
         (rc = fit(p->coord_pub, sizeof p->coord_pub, err, "%s/%s", p->keys, "coordinator.pub")) ||
-        (rc = fit(p->allow, sizeof p->allow, err, "%s/%s", p->keys, "agents.allow")))
+        (rc = fit(p->allow, sizeof p->allow, err, "%s/%s", p->keys, "agents.allow")) ||
+        (rc = fit(p->build_trust, sizeof p->build_trust, err, "%s/%s", p->keys, "builders.trust")))
         return rc;
     /* ZeroMQ's ipc transport is bound by sun_path (108 bytes). */
     if (strlen(p->control_endpoint) - strlen("ipc://") >= 107)

@@ -24,6 +24,7 @@ typedef struct kf_paths {
     char coord_key[PATH_MAX];           /* state/keys/coordinator.key (0600) */
     char coord_pub[PATH_MAX];           /* state/keys/coordinator.pub: its public half */
     char allow[PATH_MAX];               /* state/keys/agents.allow: accepted agent keys */
+    char build_trust[PATH_MAX]; /* keys/builders.trust: agents trusted to build for others */
 } kf_paths;
 
 /* home: the --home flag or NULL (then KFLEET_HOME, then XDG). Creates the

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -144,6 +145,22 @@ int kf_write_file(const char *path, const void *data, size_t len, unsigned mode,
         return kf_err_set(err, KF_EIO, "cannot write %s: %s", path, strerror(e));
     }
     return KF_OK;
+}
+
+static int remove_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+int kf_remove_tree(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : -1;
+    return nftw(path, remove_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 int kf_private_dir(const char *path, kf_err *err)

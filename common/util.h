@@ -19,6 +19,10 @@ int kf_mkdirs(const char *path, unsigned mode, kf_err *err);
 /* Makes directory path (0700) unless it exists, then checks it as
  * kf_check_private_dir does. */
 int kf_private_dir(const char *path, kf_err *err);
+
+/* Removes path and everything beneath it, following no link; a path that
+ * does not exist is no error. Returns 0 or -1 (errno set). */
+int kf_remove_tree(const char *path);
 /* KF_OK when path is a directory (not a symlink) owned by this user that no
  * other user can write; KF_ENOTFOUND when it does not exist; else
  * KF_EINVAL with a message naming the owner, the mode and what to do. A

@@ -131,7 +131,7 @@ static void cuda_arch(char *out, size_t len)
     if (env && *env)
         snprintf(out, len, "%s", env);
     else if (kf_cudrv_compute_capability(0, &major, &minor) == KF_OK && major > 0)
-        snprintf(out, len, "%d%d%s", major, minor, major == 9 ? "a" : "");
+        kf_build_arch_name(major, minor, out, len);
     else
         snprintf(out, len, "native");
 }
@@ -601,26 +601,40 @@ static void inspect(const char *so, kf_build_info *bi)
     bi->jit_fallback = !native;
 }
 
-/* A torch-extension artifact: its record line into bi->torch_ext, and one
- * hash of the .py and the built module together. */
-static int ext_artifact(const char *py_path, const char *ext_dir, kf_build_info *bi, kf_err *err)
+int kf_build_artifact_hash(const char *path, const char *ext_dir, char *line, size_t linelen,
+                           char out[65], kf_err *err)
 {
-    char so[PATH_MAX];
-    int rc = kf_pyext_describe(ext_dir, bi->torch_ext, sizeof bi->torch_ext, so, sizeof so, err);
+    if (!ext_dir || !*ext_dir) {
+        if (kf_build_file_hash(path, out) != KF_OK)
+            return kf_err_set(err, KF_EIO, "cannot read the artifact %s: %s", path,
+                              strerror(errno));
+        return KF_OK;
+    }
+    char so[PATH_MAX], dummy[512];
+    int rc = kf_pyext_describe(ext_dir, line ? line : dummy, line ? linelen : sizeof dummy, so,
+                               sizeof so, err);
     if (rc != KF_OK)
         return rc;
     kf_buf a = KF_BUF_INIT, b = KF_BUF_INIT;
-    if (kf_buf_read_file(&a, py_path) != KF_OK || kf_buf_read_file(&b, so) != KF_OK) {
+    if (kf_buf_read_file(&a, path) != KF_OK || kf_buf_read_file(&b, so) != KF_OK) {
         int e = errno;
         kf_buf_release(&a);
         kf_buf_release(&b);
         return kf_err_set(err, KF_EIO, "cannot read the built extension %s: %s", so, strerror(e));
     }
     kf_hash_part parts[] = {{a.data, a.len}, {b.data, b.len}};
-    kf_hash_hex(parts, 2, bi->artifact_hash);
+    kf_hash_hex(parts, 2, out);
     kf_buf_release(&a);
     kf_buf_release(&b);
     return KF_OK;
+}
+
+/* A torch-extension artifact: its record line into bi->torch_ext, and one
+ * hash of the .py and the built module together. */
+static int ext_artifact(const char *py_path, const char *ext_dir, kf_build_info *bi, kf_err *err)
+{
+    return kf_build_artifact_hash(py_path, ext_dir, bi->torch_ext, sizeof bi->torch_ext,
+                                  bi->artifact_hash, err);
 }
 
 /* Builds a Python kernel's torch extension from the sources in scratch

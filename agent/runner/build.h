@@ -27,6 +27,7 @@
 #include "proto/kfleet.pb-c.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* What a kernel is written in: which compiler (or interpreter) builds it,
  * and what its artifact is (a shared object, or the checked Python source). */
@@ -94,6 +95,15 @@ int kf_build_toolkit(char *dir, size_t dlen, char *cuda, size_t clen);
  * or KF_ENOTFOUND (err filled) when the compiler does not run. */
 int kf_build_cache_key(const char *kernel_hash, int lang, char out[65], kf_err *err);
 
+/* The arch name a GPU of compute capability major.minor is built for ("90a"
+ * on Hopper, where wgmma needs the arch-specific target; else "86"). The
+ * agent passes it to its runners as KF_CUDA_ARCH, so that no runner starts
+ * the CUDA driver (and its threads) before its sandbox. */
+static inline void kf_build_arch_name(int major, int minor, char *out, size_t len)
+{
+    snprintf(out, len, "%d%d%s", major, minor, major == 9 ? "a" : "");
+}
+
 /* The key and the artifact path (workdir/cache/<key>.so, .py for Python) of
  * a kernel. */
 int kf_build_artifact(const char *workdir, const char *kernel_hash, int lang, char key[65],
@@ -138,5 +148,12 @@ int kf_build_sass_runs_on(const char *sass, int major, int minor);
 
 /* BLAKE2b of a file's content as 64 hex chars. Returns 0 or KF_EIO. */
 int kf_build_file_hash(const char *path, char out[65]);
+
+/* The artifact's hash as a build records it: of the file, or for a torch
+ * extension of the .py and the extension's module together (its record's
+ * line into `line` when line is not NULL). ext_dir "" or NULL: no
+ * extension. Returns 0, or KF_EIO with err saying what cannot be read. */
+int kf_build_artifact_hash(const char *path, const char *ext_dir, char *line, size_t linelen,
+                           char out[65], kf_err *err);
 
 #endif

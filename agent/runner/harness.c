@@ -21,6 +21,10 @@
 #include "common/util.h"
 #include "common/wire.h"
 #include "runner/hctx.h"
+#include "runner/artifact.h"
+#include "runner/confine.h"
+#include "runner/proc.h"
+#include "runner/sandbox.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -65,13 +69,18 @@ static void build_to_wire(const kf_build_info *b, Kfleet__BuildInfo *bi)
     bi->artifact.len = b->artifact.len;
 }
 
-static int do_build(hctx *h, Kfleet__BuildInfo *bi, kf_build_info *b)
+static int do_build(hctx *h, Kfleet__BuildInfo *bi, kf_build_info *b, const char *runner_scratch)
 {
-    char scratch[PATH_MAX];
-    snprintf(scratch, sizeof scratch, "%s/tmp/build-0x%llx-%u", h->workdir,
+    char scratch[PATH_MAX + 16];
+    snprintf(scratch, sizeof scratch, "%s/build-0x%llx-%u", h->tmpdir,
              (unsigned long long)h->ta->task_id, h->ta->attempt);
     kf_err err;
-    int rc = kf_build_kernel(h->spec, h->workdir, scratch, b, &err);
+    /* The compilers run in the sandbox; this process writes the cache. */
+    kf_sandbox *sb = kf_confine_build(h->spec, h->workdir, runner_scratch);
+    kf_proc_sandbox(sb);
+    int rc = kf_artifact_build(h->spec, h->workdir, scratch, b, &err);
+    kf_proc_sandbox(NULL);
+    kf_sandbox_destroy(&sb);
     build_to_wire(b, bi);
     if (rc == KF_OK)
         return 0;
@@ -89,6 +98,7 @@ static int do_build(hctx *h, Kfleet__BuildInfo *bi, kf_build_info *b)
  * after its first task. */
 typedef struct hkeep {
     char kernel_hash[128];
+    int confined; /* the sandbox entered, for this kernel */
     loaded L;
     kf_cudrv *cu;
     size_t free0;   /* device bytes free after the first task */
@@ -138,11 +148,44 @@ static int keep_after(hkeep *keep, hctx *h)
     return 1;
 }
 
+/* The artifact about to be loaded is what its build recorded (artifact.h);
+ * one that is not is removed, and the attempt ends as the node's fault
+ * (tried again) with artifact_stale, on which the coordinator has this
+ * agent build the kernel again. */
+static int verify_artifact(hctx *h)
+{
+    kf_err err;
+    int rc = kf_artifact_check(h->workdir, h->spec, h->spec->artifact_hash, &err);
+    if (rc == KF_OK || rc == KF_ENOTFOUND) /* the load says "not in cache" */
+        return 0;
+    if (rc == KF_EINVAL) {
+        h->res->artifact_stale = 1;
+        h->res->infra = 1;
+    }
+    return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
+}
+
+/* Enters the runner's sandbox before its kernel is loaded (confine.h). */
+static int confine(hctx *h, const char *scratch)
+{
+    kf_err err;
+    unsigned missing = 0;
+    if (kf_confine_runner(h->spec, h->workdir, scratch, &missing, &err) != KF_OK)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                         "%s; the kernel was not run (KF_SANDBOX=0 on the agent runs kernels "
+                         "unconfined)",
+                         err.msg);
+    if (scratch && kf_sandbox_enabled())
+        kf_debug("runner.sandbox", "task=0x%llx missing=0x%x", (unsigned long long)h->ta->task_id,
+                 missing);
+    return 0;
+}
+
 /* Runs one task; with `keep` (a serving runner), a validate or profile of
  * the kernel it already holds skips the load and the context, and *stays
  * says whether the runner takes another task. */
-static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd, hkeep *keep,
-                    int *stays)
+static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const char *scratch,
+                    int out_fd, hkeep *keep, int *stays)
 {
     Kfleet__Result res = KFLEET__RESULT__INIT;
     Kfleet__BuildInfo bi = KFLEET__BUILD_INFO__INIT;
@@ -154,6 +197,10 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, int out_f
     h.ta = ta;
     h.spec = ta->spec;
     h.workdir = workdir;
+    if (scratch)
+        snprintf(h.tmpdir, sizeof h.tmpdir, "%s", scratch);
+    else
+        snprintf(h.tmpdir, sizeof h.tmpdir, "%s/tmp", workdir);
     h.out_fd = out_fd;
     h.res = &res;
     h.pending = pending;
@@ -177,7 +224,7 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, int out_f
                   h.spec->kernel_hash ? h.spec->kernel_hash : "?");
     } else if (h.spec->kind == KFLEET__TASK_KIND__BUILD) {
         res.build = &bi;
-        do_build(&h, &bi, &binfo);
+        do_build(&h, &bi, &binfo, scratch);
         h.phase_s[HCTX_PH_BUILD] = binfo.compile_s;
     } else if (kernel_task) {
         const Kfleet__MeasureSettings *ms = h.spec->measure;
@@ -193,7 +240,12 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, int out_f
             hctx_set_params(&h, &L);
             if (h.cu)
                 kf_cudrv_until_idle(h.cu, 0);
+        } else if (!(keep && keep->confined) &&
+                   (verify_artifact(&h) != 0 || confine(&h, scratch) != 0)) {
+            loaded_rc = -1; /* the Result says why; nothing of the kernel ran */
         } else {
+            if (keep)
+                keep->confined = 1;
             uint64_t tl = kf_mono_ns();
             loaded_rc = hctx_load_kernel(&h, &L);
             hctx_phase_add(&h, HCTX_PH_LOAD, tl);
@@ -279,10 +331,10 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, int out_f
 
 int kf_harness_run(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd)
 {
-    return run_task(ta, workdir, out_fd, NULL, NULL);
+    return run_task(ta, workdir, NULL, out_fd, NULL, NULL);
 }
 
-int kf_runner_main(const char *workdir)
+int kf_runner_main(const char *workdir, const char *scratch)
 {
     struct rlimit nocore = {0, 0};
     setrlimit(RLIMIT_CORE, &nocore);
@@ -298,7 +350,7 @@ int kf_runner_main(const char *workdir)
         return 1;
     }
     int python = ta->spec && ta->spec->python && ta->spec->kind != KFLEET__TASK_KIND__BUILD;
-    int rc = kf_harness_run(ta, workdir, 1);
+    int rc = run_task(ta, workdir, scratch, 1, NULL, NULL);
     kfleet__task_assign__free_unpacked(ta, NULL);
     /* A runner that hosted Python leaves without finalizing it: its
      * frames are written, and finalizing an interpreter with torch or CUDA
@@ -324,7 +376,7 @@ static int read_full(int fd, uint8_t *p, size_t n)
     return 1;
 }
 
-int kf_runner_serve(const char *workdir)
+int kf_runner_serve(const char *workdir, const char *scratch)
 {
     struct rlimit nocore = {0, 0};
     setrlimit(RLIMIT_CORE, &nocore);
@@ -348,7 +400,7 @@ int kf_runner_serve(const char *workdir)
         }
         python |= ta->spec && ta->spec->python && ta->spec->kind != KFLEET__TASK_KIND__BUILD;
         int stays = 0;
-        int wrc = run_task(ta, workdir, 1, &keep, &stays);
+        int wrc = run_task(ta, workdir, scratch, 1, &keep, &stays);
         kfleet__task_assign__free_unpacked(ta, NULL);
         if (wrc != KF_OK) {
             rc = 1;

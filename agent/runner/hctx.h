@@ -52,6 +52,10 @@ typedef struct hctx {
     const Kfleet__TaskAssign *ta;
     const Kfleet__TaskSpec *spec;
     const char *workdir;
+    /* Where the task's own files go (task.pb of a nested run, ncu's CSV,
+     * the sanitizer's logs): the runner's scratch dir, which its sandbox
+     * lets it write, else WORKDIR/tmp. */
+    char tmpdir[PATH_MAX];
     int out_fd;
     Kfleet__Result *res;
     Kfleet__Sample *pending; /* samples not yet flushed */

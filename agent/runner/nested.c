@@ -49,8 +49,8 @@ int hctx_ncu(hctx *h)
     kf_buf metrics = KF_BUF_INIT;
     for (size_t i = 0; i < m->n_ncu_metrics; i++)
         kf_buf_addf(&metrics, "%s%s", i ? "," : "", m->ncu_metrics[i]);
-    snprintf(log, sizeof log, "%s/tmp/ncu-0x%llx-%u.csv", h->workdir,
-             (unsigned long long)h->ta->task_id, h->ta->attempt);
+    snprintf(log, sizeof log, "%s/ncu-0x%llx-%u.csv", h->tmpdir, (unsigned long long)h->ta->task_id,
+             h->ta->attempt);
     char *argv[] = {ncu,
                     "--clock-control",
                     "none",
@@ -67,8 +67,8 @@ int hctx_ncu(hctx *h)
                     "all"};
     int st = 0;
     kf_err err;
-    int rc =
-        kf_tools_run_nested(NULL, h->workdir, h->ta, argv, sizeof argv / sizeof *argv, &st, &err);
+    int rc = kf_tools_run_nested(NULL, h->workdir, h->tmpdir, h->ta, argv,
+                                 sizeof argv / sizeof *argv, &st, &err);
     kf_buf_release(&metrics);
     if (rc != KF_OK)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "ncu: %s", err.msg);
@@ -102,14 +102,14 @@ int hctx_sanitize(hctx *h)
     kf_buf verdict = KF_BUF_INIT;
     int bad = 0;
     for (size_t t = 0; t < 2; t++) {
-        snprintf(log, sizeof log, "%s/tmp/sanitize-%s-0x%llx-%u.log", h->workdir, tools[t],
+        snprintf(log, sizeof log, "%s/sanitize-%s-0x%llx-%u.log", h->tmpdir, tools[t],
                  (unsigned long long)h->ta->task_id, h->ta->attempt);
         char *argv[] = {cs,           "--tool", (char *)tools[t], "--error-exitcode", "97",
                         "--log-file", log};
         int st = 0;
         kf_err err;
-        if (kf_tools_run_nested(NULL, h->workdir, h->ta, argv, sizeof argv / sizeof *argv, &st,
-                                &err)) {
+        if (kf_tools_run_nested(NULL, h->workdir, h->tmpdir, h->ta, argv,
+                                sizeof argv / sizeof *argv, &st, &err)) {
             kf_buf_release(&verdict);
             return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "compute-sanitizer: %s", err.msg);
         }

@@ -2,6 +2,7 @@
 #include "runner/proc.h"
 
 #include "common/util.h"
+#include "runner/sandbox.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +14,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* The sandbox the tools of this process run in (a build runner's), or
+ * NULL: see kf_proc_sandbox. */
+static kf_sandbox *tool_sandbox;
+
+void kf_proc_sandbox(kf_sandbox *sb)
+{
+    tool_sandbox = sb;
+}
+
 pid_t kf_proc_spawn(char *const argv[], int out_fd, const char *cwd)
 {
     pid_t pid = fork();
@@ -22,6 +32,14 @@ pid_t kf_proc_spawn(char *const argv[], int out_fd, const char *cwd)
     if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0 ||
         (cwd && chdir(cwd) != 0))
         _exit(126);
+    kf_sandbox_close_fds(3);
+    if (tool_sandbox) {
+        kf_err err;
+        if (kf_sandbox_enter(tool_sandbox, NULL, &err) != KF_OK) {
+            dprintf(2, "kfleet: %s\n", err.msg);
+            _exit(126);
+        }
+    }
     execvp(argv[0], argv);
     dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(127);

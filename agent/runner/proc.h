@@ -1,12 +1,20 @@
 /* proc — starting a node tool (a compiler, the Python interpreter) from a
  * runner: fork and execvp, no shell, stdin from /dev/null, its output on a
- * file descriptor or captured. */
+ * file descriptor or captured; in a build runner, inside the task's
+ * sandbox (kf_proc_sandbox). */
 #ifndef KF_PROC_H
 #define KF_PROC_H
 
 #include "common/buf.h"
 
 #include <sys/types.h>
+
+struct kf_sandbox;
+
+/* Every tool kf_proc_spawn starts from now on enters sb (sandbox.h) before
+ * it runs: a build runner's compilers and Python checks. NULL: none. The
+ * caller keeps sb alive meanwhile. */
+void kf_proc_sandbox(struct kf_sandbox *sb);
 
 /* Starts argv (found by execvp) with stdout and stderr on out_fd, in cwd
  * when not NULL. Returns the pid, or -1. In the child, 126 means the

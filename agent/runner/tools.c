@@ -34,12 +34,17 @@ int kf_tools_find(const char *name, char *out, size_t len)
     return access(out, X_OK) == 0;
 }
 
-int kf_tools_run_nested(const char *runner, const char *workdir, const Kfleet__TaskAssign *ta,
-                        char *const tool_argv[], size_t ntool, int *exit_status, kf_err *err)
+int kf_tools_run_nested(const char *runner, const char *workdir, const char *tmpdir,
+                        const Kfleet__TaskAssign *ta, char *const tool_argv[], size_t ntool,
+                        int *exit_status, kf_err *err)
 {
     char dir[PATH_MAX], path[PATH_MAX + 16], self[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/tmp/nested-0x%llx-%u", workdir, (unsigned long long)ta->task_id,
-             ta->attempt);
+    if (tmpdir)
+        snprintf(dir, sizeof dir, "%s/nested-0x%llx-%u", tmpdir, (unsigned long long)ta->task_id,
+                 ta->attempt);
+    else
+        snprintf(dir, sizeof dir, "%s/tmp/nested-0x%llx-%u", workdir,
+                 (unsigned long long)ta->task_id, ta->attempt);
     int rc = kf_mkdirs(dir, 0700, err);
     if (rc != KF_OK)
         return rc;
@@ -64,13 +69,17 @@ int kf_tools_run_nested(const char *runner, const char *workdir, const Kfleet__T
     free(buf);
     if (rc != KF_OK)
         return rc;
-    char **argv = kf_xcalloc(ntool + 6, sizeof *argv);
+    char **argv = kf_xcalloc(ntool + 8, sizeof *argv);
     for (size_t i = 0; i < ntool; i++)
         argv[i] = tool_argv[i];
     argv[ntool] = self;
     argv[ntool + 1] = "--runner";
     argv[ntool + 2] = "--workdir";
     argv[ntool + 3] = (char *)workdir;
+    if (tmpdir) { /* its sandbox's scratch dir, inside ours */
+        argv[ntool + 4] = "--scratch";
+        argv[ntool + 5] = dir;
+    }
     int in = open(path, O_RDONLY | O_CLOEXEC);
     pid_t pid = in >= 0 ? fork() : -1;
     if (pid == 0) {

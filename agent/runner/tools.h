@@ -30,10 +30,13 @@ int kf_tools_find(const char *name, char *out, size_t len);
 /* Runs `tool_argv... RUNNER --runner --workdir WORKDIR` (RUNNER: `runner`,
  * or this process's own binary when NULL) with the task
  * (ncu_pass set) on stdin and the runner's frames discarded; the tool's
- * output is left in log (its --log-file). Returns the tool's exit status
- * (>= 0), or a KF_E* code with err filled when it could not be started. */
-int kf_tools_run_nested(const char *runner, const char *workdir, const Kfleet__TaskAssign *ta,
-                        char *const tool_argv[], size_t ntool, int *exit_status, kf_err *err);
+ * output is left in log (its --log-file). The task file goes in tmpdir
+ * (the runner's scratch dir, also the nested runner's --scratch), or
+ * WORKDIR/tmp when NULL. Returns the tool's exit status (>= 0), or a
+ * KF_E* code with err filled when it could not be started. */
+int kf_tools_run_nested(const char *runner, const char *workdir, const char *tmpdir,
+                        const Kfleet__TaskAssign *ta, char *const tool_argv[], size_t ntool,
+                        int *exit_status, kf_err *err);
 
 /* Parses ncu's --csv output: per (kernel, metric) the median over the
  * launches, plus, per metric, the total over all kernels divided by `runs`

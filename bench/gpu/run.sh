@@ -50,6 +50,11 @@
 #   PART=serve    serving runners: targets cold, bench/gpu/isolation.yaml
 #                 (faults on purpose) and examples/torch.yaml, with each
 #                 row's runner tasks
+#   PART=sandbox  the runner sandbox (issue 31): each of SB_SWEEPS (default
+#                 "torch targets": examples/torch.yaml, bench/gpu/targets.yaml)
+#                 unsandboxed (KF_SANDBOX=0) then sandboxed, in one home; what
+#                 the agent enforced, each row's median both ways and the
+#                 largest difference (target: every row within 1 %)
 # Each sweep is bounded by SWEEP_LIMIT seconds (default 280), so a call
 # always ends inside the device tool's 10 minutes with its files packed.
 #
@@ -185,7 +190,41 @@ print(f"kill: tasks {json.dumps(t)[:300]}")
 PY
 }
 
+# Each row's median sandboxed against unsandboxed (PART=sandbox).
+sandbox_compare() { # OFF_NAME ON_NAME
+  python3 - "$W/$1.json" "$W/$2.json" "$2" <<'PY' | tee -a "$W/times.txt"
+import json, sys
+def rows(path):
+    d = json.load(open(path))
+    out = {}
+    for r in d["rows"]:
+        p = r.get("profile") or {}
+        if p.get("state") == "succeeded" and p.get("median_s"):
+            out[(r["kernel"], json.dumps(r["params"], sort_keys=True), r.get("node"))] = p["median_s"]
+    return out
+off, on, name = rows(sys.argv[1]), rows(sys.argv[2]), sys.argv[3]
+worst = 0.0
+for k in sorted(set(off) & set(on)):
+    d = (on[k] / off[k] - 1) * 100
+    worst = max(worst, abs(d))
+    print(f"{name}: {k[0]} {k[1]} {k[2]}: unsandboxed {off[k] * 1e6:.2f} us, sandboxed "
+          f"{on[k] * 1e6:.2f} us, {d:+.2f} %")
+print(f"{name}: {len(set(off) & set(on))} rows profiled both ways ({len(off)} unsandboxed, "
+      f"{len(on)} sandboxed); largest |difference| {worst:.2f} % (target <= 1 %)")
+PY
+}
+
 case $PART in
+sandbox)
+  for s in ${SB_SWEEPS:-torch targets}; do
+    f=$ROOT/examples/torch.yaml
+    [ "$s" = targets ] && f=$ROOT/bench/gpu/targets.yaml
+    KF_SANDBOX=0 sweep "$s-off" "$f"
+    sweep "$s-on" "$f"
+    grep -h 'agent.sandbox' "$KFLEET_HOME"/run/agent-*.log | tail -1 | tee -a "$W/times.txt"
+    sandbox_compare "$s-off" "$s-on"
+  done
+  ;;
 targets)
   "$B/kfleet-agent" --doctor --gpu | tee "$W/doctor.txt"
   sweep targets1 "$ROOT/bench/gpu/targets.yaml"
@@ -392,7 +431,7 @@ build) # issue 33: kfleet built from source by this machine's own compiler and C
   done
   ;;
 *)
-  echo "run.sh: PART is build, targets, throttle, checks, h100, short, python, cheats, facts, fleet, fleet1, issue32, kill, targets1, torch or serve" >&2
+  echo "run.sh: PART is build, targets, throttle, checks, h100, short, python, cheats, facts, fleet, fleet1, kill, targets1, torch, serve, sandbox or issue32" >&2
   exit 2
   ;;
 esac

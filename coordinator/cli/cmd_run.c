@@ -22,6 +22,7 @@ static int cmd_run(int argc, char **argv, const char *home)
                                          {"stall-timeout", required_argument, 0, 's'},
                                          {"no-shared-builds", no_argument, 0, 'n'},
                                          {"price", required_argument, 0, 'p'},
+                                         {"no-sandbox", no_argument, 0, 'S'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int ch, rc;
@@ -65,6 +66,10 @@ static int cmd_run(int argc, char **argv, const char *home)
                                     optarg);
             break;
         }
+        case 'S':
+            /* The local agents inherit it (agent/runner/sandbox.h). */
+            setenv("KF_SANDBOX", "0", 1);
+            break;
         default:
             return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
         }
@@ -95,7 +100,7 @@ const kf_cmd_entry kf_cmd_run = {
     cmd_run,
     "Runs a sweep on this machine, start to end, and prints its report.",
     "run SWEEP.yaml [--agents N] [--format table|md|json|html|csv] [-o FILE] "
-    "[--stall-timeout DUR] [--no-shared-builds] [--price P]",
+    "[--stall-timeout DUR] [--no-shared-builds] [--no-sandbox] [--price P]",
     "Runs a sweep on this machine, start to end: an embedded coordinator and local agents\n"
     "(one per GPU, or CPU agents where there is none), progress while it runs, then the\n"
     "report. Nothing is left running. Exit 1 if any task failed. The coordinator's and the\n"
@@ -110,5 +115,7 @@ const kf_cmd_entry kf_cmd_run = {
     "                    toolchain install the artifact one of them compiled)\n"
     "  --price P         what one GPU-hour costs (one CPU slot-hour on a machine without\n"
     "                    GPUs): the report adds the sweep's cost and cost per evaluation\n"
-    "                    beside its evaluations per GPU-hour",
+    "                    beside its evaluations per GPU-hour\n"
+    "  --no-sandbox      run kernels unconfined, with the agents' files, environment and\n"
+    "                    network (the same as KF_SANDBOX=0; for a before/after timing)",
 };

@@ -77,6 +77,7 @@ static int cmd_serve(int argc, char **argv, const char *home)
     cfg.heartbeat_interval_s = hb_interval;
     cfg.heartbeat_timeout_s = hb_timeout;
     cfg.no_shared_builds = no_share;
+    cfg.trust_file = p.build_trust;
     kf_coord *c = NULL;
     if (kf_coord_new(&cfg, &c, &err) != KF_OK) {
         fprintf(stderr, "kfleet serve: %s\n", err.msg);

@@ -84,6 +84,8 @@ static json_t *agent_json(const Kfleet__AgentInfo *a)
     }
     json_object_set_new(ja, "gpus", gpus);
     json_object_set_new(ja, "slurm_job_id", json_string(a->slurm_job_id ? a->slurm_job_id : ""));
+    json_object_set_new(ja, "sandbox_missing",
+                        json_string(a->sandbox_missing ? a->sandbox_missing : ""));
     return ja;
 }
 
@@ -226,6 +228,8 @@ static void print_table(FILE *o, const Kfleet__StatusReply *st)
             fprintf(o, "%-24s forward compat: %s\n", "", a->cuda_compat);
         else if (a->cuda_compat_error && a->cuda_compat_error[0])
             fprintf(o, "%-24s CUDA: %s\n", "", a->cuda_compat_error);
+        if (a->sandbox_missing && a->sandbox_missing[0])
+            fprintf(o, "%-24s sandbox: %s\n", "", a->sandbox_missing);
     }
     if (st->n_agents == 0)
         fprintf(o, "(no agent registered: start one with kfleet-agent --coordinator %s)\n",

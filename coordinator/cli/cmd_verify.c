@@ -4,6 +4,8 @@
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "report/verify.h"
+#include "core/seal.h"
+#include "common/keys.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -34,9 +36,14 @@ static int print_json(uint32_t id, const kf_verify_summary *s)
         {"requeued", s->requeued},
         {"late_results", s->late},
         {"violations", s->violations},
+        {"sealed_records", s->sealed},
     };
     for (size_t i = 0; i < sizeof counts / sizeof *counts; i++)
         json_object_set_new(o, counts[i].key, json_integer(counts[i].v));
+    json_object_set_new(o, "seals",
+                        json_string(s->seals > 0    ? "checked"
+                                    : s->seals == 0 ? "not checked: no key"
+                                                    : "sweep older than seals"));
     return kf_cli_print_json(o, 0);
 }
 
@@ -82,6 +89,14 @@ static int cmd_verify(int argc, char **argv, const char *home)
         fprintf(stderr, "kfleet verify: %s\n", err.msg);
         return 1;
     }
+    /* The seals' key comes from the coordinator's secret (store.h). */
+    kf_keypair kp;
+    char seal_why[600] = "";
+    if (kf_keys_load(p.coord_key, 0, &kp, &err) == KF_OK)
+        kf_seal_key(s, kp.sec, NULL);
+    else
+        snprintf(seal_why, sizeof seal_why, "%s", err.msg);
+    memset(&kp, 0, sizeof kp);
     kf_txn *t = NULL;
     rc = kf_store_begin(s, 1, &t, &err);
     if (rc == KF_OK && !have_id)
@@ -120,6 +135,13 @@ static int cmd_verify(int argc, char **argv, const char *home)
                id, sum.tasks, sum.terminal, sum.results, sum.succeeded, sum.failed, sum.timed_out,
                sum.cancelled, sum.skipped, sum.profiles, sum.samples, sum.attempts, sum.requeued,
                sum.late, sum.violations);
+        if (sum.seals > 0)
+            printf("  %u samples and results checked against their seals\n", sum.sealed);
+        else if (sum.seals == 0)
+            printf("  seals not checked: %s\n",
+                   seal_why[0] ? seal_why : "the store has no seal key");
+        else
+            printf("  seals not checked: the sweep is older than seals\n");
     }
     if (problems.len)
         fputs(problems.data, stderr);

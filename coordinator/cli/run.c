@@ -266,6 +266,7 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
     cfg.heartbeat_interval_s = 0.5;
     cfg.heartbeat_timeout_s = 10.0;
     cfg.no_shared_builds = o->no_shared_builds;
+    cfg.trust_file = p->build_trust;
     struct coord_thread ct = {0};
     if (kf_coord_new(&cfg, &ct.c, &err) != KF_OK) {
         fprintf(stderr, "kfleet run: %s\n", err.msg);

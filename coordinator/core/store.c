@@ -1,64 +1,29 @@
 /* store — the coordinator's LMDB environment; see store.h for the layout.
  *
- * One environment, nine named databases, opened once per process. Records
+ * One environment, its named databases (tables.h; the seals are seal.c's),
+ * opened once per process. Records
  * are packed protobuf messages. Keys are big-endian so cursor order is
  * numeric order, which lets "all tasks of sweep S" and "all samples of an
  * attempt" be a single range scan. */
 #include "core/store.h"
+#include "core/tables.h"
 #include "common/xalloc.h"
 #include "common/util.h"
 
 #include <errno.h>
 #include <lmdb.h>
 #include <stdio.h>
+#include <sodium.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-enum {
-    DB_META,
-    DB_SWEEPS,
-    DB_TASKS,
-    DB_ATTEMPTS,
-    DB_RESULTS,
-    DB_LATE,
-    DB_SAMPLES,
-    DB_AGENTS,
-    DB_BUILDS,
-    DB_TELEMETRY,
-    DB_COUNT
-};
-static const char *db_names[DB_COUNT] = {"meta", "sweeps",  "tasks",  "attempts", "results",
-                                         "late", "samples", "agents", "builds",   "telemetry"};
+static const char *db_names[DB_COUNT] = {"meta",    "sweeps",    "tasks",   "attempts",
+                                         "results", "late",      "samples", "agents",
+                                         "builds",  "telemetry", "seals"};
 
 #define KF_STORE_INITIAL_MAP (256ull << 20)
-
-struct kf_store {
-    MDB_env *env;
-    MDB_dbi dbi[DB_COUNT];
-    int readonly;
-    size_t map_size;
-};
-
-struct kf_txn {
-    kf_store *s;
-    MDB_txn *txn;
-    /* The first LMDB error a put met. LMDB then refuses the rest of the
-     * transaction with a bare MDB_BAD_TXN; the commit reports this cause
-     * (map full, disk full) instead. */
-    int failed;
-};
-
-static int map_rc(int rc)
-{
-    if (rc == 0)
-        return KF_OK;
-    if (rc == MDB_NOTFOUND)
-        return KF_ENOTFOUND;
-    if (rc == MDB_MAP_FULL || rc == ENOSPC || rc == MDB_TXN_FULL)
-        return KF_EFULL;
-    return KF_ESTORE;
-}
 
 /* A data file LMDB would map past its end (pages the meta page counts,
  * missing from the file) dies with SIGBUS at the first read there; an empty
@@ -150,6 +115,9 @@ int kf_store_open(const char *dir, int readonly, kf_store **out, kf_err *err)
         goto fail;
     for (int i = 0; i < DB_COUNT; i++) {
         rc = mdb_dbi_open(txn, db_names[i], readonly ? 0 : MDB_CREATE, &s->dbi[i]);
+        if (rc == MDB_NOTFOUND && i == DB_SEALS)
+            continue; /* a store written before seals, read only: nothing to check */
+        s->has_seals |= i == DB_SEALS;
         if (rc) {
             mdb_txn_abort(txn);
             if (rc == MDB_NOTFOUND && readonly) {
@@ -190,8 +158,8 @@ int kf_store_open(const char *dir, int readonly, kf_store **out, kf_err *err)
     *out = s;
     return KF_OK;
 fail:
-    kf_err_set(err, rc == EACCES ? KF_EINVAL : map_rc(rc), "cannot open store %s: %s%s", dir,
-               mdb_strerror(rc),
+    kf_err_set(err, rc == EACCES ? KF_EINVAL : kf_store_map_rc(rc), "cannot open store %s: %s%s",
+               dir, mdb_strerror(rc),
                rc == MDB_INVALID || rc == MDB_CORRUPTED || rc == MDB_VERSION_MISMATCH
                    ? " (damaged, or not a kfleet store: restore it from a backup, or move the "
                      "directory aside to start a new one)"
@@ -217,8 +185,8 @@ int kf_store_grow(kf_store *s, kf_err *err)
     size_t next = s->map_size * 2;
     int rc = mdb_env_set_mapsize(s->env, next);
     if (rc)
-        return kf_err_set(err, map_rc(rc), "cannot grow the store map to %zu MiB: %s", next >> 20,
-                          mdb_strerror(rc));
+        return kf_err_set(err, kf_store_map_rc(rc), "cannot grow the store map to %zu MiB: %s",
+                          next >> 20, mdb_strerror(rc));
     s->map_size = next;
     return KF_OK;
 }
@@ -249,7 +217,7 @@ int kf_store_begin(kf_store *s, int readonly, kf_txn **out, kf_err *err)
     }
     if (rc) {
         free(t);
-        return kf_err_set(err, map_rc(rc), "cannot begin a store transaction: %s",
+        return kf_err_set(err, kf_store_map_rc(rc), "cannot begin a store transaction: %s",
                           mdb_strerror(rc));
     }
     *out = t;
@@ -269,7 +237,7 @@ int kf_store_commit(kf_txn **txn, kf_err *err)
     }
     free(t);
     if (rc)
-        return kf_err_set(err, map_rc(rc), "store commit failed: %s%s", mdb_strerror(rc),
+        return kf_err_set(err, kf_store_map_rc(rc), "store commit failed: %s%s", mdb_strerror(rc),
                           rc == MDB_MAP_FULL ? " (the map is full)" : "");
     return KF_OK;
 }
@@ -284,25 +252,6 @@ void kf_store_abort(kf_txn **txn)
 }
 
 /* ---- keys ---- */
-
-static void be32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-static void be64(uint8_t *p, uint64_t v)
-{
-    be32(p, (uint32_t)(v >> 32));
-    be32(p + 4, (uint32_t)v);
-}
-
-static uint32_t rd32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
 /* ---- generic put/get of packed messages ---- */
 
@@ -322,16 +271,18 @@ static int put_msg(kf_txn *t, int db, const void *key, size_t klen, const Protob
     if (rc) {
         if (!t->failed)
             t->failed = rc;
-        return map_rc(rc);
+        return kf_store_map_rc(rc);
     }
     protobuf_c_message_pack(m, v.mv_data);
+    if (t->s->sealing && (db == DB_SAMPLES || db == DB_RESULTS || db == DB_LATE))
+        return kf_seal_put(t, db, key, klen, &v);
     return KF_OK;
 }
 
 static int get_raw(kf_txn *t, int db, const void *key, size_t klen, MDB_val *v)
 {
     MDB_val k = {klen, (void *)key};
-    return map_rc(mdb_get(t->txn, t->s->dbi[db], &k, v));
+    return kf_store_map_rc(mdb_get(t->txn, t->s->dbi[db], &k, v));
 }
 
 #define GET_MSG(t, db, key, klen, type, out)                                                       \
@@ -361,7 +312,7 @@ int kf_store_next_sweep_id(kf_txn *t, uint32_t *id)
     if ((rc = mdb_put(t->txn, t->s->dbi[DB_META], &k, &nv, 0))) {
         if (!t->failed)
             t->failed = rc;
-        return map_rc(rc);
+        return kf_store_map_rc(rc);
     }
     *id = next;
     return KF_OK;
@@ -372,13 +323,13 @@ int kf_store_latest_sweep_id(kf_txn *t, uint32_t *id)
     MDB_cursor *c;
     int rc = mdb_cursor_open(t->txn, t->s->dbi[DB_SWEEPS], &c);
     if (rc)
-        return map_rc(rc);
+        return kf_store_map_rc(rc);
     MDB_val k, v;
     rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
     if (rc == 0 && k.mv_size == 4)
         *id = rd32(k.mv_data);
     mdb_cursor_close(c);
-    return map_rc(rc);
+    return kf_store_map_rc(rc);
 }
 
 /* ---- records ---- */
@@ -519,7 +470,7 @@ static int walk(kf_txn *t, int db, const void *prefix, size_t plen, raw_cb cb, v
     MDB_cursor *c;
     int rc = mdb_cursor_open(t->txn, t->s->dbi[db], &c);
     if (rc)
-        return map_rc(rc);
+        return kf_store_map_rc(rc);
     MDB_val k = {plen, (void *)prefix}, v;
     rc = mdb_cursor_get(c, &k, &v, plen ? MDB_SET_RANGE : MDB_FIRST);
     int out = KF_OK;
@@ -533,7 +484,7 @@ static int walk(kf_txn *t, int db, const void *prefix, size_t plen, raw_cb cb, v
     mdb_cursor_close(c);
     if (out)
         return out;
-    return rc == MDB_NOTFOUND || rc == 0 ? KF_OK : map_rc(rc);
+    return rc == MDB_NOTFOUND || rc == 0 ? KF_OK : kf_store_map_rc(rc);
 }
 
 #define DECODE_CB(fname, type, ctype, cbtype)                                                      \

@@ -6,6 +6,7 @@
  * commit, then send. Sending after the commit is what makes an ack mean
  * "durably stored". */
 #include "daemon/coord_int.h"
+#include "core/seal.h"
 #include "common/xalloc.h"
 #include "fleet/launches.h"
 #include "common/log.h"
@@ -54,6 +55,7 @@ int kf_coord_new(const kf_coord_config *cfg, kf_coord **out, kf_err *err)
         goto fail;
     }
     if ((rc = kf_keys_coordinator(cfg->key_file, cfg->pub_file, &c->keys, err)) ||
+        (rc = kf_seal_key(c->store, c->keys.sec, err)) ||
         (rc = kf_allow_load(cfg->allow_file, &c->allow, err)))
         goto fail;
     auth_sort_allow(&c->allow);
@@ -138,6 +140,9 @@ void kf_coord_destroy(kf_coord **self)
         sched_free_agent(c->agents[i]);
     free(c->agents);
     free(c->shares);
+    for (size_t i = 0; i < c->ntrusted; i++)
+        free(c->trusted[i]);
+    free(c->trusted);
     for (size_t i = 0; i < c->nout; i++) {
         free(c->out[i].peer);
         kf_buf_release(&c->out[i].payload);

@@ -31,6 +31,10 @@ typedef struct kf_coord_config {
                                   * time is requeued; default 5 s */
     int no_shared_builds;        /* 1: agents with one toolchain do not share
                                   * artifacts (sched_share.c); each compiles */
+    /* The operator's list of agent ids trusted to build for other agents
+     * (sched_share.c), one a line; NULL or absent: none beyond the agents
+     * on this machine (an ipc:// agent endpoint). */
+    const char *trust_file;
 } kf_coord_config;
 
 /* Opens the store, binds both sockets, and loads unfinished work. */

@@ -50,7 +50,9 @@ typedef struct kbuild {
     char hash[65];
     int state; /* TaskState: ASSIGNED while building, else terminal */
     uint64_t task_id;
-    char *error; /* first lines of a failed build */
+    char *error;            /* first lines of a failed build */
+    char artifact_hash[65]; /* what the build's result said it made, "" when unknown */
+    char built_by[128];     /* installed from this agent's build, "" for its own */
 } kbuild;
 
 /* A kernel built once for every agent with one toolchain (sched_share.c):
@@ -132,6 +134,11 @@ struct kf_coord {
     size_t nagents, capagents;
     kshare *shares; /* builds shared by toolchain (sched_share.c) */
     size_t nshares, capshares;
+    /* The operator's trust list (cfg.trust_file), as last read: the agent
+     * ids trusted to build for others beside those on this machine. */
+    char **trusted;
+    size_t ntrusted;
+    int trust_loaded; /* read once at least (sched_share_load_trust) */
     /* When the loop last read the agent socket empty: an agent's silence is
      * counted up to then, so a turn the coordinator spends on a big request
      * (heartbeats queued, unread) is not taken for the agents' silence. */

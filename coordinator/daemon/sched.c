@@ -281,11 +281,27 @@ void sched_release_slot(kf_coord *c, ktask *t)
     }
 }
 
+/* An installed build counts only while its builder may build for others:
+ * sharing on and the builder trusted (sched_share.c). */
+static kbuild *trusted_or_none(kf_coord *c, kagent *a, kbuild *b)
+{
+    if (!b || !b->built_by[0] || !kf_state_terminal(b->state) ||
+        (!c->cfg.no_shared_builds && sched_share_trusted_id(c, b->built_by)))
+        return b;
+    kf_info("build.untrusted", "agent=%s kernel=%.12s built_by=%s why=\"%s\"", a->id, b->hash,
+            b->built_by,
+            c->cfg.no_shared_builds ? "shared builds are off" : "its builder is not trusted");
+    char hash[65];
+    snprintf(hash, sizeof hash, "%s", b->hash);
+    sched_invalidate_build(c, a, hash);
+    return NULL;
+}
+
 kbuild *sched_agent_build(kf_coord *c, kagent *a, const char *hash)
 {
     for (size_t i = 0; i < a->nbuilds; i++)
         if (strcmp(a->builds[i].hash, hash) == 0)
-            return &a->builds[i];
+            return trusted_or_none(c, a, &a->builds[i]);
     /* Not in memory: the store may know it (a coordinator restart). */
     Kfleet__BuildRecord *br = NULL;
     kf_txn *txn;
@@ -305,14 +321,17 @@ kbuild *sched_agent_build(kf_coord *c, kagent *a, const char *hash)
     snprintf(b->hash, sizeof b->hash, "%s", hash);
     b->state = br->state;
     b->task_id = br->task_id;
+    snprintf(b->artifact_hash, sizeof b->artifact_hash, "%s",
+             br->artifact_hash ? br->artifact_hash : "");
+    snprintf(b->built_by, sizeof b->built_by, "%s", br->built_by ? br->built_by : "");
     kfleet__build_record__free_unpacked(br, NULL);
     /* A build that was running when the coordinator stopped is re-checked
      * through its task, which is reloaded as open. */
-    return b;
+    return trusted_or_none(c, a, b);
 }
 
 kbuild *sched_set_build(kf_coord *c, kagent *a, const char *hash, int state, uint64_t task_id,
-                        const char *error)
+                        const char *error, const char *artifact_hash, const char *built_by)
 {
     kbuild *b = NULL;
     for (size_t i = 0; i < a->nbuilds; i++)
@@ -331,12 +350,18 @@ kbuild *sched_set_build(kf_coord *c, kagent *a, const char *hash, int state, uin
     b->task_id = task_id;
     free(b->error);
     b->error = error ? kf_xstrdup(error) : NULL;
+    snprintf(b->artifact_hash, sizeof b->artifact_hash, "%s", artifact_hash ? artifact_hash : "");
+    snprintf(b->built_by, sizeof b->built_by, "%s", built_by ? built_by : "");
+    const kagent *builder = b->built_by[0] ? sched_agent(c, b->built_by, 0) : NULL;
     Kfleet__BuildRecord br = KFLEET__BUILD_RECORD__INIT;
     br.agent_id = a->id;
     br.kernel_hash = b->hash;
     br.task_id = task_id;
     br.state = (Kfleet__TaskState)state;
     br.toolchain = a->toolchain;
+    br.artifact_hash = b->artifact_hash;
+    br.built_by = b->built_by;
+    br.built_by_key = builder ? (char *)builder->key : "";
     kf_txn *txn;
     if (coord_txn(c, &txn) == KF_OK)
         kf_store_put_build(txn, &br);
@@ -394,6 +419,18 @@ void sched_forget_build(kf_coord *c, kagent *a, const char *hash)
             return;
         }
     }
+}
+
+void sched_invalidate_build(kf_coord *c, kagent *a, const char *hash)
+{
+    kbuild gone;
+    memset(&gone, 0, sizeof gone);
+    snprintf(gone.hash, sizeof gone.hash, "%s", hash);
+    for (size_t i = 0; i < a->nbuilds; i++) /* not sched_agent_build: it calls here */
+        if (strcmp(a->builds[i].hash, hash) == 0)
+            gone.task_id = a->builds[i].task_id;
+    sched_forget_build(c, a, hash);
+    store_abandoned(c, a, &gone); /* read back as "no build": built again */
 }
 
 /* ---- ending attempts and tasks ---- */

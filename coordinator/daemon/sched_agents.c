@@ -195,6 +195,7 @@ static int on_register(void *ctx, const kf_peer *peer, const Kfleet__Envelope *e
         a->nbuilds = 0;
         snprintf(a->toolchain, sizeof a->toolchain, "%s", tc);
     }
+    sched_share_load_trust(c); /* the operator may have edited it since */
     a->info->registered_at_ns = kf_now_ns();
     a->info->last_seen_ns = a->info->registered_at_ns;
     a->info->lost = 0;
@@ -435,6 +436,13 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
         char why[300];
         first_line(r->error, why, sizeof why);
         r->agent_id = saved_agent;
+        /* Its cached artifact was not what the build made (and is gone):
+         * the agent builds the kernel again before the next try. */
+        if (r->artifact_stale && t->rec->kind != KFLEET__TASK_KIND__BUILD) {
+            kf_warn("task.artifact_stale", "task=0x%llx agent=%s error=\"%s\"",
+                    (unsigned long long)r->task_id, a->id, why);
+            sched_invalidate_build(c, a, sw->rec->kernels[t->rec->kernel_index]->hash);
+        }
         sched_requeue_as(c, sw, t, KFLEET__TASK_STATE__FAILED, why);
         if (env->oseq)
             coord_ack_later(a, env->oseq);
@@ -461,7 +469,9 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
         const char *hash = sw->rec->kernels[t->rec->kernel_index]->hash;
         int st = r->state == KFLEET__TASK_STATE__SUCCEEDED ? KFLEET__TASK_STATE__SUCCEEDED
                                                            : KFLEET__TASK_STATE__FAILED;
-        sched_set_build(c, a, hash, st, t->rec->task_id, r->error);
+        int ok = r->build && st == KFLEET__TASK_STATE__SUCCEEDED;
+        sched_set_build(c, a, hash, st, t->rec->task_id, r->error,
+                        ok ? r->build->artifact_hash : NULL, ok ? r->build->built_by : NULL);
     }
     kf_debug("task.result", "task=0x%llx attempt=%u agent=%s state=%d",
              (unsigned long long)r->task_id, r->attempt, a->id, r->state);

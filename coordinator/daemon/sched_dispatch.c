@@ -88,11 +88,18 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     if (t->rec->kind == KFLEET__TASK_KIND__BUILD) {
         spec.n_sources = k->n_sources;
         spec.sources = k->sources;
-        if (t->share_task) {
+        if (t->share_task)
             sched_share_fill(c, t, &spec, &shared);
-        } else if (!k->python) {
+        else if (!k->python)
             spec.want_artifact = sched_share_building(c, a, k->hash, t->rec->task_id);
-        }
+        /* Without an artifact to install it compiles, or takes from its
+         * cache only its own earlier compile (sched_share.c, trust). */
+        spec.own_build = spec.artifact.len == 0;
+    } else {
+        /* What this agent's build made: the runner loads nothing else. */
+        const kbuild *b = sched_agent_build(c, a, k->hash);
+        if (b && b->artifact_hash[0])
+            spec.artifact_hash = (char *)b->artifact_hash;
     }
     spec.n_flags = k->n_flags;
     spec.flags = k->flags;
@@ -145,7 +152,7 @@ static ktask *new_build(kf_coord *c, ksweep *sw, uint32_t ki, kagent *a, const k
         kf_store_put_sweep(txn, sw->rec);
     }
     sched_set_build(c, a, sw->rec->kernels[ki]->hash, KFLEET__TASK_STATE__ASSIGNED, rec->task_id,
-                    NULL);
+                    NULL, NULL, NULL);
     return t;
 }
 

@@ -29,12 +29,17 @@ void sched_release_slot(kf_coord *c, ktask *t);
 /* What a knows of a kernel's build (read back from the store after a
  * restart), or NULL when nothing. */
 kbuild *sched_agent_build(kf_coord *c, kagent *a, const char *hash);
-/* Records (and stores) the state of a kernel's build on a. */
+/* Records (and stores) the state of a kernel's build on a, the hash of the
+ * artifact a succeeded build made (NULL: none known), and the agent whose
+ * artifact a installed (NULL or "": its own compile). */
 kbuild *sched_set_build(kf_coord *c, kagent *a, const char *hash, int state, uint64_t task_id,
-                        const char *error);
+                        const char *error, const char *artifact_hash, const char *built_by);
 /* Drops what a knows of a kernel's build; one still in flight is recorded
  * as abandoned in the store, so it is built again when a returns. */
 void sched_forget_build(kf_coord *c, kagent *a, const char *hash);
+/* Drops a's build of a kernel for good, in the store too: its artifact is
+ * gone (it was not what the build made), so the kernel is built again. */
+void sched_invalidate_build(kf_coord *c, kagent *a, const char *hash);
 /* The hash of what an agent's artifacts depend on besides the kernel: its
  * compilers, its Python and packages (torch, for extensions), its forward-
  * compat libraries, its architecture and GPUs. An agent that comes back
@@ -57,6 +62,14 @@ int sched_share_building(kf_coord *c, const kagent *a, const char *hash, uint64_
  * one; any other artifact bytes are dropped. A build that asked and sent
  * none lets every agent build for itself. */
 void sched_share_result(kf_coord *c, const kagent *a, const char *hash, Kfleet__Result *r);
+/* Whether the agent of this id may build for other agents: sharing is on,
+ * and it is on this machine (the agent endpoint is ipc://) or on the
+ * operator's trust list. */
+int sched_share_trusted_id(kf_coord *c, const char *id);
+/* Reads the operator's trust list (cfg.trust_file) again, as each agent
+ * registers (and on first use); an absent file is an empty list, one that
+ * cannot be read keeps the last one (logged). */
+void sched_share_load_trust(kf_coord *c);
 /* a will not finish its shared builds (of `hash`, or of all when NULL). */
 void sched_share_abandon(kf_coord *c, const kagent *a, const char *hash);
 /* Fills spec (a build task t with share_task) with the shared artifact, its

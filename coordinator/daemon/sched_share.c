@@ -15,15 +15,31 @@
  * that needs the kernel; one that fails or sends nothing usable (an
  * artifact over KF_MAX_SHARED_ARTIFACT) releases the waiters: each builds
  * for itself, as before. Only what the coordinator asked for is kept: an
- * agent cannot push bytes onto others unasked. */
+ * agent cannot push bytes onto others unasked.
+ *
+ * Trust (issue 31): an agent is asked to build for others only when it is
+ * on the coordinator's machine (the agent endpoint is ipc://, which only a
+ * process there can reach; TCP from 127.0.0.1 may be an SSH tunnel) or on
+ * the operator's trust list (STATE/keys/builders.trust: agent ids, one a
+ * line, each bound to its key by the allow list). Any other agent builds
+ * only for itself, so an allowed agent that reports another's toolchain
+ * cannot hand it a poisoned build. An installed build is recorded with its
+ * builder (BuildRecord.built_by, built_by_key); with sharing off, or its
+ * builder no longer trusted, it does not count (sched_agent_build) and the
+ * agent compiles its own (TaskSpec.own_build: the runner takes no
+ * installed artifact from its cache). */
 #include "daemon/sched_int.h"
 #include "common/util.h"
 #include "common/log.h"
 #include "common/wire.h"
+#include "common/buf.h"
 #include "common/xalloc.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static kshare *find(const kf_coord *c, const char *toolchain, const char *hash)
 {
@@ -42,6 +58,8 @@ static void drop(kf_coord *c, kshare *s)
 const kshare *sched_share_find(kf_coord *c, const kagent *a, const char *hash)
 {
     kshare *s = a->toolchain[0] ? find(c, a->toolchain, hash) : NULL;
+    if (s && !sched_share_trusted_id(c, s->agent->id))
+        return NULL; /* sharing off now, or its builder no longer trusted */
     if (!s || s->ready || s->unshareable)
         return s;
     /* However the build ended without a result reaching here (its agent
@@ -55,9 +73,54 @@ const kshare *sched_share_find(kf_coord *c, const kagent *a, const char *hash)
     return NULL;
 }
 
+void sched_share_load_trust(kf_coord *c)
+{
+    c->trust_loaded = 1;
+    if (!c->cfg.trust_file)
+        return;
+    kf_buf b = KF_BUF_INIT;
+    char why[256] = "";
+    /* An operator's file, read as one (a FIFO or a huge file is refused). */
+    int absent = access(c->cfg.trust_file, F_OK) != 0 && errno == ENOENT;
+    if (!absent &&
+        kf_buf_read_file_max(&b, c->cfg.trust_file, 1u << 20, why, sizeof why) != KF_OK) {
+        kf_warn("build.trust", "file=%s error=\"%s\" why=\"keeping the last list (%zu)\"",
+                c->cfg.trust_file, why, c->ntrusted);
+        kf_buf_release(&b);
+        return;
+    }
+    for (size_t i = 0; i < c->ntrusted; i++)
+        free(c->trusted[i]);
+    c->ntrusted = 0;
+    for (char *save = NULL, *line = b.data ? strtok_r(b.data, "\n", &save) : NULL; line;
+         line = strtok_r(NULL, "\n", &save)) {
+        line += strspn(line, " \t");
+        line[strcspn(line, " \t\r#")] = '\0';
+        if (!*line)
+            continue;
+        c->trusted = kf_xrealloc(c->trusted, (c->ntrusted + 1) * sizeof *c->trusted);
+        c->trusted[c->ntrusted++] = kf_xstrdup(line);
+    }
+    kf_buf_release(&b);
+}
+
+int sched_share_trusted_id(kf_coord *c, const char *id)
+{
+    if (c->cfg.no_shared_builds)
+        return 0;
+    if (strncmp(c->agent_endpoint, "ipc://", 6) == 0)
+        return 1;
+    if (!c->trust_loaded) /* before any agent registered: a restart's reload */
+        sched_share_load_trust(c);
+    for (size_t i = 0; i < c->ntrusted; i++)
+        if (strcmp(c->trusted[i], id) == 0)
+            return 1;
+    return 0;
+}
+
 int sched_share_building(kf_coord *c, const kagent *a, const char *hash, uint64_t task_id)
 {
-    if (!a->toolchain[0] || c->cfg.no_shared_builds || find(c, a->toolchain, hash))
+    if (!a->toolchain[0] || !sched_share_trusted_id(c, a->id) || find(c, a->toolchain, hash))
         return 0;
     if (c->nshares == c->capshares) {
         c->capshares = c->capshares ? c->capshares * 2 : 16;

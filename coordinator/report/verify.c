@@ -1,6 +1,8 @@
 /* verify — store invariants of a sweep; see verify.h. */
 #include "report/verify.h"
+#include "core/seal.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,6 +53,38 @@ static int late_cb(void *ctx, const Kfleet__Result *r)
         strcmp(r->agent_id, t->agent_id) == 0)
         v->late_dups++;
     return 0;
+}
+
+/* The stored bytes of the task's result and of its attempt's samples are
+ * what the coordinator wrote (store.h, seals). */
+static void check_seals(struct vctx *v, const Kfleet__Task *task, const Kfleet__Result *r)
+{
+    kf_seal_count sc = {0, 0, 0, 0, 0};
+    int rc = kf_seal_check(v->t, task->task_id, r->attempt, &sc);
+    if (rc == KF_EINVAL) {
+        v->sum->seals = 0;
+        return;
+    }
+    if (rc == KF_ENOTFOUND) {
+        v->sum->seals = -1;
+        return;
+    }
+    v->sum->sealed += sc.checked;
+    static const char *const verdicts[] = {
+        "", "changed after it was written (its seal does not match)",
+        "has no seal in a sealed sweep (added after the coordinator wrote it?)"};
+    const struct {
+        int bad;
+        const char *what;
+    } parts[] = {{sc.result_bad, "the terminal result"},
+                 {sc.samples_bad, "the attempt's samples (sealed together)"}};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+        char line[256];
+        if (parts[i].bad < 1 || parts[i].bad > 2)
+            continue;
+        snprintf(line, sizeof line, ": %s %s", parts[i].what, verdicts[parts[i].bad]);
+        problem(v, "task 0x%llx%s", (unsigned long long)task->task_id, line);
+    }
 }
 
 static int task_cb(void *ctx, const Kfleet__Task *task)
@@ -110,6 +144,7 @@ static int task_cb(void *ctx, const Kfleet__Task *task)
         problem(v, "task 0x%llx: terminal record with a non-terminal state%s", id, "");
         break;
     }
+    check_seals(v, task, r);
     if (task->kind == KFLEET__TASK_KIND__PROFILE && r->state == KFLEET__TASK_STATE__SUCCEEDED) {
         s->profiles++;
         v->next_seq = 0;
@@ -140,5 +175,6 @@ int kf_verify_sweep(kf_txn *t, uint32_t sweep_id, kf_verify_summary *sum, kf_buf
         return rc;
     kfleet__sweep__free_unpacked(sw, NULL);
     struct vctx v = {t, sum, problems, 0, 0, NULL, 0};
+    sum->seals = 1;
     return kf_store_foreach_task(t, sweep_id, task_cb, &v);
 }

@@ -27,8 +27,9 @@ grep -q "quickstart" "$T/status.txt" || fail "status lacks the sweep"
 cmp -s "$T/by-id.txt" "$T/latest.txt" || fail "report with no id is not the latest sweep"
 "$KFLEET" report "$id" --format json >"$T/r.json" || fail "report json"
 # 9 configurations validated and profiled; the builds: each kernel on each
-# agent that ran it, compiled on one of them and installed on the other
-# (architecture.md, "Builds: once per fleet"), so 2 to 4 of them.
+# agent that ran it, so 2 to 4 of them, each compiled by its own agent:
+# agents over TCP with no operator trust list do not build for each other
+# (architecture.md, "The trust model of shared builds").
 python3 - "$T/r.json" <<'PY' || fail "the quickstart did not all succeed"
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -39,7 +40,7 @@ for r in rows:
         assert (r.get(k) or {}).get("state") == "succeeded", (r["kernel"], k, r.get(k))
 b = d["builds"]
 assert 2 <= len(b) <= 4 and all(x["state"] == "succeeded" for x in b), b
-assert sum(1 for x in b if not x["built_by"]) == 2, "each kernel compiled once"
+assert all(not x["built_by"] for x in b), "a build installed from an untrusted agent"
 PY
 pass "submit/status/report as in the README"
 

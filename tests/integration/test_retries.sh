@@ -57,7 +57,7 @@ grep -q 'attempt 1 .*not by kfleet' "$T/report.txt" || fail "the text report doe
 pass "the report names why each attempt ended"
 
 # attempts: 1 — the same kill is not tried again, and the reason says so.
-rm -f "$KF_TEST_KILL_ONCE"
+rm -f "$KF_TEST_KILL_ONCE" "$T"/agents/r1/kcache/*/killed-once.mark
 sed -i 's/attempts: 3/attempts: 1/' "$T/retries.yaml"
 set +e
 "$KFLEET" submit "$T/retries.yaml" --follow >"$T/submit2.out" 2>&1

@@ -1,13 +1,18 @@
 /* killed_once — a correct kernel whose first runner is killed with SIGKILL
  * from outside the kernel's own faults, as the out-of-memory killer does,
- * for kfleet's retry test: the runner of the first attempt (when the file
- * named by $KF_TEST_KILL_ONCE does not exist yet) creates that file and is
- * SIGKILLed; every later runner works. */
+ * for kfleet's retry test: the runner of the first attempt (when its mark
+ * file does not exist yet) creates the mark and is SIGKILLed; every later
+ * runner works. With $KF_TEST_KILL_ONCE set, the mark is
+ * killed-once.mark in the kernel's own cache dir (the parent of
+ * $TRITON_CACHE_DIR, which a sandboxed runner may write and which outlives
+ * the runner), else $KF_TEST_KILL_ONCE itself (an unsandboxed runner). */
 #include "kf_kernel.h"
 
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define N 1024
@@ -16,7 +21,13 @@ static float out[N];
 static int setup(void **state, const kf_params *p, uint64_t seed, char *err, size_t errlen)
 {
     (void)p, (void)seed, (void)err, (void)errlen;
-    const char *mark = getenv("KF_TEST_KILL_ONCE");
+    const char *mark = getenv("KF_TEST_KILL_ONCE"), *cache = getenv("TRITON_CACHE_DIR");
+    char own[4096];
+    if (mark && cache && strrchr(cache, '/')) {
+        snprintf(own, sizeof own, "%.*s/killed-once.mark", (int)(strrchr(cache, '/') - cache),
+                 cache);
+        mark = own;
+    }
     if (mark) {
         int fd = open(mark, O_WRONLY | O_CREAT | O_EXCL, 0600);
         if (fd >= 0) {

@@ -445,7 +445,7 @@ static void test_nested(void **state)
     int st = -1;
     kf_err err;
     assert_int_equal(
-        kf_tools_run_nested(KF_BINARY_DIR "/kfleet-agent", workdir, &t.ta, env, 1, &st, &err),
+        kf_tools_run_nested(KF_BINARY_DIR "/kfleet-agent", workdir, NULL, &t.ta, env, 1, &st, &err),
         KF_OK);
     assert_int_equal(st, 0);
     free_task(&t);
@@ -457,7 +457,7 @@ static void test_nested(void **state)
     t.spec.kind = KFLEET__TASK_KIND__VALIDATE;
     setenv("ASAN_OPTIONS", "handle_segv=0", 1);
     assert_int_equal(
-        kf_tools_run_nested(KF_BINARY_DIR "/kfleet-agent", workdir, &t.ta, env, 1, &st, &err),
+        kf_tools_run_nested(KF_BINARY_DIR "/kfleet-agent", workdir, NULL, &t.ta, env, 1, &st, &err),
         KF_OK);
     assert_int_not_equal(st, 0);
     free_task(&t);
@@ -505,7 +505,7 @@ static int serve(Kfleet__TaskAssign **tas, size_t n, int cut_short, Kfleet__Resu
         dup2(in[0], 0);
         dup2(out, 1);
         close(in[1]);
-        _exit(kf_runner_serve(workdir));
+        _exit(kf_runner_serve(workdir, NULL));
     }
     close(in[0]);
     close(out);

@@ -15,6 +15,7 @@
 #include "common/wire.h"
 #include "core/sweep.h"
 #include "daemon/coord_int.h"
+#include "daemon/sched_int.h"
 
 #include <ftw.h>
 #include <stdio.h>
@@ -42,6 +43,9 @@ static kf_coord *coord(void)
     c->cfg.assign_grace_s = 5.0;
     c->started_ns = kf_now_ns();
     kf_buf_init(&c->scratch);
+    /* Agents on the coordinator's machine, as `kfleet run` has them:
+     * trusted to build for each other (sched_share.c). */
+    snprintf(c->agent_endpoint, sizeof c->agent_endpoint, "ipc://%s/agents.sock", dir);
     kf_err err;
     assert_int_equal(kf_store_open(dir, 0, &c->store, &err), KF_OK);
     return c;
@@ -154,6 +158,8 @@ typedef struct sent {
     int want_artifact;   /* a build asked to send its artifact back */
     size_t artifact_len; /* a build that brings another agent's artifact */
     char built_by[16];
+    int own_build;          /* a build that must not take an installed artifact */
+    char artifact_hash[65]; /* a validate's: the agent's build as recorded */
 } sent;
 
 static size_t drain(kf_coord *c, sent *out, size_t max)
@@ -180,6 +186,9 @@ static size_t drain(kf_coord *c, sent *out, size_t max)
                     s->artifact_len = sp->artifact.len;
                     snprintf(s->built_by, sizeof s->built_by, "%s",
                              sp->artifact_built_by ? sp->artifact_built_by : "");
+                    s->own_build = sp->own_build;
+                    snprintf(s->artifact_hash, sizeof s->artifact_hash, "%s",
+                             sp->artifact_hash ? sp->artifact_hash : "");
                 }
             }
             kf_wire_free(e);
@@ -432,6 +441,112 @@ static void test_no_shared_builds(void **state)
     done(&c);
 }
 
+/* Shared builds are trusted explicitly (issue 31): agents that reach the
+ * coordinator over TCP build only for themselves; one on the operator's
+ * trust list builds for the others, whose installed build is recorded with
+ * its builder; with sharing then turned off, that installed build does not
+ * count: the agent gets a build of its own (own_build) before any task,
+ * while the builder's own compile still stands. */
+static void test_shared_build_trust(void **state)
+{
+    (void)state;
+    static const char sweep[] = "name: all\nkernels:\n  - name: triad\n    params: {n: [1K]}\n"
+                                "tasks: [validate]\nnodes: all\n";
+    kf_coord *c = coord();
+    snprintf(c->agent_endpoint, sizeof c->agent_endpoint, "tcp://10.0.0.1:5555");
+    reg(c, "a1", 1, 0);
+    reg(c, "evil", 1, 0);
+    submit(c, sweep);
+    sent s[8];
+    assert_int_equal(drain(c, s, 8), 2);
+    for (int i = 0; i < 2; i++) { /* each builds for itself, asked for nothing */
+        assert_int_equal(s[i].kind, KFLEET__TASK_KIND__BUILD);
+        assert_false(s[i].want_artifact);
+        assert_true(s[i].own_build);
+    }
+    done(&c);
+
+    c = coord();
+    snprintf(c->agent_endpoint, sizeof c->agent_endpoint, "tcp://10.0.0.1:5555");
+    char trust[128];
+    snprintf(trust, sizeof trust, "%s/builders.trust", dir);
+    FILE *f = fopen(trust, "w");
+    assert_non_null(f);
+    fputs("# agents that build for others\nevil\n", f);
+    fclose(f);
+    c->cfg.trust_file = trust;
+    sched_share_load_trust(c);
+    reg(c, "evil", 1, 0);
+    submit(c, sweep);
+    assert_int_equal(drain(c, s, 8), 1);
+    assert_true(s[0].want_artifact); /* trusted: asked to build for others */
+    build_result(c, "evil", &s[0],
+                 "\x7f"
+                 "ELF poisoned");
+    assert_int_equal(drain(c, s, 8), 1); /* its validate */
+    result(c, "evil", s[0].task, s[0].attempt, KFLEET__TASK_STATE__SUCCEEDED);
+    assert_int_equal(c->nsweeps, 0);
+
+    reg(c, "a1", 1, 0);
+    submit(c, sweep);
+    size_t n = drain(c, s, 8);
+    sent install;
+    memset(&install, 0, sizeof install);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(s[i].agent, "a1") == 0 && s[i].kind == KFLEET__TASK_KIND__BUILD)
+            install = s[i];
+        else if (s[i].kind == KFLEET__TASK_KIND__VALIDATE) /* evil's */
+            result(c, s[i].agent, s[i].task, s[i].attempt, KFLEET__TASK_STATE__SUCCEEDED);
+    }
+    assert_true(install.artifact_len > 0);
+    assert_string_equal(install.built_by, "evil");
+    assert_false(install.own_build);
+    /* a1 installed it: its result names the builder. */
+    Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
+    Kfleet__Result r = KFLEET__RESULT__INIT;
+    Kfleet__BuildInfo bi = KFLEET__BUILD_INFO__INIT;
+    bi.artifact_hash = "5eed000000000000000000000000000000000000000000000000000000000000";
+    bi.built_by = "evil";
+    r.task_id = install.task;
+    r.attempt = install.attempt;
+    r.state = KFLEET__TASK_STATE__SUCCEEDED;
+    r.build = &bi;
+    env.body_case = KFLEET__ENVELOPE__BODY_RESULT;
+    env.result = &r;
+    frame(c, "a1", &env);
+    n = drain(c, s, 8);
+    assert_int_equal(n, 1);
+    assert_int_equal(s[0].kind, KFLEET__TASK_KIND__VALIDATE);
+    assert_string_equal(s[0].artifact_hash, bi.artifact_hash); /* what a1 may load */
+    const char *hash = c->sweeps[0]->rec->kernels[0]->hash;
+    kagent *a1 = sched_agent(c, "a1", 0);
+    kbuild *b = sched_agent_build(c, a1, hash);
+    assert_non_null(b);
+    assert_string_equal(b->built_by, "evil");
+    result(c, "a1", s[0].task, s[0].attempt, KFLEET__TASK_STATE__SUCCEEDED);
+    assert_int_equal(c->nsweeps, 0);
+
+    /* Sharing off: a1's installed build no longer counts; evil's own does. */
+    c->cfg.no_shared_builds = 1;
+    submit(c, sweep);
+    n = drain(c, s, 8);
+    int a1_builds = 0, evil_builds = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i].kind != KFLEET__TASK_KIND__BUILD)
+            continue;
+        if (strcmp(s[i].agent, "a1") == 0) {
+            a1_builds++;
+            assert_true(s[i].own_build);
+            assert_int_equal(s[i].artifact_len, 0);
+        } else {
+            evil_builds++;
+        }
+    }
+    assert_int_equal(a1_builds, 1);
+    assert_int_equal(evil_builds, 0);
+    done(&c);
+}
+
 /* A lost agent's attempt is requeued while attempts remain, runs on
  * another agent, and a result of the old attempt is then kept as a late,
  * superseded record that changes nothing. */
@@ -577,6 +692,7 @@ int main(void)
         cmocka_unit_test(test_toolchain_change_rebuilds),
         cmocka_unit_test(test_shared_build),
         cmocka_unit_test(test_no_shared_builds),
+        cmocka_unit_test(test_shared_build_trust),
         cmocka_unit_test(test_lost_while_building),
         cmocka_unit_test(test_failed_build_fails_its_tasks),
         cmocka_unit_test(test_nodes_all_pins),

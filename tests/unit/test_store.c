@@ -8,6 +8,9 @@
 #include <cmocka.h>
 
 #include "core/store.h"
+#include "core/seal.h"
+
+#include <lmdb.h>
 
 #include <ftw.h>
 #include <stdio.h>
@@ -334,6 +337,95 @@ static void test_read_while_written(void **state)
     assert_true(opens > 0);
 }
 
+/* Seals: a sealed store's samples and result check out; samples whose
+ * bytes are changed, or one added, through liblmdb afterwards are found;
+ * another key finds nothing matching; a store opened without the key says
+ * so rather than passing. */
+static void test_seals(void **state)
+{
+    (void)state;
+    kf_err err;
+    kf_store *s = NULL;
+    assert_int_equal(kf_store_open(dir, 0, &s, &err), 0);
+    assert_int_equal(kf_seal_key(s, "secret-one", &err), 0);
+    kf_txn *t = NULL;
+    assert_int_equal(kf_store_begin(s, 0, &t, &err), 0);
+    uint32_t id;
+    assert_int_equal(kf_store_next_sweep_id(t, &id), 0);
+    uint64_t task = kf_task_id(id, 0);
+    Kfleet__Result r = KFLEET__RESULT__INIT;
+    r.task_id = task;
+    r.attempt = 1;
+    r.state = KFLEET__TASK_STATE__SUCCEEDED;
+    int dup;
+    assert_int_equal(kf_store_put_result(t, &r, &dup), 0);
+    for (uint32_t q = 0; q < 4; q++) {
+        Kfleet__Sample smp = KFLEET__SAMPLE__INIT;
+        smp.seq = q;
+        smp.seconds = 1e-3 * (q + 1);
+        assert_int_equal(kf_store_put_sample(t, task, 1, &smp, &dup), 0);
+    }
+    assert_int_equal(kf_store_commit(&t, &err), 0);
+    kf_seal_count sc = {0, 0, 0, 0, 0};
+    assert_int_equal(kf_store_begin(s, 1, &t, &err), 0);
+    assert_int_equal(kf_seal_check(t, task, 1, &sc), 0);
+    kf_store_abort(&t);
+    assert_int_equal(sc.checked, 5);
+    assert_int_equal(sc.changed + sc.unsealed, 0);
+    kf_store_close(&s);
+
+    /* Sample 2's time rewritten to 1 ns, outside kfleet; and one added. */
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    assert_int_equal(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 32);
+    assert_int_equal(mdb_env_open(env, dir, 0, 0600), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, "samples", 0, &dbi), 0);
+    uint8_t key[16] = {0};
+    for (int i = 0; i < 8; i++)
+        key[i] = (uint8_t)(task >> (56 - 8 * i));
+    key[11] = 1;
+    key[15] = 2;
+    Kfleet__Sample fake = KFLEET__SAMPLE__INIT;
+    fake.seq = 2;
+    fake.seconds = 1e-9;
+    uint8_t buf[64];
+    MDB_val k = {16, key}, v = {kfleet__sample__pack(&fake, buf), buf};
+    assert_int_equal(mdb_put(txn, dbi, &k, &v, 0), 0);
+    key[15] = 9;
+    fake.seq = 9;
+    v.mv_size = kfleet__sample__pack(&fake, buf);
+    assert_int_equal(mdb_put(txn, dbi, &k, &v, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+
+    assert_int_equal(kf_store_open(dir, 1, &s, &err), 0);
+    assert_int_equal(kf_store_begin(s, 1, &t, &err), 0);
+    memset(&sc, 0, sizeof sc);
+    assert_int_equal(kf_seal_check(t, task, 1, &sc), KF_EINVAL); /* no key: no verdict */
+    kf_store_abort(&t);
+    assert_int_equal(kf_seal_key(s, "secret-one", &err), 0);
+    assert_int_equal(kf_store_begin(s, 1, &t, &err), 0);
+    assert_int_equal(kf_seal_check(t, task, 1, &sc), 0);
+    kf_store_abort(&t);
+    assert_int_equal(sc.checked, 1); /* the result */
+    assert_int_equal(sc.changed, 1); /* the samples, sealed together */
+    assert_int_equal(sc.result_bad, 0);
+    assert_int_equal(sc.samples_bad, 1);
+    /* Another key: nothing matches. */
+    assert_int_equal(kf_seal_key(s, "secret-two", &err), 0);
+    memset(&sc, 0, sizeof sc);
+    assert_int_equal(kf_store_begin(s, 1, &t, &err), 0);
+    assert_int_equal(kf_seal_check(t, task, 1, &sc), 0);
+    kf_store_abort(&t);
+    assert_int_equal(sc.checked, 0);
+    assert_int_equal(sc.changed, 2);
+    assert_int_equal(sc.result_bad, 1);
+    kf_store_close(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -343,6 +435,7 @@ int main(void)
         cmocka_unit_test(test_readonly_missing),
         cmocka_unit_test_setup_teardown(test_damaged_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_while_written, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_seals, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,195 @@
+/* confine — see confine.h. */
+#include "runner/confine.h"
+
+#include "common/log.h"
+#include "common/util.h"
+#include "runner/build.h"
+#include "runner/pyenv.h"
+#include "runner/sandbox.h"
+
+#include <glob.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const system_dirs[] = {"/usr",  "/lib", "/lib32", "/lib64", "/libx32", "/bin",
+                                          "/sbin", "/etc", "/opt",   "/proc",  "/sys"};
+static const char *const dev_read[] = {"/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"};
+static const char *const dev_write[] = {"/dev/null", "/dev/shm", "/dev/nvidia-caps", "/dev/dxg"};
+
+/* fn(s, entry) for each entry of a ':' list (a PATH). */
+static void each_entry(kf_sandbox *s, const char *list, void (*fn)(kf_sandbox *, const char *))
+{
+    char part[PATH_MAX];
+    for (const char *p = list; p && *p;) {
+        size_t n = strcspn(p, ":");
+        if (n > 0 && n < sizeof part) {
+            snprintf(part, sizeof part, "%.*s", (int)n, p);
+            fn(s, part);
+        }
+        p += n + (p[n] == ':');
+    }
+}
+
+/* The directory holding the tool a variable names (found on PATH when it
+ * has no '/'), and the tool itself when it is a link elsewhere. */
+static void read_tool_of(kf_sandbox *s, const char *var)
+{
+    const char *v = getenv(var);
+    char path[PATH_MAX], real[PATH_MAX];
+    if (!v || !*v || !kf_find_exe(v, path, sizeof path))
+        return;
+    char *slash = strrchr(path, '/');
+    if (realpath(path, real))
+        kf_sandbox_read(s, real);
+    if (slash && slash != path) {
+        *slash = '\0';
+        kf_sandbox_read(s, path);
+    }
+}
+
+static void read_python(kf_sandbox *s)
+{
+    const kf_pyenv *py;
+    if (kf_pyenv_get(&py, NULL) != KF_OK)
+        return;
+    kf_sandbox_read(s, py->base_prefix);
+    kf_sandbox_read(s, py->base_exec_prefix);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", py->executable);
+    for (int up = 0; up < 2; up++) { /* bin/, and a venv's root above it */
+        char *slash = strrchr(dir, '/');
+        if (!slash || slash == dir)
+            break;
+        *slash = '\0';
+        kf_sandbox_read(s, dir);
+    }
+    json_t *path = json_loads(py->path_json ? py->path_json : "[]", 0, NULL);
+    size_t i;
+    json_t *v;
+    json_array_foreach(path, i, v) kf_sandbox_read(s, json_string_value(v));
+    json_decref(path);
+}
+
+/* The common part: see confine.h. */
+static kf_sandbox *base(const Kfleet__TaskSpec *sp, const char *workdir, const char *scratch)
+{
+    kf_sandbox *s = kf_sandbox_new();
+    kf_sandbox_protect(s, workdir);
+    each_entry(s, getenv("KF_SANDBOX_PROTECT"), kf_sandbox_protect);
+    for (size_t i = 0; i < sizeof system_dirs / sizeof *system_dirs; i++)
+        kf_sandbox_read(s, system_dirs[i]);
+    for (size_t i = 0; i < sizeof dev_read / sizeof *dev_read; i++)
+        kf_sandbox_read(s, dev_read[i]);
+    for (size_t i = 0; i < sizeof dev_write / sizeof *dev_write; i++)
+        kf_sandbox_write(s, dev_write[i]);
+    glob_t g;
+    if (glob("/dev/nvidia*", 0, NULL, &g) == 0)
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            kf_sandbox_write(s, g.gl_pathv[i]);
+    globfree(&g);
+    each_entry(s, getenv("PATH"), kf_sandbox_read);
+    each_entry(s, getenv("LD_LIBRARY_PATH"), kf_sandbox_read);
+    each_entry(s, getenv("KF_CUDA_COMPAT_DIR"), kf_sandbox_read);
+    each_entry(s, getenv("KF_SANDBOX_READ"), kf_sandbox_read); /* the operator's additions */
+    static const char *const tools[] = {"KF_CC", "KF_NVCC", "KF_CXX", "KF_PYTHON"};
+    for (size_t i = 0; i < sizeof tools / sizeof *tools; i++)
+        read_tool_of(s, tools[i]);
+    char tk[PATH_MAX], cuda[16];
+    if (kf_build_toolkit(tk, sizeof tk, cuda, sizeof cuda) == KF_OK)
+        kf_sandbox_read(s, tk);
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        /* A nested runner (ncu, sanitizer) execs it, with the libraries
+         * beside it (a bundle's lib/, its RPATH), wherever the bundle was
+         * unpacked (a launch puts it in the work dir): the directory is
+         * granted unless it holds the work dir's own files. */
+        self[n] = '\0';
+        kf_sandbox_own(s, self, 0);
+        char *slash = strrchr(self, '/');
+        if (slash && slash != self) {
+            *slash = '\0';
+            kf_sandbox_own(s, self, 0);
+        }
+    }
+    if (sp->python)
+        read_python(s);
+    kf_sandbox_own(s, scratch, 1);
+    /* Tools that write where HOME or TMPDIR say write in the scratch dir. */
+    setenv("HOME", scratch, 1);
+    setenv("TMPDIR", scratch, 1);
+    char xdg[PATH_MAX + 16];
+    snprintf(xdg, sizeof xdg, "%s/.cache", scratch);
+    setenv("XDG_CACHE_HOME", xdg, 1);
+    /* The tools the measure settings ask for talk to their target over
+     * loopback TCP (sandbox.h). */
+    const Kfleet__MeasureSettings *ms = sp->measure;
+    kf_sandbox_allow_loopback(s, sp->ncu_pass || (ms && (ms->sanitize || ms->n_ncu_metrics > 0)));
+    return s;
+}
+
+/* The artifact of sp as the runner loads it, and its torch extension. */
+static void own_artifact(kf_sandbox *s, const Kfleet__TaskSpec *sp, const char *workdir)
+{
+    char key[65], so[PATH_MAX], ext[PATH_MAX];
+    kf_err err;
+    if (kf_build_artifact(workdir, sp->kernel_hash, kf_build_lang(sp), key, so, sizeof so, &err) !=
+        KF_OK)
+        return;
+    kf_sandbox_own(s, so, 0);
+    if (kf_build_lang(sp) == KF_LANG_TORCH_EXT) {
+        kf_build_ext_dir(so, ext, sizeof ext);
+        kf_sandbox_own(s, ext, 0);
+    }
+}
+
+/* WORKDIR/kcache/HASH: the kernel's own caches, made here. */
+static void kernel_cache(kf_sandbox *s, const Kfleet__TaskSpec *sp, const char *workdir)
+{
+    const char *h = sp->kernel_hash;
+    if (!h || !*h || strlen(h) > 128 || strspn(h, "0123456789abcdefABCDEF") != strlen(h))
+        return;
+    char dir[PATH_MAX], sub[PATH_MAX + 16];
+    snprintf(dir, sizeof dir, "%s/kcache/%s", workdir, h);
+    if (kf_mkdirs(dir, 0700, NULL) != KF_OK)
+        return;
+    kf_sandbox_own(s, dir, 1);
+    snprintf(sub, sizeof sub, "%s/triton", dir);
+    setenv("TRITON_CACHE_DIR", sub, 1);
+    snprintf(sub, sizeof sub, "%s/cuda", dir);
+    setenv("CUDA_CACHE_PATH", sub, 1);
+    snprintf(sub, sizeof sub, "%s/torch_extensions", dir);
+    setenv("TORCH_EXTENSIONS_DIR", sub, 1);
+}
+
+int kf_confine_runner(const Kfleet__TaskSpec *sp, const char *workdir, const char *scratch,
+                      unsigned *missing, kf_err *err)
+{
+    if (missing)
+        *missing = 0;
+    /* A nested run (under ncu or compute-sanitizer) is already inside its
+     * parent runner's sandbox, which it inherits; a namespace of its own
+     * would cut it off from the tool, which talks to it over loopback. */
+    if (!scratch || !kf_sandbox_enabled() || sp->ncu_pass)
+        return KF_OK;
+    kf_sandbox *s = base(sp, workdir, scratch);
+    own_artifact(s, sp, workdir);
+    kernel_cache(s, sp, workdir);
+    int rc = kf_sandbox_enter(s, missing, err);
+    kf_sandbox_destroy(&s);
+    return rc;
+}
+
+kf_sandbox *kf_confine_build(const Kfleet__TaskSpec *sp, const char *workdir, const char *scratch)
+{
+    if (!scratch || !kf_sandbox_enabled())
+        return NULL;
+    kf_sandbox *s = base(sp, workdir, scratch);
+    if (sp->kernel_hash && *sp->kernel_hash)
+        own_artifact(s, sp, workdir); /* cuobjdump inspects a cached one */
+    return s;
+}

@@ -1,0 +1,467 @@
+/* sandbox — see sandbox.h. Landlock is called by syscall number with the
+ * kernel's constants spelled here: the C library has no wrapper, and the
+ * build machine's headers may be older than the node's kernel (Debian 12's
+ * know ABI 2, a node's kernel may speak 7), so every ABI is written out and
+ * the one the node speaks is asked at run time. */
+#include "runner/sandbox.h"
+
+#include "common/log.h"
+#include "common/xalloc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Landlock's interface (include/uapi/linux/landlock.h), by ABI. */
+#define LL_CREATE_VERSION (1u << 0)
+#define LL_RULE_PATH 1
+#define LL_FS_EXECUTE (1ull << 0)
+#define LL_FS_WRITE_FILE (1ull << 1)
+#define LL_FS_READ_FILE (1ull << 2)
+#define LL_FS_READ_DIR (1ull << 3)
+#define LL_FS_ABI1 ((1ull << 13) - 1) /* EXECUTE .. MAKE_SYM */
+#define LL_FS_REFER (1ull << 13)      /* ABI 2 */
+#define LL_FS_TRUNCATE (1ull << 14)   /* ABI 3 */
+#define LL_NET_BIND_TCP (1ull << 0)   /* ABI 4 */
+#define LL_NET_CONNECT_TCP (1ull << 1)
+#define LL_SCOPE_ABSTRACT_UNIX (1ull << 0) /* ABI 6 */
+#define LL_SCOPE_SIGNAL (1ull << 1)
+/* What a rule on a file (not a directory) may grant. */
+#define LL_FS_FILE (LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_TRUNCATE)
+#define LL_FS_READ (LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_READ_DIR)
+
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#define SYS_landlock_add_rule 445
+#define SYS_landlock_restrict_self 446
+#endif
+
+struct ll_ruleset_attr {
+    uint64_t handled_access_fs;
+    uint64_t handled_access_net;
+    uint64_t scoped;
+};
+
+struct ll_path_beneath {
+    uint64_t allowed_access;
+    int32_t parent_fd;
+} __attribute__((packed));
+
+typedef struct rule {
+    char *path;
+    int write, own;
+} rule;
+
+struct kf_sandbox {
+    rule *rules;
+    size_t nrules, cap;
+    char **protect;
+    size_t nprotect;
+    int loopback;
+};
+
+kf_sandbox *kf_sandbox_new(void)
+{
+    return kf_xcalloc(1, sizeof(kf_sandbox));
+}
+
+void kf_sandbox_destroy(kf_sandbox **self)
+{
+    if (!self || !*self)
+        return;
+    kf_sandbox *s = *self;
+    for (size_t i = 0; i < s->nrules; i++)
+        free(s->rules[i].path);
+    for (size_t i = 0; i < s->nprotect; i++)
+        free(s->protect[i]);
+    free(s->rules);
+    free(s->protect);
+    free(s);
+    *self = NULL;
+}
+
+static void add(kf_sandbox *s, const char *path, int write, int own)
+{
+    if (!path || path[0] != '/')
+        return; /* relative entries (a PATH's "."): never granted */
+    if (s->nrules == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 32;
+        s->rules = kf_xrealloc(s->rules, s->cap * sizeof *s->rules);
+    }
+    s->rules[s->nrules++] = (rule){kf_xstrdup(path), write, own};
+}
+
+void kf_sandbox_read(kf_sandbox *self, const char *path)
+{
+    add(self, path, 0, 0);
+}
+
+void kf_sandbox_write(kf_sandbox *self, const char *path)
+{
+    add(self, path, 1, 0);
+}
+
+void kf_sandbox_own(kf_sandbox *self, const char *path, int write)
+{
+    add(self, path, write, 1);
+}
+
+void kf_sandbox_protect(kf_sandbox *self, const char *path)
+{
+    char real[PATH_MAX];
+    if (!path || !*path || !realpath(path, real))
+        return;
+    self->protect = kf_xrealloc(self->protect, (self->nprotect + 1) * sizeof *self->protect);
+    self->protect[self->nprotect++] = kf_xstrdup(real);
+}
+
+void kf_sandbox_allow_loopback(kf_sandbox *self, int on)
+{
+    self->loopback = on;
+}
+
+int kf_sandbox_enabled(void)
+{
+    const char *v = getenv("KF_SANDBOX");
+    return !v || strcmp(v, "0") != 0;
+}
+
+/* a is b, or b is inside a. */
+static int covers(const char *a, const char *b)
+{
+    size_t na = strlen(a);
+    if (strncmp(a, b, na) != 0)
+        return 0;
+    return b[na] == '\0' || b[na] == '/' || (na == 1 && a[0] == '/'); /* "/" covers all */
+}
+
+/* ---- network ---- */
+
+/* Brings the namespace's loopback up, so tools that talk to their target
+ * over 127.0.0.1 (Nsight Compute) still can; the node's is not reachable. */
+static void loopback_up(void)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+    if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0) {
+        ifr.ifr_flags |= IFF_UP;
+        ioctl(fd, SIOCSIFFLAGS, &ifr);
+    }
+    close(fd);
+}
+
+#if defined(__x86_64__)
+#define SB_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define SB_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+#ifndef __NR_io_uring_setup
+#define __NR_io_uring_setup 425
+#endif
+
+/* The socket filter: io_uring refused (its socket and connect operations
+ * would pass by seccomp), AF_PACKET refused, and with deny_inet AF_INET
+ * and AF_INET6 too. A system call from another ABI (x32, i386 by int 0x80,
+ * where socketcall would carry socket()) is refused as well. */
+static int install_seccomp(int deny_inet)
+{
+#ifdef SB_ARCH
+    enum { ACCES = 13, NOSYS = 14 }; /* the two verdicts' indices below */
+    struct sock_filter f[] = {
+        /* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        /* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SB_ARCH, 0, NOSYS - 2),
+        /* 2 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+#if defined(__x86_64__)
+        /* 3 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, NOSYS - 4, 0),
+#else
+        /* 3 */ BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 0),
+#endif
+        /* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, NOSYS - 5, 0),
+        /* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 1, 0),
+        /* 6 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        /* 7 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+        /* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_PACKET, ACCES - 9, 0),
+        /* 9 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, deny_inet ? AF_INET : AF_PACKET, ACCES - 10, 0),
+        /* 10 */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, deny_inet ? AF_INET6 : AF_PACKET, ACCES - 11, 0),
+        /* 11 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        /* 12 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        /* 13 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EACCES & SECCOMP_RET_DATA)),
+        /* 14 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
+    };
+    struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof *f), f};
+    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
+#else
+    (void)deny_inet;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/* ---- capabilities ---- */
+
+/* A root runner keeps uid 0 (its files, the GPU's device files) but no
+ * capability: no raw reads of memory or disks, no mounts, nothing that
+ * would pass by the file rules. None is regained by exec: with
+ * no_new_privs an exec gets at most what the process had; the bounding
+ * set is dropped too where the process may (CAP_SETPCAP). */
+static int drop_caps(void)
+{
+    for (int cap = 0; cap <= 63; cap++)
+        prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    struct {
+        uint32_t version;
+        int pid;
+    } hdr = {0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0};
+    struct {
+        uint32_t effective, permitted, inheritable;
+    } data[2];
+    memset(data, 0, sizeof data);
+    return (int)syscall(SYS_capset, &hdr, data);
+}
+
+/* ---- Landlock ---- */
+
+static int landlock_abi(void)
+{
+    long v = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_VERSION);
+    return v > 0 ? (int)v : 0;
+}
+
+static int apply_landlock(kf_sandbox *s, int abi, int tcp, kf_err *err)
+{
+    uint64_t fs = LL_FS_ABI1;
+    if (abi >= 2)
+        fs |= LL_FS_REFER;
+    if (abi >= 3)
+        fs |= LL_FS_TRUNCATE;
+    struct ll_ruleset_attr attr = {fs, 0, 0};
+    size_t size = sizeof attr.handled_access_fs;
+    if (abi >= 4) {
+        size += sizeof attr.handled_access_net;
+        attr.handled_access_net = tcp ? LL_NET_BIND_TCP | LL_NET_CONNECT_TCP : 0;
+    }
+    if (abi >= 6) {
+        size += sizeof attr.scoped;
+        attr.scoped = LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL;
+    }
+    int rfd = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
+    if (rfd < 0)
+        return kf_err_set(err, KF_EIO, "sandbox: landlock_create_ruleset (ABI %d): %s", abi,
+                          strerror(errno));
+    int rc = KF_OK;
+    for (size_t i = 0; i < s->nrules && rc == KF_OK; i++) {
+        const rule *r = &s->rules[i];
+        char real[PATH_MAX];
+        if (!realpath(r->path, real))
+            continue; /* absent here: nothing to grant */
+        const char *hit = NULL;
+        /* No grant covers a protected dir; only the sandbox's own may lie
+         * inside one. */
+        for (size_t p = 0; p < s->nprotect && !hit; p++)
+            if (covers(real, s->protect[p]) || (!r->own && covers(s->protect[p], real)))
+                hit = s->protect[p];
+        if (hit) {
+            kf_warn("sandbox.not_granted",
+                    "path=%s protected=%s why=\"it holds or is inside "
+                    "kfleet's state; kernels must not read it\"",
+                    real, hit);
+            continue;
+        }
+        int fd = open(real, O_PATH | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) != 0) {
+            if (fd >= 0)
+                close(fd);
+            continue;
+        }
+        struct ll_path_beneath pb = {r->write ? fs : LL_FS_READ, fd};
+        if (!S_ISDIR(st.st_mode))
+            pb.allowed_access &= LL_FS_FILE & fs;
+        if (syscall(SYS_landlock_add_rule, rfd, LL_RULE_PATH, &pb, 0) != 0)
+            rc =
+                kf_err_set(err, KF_EIO, "sandbox: landlock_add_rule %s: %s", real, strerror(errno));
+        close(fd);
+    }
+    if (rc == KF_OK && syscall(SYS_landlock_restrict_self, rfd, 0) != 0)
+        rc = kf_err_set(err, KF_EIO, "sandbox: landlock_restrict_self: %s", strerror(errno));
+    close(rfd);
+    return rc;
+}
+
+/* Threads of this process now: the namespace, seccomp and Landlock hold
+ * for the calling thread and those it starts later, not for these. */
+static int threads_now(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+int kf_sandbox_enter(kf_sandbox *self, unsigned *missing, kf_err *err)
+{
+    unsigned miss = 0;
+    int threads = threads_now();
+    if (threads > 1)
+        kf_warn("sandbox.threads",
+                "n=%d why=\"threads started before the sandbox are not "
+                "confined by it; enter it first\"",
+                threads);
+    int netns = unshare(CLONE_NEWNET) == 0;
+    if (netns)
+        loopback_up();
+    else
+        miss |= KF_SB_NETNS;
+    /* Without a namespace, a tool's loopback needs the node's network. */
+    int deny_inet = !netns && !self->loopback;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        miss |= KF_SB_NNP;
+    if (geteuid() == 0 && !self->loopback && drop_caps() != 0)
+        miss |= KF_SB_CAPS;
+    /* Refused by the kernel or by a container's own filter: named, not
+     * fatal (a bad filter, EFAULT, is this code's bug and fails). */
+    if (install_seccomp(deny_inet) != 0) {
+        if (errno == EFAULT)
+            return kf_err_set(err, KF_EIO, "sandbox: seccomp: %s", strerror(errno));
+        miss |= KF_SB_SECCOMP;
+    }
+    int abi = landlock_abi();
+    if (abi < 1)
+        miss |= KF_SB_LANDLOCK | KF_SB_LANDLOCK_TCP | KF_SB_SIGNAL;
+    if (abi < 4)
+        miss |= KF_SB_LANDLOCK_TCP;
+    if (abi < 6)
+        miss |= KF_SB_SIGNAL;
+    if (abi >= 1) {
+        int rc = apply_landlock(self, abi, deny_inet, err);
+        if (rc != KF_OK)
+            return rc;
+    }
+    if (missing)
+        *missing = miss;
+    return KF_OK;
+}
+
+/* ---- what the agent says ---- */
+
+void kf_sandbox_describe(unsigned missing, char *text, size_t len)
+{
+    static const struct {
+        unsigned bit;
+        const char *what;
+    } rows[] = {
+        {KF_SB_LANDLOCK, "Landlock (this kernel has none: a kernel can read and write every file "
+                         "the agent's user can, its keys and the store included)"},
+        {KF_SB_NETNS, "a network namespace (no CAP_SYS_ADMIN here; the seccomp filter refuses "
+                      "inet sockets instead)"},
+        {KF_SB_SECCOMP, "the seccomp socket filter"},
+        {KF_SB_LANDLOCK_TCP, "Landlock's TCP rules (Landlock ABI < 4)"},
+        {KF_SB_SIGNAL, "Landlock's signal scope (Landlock ABI < 6: a kernel can signal the "
+                       "agent's other processes)"},
+        {KF_SB_NNP, "no_new_privs"},
+        {KF_SB_CAPS, "dropping a root runner's capabilities"},
+    };
+    size_t used = 0;
+    text[0] = '\0';
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+        if ((missing & rows[i].bit) && used < len)
+            used += (size_t)snprintf(text + used, len - used, "%s%s",
+                                     used ? "; " : "not enforced: ", rows[i].what);
+    if ((missing & (KF_SB_NETNS | KF_SB_SECCOMP | KF_SB_LANDLOCK_TCP)) ==
+            (KF_SB_NETNS | KF_SB_SECCOMP | KF_SB_LANDLOCK_TCP) &&
+        used < len)
+        snprintf(text + used, len - used, "; a kernel can reach the network");
+}
+
+unsigned kf_sandbox_probe(char *text, size_t len)
+{
+    if (!kf_sandbox_enabled()) {
+        snprintf(text, len,
+                 "the sandbox is off (KF_SANDBOX=0): kernels run with the agent's "
+                 "files, environment and network");
+        return ~0u;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        kf_sandbox *s = kf_sandbox_new();
+        unsigned miss = 0;
+        kf_err e;
+        int rc = kf_sandbox_enter(s, &miss, &e);
+        _exit(rc == KF_OK ? (int)(miss & 127) : 200);
+    }
+    int st = 0;
+    while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) >= 128) {
+        snprintf(text, len,
+                 "the sandbox could not be tried here (probe %s): runners fail "
+                 "rather than run unconfined",
+                 pid < 0 ? "did not start" : "failed");
+        return ~0u;
+    }
+    unsigned miss = (unsigned)WEXITSTATUS(st);
+    kf_sandbox_describe(miss, text, len);
+    return miss;
+}
+
+void kf_sandbox_scrub_env(void)
+{
+    static const char *const exact[] = {"SSH_AUTH_SOCK", "SSH_AGENT_PID", "XDG_RUNTIME_DIR",
+                                        "DBUS_SESSION_BUS_ADDRESS"};
+    extern char **environ;
+    for (size_t i = 0; i < sizeof exact / sizeof *exact; i++)
+        unsetenv(exact[i]);
+    for (int again = 1; again;) {
+        again = 0;
+        for (char **e = environ; e && *e; e++) {
+            if (strncmp(*e, "KFLEET_", 7) == 0) {
+                char name[256];
+                snprintf(name, sizeof name, "%.*s", (int)strcspn(*e, "="), *e);
+                unsetenv(name);
+                again = 1;
+                break;
+            }
+        }
+    }
+}
+
+void kf_sandbox_close_fds(int from)
+{
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, (unsigned)from, ~0u, 0) == 0)
+        return;
+#endif
+    long max = sysconf(_SC_OPEN_MAX);
+    if (max < 0 || max > 65536)
+        max = 65536;
+    for (int fd = from; fd < max; fd++)
+        close(fd);
+}

@@ -1,0 +1,166 @@
+/* seal — see seal.h. Written against the store's insides (tables.h):
+ * a seal is put in the transaction that puts its record. */
+#include "core/seal.h"
+#include "core/tables.h"
+
+#include <sodium.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A record's MAC: keyed BLAKE2b of its table's byte, its key and its bytes. */
+static void mac_of(const kf_store *s, int db, const MDB_val *k, const MDB_val *v,
+                   uint8_t mac[SEAL_LEN])
+{
+    uint8_t tb = (uint8_t)db;
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, s->seal_key, sizeof s->seal_key, SEAL_LEN);
+    crypto_generichash_update(&st, &tb, 1);
+    crypto_generichash_update(&st, k->mv_data, k->mv_size);
+    crypto_generichash_update(&st, v->mv_data, v->mv_size);
+    crypto_generichash_final(&st, mac, SEAL_LEN);
+}
+
+/* Where a record's seal lives: a result's (and a late result's) under its
+ * own key; an attempt's samples share one, (samples, task, attempt), the
+ * XOR of their MACs, so a seal costs one small record per attempt rather
+ * than one per sample (a full-disk store must still fit its sweep). */
+static size_t seal_slot(int db, const void *key, size_t klen, uint8_t out[32])
+{
+    out[0] = (uint8_t)db;
+    if (db == DB_SAMPLES && klen == 16)
+        klen = 12;
+    memcpy(out + 1, key, klen);
+    return klen + 1;
+}
+
+int kf_seal_put(kf_txn *t, int db, const void *key, size_t klen, const MDB_val *v)
+{
+    uint8_t slot[32], mac[SEAL_LEN];
+    MDB_val rk = {klen, (void *)key};
+    mac_of(t->s, db, &rk, v, mac);
+    MDB_val k = {seal_slot(db, key, klen, slot), slot}, old;
+    if (db == DB_SAMPLES && mdb_get(t->txn, t->s->dbi[DB_SEALS], &k, &old) == 0 &&
+        old.mv_size == SEAL_LEN)
+        for (int i = 0; i < SEAL_LEN; i++)
+            mac[i] ^= ((const uint8_t *)old.mv_data)[i];
+    MDB_val sv = {SEAL_LEN, mac};
+    int rc = mdb_put(t->txn, t->s->dbi[DB_SEALS], &k, &sv, 0);
+    if (rc && !t->failed)
+        t->failed = rc;
+    return kf_store_map_rc(rc);
+}
+
+/* 1: the stored seal of slot is want, 0: another, -1: none. */
+static int seal_is(kf_txn *t, const uint8_t *slot, size_t len, const uint8_t want[SEAL_LEN])
+{
+    MDB_val k = {len, (void *)slot}, got;
+    if (mdb_get(t->txn, t->s->dbi[DB_SEALS], &k, &got) != 0 || got.mv_size != SEAL_LEN)
+        return -1;
+    return sodium_memcmp(want, got.mv_data, SEAL_LEN) == 0;
+}
+
+#define SEALED_SINCE "sealed_since"
+
+int kf_seal_key(kf_store *s, const char *secret_z85, kf_err *err)
+{
+    static const char ctx[] = "kfleet store seals v1";
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, NULL, 0, sizeof s->seal_key);
+    crypto_generichash_update(&st, (const unsigned char *)ctx, sizeof ctx);
+    crypto_generichash_update(&st, (const unsigned char *)secret_z85, strlen(secret_z85));
+    crypto_generichash_final(&st, s->seal_key, sizeof s->seal_key);
+    s->sealing = 1;
+    if (s->readonly)
+        return KF_OK;
+    /* From the next sweep on, everything is sealed. */
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+    if (rc)
+        return kf_err_set(err, kf_store_map_rc(rc), "cannot seal the store: %s", mdb_strerror(rc));
+    MDB_val k = {sizeof SEALED_SINCE - 1, (void *)SEALED_SINCE}, v;
+    if ((rc = mdb_get(txn, s->dbi[DB_META], &k, &v)) == MDB_NOTFOUND) {
+        MDB_val nk = {10, (void *)"next_sweep"};
+        uint8_t buf[4];
+        be32(buf, 1);
+        if (mdb_get(txn, s->dbi[DB_META], &nk, &v) == 0 && v.mv_size == 4)
+            memcpy(buf, v.mv_data, 4);
+        MDB_val nv = {4, buf};
+        rc = mdb_put(txn, s->dbi[DB_META], &k, &nv, 0);
+    }
+    if (rc) {
+        mdb_txn_abort(txn);
+        return kf_err_set(err, kf_store_map_rc(rc), "cannot seal the store: %s", mdb_strerror(rc));
+    }
+    if ((rc = mdb_txn_commit(txn)))
+        return kf_err_set(err, kf_store_map_rc(rc), "cannot seal the store: %s", mdb_strerror(rc));
+    return KF_OK;
+}
+
+struct seal_walk {
+    const kf_store *s;
+    uint8_t acc[SEAL_LEN];
+    uint32_t n;
+};
+
+static int seal_sample_cb(void *c, const MDB_val *k, const MDB_val *v)
+{
+    struct seal_walk *w = c;
+    uint8_t mac[SEAL_LEN];
+    mac_of(w->s, DB_SAMPLES, k, v, mac);
+    for (int i = 0; i < SEAL_LEN; i++)
+        w->acc[i] ^= mac[i];
+    w->n++;
+    return 0;
+}
+
+/* One verdict into *out: ok adds n checked, else changed or unsealed. */
+static void tally(kf_seal_count *out, int verdict, uint32_t n, int *bad)
+{
+    if (verdict == 1) {
+        out->checked += n;
+        return;
+    }
+    *bad = verdict == 0 ? 1 : 2;
+    if (verdict == 0)
+        out->changed++;
+    else
+        out->unsealed++;
+}
+
+int kf_seal_check(kf_txn *t, uint64_t task_id, uint32_t attempt, kf_seal_count *out)
+{
+    if (!t->s->sealing)
+        return KF_EINVAL;
+    MDB_val k = {sizeof SEALED_SINCE - 1, (void *)SEALED_SINCE}, v;
+    if (!t->s->has_seals || mdb_get(t->txn, t->s->dbi[DB_META], &k, &v) != 0 || v.mv_size != 4 ||
+        kf_task_sweep(task_id) < rd32(v.mv_data))
+        return KF_ENOTFOUND;
+    uint8_t key[16], slot[32], mac[SEAL_LEN];
+    be64(key, task_id);
+    MDB_val rk = {8, key}, rv;
+    if (mdb_get(t->txn, t->s->dbi[DB_RESULTS], &rk, &rv) == 0) {
+        mac_of(t->s, DB_RESULTS, &rk, &rv, mac);
+        size_t n = seal_slot(DB_RESULTS, key, 8, slot);
+        tally(out, seal_is(t, slot, n, mac), 1, &out->result_bad);
+    }
+    be32(key + 8, attempt);
+    struct seal_walk w = {t->s, {0}, 0};
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(t->txn, t->s->dbi[DB_SAMPLES], &c);
+    if (rc)
+        return kf_store_map_rc(rc);
+    MDB_val ck = {12, key}, cv;
+    for (rc = mdb_cursor_get(c, &ck, &cv, MDB_SET_RANGE);
+         rc == 0 && ck.mv_size == 16 && memcmp(ck.mv_data, key, 12) == 0;
+         rc = mdb_cursor_get(c, &ck, &cv, MDB_NEXT))
+        seal_sample_cb(&w, &ck, &cv);
+    mdb_cursor_close(c);
+    if (rc != 0 && rc != MDB_NOTFOUND)
+        return kf_store_map_rc(rc);
+    size_t n = seal_slot(DB_SAMPLES, key, 12, slot);
+    int verdict = seal_is(t, slot, n, w.acc);
+    if (verdict != -1 || w.n > 0) /* no samples and no seal: nothing to judge */
+        tally(out, verdict, w.n, &out->samples_bad);
+    return KF_OK;
+}

@@ -1,0 +1,85 @@
+/* tables — the store's insides, shared by store.c and seal.c (the seals
+ * live in the store's environment and transactions): the tables, the two
+ * structs, the big-endian key helpers. Nobody else includes it. */
+#ifndef KF_TABLES_H
+#define KF_TABLES_H
+
+#include "common/err.h"
+
+#include <errno.h>
+#include <lmdb.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+    DB_META,
+    DB_SWEEPS,
+    DB_TASKS,
+    DB_ATTEMPTS,
+    DB_RESULTS,
+    DB_LATE,
+    DB_SAMPLES,
+    DB_AGENTS,
+    DB_BUILDS,
+    DB_TELEMETRY,
+    DB_SEALS, /* (table byte, record key) -> keyed BLAKE2b of its stored bytes */
+    DB_COUNT
+};
+
+#define SEAL_LEN 16
+
+struct kf_store {
+    MDB_env *env;
+    MDB_dbi dbi[DB_COUNT];
+    int readonly;
+    size_t map_size;
+    int sealing;   /* seal_key is set */
+    int has_seals; /* the seals table exists (a store before them has none) */
+    unsigned char seal_key[32];
+};
+
+struct kf_txn {
+    struct kf_store *s;
+    MDB_txn *txn;
+    /* The first LMDB error a put met. LMDB then refuses the rest of the
+     * transaction with a bare MDB_BAD_TXN; the commit reports this cause
+     * (map full, disk full) instead. */
+    int failed;
+};
+
+static inline int kf_store_map_rc(int rc)
+{
+    if (rc == 0)
+        return KF_OK;
+    if (rc == MDB_NOTFOUND)
+        return KF_ENOTFOUND;
+    if (rc == MDB_MAP_FULL || rc == ENOSPC || rc == MDB_TXN_FULL)
+        return KF_EFULL;
+    return KF_ESTORE;
+}
+
+static inline void be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static inline void be64(uint8_t *p, uint64_t v)
+{
+    be32(p, (uint32_t)(v >> 32));
+    be32(p + 4, (uint32_t)v);
+}
+
+static inline uint32_t rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* seal.c's hook, called by store.c: the seal of a record just put into
+ * table db (samples, results, late results), in the same transaction. 0
+ * or a store error. */
+int kf_seal_put(struct kf_txn *t, int db, const void *key, size_t klen, const MDB_val *v);
+
+#endif
