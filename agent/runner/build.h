@@ -24,6 +24,7 @@
 
 #include "common/buf.h"
 #include "common/err.h"
+#include "runner/build_sass.h"
 #include "proto/kfleet.pb-c.h"
 
 #include <stddef.h>
@@ -137,14 +138,6 @@ void kf_build_info_release(kf_build_info *bi);
  * than 64. */
 int kf_build_source_flags(const char *text, size_t len, char ***argv, size_t *argc, kf_err *err);
 
-/* Parses `cuobjdump --list-elf --list-ptx` output into a comma-separated
- * list of SASS archs ("sm_90a") and whether PTX is present. */
-void kf_build_parse_cuobjdump(const char *text, char *archs, size_t len, int *has_ptx);
-
-/* Whether machine code for `sass` ("sm_90a", "sm_80") runs natively on a
- * GPU of compute capability major.minor: the same major and a minor not
- * above the GPU's; an arch-specific "a" target only on exactly that one. */
-int kf_build_sass_runs_on(const char *sass, int major, int minor);
 
 /* BLAKE2b of a file's content as 64 hex chars. Returns 0 or KF_EIO. */
 int kf_build_file_hash(const char *path, char out[65]);

@@ -5,6 +5,7 @@
 #include "common/util.h"
 #include "runner/build.h"
 #include "runner/pyenv.h"
+#include "runner/pyfiles.h"
 #include "runner/sandbox.h"
 
 #include <glob.h>
@@ -95,6 +96,7 @@ static kf_sandbox *base(const Kfleet__TaskSpec *sp, const char *workdir, const c
     each_entry(s, getenv("LD_LIBRARY_PATH"), kf_sandbox_read);
     each_entry(s, getenv("KF_CUDA_COMPAT_DIR"), kf_sandbox_read);
     each_entry(s, getenv("KF_SANDBOX_READ"), kf_sandbox_read); /* the operator's additions */
+    each_entry(s, getenv("KF_SANDBOX_WRITE"), kf_sandbox_write);
     static const char *const tools[] = {"KF_CC", "KF_NVCC", "KF_CXX", "KF_PYTHON"};
     for (size_t i = 0; i < sizeof tools / sizeof *tools; i++)
         read_tool_of(s, tools[i]);
@@ -119,6 +121,12 @@ static kf_sandbox *base(const Kfleet__TaskSpec *sp, const char *workdir, const c
     if (sp->python)
         read_python(s);
     kf_sandbox_own(s, scratch, 1);
+    /* The process's own /proc entry: the CUDA driver writes there at cuInit
+     * (its threads' names; without it: CUDA_ERROR_OPERATING_SYSTEM, seen
+     * with driver 580 on an H200, bench/gpu/run.sh sandboxdiag). Only this
+     * pid's: the rest of /proc (sysrq-trigger, sysctls) stays read-only
+     * for a runner that keeps uid 0. */
+    kf_sandbox_write(s, "/proc/self");
     /* Tools that write where HOME or TMPDIR say write in the scratch dir. */
     setenv("HOME", scratch, 1);
     setenv("TMPDIR", scratch, 1);
@@ -141,6 +149,11 @@ static void own_artifact(kf_sandbox *s, const Kfleet__TaskSpec *sp, const char *
         KF_OK)
         return;
     kf_sandbox_own(s, so, 0);
+    if (sp->python) { /* its own files (`files = [...]`), beside it */
+        char files[PATH_MAX];
+        kf_pyfiles_dir(so, files, sizeof files);
+        kf_sandbox_own(s, files, 0);
+    }
     if (kf_build_lang(sp) == KF_LANG_TORCH_EXT) {
         kf_build_ext_dir(so, ext, sizeof ext);
         kf_sandbox_own(s, ext, 0);
@@ -177,6 +190,19 @@ int kf_confine_runner(const Kfleet__TaskSpec *sp, const char *workdir, const cha
     if (!scratch || !kf_sandbox_enabled() || sp->ncu_pass)
         return KF_OK;
     kf_sandbox *s = base(sp, workdir, scratch);
+    /* ... and so Landlock cannot hold for a task with such a run: the
+     * nested process's own /proc entry (which cuInit writes, see base())
+     * has a pid no rule can name ahead of time. The namespace is off for
+     * the tool's loopback; seccomp, no_new_privs and the capabilities stay.
+     * Said in the log and the task's missing mask (docs/reliability.md). */
+    const Kfleet__MeasureSettings *ms = sp->measure;
+    if (sp->device_cuda && ms && (ms->sanitize || ms->n_ncu_metrics > 0)) {
+        kf_sandbox_skip(s, KF_SB_LANDLOCK);
+        kf_warn("sandbox.tool_run",
+                "kernel=%.12s landlock=off why=\"ncu or compute-sanitizer runs the kernel in a "
+                "process whose /proc entry the CUDA driver writes; no rule can name it\"",
+                sp->kernel_hash ? sp->kernel_hash : "");
+    }
     own_artifact(s, sp, workdir);
     kernel_cache(s, sp, workdir);
     int rc = kf_sandbox_enter(s, missing, err);

@@ -76,6 +76,7 @@ struct kf_sandbox {
     char **protect;
     size_t nprotect;
     int loopback;
+    unsigned skip; /* mechanisms left off for this sandbox (kf_sandbox_skip) */
 };
 
 kf_sandbox *kf_sandbox_new(void)
@@ -131,6 +132,11 @@ void kf_sandbox_protect(kf_sandbox *self, const char *path)
         return;
     self->protect = kf_xrealloc(self->protect, (self->nprotect + 1) * sizeof *self->protect);
     self->protect[self->nprotect++] = kf_xstrdup(real);
+}
+
+void kf_sandbox_skip(kf_sandbox *self, unsigned mechanisms)
+{
+    self->skip |= mechanisms;
 }
 
 void kf_sandbox_allow_loopback(kf_sandbox *self, int on)
@@ -252,7 +258,7 @@ static int landlock_abi(void)
     return v > 0 ? (int)v : 0;
 }
 
-static int apply_landlock(kf_sandbox *s, int abi, int tcp, kf_err *err)
+static int apply_landlock(kf_sandbox *s, int abi, int tcp, unsigned skip, kf_err *err)
 {
     uint64_t fs = LL_FS_ABI1;
     if (abi >= 2)
@@ -263,11 +269,12 @@ static int apply_landlock(kf_sandbox *s, int abi, int tcp, kf_err *err)
     size_t size = sizeof attr.handled_access_fs;
     if (abi >= 4) {
         size += sizeof attr.handled_access_net;
-        attr.handled_access_net = tcp ? LL_NET_BIND_TCP | LL_NET_CONNECT_TCP : 0;
+        attr.handled_access_net =
+            tcp && !(skip & KF_SB_LANDLOCK_TCP) ? LL_NET_BIND_TCP | LL_NET_CONNECT_TCP : 0;
     }
     if (abi >= 6) {
         size += sizeof attr.scoped;
-        attr.scoped = LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL;
+        attr.scoped = skip & KF_SB_SIGNAL ? 0 : LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL;
     }
     int rfd = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
     if (rfd < 0)
@@ -326,34 +333,61 @@ static int threads_now(void)
     return n;
 }
 
+/* KF_SANDBOX_SKIP=netns,seccomp,... : mechanisms the operator turns off on
+ * a node where one breaks a toolchain (found with bench/gpu/run.sh
+ * sandboxdiag); each is then named as missing, like one the node lacks. */
+static unsigned skip_mask(void)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } names[] = {{"landlock", KF_SB_LANDLOCK},
+                 {"landlock-tcp", KF_SB_LANDLOCK_TCP},
+                 {"landlock-scope", KF_SB_SIGNAL},
+                 {"netns", KF_SB_NETNS},
+                 {"seccomp", KF_SB_SECCOMP},
+                 {"nnp", KF_SB_NNP},
+                 {"caps", KF_SB_CAPS}};
+    const char *v = getenv("KF_SANDBOX_SKIP");
+    unsigned m = 0;
+    for (size_t i = 0; v && i < sizeof names / sizeof *names; i++) {
+        size_t n = strlen(names[i].name);
+        for (const char *p = v; (p = strstr(p, names[i].name)); p += n)
+            if ((p == v || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
+                m |= names[i].bit;
+    }
+    return m;
+}
+
 int kf_sandbox_enter(kf_sandbox *self, unsigned *missing, kf_err *err)
 {
-    unsigned miss = 0;
+    unsigned skip = skip_mask() | self->skip;
+    unsigned miss = skip;
     int threads = threads_now();
     if (threads > 1)
         kf_warn("sandbox.threads",
                 "n=%d why=\"threads started before the sandbox are not "
                 "confined by it; enter it first\"",
                 threads);
-    int netns = unshare(CLONE_NEWNET) == 0;
+    int netns = !(skip & KF_SB_NETNS) && unshare(CLONE_NEWNET) == 0;
     if (netns)
         loopback_up();
     else
         miss |= KF_SB_NETNS;
     /* Without a namespace, a tool's loopback needs the node's network. */
     int deny_inet = !netns && !self->loopback;
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+    if (!(skip & KF_SB_NNP) && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
         miss |= KF_SB_NNP;
-    if (geteuid() == 0 && !self->loopback && drop_caps() != 0)
+    if (!(skip & KF_SB_CAPS) && geteuid() == 0 && !self->loopback && drop_caps() != 0)
         miss |= KF_SB_CAPS;
     /* Refused by the kernel or by a container's own filter: named, not
      * fatal (a bad filter, EFAULT, is this code's bug and fails). */
-    if (install_seccomp(deny_inet) != 0) {
+    if (!(skip & KF_SB_SECCOMP) && install_seccomp(deny_inet) != 0) {
         if (errno == EFAULT)
             return kf_err_set(err, KF_EIO, "sandbox: seccomp: %s", strerror(errno));
         miss |= KF_SB_SECCOMP;
     }
-    int abi = landlock_abi();
+    int abi = skip & KF_SB_LANDLOCK ? 0 : landlock_abi();
     if (abi < 1)
         miss |= KF_SB_LANDLOCK | KF_SB_LANDLOCK_TCP | KF_SB_SIGNAL;
     if (abi < 4)
@@ -361,7 +395,7 @@ int kf_sandbox_enter(kf_sandbox *self, unsigned *missing, kf_err *err)
     if (abi < 6)
         miss |= KF_SB_SIGNAL;
     if (abi >= 1) {
-        int rc = apply_landlock(self, abi, deny_inet, err);
+        int rc = apply_landlock(self, abi, deny_inet, skip, err);
         if (rc != KF_OK)
             return rc;
     }

@@ -71,6 +71,13 @@ void kf_sandbox_protect(kf_sandbox *self, const char *path);
  * access is then not restricted (named in the missing mask). */
 void kf_sandbox_allow_loopback(kf_sandbox *self, int on);
 
+/* Leaves mechanisms (KF_SB_* bits) off for this sandbox: named in the
+ * missing mask as if the node lacked them. KF_SANDBOX_SKIP=landlock,netns,
+ * seccomp,nnp,caps,landlock-tcp,landlock-scope does the same for every
+ * runner of an agent (an operator's way round a toolchain that cannot live
+ * with one; bench/gpu/run.sh sandboxdiag finds which). */
+void kf_sandbox_skip(kf_sandbox *self, unsigned mechanisms);
+
 /* Applies the sandbox to the calling process, for good (its children
  * inherit it). *missing gets the mechanisms the node lacks (skipped).
  * Returns 0, or KF_EIO when one the node has could not be applied (err

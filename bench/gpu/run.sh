@@ -225,6 +225,33 @@ sandbox)
     sandbox_compare "$s-off" "$s-on"
   done
   ;;
+sandboxdiag) # which sandbox mechanism a node's GPU stack cannot live with: a small CUDA
+  # sweep with each KF_SANDBOX_SKIP setting, and the driver's own cuInit under each
+  ci="import ctypes; print(ctypes.CDLL('libcuda.so.1').cuInit(0))"
+  for w in "" "unshare -n" "setpriv --no-new-privs" "setpriv --bounding-set=-all --inh-caps=-all"; do
+    echo "sandboxdiag cuInit under '${w:-nothing}': $($w python3 -c "$ci" 2>&1 | tail -1)" | tee -a "$W/times.txt"
+  done
+  ls -la /dev/nvidia* /dev/dri 2>&1 | head -20 | tee -a "$W/times.txt"
+  grep -v cgroup /proc/mounts | head -40 | tee -a "$W/times.txt"
+  ldconfig -p | grep -E 'libcuda|libnvidia' | head | tee -a "$W/times.txt"
+  i=0
+  for v in ${SB_DIAG:-"KF_SANDBOX_SKIP=landlock" "KF_SANDBOX_SKIP=landlock-scope" "KF_SANDBOX_SKIP=landlock-tcp" \
+    "KF_SANDBOX_SKIP=landlock-tcp,landlock-scope" "KF_SANDBOX_WRITE=/proc:/sys" \
+    "KF_SANDBOX_WRITE=/proc:/sys:/dev:/run:/var:/tmp:/home:/root:/mnt:/srv:/media:/usr:/etc:/opt"}; do
+    i=$((i + 1))
+    export "$v"
+    sweep diag-$i "$ROOT/bench/gpu/sandbox-diag.yaml" --agents 1 >/dev/null
+    unset "${v%%=*}"
+    python3 - "$W/diag-$i.json" "$v" <<'PY' | tee -a "$W/times.txt"
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+for r in rows:
+    v, p = r.get("validation") or {}, r.get("profile") or {}
+    print(f"sandboxdiag {sys.argv[2]}: validation {v.get('state')}, profile {p.get('state')}: "
+          f"{(v.get('error') or p.get('error') or '')[:160]}")
+PY
+  done
+  ;;
 targets)
   "$B/kfleet-agent" --doctor --gpu | tee "$W/doctor.txt"
   sweep targets1 "$ROOT/bench/gpu/targets.yaml"
