@@ -377,6 +377,7 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
         goto fail;
     if (cfg->cpu_slots)
         a->info->cpu_slots = cfg->cpu_slots;
+    a->info->price_per_gpu_hour = cfg->price;
     measure_ceilings(a);
     python_facts(a);
     cuda_compat(a);

@@ -21,6 +21,7 @@ typedef struct kf_agent_config {
     const char *workdir;     /* the agent's own dir: outbox/, cache/, tmp/ */
     const char *agent_id;
     uint32_t cpu_slots;     /* 0: 1 */
+    double price;           /* per GPU-hour, sent in AgentInfo for reports; 0: none */
     double resend_s;        /* resend unacked outbox entries after this; 0: 5 s */
     double default_limit_s; /* task time limit when the task names none; 0: 300 s */
     const char *runner_exe; /* binary to exec with --runner; NULL: this one */

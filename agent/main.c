@@ -1,7 +1,7 @@
 /* kfleet-agent — the agent daemon's command line.
  *
  *   kfleet-agent [--coordinator ENDPOINT] [--home DIR] [--workdir DIR]
- *                [--name ID] [--cpu-slots N] [--log-level L]
+ *                [--name ID] [--cpu-slots N] [--price P] [--log-level L]
  *                [--server-key KEY|FILE] [--show-key]
  *
  * Without --coordinator it reads the endpoint a local `kfleet serve` wrote
@@ -29,6 +29,7 @@
 
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,8 @@ static void usage(FILE *f)
                "                          default: the first free STATE/agents/agent-N\n"
                "  --name ID               agent id (default: HOSTNAME-N, kept in the workdir)\n"
                "  --cpu-slots N           tasks run at once on CPU slots (default 1)\n"
+               "  --price P               what one GPU-hour of this node costs: reports turn it\n"
+               "                          into the sweep's cost per evaluation\n"
                "  --log-level LEVEL       debug|info|warn|error (default info)\n"
                "  --server-key KEY|FILE   the coordinator's Curve public key (Z85), or a file\n"
                "                          holding it; default WORKDIR/coordinator.pub, else\n"
@@ -152,12 +155,14 @@ int main(int argc, char **argv)
     const char *coordinator = NULL, *home = NULL, *workdir = NULL, *name = NULL;
     const char *level = "info", *server_key_arg = NULL, *scratch = NULL;
     long cpu_slots = 0;
+    double price = 0;
     int runner = 0, serve = 0, keep_tmp = 0, doctor = 0, doctor_gpu = 0, show_key = 0;
     static const struct option opts[] = {{"coordinator", required_argument, 0, 'c'},
                                          {"home", required_argument, 0, 'H'},
                                          {"workdir", required_argument, 0, 'w'},
                                          {"name", required_argument, 0, 'n'},
                                          {"cpu-slots", required_argument, 0, 's'},
+                                         {"price", required_argument, 0, 'P'},
                                          {"log-level", required_argument, 0, 'l'},
                                          {"runner", no_argument, 0, 'R'},
                                          {"serve", no_argument, 0, 'V'},
@@ -215,6 +220,18 @@ int main(int argc, char **argv)
         case 'K':
             show_key = 1;
             break;
+        case 'P': {
+            char *end;
+            price = strtod(optarg, &end);
+            if (end == optarg || *end || !(price > 0) || !isfinite(price)) {
+                fprintf(stderr,
+                        "kfleet-agent: --price wants what one GPU-hour of this node costs, a "
+                        "number above 0, got '%s'\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        }
         case 's': {
             char *end;
             cpu_slots = strtol(optarg, &end, 10);
@@ -366,6 +383,7 @@ int main(int argc, char **argv)
     cfg.workdir = wd;
     cfg.agent_id = id;
     cfg.cpu_slots = (uint32_t)cpu_slots;
+    cfg.price = price;
     cfg.keep_tmp = keep_tmp;
     cfg.server_key = server_key;
     cfg.public_key = kp.pub;

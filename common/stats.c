@@ -109,6 +109,41 @@ void kf_stats_median_ci(const double *s, size_t n, double *lo, double *hi)
     *hi = s[k - 1];
 }
 
+static double half_width_pct(double lo, double med, double hi)
+{
+    if (isnan(lo) || isnan(hi) || !(med > 0))
+        return INFINITY;
+    return fmax(med - lo, hi - med) / med * 100.0;
+}
+
+double kf_stats_median_precision_pct(const double *s, size_t n)
+{
+    double lo, hi;
+    kf_stats_median_ci(s, n, &lo, &hi);
+    return half_width_pct(lo, kf_stats_quantile(s, n, 0.5), hi);
+}
+
+double kf_stats_precision_pct(const kf_stats *st)
+{
+    return half_width_pct(st->ci_lo, st->median, st->ci_hi);
+}
+
+int kf_stats_stop_precise(const kf_stop_rule *r, const double *v, size_t n, double timed_s,
+                          double *achieved_pct)
+{
+    double got = INFINITY;
+    if (n >= 6) {
+        double *s = kf_xmalloc(n * sizeof *s);
+        memcpy(s, v, n * sizeof *s);
+        kf_stats_sort(s, n);
+        got = kf_stats_median_precision_pct(s, n);
+        free(s);
+    }
+    if (achieved_pct)
+        *achieved_pct = got;
+    return n >= r->min_samples && timed_s >= r->min_time_s && got <= r->precision_pct;
+}
+
 int kf_stats_compute(const double *v, size_t n, kf_stats *out)
 {
     out->n = 0;

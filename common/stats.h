@@ -40,6 +40,36 @@ int kf_stats_compute(const double *v, size_t n, kf_stats *out);
  * kf_stats.ci_lo); both NAN when n < 6. */
 void kf_stats_median_ci(const double *sorted, size_t n, double *lo, double *hi);
 
+/* How precisely the median of n sorted values is known: the half-width of
+ * its 95 % interval (the wider side of kf_stats_median_ci), in percent of
+ * the median. INFINITY when n < 6 or the median is not positive. */
+double kf_stats_median_precision_pct(const double *sorted, size_t n);
+
+/* The same from computed statistics (their ci_lo, ci_hi and median);
+ * INFINITY where those are NAN. */
+double kf_stats_precision_pct(const kf_stats *st);
+
+/* The profile's stopping rule (issue 32): stop when the reported statistic,
+ * the median, is known to precision_pct at 95 %, once there are at least
+ * min_samples samples and min_time_s seconds of them. A distribution-free
+ * interval (order statistics), not a mean's standard error: timing samples
+ * are skewed and carry preemption outliers, which widen a mean's interval
+ * and move the mean, but not the median's. The spread of the samples (their
+ * noise) does not decide: noisy samples take more of them to pin the median
+ * down, quiet ones stop at the floors. */
+typedef struct kf_stop_rule {
+    size_t min_samples;
+    double min_time_s;
+    double precision_pct;
+} kf_stop_rule;
+
+/* 1 when the n samples v (unsorted; not modified), which took timed_s
+ * seconds, meet rule r, else 0. *achieved_pct (may be NULL) is the
+ * precision the median has (kf_stats_median_precision_pct; INFINITY while
+ * n < 6), computed even when the floors are not met yet. */
+int kf_stats_stop_precise(const kf_stop_rule *r, const double *v, size_t n, double timed_s,
+                          double *achieved_pct);
+
 /* Sorts v ascending in place (the input the functions below want). */
 void kf_stats_sort(double *v, size_t n);
 /* The q-quantile (0 <= q <= 1) of sorted values; NAN when n == 0.

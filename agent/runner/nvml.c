@@ -193,13 +193,13 @@ unsigned kf_nvml_default_sm_mhz(kf_nvml *n)
     return 0;
 }
 
-int kf_nvml_event_within(kf_nvml *n, uint64_t t0, uint64_t t1)
+int kf_nvml_event_within(kf_nvml *n, uint64_t t0, uint64_t t1, uint64_t reasons)
 {
     int th = 0;
     pthread_mutex_lock(&n->mu);
     for (size_t i = n->n; i > 0 && n->r[i - 1].mono_ns >= t0; i--)
         if (n->r[i - 1].mono_ns <= t1)
-            th |= n->r[i - 1].throttled;
+            th |= (n->r[i - 1].reasons & reasons) != 0;
     pthread_mutex_unlock(&n->mu);
     return th;
 }
@@ -229,4 +229,14 @@ size_t kf_nvml_readings(kf_nvml *n, size_t from, kf_nvml_reading *out, size_t ca
         out[k++] = n->r[i];
     pthread_mutex_unlock(&n->mu);
     return k;
+}
+
+int kf_nvml_last(kf_nvml *n, kf_nvml_reading *out)
+{
+    pthread_mutex_lock(&n->mu);
+    int have = n->n > 0;
+    if (have)
+        *out = n->r[n->n - 1];
+    pthread_mutex_unlock(&n->mu);
+    return have;
 }

@@ -30,6 +30,9 @@ typedef struct kf_nvml_reading {
 
 /* The reasons (nvmlClocksEventReasons bits) that count as throttling. */
 #define KF_NVML_THROTTLE_MASK (0x4ull | 0x8ull | 0x20ull | 0x40ull | 0x80ull)
+/* The software power cap alone: the steady state of a kernel that draws
+ * the GPU's power limit, which the sustained protocol measures. */
+#define KF_NVML_SW_POWER_CAP 0x4ull
 
 /* Opens NVML for the GPU with this UUID ("GPU-…", as cudrv reports it).
  * KF_EUNAVAIL (err filled) when NVML or the GPU is not there. */
@@ -45,14 +48,19 @@ void kf_nvml_stop(kf_nvml *n);
  * none falls inside (a sample shorter than the period), was throttled. */
 int kf_nvml_throttled(kf_nvml *n, uint64_t t0, uint64_t t1);
 
-/* Whether a sampler reading inside [t0, t1] saw a throttling reason (no
- * fallback to an earlier one: for the throttle policy, a reading from
- * before a recovery wait says nothing of the sample after it). */
-int kf_nvml_event_within(kf_nvml *n, uint64_t t0, uint64_t t1);
+/* Whether a sampler reading inside [t0, t1] saw one of `reasons` (bits of
+ * KF_NVML_THROTTLE_MASK; no fallback to an earlier reading: for the
+ * throttle policy, a reading from before a recovery wait says nothing of
+ * the sample after it). */
+int kf_nvml_event_within(kf_nvml *n, uint64_t t0, uint64_t t1, uint64_t reasons);
 
 /* One reading now, on the caller's thread (NVML is thread-safe): the clock,
  * power and reasons as a sample ends. */
 void kf_nvml_read_now(kf_nvml *n, kf_nvml_reading *out);
+
+/* The sampler's latest reading into *out: 1, or 0 when it has none yet.
+ * No NVML call: what a per-sample judgement reads (thermal.c). */
+int kf_nvml_last(kf_nvml *n, kf_nvml_reading *out);
 
 /* The GPU's default SM clock (default application clock, else the maximum),
  * MHz; 0 when NVML cannot say. The throttle threshold is a share of it. */

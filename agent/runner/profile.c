@@ -1,6 +1,8 @@
-/* profile — a profile task: warm-up, then timed samples (caches flushed
- * between cold samples) until min samples + min time + the noise
- * criterion, or the timeout; every sample streamed. Every run goes to the
+/* profile — a profile task: warm-up (to a steady SM clock on a GPU:
+ * thermal.h), then timed samples (caches flushed between cold samples)
+ * until the median is known to the precision asked for (95 % interval,
+ * common/stats.h kf_stats_stop_precise) past floors of samples and time,
+ * or the timeout; every sample streamed. Every run goes to the
  * next of K >= 2 input sets from secret seeds, and every sample is guarded
  * (guard.c: outputs poisoned before it, spot-checked after it, untimed), so
  * work a kernel skips is never timed as fast. Device kernels are timed by
@@ -9,6 +11,7 @@
 #include "runner/guard.h"
 #include "runner/hctx.h"
 #include "runner/harness.h"
+#include "runner/thermal.h"
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -23,31 +26,6 @@
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
-
-/* The robust noise of the samples so far (1.4826 MAD / median, percent, as
- * common/stats.h defines it) and the timer's quantum in the same units:
- * the smallest gap between two distinct sample values. CUDA events tick
- * in 32 ns steps, so a 15 us kernel's noise estimate moves by ~0.3 % per
- * tick of its MAD; the settling test below must not ask for less. */
-static void noise_of(const double *v, size_t n, double *noise, double *quantum_pct)
-{
-    *noise = INFINITY;
-    *quantum_pct = 0;
-    double *s = n >= 2 ? malloc(n * sizeof *s) : NULL;
-    if (!s)
-        return;
-    memcpy(s, v, n * sizeof *s);
-    kf_stats_sort(s, n);
-    double med = kf_stats_quantile(s, n, 0.5), gap = INFINITY;
-    for (size_t i = 1; i < n; i++)
-        if (s[i] > s[i - 1] && s[i] - s[i - 1] < gap)
-            gap = s[i] - s[i - 1];
-    if (med > 0) {
-        *noise = 1.4826 * kf_stats_mad(s, n) / med * 100.0;
-        *quantum_pct = isfinite(gap) ? 1.4826 * gap / med * 100.0 : 0;
-    }
-    free(s);
-}
 
 /* The stored summary, from the same statistics the report recomputes. */
 static void stats(const double *v, size_t n, Kfleet__ProfileStats *ps)
@@ -134,8 +112,6 @@ void hctx_summarize_telemetry(hctx *h, Kfleet__TelemetrySummary *ts)
     ts->period_s = ts->readings > 1 ? (double)(last - first) / 1e9 / (ts->readings - 1) : 0;
 }
 
-#define NOISE_HIST 20
-
 #define KF_MAX_INPUT_SETS 16
 
 /* The host's largest cache level, for hot-sample input rotation. */
@@ -217,56 +193,6 @@ static int rotation_run(void *arg, char *err, size_t errlen)
         return -1;
     }
     return 0;
-}
-
-/* Whether the last NOISE_HIST noise estimates agree within 5 % of their
- * mean, or within two timer quanta when those are wider: the estimate has
- * settled. */
-static int noise_settled(const double *hist, double quantum_pct)
-{
-    double lo = hist[0], hi = hist[0], sum = 0;
-    for (size_t i = 0; i < NOISE_HIST; i++) {
-        lo = hist[i] < lo ? hist[i] : lo;
-        hi = hist[i] > hi ? hist[i] : hi;
-        sum += hist[i];
-    }
-    return hi - lo <= fmax(0.05 * sum / NOISE_HIST, 2 * quantum_pct);
-}
-
-typedef struct throttle_policy {
-    int keep;
-    double recovery_s;
-    uint32_t default_mhz, threshold_mhz; /* 0: NVML does not say */
-    uint64_t last_read_ns;               /* when `last` was read; 0: never */
-    kf_nvml_reading last;
-} throttle_policy;
-
-enum { DISCARD = 2 };
-
-/* How the sample [t0, t1] stands: 0 clean, 1 throttled (flagged, kept),
- * DISCARD (the policy drops it). The clock judged is the sample's mean SM
- * clock as the device measured it (sm_mhz, cudrv's stamps) when there is
- * one, else NVML's as the sample ended. *at is NVML as the sample ended
- * (its clock replaced by the measured mean): read afresh unless the last
- * read is under 2 ms old, so that a stream of microsecond samples does not
- * spend its time in NVML; the sampler's readings inside the interval count
- * too. */
-static int throttle_check(hctx *h, throttle_policy *tp, uint64_t t0, uint64_t t1, double sm_mhz,
-                          kf_nvml_reading *at)
-{
-    if (!tp->last_read_ns || t1 - tp->last_read_ns > 2000000ull) {
-        kf_nvml_read_now(h->nv, &tp->last);
-        tp->last_read_ns = kf_mono_ns();
-    }
-    *at = tp->last;
-    if (sm_mhz > 0)
-        at->sm_mhz = (uint32_t)(sm_mhz + 0.5);
-    int event = at->throttled || kf_nvml_event_within(h->nv, t0, t1);
-    int slow = tp->threshold_mhz && at->sm_mhz && at->sm_mhz < tp->threshold_mhz;
-    int flagged = event || kf_nvml_throttled(h->nv, t0, t1);
-    if (!tp->keep && (event || slow))
-        return DISCARD;
-    return flagged || slow;
 }
 
 static uint64_t unpredictable_u64(void)
@@ -395,17 +321,45 @@ static int probe_host_outside(hctx *h, const loaded *L, rotation *rot, unsigned 
     return 0;
 }
 
+/* One warm-up sample for the thermal protocol: timed as a sample is, its
+ * clock from the stamps; not guarded or kept (it is no measurement). */
+typedef struct warm_arg {
+    hctx *h;
+    rotation *rot;
+    int hot;
+    uint32_t batch;
+} warm_arg;
+
+static int warm_sample(void *arg, double *seconds, double *sm_mhz)
+{
+    warm_arg *w = arg;
+    kf_err err;
+    kf_cudrv_timing tm;
+    if (kf_cudrv_time(w->h->cu, w->hot, w->batch, rotation_run, w->rot, &tm, &err) != KF_OK)
+        return hctx_fail(w->h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", w->h->spec->kernel,
+                         err.msg);
+    *seconds = tm.seconds * w->batch;
+    *sm_mhz = tm.sm_mhz;
+    return 0;
+}
+
 int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
 {
     const Kfleet__MeasureSettings *m = h->spec->measure;
     uint32_t min_samples = m && m->min_samples ? m->min_samples : KF_DEFAULT_MIN_SAMPLES;
     double min_time = m && m->min_time_s > 0 ? m->min_time_s : KF_DEFAULT_MIN_TIME_S;
-    double max_noise = m && m->max_noise_pct > 0 ? m->max_noise_pct : KF_DEFAULT_MAX_NOISE_PCT;
+    /* The stopping rule: the median known to +-precision % at 95 %. The
+     * noise limit (max_noise) is the report's, for its noisy flag. */
+    kf_stop_rule rule = {
+        .min_samples = min_samples,
+        .min_time_s = min_time,
+        .precision_pct = m && m->precision_pct > 0 ? m->precision_pct : KF_DEFAULT_PRECISION_PCT,
+    };
     double timeout = m && m->timeout_s > 0 ? m->timeout_s : KF_DEFAULT_TIMEOUT_S;
     uint32_t warmup = m && m->warmup ? m->warmup : 1;
     uint32_t batch = m && m->batch > 1 ? m->batch : 1;
     int hot = m && m->hot;
-    throttle_policy tp = {
+    kf_thermal tp = {
         .keep = m && m->throttle_keep,
         .recovery_s = m && m->throttle_recovery_s > 0 ? m->throttle_recovery_s : 0.05,
     };
@@ -471,6 +425,18 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
             L->k->teardown(states[j]);
         return -1;
     }
+    /* The thermal protocol: on a GPU, run to a steady SM clock first
+     * (thermal.h), within a fifth of the timeout and at most 1 s. */
+    if (h->cu) {
+        warm_arg wa = {h, &rot, hot, batch};
+        if (kf_thermal_warm(&tp, fmin(1.0, timeout / 5), warm_sample, &wa) != 0) {
+            free(flush);
+            hctx_guard_destroy(&guard);
+            for (size_t j = 0; j < nsets; j++)
+                L->k->teardown(states[j]);
+            return -1;
+        }
+    }
     hctx_phase_add(h, HCTX_PH_WARMUP, tw0);
     if (h->cu)
         start_telemetry(h);
@@ -486,13 +452,13 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
     double elapsed = 0, total_timed = 0;
     /* Where the loop's time goes: the samples as timed (kept or not) and
      * the throttle waits; the rest is the loop's own cost per sample. */
-    double timed_all = 0, waits = 0;
+    double timed_all = 0;
     /* The loop's own work by step: what a sample costs beyond its timed
      * interval (the report's slot time). */
     double enq_s = 0, sync_s = 0, nvml_s = 0, recheck_s = 0;
     int converged = 0, rc = 0;
-    double hist[NOISE_HIST];
-    size_t nhist = 0, next_check = 0;
+    size_t next_check = 0;
+    double achieved = INFINITY;
     /* The output is re-checked against the reference at a sample index the
      * kernel cannot predict (before the minimum is reached, so every
      * profile has one) and once more after the last sample. */
@@ -541,28 +507,23 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
             timed_all += secs * batch;
             uint64_t t1 = kf_mono_ns();
             if (h->nv) {
-                throttled = throttle_check(h, &tp, t0, t1, tm.sm_mhz, &at);
+                throttled = kf_thermal_judge(&tp, h->nv, t0, t1, tm.sm_mhz, &at);
                 h->throttled_samples += (uint32_t)(throttled != 0);
                 nvml_s += (double)(kf_mono_ns() - t1) / 1e9;
             }
             if ((rc = hctx_guard_after(guard, h, L, states, first, batch, iter++)) != 0)
                 break;
-            if (throttled == DISCARD) {
+            if (throttled == KF_THERMAL_DISCARD) {
                 /* Stored and flagged, not counted; the GPU gets time to
-                 * recover before the next sample (nvbench's policy). */
+                 * recover before the next sample (nvbench's policy), as
+                 * long as the waits stay within the time measured. */
                 discarded++;
                 if (hctx_add_sample(h, secs, 1, 1, at.sm_mhz, at.power_mw) != KF_OK) {
                     rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED,
                                    "cannot stream samples to the agent");
                     break;
                 }
-                struct timespec ts = {
-                    (time_t)tp.recovery_s,
-                    (long)((tp.recovery_s - (double)(time_t)tp.recovery_s) * 1e9)};
-                uint64_t tw = kf_mono_ns();
-                nanosleep(&ts, NULL);
-                waits += (double)(kf_mono_ns() - tw) / 1e9;
-                tp.last_read_ns = 0; /* read afresh after the wait */
+                kf_thermal_wait(&tp, timed_all);
                 if ((double)(kf_mono_ns() - start) / 1e9 >= timeout)
                     break;
                 continue;
@@ -612,32 +573,23 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
             break;
         }
         elapsed = (double)(kf_mono_ns() - start) / 1e9;
-        /* The noise check sorts: do it at most ~every 1% of the samples.
-         * (As `n % (1 + n / 100) == 0` it never fired again past 10,000
-         * samples, so short kernels always ran to the timeout.) */
+        /* The precision check sorts: do it at most ~every 1% of the
+         * samples. (As `n % (1 + n / 100) == 0` it never fired again past
+         * 10,000 samples.) Noisy samples are not a reason to stop: they
+         * take more samples to pin the median down, up to the timeout. */
         if (n >= min_samples && total_timed >= min_time && n >= next_check) {
             next_check = n + 1 + n / 100;
-            double noise, quantum;
-            noise_of(times, n, &noise, &quantum);
-            if (noise <= max_noise) {
+            if (kf_stats_stop_precise(&rule, times, n, total_timed, &achieved)) {
                 converged = 1;
                 break;
             }
-            /* As nvbench's stdrel criterion: when the noise estimate has
-             * stopped moving, more samples will not bring it under the
-             * limit — they only heat the GPU into its power cap. Stop,
-             * flagged noisy (not converged), instead of running to the
-             * timeout. */
-            hist[nhist++ % NOISE_HIST] = noise;
-            if (nhist >= NOISE_HIST && total_timed >= 2 * min_time && noise_settled(hist, quantum))
-                break;
         }
         if (elapsed >= timeout)
             break;
     }
     double loop_s = (double)(kf_mono_ns() - start) / 1e9;
     hctx_phase_add_s(h, HCTX_PH_SAMPLES, timed_all);
-    hctx_phase_add_s(h, HCTX_PH_THROTTLE, waits);
+    hctx_phase_add_s(h, HCTX_PH_THROTTLE, tp.waits_s);
     hctx_phase_add_s(h, HCTX_PH_LAUNCH, enq_s);
     hctx_phase_add_s(h, HCTX_PH_SYNC, sync_s);
     hctx_phase_add_s(h, HCTX_PH_CLOCKS, nvml_s);
@@ -647,7 +599,8 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
     double guard_s = hctx_guard_spent_s(guard);
     hctx_phase_add_s(h, HCTX_PH_COMPARE, guard_s);
     hctx_phase_add_s(h, HCTX_PH_SAMPLING,
-                     loop_s - timed_all - waits - enq_s - sync_s - nvml_s - recheck_s - guard_s);
+                     loop_s - timed_all - tp.waits_s - enq_s - sync_s - nvml_s - recheck_s -
+                         guard_s);
     kf_debug("profile_guard", "kernel=%s sets=%zu checks=%llu guard_s=%.6f samples=%zu",
              h->spec->kernel, nsets, (unsigned long long)hctx_guard_checks(guard), guard_s, iter);
     hctx_guard_destroy(&guard);
@@ -661,7 +614,7 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
     if (rc == 0 && n == 0 && discarded > 0)
         rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED,
                        "all %u samples were taken while the GPU throttled (SM clock below %u MHz, "
-                       "%.0f%% of its default %u MHz, or a power or thermal clock event): none is "
+                       "%.0f%% of its default %u MHz, or a thermal or hardware slowdown): none is "
                        "a measurement. Run it on a cooler GPU, or set measure: {throttle: keep} to "
                        "time it as sustained at the power cap",
                        discarded, tp.threshold_mhz, thr_pct, tp.default_mhz);
@@ -674,6 +627,18 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
         ps->sm_clock_median_mhz = kf_stats_median_u32(clk, n);
         ps->power_median_mw = kf_stats_median_u32(pw, n);
         ps->converged = converged;
+        if (!converged)
+            kf_stats_stop_precise(&rule, times, n, total_timed, &achieved);
+        ps->precision_pct = isfinite(achieved) ? achieved : -1;
+        ps->precision_target_pct = rule.precision_pct;
+        ps->thermal = (char *)kf_thermal_protocol(h->cu != NULL);
+        ps->warmup_s = tp.warmup_s;
+        ps->warmup_samples = tp.warmup_samples;
+        ps->steady_sm_clock_mhz = tp.steady_mhz;
+        ps->clock_steady = tp.steady;
+        ps->measured_s = timed_all;
+        ps->throttle_wait_s = tp.waits_s;
+        ps->waits_skipped = tp.waits_skipped;
         ps->bytes = L->k->bytes ? L->k->bytes(&L->params) : 0;
         ps->flops = L->k->flops ? L->k->flops(&L->params) : 0;
         ps->hot = hot;

@@ -36,6 +36,11 @@
 #                 purpose) after it (SKIP_ISOLATION=1: not), then with
 #                 WITH_KILL=1 the kill part
 #   PART=fleet1   examples/gpu.yaml on GPU 0 alone (the speed-up's 1 GPU)
+#   PART=issue32  issue 32's single-GPU figures in one call: targets twice
+#                 and reversed (bench/gpu/targets-reversed.yaml), with ncu,
+#                 then examples/gpu.yaml on GPU 0 (<= 75 s); summarize.py
+#                 checks them (KF_BUNDLE + KF_TAG: the baseline's bundle in
+#                 the same session)
 #   PART=kill     bench/gpu/targets.yaml on every GPU with agent local-1
 #                 killed KILL_AFTER (25) s in: verify must be clean
 #   PART=targets1 bench/gpu/targets.yaml once, cold
@@ -106,6 +111,12 @@ print(f"{sys.argv[2]} schedule: makespan {f('makespan_s')} s, start-up {f('start
       f"ideal {f('ideal_s')} s, makespan over ideal {f('over_ideal_pct', '+.2f')} % (target <= 5 %); "
       f"measured {f('measured_pct')} % of the makespan ("
       + ", ".join(f"{k} {v:.1f} %" for k, v in sorted(per.items()) if v is not None) + ")")
+c = d.get("cost") or {}
+if c:
+    print(f"{sys.argv[2]} cost: {c.get('evaluations')} evaluations, "
+          f"{f('makespan_s')} s x {g} GPUs = {c.get('evaluations_per_gpu_hour') or 0:.0f} per GPU-hour"
+          + (f", cost {c['cost']:.4g} ({c['cost_per_evaluation']:.3g} per evaluation)" if c.get("cost") else "")
+          + f"; thermal protocol {d.get('thermal_protocol')}")
 PY
 }
 
@@ -389,6 +400,14 @@ fleet)
   [ -n "${SKIP_ISOLATION:-}" ] || sweep isolation "$ROOT/bench/gpu/isolation.yaml" --agents 1
   [ -z "${WITH_KILL:-}" ] || kill_one
   ;;
+issue32) # stop on precision, thermal protocol, cost: targets twice and reversed, gpu.yaml on 1 GPU
+  "$B/kfleet-agent" --doctor --gpu | tee "$W/doctor.txt"
+  sweep targets1 "$ROOT/bench/gpu/targets.yaml"
+  sweep targets2 "$ROOT/bench/gpu/targets.yaml"
+  sweep targetsrev "$ROOT/bench/gpu/targets-reversed.yaml"
+  CUDA_VISIBLE_DEVICES=0 sweep fleet1 "$ROOT/examples/gpu.yaml" --agents 1 ${PRICE:+--price "$PRICE"}
+  schedule fleet1
+  ;;
 fleet1) # examples/gpu.yaml on GPU 0 alone: the 1-GPU point of the speed-up
   CUDA_VISIBLE_DEVICES=0 sweep fleet1 "$ROOT/examples/gpu.yaml" --agents 1
   schedule fleet1
@@ -439,7 +458,7 @@ build) # issue 33: kfleet built from source by this machine's own compiler and C
   done
   ;;
 *)
-  echo "run.sh: PART is build, targets, throttle, checks, h100, short, python, cheats, facts, fleet, fleet1, kill, targets1, torch, serve or sandbox" >&2
+  echo "run.sh: PART is build, targets, throttle, checks, h100, short, python, cheats, facts, fleet, fleet1, kill, targets1, torch, serve, sandbox or issue32" >&2
   exit 2
   ;;
 esac

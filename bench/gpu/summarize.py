@@ -4,8 +4,8 @@ one table (Markdown), last. Reads only what `kfleet report --format json`
 wrote; every figure it prints is computed from those reports.
 
 usage: summarize.py DIR   (DIR holds targets1.json, targets2.json,
-                           isolation.json, sanitize.json, fleet.json — any
-                           that exist)
+                           targetsrev.json, isolation.json, sanitize.json,
+                           fleet.json, fleet1.json — any that exist)
 """
 import json
 import os
@@ -67,6 +67,26 @@ def ncu_rows(rep, out, label, needed, every):
                         f"{p.get('power_median_w') or 0:.0f} W",
                         needed, ("PASS" if ok else "FAIL") if every else "-"))
     return n_ok, n, worst
+
+
+def precision_line(name, rep):
+    """Issue 32: how the profiles stopped (precision reached or not), the
+    samples they took, the thermal protocol, the waits against the time
+    measured, and the sweep's evaluations per GPU-hour."""
+    ps = [r["profile"] for r in rep["rows"] if median(r)]
+    imp = [p for p in ps if p.get("imprecise")]
+    th = [p.get("thermal") or {} for p in ps]
+    waits = sum(t.get("throttle_wait_s") or 0 for t in th)
+    meas = sum(t.get("measured_s") or 0 for t in th)
+    warm = sum(t.get("warmup_s") or 0 for t in th)
+    steady = sum(1 for t in th if t.get("clock_steady"))
+    c = rep.get("cost") or {}
+    return (f"{name}: stop on precision",
+            f"{len(ps) - len(imp)}/{len(ps)} precise, {sum(p.get('samples') or 0 for p in ps)} samples; "
+            f"protocol {rep.get('thermal_protocol')}, clock steady {steady}/{len(ps)}, warm-up {warm:.1f} s; "
+            f"waits {waits:.1f} s vs {meas:.1f} s measured; "
+            f"{c.get('evaluations_per_gpu_hour') or 0:.0f} evaluations per GPU-hour",
+            "(info)", "-")
 
 
 def python_targets(d, out):
@@ -197,6 +217,33 @@ def main():
         out.append(("second sweep recompiles nothing",
                     f"{len(b2)} build tasks, {compiled} compiled; {same}/{len(rows)} rows on the same artifact",
                     "0 compiled, same artifacts", "PASS" if compiled == 0 and same == len(rows) else "FAIL"))
+    # Issue 32: the same medians when the sweep runs in the reverse order
+    # (the thermal protocol makes a number independent of what ran before),
+    # and ncu agreement on that run too.
+    tr = load(d, "targetsrev.json")
+    if t1 and tr:
+        rr = {key(r): r for r in tr["rows"]}
+        worst, n_ok, n = 0.0, 0, 0
+        for k, r in rows.items():
+            a, b = median(r), median(rr.get(k, {}))
+            if a and b and a >= 50e-6:
+                dev = abs(b - a) / a * 100
+                n += 1
+                n_ok += dev <= 1
+                worst = max(worst, dev)
+                if dev > 1:
+                    out.append((f"  reversed: {r['kernel']} {pstr(r)}",
+                                f"{a * 1e6:.1f} us forward, {b * 1e6:.1f} us reversed ({dev:.2f} %)",
+                                "<= 1 %", "FAIL"))
+        out.append(("reversed order vs forward, kernels >= 50 us", f"{n_ok}/{n} within 1 %, worst {worst:.2f} %",
+                    "<= 1 %", "PASS" if n and n_ok == n else "FAIL"))
+        n_ok, n, worst = ncu_rows(tr, out, "  reversed median vs ncu: ", f"<= {NCU_PCT} %", False)
+        out.append(("reversed: median vs ncu gpu__time_duration", f"{n_ok}/{n} within {NCU_PCT} %, worst {worst:.2f} %",
+                    f"<= {NCU_PCT} %", "PASS" if n and n_ok == n else "FAIL"))
+    for name in ("targets1.json", "targets2.json", "targetsrev.json", "fleet1.json", "fleet.json"):
+        rep_ = load(d, name)
+        if rep_:
+            out.append(precision_line(name, rep_))
     tk = load(d, "targetskeep.json")
     if tk:
         n_ok, n, worst = ncu_rows(tk, out, "  throttle: keep: ", "(comparison)", False)
@@ -240,6 +287,23 @@ def main():
                     f"{len(rows_f)} configs, {passed} validations pass, {prof} profiles",
                     ">= 60 configs, all pass",
                     "PASS" if len(rows_f) >= 60 and passed == len(rows_f) and prof == len(rows_f) else "FAIL"))
+    # Issue 32: examples/gpu.yaml on one GPU in <= 75 s (>= 2,976 evaluations
+    # per GPU-hour), and on every GPU within 5 % of ideal, its rate reported.
+    f1 = load(d, "fleet1.json")
+    if f1:
+        c, s = f1.get("cost") or {}, f1["schedule"]
+        out.append(("examples/gpu.yaml on one GPU",
+                    f"makespan {s.get('makespan_s') or 0:.1f} s, {c.get('evaluations')} evaluations, "
+                    f"{c.get('evaluations_per_gpu_hour') or 0:.0f} per GPU-hour",
+                    "<= 75 s (>= 2,976 per GPU-hour)",
+                    "PASS" if s.get("makespan_s") and s["makespan_s"] <= 75 else "FAIL"))
+    if fl:
+        c, s = fl.get("cost") or {}, fl["schedule"]
+        out.append((f"examples/gpu.yaml on {len(fl['agents'])} GPUs",
+                    f"makespan {s.get('makespan_s') or 0:.1f} s, {s.get('over_ideal_pct') or 0:+.2f} % over ideal, "
+                    f"{c.get('evaluations_per_gpu_hour') or 0:.0f} evaluations per GPU-hour",
+                    "<= 5 % over ideal",
+                    "PASS" if s.get("over_ideal_pct") is not None and s["over_ideal_pct"] <= 5 else "FAIL"))
     python_targets(d, out)
     w = [max(len(str(x[i])) for x in out + [("target", "measured", "needed", "verdict")]) for i in range(4)]
     print("| " + " | ".join(h.ljust(w[i]) for i, h in enumerate(("target", "measured", "needed", "verdict"))) + " |")

@@ -122,7 +122,7 @@ YAML
   echo "    params:"
   echo "      n: [${SIZES// /, }]"
   echo "tasks: [build, profile]"
-  echo "measure: {min_samples: 5, min_time: 1ms, max_noise: 100, timeout: 10s}"
+  echo "measure: {min_samples: 5, min_time: 1ms, max_noise: 100, precision: 50, timeout: 10s}"
 } >"$T/sweep.yaml"
 t0=$(now)
 "$KFLEET" launch --known-hosts "$T/known_hosts" --accept-new --bundle "$T/bundle" --min-free 4M \

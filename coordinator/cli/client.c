@@ -277,9 +277,11 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
     sw->max_attempts = spec->max_attempts;
     sw->time_limit_s = spec->time_limit_s;
     sw->baseline = xstrdup(spec->baseline);
+    sw->price_per_gpu_hour = spec->price_per_gpu_hour;
     ms->min_samples = spec->measure.min_samples;
     ms->min_time_s = spec->measure.min_time_s;
     ms->max_noise_pct = spec->measure.max_noise_pct;
+    ms->precision_pct = spec->measure.precision_pct;
     ms->timeout_s = spec->measure.timeout_s;
     ms->warmup = spec->measure.warmup;
     ms->hot = spec->measure.hot;

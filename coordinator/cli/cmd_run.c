@@ -8,6 +8,7 @@
 #include "cli/run.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 
 static int cmd_run(int argc, char **argv, const char *home)
@@ -15,11 +16,13 @@ static int cmd_run(int argc, char **argv, const char *home)
     const kf_cmd_entry *self = &kf_cmd_run;
     kf_run_options o = {.stall_s = KF_FOLLOW_STALL_S};
     int fmt = KF_REPORT_TABLE;
+    double price = 0;
     static const struct option opts[] = {{"agents", required_argument, 0, 'a'},
                                          {"format", required_argument, 0, 'F'},
                                          {"output", required_argument, 0, 'o'},
                                          {"stall-timeout", required_argument, 0, 's'},
                                          {"no-shared-builds", no_argument, 0, 'n'},
+                                         {"price", required_argument, 0, 'p'},
                                          {"no-sandbox", no_argument, 0, 'S'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
@@ -54,6 +57,16 @@ static int cmd_run(int argc, char **argv, const char *home)
         case 'n':
             o.no_shared_builds = 1;
             break;
+        case 'p': {
+            char *end;
+            price = strtod(optarg, &end);
+            if (end == optarg || *end || !(price > 0) || !isfinite(price))
+                return kf_opt_error(self,
+                                    "--price wants the price of one GPU-hour, a number above 0 "
+                                    "(like 2.49), got '%s'",
+                                    optarg);
+            break;
+        }
         case 'S':
             /* The local agents inherit it (agent/runner/sandbox.h). */
             setenv("KF_SANDBOX", "0", 1);
@@ -80,6 +93,7 @@ static int cmd_run(int argc, char **argv, const char *home)
         kf_sweep_destroy(&spec);
         return 2;
     }
+    spec->price_per_gpu_hour = price;
     kf_paths p;
     if (kf_cli_paths(home, 1, &p)) {
         kf_sweep_destroy(&spec);
@@ -97,7 +111,7 @@ const kf_cmd_entry kf_cmd_run = {
     cmd_run,
     "Runs a sweep on this machine, start to end, and prints its report.",
     "run SWEEP.yaml [--agents N] [--format table|md|json|html|csv] [-o FILE] "
-    "[--stall-timeout DUR] [--no-shared-builds] [--no-sandbox]",
+    "[--stall-timeout DUR] [--no-shared-builds] [--no-sandbox] [--price P]",
     "Runs a sweep on this machine, start to end: an embedded coordinator and local agents\n"
     "(one per GPU, or CPU agents where there is none), progress while it runs, then the\n"
     "report. Nothing is left running. Exit 1 if any task failed. The coordinator's and the\n"
@@ -110,6 +124,9 @@ const kf_cmd_entry kf_cmd_run = {
     "                    (default 60s; 0: wait)\n"
     "  --no-shared-builds  each agent compiles its own kernels (by default agents with one\n"
     "                    toolchain install the artifact one of them compiled)\n"
+    "  --price P         what one GPU-hour costs (one CPU slot-hour on a machine without\n"
+    "                    GPUs): the report adds the sweep's cost and cost per evaluation\n"
+    "                    beside its evaluations per GPU-hour\n"
     "  --no-sandbox      run kernels unconfined, with the agents' files, environment and\n"
     "                    network (the same as KF_SANDBOX=0; for a before/after timing)",
 };

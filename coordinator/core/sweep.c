@@ -192,11 +192,33 @@ static int percent_text(const char *s, double *out)
     return KF_OK;
 }
 
+/* A percentage above 0 (`0.5` or `0.5%`): max_noise, precision. */
+static int positive_pct(ctx *c, yaml_node_t *v, const char *key, const char *what, double *out)
+{
+    const char *s;
+    double d;
+    int rc = kf_yaml_nonempty_scalar(&c->y, v, key, &s);
+    if (rc)
+        return rc;
+    if (percent_text(s, &d) != KF_OK)
+        return kf_yaml_fail(&c->y, v,
+                            "%s '%.40s' is not a number; give %s in percent, like 0.5 or 2%%", key,
+                            s, what);
+    if (d <= 0)
+        return kf_yaml_fail(&c->y, v,
+                            "%s must be above 0, not %.40s; give a positive percentage or leave it "
+                            "out",
+                            key, s);
+    *out = d;
+    return KF_OK;
+}
+
 static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
 {
     static const char *const keys[] = {"min_samples",
                                        "min_time",
                                        "max_noise",
+                                       "precision",
                                        "timeout",
                                        "warmup",
                                        "hot",
@@ -235,23 +257,15 @@ static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
         return rc;
     if ((v = kf_yaml_map_get(&c->y, n, "batch")) && (rc = u32_value(c, v, "batch", 1, &m->batch)))
         return rc;
-    if ((v = kf_yaml_map_get(&c->y, n, "max_noise"))) {
-        const char *s;
-        double d;
-        if ((rc = kf_yaml_nonempty_scalar(&c->y, v, "max_noise", &s)))
-            return rc;
-        if (percent_text(s, &d) != KF_OK)
-            return kf_yaml_fail(&c->y, v,
-                                "max_noise '%.40s' is not a number; give the allowed noise in "
-                                "percent, like 0.5 or 2%%",
-                                s);
-        if (d <= 0)
-            return kf_yaml_fail(&c->y, v,
-                                "max_noise must be above 0, not %.40s; give a positive percentage "
-                                "or leave it out",
-                                s);
-        m->max_noise_pct = d;
-    }
+    if ((v = kf_yaml_map_get(&c->y, n, "max_noise")) &&
+        (rc = positive_pct(c, v, "max_noise", "the spread above which a row is flagged noisy",
+                           &m->max_noise_pct)))
+        return rc;
+    if ((v = kf_yaml_map_get(&c->y, n, "precision")) &&
+        (rc = positive_pct(c, v, "precision",
+                           "how precisely the median must be known (95 % interval)",
+                           &m->precision_pct)))
+        return rc;
     if ((v = kf_yaml_map_get(&c->y, n, "hot")) && (rc = bool_value(c, v, "hot", &m->hot)))
         return rc;
     if ((v = kf_yaml_map_get(&c->y, n, "sanitize")) &&

@@ -94,7 +94,8 @@ typedef struct kf_sweep_kernel {
 typedef struct kf_sweep_measure {
     uint32_t min_samples;
     double min_time_s;
-    double max_noise_pct;
+    double max_noise_pct; /* the noisy flag's spread limit (no longer a stop) */
+    double precision_pct; /* the stopping rule's: the median to +-this % at 95 % */
     double timeout_s;
     uint32_t warmup;
     int hot;
@@ -125,6 +126,8 @@ typedef struct kf_sweep_spec {
     kf_sweep_kernel *problem;
     uint32_t seed_pool;  /* secret seeds kept per problem */
     double seed_renew_s; /* the pool's renewal period */
+    /* kfleet run --price: per GPU-hour of nodes that give none; 0: none. */
+    double price_per_gpu_hour;
 } kf_sweep_spec;
 
 /* Parses a sweep file. kernels_dir is where kernels named without a path are

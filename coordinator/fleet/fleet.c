@@ -25,6 +25,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,25 @@ static int get_port(ctx *c, const yaml_node_t *n, int *out)
             "port must be a number from 1 to 65535, not '%.40s'; use the node's SSH port "
             "(on RunPod: the public port mapped to 22)",
             s);
+    *out = v;
+    return KF_OK;
+}
+
+/* price: one GPU-hour of the node, a number above 0 (any currency; the
+ * report multiplies it, it does not convert it). */
+static int get_price(ctx *c, const yaml_node_t *n, double *out)
+{
+    const char *s;
+    int rc = kf_yaml_nonempty_scalar(&c->y, n, "price", &s);
+    if (rc)
+        return rc;
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !(v > 0) || !isfinite(v))
+        return kf_yaml_fail(&c->y, n,
+                            "price must be what one GPU-hour of the node costs, a number above 0 "
+                            "like 2.49, not '%.40s'",
+                            s);
     *out = v;
     return KF_OK;
 }
@@ -368,7 +388,7 @@ static int parse_host(ctx *c, const yaml_node_t *n, const defaults *d, kf_fleet_
 {
     static const char *const keys[] = {"name",      "provider", "host",    "port",
                                        "user",      "identity", "workdir", "labels",
-                                       "ssh_alias", "slurm",    NULL};
+                                       "ssh_alias", "slurm",    "price",   NULL};
     host_fields f = {0};
     yaml_node_t *v;
     int rc;
@@ -413,6 +433,8 @@ static int parse_host(ctx *c, const yaml_node_t *n, const defaults *d, kf_fleet_
     if ((v = kf_yaml_map_get(&c->y, n, "workdir")) && (rc = get_workdir(c, v, &f.workdir)))
         return rc;
     if ((v = kf_yaml_map_get(&c->y, n, "labels")) && (rc = parse_labels(c, v, h)))
+        return rc;
+    if ((v = kf_yaml_map_get(&c->y, n, "price")) && (rc = get_price(c, v, &h->price)))
         return rc;
     if ((v = kf_yaml_map_get(&c->y, n, "ssh_alias"))) {
         if ((rc = kf_yaml_nonempty_scalar(&c->y, v, "ssh_alias", &f.alias)))

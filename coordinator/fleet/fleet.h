@@ -46,6 +46,9 @@ typedef struct kf_fleet_host {
     char *workdir;  /* absolute, or "~"-relative for the remote shell to expand */
     char **labels;
     size_t nlabels;
+    /* `price`: what one GPU of the node costs per hour, for the sweep's
+     * cost in reports (the agent is started with --price); 0: none. */
+    double price;
     /* Added beyond the launcher's needs: where the entry came from. */
     char *ssh_alias; /* NULL when none */
     int line, col;   /* 1-based position of the host entry in the inventory */

@@ -62,12 +62,13 @@ int kf_launch_sha256_file(const char *path, char out[65], kf_err *err)
     return KF_OK;
 }
 
-/* $1 workdir, $2 endpoint, $3 name, $4 server key or "". Prints
+/* $1 workdir, $2 endpoint, $3 name, $4 server key or "", $5 the price per
+ * GPU-hour or "" (passed on when the agent knows --price). Prints
  * "running PID" or "started PID". */
 static const char start_script[] =
     "set -u\ncd \"$1\" || exit 3\n"
     "%s"
-    "wd=$1 ep=$2 name=$3 skey=$4 a=\"$1/bundle/kfleet-agent\"\n"
+    "wd=$1 ep=$2 name=$3 skey=$4 price=$5 a=\"$1/bundle/kfleet-agent\"\n"
     "pid=$(cat agent.pid 2>/dev/null || true)\n"
     "if alive \"$pid\"; then\n"
     "  if [ \"$(cat agent.endpoint 2>/dev/null)\" = \"$ep\" ]; then echo running \"$pid\"; exit 0; "
@@ -77,6 +78,8 @@ static const char start_script[] =
     "set -- --coordinator \"$ep\" --workdir \"$wd\" --name \"$name\"\n"
     "if [ -n \"$skey\" ] && \"$a\" --help 2>&1 | grep -q -- --server-key; then\n"
     "  set -- \"$@\" --server-key \"$skey\"\nfi\n"
+    "if [ -n \"$price\" ] && \"$a\" --help 2>&1 | grep -q -- --price; then\n"
+    "  set -- \"$@\" --price \"$price\"\nfi\n"
     "printf '%%s\\n' \"$ep\" > agent.endpoint\n"
     "setsid nohup \"$a\" \"$@\" >>agent.log 2>&1 </dev/null &\n"
     "pid=$!\necho \"$pid\" > agent.pid\n"
@@ -185,8 +188,11 @@ static void launch_host(job *j)
     kf_buf_reset(&script);
     kf_buf_addf(&script, start_script, launch_stop_fn);
     kf_buf_reset(&out);
-    const char *args[] = {ep, j->h->name, j->server_key ? j->server_key : ""};
-    rc = launch_run_checked(j, s, script.data, args, 3, &out, "the agent did not start", &err);
+    char price[32] = "";
+    if (j->h->price > 0)
+        snprintf(price, sizeof price, "%.17g", j->h->price);
+    const char *args[] = {ep, j->h->name, j->server_key ? j->server_key : "", price};
+    rc = launch_run_checked(j, s, script.data, args, 4, &out, "the agent did not start", &err);
     r->t[KF_PHASE_START] = launch_since(t);
     if (rc == KF_OK) {
         char word[16] = "";

@@ -3,6 +3,7 @@
  * that does not apply is null, never 0; numbers that are not finite are
  * null too. */
 #include "report/report_json.h"
+#include "common/xalloc.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -127,6 +128,29 @@ static json_t *json_profile(const rrow *w, int with_samples)
     set(p, "noise_pct", jnum(w->st.noise_pct));
     set(p, "rsd_pct", jnum(w->st.rsd_pct));
     set(p, "converged", ps ? json_boolean(ps->converged) : json_null());
+    /* The stopping rule: the median's 95 % half-width, achieved (from the
+     * stored samples, as every figure) and asked for. */
+    set(p, "precision_pct",
+        isfinite(kf_stats_precision_pct(&w->st)) ? jnum(kf_stats_precision_pct(&w->st))
+                                                 : json_null());
+    set(p, "precision_target_pct",
+        ps && ps->precision_target_pct > 0 ? jnum(ps->precision_target_pct) : json_null());
+    set(p, "imprecise", json_boolean(w->imprecise));
+    if (ps && ps->thermal && *ps->thermal) {
+        json_t *th = json_object();
+        set(th, "protocol", json_string(ps->thermal));
+        set(th, "warmup_s", jnum(ps->warmup_s));
+        set(th, "warmup_samples", json_integer(ps->warmup_samples));
+        set(th, "steady_sm_clock_mhz",
+            ps->steady_sm_clock_mhz ? json_integer(ps->steady_sm_clock_mhz) : json_null());
+        set(th, "clock_steady", json_boolean(ps->clock_steady));
+        set(th, "measured_s", jnum(ps->measured_s));
+        set(th, "throttle_wait_s", jnum(ps->throttle_wait_s));
+        set(th, "waits_skipped", json_integer(ps->waits_skipped));
+        set(p, "thermal", th);
+    } else {
+        set(p, "thermal", json_null());
+    }
     set(p, "bytes", ps ? jnum(ps->bytes) : json_null());
     set(p, "flops", ps ? jnum(ps->flops) : json_null());
     set(p, "gbps", jnum(w->gbps));
@@ -285,6 +309,10 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     json_t *flags = json_array();
     if (w->noisy)
         json_array_append_new(flags, json_string("noisy"));
+    if (w->imprecise)
+        json_array_append_new(flags, json_string("imprecise"));
+    if (w->waits_capped)
+        json_array_append_new(flags, json_string("throttle-waits-capped"));
     if (isfinite(w->outlier_pct))
         json_array_append_new(flags, json_string("outlier"));
     if (w->profile && w->profile->nthrottled)
@@ -343,6 +371,37 @@ static json_t *json_sweep(const rep *r)
         json_array_append_new(kernels, jk);
     }
     set(o, "kernels", kernels);
+    return o;
+}
+
+static json_t *json_cost_one(const kf_rep_cost *c, int gpu)
+{
+    json_t *o = json_object();
+    if (c->node)
+        set(o, "node", json_string(c->node));
+    set(o, "evaluations", json_integer(c->evaluations));
+    set(o, "slot_hours", jnum(c->slot_hours));
+    set(o, "evaluations_per_slot_hour", jnum(c->per_slot_hour));
+    set(o, "evaluations_per_gpu_hour", gpu ? jnum(c->per_slot_hour) : json_null());
+    set(o, "price_per_slot_hour", jnum(c->price));
+    set(o, "cost", jnum(c->cost));
+    set(o, "cost_per_evaluation", jnum(c->per_evaluation));
+    return o;
+}
+
+/* What the sweep cost (report_cost.c): the total's figures, then "nodes". */
+static json_t *json_cost(const rep *r)
+{
+    kf_rep_cost *c = kf_xcalloc(r->nagents + 1, sizeof *c);
+    size_t n = kf_rep_costs(r, c, r->nagents + 1);
+    int gpu = r->sched.gpu_attempts > 0;
+    json_t *o = json_cost_one(&c[0], gpu);
+    set(o, "slots", json_string(gpu ? "gpu" : "cpu"));
+    json_t *nodes = json_array();
+    for (size_t i = 1; i < n; i++)
+        json_array_append_new(nodes, json_cost_one(&c[i], gpu));
+    set(o, "nodes", nodes);
+    free(c);
     return o;
 }
 
@@ -472,6 +531,10 @@ int kf_rep_render_json(const rep *r, int with_samples, kf_buf *out)
     set(root, "kfleet_version", json_string(KF_VERSION));
     set(root, "sweep", json_sweep(r));
     set(root, "schedule", json_schedule(r));
+    set(root, "cost", json_cost(r));
+    char th[32];
+    kf_rep_thermal(r, th, sizeof th);
+    set(root, "thermal_protocol", *th ? json_string(th) : json_null());
     json_t *tot = json_object();
     set(tot, "tasks", json_integer((json_int_t)r->ntasks));
     for (int st = KFLEET__TASK_STATE__PENDING; st <= KFLEET__TASK_STATE__SKIPPED; st++)

@@ -547,7 +547,19 @@ static int build_rows(rep *r)
         rc = kf_stats_compute(p->samples, p->nsamples, &w->st);
         w->mismatch = p->nsamples + p->ndiscarded != p->res->sample_count;
         const Kfleet__ProfileStats *ps = p->res->profile;
-        w->noisy = ps && !ps->converged;
+        /* Noisy is the spread (issue 32), judged against the sweep's
+         * max_noise; whether the median reached the precision asked for
+         * is imprecise. A result from before the precision rule (no
+         * target) is judged as then: not converged, noisy. */
+        const Kfleet__MeasureSettings *ms = r->sw->measure;
+        double limit = ms && ms->max_noise_pct > 0 ? ms->max_noise_pct : KF_REP_MAX_NOISE_PCT;
+        if (ps && ps->precision_target_pct > 0) {
+            w->noisy = isfinite(w->st.noise_pct) && w->st.noise_pct > limit;
+            w->imprecise = !ps->converged;
+        } else {
+            w->noisy = ps && !ps->converged;
+        }
+        w->waits_capped = ps ? ps->waits_skipped : 0;
         w->sm_clock_mhz = kf_stats_median_u32(p->clk, p->nsamples);
         w->power_mw = kf_stats_median_u32(p->pw, p->nsamples);
         w->at_power_cap =
@@ -602,9 +614,9 @@ void kf_rep_release(rep *r)
     memset(r, 0, sizeof *r);
 }
 
-/* The slots an agent gave the sweep: GPU slots in a sweep with GPU tasks,
+/* The slots an agent gave the sweep (report_rows.h): GPU slots in a sweep with GPU tasks,
  * else CPU slots. */
-static uint32_t agent_slots(const Kfleet__AgentInfo *a, int gpu)
+uint32_t kf_rep_agent_slots(const Kfleet__AgentInfo *a, int gpu)
 {
     return gpu ? (a->gpu_slots ? a->gpu_slots : (uint32_t)a->n_gpus)
                : (a->cpu_slots ? a->cpu_slots : 1);
@@ -624,7 +636,7 @@ void kf_rep_measured(const rep *r, const Kfleet__AgentInfo *a, double *timed_s, 
     uint32_t slots = 0;
     for (size_t k = 0; k < r->nagents; k++)
         if (!a || r->agents[k] == a)
-            slots += agent_slots(r->agents[k], gpu);
+            slots += kf_rep_agent_slots(r->agents[k], gpu);
     *timed_s = t;
     *pct = NAN;
     if (slots && r->sw->finished_ns > r->sw->created_ns)
@@ -637,7 +649,7 @@ size_t kf_rep_slot_time(const rep *r, kf_rep_phase *out, double *total_s, double
     int gpu = r->sched.gpu_attempts > 0;
     uint32_t slots = 0;
     for (size_t k = 0; k < r->nagents; k++)
-        slots += agent_slots(r->agents[k], gpu);
+        slots += kf_rep_agent_slots(r->agents[k], gpu);
     *total_s = *outside_s = *idle_s = 0;
     if (!slots || r->sw->finished_ns <= r->sw->created_ns)
         return 0;
@@ -681,7 +693,7 @@ void kf_rep_schedule_figures(const rep *r, double *makespan_s, double *startup_s
     int gpu = s->gpu_attempts > 0;
     uint32_t slots = 0;
     for (size_t k = 0; k < r->nagents; k++)
-        slots += agent_slots(r->agents[k], gpu);
+        slots += kf_rep_agent_slots(r->agents[k], gpu);
     *makespan_s = r->sw->finished_ns && r->sw->finished_ns > r->sw->created_ns
                       ? (double)(r->sw->finished_ns - r->sw->created_ns) / 1e9
                       : NAN;

@@ -23,6 +23,10 @@ typedef struct rattempt {
     char *agent, *note; /* owned */
 } rattempt;
 
+/* The spread above which a row is noisy when the sweep gives no max_noise
+ * (the agent's KF_DEFAULT_MAX_NOISE_PCT). */
+#define KF_REP_MAX_NOISE_PCT 0.5
+
 typedef struct rtask {
     Kfleet__Task *task; /* owned copy */
     uint32_t nattempts; /* attempts made */
@@ -55,6 +59,11 @@ typedef struct rrow {
     double impossible_x;
     const char *impossible_of;
     int mismatch, noisy;
+    /* The median did not reach the precision asked for by the timeout. */
+    int imprecise;
+    /* Throttle recovery waits skipped: the waits had reached the time the
+     * samples measured (agent/runner/thermal.h). */
+    uint32_t waits_capped;
     /* Medians over the kept samples as each ended (0: no NVML), and, under
      * `throttle: keep`, whether most of them ran throttled: the median is
      * then the kernel sustained at the power cap. */
@@ -122,6 +131,33 @@ typedef struct kf_rep_phase {
 } kf_rep_phase;
 size_t kf_rep_slot_time(const rep *r, kf_rep_phase *out, double *total_s, double *outside_s,
                         double *idle_s);
+
+/* The slots agent a gave the sweep: GPU slots in a sweep with GPU tasks
+ * (gpu), else CPU slots. */
+uint32_t kf_rep_agent_slots(const Kfleet__AgentInfo *a, int gpu);
+
+/* What the sweep cost (issue 32, report_cost.c): evaluations (rows whose
+ * validation or profile ended) per slot-hour (makespan x slots; GPU slots
+ * in a GPU sweep), and, with a price per slot-hour (the agent's, from the
+ * inventory or its --price, else the sweep's `kfleet run --price`), the
+ * cost and the cost per evaluation. A renter pays for a node's GPUs for
+ * the whole makespan, idle or not, so that is what is counted. */
+typedef struct kf_rep_cost {
+    const char *node; /* an agent id; NULL: the whole sweep */
+    uint32_t evaluations;
+    double slot_hours;    /* NAN while the sweep runs */
+    double per_slot_hour; /* evaluations per slot-hour; NAN: no slot time */
+    double price;         /* per slot-hour; NAN: not given (for the total: not for every node) */
+    double cost, per_evaluation; /* NAN without a price */
+} kf_rep_cost;
+
+/* out[0] the whole sweep, out[1..] each agent in r->agents order; returns
+ * how many were filled (at most cap; 0 when cap is 0). */
+size_t kf_rep_costs(const rep *r, kf_rep_cost *out, size_t cap);
+
+/* The thermal protocols the rows' profiles ran under ("sustained",
+ * "host", "sustained, host"), or "" when no profile says. */
+void kf_rep_thermal(const rep *r, char *out, size_t len);
 
 /* "" for NULL. */
 const char *kf_rep_nz(const char *s);

@@ -341,6 +341,15 @@ static void flags_str(const rrow *w, char *out, size_t len)
     } while (0)
     if (w->noisy)
         ADD("noisy");
+    if (w->imprecise && isfinite(kf_stats_precision_pct(&w->st)))
+        ADD("imprecise: median to +-%.2g%% at the timeout (asked %.2g%%)",
+            kf_stats_precision_pct(&w->st), w->profile->res->profile->precision_target_pct);
+    else if (w->imprecise)
+        ADD("imprecise: too few samples for the median's interval (asked +-%.2g%%)",
+            w->profile->res->profile->precision_target_pct);
+    if (w->waits_capped)
+        ADD("%u throttle waits skipped: waits had reached the %.3g s measured", w->waits_capped,
+            w->profile->res->profile->measured_s);
     if (isfinite(w->outlier_pct))
         ADD("outlier node +%.0f%%", w->outlier_pct);
     if (w->profile && w->profile->nthrottled)
@@ -479,6 +488,44 @@ static void build_cells(const rep *r, const rtask *rt, char (*cells)[CELL])
         cells[B_ERROR][0] = '\0';
 }
 
+/* One line of what the sweep (c->node NULL) or a node cost. */
+static void render_cost_one(const kf_rep_cost *c, const char *unit, esc *e, kf_buf *out)
+{
+    int md = e->md;
+    kf_buf_addf(out, "%s%s%s: %u evaluations in %.3g %s-hours = %.0f per %s-hour", md ? "- " : "  ",
+                c->node ? "cost on " : "cost", c->node ? E(e, c->node) : "", c->evaluations,
+                c->slot_hours, unit, c->per_slot_hour, unit);
+    if (isfinite(c->cost))
+        kf_buf_addf(out, "; %.4g at %.4g per %s-hour, %.3g per evaluation", c->cost, c->price, unit,
+                    c->per_evaluation);
+    else
+        kf_buf_addf(out, "; no price (inventory `price`, or `kfleet run --price`)");
+    kf_buf_addc(out, '\n');
+}
+
+/* Evaluations per GPU-hour and, with a price, the cost, in total and per
+ * node when there are several; and the thermal protocol. */
+static void render_cost(const rep *r, esc *e, kf_buf *out)
+{
+    int md = e->md;
+    kf_rep_cost *c = kf_xcalloc(r->nagents + 1, sizeof *c);
+    size_t n = kf_rep_costs(r, c, r->nagents + 1);
+    const char *unit = r->sched.gpu_attempts > 0 ? "GPU" : "CPU-slot";
+    if (n && isfinite(c[0].per_slot_hour)) {
+        render_cost_one(&c[0], unit, e, out);
+        for (size_t i = 1; n > 2 && i < n; i++)
+            render_cost_one(&c[i], unit, e, out);
+    }
+    char th[32];
+    kf_rep_thermal(r, th, sizeof th);
+    if (*th)
+        kf_buf_addf(out,
+                    "%sthermal protocol: %s (sustained: warm-up until the SM clock holds steady, "
+                    "then samples; host: the CPU clock is not observed)\n",
+                    md ? "- " : "  ", th);
+    free(c);
+}
+
 static void render_schedule(const rep *r, esc *e, kf_buf *out)
 {
     int md = e->md;
@@ -562,6 +609,7 @@ static void render_header(const rep *r, esc *e, kf_buf *out)
             break;
         }
     render_schedule(r, e, out);
+    render_cost(r, e, out);
     for (size_t k = 0; k < r->nagents; k++) {
         const Kfleet__AgentInfo *a = r->agents[k];
         kf_buf_addf(out, "%snode %s: %s, %s", md ? "- " : "  ", E(e, a->agent_id),

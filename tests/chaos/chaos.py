@@ -185,6 +185,7 @@ measure:
   min_samples: 5
   min_time: 10ms
   max_noise: 100
+  precision: 50
   timeout: 500ms
   seeds: 1
 """)

@@ -169,7 +169,7 @@ kernels:
     params: {${3:-}}
 tasks: [validate, profile]
 attempts: 1
-measure: {min_samples: 20, min_time: 20ms, max_noise: 100, timeout: 2s, seeds: 1}
+measure: {min_samples: 20, min_time: 20ms, max_noise: 100, precision: 50, timeout: 2s, seeds: 1}
 YAML
   "$KFLEET" run "$T/$1.yaml" --agents 1 --format json -o "$T/$1.json" >/dev/null 2>"$T/$1.err" || true
   python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sweep"]["sweep_id"])' "$T/$1.json"

@@ -56,3 +56,12 @@ set +e
 set -e
 [ $rc -eq 2 ] || fail "agent bad flag exit $rc"
 pass "agent bad flag: exit 2"
+set +e
+"$KFAGENT" --price -3 2>"$T/err"; rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "price wants what one GPU-hour" "$T/err" || fail "agent --price -3: exit $rc"
+set +e
+"$KFLEET" run x.yaml --price free 2>"$T/err"; rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "price wants the price of one GPU-hour" "$T/err" || fail "run --price free: exit $rc"
+pass "a price that is not above 0 is refused (agent and run)"

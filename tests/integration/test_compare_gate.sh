@@ -21,7 +21,7 @@ kernels:
     flags: [${3:-}]
 params: {n: [256K]}
 tasks: [validate, profile]
-measure: {min_samples: 20, min_time: 100ms, max_noise: 100, timeout: 2s, seeds: 1}
+measure: {min_samples: 20, min_time: 100ms, max_noise: 100, precision: 50, timeout: 2s, seeds: 1}
 YAML
 }
 run_sweep() { # NAME -> its id

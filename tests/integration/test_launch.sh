@@ -94,6 +94,7 @@ measure:
   min_samples: 5
   min_time: 1ms
   max_noise: 100
+  precision: 50
   timeout: 2s
 YAML
 "$KFLEET" submit "$T/sweep.yaml" --follow >"$T/submit.out" 2>"$T/follow.log" ||

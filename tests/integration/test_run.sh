@@ -3,7 +3,7 @@
 # progress, report; and nothing left running afterwards.
 source "$(dirname "$0")/lib.sh"
 
-"$KFLEET" run "$KF_SRC/examples/quickstart.yaml" >"$T/run.out" 2>"$T/run.log" || fail "kfleet run exited $?"
+"$KFLEET" run "$KF_SRC/examples/quickstart.yaml" --price 2.5 >"$T/run.out" 2>"$T/run.log" || fail "kfleet run exited $?"
 grep -q "triad" "$T/run.out" || fail "report lacks triad"
 grep -q "matmul" "$T/run.out" || fail "report lacks matmul"
 grep -q "sweep 1:" "$T/run.log" || fail "no progress lines"
@@ -31,3 +31,31 @@ print("ok - slot time %.2f s: %s" % (st["total_s"], ", ".join("%s %.2f" % kv for
 PY
 grep -q "slot time: .* sampling .* outside runners .* idle " "$T/run.out" || fail "no slot time line in the text report"
 pass "slot time broken down: $(grep -o 'slot time: .*' "$T/run.out" | cut -c1-150)"
+
+# Issue 32: what the sweep cost, from `--price` (per slot-hour on CPU
+# agents): every row an evaluation, the total the nodes' sum, per evaluation
+# the total over the rows; every profile stopped on the median's precision
+# under the named thermal protocol ("host": no GPU), and says the
+# precision it reached.
+python3 - "$T/report.json" <<'PY' || fail "the report's cost or precision is wrong"
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["cost"]
+assert c["slots"] == "cpu" and c["evaluations"] == len(d["rows"]) == 9, c
+assert c["price_per_slot_hour"] == 2.5 and c["cost"] > 0, c
+assert abs(c["cost"] - sum(n["cost"] for n in c["nodes"])) < 1e-12, c
+assert abs(c["cost_per_evaluation"] * c["evaluations"] - c["cost"]) < 1e-12, c
+assert abs(c["evaluations_per_slot_hour"] - c["evaluations"] / c["slot_hours"]) < 1e-6, c
+assert d["thermal_protocol"] == "host", d["thermal_protocol"]
+for r in d["rows"]:
+    p = r["profile"]
+    assert p["precision_target_pct"] == 0.5 and p["thermal"]["protocol"] == "host", p
+    assert p["converged"] == (p["precision_pct"] is not None and p["precision_pct"] <= 0.5), p
+    assert p["imprecise"] == (not p["converged"]), p
+print("ok - %d evaluations, %.0f per slot-hour, cost %.4g (%.3g each); samples per profile: %s"
+      % (c["evaluations"], c["evaluations_per_slot_hour"], c["cost"], c["cost_per_evaluation"],
+         [r["profile"]["samples"] for r in d["rows"]]))
+PY
+grep -q "^  cost: 9 evaluations in .* CPU-slot-hours = .* per CPU-slot-hour; .* at 2.5 per CPU-slot-hour" "$T/run.out" || fail "no cost line in the text report"
+grep -q "thermal protocol: host" "$T/run.out" || fail "no thermal protocol in the text report"
+pass "cost and protocol in the text report: $(grep -o 'cost: .*' "$T/run.out" | head -1)"

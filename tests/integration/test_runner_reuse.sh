@@ -8,7 +8,8 @@ source "$(dirname "$0")/lib.sh"
 
 start_serve
 # --keep-tmp: the runners' logs, shown if the check fails.
-start_agent s1 --cpu-slots 1 --keep-tmp
+# --price: this node's price per GPU-hour (issue 32), in the report's cost.
+start_agent s1 --cpu-slots 1 --keep-tmp --price 1.75
 wait_agents 1
 set +e
 "$KFLEET" submit "$KF_SRC/tests/data/sweeps/runner_reuse.yaml" --follow >"$T/submit.out" 2>"$T/follow.log"
@@ -78,3 +79,15 @@ print(f"{len(order)} tasks in {len(kernel_of)} runners")
 sys.exit(1 if bad else 0)
 PY
 pass "a kernel's tasks share a runner; a failure ends it; no runner serves two kernels"
+
+# The agent's --price reached the report: its node is priced at 1.75 per
+# slot-hour and the total is that price times the slot-hours.
+python3 - "$T/r.json" <<'PY' || fail "the agent's --price is not in the report's cost"
+import json, sys
+c = json.load(open(sys.argv[1]))["cost"]
+n = c["nodes"][0]
+assert n["node"] == "s1" and n["price_per_slot_hour"] == 1.75, c
+assert abs(c["cost"] - 1.75 * c["slot_hours"]) < 1e-12, c
+print("ok - s1 at 1.75 per slot-hour: %d evaluations, cost %.3g" % (c["evaluations"], c["cost"]))
+PY
+pass "agent --price priced its node"

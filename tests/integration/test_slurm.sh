@@ -86,6 +86,7 @@ measure:
   min_samples: 10
   min_time: 60s
   max_noise: 100
+  precision: 50
   timeout: 8s
 YAML
 "$KFLEET" submit "$T/sweep.yaml" --follow >"$T/submit.out" 2>"$T/follow.log" &

@@ -339,6 +339,19 @@ static void test_errors(void **state)
     parse_bad(f, "hosts: [{host: 'a b'}]\n", "1:16", "is not a host name");
     parse_bad(f, "hosts: [{host: a, user: -x}]\n", "1:25", "is not a login name");
     parse_bad(f, "hosts: [{host: a, name: 'x/y'}]\n", "1:25", "is not a valid host name");
+    /* price (issue 32): one GPU-hour of the node, for the report's cost;
+     * kept on the host, and refused unless a number above 0. */
+    {
+        const char *y = "hosts: [{host: a, price: 2.49}, {host: b}]\n";
+        kf_fleet *pf = NULL;
+        kf_err perr = {0};
+        assert_int_equal(kf_fleet_parse_opts("f.yaml", y, strlen(y), &f->opts, &pf, &perr), 0);
+        assert_true(kf_fleet_find(pf, "a")->price == 2.49);
+        assert_true(kf_fleet_find(pf, "b")->price == 0);
+        kf_fleet_destroy(&pf);
+    }
+    parse_bad(f, "hosts: [{host: a, price: 0}]\n", "1:26", "price must be what one GPU-hour");
+    parse_bad(f, "hosts: [{host: a, price: cheap}]\n", "1:26", "not 'cheap'");
     parse_bad(f, "hosts: [{host: a, name: ''}]\n", "1:25", "name is empty");
     parse_bad(f, "hosts: [{host: a, workdir: rel/dir}]\n", "1:28", "is relative");
     parse_bad(f, "hosts: [{host: a, workdir: /}]\n", "1:28", "teardown --purge");

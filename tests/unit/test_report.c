@@ -192,6 +192,7 @@ static int setup(void **state)
     ai.cc_version = "gcc 12.2.0";
     ai.ceiling_copy_gbps = 2500;   /* the doctor's: base cfg0's 1000 GB/s is 40 % */
     ai.ceiling_bf16_tflops = 1000; /* 2000 GFLOP/s is 0.2 %: bandwidth bound */
+    ai.price_per_gpu_hour = 3.0;   /* the inventory's price */
     assert_int_equal(kf_store_put_agent(t, &ai), 0);
 
     assert_int_equal(kf_store_next_sweep_id(t, &sweep1), 0);
@@ -306,7 +307,15 @@ static int setup(void **state)
             assert_int_equal(kf_store_put_sample(t, kf_task_id(sweep4, i), 1, &smp, &dup), 0);
         }
         Kfleet__ProfileStats ps = KFLEET__PROFILE_STATS__INIT;
-        ps.converged = 1;
+        /* Issue 32: both stopped on precision (target 0.5 %) under the
+         * sustained protocol; the kept row's median did not get there
+         * (imprecise, yet its four 1 ms samples are not noisy) and 2 of
+         * its recovery waits were skipped. */
+        ps.converged = i == 0;
+        ps.precision_target_pct = 0.5;
+        ps.thermal = "sustained";
+        ps.measured_s = 0.004;
+        ps.waits_skipped = i == 1 ? 2 : 0;
         ps.throttle_keep = i == 1;
         ps.clock_threshold_mhz = 1485;
         ps.default_sm_clock_mhz = 1980;
@@ -640,11 +649,25 @@ static void test_throttle_policy(void **state)
     assert_int_equal((int)num(pk, "samples"), 4);
     assert_int_equal((int)num(pk, "sm_clock_median_mhz"), 1200);
     assert_true(has_flag(k, "sustained-at-power-cap"));
+    assert_true(has_flag(k, "imprecise"));
+    assert_false(has_flag(k, "noisy"));
+    assert_true(has_flag(k, "throttle-waits-capped"));
+    assert_false(has_flag(d, "imprecise"));
+    assert_false(has_flag(d, "throttle-waits-capped"));
+    assert_true(num(pk, "precision_target_pct") == 0.5);
+    assert_true(json_is_null(json_object_get(pk, "precision_pct"))); /* 4 samples */
+    json_t *th = json_object_get(pk, "thermal");
+    assert_string_equal(str(th, "protocol"), "sustained");
+    assert_int_equal((int)num(th, "waits_skipped"), 2);
+    assert_string_equal(str(root, "thermal_protocol"), "sustained");
     json_decref(root);
     char *txt = render(sweep4, KF_REPORT_TABLE, 0);
     assert_non_null(strstr(txt, "2 discarded (throttled)"));
     assert_non_null(strstr(txt, "sustained at the power cap"));
     assert_non_null(strstr(txt, "SM 1980 MHz 600 W"));
+    assert_non_null(strstr(txt, "imprecise: too few samples"));
+    assert_non_null(strstr(txt, "2 throttle waits skipped"));
+    assert_non_null(strstr(txt, "thermal protocol: sustained"));
     free(txt);
 }
 
@@ -699,8 +722,22 @@ static void test_nodes_any(void **state)
     assert_near(num(sc, "timed_samples_s"), 0.004, 1e-12);
     assert_near(num(sc, "measured_pct"), 0.004 / 60 * 100, 1e-12);
     assert_near(num(json_object_get(sc, "measured_pct_by_agent"), "n1"), 0.004 / 60 * 100, 1e-12);
+    /* Cost (issue 32): one evaluation in 60 s of n1's one GPU is 60 per
+     * GPU-hour; at n1's 3.0 per GPU-hour, 0.05, all of it the one row's. */
+    json_t *co = json_object_get(root, "cost");
+    assert_string_equal(str(co, "slots"), "gpu");
+    assert_true(num(co, "evaluations") == 1);
+    assert_near(num(co, "evaluations_per_gpu_hour"), 60, 1e-9);
+    assert_near(num(co, "cost"), 0.05, 1e-12);
+    assert_near(num(co, "cost_per_evaluation"), 0.05, 1e-12);
+    json_t *cn = json_array_get(json_object_get(co, "nodes"), 0);
+    assert_string_equal(str(cn, "node"), "n1");
+    assert_near(num(cn, "price_per_slot_hour"), 3.0, 0);
+    assert_near(num(cn, "cost"), 0.05, 1e-12);
     json_decref(root);
     char *txt = render(sweep2, KF_REPORT_TABLE, 0);
+    assert_non_null(strstr(txt, "cost: 1 evaluations in 0.0167 GPU-hours = 60 per GPU-hour; 0.05 "
+                                "at 3 per GPU-hour, 0.05 per evaluation\n"));
     assert_non_null(strstr(txt, "schedule: makespan 60.00 s"));
     assert_non_null(strstr(txt, "measured: 0.004 s of timed samples, 0.0% of the makespan on GPU "
                                 "slots\n"));

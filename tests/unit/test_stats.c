@@ -12,6 +12,7 @@
 #include "common/stats.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #define EPS 1e-12
@@ -221,6 +222,69 @@ static void test_median_ci(void **state)
     assert_true(st.ci_hi == 16.0);
 }
 
+/* Uniform in [base (1 - spread), base (1 + spread)] from a fixed LCG:
+ * the same samples on every machine, so no assertion depends on timing. */
+static void synth(double *v, size_t n, double base, double spread, uint64_t seed)
+{
+    uint64_t x = seed;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        double u = (double)(x >> 11) / 9007199254740992.0; /* [0, 1) */
+        v[i] = base * (1 + spread * (2 * u - 1));
+    }
+}
+
+/* The first sample count at which the rule stops, streaming the samples
+ * in as the profile loop does (one check per sample); 0: never. */
+static size_t stops_at(const kf_stop_rule *r, const double *v, size_t n, double *achieved)
+{
+    double timed = 0;
+    for (size_t i = 1; i <= n; i++) {
+        timed += v[i - 1];
+        if (kf_stats_stop_precise(r, v, i, timed, achieved))
+            return i;
+    }
+    return 0;
+}
+
+/* The stopping rule of issue 32 (0.5 % at 95 %, at least 20 samples): quiet
+ * samples (+-0.1 %) stop at the sample floor; noisy ones (+-10 %) go on
+ * until the median is pinned down, which for a uniform spread of +-10 %
+ * takes about (1.96 * 0.1 / 0.5 %)^2 ~ 1,540 samples; the achieved precision
+ * is reported either way, and a profile cut short says it did not get
+ * there. The floors hold: quiet samples worth less than min_time do not
+ * stop. */
+static void test_stop_precise(void **state)
+{
+    (void)state;
+    enum { N = 6000 };
+    static double quiet[N], noisy[N];
+    synth(quiet, N, 100e-6, 0.001, 1);
+    synth(noisy, N, 100e-6, 0.10, 2);
+    kf_stop_rule r = {.min_samples = 20, .min_time_s = 0.001, .precision_pct = 0.5};
+    double got;
+    size_t q = stops_at(&r, quiet, N, &got);
+    print_message("quiet: stopped after %zu samples, precision %.4f %%\n", q, got);
+    assert_int_equal(q, 20);
+    assert_true(got <= 0.1);
+    size_t z = stops_at(&r, noisy, N, &got);
+    print_message("noisy: stopped after %zu samples, precision %.4f %%\n", z, got);
+    assert_true(z > 1000 && z < 3000);
+    assert_true(got <= 0.5);
+    /* Cut off at 200 samples (the timeout): not precise, and how far. */
+    assert_int_equal(stops_at(&r, noisy, 200, &got), 0);
+    print_message("noisy, 200 samples: precision %.3f %%\n", got);
+    assert_true(got > 0.5 && isfinite(got));
+    /* The time floor: 20 quiet samples of ~100 us are 2 ms, under 10 ms;
+     * it stops at the first count whose samples add up to 10 ms (~100). */
+    r.min_time_s = 0.01;
+    size_t t = stops_at(&r, quiet, N, &got);
+    assert_true(t >= 99 && t <= 101);
+    /* Too few samples for an interval: never precise. */
+    assert_int_equal(kf_stats_stop_precise(&r, quiet, 5, 1.0, &got), 0);
+    assert_true(isinf(got));
+}
+
 static void test_report_vector(void **state)
 {
     (void)state;
@@ -243,6 +307,7 @@ int main(void)
         cmocka_unit_test(test_empty),         cmocka_unit_test(test_single),
         cmocka_unit_test(test_zero_median),   cmocka_unit_test(test_helpers),
         cmocka_unit_test(test_report_vector), cmocka_unit_test(test_median_ci),
+        cmocka_unit_test(test_stop_precise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -187,25 +187,27 @@ static void assert_values(const kf_sweep_axis *a, const char *name, const int64_
 static void test_full_file(void **state)
 {
     const fixture *f = *state;
-    const char *yaml = "name: nightly\n"
-                       "kernels:\n"
-                       "  - foo\n"
-                       "  - name: bar\n"
-                       "    params: {n: [128, 256], block: [16, 32]}\n"
-                       "    flags: [-O3, -march=native]\n"
-                       "  - path: src/my.c\n"
-                       "  - name: dev2\n"
-                       "    path: src/dev.cu\n"
-                       "    flags: []\n"
-                       "params: {n: [1M, 4M]}\n"
-                       "tasks: [validate, profile]\n"
-                       "nodes: all\n"
-                       "baseline: bar\n"
-                       "attempts: 7\n"
-                       "time_limit: 1.5m\n"
-                       "measure: {min_samples: 10, min_time: 250ms, max_noise: 2%, timeout: 15s,\n"
-                       "          warmup: 2, hot: yes, seeds: 5, batch: 4, throttle: keep,\n"
-                       "          throttle_threshold: 80%, throttle_recovery: 20ms}\n";
+    const char *yaml =
+        "name: nightly\n"
+        "kernels:\n"
+        "  - foo\n"
+        "  - name: bar\n"
+        "    params: {n: [128, 256], block: [16, 32]}\n"
+        "    flags: [-O3, -march=native]\n"
+        "  - path: src/my.c\n"
+        "  - name: dev2\n"
+        "    path: src/dev.cu\n"
+        "    flags: []\n"
+        "params: {n: [1M, 4M]}\n"
+        "tasks: [validate, profile]\n"
+        "nodes: all\n"
+        "baseline: bar\n"
+        "attempts: 7\n"
+        "time_limit: 1.5m\n"
+        "measure: {min_samples: 10, min_time: 250ms, max_noise: 2%, precision: 0.25%,\n"
+        "          timeout: 15s,\n"
+        "          warmup: 2, hot: yes, seeds: 5, batch: 4, throttle: keep,\n"
+        "          throttle_threshold: 80%, throttle_recovery: 20ms}\n";
     kf_sweep_spec *s = parse_ok(f, yaml);
     char want[PATH_MAX];
 
@@ -262,6 +264,7 @@ static void test_full_file(void **state)
     assert_int_equal(s->measure.min_samples, 10);
     assert_true(s->measure.min_time_s == 0.25);
     assert_true(s->measure.max_noise_pct == 2.0);
+    assert_true(s->measure.precision_pct == 0.25);
     assert_true(s->measure.timeout_s == 15.0);
     assert_int_equal(s->measure.warmup, 2);
     assert_int_equal(s->measure.hot, 1);
@@ -602,6 +605,8 @@ static const bad_case bad_cases[] = {
     {"kernels: [foo]\nmeasure: {hot: maybe}\n", 0, 2, 16, "hot must be true or false"},
     {"kernels: [foo]\nmeasure: {max_noise: lots}\n", 0, 2, 22, "is not a number"},
     {"kernels: [foo]\nmeasure: {max_noise: 0}\n", 0, 2, 22, "must be above 0"},
+    {"kernels: [foo]\nmeasure: {precision: 0%}\n", 0, 2, 22, "precision must be above 0"},
+    {"kernels: [foo]\nmeasure: {precision: high}\n", 0, 2, 22, "precision 'high' is not a number"},
     {"kernels: [foo]\nmeasure: {throttle: drop}\n", 0, 2, 21, "throttle must be discard or keep"},
     {"kernels: [foo]\nmeasure: {throttle_threshold: 120}\n", 0, 2, 31,
      "not a percentage in (0, 100]"},

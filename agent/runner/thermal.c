@@ -1,0 +1,104 @@
+/* thermal — the profile's thermal protocol and throttle policy; thermal.h
+ * says what "sustained" means and why the recovery waits are budgeted. */
+#include "runner/thermal.h"
+
+#include "common/util.h"
+
+#include <math.h>
+#include <time.h>
+
+#define STEADY_WINDOW 5
+#define STEADY_TOL 0.01
+#define STEADY_MIN_S 0.05
+
+const char *kf_thermal_protocol(int gpu)
+{
+    return gpu ? "sustained" : "host";
+}
+
+int kf_thermal_judge(kf_thermal *t, kf_nvml *nv, uint64_t t0, uint64_t t1, double sm_mhz,
+                     kf_nvml_reading *at)
+{
+    *at = (kf_nvml_reading){0};
+    if (!nv)
+        return KF_THERMAL_CLEAN;
+    /* The sampler's last reading up to now: power and the clock when the
+     * stamps have none. Never a fresh NVML read on this thread. */
+    kf_nvml_last(nv, at);
+    if (sm_mhz > 0)
+        at->sm_mhz = (uint32_t)(sm_mhz + 0.5);
+    /* A clock event in a reading inside the sample, or in the sampler's
+     * last one when it is recent (under 60 ms, the 50 ms period and some):
+     * a microsecond sample has no reading inside it. An older one may
+     * predate a recovery wait and says nothing of this sample. Under the
+     * sustained protocol the software power cap is no such event: drawing
+     * the power limit is the steady state of a heavy kernel, what the
+     * protocol measures (the sample is flagged throttled, and discarded
+     * still when its clock falls under the threshold); thermal and
+     * hardware slowdowns and the power brake are. */
+    uint64_t events = KF_NVML_THROTTLE_MASK & ~KF_NVML_SW_POWER_CAP;
+    int recent = at->mono_ns && at->mono_ns + 60000000ull >= t0;
+    int event = (recent && (at->reasons & events)) || kf_nvml_event_within(nv, t0, t1, events);
+    int slow = t->threshold_mhz && at->sm_mhz && at->sm_mhz < t->threshold_mhz;
+    int flagged = event || kf_nvml_throttled(nv, t0, t1);
+    if (!t->keep && (event || slow))
+        return KF_THERMAL_DISCARD;
+    return flagged || slow ? KF_THERMAL_FLAGGED : KF_THERMAL_CLEAN;
+}
+
+double kf_thermal_wait(kf_thermal *t, double measured_s)
+{
+    double room = measured_s - t->waits_s;
+    double w = fmin(t->recovery_s, room);
+    if (!(w > 0)) {
+        t->waits_skipped++;
+        return 0;
+    }
+    struct timespec ts = {(time_t)w, (long)((w - (double)(time_t)w) * 1e9)};
+    uint64_t t0 = kf_mono_ns();
+    nanosleep(&ts, NULL);
+    double got = (double)(kf_mono_ns() - t0) / 1e9;
+    t->waits_s += got;
+    return got;
+}
+
+int kf_thermal_warm(kf_thermal *t, double cap_s, kf_thermal_sample_fn fn, void *arg)
+{
+    double clk[STEADY_WINDOW] = {0};
+    double spent = 0;
+    uint32_t n = 0, with_clock = 0;
+    while (spent < cap_s) {
+        double s = 0, mhz = 0;
+        if (fn(arg, &s, &mhz) != 0)
+            return -1;
+        spent += s;
+        n++;
+        if (mhz > 0)
+            clk[with_clock++ % STEADY_WINDOW] = mhz;
+        if (spent < STEADY_MIN_S)
+            continue;
+        if (with_clock == 0 && n >= STEADY_WINDOW)
+            break; /* no stamps: 50 ms of the kernel, the clock unknown */
+        if (with_clock >= STEADY_WINDOW) {
+            double lo = clk[0], hi = clk[0];
+            for (int i = 1; i < STEADY_WINDOW; i++) {
+                lo = fmin(lo, clk[i]);
+                hi = fmax(hi, clk[i]);
+            }
+            if (hi - lo <= STEADY_TOL * hi) {
+                t->steady = 1;
+                break;
+            }
+        }
+    }
+    t->warmup_s = spent;
+    t->warmup_samples = n;
+    if (with_clock) {
+        double sum = 0;
+        uint32_t m = with_clock < STEADY_WINDOW ? with_clock : STEADY_WINDOW;
+        for (uint32_t i = 0; i < m; i++)
+            sum += clk[i];
+        t->steady_mhz = (uint32_t)(sum / m + 0.5);
+    }
+    return 0;
+}

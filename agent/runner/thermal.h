@@ -1,0 +1,75 @@
+/* thermal — the profile's thermal protocol (issue 32): what a GPU number
+ * means when the GPU's clock follows its temperature and power.
+ *
+ * "sustained" (the one protocol, named in every report): before its first
+ * kept sample the profile runs the kernel, timed but not kept, until the SM
+ * clock that the in-stream stamps measure (cudrv: clock64 over
+ * %globaltimer, nvbench's gpu_frequency) holds steady, so that the number
+ * is the kernel's on a GPU that has run it for a while, whatever the GPU
+ * ran before (a cool GPU after a small kernel boosts, a GEMM then drops to
+ * its power cap within a few hundred milliseconds). Host kernels have no
+ * protocol ("host": the CPU's clock is not observed).
+ *
+ * Then the throttle policy judges each sample from what is already
+ * measured: the stamps' clock and the NVML sampler thread's readings
+ * inside the sample (no NVML call per sample). A sample is discarded when
+ * its clock is under the threshold or a thermal or hardware slowdown (or
+ * the power brake) was seen; the software power cap alone only flags it
+ * throttled, since a kernel that draws the power limit runs there in the
+ * sustained state. A sample discarded while
+ * the GPU throttled is followed by a recovery wait, but the waits together
+ * may not exceed the time measured so far (kept and discarded samples): the
+ * waits grow with the sample count, not with the timeout; a wait the budget
+ * does not allow is skipped and counted, and the report says so. */
+#ifndef KF_THERMAL_H
+#define KF_THERMAL_H
+
+#include "runner/cudrv.h"
+#include "runner/nvml.h"
+
+#include <stdint.h>
+
+typedef struct kf_thermal {
+    /* The policy, from the sweep's measure settings. */
+    int keep;                            /* throttle: keep (flag, never discard) */
+    double recovery_s;                   /* the wait after a discarded sample */
+    uint32_t default_mhz, threshold_mhz; /* 0: NVML does not say */
+    /* What happened. */
+    double waits_s;          /* waited after discarded samples */
+    uint32_t waits_skipped;  /* waits the budget (time measured) did not allow */
+    double warmup_s;         /* the warm-up to a steady clock, device time */
+    uint32_t warmup_samples; /* its samples (timed, not kept) */
+    uint32_t steady_mhz;     /* the clock it settled at; 0: not measured */
+    int steady;              /* 1: settled before the warm-up's cap */
+} kf_thermal;
+
+enum { KF_THERMAL_CLEAN = 0, KF_THERMAL_FLAGGED = 1, KF_THERMAL_DISCARD = 2 };
+
+/* The protocol's name for a report: "sustained" on a GPU, "host" without. */
+const char *kf_thermal_protocol(int gpu);
+
+/* How the sample [t0, t1] (mono ns) stands: KF_THERMAL_CLEAN, _FLAGGED
+ * (kept) or _DISCARD. sm_mhz: the sample's mean clock from the stamps (0:
+ * none, then the sampler's last reading's). *at: the sampler's last reading
+ * with that clock, for the stored sample. Reads no NVML itself. */
+int kf_thermal_judge(kf_thermal *t, kf_nvml *nv, uint64_t t0, uint64_t t1, double sm_mhz,
+                     kf_nvml_reading *at);
+
+/* After a discarded sample: waits recovery_s, or less, so that the waits
+ * together stay within measured_s (the samples' device time so far); a
+ * wait with no budget left is skipped and counted. Returns the seconds
+ * waited. */
+double kf_thermal_wait(kf_thermal *t, double measured_s);
+
+/* One timed run of the warm-up: its seconds per launch and mean SM clock
+ * (0: unknown), as kf_cudrv_time gives them. Returns 0 or -1 (the caller's
+ * task has failed). */
+typedef int (*kf_thermal_sample_fn)(void *arg, double *seconds, double *sm_mhz);
+
+/* The warm-up to a steady clock: samples until the last 5 clocks are within
+ * 1 % of each other and at least 50 ms of device time has run, or until
+ * cap_s of device time (t->steady stays 0). Without clock readings it runs
+ * 50 ms and says so (steady_mhz 0). 0, or -1 when a sample failed. */
+int kf_thermal_warm(kf_thermal *t, double cap_s, kf_thermal_sample_fn fn, void *arg);
+
+#endif
