@@ -144,6 +144,10 @@ double kf_rep_time_unit(double s, const char **name)
 void kf_rep_fmt_time(double s, char *out, size_t len)
 {
     const char *u;
+    if (!isfinite(s) || s < 0) {
+        snprintf(out, len, "-");
+        return;
+    }
     double k = kf_rep_time_unit(s, &u);
     snprintf(out, len, "%.3f %s", s * k, u);
 }

@@ -40,7 +40,7 @@ void kf_rep_escf(kf_buf *b, const char *fmt, ...) __attribute__((format(printf, 
 void kf_rep_fmt_short(double v, char *out, size_t len);
 /* The multiplier and name of the unit a time (seconds) reads best in. */
 double kf_rep_time_unit(double s, const char **name);
-/* A time in that unit: "1.234 ms". */
+/* A time in that unit: "1.234 ms"; "-" when not finite or negative. */
 void kf_rep_fmt_time(double s, char *out, size_t len);
 /* Cuts s (of size len) in place to at most max columns, with an ellipsis
  * when cut. */

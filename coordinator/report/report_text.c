@@ -13,6 +13,7 @@
  * the table, for Markdown in md, so an error full of ESC sequences, `|` or
  * `<script>` shows as text and cannot rewrite the screen or the page. */
 #include "report/report_text.h"
+#include "report/report_page.h"
 #include "common/text.h"
 #include "common/xalloc.h"
 
@@ -125,43 +126,6 @@ static int display_width(const char *s)
     for (; *s; s++)
         w += ((unsigned char)*s & 0xC0) != 0x80;
     return w;
-}
-
-/* Times with the unit a person reads best: ns, µs, ms or s. */
-static double unit_of(double s, const char **name)
-{
-    if (s < 1e-6) {
-        *name = "ns";
-        return 1e9;
-    }
-    if (s < 1e-3) {
-        *name = "\xC2\xB5s";
-        return 1e6;
-    }
-    if (s < 1) {
-        *name = "ms";
-        return 1e3;
-    }
-    *name = "s";
-    return 1;
-}
-
-static void fmt_time(double s, char *out, size_t len)
-{
-    const char *u;
-    if (!isfinite(s) || s < 0) {
-        snprintf(out, len, "-");
-        return;
-    }
-    double k = unit_of(s, &u);
-    snprintf(out, len, "%.3f %s", s * k, u);
-}
-
-/* Three significant digits without an exponent: 1.23, 12.3, 123, 12345. */
-static void fmt_short(double v, char *out, size_t len)
-{
-    int decimals = v >= 100 ? 0 : v >= 10 ? 1 : 2;
-    snprintf(out, len, "%.*f", decimals, v);
 }
 
 enum { CELL = 192 };
@@ -420,13 +384,13 @@ static void row_cells(const rep *r, const rrow *w, char (*cells)[CELL])
         snprintf(cells[c], CELL, "-");
     if (w->st.n) {
         const char *u;
-        double k = unit_of(w->st.median, &u);
+        double k = kf_rep_time_unit(w->st.median, &u);
         snprintf(cells[R_SAMPLES], CELL, "%zu", w->st.n);
-        fmt_time(w->st.median, cells[R_MEDIAN], CELL);
+        kf_rep_fmt_time(w->st.median, cells[R_MEDIAN], CELL);
         /* Both ends in the median's unit, so the range reads at a glance. */
         char lo[32], hi[32];
-        fmt_short(w->st.min * k, lo, sizeof lo);
-        fmt_short(w->st.max * k, hi, sizeof hi);
+        kf_rep_fmt_short(w->st.min * k, lo, sizeof lo);
+        kf_rep_fmt_short(w->st.max * k, hi, sizeof hi);
         snprintf(cells[R_SPREAD], CELL, "%s\xE2\x80\x93%s %s", lo, hi, u);
         if (isfinite(w->st.noise_pct))
             snprintf(cells[R_NOISE], CELL, "%.1f%%", w->st.noise_pct);
@@ -476,7 +440,7 @@ static void build_cells(const rep *r, const rtask *rt, char (*cells)[CELL])
     else
         snprintf(cells[B_CACHED], CELL, "%s", b && ok ? (b->cached ? "yes" : "no") : "-");
     if (b && ok && !(b->built_by && *b->built_by))
-        fmt_time(b->compile_s, cells[B_COMPILE], CELL);
+        kf_rep_fmt_time(b->compile_s, cells[B_COMPILE], CELL);
     else
         snprintf(cells[B_COMPILE], CELL, "-");
     snprintf(cells[B_ARTIFACT], CELL, "%.12s",
