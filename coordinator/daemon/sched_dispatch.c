@@ -188,6 +188,10 @@ static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
             if (t->gate >= 0 && (uint32_t)t->gate < sw->ntasks &&
                 !kf_state_terminal(sw->tasks[t->gate].rec->state))
                 continue;
+            /* A candidate's task waits for its configuration's reference. */
+            if (t->ref_gate >= 0 && (uint32_t)t->ref_gate < sw->ntasks &&
+                sw->tasks[t->ref_gate].rec->state != KFLEET__TASK_STATE__SUCCEEDED)
+                continue;
             /* A Python kernel goes where its imports are (sched_match). */
             if (!sched_can_run(a, sw->rec->kernels[t->rec->kernel_index], NULL, 0))
                 continue;

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "common/wire.h"
+#include "core/problem.h"
 #include "core/sweep.h"
 #include "daemon/coord_int.h"
 #include "daemon/sched_int.h"
@@ -118,15 +119,10 @@ static void result(kf_coord *c, const char *id, uint64_t task, uint32_t attempt,
     frame(c, id, &env);
 }
 
-/* Submits the sweep in yaml (host kernels of the source tree). */
-static uint32_t submit(kf_coord *c, const char *yaml)
+/* Submits the sweep file at path; returns the newest sweep's id. */
+static uint32_t submit_path(kf_coord *c, const char *path)
 {
-    char path[128], kdir[256];
-    snprintf(path, sizeof path, "%s/sweep.yaml", dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(yaml, f);
-    fclose(f);
+    char kdir[256];
     snprintf(kdir, sizeof kdir, "%s/kernels", KF_SOURCE_DIR);
     kf_err err;
     kf_sweep_spec *spec = NULL;
@@ -145,8 +141,22 @@ static uint32_t submit(kf_coord *c, const char *yaml)
     kf_sweep_destroy(&spec);
     c->dispatch_needed = 1;
     turn(c);
+    assert_true(c->nsweeps >= 1);
+    return c->sweeps[c->nsweeps - 1]->rec->sweep_id;
+}
+
+/* Submits the sweep in yaml (host kernels of the source tree). */
+static uint32_t submit(kf_coord *c, const char *yaml)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/sweep.yaml", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(yaml, f);
+    fclose(f);
+    uint32_t id = submit_path(c, path);
     assert_int_equal(c->nsweeps, 1);
-    return c->sweeps[0]->rec->sweep_id;
+    return id;
 }
 
 /* The assignments queued since the last call (then dropped), by agent. */
@@ -684,11 +694,120 @@ static void test_profile_waits_for_validation(void **state)
     done(&c);
 }
 
+/* A problem sweep (docs/problems.md): one reference task per
+ * configuration, first; each candidate's validate waits for its
+ * configuration's reference, and is skipped when it fails; a second sweep
+ * of the problem makes no reference task for a configuration whose
+ * references are stored. */
+static void test_problem_reference_tasks(void **state)
+{
+    (void)state;
+    uint8_t key_buf[KF_STORE_CONFIG_KEY];
+    kf_coord *c = coord();
+    c->cfg.accept_problems = 1;
+    const char *yaml = KF_SOURCE_DIR "/examples/problems/rmsnorm-cpu/sweep.yaml";
+    uint32_t id = submit_path(c, yaml);
+    ksweep *sw = sched_sweep(c, id);
+    /* 2 configurations (rows 256, 1024) x 3 candidates x validate, profile,
+     * and the 2 reference tasks of the problem (kernel 3) first. */
+    assert_int_equal(sw->ntasks, 2 + 3 * 2 * 2);
+    assert_int_equal(sw->rec->task_count, sw->ntasks);
+    for (uint32_t i = 0; i < 2; i++) {
+        assert_int_equal(sw->tasks[i].rec->kind, KFLEET__TASK_KIND__REFERENCE);
+        assert_int_equal(sw->tasks[i].rec->kernel_index, 3);
+        assert_int_equal(sw->tasks[i].rec->config_index, i);
+        assert_int_equal(sw->tasks[i].ref_gate, -1);
+    }
+    for (uint32_t i = 2; i < sw->ntasks; i++)
+        assert_int_equal(sw->tasks[i].ref_gate, (int32_t)sw->tasks[i].rec->config_index);
+
+    /* Configuration 0's references stored for every seed of the pool: a
+     * second sweep of the problem makes a reference task for
+     * configuration 1 only, and its configuration-0 tasks wait for none
+     * (it is then cancelled, to leave the first sweep alone below). */
+    kf_txn *txn;
+    assert_int_equal(coord_txn(c, &txn), KF_OK);
+    Kfleet__SeedPool *pool = NULL;
+    int renewed = 1;
+    const char *hash = sw->rec->kernels[3]->hash;
+    assert_int_equal(kf_problem_seed_pool(txn, hash, 3, 86400.0, kf_now_ns(), &pool, &renewed),
+                     KF_OK);
+    assert_int_equal(renewed, 0);
+    assert_int_equal(pool->n_seeds, 3);
+    double vals[2] = {1.0, 2.0};
+    for (size_t i = 0; i < pool->n_seeds; i++) {
+        Kfleet__Reference r = KFLEET__REFERENCE__INIT;
+        r.problem_hash = (char *)hash;
+        r.seed = pool->seeds[i];
+        r.params = sw->tasks[0].rec->params;
+        r.n_params = sw->tasks[0].rec->n_params;
+        kf_problem_config_key(r.params, r.n_params, key_buf);
+        r.config_key.data = key_buf;
+        r.config_key.len = sizeof key_buf;
+        r.values.data = (uint8_t *)vals;
+        r.values.len = sizeof vals;
+        r.count = 2;
+        int dup = 1;
+        assert_int_equal(kf_problem_store_ref(txn, pool, &r, &dup), KF_OK);
+        assert_int_equal(dup, 0);
+    }
+    kfleet__seed_pool__free_unpacked(pool, NULL);
+    turn(c);
+    uint32_t id2 = submit_path(c, yaml);
+    assert_int_not_equal(id2, id);
+    ksweep *sw2 = sched_sweep(c, id2);
+    assert_int_equal(sw2->ntasks, 1 + 3 * 2 * 2);
+    assert_int_equal(sw2->tasks[0].rec->kind, KFLEET__TASK_KIND__REFERENCE);
+    assert_int_equal(sw2->tasks[0].rec->config_index, 1);
+    for (uint32_t i = 1; i < sw2->ntasks; i++)
+        assert_int_equal(sw2->tasks[i].ref_gate, sw2->tasks[i].rec->config_index == 1 ? 0 : -1);
+    sched_cancel_sweep(c, sw2, "test");
+    turn(c);
+
+    /* On a CPU agent with no numpy nothing runs: the problem's reference
+     * tasks need numpy, and the C candidate's (kernel 2) tasks, its build
+     * with them, wait for the references. */
+    reg(c, "a1", 2, 0);
+    c->dispatch_needed = 1;
+    turn(c);
+    sent s[16];
+    assert_int_equal(drain(c, s, 16), 0);
+    /* Configuration 0's reference is computed, configuration 1's fails. */
+    sched_finish(c, sw, &sw->tasks[0], KFLEET__TASK_STATE__SUCCEEDED, NULL);
+    sched_finish(c, sw, &sw->tasks[1], KFLEET__TASK_STATE__FAILED, "reference: all zeros");
+    c->dispatch_needed = 1;
+    turn(c);
+    size_t n = drain(c, s, 16);
+    assert_int_equal(n, 1);
+    assert_int_equal(s[0].kind, KFLEET__TASK_KIND__BUILD);
+    result(c, "a1", s[0].task, s[0].attempt, KFLEET__TASK_STATE__SUCCEEDED);
+    c->dispatch_needed = 1;
+    turn(c);
+    n = drain(c, s, 16);
+    assert_int_equal(n, 1); /* the C candidate's validate of configuration 0 only */
+    assert_int_equal(s[0].kind, KFLEET__TASK_KIND__VALIDATE);
+    assert_int_equal(sched_task(c, s[0].task, NULL)->rec->config_index, 0);
+    int skipped = 0;
+    for (uint32_t i = 2; i < sw->ntasks; i++) {
+        ktask *t = &sw->tasks[i];
+        if (t->rec->config_index == 1) {
+            assert_int_equal(t->rec->state, KFLEET__TASK_STATE__SKIPPED);
+            assert_non_null(strstr(t->rec->error, "reference for this configuration was not "
+                                                  "computed (FAILED): reference: all zeros"));
+            skipped++;
+        }
+    }
+    assert_int_equal(skipped, 3 * 2);
+
+    done(&c);
+}
+
 int main(void)
 {
     kf_log_setup("test", KF_LOG_OFF);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_build_first),
+        cmocka_unit_test(test_problem_reference_tasks),
         cmocka_unit_test(test_toolchain_change_rebuilds),
         cmocka_unit_test(test_shared_build),
         cmocka_unit_test(test_no_shared_builds),
