@@ -1,8 +1,10 @@
-/* control_problem — a problem sweep at submit (docs/problems.md): whether
- * the request is shaped as kf_client_build_submit makes one, and which of
- * the problem's configurations need a reference task, from its secret seed
- * pool and the references already stored. Apart from control.c, which
- * makes the tasks, to keep that file to the control requests. */
+/* control_problem — a problem sweep at submit and at dispatch
+ * (docs/problems.md): whether the request is shaped as
+ * kf_client_build_submit makes one, which of the problem's configurations
+ * need a reference task, from its secret seed pool and the references
+ * already stored, and the seeds a reference task is sent. Apart from
+ * control.c, which makes the tasks, to keep that file to the control
+ * requests. */
 #include "daemon/coord_int.h"
 #include "common/log.h"
 #include "common/xalloc.h"
@@ -104,4 +106,36 @@ const char *control_problem_wrong(const Kfleet__SubmitRequest *req)
         if (req->tasks[i]->kernel_index >= last)
             return "submit: the problem has no tasks of its own (the coordinator makes them)";
     return NULL;
+}
+
+int control_reference_seeds(kf_txn *txn, const Kfleet__Sweep *sw, const Kfleet__Task *t,
+                            uint64_t now_ns, uint64_t **seeds, size_t *n)
+{
+    *seeds = NULL;
+    *n = 0;
+    if (t->kernel_index >= sw->n_kernels || !sw->kernels[t->kernel_index]->problem)
+        return KF_EINVAL;
+    Kfleet__SeedPool *pool = NULL;
+    int renewed = 0;
+    int rc = kf_problem_seed_pool(txn, sw->kernels[t->kernel_index]->hash, sw->seed_pool,
+                                  sw->seed_renew_s, now_ns, &pool, &renewed);
+    if (rc != KF_OK)
+        return rc;
+    uint8_t key[KF_STORE_CONFIG_KEY];
+    kf_problem_config_key(t->params, t->n_params, key);
+    *seeds = kf_xcalloc(pool->n_seeds ? pool->n_seeds : 1, sizeof **seeds);
+    rc = kf_problem_missing_refs(txn, pool, key, *seeds, n);
+    if (rc == KF_OK && *n == 0) {
+        /* Stored meanwhile (another sweep's task): computed again, and the
+         * store keeps the first computation. */
+        memcpy(*seeds, pool->seeds, pool->n_seeds * sizeof **seeds);
+        *n = pool->n_seeds;
+    }
+    kfleet__seed_pool__free_unpacked(pool, NULL);
+    if (rc != KF_OK) {
+        free(*seeds);
+        *seeds = NULL;
+        *n = 0;
+    }
+    return rc;
 }

@@ -242,5 +242,11 @@ const char *control_problem_wrong(const Kfleet__SubmitRequest *req);
 int control_plan_references(kf_txn *txn, const Kfleet__Sweep *in, const Kfleet__TaskGroup *g,
                             uint64_t n, uint64_t now_ns, uint32_t **cis, size_t *ncis, char *why,
                             size_t whylen);
+/* The secret seeds reference task t is sent (TaskSpec.seeds, never in the
+ * task record): those of the problem's pool, as it stands at now_ns, that
+ * still lack a reference for t's configuration, or all of them when none
+ * does. *seeds is freed by the caller. */
+int control_reference_seeds(kf_txn *txn, const Kfleet__Sweep *sw, const Kfleet__Task *t,
+                            uint64_t now_ns, uint64_t **seeds, size_t *n);
 
 #endif

@@ -75,7 +75,7 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     at.agent_id = a->id;
     at.assigned_ns = kf_now_ns();
     at.state = KFLEET__TASK_STATE__ASSIGNED;
-    kf_txn *txn;
+    kf_txn *txn = NULL;
     if (coord_txn(c, &txn) == KF_OK)
         kf_store_put_attempt(txn, &at);
 
@@ -113,6 +113,16 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     spec.extension = k->extension;
     spec.n_files = k->n_files;
     spec.files = k->files;
+    /* A reference task is told the problem's secret seeds it computes for
+     * (docs/problems.md); no other task ever is. */
+    uint64_t *seeds = NULL;
+    if (t->rec->kind == KFLEET__TASK_KIND__REFERENCE && txn &&
+        control_reference_seeds(txn, sw->rec, t->rec, kf_now_ns(), &seeds, &spec.n_seeds) != KF_OK)
+        kf_warn("task.seeds",
+                "task=0x%llx: the store has no seed pool for its problem; the "
+                "runner will refuse it",
+                (unsigned long long)t->rec->task_id);
+    spec.seeds = seeds;
     Kfleet__TaskAssign ta = KFLEET__TASK_ASSIGN__INIT;
     ta.task_id = t->rec->task_id;
     ta.attempt = t->rec->attempts;
@@ -124,6 +134,7 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     coord_queue_env(c, a, &env);
     if (shared)
         kfleet__result__free_unpacked(shared, NULL);
+    free(seeds);
     kf_debug("task.assign", "task=0x%llx attempt=%u agent=%s kind=%d",
              (unsigned long long)t->rec->task_id, t->rec->attempts, a->id, t->rec->kind);
 }
