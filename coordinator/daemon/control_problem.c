@@ -139,3 +139,53 @@ int control_reference_seeds(kf_txn *txn, const Kfleet__Sweep *sw, const Kfleet__
     }
     return rc;
 }
+
+int control_candidate_refs(kf_txn *txn, const Kfleet__Sweep *sw, const Kfleet__Task *t,
+                           uint64_t now_ns, uint64_t **seeds, Kfleet__Reference ***refs, size_t *n)
+{
+    *seeds = NULL;
+    *refs = NULL;
+    *n = 0;
+    const Kfleet__KernelRef *pk = sw->kernels[sw->n_kernels - 1];
+    if (!pk->problem)
+        return KF_EINVAL;
+    Kfleet__SeedPool *pool = NULL;
+    int renewed = 0;
+    int rc = kf_problem_seed_pool(txn, pk->hash, sw->seed_pool, sw->seed_renew_s, now_ns, &pool,
+                                  &renewed);
+    if (rc != KF_OK)
+        return rc;
+    uint8_t key[KF_STORE_CONFIG_KEY];
+    kf_problem_config_key(t->params, t->n_params, key);
+    size_t cap = pool->n_seeds ? pool->n_seeds : 1;
+    *seeds = kf_xcalloc(cap, sizeof **seeds);
+    *refs = kf_xcalloc(cap, sizeof **refs);
+    for (size_t i = 0; i < pool->n_seeds && rc == KF_OK; i++) {
+        Kfleet__Reference *r = NULL;
+        rc = kf_store_get_reference(txn, pk->hash, key, pool->seeds[i], &r);
+        if (rc == KF_ENOTFOUND) { /* not computed yet, or renewed meanwhile */
+            rc = KF_OK;
+            continue;
+        }
+        if (rc == KF_OK) {
+            (*seeds)[*n] = pool->seeds[i];
+            (*refs)[(*n)++] = r;
+        }
+    }
+    kfleet__seed_pool__free_unpacked(pool, NULL);
+    if (rc != KF_OK) {
+        control_candidate_refs_free(*seeds, *refs, *n);
+        *seeds = NULL;
+        *refs = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
+void control_candidate_refs_free(uint64_t *seeds, Kfleet__Reference **refs, size_t n)
+{
+    for (size_t i = 0; refs && i < n; i++)
+        kfleet__reference__free_unpacked(refs[i], NULL);
+    free(refs);
+    free(seeds);
+}

@@ -248,5 +248,12 @@ int control_plan_references(kf_txn *txn, const Kfleet__Sweep *in, const Kfleet__
  * does. *seeds is freed by the caller. */
 int control_reference_seeds(kf_txn *txn, const Kfleet__Sweep *sw, const Kfleet__Task *t,
                             uint64_t now_ns, uint64_t **seeds, size_t *n);
+/* What a candidate's task t is judged against: the seeds of the problem's
+ * pool with a stored reference for t's configuration, and those
+ * references, *n of each (a seed without one is left out: the runner
+ * fails a task with none). Freed with control_candidate_refs_free. */
+int control_candidate_refs(kf_txn *txn, const Kfleet__Sweep *sw, const Kfleet__Task *t,
+                           uint64_t now_ns, uint64_t **seeds, Kfleet__Reference ***refs, size_t *n);
+void control_candidate_refs_free(uint64_t *seeds, Kfleet__Reference **refs, size_t n);
 
 #endif

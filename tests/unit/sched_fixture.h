@@ -177,6 +177,8 @@ typedef struct sent {
     int own_build;          /* a build that must not take an installed artifact */
     char artifact_hash[65]; /* a validate's: the agent's build as recorded */
     size_t nseeds;          /* TaskSpec.seeds, the first 8 */
+    size_t nrefs;           /* TaskSpec.references */
+    char problem_hash[65];
     uint64_t seeds[8];
 } sent;
 
@@ -208,6 +210,9 @@ static inline size_t drain(kf_coord *c, sent *out, size_t max)
                     snprintf(s->artifact_hash, sizeof s->artifact_hash, "%s",
                              sp->artifact_hash ? sp->artifact_hash : "");
                     s->nseeds = sp->n_seeds;
+                    s->nrefs = sp->n_references;
+                    snprintf(s->problem_hash, sizeof s->problem_hash, "%s",
+                             sp->problem_hash ? sp->problem_hash : "");
                     for (size_t k = 0; k < sp->n_seeds && k < 8; k++)
                         s->seeds[k] = sp->seeds[k];
                 }

@@ -23,6 +23,38 @@
 
 #include "sched_fixture.h"
 
+/* Stores a reference for every seed of problem `hash`'s pool (3 seeds)
+ * for the configuration of params. */
+static void store_refs(kf_coord *c, const char *hash, Kfleet__Param **params, size_t np)
+{
+    kf_txn *txn;
+    assert_int_equal(coord_txn(c, &txn), KF_OK);
+    Kfleet__SeedPool *pool = NULL;
+    int renewed = 1;
+    assert_int_equal(kf_problem_seed_pool(txn, hash, 3, 86400.0, kf_now_ns(), &pool, &renewed),
+                     KF_OK);
+    assert_int_equal(renewed, 0);
+    uint8_t key[KF_STORE_CONFIG_KEY];
+    double vals[2] = {1.0, 2.0};
+    for (size_t i = 0; i < pool->n_seeds; i++) {
+        Kfleet__Reference r = KFLEET__REFERENCE__INIT;
+        r.problem_hash = (char *)hash;
+        r.seed = pool->seeds[i];
+        r.params = params;
+        r.n_params = np;
+        kf_problem_config_key(params, np, key);
+        r.config_key.data = key;
+        r.config_key.len = sizeof key;
+        r.values.data = (uint8_t *)vals;
+        r.values.len = sizeof vals;
+        r.count = 2;
+        int dup = 1;
+        assert_int_equal(kf_problem_store_ref(txn, pool, &r, &dup), KF_OK);
+        assert_int_equal(dup, 0);
+    }
+    kfleet__seed_pool__free_unpacked(pool, NULL);
+}
+
 static const char *const RMSNORM = KF_SOURCE_DIR "/examples/problems/rmsnorm-cpu/sweep.yaml";
 
 /* A problem sweep (docs/problems.md): one reference task per
@@ -33,7 +65,6 @@ static const char *const RMSNORM = KF_SOURCE_DIR "/examples/problems/rmsnorm-cpu
 static void test_problem_reference_tasks(void **state)
 {
     (void)state;
-    uint8_t key_buf[KF_STORE_CONFIG_KEY];
     kf_coord *c = coord();
     c->cfg.accept_problems = 1;
     const char *yaml = RMSNORM;
@@ -56,33 +87,7 @@ static void test_problem_reference_tasks(void **state)
      * second sweep of the problem makes a reference task for
      * configuration 1 only, and its configuration-0 tasks wait for none
      * (it is then cancelled, to leave the first sweep alone below). */
-    kf_txn *txn;
-    assert_int_equal(coord_txn(c, &txn), KF_OK);
-    Kfleet__SeedPool *pool = NULL;
-    int renewed = 1;
-    const char *hash = sw->rec->kernels[3]->hash;
-    assert_int_equal(kf_problem_seed_pool(txn, hash, 3, 86400.0, kf_now_ns(), &pool, &renewed),
-                     KF_OK);
-    assert_int_equal(renewed, 0);
-    assert_int_equal(pool->n_seeds, 3);
-    double vals[2] = {1.0, 2.0};
-    for (size_t i = 0; i < pool->n_seeds; i++) {
-        Kfleet__Reference r = KFLEET__REFERENCE__INIT;
-        r.problem_hash = (char *)hash;
-        r.seed = pool->seeds[i];
-        r.params = sw->tasks[0].rec->params;
-        r.n_params = sw->tasks[0].rec->n_params;
-        kf_problem_config_key(r.params, r.n_params, key_buf);
-        r.config_key.data = key_buf;
-        r.config_key.len = sizeof key_buf;
-        r.values.data = (uint8_t *)vals;
-        r.values.len = sizeof vals;
-        r.count = 2;
-        int dup = 1;
-        assert_int_equal(kf_problem_store_ref(txn, pool, &r, &dup), KF_OK);
-        assert_int_equal(dup, 0);
-    }
-    kfleet__seed_pool__free_unpacked(pool, NULL);
+    store_refs(c, sw->rec->kernels[3]->hash, sw->tasks[0].rec->params, sw->tasks[0].rec->n_params);
     turn(c);
     uint32_t id2 = submit_path(c, yaml);
     assert_int_not_equal(id2, id);
@@ -95,47 +100,66 @@ static void test_problem_reference_tasks(void **state)
     sched_cancel_sweep(c, sw2, "test");
     turn(c);
 
-    /* On a CPU agent with no numpy nothing runs: the problem's reference
-     * tasks need numpy, and the C candidate's (kernel 2) tasks, its build
-     * with them, wait for the references. */
-    reg(c, "a1", 2, 0);
+    /* On an agent with numpy: the problem's build, for the reference
+     * tasks, and no candidate's build or validate before its reference. */
+    reg_numpy(c, "a1", 2);
     c->dispatch_needed = 1;
     turn(c);
     sent s[16];
-    assert_int_equal(drain(c, s, 16), 0);
-    /* Configuration 0's reference is computed, configuration 1's fails. */
-    sched_finish(c, sw, &sw->tasks[0], KFLEET__TASK_STATE__SUCCEEDED, NULL);
-    sched_finish(c, sw, &sw->tasks[1], KFLEET__TASK_STATE__FAILED, "reference: all zeros");
-    c->dispatch_needed = 1;
-    turn(c);
     size_t n = drain(c, s, 16);
     assert_int_equal(n, 1);
     assert_int_equal(s[0].kind, KFLEET__TASK_KIND__BUILD);
+    assert_int_equal(sched_task(c, s[0].task, NULL)->rec->kernel_index, 3);
     result(c, "a1", s[0].task, s[0].attempt, KFLEET__TASK_STATE__SUCCEEDED);
-    c->dispatch_needed = 1;
-    turn(c);
     n = drain(c, s, 16);
-    assert_int_equal(n, 1); /* the C candidate's validate of configuration 0 only */
-    assert_int_equal(s[0].kind, KFLEET__TASK_KIND__VALIDATE);
-    assert_int_equal(sched_task(c, s[0].task, NULL)->rec->config_index, 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(s[0].kind, KFLEET__TASK_KIND__REFERENCE);
+    assert_int_equal(s[1].kind, KFLEET__TASK_KIND__REFERENCE);
+    /* Configuration 0's reference is computed, configuration 1's fails:
+     * from then on only configuration 0's candidate tasks (and builds). */
+    uint64_t r0 = s[0].task, r1 = s[1].task;
+    if (sched_task(c, r0, NULL)->rec->config_index != 0) {
+        r0 = s[1].task;
+        r1 = s[0].task;
+    }
+    result(c, "a1", r0, 1, KFLEET__TASK_STATE__SUCCEEDED);
+    result(c, "a1", r1, 1, KFLEET__TASK_STATE__FAILED);
     int skipped = 0;
     for (uint32_t i = 2; i < sw->ntasks; i++) {
         ktask *t = &sw->tasks[i];
         if (t->rec->config_index == 1) {
             assert_int_equal(t->rec->state, KFLEET__TASK_STATE__SKIPPED);
-            assert_non_null(strstr(t->rec->error, "reference for this configuration was not "
-                                                  "computed (FAILED): reference: all zeros"));
+            assert_non_null(strstr(t->rec->error,
+                                   "reference for this configuration was not computed (FAILED)"));
             skipped++;
         }
     }
     assert_int_equal(skipped, 3 * 2);
+    size_t validated = 0;
+    for (int round = 0; round < 20; round++) {
+        c->dispatch_needed = 1;
+        turn(c);
+        n = drain(c, s, 16);
+        for (size_t i = 0; i < n; i++) {
+            ktask *t = sched_task(c, s[i].task, NULL);
+            assert_int_not_equal(s[i].kind, KFLEET__TASK_KIND__REFERENCE);
+            if (s[i].kind != KFLEET__TASK_KIND__BUILD)
+                assert_int_equal(t->rec->config_index, 0);
+            validated += s[i].kind == KFLEET__TASK_KIND__VALIDATE;
+            result(c, "a1", s[i].task, s[i].attempt, KFLEET__TASK_STATE__SUCCEEDED);
+        }
+    }
+    assert_int_equal(validated, 3);  /* each candidate's, configuration 0 */
+    assert_null(sched_sweep(c, id)); /* all ended: the sweep is finished */
 
     done(&c);
 }
 
 /* A reference task is sent the problem's secret seeds (the pool's, all
- * missing at first), after the problem's build; no candidate task is sent
- * any seed. */
+ * missing at first), after the problem's build; a candidate's validate or
+ * profile is sent the problem, the seeds with a stored reference and those
+ * references, on an agent that has built the problem as well as the
+ * candidate. */
 static void test_reference_task_seeds(void **state)
 {
     (void)state;
@@ -170,23 +194,44 @@ static void test_reference_task_seeds(void **state)
             assert_true(s[i].seeds[k] == pool->seeds[k]);
     }
     kfleet__seed_pool__free_unpacked(pool, NULL);
-    /* Configuration 0's reference done: the candidates' builds and
-     * validations follow, none with a seed. */
+    /* Both references done (stored here as the agent's Result would
+     * have them), and a second agent: the candidates' builds, validations
+     * and profiles follow; a candidate's validate or profile carries the
+     * 3 seeds and their references, on an agent with the problem built. */
+    const char *hash = sw->rec->kernels[3]->hash;
+    for (uint32_t k = 0; k < 2; k++)
+        store_refs(c, hash, sw->tasks[k].rec->params, sw->tasks[k].rec->n_params);
     result(c, "p1", s[0].task, s[0].attempt, KFLEET__TASK_STATE__SUCCEEDED);
     result(c, "p1", s[1].task, s[1].attempt, KFLEET__TASK_STATE__SUCCEEDED);
-    size_t seen = 0;
-    for (int round = 0; round < 8; round++) {
+    reg_numpy(c, "p2", 2);
+    int problem_built[2] = {1, 0}; /* p1 built it for the reference tasks */
+    size_t judged = 0, problem_builds_p2 = 0;
+    for (int round = 0; round < 20; round++) {
         c->dispatch_needed = 1;
         turn(c);
         n = drain(c, s, 16);
         for (size_t i = 0; i < n; i++) {
+            int on = strcmp(s[i].agent, "p2") == 0;
+            ktask *t = sched_task(c, s[i].task, NULL);
             assert_int_not_equal(s[i].kind, KFLEET__TASK_KIND__REFERENCE);
-            assert_int_equal(s[i].nseeds, 0);
-            result(c, "p1", s[i].task, s[i].attempt, KFLEET__TASK_STATE__SUCCEEDED);
-            seen++;
+            if (s[i].kind == KFLEET__TASK_KIND__BUILD) {
+                assert_int_equal(s[i].nseeds, 0);
+                if (t->rec->kernel_index == 3) {
+                    problem_built[on] = 1;
+                    problem_builds_p2 += on;
+                }
+            } else {
+                assert_true(problem_built[on]);
+                assert_string_equal(s[i].problem_hash, hash);
+                assert_int_equal(s[i].nseeds, 3);
+                assert_int_equal(s[i].nrefs, 3);
+                judged++;
+            }
+            result(c, s[i].agent, s[i].task, s[i].attempt, KFLEET__TASK_STATE__SUCCEEDED);
         }
     }
-    assert_true(seen >= 3 + 3 * 2); /* 3 builds, 3 candidates' validations of 2 configurations */
+    assert_int_equal(judged, 3 * 2 * 2); /* 3 candidates x 2 configurations x validate, profile */
+    assert_int_equal(problem_builds_p2, 1);
     done(&c);
 }
 
