@@ -286,7 +286,10 @@ static void handle_submit(kf_coord *c, const void *peer, size_t peer_len,
             return;
         }
     }
-    int problem = in->kernels[in->n_kernels - 1]->problem;
+    /* Any problem or candidate marks a problem sweep, checked whole. */
+    int problem = 0;
+    for (size_t i = 0; i < in->n_kernels; i++)
+        problem |= in->kernels[i]->problem || in->kernels[i]->candidate;
     const char *wrong = problem ? control_problem_wrong(req) : NULL;
     if (wrong) {
         reply_error(c, peer, peer_len, KF_EINVAL, wrong);

@@ -84,7 +84,7 @@ const char *control_problem_wrong(const Kfleet__SubmitRequest *req)
     for (size_t i = 0; i < last; i++)
         if (in->kernels[i]->problem || !in->kernels[i]->candidate)
             return "submit: a problem sweep's kernels are candidates, the problem last";
-    if (in->kernels[last]->candidate || !in->kernels[last]->hash || !*in->kernels[last]->hash)
+    if (!in->kernels[last]->problem || !in->kernels[last]->hash || !*in->kernels[last]->hash)
         return "submit: a problem sweep's problem is its last kernel, with its hash";
     if (in->seed_pool < 1 || in->seed_pool > KF_SWEEP_MAX_SEED_POOL || !(in->seed_renew_s > 0))
         return "submit: a problem sweep's seed pool is 1 to 64 seeds renewed after some time";

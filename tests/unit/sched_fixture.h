@@ -126,7 +126,11 @@ static inline void result(kf_coord *c, const char *id, uint64_t task, uint32_t a
 }
 
 /* Submits the sweep file at path; returns the newest sweep's id. */
-static inline uint32_t submit_path(kf_coord *c, const char *path)
+/* Submits the sweep file at path, its request changed by edit first when
+ * not NULL; returns the newest sweep's id, 0 when the coordinator added
+ * none (it refused the request). */
+static inline uint32_t submit_edited(kf_coord *c, const char *path,
+                                     void (*edit)(Kfleet__SubmitRequest *))
 {
     char kdir[256];
     snprintf(kdir, sizeof kdir, "%s/kernels", KF_SOURCE_DIR);
@@ -136,19 +140,29 @@ static inline uint32_t submit_path(kf_coord *c, const char *path)
         fail_msg("%s", err.msg);
     Kfleet__SubmitRequest *sub = NULL;
     assert_int_equal(kf_client_build_submit(spec, kdir, &sub, &err), KF_OK);
+    if (edit)
+        edit(sub);
     Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
     req.body_case = KFLEET__CONTROL_REQUEST__BODY_SUBMIT;
     req.submit = sub;
     kf_buf b = KF_BUF_INIT;
     kf_ctl_pack_request(&req, &b);
+    size_t before = c->nsweeps;
     control_handle(c, "cli", 3, b.data, b.len);
     kf_buf_release(&b);
     kf_client_free_submit(&sub);
     kf_sweep_destroy(&spec);
     c->dispatch_needed = 1;
     turn(c);
-    assert_true(c->nsweeps >= 1);
-    return c->sweeps[c->nsweeps - 1]->rec->sweep_id;
+    return c->nsweeps > before ? c->sweeps[c->nsweeps - 1]->rec->sweep_id : 0;
+}
+
+/* Submits the sweep file at path; returns the newest sweep's id. */
+static inline uint32_t submit_path(kf_coord *c, const char *path)
+{
+    uint32_t id = submit_edited(c, path, NULL);
+    assert_int_not_equal(id, 0);
+    return id;
 }
 
 /* Submits the sweep in yaml (host kernels of the source tree). */

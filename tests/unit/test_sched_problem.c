@@ -235,12 +235,37 @@ static void test_reference_task_seeds(void **state)
     done(&c);
 }
 
+static void unmark_problem(Kfleet__SubmitRequest *r)
+{
+    r->sweep->kernels[r->sweep->n_kernels - 1]->problem = 0;
+}
+
+static void drop_seed_pool(Kfleet__SubmitRequest *r)
+{
+    r->sweep->seed_pool = 0;
+}
+
+/* A request shaped otherwise than kf_client_build_submit makes a problem
+ * sweep is refused whole: candidates without their problem, or no seed
+ * pool. */
+static void test_malformed_problem_sweep_refused(void **state)
+{
+    (void)state;
+    kf_coord *c = coord();
+    c->cfg.accept_problems = 1;
+    assert_int_equal(submit_edited(c, RMSNORM, unmark_problem), 0);
+    assert_int_equal(submit_edited(c, RMSNORM, drop_seed_pool), 0);
+    assert_int_not_equal(submit_edited(c, RMSNORM, NULL), 0);
+    done(&c);
+}
+
 int main(void)
 {
     kf_log_setup("test", KF_LOG_OFF);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_problem_reference_tasks),
         cmocka_unit_test(test_reference_task_seeds),
+        cmocka_unit_test(test_malformed_problem_sweep_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
