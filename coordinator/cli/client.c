@@ -249,12 +249,6 @@ static int collect_extension(const char *dir, const kf_sweep_kernel *k, char **n
 int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
                            Kfleet__SubmitRequest **out, kf_err *err)
 {
-    if (spec->problem)
-        return kf_err_set(err, KF_EINVAL,
-                          "%s: a sweep with a problem: and candidates: is checked but not run by "
-                          "this kfleet yet (the runner's candidate path is not built, "
-                          "docs/problems.md); run the candidates as kernels: for now",
-                          spec->file ? spec->file : "the sweep");
     char abi_path[PATH_MAX + 32];
     snprintf(abi_path, sizeof abi_path, "%s/kf_kernel.h", kernels_dir);
     kf_buf abi = KF_BUF_INIT;
@@ -296,20 +290,30 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
     for (size_t i = 0; i < spec->measure.nncu; i++)
         ms->ncu_metrics[i] = xstrdup(spec->measure.ncu[i]);
     sw->measure = ms;
-    sw->n_kernels = spec->nkernels;
-    sw->kernels = kf_xcalloc(spec->nkernels, sizeof *sw->kernels);
+    /* A problem travels as one more KernelRef, last, marked as the problem:
+     * built and hashed like a kernel, with no tasks of its own (the
+     * coordinator makes its reference tasks, docs/problems.md). */
+    size_t nrefs = spec->nkernels + (spec->problem ? 1 : 0);
+    sw->n_kernels = nrefs;
+    sw->kernels = kf_xcalloc(nrefs ? nrefs : 1, sizeof *sw->kernels);
+    if (spec->problem) {
+        sw->seed_pool = spec->seed_pool;
+        sw->seed_renew_s = spec->seed_renew_s;
+    }
     int kinds = spec->tasks & (KF_TASK_VALIDATE | KF_TASK_PROFILE);
     size_t per_config = (size_t) !!(kinds & KF_TASK_VALIDATE) + !!(kinds & KF_TASK_PROFILE);
     /* A build-only sweep sends a task per kernel; any other, a group. */
     req->tasks = kf_xcalloc(spec->nkernels ? spec->nkernels : 1, sizeof *req->tasks);
     req->groups = kf_xcalloc(spec->nkernels ? spec->nkernels : 1, sizeof *req->groups);
     int rc = KF_OK;
-    for (size_t i = 0; i < spec->nkernels; i++) {
-        const kf_sweep_kernel *k = &spec->kernels[i];
+    for (size_t i = 0; i < nrefs; i++) {
+        const kf_sweep_kernel *k = i < spec->nkernels ? &spec->kernels[i] : spec->problem;
         Kfleet__KernelRef *kr = kf_xcalloc(1, sizeof *kr);
         kfleet__kernel_ref__init(kr);
         sw->kernels[i] = kr;
         kr->name = xstrdup(k->name);
+        kr->problem = i == spec->nkernels;
+        kr->candidate = k->candidate != 0;
         kr->cuda = k->cuda;
         kr->python = k->python;
         if (k->next) {
@@ -396,6 +400,8 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
             free(hnames[h]);
         }
 
+        if (kr->problem)
+            continue;
         if (!per_config) {
             Kfleet__Task *t = kf_xcalloc(1, sizeof *t);
             kfleet__task__init(t);
@@ -434,6 +440,17 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
     }
     *out = req;
     return KF_OK;
+}
+
+int kf_client_refuse_problem(const kf_sweep_spec *spec, kf_err *err)
+{
+    if (!spec->problem)
+        return KF_OK;
+    return kf_err_set(err, KF_EINVAL,
+                      "%s: a sweep with a problem: and candidates: is checked but not run by "
+                      "this kfleet yet (the runner's candidate path is not built, "
+                      "docs/problems.md); run the candidates as kernels: for now",
+                      spec->file ? spec->file : "the sweep");
 }
 
 void kf_client_free_submit(Kfleet__SubmitRequest **req)

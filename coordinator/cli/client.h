@@ -27,10 +27,18 @@ int kf_client_call(kf_client *c, Kfleet__ControlRequest *req, int timeout_ms,
 
 /* Builds the submit request of a sweep: reads each kernel's source and the
  * ABI header from kernels_dir, hashes them with the flags, and expands the
- * configurations into tasks. Free with kf_client_free_submit. */
+ * configurations into tasks. A problem sweep's problem is one more
+ * KernelRef, last, with problem set and no tasks; its candidates have
+ * candidate set, and the Sweep the seed policy. Free with
+ * kf_client_free_submit. */
 int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
                            Kfleet__SubmitRequest **out, kf_err *err);
 void kf_client_free_submit(Kfleet__SubmitRequest **req);
+
+/* KF_EINVAL with the reason when spec is a problem sweep: the CLI does not
+ * send one until the coordinator and the runner run candidates
+ * (docs/problems.md, "What is left"); KF_OK otherwise. */
+int kf_client_refuse_problem(const kf_sweep_spec *spec, kf_err *err);
 
 /* The kernels directory: $KF_KERNELS_DIR, else EXE_DIR/kernels (build tree
  * and bundle), else EXE_DIR/../kernels. */

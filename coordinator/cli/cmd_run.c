@@ -84,11 +84,9 @@ static int cmd_run(int argc, char **argv, const char *home)
     if (rc)
         return rc;
     if (spec->problem) {
-        /* Said before any coordinator or agent starts: the submit would
-         * refuse it (kf_client_build_submit says why). */
+        /* Said before any coordinator or agent starts. */
         kf_err err;
-        Kfleet__SubmitRequest *none = NULL;
-        kf_client_build_submit(spec, kdir, &none, &err);
+        kf_client_refuse_problem(spec, &err);
         fprintf(stderr, "kfleet run: %s\n", err.msg);
         kf_sweep_destroy(&spec);
         return 2;

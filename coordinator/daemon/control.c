@@ -269,11 +269,31 @@ static void handle_submit(kf_coord *c, const void *peer, size_t peer_len,
         reply_error(c, peer, peer_len, KF_EINVAL, "submit: the sweep has no kernels or no tasks");
         return;
     }
+    /* A problem sweep needs its reference tasks and the runner's candidate
+     * path (docs/problems.md, "What is left"); until then its candidates
+     * are not run as kernels judging themselves. */
+    for (size_t i = 0; i < in->n_kernels && !c->cfg.accept_problems; i++) {
+        if (in->kernels[i]->problem || in->kernels[i]->candidate) {
+            reply_error(c, peer, peer_len, KF_EINVAL,
+                        "submit: this coordinator does not run a problem's candidates yet "
+                        "(docs/problems.md); submit the candidates as kernels: for now");
+            return;
+        }
+    }
     for (size_t i = 0; i < req->n_tasks; i++) {
         if (req->tasks[i]->kernel_index >= in->n_kernels) {
             reply_error(c, peer, peer_len, KF_EINVAL, "submit: a task names a kernel out of range");
             return;
         }
+    }
+    /* Any problem or candidate marks a problem sweep, checked whole. */
+    int problem = 0;
+    for (size_t i = 0; i < in->n_kernels; i++)
+        problem |= in->kernels[i]->problem || in->kernels[i]->candidate;
+    const char *wrong = problem ? control_problem_wrong(req) : NULL;
+    if (wrong) {
+        reply_error(c, peer, peer_len, KF_EINVAL, wrong);
+        return;
     }
     uint64_t ntasks = req->n_tasks, nconfigs = 0;
     for (size_t i = 0; i < req->n_groups; i++) {
@@ -329,15 +349,42 @@ static void handle_submit(kf_coord *c, const void *peer, size_t peer_len,
         reply_error(c, peer, peer_len, KF_ESTORE, "submit: the store refused the sweep");
         return;
     }
+    uint64_t now = kf_now_ns();
+    uint32_t *ref_cis = NULL;
+    size_t nrefs = 0;
+    char why[200];
+    if (problem && control_plan_references(txn, in, req->groups[0],
+                                           group_configs(req->groups[0], in->n_kernels, NULL, 0),
+                                           now, &ref_cis, &nrefs, why, sizeof why) != KF_OK) {
+        free(targets);
+        reply_error(c, peer, peer_len, KF_ESTORE, why);
+        return;
+    }
     /* Take ownership of a copy of the sweep record. */
     Kfleet__Sweep *rec = kf_pb_copy(&in->base);
     rec->sweep_id = id;
-    rec->created_ns = kf_now_ns();
+    rec->created_ns = now;
     rec->finished_ns = 0;
-    rec->task_count = (uint32_t)expanded;
+    rec->task_count = (uint32_t)(expanded + nrefs);
     ksweep *sw = sched_add_sweep(c, rec);
     uint32_t idx = 0;
     size_t reps = in->nodes_all ? ntargets : 1;
+    /* A problem's reference tasks come first, in configuration order:
+     * sched.c's ref_gate_of finds a candidate's there. */
+    for (size_t r = 0; r < nrefs; r++) {
+        const Kfleet__TaskGroup *g = req->groups[0];
+        const char *names[KF_SWEEP_MAX_AXES];
+        int64_t values[KF_SWEEP_MAX_AXES];
+        uint64_t rest = ref_cis[r];
+        for (size_t a = g->n_axes; a-- > 0;) {
+            names[a] = g->axes[a]->name;
+            values[a] = g->axes[a]->values[rest % g->axes[a]->n_values];
+            rest /= g->axes[a]->n_values;
+        }
+        add_task(c, sw, txn, rec, &idx, KFLEET__TASK_KIND__REFERENCE, (uint32_t)in->n_kernels - 1,
+                 ref_cis[r], names, values, g->n_axes, "");
+    }
+    free(ref_cis);
     for (size_t i = 0; i < req->n_tasks; i++) {
         const Kfleet__Task *src = req->tasks[i];
         const char *names[KF_SWEEP_MAX_AXES];

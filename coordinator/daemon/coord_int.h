@@ -30,6 +30,10 @@ typedef struct ktask {
      * gate is that validate task's index in the sweep (-1: none asked), and
      * the validate task's dependent is this profile's. */
     int32_t gate, dependent;
+    /* A candidate's validate or profile waits for its configuration's
+     * reference task (docs/problems.md): that task's index, -1: none (its
+     * references were stored already, or the task is no candidate's). */
+    int32_t ref_gate;
     /* A build that installs another agent's artifact instead of compiling
      * (sched_share.c): the task whose stored result holds it, 0: none. */
     uint64_t share_task;
@@ -227,5 +231,29 @@ void control_handle(kf_coord *c, const void *peer, size_t peer_len, const void *
 /* The store bytes a control request may write (a submit's tasks, a
  * cancel's results), so the loop can make room before handling it. */
 size_t control_write_estimate(kf_coord *c, const void *data, size_t len);
+/* control_problem.c: NULL when req, a problem sweep, is well formed (the
+ * problem last, candidates before it, the seed policy in range, every
+ * candidate's group over the same configurations), else why not. */
+const char *control_problem_wrong(const Kfleet__SubmitRequest *req);
+/* The configurations of g (n of them) that need a reference task: the
+ * problem's seed pool drawn or renewed now under txn, and each
+ * configuration whose references the store lacks for some seed, into *cis
+ * (freed by the caller), in order; why says what failed. */
+int control_plan_references(kf_txn *txn, const Kfleet__Sweep *in, const Kfleet__TaskGroup *g,
+                            uint64_t n, uint64_t now_ns, uint32_t **cis, size_t *ncis, char *why,
+                            size_t whylen);
+/* The secret seeds reference task t is sent (TaskSpec.seeds, never in the
+ * task record): those of the problem's pool, as it stands at now_ns, that
+ * still lack a reference for t's configuration, or all of them when none
+ * does. *seeds is freed by the caller. */
+int control_reference_seeds(kf_txn *txn, const Kfleet__Sweep *sw, const Kfleet__Task *t,
+                            uint64_t now_ns, uint64_t **seeds, size_t *n);
+/* What a candidate's task t is judged against: the seeds of the problem's
+ * pool with a stored reference for t's configuration, and those
+ * references, *n of each (a seed without one is left out: the runner
+ * fails a task with none). Freed with control_candidate_refs_free. */
+int control_candidate_refs(kf_txn *txn, const Kfleet__Sweep *sw, const Kfleet__Task *t,
+                           uint64_t now_ns, uint64_t **seeds, Kfleet__Reference ***refs, size_t *n);
+void control_candidate_refs_free(uint64_t *seeds, Kfleet__Reference **refs, size_t n);
 
 #endif

@@ -134,6 +134,32 @@ ksweep *sched_add_sweep(kf_coord *c, Kfleet__Sweep *rec)
     return sw;
 }
 
+/* The reference task a candidate's validate or profile waits for: a
+ * problem sweep's reference tasks come first, one per configuration that
+ * lacked references at submit, in configuration order (control.c), so a
+ * binary search over them finds the one of rec's configuration, at submit
+ * and when the coordinator reloads the sweep alike. -1: none. */
+static int32_t ref_gate_of(const ksweep *sw, const Kfleet__Task *rec)
+{
+    if ((rec->kind != KFLEET__TASK_KIND__VALIDATE && rec->kind != KFLEET__TASK_KIND__PROFILE) ||
+        rec->kernel_index >= sw->rec->n_kernels || !sw->rec->kernels[rec->kernel_index]->candidate)
+        return -1;
+    uint32_t lo = 0, hi = 0;
+    while (hi < sw->ntasks && sw->tasks[hi].rec->kind == KFLEET__TASK_KIND__REFERENCE)
+        hi++;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        uint32_t ci = sw->tasks[mid].rec->config_index;
+        if (ci == rec->config_index)
+            return (int32_t)mid;
+        if (ci < rec->config_index)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
 ktask *sched_add_task(kf_coord *c, ksweep *sw, Kfleet__Task *rec)
 {
     if (sw->ntasks == sw->cap) {
@@ -146,7 +172,7 @@ ktask *sched_add_task(kf_coord *c, ksweep *sw, Kfleet__Task *rec)
     t->agent = -1;
     t->slot_gpu = -1;
     t->pin = -1;
-    t->gate = t->dependent = -1;
+    t->gate = t->dependent = t->ref_gate = -1;
     if (rec->pin_agent && *rec->pin_agent)
         t->pin = sched_agent_index(c, sched_agent(c, rec->pin_agent, 1));
     /* A profile's validation comes just before it (a sweep's tasks are made
@@ -164,6 +190,7 @@ ktask *sched_add_task(kf_coord *c, ksweep *sw, Kfleet__Task *rec)
             }
         }
     }
+    t->ref_gate = ref_gate_of(sw, rec);
     sw->counts[rec->state & 15]++;
     if (rec->kind == KFLEET__TASK_KIND__BUILD)
         sw->bcounts[rec->state & 15]++;
@@ -496,8 +523,34 @@ void sched_gate_done(kf_coord *c, ksweep *sw, ktask *t)
     gate_done(c, sw, t, 1);
 }
 
+/* A reference task that ended without its references: the candidates'
+ * tasks of its configuration could not be judged, so they are skipped. */
+static void ref_gate_done(kf_coord *c, ksweep *sw, ktask *t, int log)
+{
+    if (t->rec->kind != KFLEET__TASK_KIND__REFERENCE || !kf_state_terminal(t->rec->state) ||
+        t->rec->state == KFLEET__TASK_STATE__SUCCEEDED)
+        return;
+    int32_t me = (int32_t)(t - sw->tasks);
+    char why[400];
+    size_t n = strcspn(t->rec->error ? t->rec->error : "", "\n");
+    snprintf(why, sizeof why,
+             "skipped: the problem's reference for this configuration was not "
+             "computed (%s)%s%.*s",
+             state_name(t->rec->state), n ? ": " : "", (int)(n < 300 ? n : 300),
+             t->rec->error ? t->rec->error : "");
+    for (uint32_t i = 0; i < sw->ntasks; i++) {
+        ktask *d = &sw->tasks[i];
+        if (d->ref_gate == me && !kf_state_terminal(d->rec->state)) {
+            if (d->agent >= 0)
+                sched_send_cancel(c, c->agents[d->agent], d->rec->task_id, d->rec->attempts);
+            finish(c, sw, d, KFLEET__TASK_STATE__SKIPPED, why, log);
+        }
+    }
+}
+
 static void gate_done(kf_coord *c, ksweep *sw, ktask *t, int log)
 {
+    ref_gate_done(c, sw, t, log);
     if (t->dependent < 0 || (uint32_t)t->dependent >= sw->ntasks ||
         !kf_state_terminal(t->rec->state) || t->rec->state == KFLEET__TASK_STATE__SUCCEEDED)
         return;

@@ -75,7 +75,7 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     at.agent_id = a->id;
     at.assigned_ns = kf_now_ns();
     at.state = KFLEET__TASK_STATE__ASSIGNED;
-    kf_txn *txn;
+    kf_txn *txn = NULL;
     if (coord_txn(c, &txn) == KF_OK)
         kf_store_put_attempt(txn, &at);
 
@@ -113,6 +113,36 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     spec.extension = k->extension;
     spec.n_files = k->n_files;
     spec.files = k->files;
+    /* A reference task is told the problem's secret seeds it computes for
+     * (docs/problems.md); no other task ever is. */
+    uint64_t *seeds = NULL;
+    if (t->rec->kind == KFLEET__TASK_KIND__REFERENCE && txn &&
+        control_reference_seeds(txn, sw->rec, t->rec, kf_now_ns(), &seeds, &spec.n_seeds) != KF_OK)
+        kf_warn("task.seeds",
+                "task=0x%llx: the store has no seed pool for its problem; the runner will "
+                "refuse it",
+                (unsigned long long)t->rec->task_id);
+    spec.seeds = seeds;
+    /* A candidate's validate or profile: the problem's build here, the
+     * seeds with a stored reference and those references. */
+    Kfleet__Reference **refs = NULL;
+    size_t nrefs = 0;
+    if (k->candidate && t->rec->kind != KFLEET__TASK_KIND__BUILD && txn) {
+        const Kfleet__KernelRef *pk = sw->rec->kernels[sw->rec->n_kernels - 1];
+        const kbuild *pb = sched_agent_build(c, a, pk->hash);
+        spec.problem_kernel = pk->name;
+        spec.problem_hash = pk->hash;
+        if (pb && pb->artifact_hash[0])
+            spec.problem_artifact_hash = (char *)pb->artifact_hash;
+        if (control_candidate_refs(txn, sw->rec, t->rec, kf_now_ns(), &seeds, &refs, &nrefs) !=
+            KF_OK)
+            kf_warn("task.refs", "task=0x%llx: the store could not read its problem's references",
+                    (unsigned long long)t->rec->task_id);
+        spec.seeds = seeds;
+        spec.n_seeds = nrefs;
+        spec.references = refs;
+        spec.n_references = nrefs;
+    }
     Kfleet__TaskAssign ta = KFLEET__TASK_ASSIGN__INIT;
     ta.task_id = t->rec->task_id;
     ta.attempt = t->rec->attempts;
@@ -124,6 +154,10 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     coord_queue_env(c, a, &env);
     if (shared)
         kfleet__result__free_unpacked(shared, NULL);
+    if (refs)
+        control_candidate_refs_free(seeds, refs, nrefs);
+    else
+        free(seeds);
     kf_debug("task.assign", "task=0x%llx attempt=%u agent=%s kind=%d",
              (unsigned long long)t->rec->task_id, t->rec->attempts, a->id, t->rec->kind);
 }
@@ -154,6 +188,26 @@ static ktask *new_build(kf_coord *c, ksweep *sw, uint32_t ki, kagent *a, const k
     sched_set_build(c, a, sw->rec->kernels[ki]->hash, KFLEET__TASK_STATE__ASSIGNED, rec->task_id,
                     NULL, NULL, NULL);
     return t;
+}
+
+/* Fails task t, whose kernel ki's build b failed on agent a; 1 when that
+ * ended its sweep. */
+static int build_failed(kf_coord *c, ksweep *sw, ktask *t, const kagent *a, uint32_t ki,
+                        const kbuild *b)
+{
+    char msg[2300];
+    /* The compiler's complaint whole (up to 2 KiB), not just its "compile
+     * failed:" header: a syntax error's caret and message are its last
+     * lines. */
+    snprintf(msg, sizeof msg, "the build of %s%s failed on agent %s: %.2048s",
+             sw->rec->kernels[ki]->problem ? "problem " : "", sw->rec->kernels[ki]->name, a->id,
+             b->error ? b->error : "build did not succeed");
+    sched_set_str(&t->rec->agent_id, a->id);
+    sched_finish(c, sw, t, KFLEET__TASK_STATE__FAILED, msg);
+    if (sched_terminal_count(sw) != sw->ntasks)
+        return 0;
+    sched_maybe_finish_sweep(c, sw);
+    return 1;
 }
 
 /* The next task agent a can start now, or NULL. May create a build task
@@ -188,6 +242,10 @@ static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
             if (t->gate >= 0 && (uint32_t)t->gate < sw->ntasks &&
                 !kf_state_terminal(sw->tasks[t->gate].rec->state))
                 continue;
+            /* A candidate's task waits for its configuration's reference. */
+            if (t->ref_gate >= 0 && (uint32_t)t->ref_gate < sw->ntasks &&
+                sw->tasks[t->ref_gate].rec->state != KFLEET__TASK_STATE__SUCCEEDED)
+                continue;
             /* A Python kernel goes where its imports are (sched_match). */
             if (!sched_can_run(a, sw->rec->kernels[t->rec->kernel_index], NULL, 0))
                 continue;
@@ -197,6 +255,31 @@ static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
                     continue;
                 *sw_out = sw;
                 return t;
+            }
+            /* A candidate's task needs the problem's build here too
+             * (docs/problems.md): the problem makes its inputs. */
+            if (sw->rec->kernels[t->rec->kernel_index]->candidate) {
+                uint32_t pi = (uint32_t)sw->rec->n_kernels - 1;
+                const char *ph = sw->rec->kernels[pi]->hash;
+                if (!sched_can_run(a, sw->rec->kernels[pi], NULL, 0))
+                    continue;
+                kbuild *pb = sched_agent_build(c, a, ph);
+                if (!pb) {
+                    const kshare *ps = sched_share_find(c, a, ph);
+                    if (ps && ps->unshareable)
+                        ps = NULL;
+                    if ((ps && !ps->ready) || !cpu_free)
+                        continue;
+                    *sw_out = sw;
+                    return new_build(c, sw, pi, a, ps);
+                }
+                if (!kf_state_terminal(pb->state))
+                    continue;
+                if (pb->state != KFLEET__TASK_STATE__SUCCEEDED) {
+                    if (build_failed(c, sw, t, a, pi, pb))
+                        return pick(c, a, ai, sw_out);
+                    continue;
+                }
             }
             int gpu = sched_needs_gpu(sw, t);
             const char *hash = sw->rec->kernels[t->rec->kernel_index]->hash;
@@ -228,19 +311,8 @@ static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
                 return t;
             }
             if (b && kf_state_terminal(b->state)) {
-                char msg[2300];
-                /* The compiler's complaint whole (up to 2 KiB), not just
-                 * its "compile failed:" header: a syntax error's caret and
-                 * message are its last lines. */
-                snprintf(msg, sizeof msg, "the build of %s failed on agent %s: %.2048s",
-                         sw->rec->kernels[t->rec->kernel_index]->name, a->id,
-                         b->error ? b->error : "build did not succeed");
-                sched_set_str(&t->rec->agent_id, a->id);
-                sched_finish(c, sw, t, KFLEET__TASK_STATE__FAILED, msg);
-                if (sched_terminal_count(sw) == sw->ntasks) {
-                    sched_maybe_finish_sweep(c, sw);
+                if (build_failed(c, sw, t, a, t->rec->kernel_index, b))
                     return pick(c, a, ai, sw_out);
-                }
                 continue;
             }
             if (b)

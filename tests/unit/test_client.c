@@ -36,22 +36,28 @@ static void put(const char *name, const char *text)
     assert_int_equal(kf_write_file(path, text, strlen(text), 0600, NULL), KF_OK);
 }
 
+/* Parses the sweep at path and builds its submit request, both asserted. */
+static void build(const char *path, kf_sweep_spec **spec, Kfleet__SubmitRequest **req)
+{
+    kf_err err;
+    int rc = kf_sweep_parse_file(path, KF_SOURCE_DIR "/kernels", spec, &err);
+    if (rc)
+        print_message("%s\n", err.msg);
+    assert_int_equal(rc, KF_OK);
+    rc = kf_client_build_submit(*spec, KF_SOURCE_DIR "/kernels", req, &err);
+    if (rc)
+        print_message("%s\n", err.msg);
+    assert_int_equal(rc, KF_OK);
+}
+
 /* Submits dir/sweep.yaml and returns kernel 0's hash; *nsrc its sources. */
 static void submit(char hash[65], size_t *nsrc, char names[4][64])
 {
     char path[128];
     snprintf(path, sizeof path, "%s/sweep.yaml", dir);
     kf_sweep_spec *spec = NULL;
-    kf_err err;
-    int rc = kf_sweep_parse_file(path, KF_SOURCE_DIR "/kernels", &spec, &err);
-    if (rc)
-        print_message("%s\n", err.msg);
-    assert_int_equal(rc, KF_OK);
     Kfleet__SubmitRequest *req = NULL;
-    rc = kf_client_build_submit(spec, KF_SOURCE_DIR "/kernels", &req, &err);
-    if (rc)
-        print_message("%s\n", err.msg);
-    assert_int_equal(rc, KF_OK);
+    build(path, &spec, &req);
     Kfleet__KernelRef *k = req->sweep->kernels[0];
     snprintf(hash, 65, "%s", k->hash);
     *nsrc = k->n_sources;
@@ -148,22 +154,59 @@ static void test_oversized_request_refused(void **state)
     zmq_ctx_term(ctx);
 }
 
-/* A sweep with a problem is not submitted as if its candidates were kernels
- * judging themselves: until the runner's candidate path exists, it is
- * refused and says why. */
+/* A sweep with a problem is not sent as if its candidates were kernels
+ * judging themselves: until the candidate path exists, the CLI refuses it
+ * and says why; a sweep of plain kernels passes. */
 static void test_problem_sweep_refused(void **state)
 {
     (void)state;
     kf_sweep_kernel problem = {.name = "p"}, cand = {.name = "c", .candidate = 1};
     kf_sweep_spec spec = {
         .file = "p.yaml", .kernels = &cand, .nkernels = 1, .problem = &problem, .tasks = 14};
-    Kfleet__SubmitRequest *req = NULL;
     kf_err err;
     kf_err_clear(&err);
-    assert_int_equal(kf_client_build_submit(&spec, KF_SOURCE_DIR "/kernels", &req, &err),
-                     KF_EINVAL);
-    assert_null(req);
+    assert_int_equal(kf_client_refuse_problem(&spec, &err), KF_EINVAL);
     assert_non_null(strstr(err.msg, "p.yaml: a sweep with a problem: and candidates:"));
+    spec.problem = NULL;
+    assert_int_equal(kf_client_refuse_problem(&spec, &err), KF_OK);
+}
+
+/* The rmsnorm-cpu example as the submit carries it: the candidates first,
+ * marked candidate, each with a group over the problem's configurations;
+ * the problem last, marked problem, with its source and its own hash and
+ * no tasks; the seed policy on the Sweep. */
+static void test_problem_submit(void **state)
+{
+    (void)state;
+    kf_sweep_spec *spec = NULL;
+    Kfleet__SubmitRequest *req = NULL;
+    build(KF_SOURCE_DIR "/examples/problems/rmsnorm-cpu/sweep.yaml", &spec, &req);
+    Kfleet__Sweep *sw = req->sweep;
+    assert_int_equal(spec->nkernels, 3);
+    assert_int_equal(sw->n_kernels, 4);
+    for (size_t i = 0; i < 3; i++) {
+        assert_true(sw->kernels[i]->candidate);
+        assert_false(sw->kernels[i]->problem);
+    }
+    Kfleet__KernelRef *p = sw->kernels[3];
+    assert_true(p->problem);
+    assert_false(p->candidate);
+    assert_true(p->python);
+    assert_string_equal(p->sources[0]->name, "problem.py");
+    assert_int_equal(strlen(p->hash), 64);
+    for (size_t i = 0; i < 3; i++)
+        assert_string_not_equal(p->hash, sw->kernels[i]->hash);
+    /* Every group is a candidate's; none is the problem's. */
+    assert_int_equal(req->n_groups, 3);
+    assert_int_equal(req->n_tasks, 0);
+    for (size_t g = 0; g < req->n_groups; g++) {
+        assert_int_equal(req->groups[g]->kernel_index, g);
+        assert_int_equal(req->groups[g]->n_axes, 2); /* rows, cols */
+    }
+    assert_int_equal(sw->seed_pool, 3);
+    assert_true(sw->seed_renew_s == 24.0 * 3600.0);
+    kf_client_free_submit(&req);
+    kf_sweep_destroy(&spec);
 }
 
 int main(void)
@@ -171,10 +214,10 @@ int main(void)
     snprintf(dir, sizeof dir, "/tmp/kf-test-client.XXXXXX");
     if (!mkdtemp(dir))
         return 1;
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_headers_travel),
-                                       cmocka_unit_test(test_extension_travels),
-                                       cmocka_unit_test(test_oversized_request_refused),
-                                       cmocka_unit_test(test_problem_sweep_refused)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_headers_travel), cmocka_unit_test(test_extension_travels),
+        cmocka_unit_test(test_oversized_request_refused),
+        cmocka_unit_test(test_problem_sweep_refused), cmocka_unit_test(test_problem_submit)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
     return rc;

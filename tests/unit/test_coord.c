@@ -499,7 +499,9 @@ static void listen_for(void *s, uint64_t oseq, int ms, struct heard *h)
     }
 }
 
-static void submit_file(struct fixture *f, const char *yaml_path)
+/* Submits yaml_path; the coordinator's reply code is want, and when it
+ * refuses, its message contains why. */
+static void submit_file_expect(struct fixture *f, const char *yaml_path, int want, const char *why)
 {
     kf_err err;
     kf_sweep_spec *spec = NULL;
@@ -522,13 +524,37 @@ static void submit_file(struct fixture *f, const char *yaml_path)
     req.body_case = KFLEET__CONTROL_REQUEST__BODY_SUBMIT;
     req.submit = sub;
     Kfleet__ControlReply *rep = NULL;
-    assert_int_equal(kf_client_call(cl, &req, 5000, &rep, &err), KF_OK);
-    assert_int_equal(rep->code, 0);
-    kfleet__control_reply__free_unpacked(rep, NULL);
+    kf_err_clear(&err);
+    assert_int_equal(kf_client_call(cl, &req, 5000, &rep, &err), want);
+    if (want == KF_OK) {
+        assert_int_equal(rep->code, 0);
+        kfleet__control_reply__free_unpacked(rep, NULL);
+    } else if (why && !strstr(err.msg, why)) {
+        fail_msg("refused with '%s', not '%s'", err.msg, why);
+    }
     kf_client_close(&cl);
     close(lock);
     kf_client_free_submit(&sub);
     kf_sweep_destroy(&spec);
+}
+
+static void submit_file(struct fixture *f, const char *yaml_path)
+{
+    submit_file_expect(f, yaml_path, KF_OK, NULL);
+}
+
+/* A problem sweep reaches the coordinator as its candidates and the
+ * problem (kf_client_build_submit); until reference tasks and the
+ * runner's candidate path exist, the coordinator refuses it rather than
+ * run candidates as kernels that judge themselves. */
+static void test_problem_sweep_refused_by_coordinator(void **state)
+{
+    struct fixture *f = *state;
+    start(f);
+    submit_file_expect(f, KF_SOURCE_DIR "/examples/problems/rmsnorm-cpu/sweep.yaml", KF_EINVAL,
+                       "does not run a problem's candidates yet");
+    stop(f);
+    kf_coord_destroy(&f->c);
 }
 
 static int count_late(void *ctx, const Kfleet__Result *r)
@@ -789,6 +815,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_key_paths_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_world_readable_key_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_builds_overlap_gpu_work, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_problem_sweep_refused_by_coordinator, setup, teardown),
         cmocka_unit_test_setup_teardown(test_impostor_and_foreign_frames_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_process_per_id_and_rebind_after_revoke, setup,
                                         teardown),
