@@ -14,6 +14,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+#include <netdb.h>
+
 #include <cmocka.h>
 
 #include <arpa/inet.h>
@@ -373,7 +375,13 @@ static void test_bad_addresses(void **state)
     }
     o.listen = "localhost:0"; /* a name that other machines cannot reach it by */
     assert_int_equal(kf_relay_new(&o, &k, &err), KF_EINVAL);
-    assert_non_null(strstr(err.msg, "loopback"));
+    /* A bare chroot may have no /etc/hosts: then "localhost" does not
+     * resolve at all, and the refusal says that instead. */
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+    int resolves = getaddrinfo("localhost", "0", &hints, &res) == 0;
+    if (res)
+        freeaddrinfo(res);
+    assert_non_null(strstr(err.msg, resolves ? "loopback" : "cannot resolve"));
     o.listen = "0.0.0.0:0";
     o.any_address = 1;
     assert_int_equal(kf_relay_new(&o, &k, &err), KF_OK);
