@@ -39,7 +39,7 @@ restart_serve() {
 start_serve "${SERVE_ARGS[@]}"
 for a in c1 c2 c3; do start_agent "$a" --coordinator "$BIND"; done
 wait_agents 3
-"$KFLEET" submit "$KF_SRC/tests/chaos/sweeps/coordkill.yaml" >"$T/submit.out" || fail "submit"
+"$KFLEET" submit "$KF_SRC/tests/chaos/sweeps/coordkill-long.yaml" >"$T/submit.out" || fail "submit"
 id=$(grep -o 'submitted sweep [0-9]*' "$T/submit.out" | awk '{print $3}')
 [ -n "$id" ] || fail "no sweep id"
 
