@@ -412,10 +412,12 @@ void kf_sandbox_describe(unsigned missing, char *text, size_t len)
         unsigned bit;
         const char *what;
     } rows[] = {
-        {KF_SB_LANDLOCK, "Landlock (this kernel has none: a kernel can read and write every file "
-                         "the agent's user can, its keys and the store included)"},
-        {KF_SB_NETNS, "a network namespace (no CAP_SYS_ADMIN here; the seccomp filter refuses "
-                      "inet sockets instead)"},
+        {KF_SB_LANDLOCK,
+         "Landlock (absent from this kernel, or left off by KF_SANDBOX_SKIP: a kernel can read "
+         "and write every file the agent's user can, its keys and the store included)"},
+        {KF_SB_NETNS,
+         "a network namespace (no CAP_SYS_ADMIN here, or left off by KF_SANDBOX_SKIP; the "
+         "seccomp filter refuses inet sockets instead)"},
         {KF_SB_SECCOMP, "the seccomp socket filter"},
         {KF_SB_LANDLOCK_TCP, "Landlock's TCP rules (Landlock ABI < 4)"},
         {KF_SB_SIGNAL, "Landlock's signal scope (Landlock ABI < 6: a kernel can signal the "
