@@ -3,7 +3,7 @@
 #include "report/compare.h"
 #include "common/text.h"
 #include "common/xalloc.h"
-#include "report/report.h"
+#include "report/report_model.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -28,7 +28,8 @@ typedef struct cfg {
 } cfg;
 
 typedef struct side {
-    json_t *report;
+    kf_report_model *m;
+    const json_t *report; /* the model's tree */
     cfg *c;
     size_t n;
     uint32_t id;
@@ -132,21 +133,14 @@ static void judgement_of(const json_t *report, const json_t *row, cfg *c)
 
 static int load_side(kf_txn *t, uint32_t id, side *s, kf_err *err)
 {
-    kf_buf b = KF_BUF_INIT;
     kf_report_opts o = {.fmt = KF_REPORT_JSON, .omit_samples = 1};
-    int rc = kf_report_render_opts(t, id, &o, &b, err);
-    if (rc != KF_OK) {
-        kf_buf_release(&b);
+    int rc = kf_report_model_new(t, id, &o, &s->m, err);
+    if (rc != KF_OK)
         return rc;
-    }
-    json_error_t je;
-    s->report = json_loadb(b.data, b.len, 0, &je);
-    kf_buf_release(&b);
-    if (!s->report)
-        return kf_err_set(err, KF_EINVAL, "sweep %u: the report does not parse: %s", id, je.text);
+    s->report = kf_report_model_doc(s->m);
     s->id = id;
     s->name = json_string_value(json_object_get(json_object_get(s->report, "sweep"), "name"));
-    json_t *rows = json_object_get(s->report, "rows");
+    const json_t *rows = json_object_get(s->report, "rows");
     s->c = kf_xcalloc(json_array_size(rows) + 1, sizeof *s->c);
     size_t i;
     json_t *r;
@@ -172,7 +166,7 @@ static int load_side(kf_txn *t, uint32_t id, side *s, kf_err *err)
 
 static void free_side(side *s)
 {
-    json_decref(s->report);
+    kf_report_model_destroy(&s->m);
     free(s->c);
 }
 

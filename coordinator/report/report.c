@@ -1,63 +1,50 @@
 /* report — the report of a sweep in the format asked for; see report.h.
  *
  * The one place that knows the formats: a table of name and renderer.
- * report_rows.c collects the rows; the table and Markdown (report_text.c)
- * and the JSON (report_json.c) render them; the HTML page (report_html.c)
- * and the CSV (report_csv.c) are drawn from that JSON, so every format
- * shows the same figures. No renderer calls back into this file. */
+ * The report is built once from the store (report_model.h): the table and
+ * Markdown (report_text.c) render its rows; the JSON (report_json.c)
+ * writes its tree, which the CSV (report_csv.c) and the HTML page
+ * (report_html.c) read too, so every format shows the same figures. No
+ * renderer calls back into this file or re-parses another's output. */
 #include "report/report.h"
-#include "report/report_rank.h"
 #include "report/report_csv.h"
 #include "report/report_html.h"
 #include "report/report_json.h"
+#include "report/report_model.h"
 #include "report/report_text.h"
 
-#include <jansson.h>
 #include <string.h>
 
-typedef int (*render_fn)(const rep *r, const kf_report_opts *o, kf_buf *out);
+/* Each renderer reads the model (report_model.h): the rows or the tree. */
+typedef int (*render_fn)(const kf_report_model *m, const kf_report_opts *o, kf_buf *out);
 
-static int render_table(const rep *r, const kf_report_opts *o, kf_buf *out)
+static int render_table(const kf_report_model *m, const kf_report_opts *o, kf_buf *out)
 {
-    return kf_rep_render_text(r, 0, o->color, out);
+    return kf_rep_render_text(kf_report_model_rows(m), 0, o->color, out);
 }
 
-static int render_md(const rep *r, const kf_report_opts *o, kf_buf *out)
+static int render_md(const kf_report_model *m, const kf_report_opts *o, kf_buf *out)
 {
-    return kf_rep_render_text(r, 1, o->color, out);
+    return kf_rep_render_text(kf_report_model_rows(m), 1, o->color, out);
 }
 
-static int render_json(const rep *r, const kf_report_opts *o, kf_buf *out)
+static int render_json(const kf_report_model *m, const kf_report_opts *o, kf_buf *out)
 {
-    return kf_rep_render_json(r, !o->omit_samples, out);
+    (void)o;
+    return kf_rep_json_write(kf_report_model_doc(m), out);
 }
 
-/* CSV, like HTML, is drawn from the JSON (report_csv.c). */
-static int render_csv(const rep *r, const kf_report_opts *o, kf_buf *out)
+static int render_csv(const kf_report_model *m, const kf_report_opts *o, kf_buf *out)
 {
-    kf_buf js = KF_BUF_INIT;
-    int rc = kf_rep_render_json(r, 0, &js);
-    json_t *root = rc ? NULL : json_loadb(js.data, js.len, 0, NULL);
-    kf_buf_release(&js);
-    if (!rc)
-        rc = root ? kf_report_csv(root, r->provenance, out) : KF_ENOMEM;
-    json_decref(root);
-    return rc;
+    return kf_report_csv(kf_report_model_doc(m), o->provenance, out);
 }
 
-/* The page reads the JSON, not the rows: what it shows is what a script
+/* The page reads the tree the JSON writes: what it shows is what a script
  * reading the JSON sees. */
-static int render_html(const rep *r, const kf_report_opts *o, kf_buf *out)
+static int render_html(const kf_report_model *m, const kf_report_opts *o, kf_buf *out)
 {
-    kf_buf js = KF_BUF_INIT;
-    int rc = kf_rep_render_json(r, 0, &js);
-    /* Our own JSON fails to load only for want of memory. */
-    json_t *root = rc ? NULL : json_loadb(js.data, js.len, 0, NULL);
-    kf_buf_release(&js);
-    if (!rc)
-        rc = root ? kf_report_html(root, out, NULL) : KF_ENOMEM;
-    json_decref(root);
-    return rc;
+    (void)o;
+    return kf_report_html(kf_report_model_doc(m), out, NULL);
 }
 
 /* Every format, in the order the help lists them; "markdown" is md's
@@ -115,18 +102,17 @@ int kf_report_render_opts(kf_txn *t, uint32_t sweep_id, const kf_report_opts *op
     const struct format *f = format_of(opts->fmt);
     if (!f)
         return kf_err_set(err, KF_EINVAL, "unknown report format %d", (int)opts->fmt);
-    rep r;
-    int rc = kf_rep_collect(t, sweep_id, opts, &r, err);
+    kf_report_model *m = NULL;
+    int rc = kf_report_model_new(t, sweep_id, opts, &m, err);
     if (rc)
         return rc;
-    kf_rep_rank(&r);
     /* Rendered into a scratch buffer so a failure leaves out as it was. */
     kf_buf tmp = KF_BUF_INIT;
-    rc = f->render(&r, opts, &tmp);
+    rc = f->render(m, opts, &tmp);
     if (!rc)
         kf_buf_add(out, tmp.data, tmp.len);
     kf_buf_release(&tmp);
-    kf_rep_release(&r);
+    kf_report_model_destroy(&m);
     if (rc)
         return kf_err_set(err, rc, "sweep %u: failed rendering the report: %s", sweep_id,
                           kf_strerror(rc));

@@ -111,6 +111,15 @@ int kf_report_csv(const json_t *report, int provenance, kf_buf *out)
         field(out, head[i], i == 0);
     for (int i = 0; provenance && prov_keys[i]; i++)
         field(out, prov_keys[i], 0);
+    /* A problem sweep's rows are a leaderboard's: each says its verdict and
+     * the reference it was judged by (the same on every line, so a
+     * spreadsheet filtered to a row still says it). */
+    const json_t *prob = json_object_get(report, "problem");
+    const json_t *pol = json_object_get(prob, "seed_policy");
+    static const char *const prob_head[] = {
+        "verdict", "problem", "problem_hash", "seed_pool", "seed_renew_s", "seed_generation", NULL};
+    for (int i = 0; json_is_object(prob) && prob_head[i]; i++)
+        field(out, prob_head[i], 0);
     kf_buf_adds(out, "\r\n");
     size_t i;
     json_t *r;
@@ -151,6 +160,14 @@ int kf_report_csv(const json_t *report, int provenance, kf_buf *out)
         const json_t *pv = json_object_get(r, "provenance");
         for (int k = 0; provenance && prov_keys[k]; k++)
             value(out, json_object_get(pv, prov_keys[k]));
+        if (json_is_object(prob)) {
+            value(out, json_object_get(r, "verdict"));
+            value(out, json_object_get(prob, "name"));
+            value(out, json_object_get(prob, "hash"));
+            value(out, json_object_get(pol, "pool_size"));
+            value(out, json_object_get(pol, "renew_s"));
+            value(out, json_object_get(pol, "generation"));
+        }
         kf_buf_adds(out, "\r\n");
     }
     return KF_OK;

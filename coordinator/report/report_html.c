@@ -452,6 +452,32 @@ static void totals(kf_buf *b, const json_t *t)
     kf_buf_adds(b, "</p>\n");
 }
 
+/* A problem sweep: the reference every row was judged by, and its seed
+ * policy (never a seed). */
+static void problem_line(kf_buf *b, const json_t *p)
+{
+    if (!p)
+        return;
+    const json_t *pol = kf_rep_obj_at(p, "seed_policy"), *refs = kf_rep_obj_at(p, "references");
+    double renew, gen;
+    kf_buf_adds(b, "<p class=\"meta\">Problem <b>");
+    kf_rep_esc(b, kf_rep_str_at(p, "name"));
+    kf_buf_adds(b, "</b> (hash <code>");
+    kf_rep_esc(b, kf_rep_str_at(p, "hash") ? kf_rep_str_at(p, "hash") : KF_REP_DASH);
+    kf_buf_addf(b, "</code>) judges every row &middot; seeds: pool of %.0f",
+                kf_rep_num_or(pol, "pool_size", 0));
+    if (kf_rep_num_at(pol, "renew_s", &renew))
+        kf_buf_addf(b, ", renewed every %g s", renew);
+    else
+        kf_buf_adds(b, ", never renewed");
+    if (kf_rep_num_at(pol, "generation", &gen))
+        kf_buf_addf(b, ", generation %.0f", gen);
+    else
+        kf_buf_adds(b, ", no pool stored yet");
+    kf_buf_addf(b, " &middot; %.0f references stored for %.0f configurations</p>\n",
+                kf_rep_num_or(refs, "stored", 0), kf_rep_num_or(refs, "configurations", 0));
+}
+
 static void page_summary(page *pg, const json_t *report)
 {
     kf_buf *b = pg->b;
@@ -478,6 +504,7 @@ static void page_summary(page *pg, const json_t *report)
     kf_buf_adds(b, " &middot; kfleet ");
     kf_rep_esc(b, kf_rep_str_at(report, "kfleet_version"));
     kf_buf_adds(b, "</p>\n");
+    problem_line(b, kf_rep_obj_at(report, "problem"));
     totals(b, kf_rep_obj_at(report, "totals"));
     kf_buf_adds(b, "<p class=\"nav\"><a href=\"#nodes\">Nodes</a><a href=\"#results\">Results</a>"
                    "<a href=\"#kernels\">Per kernel</a><a href=\"#roofline\">Roofline</a>"

@@ -3,6 +3,7 @@
  * that does not apply is null, never 0; numbers that are not finite are
  * null too. */
 #include "report/report_json.h"
+#include "report/report_rank.h"
 #include "common/xalloc.h"
 
 #include <jansson.h>
@@ -60,7 +61,9 @@ static json_t *jtol(double x)
     return isfinite(x) ? json_real(x) : json_string(isnan(x) ? "nan" : x > 0 ? "inf" : "-inf");
 }
 
-static json_t *json_validation(const rtask *vt)
+/* secret: a problem sweep's trial, whose seed came from the problem's
+ * secret pool: its seed is not written (docs/problems.md). */
+static json_t *json_validation(const rtask *vt, int secret)
 {
     json_t *v = json_task_common(vt);
     const Kfleet__Result *res = vt->res;
@@ -71,7 +74,7 @@ static json_t *json_validation(const rtask *vt)
         json_t *jt = json_object();
         char seed[24]; /* uint64: past 2^63 a JSON integer reads as negative */
         snprintf(seed, sizeof seed, "%llu", (unsigned long long)t->seed);
-        set(jt, "seed", json_string(seed));
+        set(jt, "seed", secret ? json_null() : json_string(seed));
         set(jt, "max_abs_err", jnum(t->max_abs_err));
         set(jt, "rel_err", jnum(t->rel_err));
         set(jt, "nonfinite", json_integer((json_int_t)t->nonfinite));
@@ -290,8 +293,12 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     }
     set(o, "attempt_count", json_integer(tries));
     set(o, "attempts", atts);
-    set(o, "validation", w->validate ? json_validation(w->validate) : json_null());
+    set(o, "validation",
+        w->validate ? json_validation(w->validate, r->problem.k != NULL) : json_null());
     set(o, "profile", w->profile ? json_profile(w, with_samples) : json_null());
+    char verdict[64];
+    kf_rep_verdict(w, verdict, sizeof verdict);
+    set(o, "verdict", json_string(verdict));
     set(o, "rank", w->rank ? json_integer(w->rank) : json_null());
     set(o, "speedup", jnum(w->speedup));
     set(o, "speedup_err", jnum(w->speedup_err));
@@ -524,7 +531,32 @@ static json_t *json_failure(const rep *r, const rtask *rt)
     return f;
 }
 
-int kf_rep_render_json(const rep *r, int with_samples, kf_buf *out)
+/* The reference's provenance in a problem sweep (report_problem.h): its
+ * hash and seed policy, never a seed; null for a sweep of plain kernels. */
+static json_t *json_problem(const rep *r)
+{
+    const rproblem *p = &r->problem;
+    if (!p->k)
+        return json_null();
+    char iso[32];
+    json_t *o = json_object(), *pol = json_object(), *refs = json_object();
+    set(o, "name", jstr(p->k->name));
+    set(o, "hash", jstr_or_null(p->k->hash));
+    set(pol, "pool_size", json_integer(p->seed_pool));
+    set(pol, "renew_s", p->seed_renew_s > 0 ? jnum(p->seed_renew_s) : json_null());
+    set(pol, "generation", p->generation ? json_integer(p->generation) : json_null());
+    kf_rep_fmt_iso(p->drawn_ns, iso, sizeof iso);
+    set(pol, "pool_drawn", p->generation && p->drawn_ns ? json_string(iso) : json_null());
+    set(o, "seed_policy", pol);
+    set(refs, "stored", json_integer((json_int_t)p->nrefs));
+    set(refs, "configurations", json_integer((json_int_t)p->nconfigs));
+    set(refs, "generation_min", p->nrefs ? json_integer(p->ref_gen_lo) : json_null());
+    set(refs, "generation_max", p->nrefs ? json_integer(p->ref_gen_hi) : json_null());
+    set(o, "references", refs);
+    return o;
+}
+
+json_t *kf_rep_json_doc(const rep *r, int with_samples)
 {
     json_t *root = json_object();
     set(root, "schema", json_string(KF_REPORT_SCHEMA));
@@ -535,6 +567,7 @@ int kf_rep_render_json(const rep *r, int with_samples, kf_buf *out)
     char th[32];
     kf_rep_thermal(r, th, sizeof th);
     set(root, "thermal_protocol", *th ? json_string(th) : json_null());
+    set(root, "problem", json_problem(r));
     json_t *tot = json_object();
     set(tot, "tasks", json_integer((json_int_t)r->ntasks));
     for (int st = KFLEET__TASK_STATE__PENDING; st <= KFLEET__TASK_STATE__SKIPPED; st++)
@@ -559,9 +592,13 @@ int kf_rep_render_json(const rep *r, int with_samples, kf_buf *out)
     }
     set(root, "builds", builds);
     set(root, "failures", failures);
+    return root;
+}
+
+int kf_rep_json_write(const json_t *doc, kf_buf *out)
+{
     /* Default real precision (17 digits): sample times round-trip exactly. */
-    char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    json_decref(root);
+    char *s = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (!s)
         return KF_ENOMEM;
     kf_buf_adds(out, s);

@@ -12,6 +12,7 @@
 #include "common/xalloc.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,4 +95,20 @@ void kf_rep_rank(rep *r)
     for (size_t i = 0; i < r->nrows; i++)
         free(it[i].key);
     free(it);
+}
+
+void kf_rep_verdict(const rrow *w, char *out, size_t len)
+{
+    const rtask *both[2] = {w->validate, w->profile};
+    for (int i = 0; i < 2; i++) {
+        if (!both[i])
+            continue;
+        int st = kf_rep_state_of(both[i]);
+        if (st != KFLEET__TASK_STATE__SUCCEEDED) {
+            snprintf(out, len, "%s %s", kf_rep_kind_name((int)both[i]->task->kind),
+                     kf_rep_state_name(st));
+            return;
+        }
+    }
+    snprintf(out, len, "passed");
 }

@@ -14,4 +14,9 @@
  * KF_GROUP_CONFIG. */
 void kf_rep_rank(rep *r);
 
+/* The row's verdict as every format writes it: "passed", or the kind and
+ * state of the first of its tasks (validate, profile) that did not
+ * succeed: "validate failed", "profile timed_out", "validate pending". */
+void kf_rep_verdict(const rrow *w, char *out, size_t len);
+
 #endif

@@ -89,6 +89,21 @@ typedef struct rschedule {
     uint32_t gpu_slots; /* GPUs of the agents that ran GPU attempts */
 } rschedule;
 
+/* The problem of a problem sweep (docs/problems.md): what the reference
+ * every candidate was judged against is and where its seeds come from.
+ * Only the policy and the pool's generation are copied here, never a seed:
+ * seeds are secret, and a report is read by the candidates' authors. */
+typedef struct rproblem {
+    const Kfleet__KernelRef *k;      /* the problem's KernelRef (in sw); NULL: no problem */
+    uint32_t kernel;                 /* its index in sw->kernels */
+    uint32_t seed_pool;              /* the sweep's policy: seeds kept in the pool */
+    double seed_renew_s;             /* and the pool's life; 0: never renewed */
+    uint32_t generation;             /* the pool in the store now; 0: none stored */
+    uint64_t drawn_ns;               /* when that pool was drawn */
+    size_t nrefs, nconfigs;          /* stored references, and their configurations */
+    uint32_t ref_gen_lo, ref_gen_hi; /* the pool generations they belong to */
+} rproblem;
+
 typedef struct rep {
     kf_txn *t;
     Kfleet__Sweep *sw;
@@ -102,6 +117,7 @@ typedef struct rep {
     kf_report_group group_by;
     int provenance;
     rschedule sched;
+    rproblem problem; /* report_problem.h; problem.k NULL for a sweep of plain kernels */
 } rep;
 
 /* The schedule's derived figures; NAN where they do not apply (no GPU

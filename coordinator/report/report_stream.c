@@ -10,6 +10,7 @@
 
 #include "common/xalloc.h"
 #include "report/report_json.h"
+#include "report/report_rank.h"
 #include "report/report_rows.h"
 
 #include <jansson.h>
@@ -65,22 +66,6 @@ static void mark_sent(kf_report_stream *s, const rrow *w)
 }
 
 /* "passed", or the first task that did not succeed: "validate failed". */
-static void verdict_of(const rrow *w, char *out, size_t len)
-{
-    const rtask *both[2] = {w->validate, w->profile};
-    for (int i = 0; i < 2; i++) {
-        if (!both[i])
-            continue;
-        int st = kf_rep_state_of(both[i]);
-        if (st != KFLEET__TASK_STATE__SUCCEEDED) {
-            snprintf(out, len, "%s %s", kf_rep_kind_name((int)both[i]->task->kind),
-                     kf_rep_state_name(st));
-            return;
-        }
-    }
-    snprintf(out, len, "passed");
-}
-
 static int row_finished(const rrow *w)
 {
     return (!w->validate || kf_state_terminal(kf_rep_state_of(w->validate))) &&
@@ -101,7 +86,7 @@ int kf_report_stream_poll(kf_report_stream *s, kf_txn *t, kf_buf *out, size_t *n
             continue;
         json_t *row = kf_rep_row_json(&r, w, 0), *o = json_object();
         char verdict[64];
-        verdict_of(w, verdict, sizeof verdict);
+        kf_rep_verdict(w, verdict, sizeof verdict);
         json_object_set_new(o, "schema", json_string(KF_ROW_SCHEMA));
         json_object_set_new(o, "sweep_id", json_integer(s->sweep_id));
         json_object_set_new(o, "verdict", json_string(verdict));

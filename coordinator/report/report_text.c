@@ -13,6 +13,7 @@
  * the table, for Markdown in md, so an error full of ESC sequences, `|` or
  * `<script>` shows as text and cannot rewrite the screen or the page. */
 #include "report/report_text.h"
+#include "report/report_problem.h"
 #include "report/report_page.h"
 #include "common/text.h"
 #include "common/xalloc.h"
@@ -589,6 +590,15 @@ static void render_header(const rep *r, esc *e, kf_buf *out)
                     "%sspeedup: against %s in the same configuration on the same node "
                     "(\xC2\xB1 one standard error)\n",
                     md ? "- " : "  ", E(e, r->sw->baseline));
+    if (r->problem.k) {
+        char pol[160];
+        kf_rep_seed_policy(&r->problem, pol, sizeof pol);
+        kf_buf_addf(out, "%sproblem: %s (hash %s) judges every row; seeds: %s; ", md ? "- " : "  ",
+                    E(e, r->problem.k->name), E(e, kf_rep_nz(r->problem.k->hash)), pol);
+        kf_buf_addf(out, "%zu reference%s stored for %zu configuration%s\n", r->problem.nrefs,
+                    r->problem.nrefs == 1 ? "" : "s", r->problem.nconfigs,
+                    r->problem.nconfigs == 1 ? "" : "s");
+    }
 }
 
 /* --provenance: where each row's numbers come from, one line each. */
