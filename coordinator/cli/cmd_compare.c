@@ -22,21 +22,17 @@ static int cmd_compare(int argc, char **argv, const char *home)
                                          {"accept-changed-source", no_argument, 0, 'S'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    int ch, rc;
+    int ch, rc, f;
     while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
         char *end;
         switch (ch) {
         case KF_OPT_EXIT:
             return rc;
         case 'F':
-            if (strcmp(optarg, "table") == 0)
-                fmt = KF_COMPARE_TABLE;
-            else if (strcmp(optarg, "md") == 0)
-                fmt = KF_COMPARE_MD;
-            else if (strcmp(optarg, "json") == 0)
-                fmt = KF_COMPARE_JSON;
-            else
-                return kf_opt_error(self, "--format wants table, md or json, got '%s'", optarg);
+            /* kf_compare_format order. */
+            if (kf_opt_format(self, optarg, (const char *const[]){"table", "md", "json", NULL}, &f))
+                return 2;
+            fmt = (kf_compare_format)f;
             break;
         case 'S':
             flags |= KF_COMPARE_ACCEPT_SOURCE;

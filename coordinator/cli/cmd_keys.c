@@ -77,9 +77,10 @@ static int key_list_cmd(int argc, char **argv, const char *home)
     while ((ch = kf_opt_next(&key_list, argc, argv, opts, &rc)) != KF_OPT_END) {
         if (ch == KF_OPT_EXIT)
             return rc;
-        if (ch != 'F' || (strcmp(optarg, "json") != 0 && strcmp(optarg, "table") != 0))
-            return kf_opt_error(&key_list, "--format wants table or json, got '%s'", optarg);
-        json = strcmp(optarg, "json") == 0;
+        if (ch != 'F')
+            return kf_opt_error(&key_list, "unexpected option '%s'", argv[optind - 1]);
+        if (kf_opt_format(&key_list, optarg, (const char *const[]){"table", "json", NULL}, &json))
+            return 2;
     }
     if (optind < argc)
         return kf_opt_error(&key_list, "unexpected '%s'", argv[optind]);

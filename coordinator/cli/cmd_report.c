@@ -26,9 +26,8 @@ static int cmd_report(int argc, char **argv, const char *home)
         case KF_OPT_EXIT:
             return rc;
         case 'F':
-            if ((fmt = kf_report_parse_format(optarg)) < 0)
-                return kf_opt_error(self, "--format wants table, md, json, html or csv, got '%s'",
-                                    optarg);
+            if (kf_opt_format(self, optarg, kf_report_format_names, &fmt))
+                return 2;
             break;
         case 'o':
             out = optarg;

@@ -40,9 +40,8 @@ static int cmd_run(int argc, char **argv, const char *home)
             break;
         }
         case 'F':
-            if ((fmt = kf_report_parse_format(optarg)) < 0)
-                return kf_opt_error(self, "--format wants table, md, json, html or csv, got '%s'",
-                                    optarg);
+            if (kf_opt_format(self, optarg, kf_report_format_names, &fmt))
+                return 2;
             break;
         case 'o':
             o.output = optarg;

@@ -262,10 +262,8 @@ static int cmd_status(int argc, char **argv, const char *home)
         case KF_OPT_EXIT:
             return rc;
         case 'F':
-            if (strcmp(optarg, "json") == 0)
-                json = 1;
-            else if (strcmp(optarg, "table") != 0)
-                return kf_opt_error(self, "--format wants table or json, got '%s'", optarg);
+            if (kf_opt_format(self, optarg, (const char *const[]){"table", "json", NULL}, &json))
+                return 2;
             break;
         default:
             return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);

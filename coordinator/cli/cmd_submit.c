@@ -84,12 +84,10 @@ static int cmd_submit(int argc, char **argv, const char *home)
                                     optarg);
             break;
         case 'F':
-            if (strcmp(optarg, "json") == 0)
-                json = 1;
-            else if (strcmp(optarg, "jsonl") == 0)
-                json = jsonl = 1;
-            else if (strcmp(optarg, "table") != 0)
-                return kf_opt_error(self, "--format wants table, json or jsonl, got '%s'", optarg);
+            if (kf_opt_format(self, optarg, (const char *const[]){"table", "json", "jsonl", NULL},
+                              &json))
+                return 2;
+            jsonl = json == 2; /* jsonl is json, a line per row */
             break;
         default:
             return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);

@@ -1,6 +1,7 @@
 /* options — getopt_long, --help and usage errors for every `kfleet`
  * command; see options.h. */
 #include "cli/options.h"
+#include "common/buf.h"
 #include "common/err.h"
 
 #include <ctype.h>
@@ -74,6 +75,39 @@ int kf_opt_args(const kf_cmd_entry *c, int argc, char **argv, const char *what, 
         return KF_OPT_EXIT;
     }
     return KF_OPT_END;
+}
+
+/* Whether arg is one of the '|'-separated alternatives of name. */
+static int names_match(const char *name, const char *arg)
+{
+    size_t n = strlen(arg);
+    for (const char *p = name; *p;) {
+        size_t len = strcspn(p, "|");
+        if (len == n && strncmp(p, arg, n) == 0)
+            return 1;
+        p += len + (p[len] == '|');
+    }
+    return 0;
+}
+
+int kf_opt_format(const kf_cmd_entry *c, const char *arg, const char *const *names, int *fmt)
+{
+    size_t n = 0;
+    for (; names[n]; n++)
+        if (names_match(names[n], arg)) {
+            *fmt = (int)n;
+            return 0;
+        }
+    kf_buf want = KF_BUF_INIT;
+    for (size_t i = 0; i < n; i++)
+        kf_buf_addf(&want, "%s%.*s",
+                    i == 0       ? ""
+                    : i + 1 == n ? " or "
+                                 : ", ",
+                    (int)strcspn(names[i], "|"), names[i]);
+    int rc = kf_opt_error(c, "--format wants %s, got '%s'", want.data ? want.data : "", arg);
+    kf_buf_release(&want);
+    return rc;
 }
 
 int kf_opt_parse_size(const char *s, uint64_t *out)

@@ -43,6 +43,13 @@ int kf_opt_args(const kf_cmd_entry *c, int argc, char **argv, const char *what, 
  * returns 2 (bad usage). */
 int kf_opt_error(const kf_cmd_entry *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The value of a command's --format: the index in names (NULL-ended; an
+ * entry "md|markdown" accepts either, and the first is the one named) of
+ * arg into *fmt, and 0. Anything else: "--format wants table, md or json,
+ * got 'x'" with the usage, as kf_opt_error, and 2. Every command's
+ * --format goes through here, so each answers a bad one the same way. */
+int kf_opt_format(const kf_cmd_entry *c, const char *arg, const char *const *names, int *fmt);
+
 /* The command's help: its usage, then what it does and every flag. */
 void kf_opt_help(FILE *f, const kf_cmd_entry *c);
 

@@ -47,36 +47,25 @@ static int render_html(const kf_report_model *m, const kf_report_opts *o, kf_buf
     return kf_report_html(kf_report_model_doc(m), out, NULL);
 }
 
-/* Every format, in the order the help lists them; "markdown" is md's
- * other name. */
-static const struct format {
-    const char *name, *alias;
-    kf_report_format fmt;
-    render_fn render;
-} formats[] = {
-    /* clang-format off */
-    {"table", NULL,       KF_REPORT_TABLE, render_table},
-    {"md",    "markdown", KF_REPORT_MD,    render_md},
-    {"json",  NULL,       KF_REPORT_JSON,  render_json},
-    {"html",  NULL,       KF_REPORT_HTML,  render_html},
-    {"csv",   NULL,       KF_REPORT_CSV,   render_csv},
-    /* clang-format on */
-};
+/* Every format, in kf_report_format order (the order the help lists them);
+ * "md|markdown": md has another name. */
+const char *const kf_report_format_names[] = {"table", "md|markdown", "json", "html", "csv", NULL};
 
-static const struct format *format_of(kf_report_format fmt)
-{
-    for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
-        if (formats[i].fmt == fmt)
-            return &formats[i];
-    return NULL;
-}
+static const render_fn renderers[] = {
+    [KF_REPORT_TABLE] = render_table, [KF_REPORT_MD] = render_md,   [KF_REPORT_JSON] = render_json,
+    [KF_REPORT_HTML] = render_html,   [KF_REPORT_CSV] = render_csv,
+};
 
 int kf_report_parse_format(const char *s)
 {
-    for (size_t i = 0; s && i < sizeof formats / sizeof *formats; i++)
-        if (strcmp(s, formats[i].name) == 0 ||
-            (formats[i].alias && strcmp(s, formats[i].alias) == 0))
-            return (int)formats[i].fmt;
+    size_t n = s ? strlen(s) : 0;
+    for (int i = 0; s && kf_report_format_names[i]; i++)
+        for (const char *p = kf_report_format_names[i]; *p;) {
+            size_t len = strcspn(p, "|");
+            if (len == n && strncmp(p, s, n) == 0)
+                return i;
+            p += len + (p[len] == '|');
+        }
     return -1;
 }
 
@@ -99,8 +88,9 @@ int kf_report_render(kf_txn *t, uint32_t sweep_id, kf_report_format fmt, int col
 int kf_report_render_opts(kf_txn *t, uint32_t sweep_id, const kf_report_opts *opts, kf_buf *out,
                           kf_err *err)
 {
-    const struct format *f = format_of(opts->fmt);
-    if (!f)
+    render_fn render =
+        (unsigned)opts->fmt < sizeof renderers / sizeof *renderers ? renderers[opts->fmt] : NULL;
+    if (!render)
         return kf_err_set(err, KF_EINVAL, "unknown report format %d", (int)opts->fmt);
     kf_report_model *m = NULL;
     int rc = kf_report_model_new(t, sweep_id, opts, &m, err);
@@ -108,7 +98,7 @@ int kf_report_render_opts(kf_txn *t, uint32_t sweep_id, const kf_report_opts *op
         return rc;
     /* Rendered into a scratch buffer so a failure leaves out as it was. */
     kf_buf tmp = KF_BUF_INIT;
-    rc = f->render(m, opts, &tmp);
+    rc = render(m, opts, &tmp);
     if (!rc)
         kf_buf_add(out, tmp.data, tmp.len);
     kf_buf_release(&tmp);

@@ -15,7 +15,11 @@
 #include "core/store.h"
 #include "report/report_opts.h"
 
-/* Parses "table|md|json|html|csv"; returns -1 when unknown. */
+/* The formats' names in kf_report_format order, NULL-ended: what a
+ * command's --format takes (kf_opt_format); "md|markdown" is either. */
+extern const char *const kf_report_format_names[];
+
+/* Parses "table|md|json|html|csv" (and "markdown"); -1 when unknown. */
 int kf_report_parse_format(const char *s);
 
 /* Parses "kernel|gpu|node"; returns -1 when unknown. */

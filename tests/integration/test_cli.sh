@@ -23,6 +23,20 @@ set -e
 grep -q "usage: kfleet status" "$T/err" || fail "no usage after a bad flag"
 pass "unknown command and flag: exit 2 with usage"
 
+# One --format parser (kf_opt_format): every command names what it takes,
+# says what it got, shows its usage and exits 2, before doing anything.
+for c in "report:table, md, json, html or csv" "run x.yaml:table, md, json, html or csv" \
+  "compare 1 2:table, md or json" "status:table or json" "verify:table or json" \
+  "submit x.yaml:table, json or jsonl" "agent-key list:table or json"; do
+  set +e
+  $KFLEET ${c%%:*} --format xml 2>"$T/err"; rc=$?
+  set -e
+  [ $rc -eq 2 ] || fail "${c%%:*} --format xml: exit $rc"
+  grep -q "kfleet .*: --format wants ${c#*:}, got 'xml'" "$T/err" || fail "${c%%:*}: $(cat "$T/err")"
+  grep -q "usage: kfleet" "$T/err" || fail "${c%%:*} --format xml: no usage"
+done
+pass "--format: one answer to a bad value in every command"
+
 set +e
 "$KFLEET" status 2>"$T/err"; rc=$?
 set -e
