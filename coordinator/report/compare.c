@@ -25,6 +25,10 @@ typedef struct cfg {
     char impossible[96]; /* "2.4x the node's copy bandwidth"; "" when possible */
     char tol[64];        /* "tol_abs 1e-06 tol_rel 1e-05"; "" when not known */
     const char *hash;    /* the kernel's source hash, "" when not known */
+    /* A problem sweep's row (docs/problems.md): a candidate, judged by the
+     * problem of that hash (the side's). */
+    int candidate;
+    const char *problem_hash;
 } cfg;
 
 typedef struct side {
@@ -34,6 +38,7 @@ typedef struct side {
     size_t n;
     uint32_t id;
     const char *name;
+    const char *problem_hash; /* "" unless a problem sweep */
 } side;
 
 static const char *str_of(const json_t *o, const char *key)
@@ -140,6 +145,8 @@ static int load_side(kf_txn *t, uint32_t id, side *s, kf_err *err)
     s->report = kf_report_model_doc(s->m);
     s->id = id;
     s->name = json_string_value(json_object_get(json_object_get(s->report, "sweep"), "name"));
+    const json_t *prob = json_object_get(s->report, "problem");
+    s->problem_hash = json_is_object(prob) ? str_of(prob, "hash") : "";
     const json_t *rows = json_object_get(s->report, "rows");
     s->c = kf_xcalloc(json_array_size(rows) + 1, sizeof *s->c);
     size_t i;
@@ -160,6 +167,8 @@ static int load_side(kf_txn *t, uint32_t id, side *s, kf_err *err)
         c->median = c->ok && json_is_number(med) ? json_number_value(med) : NAN;
         c->noise = json_is_number(noise) ? json_number_value(noise) : 0;
         judgement_of(s->report, r, c);
+        c->candidate = json_is_object(prob);
+        c->problem_hash = s->problem_hash;
     }
     return KF_OK;
 }
@@ -170,19 +179,32 @@ static void free_side(side *s)
     free(s->c);
 }
 
-static int same_cfg(const cfg *a, const cfg *b)
+/* How a configuration of B finds its counterpart in A, tried in this order
+ * over all of B before the next: in two problem sweeps a row is a
+ * candidate, and a candidate is its code: first the same name and source,
+ * then the same source under another name (a candidate renamed or moved
+ * between the sweeps), then the same name with another source (a candidate
+ * edited). Plain kernels pair by name only, as they always have. */
+enum { BY_NAME_AND_SOURCE, BY_SOURCE, BY_NAME, BY_COUNT };
+
+static int same_cfg(const cfg *a, const cfg *b, int by)
 {
-    return strcmp(a->kernel, b->kernel) == 0 && strcmp(a->key, b->key) == 0;
+    int cand = a->candidate && b->candidate;
+    if (strcmp(a->key, b->key) != 0 || (!cand && by != BY_NAME))
+        return 0;
+    int name = strcmp(a->kernel, b->kernel) == 0;
+    int source = *a->hash && strcmp(a->hash, b->hash) == 0;
+    return by == BY_NAME_AND_SOURCE ? name && source : by == BY_SOURCE ? source : name;
 }
 
 /* B's counterpart in A: the same node first, else the same device. */
-static cfg *match(side *a, const cfg *b)
+static cfg *match(side *a, const cfg *b, int by)
 {
     for (size_t i = 0; i < a->n; i++)
-        if (!a->c[i].matched && same_cfg(&a->c[i], b) && strcmp(a->c[i].node, b->node) == 0)
+        if (!a->c[i].matched && same_cfg(&a->c[i], b, by) && strcmp(a->c[i].node, b->node) == 0)
             return &a->c[i];
     for (size_t i = 0; i < a->n; i++)
-        if (!a->c[i].matched && same_cfg(&a->c[i], b) && strcmp(a->c[i].device, b->device) == 0)
+        if (!a->c[i].matched && same_cfg(&a->c[i], b, by) && strcmp(a->c[i].device, b->device) == 0)
             return &a->c[i];
     return NULL;
 }
@@ -231,6 +253,22 @@ static enum outcome judgement(pair *p, enum outcome o, unsigned flags)
         snprintf(p->why, sizeof p->why, "tolerances changed: %s -> %s: not the same check", a->tol,
                  b->tol);
         return O_CHANGED;
+    }
+    if (a->candidate && b->candidate) {
+        /* The problem judges a candidate: another candidate source is
+         * another entry on the same leaderboard, another problem is
+         * another check. */
+        if (strcmp(a->problem_hash, b->problem_hash) != 0) {
+            snprintf(p->why, sizeof p->why,
+                     "problem changed (%.12s -> %.12s): the candidates were judged by another "
+                     "reference",
+                     a->problem_hash, b->problem_hash);
+            return O_CHANGED;
+        }
+        if (strcmp(a->kernel, b->kernel) != 0)
+            snprintf(p->why, sizeof p->why, "candidate %.100s in A, renamed (same source %.12s)",
+                     a->kernel, a->hash);
+        return o;
     }
     if (!(flags & KF_COMPARE_ACCEPT_SOURCE) && *a->hash && *b->hash &&
         strcmp(a->hash, b->hash) != 0) {
@@ -402,6 +440,8 @@ static json_t *jcfg(const cfg *c)
     if (!c)
         return json_null();
     json_t *o = json_object();
+    json_object_set_new(o, "kernel", json_string(c->kernel));
+    json_object_set_new(o, "source_hash", *c->hash ? json_string(c->hash) : json_null());
     json_object_set_new(o, "node", json_string(c->node));
     json_object_set_new(o, "device", json_string(c->device));
     json_object_set_new(o, "passed", json_boolean(c->ok));
@@ -477,16 +517,17 @@ int kf_compare_render(kf_txn *t, uint32_t a, uint32_t b, double threshold_pct, u
     if (rc == KF_OK)
         p = kf_xcalloc(sa.n + sb.n + 1, sizeof *p);
     size_t np = 0, common = 0;
-    for (size_t i = 0; rc == KF_OK && i < sb.n; i++) {
-        cfg *m = match(&sa, &sb.c[i]);
-        if (m) {
-            m->matched = sb.c[i].matched = 1;
-            common++;
+    for (size_t i = 0; rc == KF_OK && i < sb.n; i++)
+        p[np++].b = &sb.c[i];
+    for (int by = 0; by < BY_COUNT; by++)
+        for (size_t i = 0; rc == KF_OK && i < np; i++) {
+            cfg *m = p[i].a ? NULL : match(&sa, p[i].b, by);
+            if (m) {
+                m->matched = sb.c[i].matched = 1;
+                p[i].a = m;
+                common++;
+            }
         }
-        p[np].a = m;
-        p[np].b = &sb.c[i];
-        np++;
-    }
     for (size_t i = 0; rc == KF_OK && i < sa.n; i++)
         if (!sa.c[i].matched)
             p[np++].a = &sa.c[i];

@@ -5,7 +5,13 @@
  * Configurations are matched by kernel name, parameters and node; one whose
  * node is not in the other sweep is matched by the same kernel, parameters
  * and device (GPU model or CPU), so a sweep rerun on other pods of the same
- * kind still compares. A configuration passes when every task of it (its
+ * kind still compares. In two sweeps of a problem (docs/problems.md) a row
+ * is a candidate, and candidates pair by what they are: first the same name
+ * and source hash, then the same source under another name (renamed or
+ * moved: the pair says so), then the same name with another source (edited);
+ * each pass over all of B before the next. A candidate's new source is not a
+ * changed check there (the problem judges it, not the candidate), but
+ * another problem hash is: every pair that passes is then "changed". A configuration passes when every task of it (its
  * validation, its profile) succeeded. Then, per configuration:
  *  - passed in A, and in B failed, crashed, timed out, was skipped or is
  *    missing: **broken**, a regression, listed first with B's reason;
@@ -28,8 +34,9 @@
  *    impossible rows still are regressions.
  * No configuration in common is an error (KF_EINVAL): nothing was compared.
  *
- * Both sweeps are read through the report (kfleet.report/1), so the
- * medians, noises and states are the ones the reports show. */
+ * Both sweeps are read through the report's model (report_model.h: the
+ * tree the JSON is written from), so the medians, noises and states are the
+ * ones the reports show. */
 #ifndef KF_COMPARE_H
 #define KF_COMPARE_H
 

@@ -1,5 +1,6 @@
 /* rows_fixture — a store written by hand for the tests of the rows as a
- * consumer reads them (test_report_stream.c, test_report_rank.c): sweep 1,
+ * consumer reads them (test_report_stream.c, test_report_rank.c; its
+ * helpers and teardown also serve test_report_problem.c): sweep 1,
  * baseline "base", kernels base, cand, bad, one configuration n=1024 on
  * agent n1.
  *   base: validated and profiled (2, 3, 4 ms: median 3 ms)
@@ -25,16 +26,17 @@ static inline int rm_cb(const char *p, const struct stat *s, int f, struct FTW *
     return remove(p);
 }
 
-static inline void put_task(kf_txn *t, uint32_t idx, Kfleet__TaskKind kind, uint32_t kernel,
-                            Kfleet__TaskState st)
+/* Task idx of sweep, n=1024 on agent n1. */
+static inline void put_task_of(kf_txn *t, uint32_t sweep, uint32_t idx, Kfleet__TaskKind kind,
+                               uint32_t kernel, Kfleet__TaskState st)
 {
     Kfleet__Param pn = KFLEET__PARAM__INIT;
     Kfleet__Param *params[1] = {&pn};
     pn.name = "n";
     pn.value = 1024;
     Kfleet__Task task = KFLEET__TASK__INIT;
-    task.task_id = kf_task_id(SWEEP, idx);
-    task.sweep_id = SWEEP;
+    task.task_id = kf_task_id(sweep, idx);
+    task.sweep_id = sweep;
     task.kind = kind;
     task.kernel_index = kernel;
     task.n_params = 1;
@@ -46,15 +48,21 @@ static inline void put_task(kf_txn *t, uint32_t idx, Kfleet__TaskKind kind, uint
     assert_int_equal(kf_store_put_task(t, &task), 0);
 }
 
+static inline void put_task(kf_txn *t, uint32_t idx, Kfleet__TaskKind kind, uint32_t kernel,
+                            Kfleet__TaskState st)
+{
+    put_task_of(t, SWEEP, idx, kind, kernel, st);
+}
+
 /* The terminal record of task idx; a profile's with its samples (ms). */
-static inline void put_end(kf_txn *t, uint32_t idx, Kfleet__TaskState st, const double *ms,
-                           size_t n)
+static inline void put_end_of(kf_txn *t, uint32_t sweep, uint32_t idx, Kfleet__TaskState st,
+                              const double *ms, size_t n)
 {
     Kfleet__ProfileStats ps = KFLEET__PROFILE_STATS__INIT;
     ps.samples = (uint32_t)n;
     ps.converged = 1;
     Kfleet__Result r = KFLEET__RESULT__INIT;
-    r.task_id = kf_task_id(SWEEP, idx);
+    r.task_id = kf_task_id(sweep, idx);
     r.attempt = 1;
     r.state = st;
     r.agent_id = "n1";
@@ -68,22 +76,39 @@ static inline void put_end(kf_txn *t, uint32_t idx, Kfleet__TaskState st, const 
         Kfleet__Sample s = KFLEET__SAMPLE__INIT;
         s.seq = (uint32_t)i;
         s.seconds = ms[i] / 1000.0;
-        assert_int_equal(kf_store_put_sample(t, kf_task_id(SWEEP, idx), 1, &s, &dup), 0);
+        assert_int_equal(kf_store_put_sample(t, kf_task_id(sweep, idx), 1, &s, &dup), 0);
     }
+}
+
+static inline void put_end(kf_txn *t, uint32_t idx, Kfleet__TaskState st, const double *ms,
+                           size_t n)
+{
+    put_end_of(t, SWEEP, idx, st, ms, n);
+}
+
+/* A new store in a fresh directory (dir), and a write transaction on it;
+ * NULL when the directory or the store cannot be made. */
+static inline kf_txn *rows_fixture_open(void)
+{
+    strcpy(dir, "/tmp/kf-rows-XXXXXX");
+    if (!mkdtemp(dir))
+        return NULL;
+    kf_err err;
+    if (kf_store_open(dir, 0, &store, &err) != KF_OK)
+        return NULL;
+    kf_txn *t = NULL;
+    assert_int_equal(kf_store_begin(store, 0, &t, &err), 0);
+    return t;
 }
 
 /* The store of the header comment; cand_done: cand's profile has ended
  * (1.5 ms x 3), else it is running. */
 static inline int rows_fixture_setup(const char *name, int cand_done)
 {
-    strcpy(dir, "/tmp/kf-rows-XXXXXX");
-    if (!mkdtemp(dir))
+    kf_txn *t = rows_fixture_open();
+    if (!t)
         return -1;
     kf_err err;
-    if (kf_store_open(dir, 0, &store, &err) != KF_OK)
-        return -1;
-    kf_txn *t = NULL;
-    assert_int_equal(kf_store_begin(store, 0, &t, &err), 0);
     Kfleet__KernelRef kb = KFLEET__KERNEL_REF__INIT, kc = KFLEET__KERNEL_REF__INIT,
                       kx = KFLEET__KERNEL_REF__INIT;
     Kfleet__KernelRef *kernels[3] = {&kb, &kc, &kx};
