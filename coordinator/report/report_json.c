@@ -293,8 +293,10 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     }
     set(o, "attempt_count", json_integer(tries));
     set(o, "attempts", atts);
-    set(o, "validation",
-        w->validate ? json_validation(w->validate, r->problem.k != NULL) : json_null());
+    /* Known from the sweep alone, so the row stream (which does not read
+     * the problem's provenance) keeps the seeds secret too. */
+    int secret = r->problem.k || r->sw->seed_pool > 0 || (k && (k->candidate || k->problem));
+    set(o, "validation", w->validate ? json_validation(w->validate, secret) : json_null());
     set(o, "profile", w->profile ? json_profile(w, with_samples) : json_null());
     char verdict[64];
     kf_rep_verdict(w, verdict, sizeof verdict);

@@ -24,6 +24,7 @@
 #include "core/problem.h"
 #include "report/compare.h"
 #include "report/report.h"
+#include "report/report_stream.h"
 
 #include <ftw.h>
 #include <jansson.h>
@@ -258,6 +259,26 @@ static void test_leaderboard_formats(void **state)
     free(s);
 }
 
+/* The row stream (submit --follow --format jsonl) keeps the seed secret
+ * too, though it does not read the problem's provenance. */
+static void test_stream_keeps_seeds_secret(void **state)
+{
+    (void)state;
+    kf_txn *t = NULL;
+    kf_err err;
+    assert_int_equal(kf_store_begin(store, 1, &t, &err), 0);
+    kf_report_stream *st = kf_report_stream_new(1);
+    kf_buf out = KF_BUF_INIT;
+    size_t n = 0;
+    assert_int_equal(kf_report_stream_poll(st, t, &out, &n, &err), 0);
+    kf_store_abort(&t);
+    assert_true(n >= 3);
+    assert_null(strstr(out.data, SECRET_TEXT));
+    assert_non_null(strstr(out.data, "\"seed\":null"));
+    kf_buf_release(&out);
+    kf_report_stream_destroy(&st);
+}
+
 static char *compare(uint32_t a, uint32_t b, kf_compare_format fmt, kf_compare_result *res)
 {
     kf_err err;
@@ -324,6 +345,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_leaderboard_json),
                                        cmocka_unit_test(test_leaderboard_formats),
+                                       cmocka_unit_test(test_stream_keeps_seeds_secret),
                                        cmocka_unit_test(test_compare_by_candidate)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }
