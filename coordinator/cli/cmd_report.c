@@ -40,6 +40,7 @@ static int cmd_report(int argc, char **argv, const char *home)
                 return kf_opt_error(self, "--group-by wants gpu, node, kernel or config, got '%s'",
                                     optarg);
             ro.group_by = (kf_report_group)group;
+            ro.group_set = 1;
             break;
         case 'P':
             ro.provenance = 1;
@@ -79,7 +80,8 @@ const kf_cmd_entry kf_cmd_report = {
     "                     baseline (speedup per matching configuration and node)\n"
     "  --group-by KEY     order rows by gpu, node or kernel (the default), or config: a\n"
     "                     leaderboard, each configuration's rows on a device ranked by\n"
-    "                     median (failed, impossible or unprofiled rows unranked, last)\n"
+    "                     median (failed, impossible or unprofiled rows unranked, last):\n"
+    "                     a problem sweep's default\n"
     "  --provenance       table, md, csv: each row's node, GPU UUID, driver, clocks seen,\n"
     "                     compiler, source and binary hashes (JSON always has them)",
 };

@@ -11,8 +11,8 @@
  * moved: the pair says so), then the same name with another source (edited);
  * each pass over all of B before the next. A candidate's new source is not a
  * changed check there (the problem judges it, not the candidate), but
- * another problem hash is: every pair that passes is then "changed". A configuration passes when every task of it (its
- * validation, its profile) succeeded. Then, per configuration:
+ * another problem hash is: every pair that passes is then "changed". A configuration passes when
+ * every task of it (its validation, its profile) succeeded. Then, per configuration:
  *  - passed in A, and in B failed, crashed, timed out, was skipped or is
  *    missing: **broken**, a regression, listed first with B's reason;
  *  - failing in both: reported as such, no regression;

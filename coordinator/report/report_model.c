@@ -30,6 +30,8 @@ int kf_report_model_new(kf_txn *t, uint32_t sweep_id, const kf_report_opts *opts
     }
     rc = kf_rep_problem_collect(&m->rows, err);
     if (rc == KF_OK) {
+        if (m->rows.problem.k && !opts->group_set)
+            m->rows.group_by = KF_GROUP_CONFIG;
         kf_rep_rank(&m->rows);
         m->doc = kf_rep_json_doc(&m->rows, opts->fmt == KF_REPORT_JSON && !opts->omit_samples);
         if (!m->doc)

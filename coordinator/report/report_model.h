@@ -20,7 +20,8 @@
 typedef struct kf_report_model kf_report_model;
 
 /* Reads sweep_id from the read transaction t and builds its model as opts
- * asks (baseline, group_by, provenance; the tree holds sample_seconds only
+ * asks (baseline, group_by, provenance; a problem sweep's rows in
+ * leaderboard order unless opts->group_set; the tree holds sample_seconds only
  * when opts asks for JSON without omit_samples). *out is the caller's, for
  * kf_report_model_destroy; it reads nothing more from t. KF_ENOTFOUND: no
  * such sweep; KF_EINVAL: the baseline is not one of its kernels; else the

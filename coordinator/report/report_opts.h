@@ -28,6 +28,9 @@ typedef struct kf_report_opts {
     const char
         *baseline; /* compare against this kernel instead of the sweep's; NULL: the sweep's */
     kf_report_group group_by;
+    /* group_by was asked for (--group-by): else a problem sweep's report is
+     * its leaderboard, ordered as KF_GROUP_CONFIG. */
+    int group_set;
     int provenance;   /* table, Markdown, CSV: add each row's provenance (JSON always has it) */
     int omit_samples; /* JSON: leave out sample_seconds (for a program's own reading) */
 } kf_report_opts;

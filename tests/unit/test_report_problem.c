@@ -224,6 +224,24 @@ static void test_leaderboard_json(void **state)
     assert_true(json_is_null(json_object_get(trial, "seed")));
     json_decref(root);
     free(s);
+
+    /* Unasked, a problem sweep's rows come in leaderboard order; asked for
+     * by kernel, they do. */
+    kf_txn *t = NULL;
+    kf_err err;
+    assert_int_equal(kf_store_begin(store, 1, &t, &err), 0);
+    kf_buf out = KF_BUF_INIT;
+    kf_report_opts o = {.fmt = KF_REPORT_CSV};
+    assert_int_equal(kf_report_render_opts(t, 1, &o, &out, &err), 0);
+    char *f = strstr(out.data, "\r\nfast,"), *r = strstr(out.data, "\r\ntorch_ref,");
+    assert_true(f && r && f < r);
+    kf_buf_reset(&out);
+    o.group_set = 1;
+    assert_int_equal(kf_report_render_opts(t, 1, &o, &out, &err), 0);
+    f = strstr(out.data, "\r\nfast,"), r = strstr(out.data, "\r\ntorch_ref,");
+    assert_true(f && r && r < f);
+    kf_store_abort(&t);
+    kf_buf_release(&out);
 }
 
 static void test_leaderboard_formats(void **state)
