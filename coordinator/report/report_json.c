@@ -208,12 +208,11 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
 {
     json_t *o = json_object();
     const rtask *any = w->profile ? w->profile : w->validate;
-    const Kfleet__KernelRef *k = kf_rep_kref(r, w->kernel);
-    const Kfleet__AgentInfo *a = kf_rep_agent(r, w->node);
-    set(o, "kernel", json_string(kf_rep_kernel_name(r, w->kernel)));
+    const Kfleet__KernelRef *k = w->kref;
+    const Kfleet__AgentInfo *a = w->agent;
+    set(o, "kernel", json_string(w->kernel_name));
     /* The name the kernel declares itself, when that is another. */
-    const char *declared = kf_rep_declared_name(r, w);
-    set(o, "declared_name", declared ? json_string(declared) : json_null());
+    set(o, "declared_name", w->declared ? json_string(w->declared) : json_null());
     set(o, "kernel_index", json_integer(w->kernel));
     set(o, "config_index", json_integer(w->config));
     json_t *params = json_object();
@@ -222,7 +221,7 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
             json_integer(any->task->params[i]->value));
     set(o, "params", params);
     set(o, "node", jstr_or_null(w->node));
-    set(o, "device", json_string(kf_rep_device_of(r, w->node)));
+    set(o, "device", json_string(w->device));
 
     json_t *prov = json_object();
     set(prov, "agent_id", jstr_or_null(w->node));

@@ -41,7 +41,7 @@ static char *row_key(const rep *r, const rrow *w)
     kf_buf b = KF_BUF_INIT;
     for (size_t i = 0; i < t->n_params; i++)
         kf_buf_addf(&b, "%s%s=%lld", i ? "," : "", kf_rep_nz(ps[i]->name), (long long)ps[i]->value);
-    kf_buf_addf(&b, "|%s", kf_rep_device_of(r, w->node));
+    kf_buf_addf(&b, "|%s", w->device);
     free(ps);
     return kf_buf_detach(&b);
 }

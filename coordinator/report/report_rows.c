@@ -755,6 +755,14 @@ int kf_rep_collect(kf_txn *t, uint32_t sweep_id, const kf_report_opts *opts, rep
     }
     if (!rc)
         rc = build_rows(r);
+    for (size_t i = 0; !rc && i < r->nrows; i++) {
+        rrow *w = &r->rows[i];
+        w->kref = kf_rep_kref(r, w->kernel);
+        w->agent = kf_rep_agent(r, w->node);
+        w->kernel_name = kf_rep_kernel_name(r, w->kernel);
+        w->declared = kf_rep_declared_name(r, w);
+        w->device = kf_rep_device_of(r, w->node);
+    }
     if (rc) {
         kf_rep_release(r);
         return kf_err_set(err, rc, "sweep %u: failed %s: %s", sweep_id, what, kf_strerror(rc));

@@ -43,6 +43,14 @@ typedef struct rtask {
 typedef struct rrow {
     uint32_t kernel, config;
     const char *node; /* points into a task or result of the rep */
+    /* Resolved once when collected, so no renderer looks them up again:
+     * the kernel's KernelRef (NULL: none), the node's agent (NULL: never
+     * registered), the kernel's name in the sweep, the name it declares
+     * itself when another (kf_rep_declared_name, else NULL), its device
+     * (kf_rep_device_of). */
+    const Kfleet__KernelRef *kref;
+    const Kfleet__AgentInfo *agent;
+    const char *kernel_name, *declared, *device;
     rtask *validate, *profile;
     kf_stats st;                               /* st.n == 0: no successful profile */
     double gbps, gflops, speedup, base_median; /* NAN when not applicable */

@@ -365,7 +365,7 @@ static void flags_str(const rrow *w, char *out, size_t len)
 static void row_cells(const rep *r, const rrow *w, char (*cells)[CELL])
 {
     const rtask *any = w->profile ? w->profile : w->validate;
-    const char *declared = kf_rep_declared_name(r, w);
+    const char *declared = w->declared;
     /* A leaderboard's rows say their place first: "#1 fused", "- naive". */
     char place[16] = "";
     if (r->group_by == KF_GROUP_CONFIG && w->rank)
@@ -373,13 +373,12 @@ static void row_cells(const rep *r, const rrow *w, char (*cells)[CELL])
     else if (r->group_by == KF_GROUP_CONFIG)
         snprintf(place, sizeof place, "- ");
     if (declared)
-        snprintf(cells[R_KERNEL], CELL, "%s%s (%s)", place, kf_rep_kernel_name(r, w->kernel),
-                 declared);
+        snprintf(cells[R_KERNEL], CELL, "%s%s (%s)", place, w->kernel_name, declared);
     else
-        snprintf(cells[R_KERNEL], CELL, "%s%s", place, kf_rep_kernel_name(r, w->kernel));
+        snprintf(cells[R_KERNEL], CELL, "%s%s", place, w->kernel_name);
     params_str(any->task, cells[R_PARAMS], CELL);
     snprintf(cells[R_NODE], CELL, "%s", *w->node ? w->node : "-");
-    snprintf(cells[R_DEVICE], CELL, "%s", kf_rep_device_of(r, w->node));
+    snprintf(cells[R_DEVICE], CELL, "%s", w->device);
     validation_str(w, cells[R_VALID], CELL);
     for (int c = R_SAMPLES; c <= R_SPEEDUP; c++)
         snprintf(cells[c], CELL, "-");
@@ -609,14 +608,14 @@ static void render_provenance(const rep *r, esc *e, kf_buf *out)
     for (size_t i = 0; i < r->nrows; i++) {
         const rrow *w = &r->rows[i];
         const rtask *any = w->profile ? w->profile : w->validate;
-        const Kfleet__AgentInfo *a = kf_rep_agent(r, w->node);
-        const Kfleet__KernelRef *k = kf_rep_kref(r, w->kernel);
+        const Kfleet__AgentInfo *a = w->agent;
+        const Kfleet__KernelRef *k = w->kref;
         const Kfleet__TelemetrySummary *ts =
             w->profile && w->profile->res ? w->profile->res->telemetry : NULL;
         char params[256];
         params_str(any->task, params, sizeof params);
-        kf_buf_addf(out, "%s%s %s on %s:", md ? "- " : "  ", E(e, kf_rep_kernel_name(r, w->kernel)),
-                    E(e, params), E(e, *w->node ? w->node : "-"));
+        kf_buf_addf(out, "%s%s %s on %s:", md ? "- " : "  ", E(e, w->kernel_name), E(e, params),
+                    E(e, *w->node ? w->node : "-"));
         if (a && a->n_gpus)
             kf_buf_addf(out, " %s %s,", E(e, a->gpus[0]->name), E(e, a->gpus[0]->uuid));
         else if (a)
