@@ -1,7 +1,7 @@
 /* report — turns a sweep's stored records into the report people read:
- * a terminal table, Markdown, JSON (schema "kfleet.report/1",
- * docs/report-json.md), or one self-contained HTML page drawn from that
- * JSON (report_html.h).
+ * a terminal table, Markdown, JSON (schema "kfleet.report/2",
+ * docs/report-json.md), CSV, or one self-contained HTML page, each rendered
+ * from one model built once from the store (report_model.h).
  *
  * Every figure is computed from stored samples and results, never from a
  * summary the agent claimed: the median and spread come from the samples in

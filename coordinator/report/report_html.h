@@ -1,5 +1,6 @@
 /* report_html — the sweep report as one self-contained HTML page, rendered
- * from the report JSON (schema "kfleet.report/1", docs/report-json.md).
+ * from the report's tree (schema "kfleet.report/2", docs/report-json.md):
+ * the model's (report_model.h), never JSON text parsed back.
  *
  * The page needs nothing from the network: its style, its charts (inline
  * SVG) and the few lines of script that sort the results table are all in

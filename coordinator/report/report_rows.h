@@ -1,8 +1,9 @@
 /* report_rows — the rows a report is made of: a sweep's stored records
- * collected once (report_rows.c) and the small lookups over them. Every
- * renderer reads these and nothing else: report_text.c (table, Markdown)
- * and report_json.c (JSON, from which HTML and CSV are drawn). Not an API
- * outside coordinator/report: report.h is. */
+ * collected once (report_rows.c) and the small lookups over them; the
+ * report's model (report_model.h) holds them. report_text.c (table,
+ * Markdown) renders them and report_json.c builds the model's tree from
+ * them (which the JSON, CSV and HTML render). Not an API outside
+ * coordinator/report: report.h is. */
 #ifndef KF_REPORT_ROWS_H
 #define KF_REPORT_ROWS_H
 
