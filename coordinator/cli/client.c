@@ -300,10 +300,25 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
         sw->seed_pool = spec->seed_pool;
         sw->seed_renew_s = spec->seed_renew_s;
     }
-    int kinds = spec->tasks & (KF_TASK_VALIDATE | KF_TASK_PROFILE);
-    size_t per_config = (size_t) !!(kinds & KF_TASK_VALIDATE) + !!(kinds & KF_TASK_PROFILE);
+    /* The per-configuration kinds asked for go as task groups; without
+     * any, the per-kernel ones go as a task each. */
+    unsigned kinds = 0, per_kernel = 0;
+    size_t per_config = 0, nper_kernel = 0;
+    for (size_t ki = 0; kf_task_kinds[ki]; ki++) {
+        const kf_task_kind *tk = kf_task_kinds[ki];
+        if (!((unsigned)spec->tasks & tk->sweep_bit))
+            continue;
+        if (tk->per_config) {
+            kinds |= tk->sweep_bit;
+            per_config++;
+        } else {
+            per_kernel |= tk->sweep_bit;
+            nper_kernel++;
+        }
+    }
     /* A build-only sweep sends a task per kernel; any other, a group. */
-    req->tasks = kf_xcalloc(spec->nkernels ? spec->nkernels : 1, sizeof *req->tasks);
+    req->tasks = kf_xcalloc((spec->nkernels ? spec->nkernels : 1) * (nper_kernel ? nper_kernel : 1),
+                            sizeof *req->tasks);
     req->groups = kf_xcalloc(spec->nkernels ? spec->nkernels : 1, sizeof *req->groups);
     int rc = KF_OK;
     for (size_t i = 0; i < nrefs; i++) {
@@ -403,11 +418,15 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
         if (kr->problem)
             continue;
         if (!per_config) {
-            Kfleet__Task *t = kf_xcalloc(1, sizeof *t);
-            kfleet__task__init(t);
-            t->kind = KFLEET__TASK_KIND__BUILD;
-            t->kernel_index = (uint32_t)i;
-            req->tasks[req->n_tasks++] = t;
+            for (size_t ki = 0; kf_task_kinds[ki]; ki++) {
+                if (!(per_kernel & kf_task_kinds[ki]->sweep_bit))
+                    continue;
+                Kfleet__Task *t = kf_xcalloc(1, sizeof *t);
+                kfleet__task__init(t);
+                t->kind = kf_task_kinds[ki]->kind;
+                t->kernel_index = (uint32_t)i;
+                req->tasks[req->n_tasks++] = t;
+            }
             continue;
         }
         /* The configurations go as axes: the coordinator expands them
@@ -418,7 +437,7 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
         g->kinds = kf_xcalloc(8, sizeof *g->kinds);
         for (size_t ki = 0; kf_task_kinds[ki] && g->n_kinds < 8; ki++) {
             const kf_task_kind *tk = kf_task_kinds[ki];
-            if (tk->per_config && ((unsigned)kinds & tk->sweep_bit))
+            if (tk->per_config && (kinds & tk->sweep_bit))
                 g->kinds[g->n_kinds++] = (Kfleet__TaskKind)tk->kind;
         }
         g->axes = kf_xcalloc(k->naxes ? k->naxes : 1, sizeof *g->axes);

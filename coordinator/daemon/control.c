@@ -4,6 +4,7 @@
  * the batch commits, so "submitted as sweep 7" means sweep 7 is on disk. */
 #include "daemon/coord_int.h"
 #include "common/xalloc.h"
+#include "common/taskkind.h"
 #include "core/sweep.h"
 #include "fleet/launches.h"
 #include "fleet/slurm_watch.h"
@@ -47,7 +48,7 @@ static int count_cb(void *ctx, const Kfleet__Task *t)
     uint32_t *counts = ctx;
     counts[t->state & 15]++;
     counts[15]++;
-    if (t->kind == KFLEET__TASK_KIND__BUILD) {
+    if (kf_task_kind_at(t->kind)->builds) {
         counts[16 + (t->state & 15)]++;
         counts[31]++;
     }
@@ -196,10 +197,11 @@ static uint64_t group_configs(const Kfleet__TaskGroup *g, size_t nkernels, char 
     }
     int seen = 0;
     for (size_t i = 0; i < g->n_kinds; i++) {
-        int bit = g->kinds[i] == KFLEET__TASK_KIND__VALIDATE  ? 1
-                  : g->kinds[i] == KFLEET__TASK_KIND__PROFILE ? 2
-                                                              : 0;
-        if (!bit || (seen & bit) || (bit == 1 && (seen & 2))) {
+        /* A group holds the per-configuration kinds a sweep asks for,
+         * each once, in the table's order (their sweep bits ascend). */
+        const kf_task_kind *tk = kf_task_kind_at(g->kinds[i]);
+        int bit = tk->per_config ? (int)tk->sweep_bit : 0;
+        if (!bit || seen >= bit) {
             snprintf(why, len, "a task group's kinds are not validate and/or profile, in order");
             return 0;
         }

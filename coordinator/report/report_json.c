@@ -3,6 +3,7 @@
  * that does not apply is null, never 0; numbers that are not finite are
  * null too. */
 #include "report/report_json.h"
+#include "common/taskkind.h"
 #include "common/xalloc.h"
 
 #include <jansson.h>
@@ -552,7 +553,7 @@ int kf_rep_render_json(const rep *r, int with_samples, kf_buf *out)
     json_t *builds = json_array(), *failures = json_array();
     for (size_t i = 0; i < r->ntasks; i++) {
         const rtask *rt = &r->tasks[i];
-        if (rt->task->kind == KFLEET__TASK_KIND__BUILD)
+        if (kf_task_kind_at(rt->task->kind)->report == KF_REPORT_BUILD)
             json_array_append_new(builds, json_build(r, rt));
         if (kf_rep_is_failure(kf_rep_state_of(rt)))
             json_array_append_new(failures, json_failure(r, rt));

@@ -256,7 +256,8 @@ static void test_full_file(void **state)
     assert_int_equal(k->cuda, 1);
     assert_int_equal(k->nflags, 0);
 
-    assert_int_equal(s->tasks, KF_TASK_VALIDATE | KF_TASK_PROFILE);
+    assert_int_equal(s->tasks,
+                     (1 << KFLEET__TASK_KIND__VALIDATE) | (1 << KFLEET__TASK_KIND__PROFILE));
     assert_int_equal(s->nodes_all, 1);
     assert_string_equal(s->baseline, "bar");
     assert_int_equal(s->max_attempts, 7);
@@ -289,7 +290,9 @@ static void test_defaults(void **state)
         KF_OK);
     assert_string_equal(s->name, "quick");
     assert_string_equal(s->file, "runs/quick.yaml");
-    assert_int_equal(s->tasks, KF_TASK_BUILD | KF_TASK_VALIDATE | KF_TASK_PROFILE);
+    assert_int_equal(s->tasks, (1 << KFLEET__TASK_KIND__BUILD) |
+                                   (1 << KFLEET__TASK_KIND__VALIDATE) |
+                                   (1 << KFLEET__TASK_KIND__PROFILE));
     assert_int_equal(s->nodes_all, 0);
     assert_null(s->baseline);
     assert_int_equal(s->max_attempts, 3);
@@ -590,7 +593,8 @@ static const bad_case bad_cases[] = {
     {"kernels: [foo, bar]\nparams: {a: {from: 1, to: 1000, step: 1}, b: {from: 1, to: 600, "
      "step: 1}}\n",
      0, 1, 16, "kernel 'bar' is added (600000 before it, 600000 for it)"},
-    {"kernels: [foo]\ntasks: [build, deploy]\n", 0, 2, 16, "unknown task 'deploy'"},
+    {"kernels: [foo]\ntasks: [build, deploy]\n", 0, 2, 16,
+     "unknown task 'deploy'; valid tasks are build, validate, profile"},
     {"kernels: [foo]\ntasks: []\n", 0, 2, 8, "tasks is an empty list"},
     {"kernels: [foo]\ntasks: [build, build]\n", 0, 2, 16, "task 'build' is listed twice"},
     {"kernels: [foo]\nnodes: some\n", 0, 2, 8, "nodes must be any or all"},
@@ -897,16 +901,35 @@ static void test_mutations(void **state)
     assert_true(ok > 0 && bad > 0);
 }
 
-/* The table of task kinds (common/taskkind.h) names the sweep's tasks:
- * bits by value, since common/ cannot include core/: they must agree. */
+/* The table of task kinds (common/taskkind.h) names the sweep's tasks: a
+ * kind's bit is 1 << its value, the kinds a sweep may not ask for have
+ * none, and a kind this kfleet does not know reads as a row that needs,
+ * gates and reports nothing. */
 static void test_task_kind_bits(void **state)
 {
     (void)state;
-    assert_int_equal(kf_task_kind_of(KFLEET__TASK_KIND__BUILD)->sweep_bit, KF_TASK_BUILD);
-    assert_int_equal(kf_task_kind_of(KFLEET__TASK_KIND__VALIDATE)->sweep_bit, KF_TASK_VALIDATE);
-    assert_int_equal(kf_task_kind_of(KFLEET__TASK_KIND__PROFILE)->sweep_bit, KF_TASK_PROFILE);
+    assert_int_equal(kf_task_kind_of(KFLEET__TASK_KIND__BUILD)->sweep_bit,
+                     1u << KFLEET__TASK_KIND__BUILD);
+    assert_int_equal(kf_task_kind_of(KFLEET__TASK_KIND__VALIDATE)->sweep_bit,
+                     1u << KFLEET__TASK_KIND__VALIDATE);
+    assert_int_equal(kf_task_kind_of(KFLEET__TASK_KIND__PROFILE)->sweep_bit,
+                     1u << KFLEET__TASK_KIND__PROFILE);
+    assert_int_equal(kf_task_kind_of(KFLEET__TASK_KIND__REFERENCE)->sweep_bit, 0);
+    assert_int_equal(kf_task_kind_of(KFLEET__TASK_KIND__DOCTOR)->sweep_bit, 0);
+    assert_int_equal(kf_task_kind_sweep_all(), (1u << KFLEET__TASK_KIND__BUILD) |
+                                                   (1u << KFLEET__TASK_KIND__VALIDATE) |
+                                                   (1u << KFLEET__TASK_KIND__PROFILE));
+    assert_int_equal(kf_task_kind_of(KFLEET__TASK_KIND__PROFILE)->gated_by,
+                     KFLEET__TASK_KIND__VALIDATE);
+    assert_ptr_equal(kf_task_kind_named("validate"), kf_task_kind_of(KFLEET__TASK_KIND__VALIDATE));
+    assert_null(kf_task_kind_named("sanitize"));
     assert_string_equal(kf_task_kind_name(KFLEET__TASK_KIND__PROFILE), "profile");
     assert_string_equal(kf_task_kind_name(99), "unknown");
+    const kf_task_kind *u = kf_task_kind_at(99);
+    assert_null(kf_task_kind_of(99));
+    assert_int_equal(u->builds + u->runs_kernel + u->served + u->references + u->needs_reference +
+                         (int)u->gated_by + (int)u->report + (int)u->sweep_bit,
+                     0);
 }
 
 int main(void)
