@@ -6,7 +6,16 @@
 
 #define BIT(k) (1u << (k))
 
-static const kf_task_kind rows[] = {
+/* The test tree adds a kind here, to prove that a kind is a row and its
+ * runner handler (tests/kinds/; only the tests' own kfleet and
+ * kfleet-agent are built with it). */
+#ifdef KF_TASK_KINDS_EXTRA
+#include KF_TASK_KINDS_EXTRA
+#else
+#define KF_TASK_KIND_EXTRA_ROWS
+#endif
+
+const kf_task_kind kf_task_kinds[] = {
     {.kind = KFLEET__TASK_KIND__BUILD,
      .name = "build",
      .slot = KF_SLOT_CPU,
@@ -47,18 +56,19 @@ static const kf_task_kind rows[] = {
      .per_config = 1,
      .runs_kernel = 1,
      .references = 1},
+    /* clang-format off */
+    KF_TASK_KIND_EXTRA_ROWS
+    /* clang-format on */
+    {.name = NULL},
 };
 
 static const kf_task_kind unknown = {.name = "unknown"};
 
-const kf_task_kind *const kf_task_kinds[] = {&rows[0], &rows[1], &rows[2],
-                                             &rows[3], &rows[4], NULL};
-
 const kf_task_kind *kf_task_kind_of(int k)
 {
-    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
-        if ((int)rows[i].kind == k)
-            return &rows[i];
+    for (size_t i = 0; kf_task_kinds[i].name; i++)
+        if ((int)kf_task_kinds[i].kind == k)
+            return &kf_task_kinds[i];
     return NULL;
 }
 
@@ -75,16 +85,16 @@ const char *kf_task_kind_name(int k)
 
 const kf_task_kind *kf_task_kind_named(const char *name)
 {
-    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
-        if (strcmp(rows[i].name, name) == 0)
-            return &rows[i];
+    for (size_t i = 0; kf_task_kinds[i].name; i++)
+        if (strcmp(kf_task_kinds[i].name, name) == 0)
+            return &kf_task_kinds[i];
     return NULL;
 }
 
 unsigned kf_task_kind_sweep_all(void)
 {
     unsigned all = 0;
-    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
-        all |= rows[i].sweep_bit;
+    for (size_t i = 0; kf_task_kinds[i].name; i++)
+        all |= kf_task_kinds[i].sweep_bit;
     return all;
 }

@@ -47,8 +47,9 @@ const kf_task_kind *kf_task_kind_of(int k);
 /* The row of kind k; for a kind this kfleet does not know, a row named
  * "unknown" that needs, gates and reports nothing. Never NULL. */
 const kf_task_kind *kf_task_kind_at(int k);
-/* The rows in the order a sweep's tasks are made; NULL-terminated. */
-extern const kf_task_kind *const kf_task_kinds[];
+/* The rows, in the order a sweep's tasks are made; the last has a NULL
+ * name. */
+extern const kf_task_kind kf_task_kinds[];
 /* kf_task_kind_of(k)->name, or "unknown". */
 const char *kf_task_kind_name(int k);
 /* The kind named `name` ("profile"), or NULL. */

@@ -183,13 +183,15 @@ static int confine(hctx *h, const char *scratch)
 }
 
 /* The runner's half of the task-kind table (common/taskkind.h): what a
- * kind that runs its kernel does with the loaded kernel, and how many runs
- * it makes under an ncu pass. A new such kind is a row here. */
+ * kind does in the runner. For a kind whose row says it runs its kernel,
+ * the handler gets the loaded kernel (and ncu_runs is how many runs it
+ * makes under an ncu pass); any other gets L NULL. A build is the runner's
+ * own (do_build). A new kind is a row here. */
 typedef struct {
     Kfleet__TaskKind kind;
     void (*run)(hctx *h, const loaded *L, Kfleet__ProfileStats *ps, Kfleet__TelemetrySummary *tsum);
     unsigned ncu_runs;
-} kernel_handler;
+} kind_handler;
 
 static void run_validate(hctx *h, const loaded *L, Kfleet__ProfileStats *ps,
                          Kfleet__TelemetrySummary *tsum)
@@ -230,20 +232,29 @@ static void run_reference(hctx *h, const loaded *L, Kfleet__ProfileStats *ps,
     hctx_reference(h, L);
 }
 
-static const kernel_handler kernel_handlers[] = {
+/* The test tree's kind (tests/kinds/) and its handler, in the tests' own
+ * kfleet-agent only. */
+#ifdef KF_TASK_HANDLERS_EXTRA
+#include KF_TASK_HANDLERS_EXTRA
+#else
+#define KF_TASK_HANDLER_EXTRA_ROWS
+#endif
+
+static const kind_handler kind_handlers[] = {
     {KFLEET__TASK_KIND__VALIDATE, run_validate, 1},
     {KFLEET__TASK_KIND__PROFILE, run_profile, KF_TOOLS_NCU_RUNS},
     {KFLEET__TASK_KIND__REFERENCE, run_reference, 1},
+    /* clang-format off */
+    KF_TASK_HANDLER_EXTRA_ROWS
+    /* clang-format on */
 };
 
-/* The handler of a kind the table says runs its kernel; NULL for any other. */
-static const kernel_handler *handler_of(int kind)
+/* Kind's handler, or NULL for a kind the runner has none for. */
+static const kind_handler *handler_of(int kind)
 {
-    if (!kf_task_kind_at(kind)->runs_kernel)
-        return NULL;
-    for (size_t i = 0; i < sizeof kernel_handlers / sizeof *kernel_handlers; i++)
-        if ((int)kernel_handlers[i].kind == kind)
-            return &kernel_handlers[i];
+    for (size_t i = 0; i < sizeof kind_handlers / sizeof *kind_handlers; i++)
+        if ((int)kind_handlers[i].kind == kind)
+            return &kind_handlers[i];
     return NULL;
 }
 
@@ -276,8 +287,8 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
     res.state = KFLEET__TASK_STATE__SUCCEEDED;
     uint64_t t0 = kf_mono_ns();
     loaded L = {0};
-    const kernel_handler *kh = h.spec ? handler_of(h.spec->kind) : NULL;
-    int kernel_task = kh != NULL;
+    const kind_handler *kh = h.spec ? handler_of(h.spec->kind) : NULL;
+    int kernel_task = kh && kf_task_kind_at(h.spec->kind)->runs_kernel;
     int reused = keep && kernel_task && keep->tasks > 0 && keep->L.k && h.spec->kernel_hash &&
                  strcmp(keep->kernel_hash, h.spec->kernel_hash) == 0;
     res.runner_task = keep ? keep->tasks + 1 : 1;
@@ -340,6 +351,8 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
             keep->L.k = NULL; /* its context goes with this task (h.cu, below) */
             keep->cu = NULL;
         }
+    } else if (kh) {
+        kh->run(&h, NULL, &ps, &tsum);
     } else {
         hctx_fail(&h, KFLEET__TASK_STATE__FAILED, "unsupported task kind %d", h.spec->kind);
     }

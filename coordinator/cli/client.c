@@ -311,8 +311,8 @@ typedef struct {
 static asked_kinds kinds_asked(const kf_sweep_spec *spec)
 {
     asked_kinds k = {0, 0, 0, 0};
-    for (size_t ki = 0; kf_task_kinds[ki]; ki++) {
-        const kf_task_kind *tk = kf_task_kinds[ki];
+    for (size_t ki = 0; kf_task_kinds[ki].name; ki++) {
+        const kf_task_kind *tk = &kf_task_kinds[ki];
         if (!((unsigned)spec->tasks & tk->sweep_bit))
             continue;
         if (tk->per_config) {
@@ -436,12 +436,12 @@ static void kernel_tasks(Kfleet__SubmitRequest *req, const kf_sweep_kernel *k, s
                          const asked_kinds *ak)
 {
     if (!ak->nper_config) {
-        for (size_t ki = 0; kf_task_kinds[ki]; ki++) {
-            if (!(ak->per_kernel & kf_task_kinds[ki]->sweep_bit))
+        for (size_t ki = 0; kf_task_kinds[ki].name; ki++) {
+            if (!(ak->per_kernel & kf_task_kinds[ki].sweep_bit))
                 continue;
             Kfleet__Task *t = kf_xcalloc(1, sizeof *t);
             kfleet__task__init(t);
-            t->kind = kf_task_kinds[ki]->kind;
+            t->kind = kf_task_kinds[ki].kind;
             t->kernel_index = (uint32_t)i;
             req->tasks[req->n_tasks++] = t;
         }
@@ -453,8 +453,8 @@ static void kernel_tasks(Kfleet__SubmitRequest *req, const kf_sweep_kernel *k, s
     kfleet__task_group__init(g);
     g->kernel_index = (uint32_t)i;
     g->kinds = kf_xcalloc(8, sizeof *g->kinds);
-    for (size_t ki = 0; kf_task_kinds[ki] && g->n_kinds < 8; ki++) {
-        const kf_task_kind *tk = kf_task_kinds[ki];
+    for (size_t ki = 0; kf_task_kinds[ki].name && g->n_kinds < 8; ki++) {
+        const kf_task_kind *tk = &kf_task_kinds[ki];
         if (tk->per_config && (ak->per_config & tk->sweep_bit))
             g->kinds[g->n_kinds++] = (Kfleet__TaskKind)tk->kind;
     }

@@ -131,9 +131,9 @@ static void sweep_kind_names(char *out, size_t len)
 {
     size_t n = 0;
     out[0] = '\0';
-    for (size_t i = 0; kf_task_kinds[i] && n < len; i++)
-        if (kf_task_kinds[i]->sweep_bit)
-            n += (size_t)snprintf(out + n, len - n, "%s%s", n ? ", " : "", kf_task_kinds[i]->name);
+    for (size_t i = 0; kf_task_kinds[i].name && n < len; i++)
+        if (kf_task_kinds[i].sweep_bit)
+            n += (size_t)snprintf(out + n, len - n, "%s%s", n ? ", " : "", kf_task_kinds[i].name);
 }
 
 static int parse_tasks(ctx *c, const yaml_node_t *n, int *out)

@@ -129,9 +129,9 @@ static void expand_references(kf_coord *c, ksweep *sw, kf_txn *txn, const Kfleet
                               uint32_t *idx)
 {
     const kf_task_kind *ref = NULL;
-    for (size_t k = 0; kf_task_kinds[k] && !ref; k++)
-        if (kf_task_kinds[k]->references)
-            ref = kf_task_kinds[k];
+    for (size_t k = 0; kf_task_kinds[k].name && !ref; k++)
+        if (kf_task_kinds[k].references)
+            ref = &kf_task_kinds[k];
     for (size_t r = 0; r < nrefs && ref; r++) {
         const char *names[KF_SWEEP_MAX_AXES];
         int64_t values[KF_SWEEP_MAX_AXES];
