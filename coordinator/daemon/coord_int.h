@@ -1,5 +1,6 @@
 /* coord_int — the coordinator's state, shared by coord.c (loop and sockets),
- * sched.c (agents, tasks, dispatch) and control.c (CLI requests). Not a
+ * sched*.c (agents, tasks, dispatch, a submit's expansion) and control*.c
+ * (CLI requests). Not a
  * public header: nothing outside coordinator/ includes it.
  *
  * Memory holds only what is open: the sweeps not yet finished and their

@@ -136,7 +136,7 @@ ksweep *sched_add_sweep(kf_coord *c, Kfleet__Sweep *rec)
 
 /* The reference task a candidate's validate or profile waits for: a
  * problem sweep's reference tasks come first, one per configuration that
- * lacked references at submit, in configuration order (control.c), so a
+ * lacked references at submit, in configuration order (sched_expand.c), so a
  * binary search over them finds the one of rec's configuration, at submit
  * and when the coordinator reloads the sweep alike. -1: none. */
 static int32_t ref_gate_of(const ksweep *sw, const Kfleet__Task *rec)

@@ -932,10 +932,40 @@ static void test_task_kind_bits(void **state)
                      0);
 }
 
+/* What the expansion relies on: a kind's gated_by row comes before it in
+ * the table and is made per configuration as it is (sched_expand.c makes
+ * a group's kinds in the table's order and sched_add_task looks back for
+ * the gate), and the kinds a task group holds have ascending sweep bits
+ * in the table's order (the coordinator's group check). */
+static void test_task_kind_table_order(void **state)
+{
+    (void)state;
+    unsigned last_group_bit = 0;
+    size_t n = 0;
+    for (size_t i = 0; kf_task_kinds[i].name; i++, n++) {
+        const kf_task_kind *tk = &kf_task_kinds[i];
+        assert_ptr_equal(kf_task_kind_of(tk->kind), tk);
+        if (tk->gated_by) {
+            const kf_task_kind *g = kf_task_kind_of(tk->gated_by);
+            assert_non_null(g);
+            assert_true(g < tk);
+            assert_int_equal(g->per_config, tk->per_config);
+        }
+        if (tk->per_config && tk->sweep_bit) {
+            assert_true(tk->sweep_bit > last_group_bit);
+            last_group_bit = tk->sweep_bit;
+        }
+        assert_false(tk->builds && tk->runs_kernel);
+        assert_false(tk->served && !tk->runs_kernel);
+    }
+    assert_int_equal(n, 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_task_kind_bits),
+        cmocka_unit_test(test_task_kind_table_order),
         cmocka_unit_test(test_full_file),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_cartesian_order),
