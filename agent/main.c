@@ -150,13 +150,43 @@ static int resolve_server_key(const char *arg, const char *wd, const kf_paths *p
     return KF_OK;
 }
 
-int main(int argc, char **argv)
+/* The command line, parsed. */
+typedef struct {
+    const char *coordinator, *home, *workdir, *name, *level, *server_key, *scratch;
+    long cpu_slots;
+    double price;
+    int runner, serve, keep_tmp, doctor, doctor_gpu, show_key;
+} agent_args;
+
+/* The phases of main below return -1 to go on, else the exit status. */
+
+static int parse_number(int ch, const char *arg, agent_args *a)
 {
-    const char *coordinator = NULL, *home = NULL, *workdir = NULL, *name = NULL;
-    const char *level = "info", *server_key_arg = NULL, *scratch = NULL;
-    long cpu_slots = 0;
-    double price = 0;
-    int runner = 0, serve = 0, keep_tmp = 0, doctor = 0, doctor_gpu = 0, show_key = 0;
+    char *end;
+    if (ch == 'P') {
+        a->price = strtod(arg, &end);
+        if (end == arg || *end || !(a->price > 0) || !isfinite(a->price)) {
+            fprintf(stderr,
+                    "kfleet-agent: --price wants what one GPU-hour of this node costs, a "
+                    "number above 0, got '%s'\n",
+                    arg);
+            return 2;
+        }
+        return -1;
+    }
+    a->cpu_slots = strtol(arg, &end, 10);
+    if (*end || a->cpu_slots < 1 || a->cpu_slots > 1024) {
+        fprintf(stderr,
+                "kfleet-agent: --cpu-slots wants a number from 1 to 1024, got "
+                "'%s'\n",
+                arg);
+        return 2;
+    }
+    return -1;
+}
+
+static int parse_args(int argc, char **argv, agent_args *a)
+{
     static const struct option opts[] = {{"coordinator", required_argument, 0, 'c'},
                                          {"home", required_argument, 0, 'H'},
                                          {"workdir", required_argument, 0, 'w'},
@@ -175,75 +205,56 @@ int main(int argc, char **argv)
                                          {"show-key", no_argument, 0, 'K'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    int ch;
+    int ch, rc;
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (ch) {
         case 'c':
-            coordinator = optarg;
+            a->coordinator = optarg;
             break;
         case 'H':
-            home = optarg;
+            a->home = optarg;
             break;
         case 'w':
-            workdir = optarg;
+            a->workdir = optarg;
             break;
         case 'n':
-            name = optarg;
+            a->name = optarg;
             break;
         case 'l':
-            level = optarg;
+            a->level = optarg;
             break;
         case 'R':
-            runner = 1;
+            a->runner = 1;
             break;
         case 'V':
-            serve = 1;
+            a->serve = 1;
             break;
         case 'T':
-            scratch = optarg;
+            a->scratch = optarg;
             break;
         case 'k':
-            keep_tmp = 1;
+            a->keep_tmp = 1;
             break;
         case 'D':
-            doctor = 1;
+            a->doctor = 1;
             break;
         case 'G':
-            doctor_gpu = 1;
+            a->doctor_gpu = 1;
             break;
         case 'O':
-            doctor_gpu = 0;
+            a->doctor_gpu = 0;
             break;
         case 'S':
-            server_key_arg = optarg;
+            a->server_key = optarg;
             break;
         case 'K':
-            show_key = 1;
+            a->show_key = 1;
             break;
-        case 'P': {
-            char *end;
-            price = strtod(optarg, &end);
-            if (end == optarg || *end || !(price > 0) || !isfinite(price)) {
-                fprintf(stderr,
-                        "kfleet-agent: --price wants what one GPU-hour of this node costs, a "
-                        "number above 0, got '%s'\n",
-                        optarg);
-                return 2;
-            }
+        case 'P':
+        case 's':
+            if ((rc = parse_number(ch, optarg, a)) >= 0)
+                return rc;
             break;
-        }
-        case 's': {
-            char *end;
-            cpu_slots = strtol(optarg, &end, 10);
-            if (*end || cpu_slots < 1 || cpu_slots > 1024) {
-                fprintf(stderr,
-                        "kfleet-agent: --cpu-slots wants a number from 1 to 1024, got "
-                        "'%s'\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        }
         case 'h':
             usage(stdout);
             return 0;
@@ -257,137 +268,160 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    int lv = kf_log_parse_level(level);
+    return -1;
+}
+
+/* The log, then the modes that run no daemon: --doctor and --runner. */
+static int run_modes(const agent_args *a)
+{
+    int lv = kf_log_parse_level(a->level);
     if (lv < 0) {
-        fprintf(stderr, "kfleet-agent: unknown --log-level '%s' (debug|info|warn|error)\n", level);
+        fprintf(stderr, "kfleet-agent: unknown --log-level '%s' (debug|info|warn|error)\n",
+                a->level);
         return 2;
     }
-    kf_log_setup(runner ? "kfleet-runner" : "kfleet-agent", (kf_log_level)lv);
-    if (doctor) {
+    kf_log_setup(a->runner ? "kfleet-runner" : "kfleet-agent", (kf_log_level)lv);
+    if (a->doctor) {
         kf_doctor d;
-        kf_doctor_measure(doctor_gpu, &d);
+        kf_doctor_measure(a->doctor_gpu, &d);
         kf_doctor_print(&d, 1);
         return 0;
     }
-    if (runner) {
-        if (!workdir) {
+    if (a->runner) {
+        if (!a->workdir) {
             fprintf(stderr, "kfleet-agent: --runner needs --workdir\n");
             return 2;
         }
-        return serve ? kf_runner_serve(workdir, scratch) : kf_runner_main(workdir, scratch);
+        int rc = a->serve ? kf_runner_serve(a->workdir, a->scratch)
+                          : kf_runner_main(a->workdir, a->scratch);
+        return rc < 0 ? 1 : rc; /* -1 means "go on" here */
     }
+    return -1;
+}
 
+/* The endpoint a local `kfleet serve` wrote into its run directory. */
+static int local_endpoint(const kf_paths *paths, char *out, size_t len)
+{
+    kf_buf b = KF_BUF_INIT;
+    if (kf_buf_read_file(&b, paths->agent_endpoint_file) != KF_OK || b.len == 0) {
+        fprintf(stderr,
+                "kfleet-agent: no --coordinator given and no local coordinator found (%s "
+                "is missing); start `kfleet serve` or pass --coordinator tcp://HOST:PORT\n",
+                paths->agent_endpoint_file);
+        kf_buf_release(&b);
+        return 1;
+    }
+    b.data[strcspn(b.data, "\r\n")] = '\0';
+    snprintf(out, len, "%s", b.data);
+    kf_buf_release(&b);
+    return -1;
+}
+
+/* --workdir, made private and locked. */
+static int claim_given_workdir(const char *workdir, char *wd, size_t len, int *lock_fd)
+{
     kf_err err;
     kf_err_clear(&err);
-    kf_paths paths;
-    if (kf_paths_resolve(&paths, home, 0, &err) != KF_OK) {
+    snprintf(wd, len, "%s", workdir);
+    char lockp[PATH_MAX + 16];
+    snprintf(lockp, sizeof lockp, "%s/agent.lock", wd);
+    /* The work dir holds the agent's key and outbox: made private, and
+     * refused when it is another user's or others can write it. */
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", wd);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent)
+        *slash = '\0';
+    if ((slash && slash != parent && kf_mkdirs(parent, 0700, &err) != KF_OK) ||
+        kf_private_dir(wd, &err) != KF_OK) {
         fprintf(stderr, "kfleet-agent: %s\n", err.msg);
+        return err.code == KF_EINVAL ? 2 : 1;
+    }
+    if ((*lock_fd = kf_lock_file(lockp, &err)) < 0) {
+        fprintf(stderr, "kfleet-agent: %s%s\n", err.msg,
+                err.code == KF_EBUSY ? " (another agent uses this work dir)" : "");
         return 1;
     }
-    /* The runners' sandbox grants nothing that reaches kfleet's own files
-     * (runner/confine.h), wherever the home is. */
-    char protect[3 * PATH_MAX + 4];
-    snprintf(protect, sizeof protect, "%s:%s:%s", paths.state, paths.config, paths.run);
-    setenv("KF_SANDBOX_PROTECT", protect, 1);
-    char endpoint[512];
-    if (!coordinator && !show_key) {
-        kf_buf b = KF_BUF_INIT;
-        if (kf_buf_read_file(&b, paths.agent_endpoint_file) != KF_OK || b.len == 0) {
-            fprintf(stderr,
-                    "kfleet-agent: no --coordinator given and no local coordinator found (%s "
-                    "is missing); start `kfleet serve` or pass --coordinator tcp://HOST:PORT\n",
-                    paths.agent_endpoint_file);
-            kf_buf_release(&b);
-            return 1;
-        }
-        b.data[strcspn(b.data, "\r\n")] = '\0';
-        snprintf(endpoint, sizeof endpoint, "%s", b.data);
-        kf_buf_release(&b);
-        coordinator = endpoint;
-    }
+    return -1;
+}
 
-    char wd[PATH_MAX];
-    int lock_fd = -1, n = 0;
-    if (workdir) {
-        snprintf(wd, sizeof wd, "%s", workdir);
+/* The first free STATE/agents/agent-N, locked; *n is its N. */
+static int claim_free_workdir(const kf_paths *paths, char *wd, size_t len, int *lock_fd, int *n)
+{
+    kf_err err;
+    kf_err_clear(&err);
+    for (*n = 0; *n < 256 && *lock_fd < 0; (*n)++) {
         char lockp[PATH_MAX + 16];
+        snprintf(wd, len, "%s/agent-%d", paths->agents_dir, *n);
         snprintf(lockp, sizeof lockp, "%s/agent.lock", wd);
-        /* The work dir holds the agent's key and outbox: made private, and
-         * refused when it is another user's or others can write it. */
-        char parent[PATH_MAX];
-        snprintf(parent, sizeof parent, "%s", wd);
-        char *slash = strrchr(parent, '/');
-        if (slash && slash != parent)
-            *slash = '\0';
-        if ((slash && slash != parent && kf_mkdirs(parent, 0700, &err) != KF_OK) ||
+        kf_err lerr;
+        if (kf_mkdirs(paths->agents_dir, 0700, &err) != KF_OK ||
             kf_private_dir(wd, &err) != KF_OK) {
             fprintf(stderr, "kfleet-agent: %s\n", err.msg);
-            return err.code == KF_EINVAL ? 2 : 1;
-        }
-        if ((lock_fd = kf_lock_file(lockp, &err)) < 0) {
-            fprintf(stderr, "kfleet-agent: %s%s\n", err.msg,
-                    err.code == KF_EBUSY ? " (another agent uses this work dir)" : "");
             return 1;
         }
-    } else {
-        for (n = 0; n < 256 && lock_fd < 0; n++) {
-            char lockp[PATH_MAX + 16];
-            snprintf(wd, sizeof wd, "%s/agent-%d", paths.agents_dir, n);
-            snprintf(lockp, sizeof lockp, "%s/agent.lock", wd);
-            kf_err lerr;
-            if (kf_mkdirs(paths.agents_dir, 0700, &err) != KF_OK ||
-                kf_private_dir(wd, &err) != KF_OK) {
-                fprintf(stderr, "kfleet-agent: %s\n", err.msg);
-                return 1;
-            }
-            lock_fd = kf_lock_file(lockp, &lerr);
-        }
-        n--;
-        if (lock_fd < 0) {
-            fprintf(stderr, "kfleet-agent: all 256 agent work dirs under %s are in use\n",
-                    paths.agents_dir);
-            return 1;
-        }
+        *lock_fd = kf_lock_file(lockp, &lerr);
     }
-    char id[256];
-    if (agent_id(wd, name, n, id, sizeof id, &err) != KF_OK) {
-        fprintf(stderr, "kfleet-agent: %s\n", err.msg);
-        return 2;
+    (*n)--;
+    if (*lock_fd < 0) {
+        fprintf(stderr, "kfleet-agent: all 256 agent work dirs under %s are in use\n",
+                paths->agents_dir);
+        return 1;
     }
+    return -1;
+}
 
-    kf_keypair kp;
-    char keyp[PATH_MAX + 16], server_key[KF_KEY_Z85 + 1];
+/* The agent's key pair (made on first start) and the coordinator's
+ * public key; --show-key prints the agent's and stops here. */
+static int load_keys(const agent_args *a, const char *wd, const kf_paths *paths, const char *id,
+                     kf_keypair *kp, char server_key[KF_KEY_Z85 + 1])
+{
+    kf_err err;
+    kf_err_clear(&err);
+    char keyp[PATH_MAX + 16];
     snprintf(keyp, sizeof keyp, "%s/agent.key", wd);
-    if (kf_keys_load(keyp, 1, &kp, &err) != KF_OK) {
+    if (kf_keys_load(keyp, 1, kp, &err) != KF_OK) {
         fprintf(stderr, "kfleet-agent: %s\n", err.msg);
         return 1;
     }
-    if (show_key) {
-        printf("%s\n", kp.pub);
+    if (a->show_key) {
+        printf("%s\n", kp->pub);
         return 0;
     }
-    if (resolve_server_key(server_key_arg, wd, &paths, id, &kp, server_key, &err) != KF_OK) {
+    if (resolve_server_key(a->server_key, wd, paths, id, kp, server_key, &err) != KF_OK) {
         fprintf(stderr, "kfleet-agent: %s\n", err.msg);
         return 2;
     }
+    return -1;
+}
 
+static void setup_signals(void)
+{
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+}
 
+/* The daemon itself, until a signal or an error. */
+static int run_agent(const agent_args *a, const char *coordinator, const char *wd, const char *id,
+                     const kf_keypair *kp, const char *server_key)
+{
+    kf_err err;
+    kf_err_clear(&err);
+    setup_signals();
     kf_agent_config cfg = {0};
     cfg.coordinator = coordinator;
     cfg.workdir = wd;
     cfg.agent_id = id;
-    cfg.cpu_slots = (uint32_t)cpu_slots;
-    cfg.price = price;
-    cfg.keep_tmp = keep_tmp;
+    cfg.cpu_slots = (uint32_t)a->cpu_slots;
+    cfg.price = a->price;
+    cfg.keep_tmp = a->keep_tmp;
     cfg.server_key = server_key;
-    cfg.public_key = kp.pub;
-    cfg.secret_key = kp.sec;
+    cfg.public_key = kp->pub;
+    cfg.secret_key = kp->sec;
     kf_agent *agent = NULL;
     if (kf_agent_new(&cfg, &agent, &err) != KF_OK) {
         fprintf(stderr, "kfleet-agent: %s\n", err.msg);
@@ -397,7 +431,52 @@ int main(int argc, char **argv)
     if (rc)
         fprintf(stderr, "kfleet-agent: %s\n", err.msg);
     kf_agent_destroy(&agent);
+    return rc ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    agent_args a = {.level = "info"};
+    int rc;
+    if ((rc = parse_args(argc, argv, &a)) >= 0 || (rc = run_modes(&a)) >= 0)
+        return rc;
+
+    kf_err err;
+    kf_err_clear(&err);
+    kf_paths paths;
+    if (kf_paths_resolve(&paths, a.home, 0, &err) != KF_OK) {
+        fprintf(stderr, "kfleet-agent: %s\n", err.msg);
+        return 1;
+    }
+    /* The runners' sandbox grants nothing that reaches kfleet's own files
+     * (runner/confine.h), wherever the home is. */
+    char protect[3 * PATH_MAX + 4];
+    snprintf(protect, sizeof protect, "%s:%s:%s", paths.state, paths.config, paths.run);
+    setenv("KF_SANDBOX_PROTECT", protect, 1);
+    char endpoint[512];
+    const char *coordinator = a.coordinator;
+    if (!coordinator && !a.show_key) {
+        if ((rc = local_endpoint(&paths, endpoint, sizeof endpoint)) >= 0)
+            return rc;
+        coordinator = endpoint;
+    }
+
+    char wd[PATH_MAX];
+    int lock_fd = -1, n = 0;
+    rc = a.workdir ? claim_given_workdir(a.workdir, wd, sizeof wd, &lock_fd)
+                   : claim_free_workdir(&paths, wd, sizeof wd, &lock_fd, &n);
+    if (rc >= 0)
+        return rc;
+    char id[256];
+    if (agent_id(wd, a.name, n, id, sizeof id, &err) != KF_OK) {
+        fprintf(stderr, "kfleet-agent: %s\n", err.msg);
+        return 2;
+    }
+    kf_keypair kp;
+    char server_key[KF_KEY_Z85 + 1];
+    if ((rc = load_keys(&a, wd, &paths, id, &kp, server_key)) < 0)
+        rc = run_agent(&a, coordinator, wd, id, &kp, server_key);
     memset(&kp, 0, sizeof kp);
     close(lock_fd);
-    return rc ? 1 : 0;
+    return rc;
 }

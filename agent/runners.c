@@ -12,6 +12,7 @@
  * (Result.infra: tried again), a crash as the kernel's own. */
 #include "agent/agent_int.h"
 #include "common/log.h"
+#include "common/taskkind.h"
 #include "common/util.h"
 #include "common/xalloc.h"
 #include "runner/build.h"
@@ -95,14 +96,13 @@ void runners_visible_device(uint32_t index, char *out, size_t len)
 static int serves(const Kfleet__TaskAssign *ta)
 {
     const Kfleet__TaskSpec *s = ta->spec;
-    return s && (s->kind == KFLEET__TASK_KIND__VALIDATE || s->kind == KFLEET__TASK_KIND__PROFILE) &&
-           !s->ncu_pass && s->kernel_hash && *s->kernel_hash &&
-           strlen(s->kernel_hash) < sizeof((krunner *)0)->kernel_hash;
+    return s && kf_task_kind_at(s->kind)->served && !s->ncu_pass && s->kernel_hash &&
+           *s->kernel_hash && strlen(s->kernel_hash) < sizeof((krunner *)0)->kernel_hash;
 }
 
 static int on_gpu(const Kfleet__TaskAssign *ta)
 {
-    return ta->spec && ta->spec->device_cuda && ta->spec->kind != KFLEET__TASK_KIND__BUILD;
+    return ta->spec && ta->spec->device_cuda && !kf_task_kind_at(ta->spec->kind)->builds;
 }
 
 static void take_slot(kf_agent *a, const krunner *r)

@@ -18,6 +18,7 @@
 #include "runner/tools.h"
 #include "kf_kernel.h"
 #include "common/log.h"
+#include "common/taskkind.h"
 #include "common/util.h"
 #include "common/wire.h"
 #include "runner/hctx.h"
@@ -181,6 +182,82 @@ static int confine(hctx *h, const char *scratch)
     return 0;
 }
 
+/* The runner's half of the task-kind table (common/taskkind.h): what a
+ * kind does in the runner. For a kind whose row says it runs its kernel,
+ * the handler gets the loaded kernel (and ncu_runs is how many runs it
+ * makes under an ncu pass); any other gets L NULL. A build is the runner's
+ * own (do_build). A new kind is a row here. */
+typedef struct {
+    Kfleet__TaskKind kind;
+    void (*run)(hctx *h, const loaded *L, Kfleet__ProfileStats *ps, Kfleet__TelemetrySummary *tsum);
+    unsigned ncu_runs;
+} kind_handler;
+
+static void run_validate(hctx *h, const loaded *L, Kfleet__ProfileStats *ps,
+                         Kfleet__TelemetrySummary *tsum)
+{
+    (void)ps;
+    (void)tsum;
+    const Kfleet__MeasureSettings *ms = h->spec->measure;
+    if (hctx_validate(h, L) == 0 && ms && ms->sanitize) {
+        uint64_t tt = kf_mono_ns();
+        hctx_sanitize(h);
+        hctx_phase_add(h, HCTX_PH_TOOLS, tt);
+    }
+}
+
+static void run_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps,
+                        Kfleet__TelemetrySummary *tsum)
+{
+    const Kfleet__MeasureSettings *ms = h->spec->measure;
+    h->res->profile = ps;
+    if (hctx_profile(h, L, ps) == 0 && ms && ms->n_ncu_metrics > 0) {
+        uint64_t tt = kf_mono_ns();
+        hctx_ncu(h);
+        hctx_phase_add(h, HCTX_PH_TOOLS, tt);
+    }
+    if (h->cu) {
+        hctx_summarize_telemetry(h, tsum);
+        h->res->telemetry = tsum;
+        h->res->throttled_samples = h->throttled_samples;
+        h->res->gpu_uuid = h->uuid;
+    }
+}
+
+static void run_reference(hctx *h, const loaded *L, Kfleet__ProfileStats *ps,
+                          Kfleet__TelemetrySummary *tsum)
+{
+    (void)ps;
+    (void)tsum;
+    hctx_reference(h, L);
+}
+
+/* The test tree's kind (tests/kinds/) and its handler, in the tests' own
+ * kfleet-agent only. */
+#ifdef KF_TASK_HANDLERS_EXTRA
+#include KF_TASK_HANDLERS_EXTRA
+#else
+#define KF_TASK_HANDLER_EXTRA_ROWS
+#endif
+
+static const kind_handler kind_handlers[] = {
+    {KFLEET__TASK_KIND__VALIDATE, run_validate, 1},
+    {KFLEET__TASK_KIND__PROFILE, run_profile, KF_TOOLS_NCU_RUNS},
+    {KFLEET__TASK_KIND__REFERENCE, run_reference, 1},
+    /* clang-format off */
+    KF_TASK_HANDLER_EXTRA_ROWS
+    /* clang-format on */
+};
+
+/* Kind's handler, or NULL for a kind the runner has none for. */
+static const kind_handler *handler_of(int kind)
+{
+    for (size_t i = 0; i < sizeof kind_handlers / sizeof *kind_handlers; i++)
+        if ((int)kind_handlers[i].kind == kind)
+            return &kind_handlers[i];
+    return NULL;
+}
+
 /* Runs one task; with `keep` (a serving runner), a validate or profile of
  * the kernel it already holds skips the load and the context, and *stays
  * says whether the runner takes another task. */
@@ -210,9 +287,8 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
     res.state = KFLEET__TASK_STATE__SUCCEEDED;
     uint64_t t0 = kf_mono_ns();
     loaded L = {0};
-    int kernel_task = h.spec && (h.spec->kind == KFLEET__TASK_KIND__VALIDATE ||
-                                 h.spec->kind == KFLEET__TASK_KIND__PROFILE ||
-                                 h.spec->kind == KFLEET__TASK_KIND__REFERENCE);
+    const kind_handler *kh = h.spec ? handler_of(h.spec->kind) : NULL;
+    int kernel_task = kh && kf_task_kind_at(h.spec->kind)->runs_kernel;
     int reused = keep && kernel_task && keep->tasks > 0 && keep->L.k && h.spec->kernel_hash &&
                  strcmp(keep->kernel_hash, h.spec->kernel_hash) == 0;
     res.runner_task = keep ? keep->tasks + 1 : 1;
@@ -223,12 +299,11 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
         hctx_fail(&h, KFLEET__TASK_STATE__FAILED,
                   "internal: a runner serving kernel %s was handed a task of %s", keep->kernel_hash,
                   h.spec->kernel_hash ? h.spec->kernel_hash : "?");
-    } else if (h.spec->kind == KFLEET__TASK_KIND__BUILD) {
+    } else if (kf_task_kind_at(h.spec->kind)->builds) {
         res.build = &bi;
         do_build(&h, &bi, &binfo, scratch);
         h.phase_s[HCTX_PH_BUILD] = binfo.compile_s;
     } else if (kernel_task) {
-        const Kfleet__MeasureSettings *ms = h.spec->measure;
         int loaded_rc = 0;
         if (reused) {
             L = keep->L;
@@ -255,28 +330,9 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
         if (loaded_rc != 0) {
             /* the Result says why */
         } else if ((res.kernel_name = (char *)(L.k->name ? L.k->name : "")), h.spec->ncu_pass) {
-            hctx_nested(&h, &L, h.spec->kind == KFLEET__TASK_KIND__PROFILE ? KF_TOOLS_NCU_RUNS : 1);
-        } else if (h.spec->kind == KFLEET__TASK_KIND__REFERENCE) {
-            hctx_reference(&h, &L);
-        } else if (h.spec->kind == KFLEET__TASK_KIND__VALIDATE) {
-            if (hctx_validate(&h, &L) == 0 && ms && ms->sanitize) {
-                uint64_t tt = kf_mono_ns();
-                hctx_sanitize(&h);
-                hctx_phase_add(&h, HCTX_PH_TOOLS, tt);
-            }
+            hctx_nested(&h, &L, kh->ncu_runs);
         } else {
-            res.profile = &ps;
-            if (hctx_profile(&h, &L, &ps) == 0 && ms && ms->n_ncu_metrics > 0) {
-                uint64_t tt = kf_mono_ns();
-                hctx_ncu(&h);
-                hctx_phase_add(&h, HCTX_PH_TOOLS, tt);
-            }
-            if (h.cu) {
-                hctx_summarize_telemetry(&h, &tsum);
-                res.telemetry = &tsum;
-                res.throttled_samples = h.throttled_samples;
-                res.gpu_uuid = h.uuid;
-            }
+            kh->run(&h, &L, &ps, &tsum);
         }
         if (keep && loaded_rc == 0 && !h.spec->ncu_pass && keep_after(keep, &h)) {
             if (!reused)
@@ -295,6 +351,8 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
             keep->L.k = NULL; /* its context goes with this task (h.cu, below) */
             keep->cu = NULL;
         }
+    } else if (kh) {
+        kh->run(&h, NULL, &ps, &tsum);
     } else {
         hctx_fail(&h, KFLEET__TASK_STATE__FAILED, "unsupported task kind %d", h.spec->kind);
     }
@@ -353,7 +411,7 @@ int kf_runner_main(const char *workdir, const char *scratch)
         fprintf(stderr, "runner: the task on stdin does not decode\n");
         return 1;
     }
-    int python = ta->spec && ta->spec->python && ta->spec->kind != KFLEET__TASK_KIND__BUILD;
+    int python = ta->spec && ta->spec->python && !kf_task_kind_at(ta->spec->kind)->builds;
     int rc = run_task(ta, workdir, scratch, 1, NULL, NULL);
     kfleet__task_assign__free_unpacked(ta, NULL);
     /* A runner that hosted Python leaves without finalizing it: its
@@ -402,7 +460,7 @@ int kf_runner_serve(const char *workdir, const char *scratch)
             rc = 1;
             break;
         }
-        python |= ta->spec && ta->spec->python && ta->spec->kind != KFLEET__TASK_KIND__BUILD;
+        python |= ta->spec && ta->spec->python && !kf_task_kind_at(ta->spec->kind)->builds;
         int stays = 0;
         int wrc = run_task(ta, workdir, scratch, 1, &keep, &stays);
         kfleet__task_assign__free_unpacked(ta, NULL);

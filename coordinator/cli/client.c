@@ -246,6 +246,231 @@ static int collect_extension(const char *dir, const kf_sweep_kernel *k, char **n
     return KF_OK;
 }
 
+/* kf_client_build_submit's phases: the sweep record with its measurement
+ * settings, then per kernel its reference, its sources and hash, and its
+ * tasks (a group of configurations, or a task per kernel). */
+
+static Kfleet__MeasureSettings *measure_settings(const kf_sweep_measure *m)
+{
+    Kfleet__MeasureSettings *ms = kf_xcalloc(1, sizeof *ms);
+    kfleet__measure_settings__init(ms);
+    ms->min_samples = m->min_samples;
+    ms->min_time_s = m->min_time_s;
+    ms->max_noise_pct = m->max_noise_pct;
+    ms->precision_pct = m->precision_pct;
+    ms->timeout_s = m->timeout_s;
+    ms->warmup = m->warmup;
+    ms->hot = m->hot;
+    ms->validate_seeds = m->seeds;
+    ms->batch = m->batch;
+    ms->sanitize = m->sanitize;
+    ms->throttle_keep = m->throttle_keep;
+    ms->throttle_threshold_pct = m->throttle_threshold_pct;
+    ms->throttle_recovery_s = m->throttle_recovery_s;
+    ms->n_ncu_metrics = m->nncu;
+    ms->ncu_metrics = kf_xcalloc(m->nncu ? m->nncu : 1, sizeof(char *));
+    for (size_t i = 0; i < m->nncu; i++)
+        ms->ncu_metrics[i] = xstrdup(m->ncu[i]);
+    return ms;
+}
+
+/* The sweep record, its kernels' array allocated (nrefs of them) but
+ * empty. A problem travels as one more KernelRef, last, marked as the
+ * problem: built and hashed like a kernel, with no tasks of its own (the
+ * coordinator makes its reference tasks, docs/problems.md). */
+static Kfleet__Sweep *sweep_record(const kf_sweep_spec *spec, size_t nrefs)
+{
+    Kfleet__Sweep *sw = kf_xcalloc(1, sizeof *sw);
+    kfleet__sweep__init(sw);
+    sw->name = xstrdup(spec->name);
+    sw->file = xstrdup(spec->file);
+    sw->spec_yaml = xstrdup(spec->text);
+    sw->nodes_all = spec->nodes_all;
+    sw->max_attempts = spec->max_attempts;
+    sw->time_limit_s = spec->time_limit_s;
+    sw->baseline = xstrdup(spec->baseline);
+    sw->price_per_gpu_hour = spec->price_per_gpu_hour;
+    sw->measure = measure_settings(&spec->measure);
+    sw->n_kernels = nrefs;
+    sw->kernels = kf_xcalloc(nrefs ? nrefs : 1, sizeof *sw->kernels);
+    if (spec->problem) {
+        sw->seed_pool = spec->seed_pool;
+        sw->seed_renew_s = spec->seed_renew_s;
+    }
+    return sw;
+}
+
+/* What the sweep's `tasks:` asks for, read through the task-kind table:
+ * the per-configuration kinds go as task groups; without any, the
+ * per-kernel ones go as a task each. */
+typedef struct {
+    unsigned per_config, per_kernel; /* sweep bits */
+    size_t nper_config, nper_kernel;
+} asked_kinds;
+
+static asked_kinds kinds_asked(const kf_sweep_spec *spec)
+{
+    asked_kinds k = {0, 0, 0, 0};
+    for (size_t ki = 0; kf_task_kinds[ki].name; ki++) {
+        const kf_task_kind *tk = &kf_task_kinds[ki];
+        if (!((unsigned)spec->tasks & tk->sweep_bit))
+            continue;
+        if (tk->per_config) {
+            k.per_config |= tk->sweep_bit;
+            k.nper_config++;
+        } else {
+            k.per_kernel |= tk->sweep_bit;
+            k.nper_kernel++;
+        }
+    }
+    return k;
+}
+
+/* Kernel k's reference without its sources: its name, its role, its
+ * extension sources, files and Python packages. */
+static Kfleet__KernelRef *kernel_ref(const kf_sweep_kernel *k, int problem)
+{
+    Kfleet__KernelRef *kr = kf_xcalloc(1, sizeof *kr);
+    kfleet__kernel_ref__init(kr);
+    kr->name = xstrdup(k->name);
+    kr->problem = problem;
+    kr->candidate = k->candidate != 0;
+    kr->cuda = k->cuda;
+    kr->python = k->python;
+    if (k->next) {
+        kr->extension = kf_xcalloc(k->next, sizeof *kr->extension);
+        for (kr->n_extension = 0; kr->n_extension < k->next; kr->n_extension++)
+            kr->extension[kr->n_extension] = xstrdup(k->ext[kr->n_extension]);
+    }
+    if (k->nfiles) {
+        kr->files = kf_xcalloc(k->nfiles, sizeof *kr->files);
+        for (kr->n_files = 0; kr->n_files < k->nfiles; kr->n_files++)
+            kr->files[kr->n_files] = xstrdup(k->files[kr->n_files]);
+    }
+    for (unsigned b = 0; b < KF_SWEEP_PY_PACKAGES; b++)
+        if (k->py_needs & (1u << b)) {
+            if (!kr->needs)
+                kr->needs = kf_xcalloc(KF_SWEEP_PY_PACKAGES, sizeof *kr->needs);
+            kr->needs[kr->n_needs++] = xstrdup(kf_sweep_py_packages[b]);
+        }
+    return kr;
+}
+
+/* Reads kernel k's source and what it brings (headers, or a Python
+ * kernel's extension and files), hashes them and puts them in kr. */
+static int kernel_sources(const kf_sweep_spec *spec, const kf_sweep_kernel *k,
+                          const char *kernels_dir, const kf_buf *abi, Kfleet__KernelRef *kr,
+                          kf_err *err)
+{
+    kf_buf src = KF_BUF_INIT;
+    char why[160];
+    int rrc = kf_buf_read_file_max(&src, k->path, KF_MAX_SOURCE_FILE, why, sizeof why);
+    if (rrc != KF_OK) {
+        kf_buf_release(&src);
+        return kf_err_set(
+            err, rrc == KF_EINVAL ? KF_EINVAL : KF_EIO, "%s:%d:%d: kernel source %s: %s%s",
+            spec->file, k->line, k->col, k->path, why,
+            rrc == KF_EINVAL ? "; a kernel source is a regular file of at most 4 MiB" : "");
+    }
+    const char *base = strrchr(k->path, '/');
+    base = base ? base + 1 : k->path;
+    char srcdir[PATH_MAX];
+    /* The directory without its trailing slash ("/" for the root). */
+    int dlen = base > k->path ? (int)(base - k->path) - 1 : 0;
+    snprintf(srcdir, sizeof srcdir, "%.*s", dlen > 0 ? dlen : (base > k->path ? 1 : 0), k->path);
+    if (!srcdir[0])
+        snprintf(srcdir, sizeof srcdir, ".");
+    char *hnames[KF_MAX_HEADERS + 2 * KF_SWEEP_MAX_EXT];
+    kf_buf htexts[KF_MAX_HEADERS + 2 * KF_SWEEP_MAX_EXT];
+    size_t nh = 0;
+    /* A Python kernel is its module (#include means nothing to it),
+     * the sources of its torch extension and its own files. */
+    int rc = k->python ? collect_extension(srcdir, k, hnames, htexts, &nh, err)
+                       : collect_headers(srcdir, kernels_dir, &src, hnames, htexts, &nh, err);
+    if (rc != KF_OK) {
+        for (size_t h = 0; h < nh; h++) {
+            free(hnames[h]);
+            kf_buf_release(&htexts[h]);
+        }
+        kf_buf_release(&src);
+        return rc;
+    }
+    kr->n_flags = k->nflags;
+    kr->flags = kf_xcalloc(k->nflags ? k->nflags : 1, sizeof *kr->flags);
+    for (size_t f = 0; f < k->nflags; f++)
+        kr->flags[f] = xstrdup(k->flags[f]);
+    /* The hash covers what decides the artifact on the coordinator's
+     * side: every source byte, the file names and the flags. The agent
+     * adds its compiler version and arch to make its cache key. */
+    kf_hash_part parts[4 + 2 * (KF_MAX_HEADERS + 2 * KF_SWEEP_MAX_EXT) + 64];
+    size_t np = 0;
+    parts[np++] = (kf_hash_part){base, strlen(base)};
+    parts[np++] = (kf_hash_part){src.data, src.len};
+    parts[np++] = (kf_hash_part){"kf_kernel.h", 11};
+    parts[np++] = (kf_hash_part){abi->data, abi->len};
+    for (size_t h = 0; h < nh; h++) {
+        parts[np++] = (kf_hash_part){hnames[h], strlen(hnames[h])};
+        parts[np++] = (kf_hash_part){htexts[h].data, htexts[h].len};
+    }
+    for (size_t f = 0; f < k->nflags && f < 64; f++)
+        parts[np++] = (kf_hash_part){k->flags[f], strlen(k->flags[f])};
+    char hex[65];
+    kf_hash_hex(parts, np, hex);
+    kr->hash = xstrdup(hex);
+    kr->n_sources = 2 + nh;
+    kr->sources = kf_xcalloc(2 + nh, sizeof *kr->sources);
+    kr->sources[0] = source_file(base, &src);
+    kf_buf abicopy = KF_BUF_INIT;
+    kf_buf_add(&abicopy, abi->data, abi->len);
+    kr->sources[1] = source_file("kf_kernel.h", &abicopy);
+    for (size_t h = 0; h < nh; h++) {
+        kr->sources[2 + h] = source_file(hnames[h], &htexts[h]);
+        free(hnames[h]);
+    }
+    return KF_OK;
+}
+
+/* Kernel i's tasks: a group of its configurations with the kinds asked
+ * for, or (none per configuration) a task of each per-kernel kind. */
+static void kernel_tasks(Kfleet__SubmitRequest *req, const kf_sweep_kernel *k, size_t i,
+                         const asked_kinds *ak)
+{
+    if (!ak->nper_config) {
+        for (size_t ki = 0; kf_task_kinds[ki].name; ki++) {
+            if (!(ak->per_kernel & kf_task_kinds[ki].sweep_bit))
+                continue;
+            Kfleet__Task *t = kf_xcalloc(1, sizeof *t);
+            kfleet__task__init(t);
+            t->kind = kf_task_kinds[ki].kind;
+            t->kernel_index = (uint32_t)i;
+            req->tasks[req->n_tasks++] = t;
+        }
+        return;
+    }
+    /* The configurations go as axes: the coordinator expands them
+     * (TaskGroup), so the request stays small at any size. */
+    Kfleet__TaskGroup *g = kf_xcalloc(1, sizeof *g);
+    kfleet__task_group__init(g);
+    g->kernel_index = (uint32_t)i;
+    g->kinds = kf_xcalloc(8, sizeof *g->kinds);
+    for (size_t ki = 0; kf_task_kinds[ki].name && g->n_kinds < 8; ki++) {
+        const kf_task_kind *tk = &kf_task_kinds[ki];
+        if (tk->per_config && (ak->per_config & tk->sweep_bit))
+            g->kinds[g->n_kinds++] = (Kfleet__TaskKind)tk->kind;
+    }
+    g->axes = kf_xcalloc(k->naxes ? k->naxes : 1, sizeof *g->axes);
+    for (size_t a = 0; a < k->naxes; a++) {
+        Kfleet__Axis *ax = kf_xmalloc(sizeof *ax);
+        kfleet__axis__init(ax);
+        ax->name = xstrdup(k->axes[a].name);
+        ax->n_values = k->axes[a].nvalues;
+        ax->values = kf_xcalloc(ax->n_values ? ax->n_values : 1, sizeof *ax->values);
+        memcpy(ax->values, k->axes[a].values, ax->n_values * sizeof *ax->values);
+        g->axes[g->n_axes++] = ax;
+    }
+    req->groups[req->n_groups++] = g;
+}
+
 int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
                            Kfleet__SubmitRequest **out, kf_err *err)
 {
@@ -257,181 +482,21 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
         return kf_err_set(err, KF_EIO, "cannot read the kernel ABI header %s: %s", abi_path,
                           strerror(errno));
     }
-    Kfleet__SubmitRequest *req = kf_xcalloc(1, sizeof *req);
-    Kfleet__Sweep *sw = kf_xcalloc(1, sizeof *sw);
-    Kfleet__MeasureSettings *ms = kf_xcalloc(1, sizeof *ms);
-    kfleet__submit_request__init(req);
-    kfleet__sweep__init(sw);
-    kfleet__measure_settings__init(ms);
-    req->sweep = sw;
-    sw->name = xstrdup(spec->name);
-    sw->file = xstrdup(spec->file);
-    sw->spec_yaml = xstrdup(spec->text);
-    sw->nodes_all = spec->nodes_all;
-    sw->max_attempts = spec->max_attempts;
-    sw->time_limit_s = spec->time_limit_s;
-    sw->baseline = xstrdup(spec->baseline);
-    sw->price_per_gpu_hour = spec->price_per_gpu_hour;
-    ms->min_samples = spec->measure.min_samples;
-    ms->min_time_s = spec->measure.min_time_s;
-    ms->max_noise_pct = spec->measure.max_noise_pct;
-    ms->precision_pct = spec->measure.precision_pct;
-    ms->timeout_s = spec->measure.timeout_s;
-    ms->warmup = spec->measure.warmup;
-    ms->hot = spec->measure.hot;
-    ms->validate_seeds = spec->measure.seeds;
-    ms->batch = spec->measure.batch;
-    ms->sanitize = spec->measure.sanitize;
-    ms->throttle_keep = spec->measure.throttle_keep;
-    ms->throttle_threshold_pct = spec->measure.throttle_threshold_pct;
-    ms->throttle_recovery_s = spec->measure.throttle_recovery_s;
-    ms->n_ncu_metrics = spec->measure.nncu;
-    ms->ncu_metrics = kf_xcalloc(spec->measure.nncu ? spec->measure.nncu : 1, sizeof(char *));
-    for (size_t i = 0; i < spec->measure.nncu; i++)
-        ms->ncu_metrics[i] = xstrdup(spec->measure.ncu[i]);
-    sw->measure = ms;
-    /* A problem travels as one more KernelRef, last, marked as the problem:
-     * built and hashed like a kernel, with no tasks of its own (the
-     * coordinator makes its reference tasks, docs/problems.md). */
     size_t nrefs = spec->nkernels + (spec->problem ? 1 : 0);
-    sw->n_kernels = nrefs;
-    sw->kernels = kf_xcalloc(nrefs ? nrefs : 1, sizeof *sw->kernels);
-    if (spec->problem) {
-        sw->seed_pool = spec->seed_pool;
-        sw->seed_renew_s = spec->seed_renew_s;
-    }
-    int kinds = spec->tasks & (KF_TASK_VALIDATE | KF_TASK_PROFILE);
-    size_t per_config = (size_t) !!(kinds & KF_TASK_VALIDATE) + !!(kinds & KF_TASK_PROFILE);
-    /* A build-only sweep sends a task per kernel; any other, a group. */
-    req->tasks = kf_xcalloc(spec->nkernels ? spec->nkernels : 1, sizeof *req->tasks);
-    req->groups = kf_xcalloc(spec->nkernels ? spec->nkernels : 1, sizeof *req->groups);
+    Kfleet__SubmitRequest *req = kf_xcalloc(1, sizeof *req);
+    kfleet__submit_request__init(req);
+    Kfleet__Sweep *sw = req->sweep = sweep_record(spec, nrefs);
+    asked_kinds ak = kinds_asked(spec);
+    size_t nk = spec->nkernels ? spec->nkernels : 1;
+    req->tasks = kf_xcalloc(nk * (ak.nper_kernel ? ak.nper_kernel : 1), sizeof *req->tasks);
+    req->groups = kf_xcalloc(nk, sizeof *req->groups);
     int rc = KF_OK;
-    for (size_t i = 0; i < nrefs; i++) {
+    for (size_t i = 0; i < nrefs && rc == KF_OK; i++) {
         const kf_sweep_kernel *k = i < spec->nkernels ? &spec->kernels[i] : spec->problem;
-        Kfleet__KernelRef *kr = kf_xcalloc(1, sizeof *kr);
-        kfleet__kernel_ref__init(kr);
-        sw->kernels[i] = kr;
-        kr->name = xstrdup(k->name);
-        kr->problem = i == spec->nkernels;
-        kr->candidate = k->candidate != 0;
-        kr->cuda = k->cuda;
-        kr->python = k->python;
-        if (k->next) {
-            kr->extension = kf_xcalloc(k->next, sizeof *kr->extension);
-            for (kr->n_extension = 0; kr->n_extension < k->next; kr->n_extension++)
-                kr->extension[kr->n_extension] = xstrdup(k->ext[kr->n_extension]);
-        }
-        if (k->nfiles) {
-            kr->files = kf_xcalloc(k->nfiles, sizeof *kr->files);
-            for (kr->n_files = 0; kr->n_files < k->nfiles; kr->n_files++)
-                kr->files[kr->n_files] = xstrdup(k->files[kr->n_files]);
-        }
-        for (unsigned b = 0; b < KF_SWEEP_PY_PACKAGES; b++)
-            if (k->py_needs & (1u << b)) {
-                if (!kr->needs)
-                    kr->needs = kf_xcalloc(KF_SWEEP_PY_PACKAGES, sizeof *kr->needs);
-                kr->needs[kr->n_needs++] = xstrdup(kf_sweep_py_packages[b]);
-            }
-        kf_buf src = KF_BUF_INIT;
-        char why[160];
-        int rrc = kf_buf_read_file_max(&src, k->path, KF_MAX_SOURCE_FILE, why, sizeof why);
-        if (rrc != KF_OK) {
-            rc = kf_err_set(
-                err, rrc == KF_EINVAL ? KF_EINVAL : KF_EIO, "%s:%d:%d: kernel source %s: %s%s",
-                spec->file, k->line, k->col, k->path, why,
-                rrc == KF_EINVAL ? "; a kernel source is a regular file of at most 4 MiB" : "");
-            kf_buf_release(&src);
-            break;
-        }
-        const char *base = strrchr(k->path, '/');
-        base = base ? base + 1 : k->path;
-        char srcdir[PATH_MAX];
-        /* The directory without its trailing slash ("/" for the root). */
-        int dlen = base > k->path ? (int)(base - k->path) - 1 : 0;
-        snprintf(srcdir, sizeof srcdir, "%.*s", dlen > 0 ? dlen : (base > k->path ? 1 : 0),
-                 k->path);
-        if (!srcdir[0])
-            snprintf(srcdir, sizeof srcdir, ".");
-        char *hnames[KF_MAX_HEADERS + 2 * KF_SWEEP_MAX_EXT];
-        kf_buf htexts[KF_MAX_HEADERS + 2 * KF_SWEEP_MAX_EXT];
-        size_t nh = 0;
-        /* A Python kernel is its module (#include means nothing to it),
-         * the sources of its torch extension and its own files. */
-        rc = k->python ? collect_extension(srcdir, k, hnames, htexts, &nh, err)
-                       : collect_headers(srcdir, kernels_dir, &src, hnames, htexts, &nh, err);
-        if (rc != KF_OK) {
-            for (size_t h = 0; h < nh; h++) {
-                free(hnames[h]);
-                kf_buf_release(&htexts[h]);
-            }
-            kf_buf_release(&src);
-            break;
-        }
-        kr->n_flags = k->nflags;
-        kr->flags = kf_xcalloc(k->nflags ? k->nflags : 1, sizeof *kr->flags);
-        for (size_t f = 0; f < k->nflags; f++)
-            kr->flags[f] = xstrdup(k->flags[f]);
-        /* The hash covers what decides the artifact on the coordinator's
-         * side: every source byte, the file names and the flags. The agent
-         * adds its compiler version and arch to make its cache key. */
-        kf_hash_part parts[4 + 2 * (KF_MAX_HEADERS + 2 * KF_SWEEP_MAX_EXT) + 64];
-        size_t np = 0;
-        parts[np++] = (kf_hash_part){base, strlen(base)};
-        parts[np++] = (kf_hash_part){src.data, src.len};
-        parts[np++] = (kf_hash_part){"kf_kernel.h", 11};
-        parts[np++] = (kf_hash_part){abi.data, abi.len};
-        for (size_t h = 0; h < nh; h++) {
-            parts[np++] = (kf_hash_part){hnames[h], strlen(hnames[h])};
-            parts[np++] = (kf_hash_part){htexts[h].data, htexts[h].len};
-        }
-        for (size_t f = 0; f < k->nflags && f < 64; f++)
-            parts[np++] = (kf_hash_part){k->flags[f], strlen(k->flags[f])};
-        char hex[65];
-        kf_hash_hex(parts, np, hex);
-        kr->hash = xstrdup(hex);
-        kr->n_sources = 2 + nh;
-        kr->sources = kf_xcalloc(2 + nh, sizeof *kr->sources);
-        kr->sources[0] = source_file(base, &src);
-        kf_buf abicopy = KF_BUF_INIT;
-        kf_buf_add(&abicopy, abi.data, abi.len);
-        kr->sources[1] = source_file("kf_kernel.h", &abicopy);
-        for (size_t h = 0; h < nh; h++) {
-            kr->sources[2 + h] = source_file(hnames[h], &htexts[h]);
-            free(hnames[h]);
-        }
-
-        if (kr->problem)
-            continue;
-        if (!per_config) {
-            Kfleet__Task *t = kf_xcalloc(1, sizeof *t);
-            kfleet__task__init(t);
-            t->kind = KFLEET__TASK_KIND__BUILD;
-            t->kernel_index = (uint32_t)i;
-            req->tasks[req->n_tasks++] = t;
-            continue;
-        }
-        /* The configurations go as axes: the coordinator expands them
-         * (TaskGroup), so the request stays small at any size. */
-        Kfleet__TaskGroup *g = kf_xcalloc(1, sizeof *g);
-        kfleet__task_group__init(g);
-        g->kernel_index = (uint32_t)i;
-        g->kinds = kf_xcalloc(8, sizeof *g->kinds);
-        for (size_t ki = 0; kf_task_kinds[ki] && g->n_kinds < 8; ki++) {
-            const kf_task_kind *tk = kf_task_kinds[ki];
-            if (tk->per_config && ((unsigned)kinds & tk->sweep_bit))
-                g->kinds[g->n_kinds++] = (Kfleet__TaskKind)tk->kind;
-        }
-        g->axes = kf_xcalloc(k->naxes ? k->naxes : 1, sizeof *g->axes);
-        for (size_t a = 0; a < k->naxes; a++) {
-            Kfleet__Axis *ax = kf_xmalloc(sizeof *ax);
-            kfleet__axis__init(ax);
-            ax->name = xstrdup(k->axes[a].name);
-            ax->n_values = k->axes[a].nvalues;
-            ax->values = kf_xcalloc(ax->n_values ? ax->n_values : 1, sizeof *ax->values);
-            memcpy(ax->values, k->axes[a].values, ax->n_values * sizeof *ax->values);
-            g->axes[g->n_axes++] = ax;
-        }
-        req->groups[req->n_groups++] = g;
+        Kfleet__KernelRef *kr = sw->kernels[i] = kernel_ref(k, i == spec->nkernels);
+        rc = kernel_sources(spec, k, kernels_dir, &abi, kr, err);
+        if (rc == KF_OK && !kr->problem)
+            kernel_tasks(req, k, i, &ak);
     }
     kf_buf_release(&abi);
     if (rc) {

@@ -21,6 +21,7 @@
  * in sweep_problem.c, behind sweep_int.h. */
 #include "core/sweep.h"
 #include "common/limits.h"
+#include "common/taskkind.h"
 #include "common/xalloc.h"
 #include "core/sweep_int.h"
 #include "common/buf.h"
@@ -124,31 +125,38 @@ static int parse_kernels(ctx *c, const yaml_node_t *n, const kf_sweep_axis *top,
 
 /* ---- the rest of the top level ---- */
 
+/* A sweep's `tasks:` names rows of the task-kind table (common/taskkind.h)
+ * that a sweep may ask for; the valid names come from the table too. */
+static void sweep_kind_names(char *out, size_t len)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (size_t i = 0; kf_task_kinds[i].name && n < len; i++)
+        if (kf_task_kinds[i].sweep_bit)
+            n += (size_t)snprintf(out + n, len - n, "%s%s", n ? ", " : "", kf_task_kinds[i].name);
+}
+
 static int parse_tasks(ctx *c, const yaml_node_t *n, int *out)
 {
-    static const struct {
-        const char *name;
-        int bit;
-    } names[] = {
-        {"build", KF_TASK_BUILD}, {"validate", KF_TASK_VALIDATE}, {"profile", KF_TASK_PROFILE}};
+    char valid[128];
+    sweep_kind_names(valid, sizeof valid);
     size_t len = n->type == YAML_SEQUENCE_NODE ? kf_yaml_seq_len(n) : 1;
     if (n->type == YAML_SEQUENCE_NODE && len == 0)
         return kf_yaml_fail(&c->y, n,
-                            "tasks is an empty list; list at least one of build, validate, profile "
-                            "(or leave tasks out for all three)");
+                            "tasks is an empty list; list at least one of %s "
+                            "(or leave tasks out for all of them)",
+                            valid);
     int bits = 0;
     for (size_t i = 0; i < len; i++) {
         const yaml_node_t *t = n->type == YAML_SEQUENCE_NODE ? kf_yaml_seq_item(&c->y, n, i) : n;
         const char *s;
-        int rc = kf_yaml_nonempty_scalar(&c->y, t, "a task", &s), bit = 0;
+        int rc = kf_yaml_nonempty_scalar(&c->y, t, "a task", &s);
         if (rc)
             return rc;
-        for (size_t j = 0; j < sizeof names / sizeof names[0]; j++)
-            if (strcmp(names[j].name, s) == 0)
-                bit = names[j].bit;
+        const kf_task_kind *tk = kf_task_kind_named(s);
+        int bit = tk ? (int)tk->sweep_bit : 0;
         if (!bit)
-            return kf_yaml_fail(
-                &c->y, t, "unknown task '%.80s'; valid tasks are build, validate, profile", s);
+            return kf_yaml_fail(&c->y, t, "unknown task '%.80s'; valid tasks are %s", s, valid);
         if (bits & bit)
             return kf_yaml_fail(&c->y, t, "task '%s' is listed twice; keep one", s);
         bits |= bit;
@@ -438,7 +446,7 @@ int kf_sweep_parse_string(const char *text, size_t len, const char *filename, co
              .base_dir = base_dir,
              .kernels_dir = kernels_dir};
     kf_sweep_spec *s = kf_xcalloc(1, sizeof *s);
-    s->tasks = KF_TASK_BUILD | KF_TASK_VALIDATE | KF_TASK_PROFILE;
+    s->tasks = (int)kf_task_kind_sweep_all();
     s->max_attempts = 3;
     s->time_limit_s = 300;
     s->measure.seeds = 3;

@@ -42,8 +42,6 @@
 #define KF_SWEEP_MAX_AXES 16
 #define KF_SWEEP_MAX_CONFIGS 1000000
 
-enum { KF_TASK_BUILD = 1 << 1, KF_TASK_VALIDATE = 1 << 2, KF_TASK_PROFILE = 1 << 3 };
-
 typedef struct kf_sweep_axis {
     char *name;
     int64_t *values;
@@ -115,7 +113,7 @@ typedef struct kf_sweep_spec {
     char *text; /* the YAML text, stored with the sweep */
     kf_sweep_kernel *kernels;
     size_t nkernels;
-    int tasks; /* KF_TASK_* bits */
+    int tasks; /* the sweep_bit of each task kind it asks for (common/taskkind.h) */
     int nodes_all;
     char *baseline; /* NULL when none */
     uint32_t max_attempts;

@@ -327,6 +327,159 @@ static void log_fd_shed(kf_coord *c, uint64_t now)
     c->fd_log_mono = now;
 }
 
+/* The loop (kf_coord_run) is a turn of small named steps, as Redis's
+ * aeMain: poll, let ZAP vet handshakes, drain the agents' frames, drain the
+ * control requests, run the periodic checks, dispatch, commit the turn's
+ * transaction, send what the turn queued. Each step below is one of them. */
+
+/* What a turn may write to the store before it commits (ensure_room), and
+ * what it has written so far, as an estimate from the frames it read. */
+typedef struct {
+    size_t budget, taken;
+} turn_room;
+
+/* What the loop carries from turn to turn. */
+typedef struct {
+    uint64_t last_check;       /* when the periodic checks last ran */
+    unsigned long crash_after; /* test hook: KF_TEST_CRASH_AFTER_COMMITS, 0: off */
+    unsigned long commits;
+} loop_state;
+
+static int poll_sockets(kf_coord *c, zmq_pollitem_t items[3], kf_err *err)
+{
+    items[0] = (zmq_pollitem_t){c->agents_sock, 0, ZMQ_POLLIN, 0};
+    items[1] = (zmq_pollitem_t){c->control_sock, 0, ZMQ_POLLIN, 0};
+    items[2] = (zmq_pollitem_t){c->zap_sock, 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(items, 3, 100) < 0 && errno != EINTR)
+        return kf_err_set(err, KF_EIO, "poll failed: %s", zmq_strerror(errno));
+    return KF_OK;
+}
+
+/* ZAP requests: the handshakes CURVE asks the allow list about. */
+static void drain_zap(kf_coord *c, const zmq_pollitem_t *zap)
+{
+    for (int z = 0; z < 64 && (zap->revents & ZMQ_POLLIN); z++) {
+        int ev = 0;
+        size_t evlen = sizeof ev;
+        auth_handle_zap(c);
+        if (zmq_getsockopt(c->zap_sock, ZMQ_EVENTS, &ev, &evlen) != 0 || !(ev & ZMQ_POLLIN))
+            break;
+    }
+}
+
+/* At most BATCH_MAX agent frames, within the turn's room. */
+static void drain_agents(kf_coord *c, turn_room *room)
+{
+    int n = 0;
+    zmq_msg_t peer, body;
+    zmq_msg_init(&peer);
+    zmq_msg_init(&body);
+    while (n < BATCH_MAX && room->taken < room->budget &&
+           recv_routed(c->agents_sock, &peer, &body)) {
+        size_t len = zmq_msg_size(&body);
+        if (len > c->max_frame)
+            c->max_frame = len;
+        room->taken += len;
+        if (len > 0)
+            handle_agent_frame(c, &peer, &body);
+        n++;
+    }
+    if (n < BATCH_MAX && room->taken < room->budget) /* the loop ended on an empty socket */
+        c->agents_drained_mono = kf_mono_ns();
+    zmq_msg_close(&peer);
+    zmq_msg_close(&body);
+}
+
+/* At most 64 control requests. A request can write far more than an agent
+ * frame (a submit's tasks, then their first assignments): when it may not
+ * fit the turn's room, commit what the turn wrote so far and grow the map
+ * for it first, so no commit meets a full map. */
+static int drain_control(kf_coord *c, turn_room *room, kf_err *err)
+{
+    int m = 0, rc = KF_OK;
+    zmq_msg_t peer, body;
+    zmq_msg_init(&peer);
+    zmq_msg_init(&body);
+    while (m < 64 && recv_routed(c->control_sock, &peer, &body)) {
+        size_t len = zmq_msg_size(&body);
+        if (len > c->max_frame)
+            c->max_frame = len;
+        size_t need = control_write_estimate(c, zmq_msg_data(&body), len);
+        if (room->taken + need > room->budget) {
+            if ((c->txn && (rc = commit_turn(c, err))) ||
+                (rc = ensure_room(c, need, &room->budget, err)))
+                break;
+            room->taken = 0;
+        }
+        room->taken += need;
+        control_handle(c, zmq_msg_data(&peer), zmq_msg_size(&peer), zmq_msg_data(&body),
+                       zmq_msg_size(&body));
+        m++;
+    }
+    zmq_msg_close(&peer);
+    zmq_msg_close(&body);
+    return rc;
+}
+
+/* Every 200 ms: refused connections, the allow list, lost agents; then a
+ * dispatch, as a lost agent's tasks may go elsewhere. */
+static void run_checks(kf_coord *c, loop_state *ls)
+{
+    uint64_t now = kf_mono_ns();
+    if (now - ls->last_check <= 200000000ull)
+        return;
+    log_fd_shed(c, now);
+    auth_refresh_allow(c);
+    sched_check_agents(c);
+    ls->last_check = now;
+    c->dispatch_needed = 1;
+}
+
+static void dispatch_if_needed(kf_coord *c)
+{
+    if (!c->dispatch_needed)
+        return;
+    c->dispatch_needed = 0;
+    sched_dispatch(c);
+}
+
+static int commit_step(kf_coord *c, loop_state *ls, kf_err *err)
+{
+    if (!c->txn)
+        return KF_OK;
+    int rc = commit_turn(c, err);
+    if (rc)
+        return rc;
+    /* Test hook: die in the one window a random kill rarely hits,
+     * committed but nothing sent, so the agents' resend of what is
+     * already stored is exercised every time (test_commit_crash). */
+    if (ls->crash_after && ++ls->commits == ls->crash_after) {
+        kf_warn("coordinator.test_crash", "commits=%lu", ls->commits);
+        raise(SIGKILL);
+    }
+    return KF_OK;
+}
+
+/* One turn of the loop; an error ends the loop. */
+static int turn(kf_coord *c, loop_state *ls, kf_err *err)
+{
+    zmq_pollitem_t items[3];
+    turn_room room = {0, 0};
+    int rc;
+    if ((rc = poll_sockets(c, items, err)) || (rc = ensure_room(c, 0, &room.budget, err)))
+        return rc;
+    drain_zap(c, &items[2]);
+    drain_agents(c, &room);
+    if ((rc = drain_control(c, &room, err)))
+        return rc;
+    run_checks(c, ls);
+    dispatch_if_needed(c);
+    if ((rc = commit_step(c, ls, err)))
+        return rc;
+    send_outgoing(c);
+    return KF_OK;
+}
+
 int kf_coord_run(kf_coord *c, volatile sig_atomic_t *stop, kf_err *err)
 {
     kf_info("coordinator.start",
@@ -334,95 +487,12 @@ int kf_coord_run(kf_coord *c, volatile sig_atomic_t *stop, kf_err *err)
             "fd_limit=%ld",
             c->agent_endpoint, c->cfg.control_endpoint, c->cfg.store_dir,
             c->cfg.heartbeat_timeout_s, c->keys.pub, c->allow.n, c->fd_limit);
-    uint64_t last_check = 0;
-    int rc = KF_OK;
     const char *crash_env = getenv("KF_TEST_CRASH_AFTER_COMMITS");
-    unsigned long crash_after = crash_env ? strtoul(crash_env, NULL, 10) : 0, commits = 0;
+    loop_state ls = {0, crash_env ? strtoul(crash_env, NULL, 10) : 0, 0};
+    int rc = KF_OK;
     c->dispatch_needed = 1;
-    while (!(stop && *stop) && !c->shutdown) {
-        zmq_pollitem_t items[3] = {{c->agents_sock, 0, ZMQ_POLLIN, 0},
-                                   {c->control_sock, 0, ZMQ_POLLIN, 0},
-                                   {c->zap_sock, 0, ZMQ_POLLIN, 0}};
-        if (zmq_poll(items, 3, 100) < 0 && errno != EINTR) {
-            rc = kf_err_set(err, KF_EIO, "poll failed: %s", zmq_strerror(errno));
-            break;
-        }
-        size_t budget = 0, taken = 0;
-        if ((rc = ensure_room(c, 0, &budget, err)))
-            break;
-        for (int z = 0; z < 64 && (items[2].revents & ZMQ_POLLIN); z++) {
-            int ev = 0;
-            size_t evlen = sizeof ev;
-            auth_handle_zap(c);
-            if (zmq_getsockopt(c->zap_sock, ZMQ_EVENTS, &ev, &evlen) != 0 || !(ev & ZMQ_POLLIN))
-                break;
-        }
-        int n = 0;
-        zmq_msg_t peer, body;
-        zmq_msg_init(&peer);
-        zmq_msg_init(&body);
-        while (n < BATCH_MAX && taken < budget && recv_routed(c->agents_sock, &peer, &body)) {
-            size_t len = zmq_msg_size(&body);
-            if (len > c->max_frame)
-                c->max_frame = len;
-            taken += len;
-            if (len > 0)
-                handle_agent_frame(c, &peer, &body);
-            n++;
-        }
-        if (n < BATCH_MAX && taken < budget) /* the loop ended on an empty socket */
-            c->agents_drained_mono = kf_mono_ns();
-        int m = 0;
-        while (m < 64 && recv_routed(c->control_sock, &peer, &body)) {
-            /* A request can write far more than an agent frame (a submit's
-             * tasks, then their first assignments): when it may not fit the
-             * turn's room, commit what the turn wrote so far and grow the map
-             * for it first, so no commit meets a full map. */
-            size_t len = zmq_msg_size(&body);
-            if (len > c->max_frame)
-                c->max_frame = len;
-            size_t need = control_write_estimate(c, zmq_msg_data(&body), len);
-            if (taken + need > budget) {
-                if ((c->txn && (rc = commit_turn(c, err))) ||
-                    (rc = ensure_room(c, need, &budget, err)))
-                    break;
-                taken = 0;
-            }
-            taken += need;
-            control_handle(c, zmq_msg_data(&peer), zmq_msg_size(&peer), zmq_msg_data(&body),
-                           zmq_msg_size(&body));
-            m++;
-        }
-        zmq_msg_close(&peer);
-        zmq_msg_close(&body);
-        if (rc)
-            break;
-
-        uint64_t now = kf_mono_ns();
-        if (now - last_check > 200000000ull) {
-            log_fd_shed(c, now);
-            auth_refresh_allow(c);
-            sched_check_agents(c);
-            last_check = now;
-            c->dispatch_needed = 1;
-        }
-        if (c->dispatch_needed) {
-            c->dispatch_needed = 0;
-            sched_dispatch(c);
-        }
-        if (c->txn) {
-            if ((rc = commit_turn(c, err)))
-                break;
-            /* Test hook: die in the one window a random kill rarely hits,
-             * committed but nothing sent, so the agents' resend of what is
-             * already stored is exercised every time (test_commit_crash). */
-            if (crash_after && ++commits == crash_after) {
-                kf_warn("coordinator.test_crash", "commits=%lu", commits);
-                raise(SIGKILL);
-            }
-        }
-        send_outgoing(c);
-    }
+    while (!rc && !(stop && *stop) && !c->shutdown)
+        rc = turn(c, &ls, err);
     kf_store_abort(&c->txn);
     kf_info("coordinator.stop", "reason=%s", rc ? "error" : (c->shutdown ? "shutdown" : "signal"));
     return rc;

@@ -1,5 +1,6 @@
 /* coord_int — the coordinator's state, shared by coord.c (loop and sockets),
- * sched.c (agents, tasks, dispatch) and control.c (CLI requests). Not a
+ * sched*.c (agents, tasks, dispatch, a submit's expansion) and control*.c
+ * (CLI requests). Not a
  * public header: nothing outside coordinator/ includes it.
  *
  * Memory holds only what is open: the sweeps not yet finished and their
@@ -213,6 +214,25 @@ ksweep *sched_sweep(kf_coord *c, uint32_t sweep_id);
 ktask *sched_task(kf_coord *c, uint64_t task_id, ksweep **sw_out);
 ksweep *sched_add_sweep(kf_coord *c, Kfleet__Sweep *rec);
 ktask *sched_add_task(kf_coord *c, ksweep *sw, Kfleet__Task *rec);
+
+/* sched_expand.c: a submitted sweep's tasks. */
+/* The configurations of a task group (the product of its axes' lengths),
+ * or 0 when the group is not one a client makes (why says what; why may be
+ * NULL with len 0). At most KF_SWEEP_MAX_CONFIGS. */
+uint64_t sched_group_configs(const Kfleet__TaskGroup *g, size_t nkernels, char *why, size_t len);
+/* The tasks req makes before `nodes: all` multiplies them: its tasks and
+ * each group's configurations times kinds; 0 with why ("submit: ...") when
+ * a group is malformed or the configurations pass KF_SWEEP_MAX_CONFIGS. */
+uint64_t sched_expand_count(const Kfleet__SubmitRequest *req, char *why, size_t len);
+/* The agents a `nodes: all` sweep runs on: those registered and not lost
+ * now; *n of them. The caller frees the array (never NULL). */
+kagent **sched_all_targets(kf_coord *c, size_t *n);
+/* Makes sweep sw's tasks from req (sw->rec is the sweep's record), puts
+ * them in txn and keeps them: the problem's nrefs reference tasks (for
+ * the configurations ref_cis) first, then the tasks and the groups, each
+ * on every one of targets (nodes: all; NULL: any agent). */
+void sched_expand(kf_coord *c, ksweep *sw, kf_txn *txn, const Kfleet__SubmitRequest *req,
+                  kagent *const *targets, size_t ntargets, const uint32_t *ref_cis, size_t nrefs);
 /* Ends a task with a terminal state and a synthesized result (no agent ran it
  * to completion): lost on every attempt, cancelled, build failed. */
 int sched_finish(kf_coord *c, ksweep *sw, ktask *t, int state, const char *error);
@@ -228,6 +248,18 @@ void sched_free_agent(kagent *a);
 
 /* control.c */
 void control_handle(kf_coord *c, const void *peer, size_t peer_len, const void *data, size_t len);
+/* control_reply.c: queues rep (or an error reply with code and msg) to the
+ * control peer. */
+void control_reply(kf_coord *c, const void *peer, size_t peer_len, Kfleet__ControlReply *rep);
+void control_reply_error(kf_coord *c, const void *peer, size_t peer_len, int code, const char *msg);
+/* control_fleet.c: the tunnel and launch requests, one reply each. */
+void control_tunnel_open(kf_coord *c, const void *peer, size_t peer_len,
+                         const Kfleet__TunnelSpec *ts);
+void control_tunnel_status(kf_coord *c, const void *peer, size_t peer_len, const char *name);
+void control_tunnel_close(kf_coord *c, const void *peer, size_t peer_len, const char *name);
+void control_launch(kf_coord *c, const void *peer, size_t peer_len,
+                    const Kfleet__LaunchRequest *req);
+void control_launch_status(kf_coord *c, const void *peer, size_t peer_len, uint32_t id);
 /* The store bytes a control request may write (a submit's tasks, a
  * cancel's results), so the loop can make room before handling it. */
 size_t control_write_estimate(kf_coord *c, const void *data, size_t len);

@@ -136,16 +136,16 @@ ksweep *sched_add_sweep(kf_coord *c, Kfleet__Sweep *rec)
 
 /* The reference task a candidate's validate or profile waits for: a
  * problem sweep's reference tasks come first, one per configuration that
- * lacked references at submit, in configuration order (control.c), so a
+ * lacked references at submit, in configuration order (sched_expand.c), so a
  * binary search over them finds the one of rec's configuration, at submit
  * and when the coordinator reloads the sweep alike. -1: none. */
 static int32_t ref_gate_of(const ksweep *sw, const Kfleet__Task *rec)
 {
-    if ((rec->kind != KFLEET__TASK_KIND__VALIDATE && rec->kind != KFLEET__TASK_KIND__PROFILE) ||
-        rec->kernel_index >= sw->rec->n_kernels || !sw->rec->kernels[rec->kernel_index]->candidate)
+    if (!kf_task_kind_at(rec->kind)->needs_reference || rec->kernel_index >= sw->rec->n_kernels ||
+        !sw->rec->kernels[rec->kernel_index]->candidate)
         return -1;
     uint32_t lo = 0, hi = 0;
-    while (hi < sw->ntasks && sw->tasks[hi].rec->kind == KFLEET__TASK_KIND__REFERENCE)
+    while (hi < sw->ntasks && kf_task_kind_at(sw->tasks[hi].rec->kind)->references)
         hi++;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
@@ -175,14 +175,14 @@ ktask *sched_add_task(kf_coord *c, ksweep *sw, Kfleet__Task *rec)
     t->gate = t->dependent = t->ref_gate = -1;
     if (rec->pin_agent && *rec->pin_agent)
         t->pin = sched_agent_index(c, sched_agent(c, rec->pin_agent, 1));
-    /* A profile's validation comes just before it (a sweep's tasks are made
-     * configuration by configuration; nodes: all, agent by agent): link the
-     * two, so the profile waits for it. */
-    if (rec->kind == KFLEET__TASK_KIND__PROFILE) {
+    /* The task a kind is gated_by comes just before it (a sweep's tasks
+     * are made configuration by configuration in the table's order; nodes:
+     * all, agent by agent): link the two, so this one waits for it. */
+    Kfleet__TaskKind gate = kf_task_kind_at(rec->kind)->gated_by;
+    if (gate) {
         for (uint32_t back = 1; back <= 64 && back < sw->ntasks; back++) {
             ktask *v = &sw->tasks[sw->ntasks - 1 - back];
-            if (v->rec->kind == KFLEET__TASK_KIND__VALIDATE &&
-                v->rec->kernel_index == rec->kernel_index &&
+            if (v->rec->kind == gate && v->rec->kernel_index == rec->kernel_index &&
                 v->rec->config_index == rec->config_index && v->pin == t->pin && v->dependent < 0) {
                 t->gate = (int32_t)(sw->ntasks - 1 - back);
                 v->dependent = (int32_t)(sw->ntasks - 1);
@@ -192,7 +192,7 @@ ktask *sched_add_task(kf_coord *c, ksweep *sw, Kfleet__Task *rec)
     }
     t->ref_gate = ref_gate_of(sw, rec);
     sw->counts[rec->state & 15]++;
-    if (rec->kind == KFLEET__TASK_KIND__BUILD)
+    if (kf_task_kind_at(rec->kind)->builds)
         sw->bcounts[rec->state & 15]++;
     return t;
 }
@@ -211,7 +211,7 @@ void sched_free_sweep(ksweep *sw)
 void sched_set_state(ksweep *sw, ktask *t, int state)
 {
     sw->counts[t->rec->state & 15]--;
-    if (t->rec->kind == KFLEET__TASK_KIND__BUILD) {
+    if (kf_task_kind_at(t->rec->kind)->builds) {
         sw->bcounts[t->rec->state & 15]--;
         sw->bcounts[state & 15]++;
     }
@@ -527,7 +527,7 @@ void sched_gate_done(kf_coord *c, ksweep *sw, ktask *t)
  * tasks of its configuration could not be judged, so they are skipped. */
 static void ref_gate_done(kf_coord *c, ksweep *sw, ktask *t, int log)
 {
-    if (t->rec->kind != KFLEET__TASK_KIND__REFERENCE || !kf_state_terminal(t->rec->state) ||
+    if (!kf_task_kind_at(t->rec->kind)->references || !kf_state_terminal(t->rec->state) ||
         t->rec->state == KFLEET__TASK_STATE__SUCCEEDED)
         return;
     int32_t me = (int32_t)(t - sw->tasks);
@@ -606,7 +606,7 @@ void sched_requeue_as(kf_coord *c, ksweep *sw, ktask *t, int attempt_state, cons
     t->agent = -1;
     t->confirmed = 0;
     char msg[512];
-    if (t->rec->kind == KFLEET__TASK_KIND__BUILD && t->pin >= 0) {
+    if (kf_task_kind_at(t->rec->kind)->builds && t->pin >= 0) {
         if (a)
             sched_forget_build(c, a, sw->rec->kernels[t->rec->kernel_index]->hash);
         snprintf(msg, sizeof msg, "build abandoned: %s", why);

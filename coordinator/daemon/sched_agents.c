@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "common/xalloc.h"
+#include "common/taskkind.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -433,13 +434,13 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
      * the attempt ends failed with the agent's reason and the task is tried
      * again while attempts remain. A build pinned to its agent is not. */
     if (r->infra && r->state != KFLEET__TASK_STATE__SUCCEEDED &&
-        !(t->rec->kind == KFLEET__TASK_KIND__BUILD && t->pin >= 0)) {
+        !(kf_task_kind_at(t->rec->kind)->builds && t->pin >= 0)) {
         char why[300];
         first_line(r->error, why, sizeof why);
         r->agent_id = saved_agent;
         /* Its cached artifact was not what the build made (and is gone):
          * the agent builds the kernel again before the next try. */
-        if (r->artifact_stale && t->rec->kind != KFLEET__TASK_KIND__BUILD) {
+        if (r->artifact_stale && !kf_task_kind_at(t->rec->kind)->builds) {
             kf_warn("task.artifact_stale", "task=0x%llx agent=%s error=\"%s\"",
                     (unsigned long long)r->task_id, a->id, why);
             sched_invalidate_build(c, a, sw->rec->kernels[t->rec->kernel_index]->hash);
@@ -449,9 +450,9 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
             coord_ack_later(a, env->oseq);
         return KF_OK;
     }
-    if (t->rec->kind == KFLEET__TASK_KIND__BUILD)
+    if (kf_task_kind_at(t->rec->kind)->builds)
         sched_share_result(c, a, sw->rec->kernels[t->rec->kernel_index]->hash, r);
-    if (t->rec->kind == KFLEET__TASK_KIND__REFERENCE && r->state == KFLEET__TASK_STATE__SUCCEEDED) {
+    if (kf_task_kind_at(t->rec->kind)->references && r->state == KFLEET__TASK_STATE__SUCCEEDED) {
         /* A problem's references: into the store once, out of the Result. */
         size_t stored = 0;
         rc = kf_problem_store_result(txn, sw->rec->kernels[t->rec->kernel_index]->hash,
@@ -480,7 +481,7 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
     sched_set_state(sw, t, r->state);
     sched_put_task(c, t);
     sched_gate_done(c, sw, t);
-    if (t->rec->kind == KFLEET__TASK_KIND__BUILD) {
+    if (kf_task_kind_at(t->rec->kind)->builds) {
         const char *hash = sw->rec->kernels[t->rec->kernel_index]->hash;
         int st = r->state == KFLEET__TASK_STATE__SUCCEEDED ? KFLEET__TASK_STATE__SUCCEEDED
                                                            : KFLEET__TASK_STATE__FAILED;

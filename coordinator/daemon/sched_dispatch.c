@@ -85,7 +85,7 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     spec.kernel = k->name;
     spec.kernel_hash = k->hash;
     Kfleet__Result *shared = NULL;
-    if (t->rec->kind == KFLEET__TASK_KIND__BUILD) {
+    if (kf_task_kind_at(t->rec->kind)->builds) {
         spec.n_sources = k->n_sources;
         spec.sources = k->sources;
         if (t->share_task)
@@ -116,7 +116,7 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     /* A reference task is told the problem's secret seeds it computes for
      * (docs/problems.md); no other task ever is. */
     uint64_t *seeds = NULL;
-    if (t->rec->kind == KFLEET__TASK_KIND__REFERENCE && txn &&
+    if (kf_task_kind_at(t->rec->kind)->references && txn &&
         control_reference_seeds(txn, sw->rec, t->rec, kf_now_ns(), &seeds, &spec.n_seeds) != KF_OK)
         kf_warn("task.seeds",
                 "task=0x%llx: the store has no seed pool for its problem; the runner will "
@@ -127,7 +127,7 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
      * seeds with a stored reference and those references. */
     Kfleet__Reference **refs = NULL;
     size_t nrefs = 0;
-    if (k->candidate && t->rec->kind != KFLEET__TASK_KIND__BUILD && txn) {
+    if (k->candidate && !kf_task_kind_at(t->rec->kind)->builds && txn) {
         const Kfleet__KernelRef *pk = sw->rec->kernels[sw->rec->n_kernels - 1];
         const kbuild *pb = sched_agent_build(c, a, pk->hash);
         spec.problem_kernel = pk->name;

@@ -4,6 +4,7 @@
  * null too. */
 #include "report/report_json.h"
 #include "report/report_rank.h"
+#include "common/taskkind.h"
 #include "common/xalloc.h"
 
 #include <jansson.h>
@@ -586,7 +587,7 @@ json_t *kf_rep_json_doc(const rep *r, int with_samples)
     json_t *builds = json_array(), *failures = json_array();
     for (size_t i = 0; i < r->ntasks; i++) {
         const rtask *rt = &r->tasks[i];
-        if (rt->task->kind == KFLEET__TASK_KIND__BUILD)
+        if (kf_task_kind_at(rt->task->kind)->report == KF_REPORT_BUILD)
             json_array_append_new(builds, json_build(r, rt));
         if (kf_rep_is_failure(kf_rep_state_of(rt)))
             json_array_append_new(failures, json_failure(r, rt));

@@ -221,11 +221,11 @@ static int task_cb(void *ctx, const Kfleet__Task *task)
         rt->res = NULL;
         rc = 0;
     }
-    if (rc == 0 && rt->res && task->kind == KFLEET__TASK_KIND__PROFILE)
+    if (rc == 0 && rt->res && kf_task_kind_at(task->kind)->report == KF_REPORT_TIMING)
         rc = kf_store_foreach_sample(r->t, task->task_id, rt->res->attempt, sample_cb, rt);
     if (rc == 0) {
         const Kfleet__KernelRef *k = kf_rep_kref(r, task->kernel_index);
-        struct attempt_ctx ac = {r, k && k->cuda && task->kind != KFLEET__TASK_KIND__BUILD, rt};
+        struct attempt_ctx ac = {r, k && k->cuda && !kf_task_kind_at(task->kind)->builds, rt};
         rc = kf_store_foreach_attempt(r->t, task->task_id, attempt_cb, &ac);
         if (rt->natt == 1 && !rt->att[0].note)
             drop_attempts(rt);
@@ -324,9 +324,9 @@ static int find_build(rep *r, rrow *w)
     const Kfleet__KernelRef *k = kf_rep_kref(r, w->kernel);
     for (size_t i = 0; i < r->ntasks; i++) {
         rtask *rt = &r->tasks[i];
-        if (rt->task->kind == KFLEET__TASK_KIND__BUILD && rt->task->kernel_index == w->kernel &&
-            strcmp(kf_rep_node_of(rt), w->node) == 0 && rt->res &&
-            rt->res->state == KFLEET__TASK_STATE__SUCCEEDED) {
+        if (kf_task_kind_at(rt->task->kind)->report == KF_REPORT_BUILD &&
+            rt->task->kernel_index == w->kernel && strcmp(kf_rep_node_of(rt), w->node) == 0 &&
+            rt->res && rt->res->state == KFLEET__TASK_STATE__SUCCEEDED) {
             w->build_task = rt->task->task_id;
             w->build = rt->res->build;
             return 0;
@@ -524,15 +524,15 @@ static int build_rows(rep *r)
     /* Profiles first, so that an unpinned row's node is where it was
      * measured and its validation joins it. */
     for (int pass = 0; pass < 2; pass++) {
-        int want = pass == 0 ? KFLEET__TASK_KIND__PROFILE : KFLEET__TASK_KIND__VALIDATE;
+        kf_report_as want = pass == 0 ? KF_REPORT_TIMING : KF_REPORT_VALIDATION;
         for (size_t i = 0; i < r->ntasks; i++) {
             rtask *rt = &r->tasks[i];
-            if ((int)rt->task->kind != want)
+            if (kf_task_kind_at(rt->task->kind)->report != want)
                 continue;
             rrow *w = row_for(r, rt);
-            if (want == KFLEET__TASK_KIND__PROFILE && !w->profile)
+            if (want == KF_REPORT_TIMING && !w->profile)
                 w->profile = rt;
-            else if (want == KFLEET__TASK_KIND__VALIDATE && !w->validate)
+            else if (want == KF_REPORT_VALIDATION && !w->validate)
                 w->validate = rt;
         }
     }
@@ -658,7 +658,7 @@ size_t kf_rep_slot_time(const rep *r, kf_rep_phase *out, double *total_s, double
     for (size_t i = 0; i < r->ntasks; i++) {
         const rtask *rt = &r->tasks[i];
         const Kfleet__KernelRef *k = kf_rep_kref(r, rt->task->kernel_index);
-        int on_gpu = rt->task->kind != KFLEET__TASK_KIND__BUILD && k && k->cuda;
+        int on_gpu = !kf_task_kind_at(rt->task->kind)->builds && k && k->cuda;
         if (!rt->res || on_gpu != gpu)
             continue;
         in_runners += rt->res->elapsed_s;

@@ -15,6 +15,7 @@
 #include "report/report_text.h"
 #include "report/report_problem.h"
 #include "report/report_page.h"
+#include "common/taskkind.h"
 #include "common/text.h"
 #include "common/xalloc.h"
 
@@ -692,7 +693,7 @@ int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
     render_header(r, &e, out);
     size_t nb = 0;
     for (size_t i = 0; i < r->ntasks; i++)
-        nb += r->tasks[i].task->kind == KFLEET__TASK_KIND__BUILD;
+        nb += kf_task_kind_at(r->tasks[i].task->kind)->report == KF_REPORT_BUILD;
     size_t n = (r->nrows > nb ? r->nrows : nb) + 1;
     char(*cells)[CELL] = kf_xcalloc(n * R_N, sizeof *cells);
 
@@ -721,7 +722,7 @@ int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
         kf_buf_adds(out, md ? "\n## Builds\n\n" : "\nbuilds:\n");
         size_t k = 0;
         for (size_t i = 0; i < r->ntasks; i++)
-            if (r->tasks[i].task->kind == KFLEET__TASK_KIND__BUILD)
+            if (kf_task_kind_at(r->tasks[i].task->kind)->report == KF_REPORT_BUILD)
                 build_cells(r, &r->tasks[i], &cells[k++ * B_N]);
         grid gb = {B_N, build_names, build_right, cells, nb, build_color, 0};
         grid_render(&gb, &e, color, out);

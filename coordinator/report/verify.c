@@ -1,6 +1,7 @@
 /* verify — store invariants of a sweep; see verify.h. */
 #include "report/verify.h"
 #include "core/seal.h"
+#include "common/taskkind.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -145,7 +146,8 @@ static int task_cb(void *ctx, const Kfleet__Task *task)
         break;
     }
     check_seals(v, task, r);
-    if (task->kind == KFLEET__TASK_KIND__PROFILE && r->state == KFLEET__TASK_STATE__SUCCEEDED) {
+    if (kf_task_kind_at(task->kind)->report == KF_REPORT_TIMING &&
+        r->state == KFLEET__TASK_STATE__SUCCEEDED) {
         s->profiles++;
         v->next_seq = 0;
         v->bad_seq = 0;

@@ -21,6 +21,11 @@ The rules (docs/architecture.md, "What the build and the tests enforce"):
   lines     No source file over 800 lines outside tests/, bench/ and docs/
             but those on ALLOWED_LONG (stage 2 splits them). A listed file that
             has come under the limit must leave the list.
+  kinds     A task kind is tested only through its row of the task-kind
+            table (common/taskkind.h): no `==`/`!=` against a
+            KFLEET__TASK_KIND__ value and no `case` of one in coordinator/,
+            agent/ or common/ outside the table's own files. Naming a kind to
+            make a task of it, or in a handler table's row, is fine.
   agent     `kfleet` links no agent code: its binary defines none of the
             symbols that libkfagent.a and libkfrunner.a define, and (with the
             Makefile generator) its link line names neither.
@@ -346,6 +351,38 @@ def check_lines(src):
     return bad
 
 
+# ---- task kinds only through the table ----
+
+# The table's own files, where a kind's value may be compared.
+KIND_TABLE = ("common/taskkind.c", "common/taskkind.h")
+KIND = r"KFLEET__TASK_KIND__\w+"
+KIND_TEST_RE = re.compile(r"(?:[!=]=\s*(?:\(\s*\w+\s*\)\s*)?" + KIND + r")|(?:" + KIND +
+                          r"\s*[!=]=)|(?:\bcase\s+" + KIND + r")")
+COMMENT_RE = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def kind_tests(text):
+    """[(line, the test)] for each comparison of a task kind's value in C
+    text, comments left out (their newlines kept, so lines still count)."""
+    code = COMMENT_RE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    return [(code.count("\n", 0, m.start()) + 1, m.group(0)) for m in KIND_TEST_RE.finditer(code)]
+
+
+def check_kinds(src):
+    bad = 0
+    for f in code_files(src, CODE_TOPS):
+        if f in KIND_TABLE:
+            continue
+        with open(os.path.join(src, f), encoding="utf-8", errors="replace") as fh:
+            found = kind_tests(fh.read())
+        for line, what in found:
+            print(f"layout: {f}:{line}: tests a task kind by value ({what.strip()}): read its "
+                  f"row instead (kf_task_kind_at(k)->builds, ->gated_by, ...; common/taskkind.h), "
+                  f"adding a field to the table if none says it")
+            bad += 1
+    return bad
+
+
 # ---- the CLI links no agent code ----
 
 def check_agent(build):
@@ -406,6 +443,16 @@ def self_test():
                 fh.write("x\n" * n)
         if long_files(d, ["long.c", "ok.c"]) != {"long.c": LIMIT + 1}:
             failures.append(f"long_files: {long_files(d, ['long.c', 'ok.c'])}")
+    planted = ("if (t->kind == KFLEET__TASK_KIND__BUILD)\n"
+               "x = KFLEET__TASK_KIND__PROFILE != (int)k;\n"
+               "switch (k) {\ncase KFLEET__TASK_KIND__VALIDATE: break; }\n"
+               "w = want == (int)KFLEET__TASK_KIND__DOCTOR;\n")
+    if [n for n, _ in kind_tests(planted)] != [1, 2, 4, 5]:
+        failures.append(f"kind_tests missed a planted kind test: {kind_tests(planted)}")
+    fine = ("/* t->kind == KFLEET__TASK_KIND__BUILD */ t->kind = KFLEET__TASK_KIND__BUILD;\n"
+            "{KFLEET__TASK_KIND__PROFILE, run_profile}, // x == KFLEET__TASK_KIND__X\n")
+    if kind_tests(fine):
+        failures.append(f"kind_tests flagged a kind that is only named: {kind_tests(fine)}")
     if module_of("coordinator/report/report_int.h") != "coordinator/report/report":
         failures.append("module_of does not fold x_int.h into x")
     for f in failures:
@@ -419,7 +466,7 @@ def main():
     ap.add_argument("--src", required=True)
     ap.add_argument("--build", required=True)
     ap.add_argument("--self-test", action="store_true")
-    ap.add_argument("--only", choices=("includes", "calls", "lines", "agent"))
+    ap.add_argument("--only", choices=("includes", "calls", "lines", "kinds", "agent"))
     a = ap.parse_args()
     src, build = os.path.abspath(a.src), os.path.abspath(a.build)
     broken = 0
@@ -429,6 +476,7 @@ def main():
         "includes": lambda: check_includes(src),
         "calls": lambda: check_calls(build, src),
         "lines": lambda: check_lines(src),
+        "kinds": lambda: check_kinds(src),
         "agent": lambda: check_agent(build),
     }
     for name, rule in rules.items():

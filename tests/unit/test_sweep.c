@@ -256,7 +256,8 @@ static void test_full_file(void **state)
     assert_int_equal(k->cuda, 1);
     assert_int_equal(k->nflags, 0);
 
-    assert_int_equal(s->tasks, KF_TASK_VALIDATE | KF_TASK_PROFILE);
+    assert_int_equal(s->tasks,
+                     (1 << KFLEET__TASK_KIND__VALIDATE) | (1 << KFLEET__TASK_KIND__PROFILE));
     assert_int_equal(s->nodes_all, 1);
     assert_string_equal(s->baseline, "bar");
     assert_int_equal(s->max_attempts, 7);
@@ -289,7 +290,9 @@ static void test_defaults(void **state)
         KF_OK);
     assert_string_equal(s->name, "quick");
     assert_string_equal(s->file, "runs/quick.yaml");
-    assert_int_equal(s->tasks, KF_TASK_BUILD | KF_TASK_VALIDATE | KF_TASK_PROFILE);
+    assert_int_equal(s->tasks, (1 << KFLEET__TASK_KIND__BUILD) |
+                                   (1 << KFLEET__TASK_KIND__VALIDATE) |
+                                   (1 << KFLEET__TASK_KIND__PROFILE));
     assert_int_equal(s->nodes_all, 0);
     assert_null(s->baseline);
     assert_int_equal(s->max_attempts, 3);
@@ -590,7 +593,8 @@ static const bad_case bad_cases[] = {
     {"kernels: [foo, bar]\nparams: {a: {from: 1, to: 1000, step: 1}, b: {from: 1, to: 600, "
      "step: 1}}\n",
      0, 1, 16, "kernel 'bar' is added (600000 before it, 600000 for it)"},
-    {"kernels: [foo]\ntasks: [build, deploy]\n", 0, 2, 16, "unknown task 'deploy'"},
+    {"kernels: [foo]\ntasks: [build, deploy]\n", 0, 2, 16,
+     "unknown task 'deploy'; valid tasks are build, validate, profile"},
     {"kernels: [foo]\ntasks: []\n", 0, 2, 8, "tasks is an empty list"},
     {"kernels: [foo]\ntasks: [build, build]\n", 0, 2, 16, "task 'build' is listed twice"},
     {"kernels: [foo]\nnodes: some\n", 0, 2, 8, "nodes must be any or all"},
@@ -897,22 +901,71 @@ static void test_mutations(void **state)
     assert_true(ok > 0 && bad > 0);
 }
 
-/* The table of task kinds (common/taskkind.h) names the sweep's tasks:
- * bits by value, since common/ cannot include core/: they must agree. */
+/* The table of task kinds (common/taskkind.h) names the sweep's tasks: a
+ * kind's bit is 1 << its value, the kinds a sweep may not ask for have
+ * none, and a kind this kfleet does not know reads as a row that needs,
+ * gates and reports nothing. */
 static void test_task_kind_bits(void **state)
 {
     (void)state;
-    assert_int_equal(kf_task_kind_of(KFLEET__TASK_KIND__BUILD)->sweep_bit, KF_TASK_BUILD);
-    assert_int_equal(kf_task_kind_of(KFLEET__TASK_KIND__VALIDATE)->sweep_bit, KF_TASK_VALIDATE);
-    assert_int_equal(kf_task_kind_of(KFLEET__TASK_KIND__PROFILE)->sweep_bit, KF_TASK_PROFILE);
+    assert_int_equal(kf_task_kind_of(KFLEET__TASK_KIND__BUILD)->sweep_bit,
+                     1u << KFLEET__TASK_KIND__BUILD);
+    assert_int_equal(kf_task_kind_of(KFLEET__TASK_KIND__VALIDATE)->sweep_bit,
+                     1u << KFLEET__TASK_KIND__VALIDATE);
+    assert_int_equal(kf_task_kind_of(KFLEET__TASK_KIND__PROFILE)->sweep_bit,
+                     1u << KFLEET__TASK_KIND__PROFILE);
+    assert_int_equal(kf_task_kind_of(KFLEET__TASK_KIND__REFERENCE)->sweep_bit, 0);
+    assert_int_equal(kf_task_kind_of(KFLEET__TASK_KIND__DOCTOR)->sweep_bit, 0);
+    assert_int_equal(kf_task_kind_sweep_all(), (1u << KFLEET__TASK_KIND__BUILD) |
+                                                   (1u << KFLEET__TASK_KIND__VALIDATE) |
+                                                   (1u << KFLEET__TASK_KIND__PROFILE));
+    assert_int_equal(kf_task_kind_of(KFLEET__TASK_KIND__PROFILE)->gated_by,
+                     KFLEET__TASK_KIND__VALIDATE);
+    assert_ptr_equal(kf_task_kind_named("validate"), kf_task_kind_of(KFLEET__TASK_KIND__VALIDATE));
+    assert_null(kf_task_kind_named("sanitize"));
     assert_string_equal(kf_task_kind_name(KFLEET__TASK_KIND__PROFILE), "profile");
     assert_string_equal(kf_task_kind_name(99), "unknown");
+    const kf_task_kind *u = kf_task_kind_at(99);
+    assert_null(kf_task_kind_of(99));
+    assert_int_equal(u->builds + u->runs_kernel + u->served + u->references + u->needs_reference +
+                         (int)u->gated_by + (int)u->report + (int)u->sweep_bit,
+                     0);
+}
+
+/* What the expansion relies on: a kind's gated_by row comes before it in
+ * the table and is made per configuration as it is (sched_expand.c makes
+ * a group's kinds in the table's order and sched_add_task looks back for
+ * the gate), and the kinds a task group holds have ascending sweep bits
+ * in the table's order (the coordinator's group check). */
+static void test_task_kind_table_order(void **state)
+{
+    (void)state;
+    unsigned last_group_bit = 0;
+    size_t n = 0;
+    for (size_t i = 0; kf_task_kinds[i].name; i++, n++) {
+        const kf_task_kind *tk = &kf_task_kinds[i];
+        assert_ptr_equal(kf_task_kind_of(tk->kind), tk);
+        if (tk->gated_by) {
+            const kf_task_kind *g = kf_task_kind_of(tk->gated_by);
+            assert_non_null(g);
+            assert_true(g < tk);
+            assert_int_equal(g->per_config, tk->per_config);
+        }
+        if (tk->per_config && tk->sweep_bit) {
+            assert_true(tk->sweep_bit > last_group_bit);
+            last_group_bit = tk->sweep_bit;
+        }
+        assert_false(tk->builds && tk->runs_kernel);
+        assert_false(tk->served && !tk->runs_kernel);
+    }
+    assert_int_equal(n, 5);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_task_kind_bits),
+        cmocka_unit_test(test_task_kind_table_order),
         cmocka_unit_test(test_full_file),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_cartesian_order),
