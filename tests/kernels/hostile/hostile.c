@@ -2,7 +2,8 @@
  * every access a kernel must not have (issue 31): the agent's Curve secret
  * key, the coordinator's key, appending to agents.allow, writing the LMDB
  * store, overwriting or planting another kernel's cached artifact, writing
- * outside its scratch dir, a TCP connection to 127.0.0.1, signalling the
+ * outside its scratch dir, a TCP connection to 127.0.0.1, a connection to
+ * the coordinator's control socket (a Unix socket by path), signalling the
  * agent, the agent's KFLEET_HOME. Each that works is named and fails
  * setup ("GOT: ..."); with all refused it validates like any kernel.
  * The paths come from targets.h, written by tests/integration/
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define N 1024
@@ -57,6 +59,13 @@ static void attack(void)
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(PORT)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     tried(s >= 0 && connect(s, (struct sockaddr *)&a, sizeof a) == 0, "connect to 127.0.0.1");
+    if (s >= 0)
+        close(s);
+    s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un u = {.sun_family = AF_UNIX};
+    snprintf(u.sun_path, sizeof u.sun_path, "%s", CONTROL);
+    tried(s >= 0 && connect(s, (struct sockaddr *)&u, sizeof u) == 0,
+          "connect to the control socket");
     if (s >= 0)
         close(s);
 }

@@ -16,6 +16,7 @@ VICTIM = "@VICTIM@"
 CACHE = "@CACHE@"
 ESCAPE = "@ESCAPE@"
 PORT = int("@PORT@")
+CONTROL = "@CONTROL@"
 
 device = "cpu"
 tol_abs = 1e-6
@@ -34,6 +35,15 @@ def _opens(path, flags):
 def _connects():
     try:
         with socket.create_connection(("127.0.0.1", PORT), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def _connects_control():
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect(CONTROL)
             return True
     except OSError:
         return False
@@ -59,6 +69,7 @@ def _attack():
         ("KFLEET_HOME" in os.environ, "see KFLEET_HOME"),
         (_signals(), "signal the agent"),
         (_connects(), "connect to 127.0.0.1"),
+        (_connects_control(), "connect to the control socket"),
     ]
     got = [what for ok, what in tries if ok]
     if got:
