@@ -113,6 +113,39 @@ pass "the agent says at start what it enforces: $(grep -o 'agent.sandbox.*' "$KF
 ls "$WD"/tmp/ 2>/dev/null | grep -q . && fail "scratch dirs left behind: $(ls "$WD/tmp")"
 pass "no scratch dir left after the tasks"
 
+# The same kernels with ncu metrics and compute-sanitizer (stand-ins,
+# tests/integration/tools/nvtool, that run the nested runner as the tools
+# do): the runner that loads the kernel and the nested runner the tool
+# starts are both under Landlock, every access refused, and the nested one
+# can still write its own /proc entry, as cuInit must.
+mkdir -p "$T/tools"
+cp "$KF_SRC/tests/integration/tools/nvtool" "$T/tools/ncu"
+cp "$KF_SRC/tests/integration/tools/nvtool" "$T/tools/compute-sanitizer"
+sed 's/^measure: {\(.*\)}$/measure: {\1, ncu: [gpu__time_duration.sum], sanitize: true}/' \
+  "$T/hostile.yaml" | sed 's/^name: hostile$/name: hostile-tools/' >"$T/tools.yaml"
+grep -q 'sanitize: true' "$T/tools.yaml" || fail "the tools sweep was not made: $(cat "$T/tools.yaml")"
+rc=0
+PATH="$T/tools:$PATH" NVTOOL_CALLS="$T/tool-calls" "$KFLEET" run "$T/tools.yaml" --agents 1 \
+  --format json -o "$T/rt.json" >"$T/runt.out" 2>"$T/runt.log" || rc=$?
+[ $rc -eq 0 ] || fail "sandboxed with tools, the hostile sweep exited $rc: $(grep -oE '(GOT|NEED): [^"\]*' "$T/rt.json" | sort -u | head -4) $(tail -3 "$T/runt.log")"
+"$KF_PYTHON" - "$T/rt.json" <<'PY' || fail "a sandboxed kernel's result under the tools is not right"
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+for r in rows:
+    for k in ("validation", "profile"):
+        st = (r.get(k) or {}).get("state")
+        assert st == "succeeded", (r["kernel"], k, st, (r.get(k) or {}).get("error"))
+    assert "memcheck: clean" in json.dumps(r), (r["kernel"], "no sanitizer verdict")
+    assert "gpu__time_duration.sum" in json.dumps(r), (r["kernel"], "no ncu metric")
+PY
+for t in ncu compute-sanitizer; do
+  grep -q "^$t rc=0" "$T/tool-calls" || fail "$t was not run, or its nested run failed: $(cat "$T/tool-calls")"
+done
+grep -q 'sandbox.tool_run' "$T/runt.log" "$KFLEET_HOME"/run/agent-*.log 2>/dev/null &&
+  fail "a runner still turns Landlock off for the tools"
+ls "$WD"/tmp/ 2>/dev/null | grep -q . && fail "scratch or tool dirs left behind: $(ls "$WD/tmp")"
+pass "with ncu and compute-sanitizer ($(wc -l <"$T/tool-calls") tool runs) the runner and the nested runners are confined, the nested ones write their own /proc entry, results right"
+
 # The same sweep unsandboxed: the kernels get in, and say so.
 rc=0
 "$KFLEET" run "$T/hostile.yaml" --agents 1 --no-sandbox --format json -o "$T/r0.json" \

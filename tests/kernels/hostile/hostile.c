@@ -5,7 +5,10 @@
  * outside its scratch dir, a TCP connection to 127.0.0.1, a connection to
  * the coordinator's control socket (a Unix socket by path), signalling the
  * agent, the agent's KFLEET_HOME. Each that works is named and fails
- * setup ("GOT: ..."); with all refused it validates like any kernel.
+ * setup ("GOT: ..."); with all refused it validates like any kernel. It
+ * also needs what the CUDA driver needs at cuInit, its own /proc entry
+ * written (a sandbox that refuses it breaks every CUDA kernel; nested
+ * runs under ncu are where that went wrong).
  * The paths come from targets.h, written by tests/integration/
  * test_sandbox.sh. Nothing is written to: a file opened for writing is
  * closed at once. */
@@ -74,6 +77,10 @@ static int setup(void **state, const kf_params *p, uint64_t seed, char *err, siz
 {
     (void)p;
     (void)seed;
+    if (!opens("/proc/thread-self/comm", O_WRONLY)) {
+        snprintf(err, errlen, "NEED: write its own /proc entry, as cuInit does");
+        return -1;
+    }
     attack();
     if (got[0]) {
         snprintf(err, errlen, "%s", got);

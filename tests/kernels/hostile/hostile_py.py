@@ -77,6 +77,8 @@ def _attack():
 
 
 def setup(params, seed):
+    if not _opens("/proc/thread-self/comm", os.O_WRONLY):
+        raise RuntimeError("NEED: write its own /proc entry, as cuInit does")
     _attack()
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(1024).astype(np.float32)
