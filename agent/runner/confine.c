@@ -3,18 +3,21 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "common/xalloc.h"
 #include "runner/build.h"
 #include "runner/pyenv.h"
 #include "runner/pyfiles.h"
 #include "runner/sandbox.h"
 #include "runner/toolhost.h"
 
+#include <dirent.h>
 #include <glob.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const system_dirs[] = {"/usr",  "/lib", "/lib32", "/lib64", "/libx32", "/bin",
@@ -76,6 +79,59 @@ static void read_python(kf_sandbox *s)
     json_decref(path);
 }
 
+/* For a root runner, which keeps uid 0 and so reads root's files by
+ * ownership: what under path others may read. Returns 1 when all of it is
+ * (the caller grants it whole, as the largest such directory), else grants
+ * each part that is and returns 0: /etc without /etc/shadow, the SSH host
+ * keys, sudoers and whatever else is not world-readable. A non-root runner
+ * could read none of those either, so no toolchain needs them. A symbolic
+ * link is left to its target's own grant, never granted by itself (its
+ * target may lie anywhere). Deeper than 12 levels, nothing is granted. */
+static int readable_parts(kf_sandbox *s, const char *path, int depth)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return 0;
+    if (S_ISLNK(st.st_mode))
+        return 1;
+    if (!S_ISDIR(st.st_mode))
+        return (st.st_mode & S_IROTH) != 0;
+    if ((st.st_mode & (S_IROTH | S_IXOTH)) != (S_IROTH | S_IXOTH) || depth > 12)
+        return 0;
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    char **ok = NULL;
+    size_t nok = 0;
+    int all = 1;
+    char child[PATH_MAX];
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (snprintf(child, sizeof child, "%s/%s", path, e->d_name) >= (int)sizeof child) {
+            all = 0;
+            continue;
+        }
+        struct stat cs;
+        if (readable_parts(s, child, depth + 1)) {
+            if (lstat(child, &cs) == 0 && !S_ISLNK(cs.st_mode)) {
+                ok = kf_xrealloc(ok, (nok + 1) * sizeof *ok);
+                ok[nok++] = kf_xstrdup(child);
+            }
+        } else {
+            all = 0;
+        }
+    }
+    closedir(d);
+    for (size_t i = 0; i < nok; i++) {
+        if (!all)
+            kf_sandbox_read(s, ok[i]);
+        free(ok[i]);
+    }
+    free(ok);
+    return all;
+}
+
 /* The common part: see confine.h. */
 static kf_sandbox *base(const Kfleet__TaskSpec *sp, const char *workdir, const char *scratch)
 {
@@ -83,7 +139,9 @@ static kf_sandbox *base(const Kfleet__TaskSpec *sp, const char *workdir, const c
     kf_sandbox_protect(s, workdir);
     each_entry(s, getenv("KF_SANDBOX_PROTECT"), kf_sandbox_protect);
     for (size_t i = 0; i < sizeof system_dirs / sizeof *system_dirs; i++)
-        kf_sandbox_read(s, system_dirs[i]);
+        if (strcmp(system_dirs[i], "/etc") != 0 || geteuid() != 0 ||
+            readable_parts(s, system_dirs[i], 0))
+            kf_sandbox_read(s, system_dirs[i]);
     for (size_t i = 0; i < sizeof dev_read / sizeof *dev_read; i++)
         kf_sandbox_read(s, dev_read[i]);
     for (size_t i = 0; i < sizeof dev_write / sizeof *dev_write; i++)

@@ -5,7 +5,8 @@
 # append to agents.allow, to write the LMDB store, to overwrite another
 # kernel's cached .so and plant files in the cache, to write outside their
 # scratch dir, to connect to a TCP listener on 127.0.0.1 and to the
-# coordinator's control socket, to signal the agent and to read KFLEET_HOME; each access that works fails the kernel
+# coordinator's control socket, to signal the agent, to read KFLEET_HOME and,
+# as root, /etc/shadow; each access that works fails the kernel
 # ("GOT: ..."). Sandboxed, every one is refused, both kernels validate and
 # profile, the other kernel's artifact and the allow list are unchanged and
 # nothing was planted. The same sweep with `kfleet run --no-sandbox`
@@ -152,9 +153,12 @@ rc=0
   >"$T/run0.out" 2>"$T/run0.log" || rc=$?
 [ $rc -eq 1 ] || fail "unsandboxed, the hostile sweep exited $rc, expected 1"
 for k in hostile hostile_py; do
+  # A root runner keeps uid 0: /etc/shadow is root's by ownership.
+  shadow=
+  [ "$(id -u)" = 0 ] && [ -f /etc/shadow ] && shadow="read /etc/shadow"
   for what in "read agent.key" "read coordinator.key" "append agents.allow" "write the store" \
     "overwrite another kernel's .so" "connect to 127.0.0.1" "connect to the control socket" \
-    "see KFLEET_HOME" "signal the agent"; do
+    "see KFLEET_HOME" "signal the agent" ${shadow:+"$shadow"}; do
     "$KF_PYTHON" - "$T/r0.json" "$k" "$what" <<'PY' || fail "unsandboxed, $k did not get '$what': the test would not see it"
 import json, sys
 rows = [r for r in json.load(open(sys.argv[1]))["rows"] if r["kernel"] == sys.argv[2]]

@@ -4,7 +4,7 @@
  * store, overwriting or planting another kernel's cached artifact, writing
  * outside its scratch dir, a TCP connection to 127.0.0.1, a connection to
  * the coordinator's control socket (a Unix socket by path), signalling the
- * agent, the agent's KFLEET_HOME. Each that works is named and fails
+ * agent, the agent's KFLEET_HOME, and as root /etc/shadow. Each that works is named and fails
  * setup ("GOT: ..."); with all refused it validates like any kernel. It
  * also needs what the CUDA driver needs at cuInit, its own /proc entry
  * written (a sandbox that refuses it breaks every CUDA kernel; nested
@@ -57,6 +57,8 @@ static void attack(void)
     tried(opens(CACHE "/planted-c.so", O_WRONLY | O_CREAT), "plant a .so in the cache");
     tried(opens(ESCAPE "-c", O_WRONLY | O_CREAT), "write outside its scratch dir");
     tried(getenv("KFLEET_HOME") != NULL, "see KFLEET_HOME");
+    /* Root's own secret, readable by a runner that keeps uid 0. */
+    tried(geteuid() == 0 && opens("/etc/shadow", O_RDONLY), "read /etc/shadow");
     tried(kill(getppid(), 0) == 0, "signal the agent");
     int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(PORT)};
