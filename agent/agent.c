@@ -388,7 +388,7 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
         kf_warn("agent.sandbox", "missing=\"%s\"", a->sandbox_missing);
     else
         kf_info("agent.sandbox", "enforced=\"Landlock files, TCP and signals; own network; "
-                                 "seccomp; no_new_privs\"");
+                                 "seccomp, Unix sockets refused; no_new_privs\"");
     kf_outbox_foreach(a->outbox, link_load_pending_cb, a);
 
     a->zctx = zmq_ctx_new();

@@ -17,6 +17,7 @@
 #include "common/xalloc.h"
 #include "runner/build.h"
 #include "runner/sandbox.h"
+#include "runner/toolhost.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -153,6 +154,15 @@ static int hand_task(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta, kf_e
 }
 
 static void finish_runner(kf_agent *a, size_t idx);
+
+/* The runner's scratch dir and its tool host's beside it (toolhost.h). */
+static void remove_dirs(const krunner *r)
+{
+    char tools[sizeof r->dir + sizeof KF_TOOLHOST_DIR_SUFFIX];
+    kf_remove_tree(r->dir);
+    snprintf(tools, sizeof tools, "%s" KF_TOOLHOST_DIR_SUFFIX, r->dir);
+    kf_remove_tree(tools);
+}
 
 /* Ends idle runner idx now, so that its CUDA context is gone before
  * another runner starts on its GPU, and frees its entry. */
@@ -549,7 +559,7 @@ static void finish_runner(kf_agent *a, size_t idx)
     if (r->in_fd >= 0)
         close(r->in_fd);
     if (!a->cfg.keep_tmp)
-        kf_remove_tree(r->dir);
+        remove_dirs(r);
     kf_buf_release(&r->in);
     free(r);
     a->runners[idx] = a->runners[--a->nrunners];
@@ -603,7 +613,7 @@ void runners_stop_all(kf_agent *a)
         if (r->in_fd >= 0)
             close(r->in_fd);
         if (!a->cfg.keep_tmp)
-            kf_remove_tree(r->dir);
+            remove_dirs(r);
         kf_buf_release(&r->in);
         free(r);
     }

@@ -3,17 +3,21 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "common/xalloc.h"
 #include "runner/build.h"
 #include "runner/pyenv.h"
 #include "runner/pyfiles.h"
 #include "runner/sandbox.h"
+#include "runner/toolhost.h"
 
+#include <dirent.h>
 #include <glob.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const system_dirs[] = {"/usr",  "/lib", "/lib32", "/lib64", "/libx32", "/bin",
@@ -75,6 +79,59 @@ static void read_python(kf_sandbox *s)
     json_decref(path);
 }
 
+/* For a root runner, which keeps uid 0 and so reads root's files by
+ * ownership: what under path others may read. Returns 1 when all of it is
+ * (the caller grants it whole, as the largest such directory), else grants
+ * each part that is and returns 0: /etc without /etc/shadow, the SSH host
+ * keys, sudoers and whatever else is not world-readable. A non-root runner
+ * could read none of those either, so no toolchain needs them. A symbolic
+ * link is left to its target's own grant, never granted by itself (its
+ * target may lie anywhere). Deeper than 12 levels, nothing is granted. */
+static int readable_parts(kf_sandbox *s, const char *path, int depth)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return 0;
+    if (S_ISLNK(st.st_mode))
+        return 1;
+    if (!S_ISDIR(st.st_mode))
+        return (st.st_mode & S_IROTH) != 0;
+    if ((st.st_mode & (S_IROTH | S_IXOTH)) != (S_IROTH | S_IXOTH) || depth > 12)
+        return 0;
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    char **ok = NULL;
+    size_t nok = 0;
+    int all = 1;
+    char child[PATH_MAX];
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (snprintf(child, sizeof child, "%s/%s", path, e->d_name) >= (int)sizeof child) {
+            all = 0;
+            continue;
+        }
+        struct stat cs;
+        if (readable_parts(s, child, depth + 1)) {
+            if (lstat(child, &cs) == 0 && !S_ISLNK(cs.st_mode)) {
+                ok = kf_xrealloc(ok, (nok + 1) * sizeof *ok);
+                ok[nok++] = kf_xstrdup(child);
+            }
+        } else {
+            all = 0;
+        }
+    }
+    closedir(d);
+    for (size_t i = 0; i < nok; i++) {
+        if (!all)
+            kf_sandbox_read(s, ok[i]);
+        free(ok[i]);
+    }
+    free(ok);
+    return all;
+}
+
 /* The common part: see confine.h. */
 static kf_sandbox *base(const Kfleet__TaskSpec *sp, const char *workdir, const char *scratch)
 {
@@ -82,7 +139,9 @@ static kf_sandbox *base(const Kfleet__TaskSpec *sp, const char *workdir, const c
     kf_sandbox_protect(s, workdir);
     each_entry(s, getenv("KF_SANDBOX_PROTECT"), kf_sandbox_protect);
     for (size_t i = 0; i < sizeof system_dirs / sizeof *system_dirs; i++)
-        kf_sandbox_read(s, system_dirs[i]);
+        if (strcmp(system_dirs[i], "/etc") != 0 || geteuid() != 0 ||
+            readable_parts(s, system_dirs[i], 0))
+            kf_sandbox_read(s, system_dirs[i]);
     for (size_t i = 0; i < sizeof dev_read / sizeof *dev_read; i++)
         kf_sandbox_read(s, dev_read[i]);
     for (size_t i = 0; i < sizeof dev_write / sizeof *dev_write; i++)
@@ -133,10 +192,6 @@ static kf_sandbox *base(const Kfleet__TaskSpec *sp, const char *workdir, const c
     char xdg[PATH_MAX + 16];
     snprintf(xdg, sizeof xdg, "%s/.cache", scratch);
     setenv("XDG_CACHE_HOME", xdg, 1);
-    /* The tools the measure settings ask for talk to their target over
-     * loopback TCP (sandbox.h). */
-    const Kfleet__MeasureSettings *ms = sp->measure;
-    kf_sandbox_allow_loopback(s, sp->ncu_pass || (ms && (ms->sanitize || ms->n_ncu_metrics > 0)));
     return s;
 }
 
@@ -179,30 +234,59 @@ static void kernel_cache(kf_sandbox *s, const Kfleet__TaskSpec *sp, const char *
     setenv("TORCH_EXTENSIONS_DIR", sub, 1);
 }
 
+#define LANDLOCK_ALL (KF_SB_LANDLOCK | KF_SB_LANDLOCK_TCP | KF_SB_SIGNAL)
+
+/* The runner of a sweep with tools: the namespace, seccomp (Unix sockets
+ * allowed: the tools are NVIDIA's code) and no_new_privs first, for the
+ * tool host and the tools it starts; the host forked; then Landlock, a
+ * second seccomp filter (no Unix or inet sockets) and no capability for
+ * this process, which loads the kernel. */
+static int confine_with_host(const Kfleet__TaskSpec *sp, const char *workdir, const char *scratch,
+                             unsigned *missing, struct kf_toolhost **toolhost, kf_err *err)
+{
+    kf_sandbox *s = base(sp, workdir, scratch);
+    kf_sandbox_skip(s, LANDLOCK_ALL);
+    kf_sandbox_allow_loopback(s, 1); /* the tools talk to their target over loopback TCP */
+    kf_sandbox_allow_unix(s, 1);
+    unsigned outer = 0, inner = 0;
+    int rc = kf_sandbox_enter(s, &outer, err);
+    kf_sandbox_destroy(&s);
+    char dir[PATH_MAX + 8];
+    snprintf(dir, sizeof dir, "%s" KF_TOOLHOST_DIR_SUFFIX, scratch); /* beside it, not in it */
+    if (rc == KF_OK)
+        rc = kf_toolhost_start(workdir, dir, sp->kernel_hash, toolhost, err);
+    if (rc != KF_OK)
+        return rc;
+    s = base(sp, workdir, scratch);
+    kf_sandbox_skip(s, KF_SB_NETNS); /* the host's, which this process shares */
+    own_artifact(s, sp, workdir);
+    kernel_cache(s, sp, workdir);
+    rc = kf_sandbox_enter(s, &inner, err);
+    kf_sandbox_destroy(&s);
+    if (missing)
+        *missing = (inner & ~KF_SB_NETNS) | (outer & KF_SB_NETNS);
+    return rc;
+}
+
 int kf_confine_runner(const Kfleet__TaskSpec *sp, const char *workdir, const char *scratch,
-                      unsigned *missing, kf_err *err)
+                      unsigned *missing, struct kf_toolhost **toolhost, kf_err *err)
 {
     if (missing)
         *missing = 0;
-    /* A nested run (under ncu or compute-sanitizer) is already inside its
-     * parent runner's sandbox, which it inherits; a namespace of its own
-     * would cut it off from the tool, which talks to it over loopback. */
-    if (!scratch || !kf_sandbox_enabled() || sp->ncu_pass)
+    if (!scratch || !kf_sandbox_enabled())
         return KF_OK;
-    kf_sandbox *s = base(sp, workdir, scratch);
-    /* ... and so Landlock cannot hold for a sweep with such runs (all its
-     * tasks: a serving runner confined by its validate takes its profile
-     * too): the nested process's own /proc entry (which cuInit writes, see
-     * base()) has a pid no rule can name ahead of time. The namespace is
-     * off for the tool's loopback; seccomp and no_new_privs stay. Said in
-     * the log and the task's missing mask (docs/reliability.md). */
     const Kfleet__MeasureSettings *ms = sp->measure;
-    if (sp->device_cuda && ms && (ms->sanitize || ms->n_ncu_metrics > 0)) {
-        kf_sandbox_skip(s, KF_SB_LANDLOCK);
-        kf_warn("sandbox.tool_run",
-                "kernel=%.12s landlock=off why=\"ncu or compute-sanitizer runs the kernel in a "
-                "process whose /proc entry the CUDA driver writes; no rule can name it\"",
-                sp->kernel_hash ? sp->kernel_hash : "");
+    if (!sp->ncu_pass && ms && (ms->sanitize || ms->n_ncu_metrics > 0))
+        return confine_with_host(sp, workdir, scratch, missing, toolhost, err);
+    kf_sandbox *s = base(sp, workdir, scratch);
+    if (sp->ncu_pass) {
+        /* Under a tool, started by the tool host: Landlock for this
+         * process (its /proc/PID is base()'s /proc/self, resolved now),
+         * in the host's namespace, loopback TCP allowed: the tool's
+         * library injected here talks to the tool over it. The signal
+         * scope stays (no signal to the tool, the host or the agent). */
+        kf_sandbox_skip(s, KF_SB_NETNS);
+        kf_sandbox_allow_loopback(s, 1);
     }
     own_artifact(s, sp, workdir);
     kernel_cache(s, sp, workdir);

@@ -15,7 +15,8 @@
  *     .so, or the .py and its torch extension) and writes the kernel's own
  *     cache dir WORKDIR/kcache/KERNEL_HASH (Triton's and CUDA's JIT caches,
  *     kept between runs of that kernel and no other). The runner itself
- *     enters the sandbox before the kernel is loaded;
+ *     enters the sandbox before the kernel is loaded; so does a nested
+ *     runner under ncu or compute-sanitizer (see kf_confine_runner);
  *   - a build runner writes the cache itself (it is kfleet's code), but each
  *     compiler, Python check or extension build it starts runs in the
  *     sandbox (kf_proc_spawn), reading the sources in its scratch dir and
@@ -31,14 +32,21 @@
 #include "common/err.h"
 #include "proto/kfleet.pb-c.h"
 
+struct kf_toolhost;
+
 /* Enters the sandbox for a validate or profile runner of sp, before its
  * kernel is loaded: *missing as kf_sandbox_enter. No-op (0) when the
- * sandbox is off, scratch is NULL (a runner started by hand or a test), or
- * sp is a nested run under ncu or compute-sanitizer (ncu_pass: it inherits
- * the sandbox of the runner that started the tool).
+ * sandbox is off or scratch is NULL (a runner started by hand or a test).
+ *
+ * When sp's sweep runs ncu or compute-sanitizer, the runner first enters
+ * the namespace, seccomp and no_new_privs, forks its tool host
+ * (toolhost.h; *toolhost gets it, the caller destroys it) and only then
+ * enters Landlock. A nested run under a tool (sp->ncu_pass, started by
+ * the host) enters Landlock itself, granting its own /proc/PID, in the
+ * host's namespace (the tool talks to it over loopback).
  * Returns 0 or a negative code with err saying what failed. */
 int kf_confine_runner(const Kfleet__TaskSpec *sp, const char *workdir, const char *scratch,
-                      unsigned *missing, kf_err *err);
+                      unsigned *missing, struct kf_toolhost **toolhost, kf_err *err);
 
 /* Makes the sandbox in which a build runner's tools run (kf_proc_sandbox
  * takes it) for a build of sp in scratch. NULL when the sandbox is off or

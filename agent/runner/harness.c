@@ -15,6 +15,7 @@
 #include "runner/cudrv.h"
 #include "runner/nvml.h"
 #include "common/stats.h"
+#include "runner/toolhost.h"
 #include "runner/tools.h"
 #include "kf_kernel.h"
 #include "common/log.h"
@@ -99,7 +100,8 @@ static int do_build(hctx *h, Kfleet__BuildInfo *bi, kf_build_info *b, const char
  * after its first task. */
 typedef struct hkeep {
     char kernel_hash[128];
-    int confined; /* the sandbox entered, for this kernel */
+    int confined;                 /* the sandbox entered, for this kernel */
+    struct kf_toolhost *toolhost; /* its tool host (toolhost.h), for its life */
     loaded L;
     kf_cudrv *cu;
     size_t free0;   /* device bytes free after the first task */
@@ -171,7 +173,7 @@ static int confine(hctx *h, const char *scratch)
 {
     kf_err err;
     unsigned missing = 0;
-    if (kf_confine_runner(h->spec, h->workdir, scratch, &missing, &err) != KF_OK)
+    if (kf_confine_runner(h->spec, h->workdir, scratch, &missing, &h->toolhost, &err) != KF_OK)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
                          "%s; the kernel was not run (KF_SANDBOX=0 on the agent runs kernels "
                          "unconfined)",
@@ -308,6 +310,7 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
         if (reused) {
             L = keep->L;
             h.cu = keep->cu;
+            h.toolhost = keep->toolhost;
             h.host_out = keep->host_out;
             h.host_out_cap = keep->host_out_cap;
             h.host_ref = keep->host_ref;
@@ -320,8 +323,12 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
                    (verify_artifact(&h) != 0 || confine(&h, scratch) != 0)) {
             loaded_rc = -1; /* the Result says why; nothing of the kernel ran */
         } else {
-            if (keep)
+            if (keep) {
                 keep->confined = 1;
+                if (h.toolhost)
+                    keep->toolhost = h.toolhost;
+                h.toolhost = keep->toolhost; /* confined by an earlier task */
+            }
             uint64_t tl = kf_mono_ns();
             loaded_rc = hctx_load_kernel(&h, &L);
             hctx_phase_add(&h, HCTX_PH_LOAD, tl);
@@ -386,6 +393,8 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
     free(h.host_ref);
     kf_nvml_close(&h.nv);
     kf_cudrv_close(&h.cu);
+    if (!keep)
+        kf_toolhost_destroy(&h.toolhost);
     /* The kernel's library stays loaded: the runner exits right after, and
      * unloading a CUDA library with live runtime state can crash at exit. */
     return rc;

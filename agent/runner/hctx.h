@@ -57,6 +57,9 @@ typedef struct hctx {
      * the sanitizer's logs): the runner's scratch dir, which its sandbox
      * lets it write, else WORKDIR/tmp. */
     char tmpdir[PATH_MAX];
+    /* Starts ncu and compute-sanitizer for a sandboxed runner (toolhost.h);
+     * NULL: they are started here. */
+    struct kf_toolhost *toolhost;
     int out_fd;
     Kfleet__Result *res;
     Kfleet__Sample *pending; /* samples not yet flushed */

@@ -2,7 +2,8 @@
  * NVIDIA's tools: Nsight Compute (--clock-control none; only the launches
  * between cuProfilerStart/Stop) for the sweep's ncu metrics, and
  * compute-sanitizer (memcheck, then racecheck), whose first error block
- * fails the validation. */
+ * fails the validation. A sandboxed runner asks its tool host
+ * (toolhost.h) to start them; one run by hand starts them itself. */
 #include "runner/hctx.h"
 #include "runner/harness.h"
 #include "common/buf.h"
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "runner/toolhost.h"
 #include "runner/tools.h"
 
 #include <limits.h>
@@ -40,36 +42,15 @@ int hctx_nested(hctx *h, const loaded *L, unsigned runs)
 /* ncu on the nested run; the metrics go into the Result. */
 int hctx_ncu(hctx *h)
 {
-    const Kfleet__MeasureSettings *m = h->spec->measure;
-    char ncu[PATH_MAX], log[PATH_MAX + 32];
+    char ncu[PATH_MAX], log[PATH_MAX + 64];
     if (!kf_tools_find("ncu", ncu, sizeof ncu))
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
                          "the sweep asks for ncu metrics but Nsight Compute (ncu) is not on this "
                          "node; install it with the CUDA toolkit or drop measure.ncu");
-    kf_buf metrics = KF_BUF_INIT;
-    for (size_t i = 0; i < m->n_ncu_metrics; i++)
-        kf_buf_addf(&metrics, "%s%s", i ? "," : "", m->ncu_metrics[i]);
-    snprintf(log, sizeof log, "%s/ncu-0x%llx-%u.csv", h->tmpdir, (unsigned long long)h->ta->task_id,
-             h->ta->attempt);
-    char *argv[] = {ncu,
-                    "--clock-control",
-                    "none",
-                    "--profile-from-start",
-                    "off",
-                    "--metrics",
-                    metrics.data,
-                    "--csv",
-                    "--print-units",
-                    "base",
-                    "--log-file",
-                    log,
-                    "--target-processes",
-                    "all"};
+    kf_tools_log_path(KF_TOOL_NCU, h->tmpdir, h->ta, log, sizeof log);
     int st = 0;
     kf_err err;
-    int rc = kf_tools_run_nested(NULL, h->workdir, h->tmpdir, h->ta, argv,
-                                 sizeof argv / sizeof *argv, &st, &err);
-    kf_buf_release(&metrics);
+    int rc = kf_toolhost_run(h->toolhost, KF_TOOL_NCU, h->workdir, h->tmpdir, h->ta, &st, &err);
     if (rc != KF_OK)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "ncu: %s", err.msg);
     kf_buf text = KF_BUF_INIT;
@@ -93,8 +74,9 @@ int hctx_ncu(hctx *h)
  * an error either tool finds fails the validation. */
 int hctx_sanitize(hctx *h)
 {
-    static const char *const tools[] = {"memcheck", "racecheck"};
-    char cs[PATH_MAX], log[PATH_MAX + 32];
+    static const kf_tool tools[] = {KF_TOOL_MEMCHECK, KF_TOOL_RACECHECK};
+    static const char *const names[] = {"memcheck", "racecheck"};
+    char cs[PATH_MAX], log[PATH_MAX + 64];
     if (!kf_tools_find("compute-sanitizer", cs, sizeof cs))
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
                          "the sweep asks for sanitize but compute-sanitizer is not on this node; "
@@ -102,14 +84,10 @@ int hctx_sanitize(hctx *h)
     kf_buf verdict = KF_BUF_INIT;
     int bad = 0;
     for (size_t t = 0; t < 2; t++) {
-        snprintf(log, sizeof log, "%s/sanitize-%s-0x%llx-%u.log", h->tmpdir, tools[t],
-                 (unsigned long long)h->ta->task_id, h->ta->attempt);
-        char *argv[] = {cs,           "--tool", (char *)tools[t], "--error-exitcode", "97",
-                        "--log-file", log};
+        kf_tools_log_path(tools[t], h->tmpdir, h->ta, log, sizeof log);
         int st = 0;
         kf_err err;
-        if (kf_tools_run_nested(NULL, h->workdir, h->tmpdir, h->ta, argv,
-                                sizeof argv / sizeof *argv, &st, &err)) {
+        if (kf_toolhost_run(h->toolhost, tools[t], h->workdir, h->tmpdir, h->ta, &st, &err)) {
             kf_buf_release(&verdict);
             return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "compute-sanitizer: %s", err.msg);
         }
@@ -118,7 +96,7 @@ int hctx_sanitize(hctx *h)
         kf_buf_read_file(&text, log);
         kf_tools_first_error_block(text.data, tail, sizeof tail);
         kf_buf_release(&text);
-        kf_buf_addf(&verdict, "%s%s: %s%s", t ? "\n" : "", tools[t],
+        kf_buf_addf(&verdict, "%s%s: %s%s", t ? "\n" : "", names[t],
                     st == 0    ? "clean"
                     : st == 97 ? "ERRORS"
                                : "run failed",

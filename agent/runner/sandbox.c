@@ -76,6 +76,7 @@ struct kf_sandbox {
     char **protect;
     size_t nprotect;
     int loopback;
+    int unix_ok;   /* socket(AF_UNIX) allowed (kf_sandbox_allow_unix) */
     unsigned skip; /* mechanisms left off for this sandbox (kf_sandbox_skip) */
 };
 
@@ -144,6 +145,11 @@ void kf_sandbox_allow_loopback(kf_sandbox *self, int on)
     self->loopback = on;
 }
 
+void kf_sandbox_allow_unix(kf_sandbox *self, int on)
+{
+    self->unix_ok = on;
+}
+
 int kf_sandbox_enabled(void)
 {
     const char *v = getenv("KF_SANDBOX");
@@ -189,13 +195,18 @@ static void loopback_up(void)
 #endif
 
 /* The socket filter: io_uring refused (its socket and connect operations
- * would pass by seccomp), AF_PACKET refused, and with deny_inet AF_INET
- * and AF_INET6 too. A system call from another ABI (x32, i386 by int 0x80,
- * where socketcall would carry socket()) is refused as well. */
-static int install_seccomp(int deny_inet)
+ * would pass by seccomp), AF_PACKET refused, with deny_inet AF_INET and
+ * AF_INET6 too, and with deny_unix socket(AF_UNIX): a Unix socket by path
+ * (a coordinator's control socket on this machine) is reached through
+ * socket() then connect(), which Landlock does not cover (its scope holds
+ * abstract sockets only).
+ * socketpair() stays: it reaches nobody, and Python and the runner use it.
+ * A system call from another ABI (x32, i386 by int 0x80, where socketcall
+ * would carry socket()) is refused as well. */
+static int install_seccomp(int deny_inet, int deny_unix)
 {
 #ifdef SB_ARCH
-    enum { ACCES = 13, NOSYS = 14 }; /* the two verdicts' indices below */
+    enum { ACCES = 14, NOSYS = 15 }; /* the two verdicts' indices below */
     struct sock_filter f[] = {
         /* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
         /* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SB_ARCH, 0, NOSYS - 2),
@@ -213,15 +224,18 @@ static int install_seccomp(int deny_inet)
         /* 9 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, deny_inet ? AF_INET : AF_PACKET, ACCES - 10, 0),
         /* 10 */
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, deny_inet ? AF_INET6 : AF_PACKET, ACCES - 11, 0),
-        /* 11 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        /* 11 */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, deny_unix ? AF_UNIX : AF_PACKET, ACCES - 12, 0),
         /* 12 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        /* 13 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EACCES & SECCOMP_RET_DATA)),
-        /* 14 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
+        /* 13 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        /* 14 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EACCES & SECCOMP_RET_DATA)),
+        /* 15 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
     };
     struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof *f), f};
     return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
 #else
     (void)deny_inet;
+    (void)deny_unix;
     errno = ENOSYS;
     return -1;
 #endif
@@ -347,7 +361,8 @@ static unsigned skip_mask(void)
                  {"netns", KF_SB_NETNS},
                  {"seccomp", KF_SB_SECCOMP},
                  {"nnp", KF_SB_NNP},
-                 {"caps", KF_SB_CAPS}};
+                 {"caps", KF_SB_CAPS},
+                 {"unix", KF_SB_UNIX}};
     const char *v = getenv("KF_SANDBOX_SKIP");
     unsigned m = 0;
     for (size_t i = 0; v && i < sizeof names / sizeof *names; i++) {
@@ -382,11 +397,14 @@ int kf_sandbox_enter(kf_sandbox *self, unsigned *missing, kf_err *err)
         miss |= KF_SB_CAPS;
     /* Refused by the kernel or by a container's own filter: named, not
      * fatal (a bad filter, EFAULT, is this code's bug and fails). */
-    if (!(skip & KF_SB_SECCOMP) && install_seccomp(deny_inet) != 0) {
+    int deny_unix = !self->unix_ok && !(skip & KF_SB_UNIX);
+    if (!(skip & KF_SB_SECCOMP) && install_seccomp(deny_inet, deny_unix) != 0) {
         if (errno == EFAULT)
             return kf_err_set(err, KF_EIO, "sandbox: seccomp: %s", strerror(errno));
         miss |= KF_SB_SECCOMP;
     }
+    if ((miss & KF_SB_SECCOMP) && !self->unix_ok)
+        miss |= KF_SB_UNIX;
     int abi = skip & KF_SB_LANDLOCK ? 0 : landlock_abi();
     if (abi < 1)
         miss |= KF_SB_LANDLOCK | KF_SB_LANDLOCK_TCP | KF_SB_SIGNAL;
@@ -419,6 +437,9 @@ void kf_sandbox_describe(unsigned missing, char *text, size_t len)
          "a network namespace (no CAP_SYS_ADMIN here, or left off by KF_SANDBOX_SKIP; the "
          "seccomp filter refuses inet sockets instead)"},
         {KF_SB_SECCOMP, "the seccomp socket filter"},
+        {KF_SB_UNIX, "refusing Unix sockets (no seccomp, or left off by KF_SANDBOX_SKIP: a kernel "
+                     "can connect to a Unix socket by path, a coordinator's control socket on "
+                     "this machine included)"},
         {KF_SB_LANDLOCK_TCP, "Landlock's TCP rules (Landlock ABI < 4)"},
         {KF_SB_SIGNAL, "Landlock's signal scope (Landlock ABI < 6: a kernel can signal the "
                        "agent's other processes)"},
@@ -445,25 +466,37 @@ unsigned kf_sandbox_probe(char *text, size_t len)
                  "files, environment and network");
         return ~0u;
     }
-    pid_t pid = fork();
+    /* The mask comes back through a pipe: it has more bits than an exit
+     * status carries. */
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0)
+        p[0] = p[1] = -1;
+    pid_t pid = p[0] >= 0 ? fork() : -1;
     if (pid == 0) {
+        close(p[0]);
         kf_sandbox *s = kf_sandbox_new();
         unsigned miss = 0;
         kf_err e;
         int rc = kf_sandbox_enter(s, &miss, &e);
-        _exit(rc == KF_OK ? (int)(miss & 127) : 200);
+        _exit(rc == KF_OK && write(p[1], &miss, sizeof miss) == (ssize_t)sizeof miss ? 0 : 1);
     }
+    if (p[1] >= 0)
+        close(p[1]);
+    unsigned miss = ~0u;
     int st = 0;
     while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
-    if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) >= 128) {
+    if (p[0] >= 0 && (pid < 0 || read(p[0], &miss, sizeof miss) != (ssize_t)sizeof miss))
+        miss = ~0u;
+    if (p[0] >= 0)
+        close(p[0]);
+    if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || miss == ~0u) {
         snprintf(text, len,
                  "the sandbox could not be tried here (probe %s): runners fail "
                  "rather than run unconfined",
                  pid < 0 ? "did not start" : "failed");
         return ~0u;
     }
-    unsigned miss = (unsigned)WEXITSTATUS(st);
     kf_sandbox_describe(miss, text, len);
     return miss;
 }

@@ -9,9 +9,11 @@
  *     signals to processes outside the sandbox (the agent) as well;
  *   - a network namespace of its own (root, or CAP_SYS_ADMIN), with only
  *     its own loopback up: 127.0.0.1 is not the node's;
- *   - a seccomp filter refusing AF_INET, AF_INET6 and AF_PACKET sockets
- *     and io_uring (whose operations bypass seccomp), for a node where
- *     the namespace cannot be had;
+ *   - a seccomp filter refusing AF_UNIX sockets (a Unix socket by path,
+ *     such as the coordinator's control socket, is out of Landlock's
+ *     reach; socketpair() stays), AF_PACKET sockets and io_uring (whose
+ *     operations bypass seccomp), and AF_INET and AF_INET6 on a node
+ *     where the namespace cannot be had;
  *   - PR_SET_NO_NEW_PRIVS (a set-uid program gains nothing), and for a
  *     root runner no capability (it keeps uid 0, for its files and the
  *     GPU's device files).
@@ -50,6 +52,7 @@ enum {
     KF_SB_SECCOMP = 1u << 4,      /* the socket filter */
     KF_SB_NNP = 1u << 5,          /* no new privileges */
     KF_SB_CAPS = 1u << 6,         /* a root runner's capabilities dropped */
+    KF_SB_UNIX = 1u << 7,         /* socket(AF_UNIX) refused (the seccomp filter) */
 };
 
 kf_sandbox *kf_sandbox_new(void);
@@ -70,10 +73,14 @@ void kf_sandbox_protect(kf_sandbox *self, const char *path);
  * own the loopback is the sandbox's and stays usable; without one, network
  * access is then not restricted (named in the missing mask). */
 void kf_sandbox_allow_loopback(kf_sandbox *self, int on);
+/* Whether socket(AF_UNIX) stays allowed: only for the process that starts
+ * NVIDIA's tools (tools.h's launcher), which loads no kernel code; every
+ * process that does refuses it. */
+void kf_sandbox_allow_unix(kf_sandbox *self, int on);
 
 /* Leaves mechanisms (KF_SB_* bits) off for this sandbox: named in the
  * missing mask as if the node lacked them. KF_SANDBOX_SKIP=landlock,netns,
- * seccomp,nnp,caps,landlock-tcp,landlock-scope does the same for every
+ * seccomp,nnp,caps,landlock-tcp,landlock-scope,unix does the same for every
  * runner of an agent (an operator's way round a toolchain that cannot live
  * with one; bench/gpu/run.sh sandboxdiag finds which). */
 void kf_sandbox_skip(kf_sandbox *self, unsigned mechanisms);

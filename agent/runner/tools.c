@@ -13,8 +13,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#ifndef MFD_CLOEXEC
+#define MFD_CLOEXEC 1u
+#endif
 
 int kf_tools_find(const char *name, char *out, size_t len)
 {
@@ -38,7 +44,7 @@ int kf_tools_run_nested(const char *runner, const char *workdir, const char *tmp
                         const Kfleet__TaskAssign *ta, char *const tool_argv[], size_t ntool,
                         int *exit_status, kf_err *err)
 {
-    char dir[PATH_MAX], path[PATH_MAX + 16], self[PATH_MAX];
+    char dir[PATH_MAX], self[PATH_MAX];
     if (tmpdir)
         snprintf(dir, sizeof dir, "%s/nested-0x%llx-%u", tmpdir, (unsigned long long)ta->task_id,
                  ta->attempt);
@@ -56,7 +62,10 @@ int kf_tools_run_nested(const char *runner, const char *workdir, const char *tmp
             return kf_err_set(err, KF_EIO, "cannot find this runner's binary: %s", strerror(errno));
         self[sl] = '\0';
     }
-    /* The nested task: the same, marked so that it only launches. */
+    /* The nested task: the same, marked so that it only launches. It goes
+     * to the nested runner's stdin from a memory file, never a file in a
+     * directory a kernel can write: a task swapped there would have the
+     * nested runner's sandbox grant another kernel's cache. */
     Kfleet__TaskAssign copy = *ta;
     Kfleet__TaskSpec spec = *ta->spec;
     spec.ncu_pass = 1;
@@ -64,11 +73,16 @@ int kf_tools_run_nested(const char *runner, const char *workdir, const char *tmp
     size_t n = kfleet__task_assign__get_packed_size(&copy);
     uint8_t *buf = kf_xmalloc(n ? n : 1);
     kfleet__task_assign__pack(&copy, buf);
-    snprintf(path, sizeof path, "%s/task.pb", dir);
-    rc = kf_write_file(path, buf, n, 0600, err);
+    int in = (int)syscall(SYS_memfd_create, "kfleet-nested-task", MFD_CLOEXEC);
+    rc = in >= 0 && kf_write_all(in, buf, n) == 0 && lseek(in, 0, SEEK_SET) == 0
+             ? KF_OK
+             : kf_err_set(err, KF_EIO, "cannot hand the nested run its task: %s", strerror(errno));
     free(buf);
-    if (rc != KF_OK)
+    if (rc != KF_OK) {
+        if (in >= 0)
+            close(in);
         return rc;
+    }
     char **argv = kf_xcalloc(ntool + 8, sizeof *argv);
     for (size_t i = 0; i < ntool; i++)
         argv[i] = tool_argv[i];
@@ -80,8 +94,7 @@ int kf_tools_run_nested(const char *runner, const char *workdir, const char *tmp
         argv[ntool + 4] = "--scratch";
         argv[ntool + 5] = dir;
     }
-    int in = open(path, O_RDONLY | O_CLOEXEC);
-    pid_t pid = in >= 0 ? fork() : -1;
+    pid_t pid = fork();
     if (pid == 0) {
         int devnull = open("/dev/null", O_WRONLY);
         dup2(in, 0);
@@ -93,8 +106,7 @@ int kf_tools_run_nested(const char *runner, const char *workdir, const char *tmp
     }
     int e = errno;
     free(argv);
-    if (in >= 0)
-        close(in);
+    close(in);
     if (pid < 0)
         return kf_err_set(err, KF_EIO, "cannot start %s: %s", tool_argv[0], strerror(e));
     int st;
@@ -103,6 +115,58 @@ int kf_tools_run_nested(const char *runner, const char *workdir, const char *tmp
             return kf_err_set(err, KF_EIO, "waitpid: %s", strerror(errno));
     *exit_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     return KF_OK;
+}
+
+static const char *const tool_names[KF_TOOL_COUNT] = {"ncu", "memcheck", "racecheck"};
+
+void kf_tools_log_path(kf_tool tool, const char *dir, const Kfleet__TaskAssign *ta, char *out,
+                       size_t len)
+{
+    if (tool == KF_TOOL_NCU)
+        snprintf(out, len, "%s/ncu-0x%llx-%u.csv", dir, (unsigned long long)ta->task_id,
+                 ta->attempt);
+    else
+        snprintf(out, len, "%s/sanitize-%s-0x%llx-%u.log", dir, tool_names[tool],
+                 (unsigned long long)ta->task_id, ta->attempt);
+}
+
+int kf_tools_run(kf_tool tool, const char *workdir, const char *dir, const Kfleet__TaskAssign *ta,
+                 int *exit_status, kf_err *err)
+{
+    if ((unsigned)tool >= KF_TOOL_COUNT || !ta->spec)
+        return kf_err_set(err, KF_EINVAL, "internal: tool %d on a task without a spec", tool);
+    const char *exe = tool == KF_TOOL_NCU ? "ncu" : "compute-sanitizer";
+    char path[PATH_MAX], log[PATH_MAX + 64];
+    if (!kf_tools_find(exe, path, sizeof path))
+        return kf_err_set(err, KF_ENOTFOUND, "%s is not on this node", exe);
+    kf_tools_log_path(tool, dir, ta, log, sizeof log);
+    unlink(log); /* the tool writes it anew, never through what was there */
+    kf_buf metrics = KF_BUF_INIT;
+    const Kfleet__MeasureSettings *m = ta->spec->measure;
+    for (size_t i = 0; m && i < m->n_ncu_metrics; i++)
+        kf_buf_addf(&metrics, "%s%s", i ? "," : "", m->ncu_metrics[i]);
+    char *ncu[] = {path,
+                   "--clock-control",
+                   "none",
+                   "--profile-from-start",
+                   "off",
+                   "--metrics",
+                   metrics.data ? metrics.data : (char *)"",
+                   "--csv",
+                   "--print-units",
+                   "base",
+                   "--log-file",
+                   log,
+                   "--target-processes",
+                   "all"};
+    char *cs[] = {path,         "--tool", (char *)tool_names[tool], "--error-exitcode", "97",
+                  "--log-file", log};
+    int rc = tool == KF_TOOL_NCU ? kf_tools_run_nested(NULL, workdir, dir, ta, ncu,
+                                                       sizeof ncu / sizeof *ncu, exit_status, err)
+                                 : kf_tools_run_nested(NULL, workdir, dir, ta, cs,
+                                                       sizeof cs / sizeof *cs, exit_status, err);
+    kf_buf_release(&metrics);
+    return rc;
 }
 
 /* Splits one CSV line into at most max fields (quotes removed, "" kept as

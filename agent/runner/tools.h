@@ -30,13 +30,28 @@ int kf_tools_find(const char *name, char *out, size_t len);
 /* Runs `tool_argv... RUNNER --runner --workdir WORKDIR` (RUNNER: `runner`,
  * or this process's own binary when NULL) with the task
  * (ncu_pass set) on stdin and the runner's frames discarded; the tool's
- * output is left in log (its --log-file). The task file goes in tmpdir
- * (the runner's scratch dir, also the nested runner's --scratch), or
- * WORKDIR/tmp when NULL. Returns the tool's exit status (>= 0), or a
- * KF_E* code with err filled when it could not be started. */
+ * output is left in log (its --log-file). The task reaches the nested
+ * runner's stdin from a memory file; its scratch dir (--scratch) is made
+ * in tmpdir, or WORKDIR/tmp when NULL (then it runs unsandboxed). Returns the tool's exit status
+ * (>= 0), or a KF_E* code with err filled when it could not be started. */
 int kf_tools_run_nested(const char *runner, const char *workdir, const char *tmpdir,
                         const Kfleet__TaskAssign *ta, char *const tool_argv[], size_t ntool,
                         int *exit_status, kf_err *err);
+
+/* The tools a task's nested run goes under. */
+typedef enum { KF_TOOL_NCU, KF_TOOL_MEMCHECK, KF_TOOL_RACECHECK, KF_TOOL_COUNT } kf_tool;
+
+/* The log tool writes for ta in dir: DIR/ncu-0xTASK-ATTEMPT.csv or
+ * DIR/sanitize-TOOL-0xTASK-ATTEMPT.log. */
+void kf_tools_log_path(kf_tool tool, const char *dir, const Kfleet__TaskAssign *ta, char *out,
+                       size_t len);
+
+/* Runs tool on ta's nested run (kf_tools_run_nested, this binary as the
+ * runner, dir as tmpdir): its command line made here from ta's measure
+ * settings, its log at kf_tools_log_path(tool, dir, ta). Returns as
+ * kf_tools_run_nested, or KF_ENOTFOUND when the tool is not on this node. */
+int kf_tools_run(kf_tool tool, const char *workdir, const char *dir, const Kfleet__TaskAssign *ta,
+                 int *exit_status, kf_err *err);
 
 /* Parses ncu's --csv output: per (kernel, metric) the median over the
  * launches, plus, per metric, the total over all kernels divided by `runs`

@@ -51,10 +51,13 @@
 #                 (faults on purpose) and examples/torch.yaml, with each
 #                 row's runner tasks
 #   PART=sandbox  the runner sandbox (issue 31): each of SB_SWEEPS (default
-#                 "torch targets": examples/torch.yaml, bench/gpu/targets.yaml)
+#                 "torch targets": examples/torch.yaml, bench/gpu/targets.yaml
+#                 (with ncu); also "sanitize": bench/gpu/sanitize.yaml)
 #                 unsandboxed (KF_SANDBOX=0) then sandboxed, in one home; what
 #                 the agent enforced, each row's median both ways and the
-#                 largest difference (target: every row within 1 %)
+#                 largest difference (target: every row within 1 %), and
+#                 whether ncu's and compute-sanitizer's nested runs were
+#                 under Landlock (tools_sandbox)
 # Each sweep is bounded by SWEEP_LIMIT seconds (default 280), so a call
 # always ends inside the device tool's 10 minutes with its files packed.
 #
@@ -214,15 +217,28 @@ print(f"{name}: {len(set(off) & set(on))} rows profiled both ways ({len(off)} un
 PY
 }
 
+# Whether the nested runs under ncu and compute-sanitizer were confined
+# (issue 31): runs the tool host refused, and any runner that still turned
+# Landlock off for the tools (sandbox.tool_run, the code before the host).
+tools_sandbox() { # NAME
+  local off refused
+  off=$(cat "$KFLEET_HOME"/run/agent-*.log 2>/dev/null | grep -c 'sandbox.tool_run')
+  refused=$(cat "$KFLEET_HOME"/run/agent-*.log "$W/$1.progress" 2>/dev/null | grep -c 'toolhost.refused')
+  echo "$1 tools: runners with Landlock off for ncu/compute-sanitizer: $off; tool host refusals: $refused" |
+    tee -a "$W/times.txt"
+}
+
 case $PART in
 sandbox)
   for s in ${SB_SWEEPS:-torch targets}; do
     f=$ROOT/examples/torch.yaml
     [ "$s" = targets ] && f=$ROOT/bench/gpu/targets.yaml
+    [ "$s" = sanitize ] && f=$ROOT/bench/gpu/sanitize.yaml
     KF_SANDBOX=0 sweep "$s-off" "$f"
     sweep "$s-on" "$f"
     grep -h 'agent.sandbox' "$KFLEET_HOME"/run/agent-*.log | tail -1 | tee -a "$W/times.txt"
     sandbox_compare "$s-off" "$s-on"
+    tools_sandbox "$s-on"
   done
   ;;
 sandboxdiag) # which sandbox mechanism a node's GPU stack cannot live with: a small CUDA
@@ -236,6 +252,7 @@ sandboxdiag) # which sandbox mechanism a node's GPU stack cannot live with: a sm
   ldconfig -p | grep -E 'libcuda|libnvidia' | head | tee -a "$W/times.txt"
   i=0
   for v in ${SB_DIAG:-"KF_SANDBOX_SKIP=landlock" "KF_SANDBOX_SKIP=landlock-scope" "KF_SANDBOX_SKIP=landlock-tcp" \
+    "KF_SANDBOX_SKIP=unix" \
     "KF_SANDBOX_SKIP=landlock-tcp,landlock-scope" "KF_SANDBOX_WRITE=/proc:/sys" \
     "KF_SANDBOX_WRITE=/proc:/sys:/dev:/run:/var:/tmp:/home:/root:/mnt:/srv:/media:/usr:/etc:/opt"}; do
     i=$((i + 1))
@@ -393,6 +410,7 @@ facts)
 checks)
   sweep isolation "$ROOT/bench/gpu/isolation.yaml" --agents 1
   sweep sanitize "$ROOT/bench/gpu/sanitize.yaml"
+  tools_sandbox sanitize
   ;;
 fleet)
   sweep fleet "$ROOT/examples/gpu.yaml"

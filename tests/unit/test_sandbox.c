@@ -3,7 +3,9 @@
  * for writing writable, everything else refused (reads included); a grant
  * that would cover a protected directory from above is not made, while the
  * sandbox's own path inside it is; inet sockets reach nothing of the
- * node's; io_uring is refused; the agent's KFLEET_* variables are scrubbed.
+ * node's; io_uring is refused; a Unix socket by path is not reached
+ * while socketpair() works (and, with kf_sandbox_allow_unix, the path
+ * socket is); the agent's KFLEET_* variables are scrubbed.
  * Skipped where the node lacks Landlock (what kf_sandbox_probe reports). */
 #include "runner/sandbox.h"
 
@@ -19,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -205,6 +208,68 @@ static void test_network(void **state)
     close(l);
 }
 
+static struct sockaddr_un unix_addr;
+
+/* 0: the path socket was not reached and socketpair() works; 1: reached;
+ * 2: socketpair() failed. */
+static int unix_body(void)
+{
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+        return 2;
+    close(pair[0]);
+    close(pair[1]);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    int rc = connect(fd, (struct sockaddr *)&unix_addr, sizeof unix_addr);
+    close(fd);
+    return rc == 0;
+}
+
+static void test_unix(void **state)
+{
+    (void)state;
+    char text[1024];
+    if (kf_sandbox_probe(text, sizeof text) & KF_SB_SECCOMP)
+        skip();
+    int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    unix_addr.sun_family = AF_UNIX;
+    snprintf(unix_addr.sun_path, sizeof unix_addr.sun_path, "/tmp/kf-test-sb-%d.sock",
+             (int)getpid());
+    unlink(unix_addr.sun_path);
+    assert_int_equal(bind(l, (struct sockaddr *)&unix_addr, sizeof unix_addr), 0);
+    assert_int_equal(listen(l, 8), 0);
+    /* Unsandboxed the listener is reached, and so it is in a sandbox that
+     * allows Unix sockets (the tools' launcher): the check can fail. */
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(unix_body());
+    int st;
+    waitpid(pid, &st, 0);
+    assert_int_equal(WEXITSTATUS(st), 1);
+    kf_sandbox *s = kf_sandbox_new();
+    kf_sandbox_skip(s, KF_SB_LANDLOCK);
+    kf_sandbox_allow_unix(s, 1);
+    assert_int_equal(in_child(s, unix_body), 1);
+    kf_sandbox_destroy(&s);
+    s = kf_sandbox_new();
+    kf_sandbox_skip(s, KF_SB_LANDLOCK);
+    assert_int_equal(in_child(s, unix_body), 0);
+    kf_sandbox_destroy(&s);
+    /* KF_SANDBOX_SKIP=unix leaves it off, and says so. */
+    setenv("KF_SANDBOX_SKIP", "unix", 1);
+    s = kf_sandbox_new();
+    assert_int_equal(in_child(s, unix_body), 1);
+    kf_sandbox_destroy(&s);
+    assert_true(kf_sandbox_probe(text, sizeof text) & KF_SB_UNIX);
+    assert_non_null(strstr(text, "control socket"));
+    unsetenv("KF_SANDBOX_SKIP");
+    assert_false(kf_sandbox_probe(text, sizeof text) & KF_SB_UNIX);
+    close(l);
+    unlink(unix_addr.sun_path);
+}
+
 static void test_scrub_env(void **state)
 {
     (void)state;
@@ -287,6 +352,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_files, setup, teardown),
         cmocka_unit_test(test_network),
+        cmocka_unit_test(test_unix),
         cmocka_unit_test(test_scrub_env),
         cmocka_unit_test(test_off),
         cmocka_unit_test(test_proc_self),

@@ -2,9 +2,13 @@
  * every access a kernel must not have (issue 31): the agent's Curve secret
  * key, the coordinator's key, appending to agents.allow, writing the LMDB
  * store, overwriting or planting another kernel's cached artifact, writing
- * outside its scratch dir, a TCP connection to 127.0.0.1, signalling the
- * agent, the agent's KFLEET_HOME. Each that works is named and fails
- * setup ("GOT: ..."); with all refused it validates like any kernel.
+ * outside its scratch dir, a TCP connection to 127.0.0.1, a connection to
+ * the coordinator's control socket (a Unix socket by path), signalling the
+ * agent, the agent's KFLEET_HOME, and as root /etc/shadow. Each that works is named and fails
+ * setup ("GOT: ..."); with all refused it validates like any kernel. It
+ * also needs what the CUDA driver needs at cuInit, its own /proc entry
+ * written (a sandbox that refuses it breaks every CUDA kernel; nested
+ * runs under ncu are where that went wrong).
  * The paths come from targets.h, written by tests/integration/
  * test_sandbox.sh. Nothing is written to: a file opened for writing is
  * closed at once. */
@@ -19,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define N 1024
@@ -52,11 +57,20 @@ static void attack(void)
     tried(opens(CACHE "/planted-c.so", O_WRONLY | O_CREAT), "plant a .so in the cache");
     tried(opens(ESCAPE "-c", O_WRONLY | O_CREAT), "write outside its scratch dir");
     tried(getenv("KFLEET_HOME") != NULL, "see KFLEET_HOME");
+    /* Root's own secret, readable by a runner that keeps uid 0. */
+    tried(geteuid() == 0 && opens("/etc/shadow", O_RDONLY), "read /etc/shadow");
     tried(kill(getppid(), 0) == 0, "signal the agent");
     int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(PORT)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     tried(s >= 0 && connect(s, (struct sockaddr *)&a, sizeof a) == 0, "connect to 127.0.0.1");
+    if (s >= 0)
+        close(s);
+    s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un u = {.sun_family = AF_UNIX};
+    snprintf(u.sun_path, sizeof u.sun_path, "%s", CONTROL);
+    tried(s >= 0 && connect(s, (struct sockaddr *)&u, sizeof u) == 0,
+          "connect to the control socket");
     if (s >= 0)
         close(s);
 }
@@ -65,6 +79,10 @@ static int setup(void **state, const kf_params *p, uint64_t seed, char *err, siz
 {
     (void)p;
     (void)seed;
+    if (!opens("/proc/thread-self/comm", O_WRONLY)) {
+        snprintf(err, errlen, "NEED: write its own /proc entry, as cuInit does");
+        return -1;
+    }
     attack();
     if (got[0]) {
         snprintf(err, errlen, "%s", got);

@@ -16,6 +16,7 @@ VICTIM = "@VICTIM@"
 CACHE = "@CACHE@"
 ESCAPE = "@ESCAPE@"
 PORT = int("@PORT@")
+CONTROL = "@CONTROL@"
 
 device = "cpu"
 tol_abs = 1e-6
@@ -39,6 +40,15 @@ def _connects():
         return False
 
 
+def _connects_control():
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect(CONTROL)
+            return True
+    except OSError:
+        return False
+
+
 def _signals():
     try:
         os.kill(os.getppid(), 0)
@@ -57,8 +67,10 @@ def _attack():
         (_opens(CACHE + "/planted-py.py", os.O_WRONLY | os.O_CREAT), "plant a .py in the cache"),
         (_opens(ESCAPE + "-py", os.O_WRONLY | os.O_CREAT), "write outside its scratch dir"),
         ("KFLEET_HOME" in os.environ, "see KFLEET_HOME"),
+        (os.geteuid() == 0 and _opens("/etc/shadow", os.O_RDONLY), "read /etc/shadow"),
         (_signals(), "signal the agent"),
         (_connects(), "connect to 127.0.0.1"),
+        (_connects_control(), "connect to the control socket"),
     ]
     got = [what for ok, what in tries if ok]
     if got:
@@ -66,6 +78,8 @@ def _attack():
 
 
 def setup(params, seed):
+    if not _opens("/proc/thread-self/comm", os.O_WRONLY):
+        raise RuntimeError("NEED: write its own /proc entry, as cuInit does")
     _attack()
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(1024).astype(np.float32)
