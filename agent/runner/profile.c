@@ -112,7 +112,7 @@ void hctx_summarize_telemetry(hctx *h, Kfleet__TelemetrySummary *ts)
     ts->period_s = ts->readings > 1 ? (double)(last - first) / 1e9 / (ts->readings - 1) : 0;
 }
 
-#define KF_MAX_INPUT_SETS 16
+#define KF_MAX_INPUT_SETS HCTX_MAX_SETS
 
 /* The host's largest cache level, for hot-sample input rotation. */
 static size_t host_cache_bytes(void)
@@ -207,8 +207,10 @@ static uint64_t unpredictable_u64(void)
  * reference: a kernel that computes right when validated and skips work
  * when timed (memoizes, returns zeros, detects the profile) fails here,
  * and with it the profile. 0, or -1 with the task failed. */
-static int recheck(hctx *h, const loaded *L, void *state, const char *when)
+static int recheck(hctx *h, const loaded *L, void *const *states, size_t set,
+                   const hctx_guard *guard, const char *when)
 {
+    void *state = states[set];
     kf_view v = {0};
     if (L->k->output(state, &v) != 0 || !v.data || v.count == 0)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s has no output view",
@@ -216,7 +218,10 @@ static int recheck(hctx *h, const loaded *L, void *state, const char *when)
     hctx_check chk;
     void *out = NULL;
     int owned = 0;
-    if (hctx_run_and_check(h, L, state, &v, &chk, &out, &owned) != 0)
+    /* The set's reference as the guard computed it before any run on these
+     * inputs, where it kept it: the same values, computed once. */
+    const double *known = hctx_guard_reference(guard, set, &v);
+    if (hctx_run_and_check(h, L, state, &v, known, &chk, &out, &owned) != 0)
         return -1;
     if (owned)
         free(out);
@@ -472,7 +477,7 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
             uint64_t tr = kf_mono_ns();
             /* On the set the last run used, so that the next sample's run
              * still follows a run on other inputs. */
-            rc = recheck(h, L, states[(rot.next + nsets - 1) % nsets], "during the samples");
+            rc = recheck(h, L, states, (rot.next + nsets - 1) % nsets, guard, "during the samples");
             recheck_s += (double)(kf_mono_ns() - tr) / 1e9;
             if (rc != 0)
                 break;
@@ -603,10 +608,10 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
                          guard_s);
     kf_debug("profile_guard", "kernel=%s sets=%zu checks=%llu guard_s=%.6f samples=%zu",
              h->spec->kernel, nsets, (unsigned long long)hctx_guard_checks(guard), guard_s, iter);
-    hctx_guard_destroy(&guard);
     free(flush);
     if (rc == 0 && n > 0)
-        rc = recheck(h, L, states[(n - 1) % nsets], "after the last sample");
+        rc = recheck(h, L, states, (n - 1) % nsets, guard, "after the last sample");
+    hctx_guard_destroy(&guard);
     if (h->nv)
         kf_nvml_stop(h->nv);
     if (rc == 0 && (hctx_flush_samples(h) != KF_OK || drain_telemetry(h) != KF_OK))
