@@ -148,6 +148,9 @@ typedef struct hctx_check {
  * thread count gives one answer. */
 void hctx_compare(const void *out, kf_dtype dtype, const double *ref, size_t n, unsigned threads,
                   hctx_check *c);
+/* Sets n doubles to NaN (all bits one), split over threads as the
+ * comparison is: a reference is NaN wherever reference() writes nothing. */
+void hctx_nan_fill(double *ref, size_t n);
 /* 0 with *c filled and the output in *out (*owned: the caller frees it; a
  * device output is in h->host_out, valid until the next fetch);
  * -1 when the run or the reference failed (the task failed, h says why).

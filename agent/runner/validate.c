@@ -154,6 +154,11 @@ static void swap_host_buffers(hctx *h)
     h->host_ref_cap = c;
 }
 
+void hctx_nan_fill(double *ref, size_t n)
+{
+    par_ranges(n, cpus(), fill_range, ref);
+}
+
 int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, const double *known,
                        hctx_check *c, void **out, int *owned)
 {
@@ -167,7 +172,7 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
     /* NaN where the reference writes nothing: never the last seed's values
      * left in the reused buffer. */
     if (ref)
-        par_ranges(v->count, cpus(), fill_range, ref);
+        hctx_nan_fill(ref, v->count);
     hctx_phase_add(h, HCTX_PH_REFERENCE, t0);
     t0 = kf_mono_ns();
     int rc = ref || known ? hctx_poison(h, v)
