@@ -83,8 +83,8 @@ static inline int kf_fill_f32(float *p, size_t n, unsigned long long seed, float
 
 /* fn(lo, hi) over items [0, n) of `per_item` elements' work each, split
  * over up to KF_HOST_THREADS host threads when the work is large enough:
- * a host reference is a loop over every output element, and a 1 GiB copy's
- * took seconds on one core per check (docs/benchmarks.md). Each part is a
+ * a host reference is a loop over every output element, once per check
+ * (copy bytes=4G: 1G elements; docs/benchmarks.md, "Cheap checks"). Each part is a
  * fixed index range, so the result does not depend on the thread count. A
  * thread that cannot start runs its part on the calling thread. */
 #define KF_HOST_THREADS 8
