@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 /* Chunks of contiguous elements: a device output costs one small copy per
  * chunk checked, so a device sample checks HCTX_GUARD_DEVICE_CHUNKS of its
@@ -47,6 +48,9 @@ typedef struct guard_set {
     size_t len;        /* elements per chunk (count may be < CHUNK_LEN) */
     double ref[CHUNKS][CHUNK_LEN];
     kf_view view; /* as output() named it when the set was prepared */
+    /* The whole reference, kept for the profile's re-checks (in the task's
+     * h->host_set[i], which the task frees); NULL: not kept. */
+    const double *full;
 } guard_set;
 
 struct hctx_guard {
@@ -76,10 +80,13 @@ static uint64_t secret_seed(void)
 }
 
 /* The chunk positions of one set and the reference there: the reference is
- * computed once, into the task's reused host buffer (NaN where it writes
- * nothing), and only the chunks are kept. */
-static int prepare_set(hctx_guard *g, hctx *h, const loaded *L, void *state, guard_set *s)
+ * computed once (NaN where it writes nothing), into the set's own buffer
+ * when `keep` (the profile's re-checks on this set then reuse it: the
+ * same inputs, computed before any run on them), else into the task's
+ * reused host buffer, of which only the chunks are kept. */
+static int prepare_set(hctx_guard *g, hctx *h, const loaded *L, void *state, size_t set, int keep)
 {
+    guard_set *s = &g->sets[set];
     if (L->k->output(state, &s->view) != 0 || !s->view.data || s->view.count == 0)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s has no output view",
                          h->spec->kernel);
@@ -87,10 +94,16 @@ static int prepare_set(hctx_guard *g, hctx *h, const loaded *L, void *state, gua
     s->len = n < CHUNK_LEN ? n : CHUNK_LEN;
     for (size_t c = 0; c < CHUNKS; c++)
         s->at[c] = (size_t)(next_rand(g) % (uint64_t)(n - s->len + 1));
-    double *ref = hctx_host_buffer(&h->host_ref, &h->host_ref_cap, n * sizeof(double));
+    double *ref = NULL;
+    if (keep) {
+        ref = hctx_host_buffer(&h->host_set[set], &h->host_set_cap[set], n * sizeof(double));
+        s->full = ref;
+    }
+    if (!ref)
+        ref = hctx_host_buffer(&h->host_ref, &h->host_ref_cap, n * sizeof(double));
     if (!ref)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory for the reference");
-    memset(ref, 0xFF, n * sizeof(double));
+    hctx_nan_fill(ref, n);
     char kerr[HCTX_KERR_LEN] = "";
     uint64_t t0 = kf_mono_ns();
     int rc = L->k->reference(state, ref, kerr, sizeof kerr);
@@ -103,6 +116,15 @@ static int prepare_set(hctx_guard *g, hctx *h, const loaded *L, void *state, gua
     return 0;
 }
 
+/* The host memory the kept references may take together: an eighth of
+ * the host's (a 4 GiB copy's two sets take 16 GiB of doubles). Sets past
+ * it are not kept: their re-check computes the reference again. */
+static double keep_budget(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    return pages > 0 && psz > 0 ? (double)pages * (double)psz / 8 : 0;
+}
+
 int hctx_guard_new(hctx *h, const loaded *L, void *const *states, size_t nsets, hctx_guard **out)
 {
     *out = NULL;
@@ -110,8 +132,14 @@ int hctx_guard_new(hctx *h, const loaded *L, void *const *states, size_t nsets, 
     g->sets = kf_xcalloc(nsets, sizeof *g->sets);
     g->nsets = nsets;
     g->rng = secret_seed();
+    double budget = keep_budget();
     for (size_t i = 0; i < nsets; i++) {
-        if (prepare_set(g, h, L, states[i], &g->sets[i]) != 0) {
+        kf_view v = {0};
+        double need = L->k->output(states[i], &v) == 0 ? (double)v.count * sizeof(double) : 0;
+        int keep = need > 0 && need <= budget;
+        if (keep)
+            budget -= need;
+        if (prepare_set(g, h, L, states[i], i, keep) != 0) {
             hctx_guard_destroy(&g);
             return -1;
         }
@@ -127,6 +155,17 @@ void hctx_guard_destroy(hctx_guard **self)
     free((*self)->sets);
     free(*self);
     *self = NULL;
+}
+
+const double *hctx_guard_reference(const hctx_guard *g, size_t set, const kf_view *v)
+{
+    if (!g || set >= g->nsets)
+        return NULL;
+    const guard_set *s = &g->sets[set];
+    if (!s->full || v->data != s->view.data || v->count != s->view.count ||
+        v->dtype != s->view.dtype || v->location != s->view.location)
+        return NULL;
+    return s->full;
 }
 
 double hctx_guard_spent_s(const hctx_guard *g)

@@ -111,7 +111,34 @@ typedef struct hkeep {
      * next task of the kernel reuses them. */
     void *host_out, *host_ref;
     size_t host_out_cap, host_ref_cap;
+    void *host_set[HCTX_MAX_SETS];
+    size_t host_set_cap[HCTX_MAX_SETS];
 } hkeep;
+
+/* Hands the reused host buffers from *from to *to (either a task's hctx or
+ * the runner's hkeep), leaving *from without them. */
+#define MOVE_HOST_BUFFERS(to, from)                                                                \
+    do {                                                                                           \
+        (to)->host_out = (from)->host_out;                                                         \
+        (to)->host_out_cap = (from)->host_out_cap;                                                 \
+        (to)->host_ref = (from)->host_ref;                                                         \
+        (to)->host_ref_cap = (from)->host_ref_cap;                                                 \
+        (from)->host_out = (from)->host_ref = NULL;                                                \
+        for (int i_ = 0; i_ < HCTX_MAX_SETS; i_++) {                                               \
+            (to)->host_set[i_] = (from)->host_set[i_];                                             \
+            (to)->host_set_cap[i_] = (from)->host_set_cap[i_];                                     \
+            (from)->host_set[i_] = NULL;                                                           \
+        }                                                                                          \
+    } while (0)
+
+/* Frees the reused host buffers of a task's hctx or the runner's hkeep. */
+#define FREE_HOST_BUFFERS(x)                                                                       \
+    do {                                                                                           \
+        free((x)->host_out);                                                                       \
+        free((x)->host_ref);                                                                       \
+        for (int i_ = 0; i_ < HCTX_MAX_SETS; i_++)                                                 \
+            free((x)->host_set[i_]);                                                               \
+    } while (0)
 
 /* Device memory a kept runner may lose between its first task and a later
  * one before it leaves: more is a kernel whose teardown leaks, and the next
@@ -311,11 +338,7 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
             L = keep->L;
             h.cu = keep->cu;
             h.toolhost = keep->toolhost;
-            h.host_out = keep->host_out;
-            h.host_out_cap = keep->host_out_cap;
-            h.host_ref = keep->host_ref;
-            h.host_ref_cap = keep->host_ref_cap;
-            keep->host_out = keep->host_ref = NULL; /* the task's until it ends */
+            MOVE_HOST_BUFFERS(&h, keep); /* the task's until it ends */
             hctx_set_params(&h, &L);
             if (h.cu)
                 kf_cudrv_until_idle(h.cu, 0);
@@ -347,11 +370,7 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
             keep->L = L;
             keep->cu = h.cu;
             h.cu = NULL; /* the runner's now, not the task's */
-            keep->host_out = h.host_out;
-            keep->host_out_cap = h.host_out_cap;
-            keep->host_ref = h.host_ref;
-            keep->host_ref_cap = h.host_ref_cap;
-            h.host_out = h.host_ref = NULL;
+            MOVE_HOST_BUFFERS(keep, &h);
             keep->tasks++;
             res.runner_stays = 1;
         } else if (reused) {
@@ -389,8 +408,7 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
     hctx_reference_free(&res);
     kf_tools_free_metrics(res.ncu, res.n_ncu);
     kf_build_info_release(&binfo);
-    free(h.host_out);
-    free(h.host_ref);
+    FREE_HOST_BUFFERS(&h);
     kf_nvml_close(&h.nv);
     kf_cudrv_close(&h.cu);
     if (!keep)
@@ -482,8 +500,7 @@ int kf_runner_serve(const char *workdir, const char *scratch)
     }
     if (python) /* as kf_runner_main */
         _exit(rc);
-    free(keep.host_out);
-    free(keep.host_ref);
+    FREE_HOST_BUFFERS(&keep);
     kf_cudrv_close(&keep.cu);
     return rc;
 }

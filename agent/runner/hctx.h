@@ -19,6 +19,8 @@
 #include <stdint.h>
 
 #define SAMPLE_BATCH 64
+/* The most input sets a profile rotates among. */
+#define HCTX_MAX_SETS 16
 /* Room for a kernel's own error message: a Python kernel's carries its
  * traceback. */
 #define HCTX_KERR_LEN 3072
@@ -82,6 +84,10 @@ typedef struct hctx {
     size_t host_out_cap;
     void *host_ref;
     size_t host_ref_cap;
+    /* The profile's input sets' whole references, kept by the guard for
+     * the re-checks (guard.c), reused between tasks as host_ref is. */
+    void *host_set[HCTX_MAX_SETS];
+    size_t host_set_cap[HCTX_MAX_SETS];
 } hctx;
 
 /* *buf with room for n bytes (content not kept when it grows), or NULL out
@@ -145,11 +151,16 @@ typedef struct hctx_check {
  * thread count gives one answer. */
 void hctx_compare(const void *out, kf_dtype dtype, const double *ref, size_t n, unsigned threads,
                   hctx_check *c);
+/* Sets n doubles to NaN (all bits one), split over threads as the
+ * comparison is: a reference is NaN wherever reference() writes nothing. */
+void hctx_nan_fill(double *ref, size_t n);
 /* 0 with *c filled and the output in *out (*owned: the caller frees it; a
  * device output is in h->host_out, valid until the next fetch);
- * -1 when the run or the reference failed (the task failed, h says why). */
-int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, hctx_check *c,
-                       void **out, int *owned);
+ * -1 when the run or the reference failed (the task failed, h says why).
+ * `known`: the reference of these same inputs computed before (the
+ * profile's guard keeps its sets'), else NULL to compute it after the run. */
+int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, const double *known,
+                       hctx_check *c, void **out, int *owned);
 int hctx_validate(hctx *h, const loaded *L);
 /* 0 when the kernel's tolerances can fail a validation (kf_tol_vacuous);
  * else -1 with the task failed and why, before the kernel runs. */

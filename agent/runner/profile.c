@@ -112,7 +112,7 @@ void hctx_summarize_telemetry(hctx *h, Kfleet__TelemetrySummary *ts)
     ts->period_s = ts->readings > 1 ? (double)(last - first) / 1e9 / (ts->readings - 1) : 0;
 }
 
-#define KF_MAX_INPUT_SETS 16
+#define KF_MAX_INPUT_SETS HCTX_MAX_SETS
 
 /* The host's largest cache level, for hot-sample input rotation. */
 static size_t host_cache_bytes(void)
@@ -207,8 +207,10 @@ static uint64_t unpredictable_u64(void)
  * reference: a kernel that computes right when validated and skips work
  * when timed (memoizes, returns zeros, detects the profile) fails here,
  * and with it the profile. 0, or -1 with the task failed. */
-static int recheck(hctx *h, const loaded *L, void *state, const char *when)
+static int recheck(hctx *h, const loaded *L, void *const *states, size_t set,
+                   const hctx_guard *guard, const char *when)
 {
+    void *state = states[set];
     kf_view v = {0};
     if (L->k->output(state, &v) != 0 || !v.data || v.count == 0)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s has no output view",
@@ -216,7 +218,10 @@ static int recheck(hctx *h, const loaded *L, void *state, const char *when)
     hctx_check chk;
     void *out = NULL;
     int owned = 0;
-    if (hctx_run_and_check(h, L, state, &v, &chk, &out, &owned) != 0)
+    /* The set's reference as the guard computed it before any run on these
+     * inputs, where it kept it: the same values, computed once. */
+    const double *known = hctx_guard_reference(guard, set, &v);
+    if (hctx_run_and_check(h, L, state, &v, known, &chk, &out, &owned) != 0)
         return -1;
     if (owned)
         free(out);
@@ -343,315 +348,368 @@ static int warm_sample(void *arg, double *seconds, double *sm_mhz)
     return 0;
 }
 
-int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
+/* One profile in its phases (hctx_profile): the settings, the input sets
+ * and their guard (sets_open), the warm-up and probes (warm_up), the
+ * samples (sample_loop, one sample_device or sample_host each), the
+ * stored summary (summarize), and prof_close. */
+typedef struct prof {
+    hctx *h;
+    const loaded *L;
+    /* The settings, from the sweep's measure block. */
+    kf_stop_rule rule;
+    double timeout;
+    uint32_t warmup, batch;
+    int hot;
+    kf_thermal tp;
+    double thr_pct;
+    /* The input sets, their guard and the rotation among them. */
+    void *states[KF_MAX_INPUT_SETS];
+    size_t nsets;
+    hctx_guard *guard;
+    rotation rot;
+    /* What the probes found (probe_outside, probe_host_outside). */
+    double outside, idle_over;
+    /* The host's cold-sample flush buffer (NULL: hot, or a device kernel). */
+    char *flush;
+    size_t flush_n;
+    /* The kept samples: times, SM clock and power at each. */
+    double *times;
+    uint32_t *clk, *pw;
+    size_t n, cap;
+    uint32_t discarded;
+    int converged;
+    double achieved, total_timed;
+    /* Where the loop's time went: the samples as timed (kept or not) and
+     * the loop's own steps (the report's slot time). */
+    double timed_all, enq_s, sync_s, nvml_s, recheck_s;
+} prof;
+
+static void prof_settings(prof *p, hctx *h, const loaded *L)
 {
     const Kfleet__MeasureSettings *m = h->spec->measure;
-    uint32_t min_samples = m && m->min_samples ? m->min_samples : KF_DEFAULT_MIN_SAMPLES;
-    double min_time = m && m->min_time_s > 0 ? m->min_time_s : KF_DEFAULT_MIN_TIME_S;
+    p->h = h;
+    p->L = L;
     /* The stopping rule: the median known to +-precision % at 95 %. The
      * noise limit (max_noise) is the report's, for its noisy flag. */
-    kf_stop_rule rule = {
-        .min_samples = min_samples,
-        .min_time_s = min_time,
+    p->rule = (kf_stop_rule){
+        .min_samples = m && m->min_samples ? m->min_samples : KF_DEFAULT_MIN_SAMPLES,
+        .min_time_s = m && m->min_time_s > 0 ? m->min_time_s : KF_DEFAULT_MIN_TIME_S,
         .precision_pct = m && m->precision_pct > 0 ? m->precision_pct : KF_DEFAULT_PRECISION_PCT,
     };
-    double timeout = m && m->timeout_s > 0 ? m->timeout_s : KF_DEFAULT_TIMEOUT_S;
-    uint32_t warmup = m && m->warmup ? m->warmup : 1;
-    uint32_t batch = m && m->batch > 1 ? m->batch : 1;
-    int hot = m && m->hot;
-    kf_thermal tp = {
+    p->timeout = m && m->timeout_s > 0 ? m->timeout_s : KF_DEFAULT_TIMEOUT_S;
+    p->warmup = m && m->warmup ? m->warmup : 1;
+    p->batch = m && m->batch > 1 ? m->batch : 1;
+    p->hot = m && m->hot;
+    p->tp = (kf_thermal){
         .keep = m && m->throttle_keep,
         .recovery_s = m && m->throttle_recovery_s > 0 ? m->throttle_recovery_s : 0.05,
     };
-    double thr_pct = m && m->throttle_threshold_pct > 0 ? m->throttle_threshold_pct
-                                                        : KF_DEFAULT_THROTTLE_THRESHOLD_PCT;
-    /* Hot samples of a kernel whose working set fits in the cache would
-     * time the cache holding the last sample's data: rotate among input
-     * sets (different seeds) that together are twice the cache. Cold
-     * samples need none: the flush evicts everything first. */
-    if (hctx_refuse_vacuous(h, L) != 0)
-        return -1;
-    void *states[KF_MAX_INPUT_SETS] = {NULL};
+    p->thr_pct = m && m->throttle_threshold_pct > 0 ? m->throttle_threshold_pct
+                                                    : KF_DEFAULT_THROTTLE_THRESHOLD_PCT;
+    p->achieved = INFINITY;
+}
+
+/* Hot samples of a kernel whose working set fits in the cache would time
+ * the cache holding the last sample's data: rotate among input sets
+ * (different seeds) that together are twice the cache. Cold samples need
+ * none: the flush evicts everything first. The sets come from seeds the
+ * kernel cannot know in advance (never the validation's): a kernel that
+ * memoizes on its inputs or recognises a profile's has nothing to
+ * recognise. 0, or -1 with the task failed. */
+static int sets_open(prof *p)
+{
+    const loaded *L = p->L;
     double wbytes = L->k->bytes ? L->k->bytes(&L->params) : 0;
-    size_t nsets = input_sets(h, wbytes, hot, batch);
-    /* Input sets from seeds the kernel cannot know in advance (never the
-     * validation's): a kernel that memoizes on its inputs or recognises a
-     * profile's has nothing to recognise. */
+    size_t nsets = input_sets(p->h, wbytes, p->hot, p->batch);
     uint64_t seeds[KF_MAX_INPUT_SETS];
     for (size_t i = 0; i < nsets; i++)
         seeds[i] = unpredictable_u64();
     for (size_t i = 0; i < nsets; i++) {
-        if (hctx_setup(h, L, seeds[i], &states[i]) != 0) {
-            for (size_t j = 0; j <= i; j++)
-                L->k->teardown(states[j]);
+        p->nsets = i + 1; /* a failed setup's partial state is torn down too */
+        if (hctx_setup(p->h, L, seeds[i], &p->states[i]) != 0)
             return -1;
-        }
     }
-    hctx_guard *guard = NULL;
-    if (hctx_guard_new(h, L, states, nsets, &guard) != 0) {
-        for (size_t j = 0; j < nsets; j++)
-            L->k->teardown(states[j]);
+    if (hctx_guard_new(p->h, L, p->states, nsets, &p->guard) != 0)
         return -1;
-    }
-    uint64_t tw0 = kf_mono_ns();
     /* Every run of the profile, from the warm-up on, goes to the next set
      * (run r on set r % nsets): no two runs in a row share inputs, so a
      * kernel memoizing on its last inputs never hits. */
-    rotation rot = {L->k, states, nsets, 0, h->cu != NULL};
-    for (uint32_t i = 0; i < warmup * nsets; i++) {
-        if (hctx_run_once(h, L, states[rot.next++ % nsets]) != 0) {
-            hctx_guard_destroy(&guard);
-            for (size_t j = 0; j < nsets; j++)
-                L->k->teardown(states[j]);
+    p->rot = (rotation){L->k, p->states, nsets, 0, p->h->cu != NULL};
+    return 0;
+}
+
+/* The warm-up runs, the outside-stream probe, and on a GPU the thermal
+ * protocol's run to a steady SM clock (thermal.h; within a fifth of the
+ * timeout and at most 1 s). 0, or -1 with the task failed. */
+static int warm_up(prof *p)
+{
+    hctx *h = p->h;
+    uint64_t tw0 = kf_mono_ns();
+    for (uint32_t i = 0; i < p->warmup * p->nsets; i++)
+        if (hctx_run_once(h, p->L, p->states[p->rot.next++ % p->nsets]) != 0)
             return -1;
-        }
-    }
     /* Cold samples: write a buffer of twice the private cache between runs
      * (L2 on the device; per-core L2 on the host — a VM's shared LLC of
      * hundreds of MB would make per-sample flushing dominate the run). */
-    size_t flush_n = 0;
-    char *flush = NULL;
-    if (!hot && !h->cu) {
+    if (!p->hot && !h->cu) {
         long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-        flush_n = 2 * (size_t)(l2 > 0 ? l2 : 4 << 20);
-        flush = malloc(flush_n);
+        p->flush_n = 2 * (size_t)(l2 > 0 ? l2 : 4 << 20);
+        p->flush = malloc(p->flush_n);
     }
-    double outside = 0, idle_over = 0;
-    if (h->cu ? probe_outside(h, L, &rot, hot, batch, &outside, &idle_over)
-              : probe_host_outside(h, L, &rot, batch, &outside, &idle_over)) {
-        free(flush);
-        hctx_guard_destroy(&guard);
-        for (size_t j = 0; j < nsets; j++)
-            L->k->teardown(states[j]);
+    if (h->cu ? probe_outside(h, p->L, &p->rot, p->hot, p->batch, &p->outside, &p->idle_over)
+              : probe_host_outside(h, p->L, &p->rot, p->batch, &p->outside, &p->idle_over))
         return -1;
-    }
-    /* The thermal protocol: on a GPU, run to a steady SM clock first
-     * (thermal.h), within a fifth of the timeout and at most 1 s. */
     if (h->cu) {
-        warm_arg wa = {h, &rot, hot, batch};
-        if (kf_thermal_warm(&tp, fmin(1.0, timeout / 5), warm_sample, &wa) != 0) {
-            free(flush);
-            hctx_guard_destroy(&guard);
-            for (size_t j = 0; j < nsets; j++)
-                L->k->teardown(states[j]);
+        warm_arg wa = {h, &p->rot, p->hot, p->batch};
+        if (kf_thermal_warm(&p->tp, fmin(1.0, p->timeout / 5), warm_sample, &wa) != 0)
             return -1;
-        }
     }
     hctx_phase_add(h, HCTX_PH_WARMUP, tw0);
-    if (h->cu)
-        start_telemetry(h);
+    return 0;
+}
+
+/* One device sample: timed by cudrv, judged against the thermal policy,
+ * its sets spot-checked. *secs per run; *throttled a KF_THERMAL_ value.
+ * 0, or -1 with the task failed. */
+static int sample_device(prof *p, size_t first, size_t iter, double *secs, int *throttled,
+                         kf_nvml_reading *at)
+{
+    hctx *h = p->h;
+    kf_err err;
+    kf_cudrv_timing tm;
+    uint64_t t0 = kf_mono_ns();
+    if (kf_cudrv_time(h->cu, p->hot, p->batch, rotation_run, &p->rot, &tm, &err) != KF_OK)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel, err.msg);
+    *secs = tm.seconds;
+    p->enq_s += tm.enqueue_s;
+    p->sync_s += tm.wait_s > *secs * p->batch ? tm.wait_s - *secs * p->batch : 0;
+    /* Work outside the timed stream counts: the sample runs until the
+     * device is idle (probe_outside). */
+    if (p->outside > 0 && tm.idle_s > 0 && (tm.idle_s - p->idle_over) / p->batch > *secs)
+        *secs = (tm.idle_s - p->idle_over) / p->batch;
+    p->timed_all += *secs * p->batch;
+    uint64_t t1 = kf_mono_ns();
     if (h->nv) {
-        tp.default_mhz = kf_nvml_default_sm_mhz(h->nv);
-        tp.threshold_mhz = (uint32_t)(tp.default_mhz * thr_pct / 100.0);
+        *throttled = kf_thermal_judge(&p->tp, h->nv, t0, t1, tm.sm_mhz, at);
+        h->throttled_samples += (uint32_t)(*throttled != 0);
+        p->nvml_s += (double)(kf_mono_ns() - t1) / 1e9;
     }
-    size_t cap = 1024, n = 0;
-    double *times = malloc(cap * sizeof *times);
-    uint32_t *clk = malloc(cap * sizeof *clk), *pw = malloc(cap * sizeof *pw);
-    uint32_t discarded = 0;
-    uint64_t start = kf_mono_ns();
-    double elapsed = 0, total_timed = 0;
-    /* Where the loop's time goes: the samples as timed (kept or not) and
-     * the throttle waits; the rest is the loop's own cost per sample. */
-    double timed_all = 0;
-    /* The loop's own work by step: what a sample costs beyond its timed
-     * interval (the report's slot time). */
-    double enq_s = 0, sync_s = 0, nvml_s = 0, recheck_s = 0;
-    int converged = 0, rc = 0;
-    size_t next_check = 0;
-    double achieved = INFINITY;
-    /* The output is re-checked against the reference at a sample index the
-     * kernel cannot predict (before the minimum is reached, so every
-     * profile has one) and once more after the last sample. */
-    size_t recheck_at = (size_t)(unpredictable_u64() % min_samples);
+    return hctx_guard_after(p->guard, h, p->L, p->states, first, p->batch, iter);
+}
+
+/* One host sample: the batch's runs between clock reads, through output()
+ * where the probe found work on a thread of the kernel's (it still counts),
+ * its sets spot-checked. 0, or -1 with the task failed. */
+static int sample_host(prof *p, size_t first, size_t iter, double *secs)
+{
+    hctx *h = p->h;
+    const loaded *L = p->L;
+    uint64_t t0 = kf_mono_ns();
+    char kerr[HCTX_KERR_LEN] = "";
+    for (uint32_t b = 0; b < p->batch; b++)
+        if (rotation_run(&p->rot, kerr, sizeof kerr) != 0)
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s failed: %s", h->spec->kernel,
+                             kerr);
+    kf_view v = {0};
+    for (uint32_t b = 0; p->outside > 0 && b < p->batch && b < p->nsets; b++)
+        if (L->k->output(p->states[(first + b) % p->nsets], &v) != 0)
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: output() failed",
+                             h->spec->kernel);
+    *secs = (double)(kf_mono_ns() - t0) / 1e9;
+    *secs = (p->outside > 0 && *secs > p->idle_over ? *secs - p->idle_over : *secs) / p->batch;
+    p->timed_all += *secs * p->batch;
+    return hctx_guard_after(p->guard, h, L, p->states, first, p->batch, iter);
+}
+
+/* Keeps one sample (and streams it). 0, or -1 with the task failed. */
+static int keep_sample(prof *p, double secs, int throttled, const kf_nvml_reading *at)
+{
+    if (p->n == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 1024;
+        p->times = kf_xrealloc(p->times, p->cap * sizeof *p->times);
+        p->clk = kf_xrealloc(p->clk, p->cap * sizeof *p->clk);
+        p->pw = kf_xrealloc(p->pw, p->cap * sizeof *p->pw);
+    }
+    p->clk[p->n] = at->sm_mhz;
+    p->pw[p->n] = at->power_mw;
+    p->times[p->n++] = secs;
+    p->total_timed += secs * p->batch;
+    if (hctx_add_sample(p->h, secs, throttled != 0, 0, at->sm_mhz, at->power_mw) != KF_OK)
+        return hctx_fail(p->h, KFLEET__TASK_STATE__FAILED, "cannot stream samples to the agent");
+    return 0;
+}
+
+/* The samples, each guarded, until the median is precise enough or the
+ * timeout; the re-check at a sample index the kernel cannot predict
+ * (before the minimum is reached, so every profile has one). 0, or -1
+ * with the task failed. */
+static int sample_loop(prof *p)
+{
+    hctx *h = p->h;
+    size_t nsets = p->nsets, next_check = 0, iter = 0; /* iter: samples so far, kept or not */
+    size_t recheck_at = (size_t)(unpredictable_u64() % p->rule.min_samples);
     int rechecked = 0;
-    size_t iter = 0; /* samples so far, kept or not */
-    while (times && clk && pw) {
-        size_t first = rot.next % nsets;
-        if (n == recheck_at && !rechecked) {
+    uint64_t start = kf_mono_ns();
+    for (;;) {
+        size_t first = p->rot.next % nsets;
+        if (p->n == recheck_at && !rechecked) {
             rechecked = 1;
             uint64_t tr = kf_mono_ns();
             /* On the set the last run used, so that the next sample's run
              * still follows a run on other inputs. */
-            rc = recheck(h, L, states[(rot.next + nsets - 1) % nsets], "during the samples");
-            recheck_s += (double)(kf_mono_ns() - tr) / 1e9;
+            int rc = recheck(h, p->L, p->states, (p->rot.next + nsets - 1) % nsets, p->guard,
+                             "during the samples");
+            p->recheck_s += (double)(kf_mono_ns() - tr) / 1e9;
             if (rc != 0)
-                break;
+                return -1;
         }
         /* The poison first, the flush after it: a cold sample finds its
          * output out of the cache as it did before the guard. */
-        if ((rc = hctx_guard_before(guard, h, first, batch)) != 0)
-            break;
-        if (flush) {
-            memset(flush, (int)(n & 0xFF), flush_n);
-            __asm__ volatile("" : : "r"(flush) : "memory");
+        if (hctx_guard_before(p->guard, h, first, p->batch) != 0)
+            return -1;
+        if (p->flush) {
+            memset(p->flush, (int)(p->n & 0xFF), p->flush_n);
+            __asm__ volatile("" : : "r"(p->flush) : "memory");
         }
         double secs = 0;
         int throttled = 0;
         kf_nvml_reading at = {0};
-        if (h->cu) {
-            kf_err err;
-            kf_cudrv_timing tm;
-            uint64_t t0 = kf_mono_ns();
-            if (kf_cudrv_time(h->cu, hot, batch, rotation_run, &rot, &tm, &err) != KF_OK) {
-                rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel,
-                               err.msg);
-                break;
-            }
-            secs = tm.seconds;
-            enq_s += tm.enqueue_s;
-            sync_s += tm.wait_s > secs * batch ? tm.wait_s - secs * batch : 0;
-            /* Work outside the timed stream counts: the sample runs until
-             * the device is idle (probe_outside). */
-            if (outside > 0 && tm.idle_s > 0 && (tm.idle_s - idle_over) / batch > secs)
-                secs = (tm.idle_s - idle_over) / batch;
-            timed_all += secs * batch;
-            uint64_t t1 = kf_mono_ns();
-            if (h->nv) {
-                throttled = kf_thermal_judge(&tp, h->nv, t0, t1, tm.sm_mhz, &at);
-                h->throttled_samples += (uint32_t)(throttled != 0);
-                nvml_s += (double)(kf_mono_ns() - t1) / 1e9;
-            }
-            if ((rc = hctx_guard_after(guard, h, L, states, first, batch, iter++)) != 0)
-                break;
-            if (throttled == KF_THERMAL_DISCARD) {
-                /* Stored and flagged, not counted; the GPU gets time to
-                 * recover before the next sample (nvbench's policy), as
-                 * long as the waits stay within the time measured. */
-                discarded++;
-                if (hctx_add_sample(h, secs, 1, 1, at.sm_mhz, at.power_mw) != KF_OK) {
-                    rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED,
-                                   "cannot stream samples to the agent");
-                    break;
-                }
-                kf_thermal_wait(&tp, timed_all);
-                if ((double)(kf_mono_ns() - start) / 1e9 >= timeout)
-                    break;
-                continue;
-            }
-        } else {
-            uint64_t t0 = kf_mono_ns();
-            char kerr[HCTX_KERR_LEN] = "";
-            for (uint32_t b = 0; b < batch; b++) {
-                if (rotation_run(&rot, kerr, sizeof kerr) != 0) {
-                    rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s failed: %s",
-                                   h->spec->kernel, kerr);
-                    break;
-                }
-            }
-            if (rc)
-                break;
-            /* Work a thread of the kernel's still does counts: the sample
-             * runs through output() (probe_host_outside). */
-            kf_view v = {0};
-            for (uint32_t b = 0; outside > 0 && b < batch && b < nsets; b++) {
-                if (L->k->output(states[(first + b) % nsets], &v) != 0) {
-                    rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: output() failed",
-                                   h->spec->kernel);
-                    break;
-                }
-            }
-            if (rc)
-                break;
-            secs = (double)(kf_mono_ns() - t0) / 1e9;
-            secs = (outside > 0 && secs > idle_over ? secs - idle_over : secs) / batch;
-            timed_all += secs * batch;
-            if ((rc = hctx_guard_after(guard, h, L, states, first, batch, iter++)) != 0)
-                break;
+        if (h->cu ? sample_device(p, first, iter++, &secs, &throttled, &at)
+                  : sample_host(p, first, iter++, &secs))
+            return -1;
+        if (throttled == KF_THERMAL_DISCARD) {
+            /* Stored and flagged, not counted; the GPU gets time to recover
+             * before the next sample (nvbench's policy), as long as the
+             * waits stay within the time measured. */
+            p->discarded++;
+            if (hctx_add_sample(h, secs, 1, 1, at.sm_mhz, at.power_mw) != KF_OK)
+                return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                                 "cannot stream samples to the agent");
+            kf_thermal_wait(&p->tp, p->timed_all);
+            if ((double)(kf_mono_ns() - start) / 1e9 >= p->timeout)
+                return 0;
+            continue;
         }
-        if (n == cap) {
-            cap *= 2;
-            times = kf_xrealloc(times, cap * sizeof *times);
-            clk = kf_xrealloc(clk, cap * sizeof *clk);
-            pw = kf_xrealloc(pw, cap * sizeof *pw);
-        }
-        clk[n] = at.sm_mhz;
-        pw[n] = at.power_mw;
-        times[n++] = secs;
-        total_timed += secs * batch;
-        if (hctx_add_sample(h, secs, throttled != 0, 0, at.sm_mhz, at.power_mw) != KF_OK) {
-            rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "cannot stream samples to the agent");
-            break;
-        }
-        elapsed = (double)(kf_mono_ns() - start) / 1e9;
+        if (keep_sample(p, secs, throttled, &at) != 0)
+            return -1;
         /* The precision check sorts: do it at most ~every 1% of the
          * samples. (As `n % (1 + n / 100) == 0` it never fired again past
          * 10,000 samples.) Noisy samples are not a reason to stop: they
          * take more samples to pin the median down, up to the timeout. */
-        if (n >= min_samples && total_timed >= min_time && n >= next_check) {
-            next_check = n + 1 + n / 100;
-            if (kf_stats_stop_precise(&rule, times, n, total_timed, &achieved)) {
-                converged = 1;
-                break;
+        if (p->n >= p->rule.min_samples && p->total_timed >= p->rule.min_time_s &&
+            p->n >= next_check) {
+            next_check = p->n + 1 + p->n / 100;
+            if (kf_stats_stop_precise(&p->rule, p->times, p->n, p->total_timed, &p->achieved)) {
+                p->converged = 1;
+                return 0;
             }
         }
-        if (elapsed >= timeout)
-            break;
+        if ((double)(kf_mono_ns() - start) / 1e9 >= p->timeout)
+            return 0;
     }
-    double loop_s = (double)(kf_mono_ns() - start) / 1e9;
-    hctx_phase_add_s(h, HCTX_PH_SAMPLES, timed_all);
-    hctx_phase_add_s(h, HCTX_PH_THROTTLE, tp.waits_s);
-    hctx_phase_add_s(h, HCTX_PH_LAUNCH, enq_s);
-    hctx_phase_add_s(h, HCTX_PH_SYNC, sync_s);
-    hctx_phase_add_s(h, HCTX_PH_CLOCKS, nvml_s);
+}
+
+/* The loop's time by step into the task's phases. */
+static void loop_phases(prof *p, double loop_s)
+{
+    hctx *h = p->h;
+    hctx_phase_add_s(h, HCTX_PH_SAMPLES, p->timed_all);
+    hctx_phase_add_s(h, HCTX_PH_THROTTLE, p->tp.waits_s);
+    hctx_phase_add_s(h, HCTX_PH_LAUNCH, p->enq_s);
+    hctx_phase_add_s(h, HCTX_PH_SYNC, p->sync_s);
+    hctx_phase_add_s(h, HCTX_PH_CLOCKS, p->nvml_s);
     /* The re-check inside the loop already counts as run, reference and
      * compare (hctx_run_and_check); the guard's poison and spot checks
      * count as compare. */
-    double guard_s = hctx_guard_spent_s(guard);
+    double guard_s = hctx_guard_spent_s(p->guard);
     hctx_phase_add_s(h, HCTX_PH_COMPARE, guard_s);
     hctx_phase_add_s(h, HCTX_PH_SAMPLING,
-                     loop_s - timed_all - tp.waits_s - enq_s - sync_s - nvml_s - recheck_s -
-                         guard_s);
-    kf_debug("profile_guard", "kernel=%s sets=%zu checks=%llu guard_s=%.6f samples=%zu",
-             h->spec->kernel, nsets, (unsigned long long)hctx_guard_checks(guard), guard_s, iter);
-    hctx_guard_destroy(&guard);
-    free(flush);
-    if (rc == 0 && n > 0)
-        rc = recheck(h, L, states[(n - 1) % nsets], "after the last sample");
+                     loop_s - p->timed_all - p->tp.waits_s - p->enq_s - p->sync_s - p->nvml_s -
+                         p->recheck_s - guard_s);
+    kf_debug("profile_guard", "kernel=%s sets=%zu checks=%llu guard_s=%.6f", h->spec->kernel,
+             p->nsets, (unsigned long long)hctx_guard_checks(p->guard), guard_s);
+}
+
+/* The stored summary of a profile with samples. */
+static void summarize(prof *p, Kfleet__ProfileStats *ps)
+{
+    const loaded *L = p->L;
+    stats(p->times, p->n, ps);
+    ps->discarded = p->discarded;
+    ps->throttle_keep = p->tp.keep;
+    ps->clock_threshold_mhz = p->tp.threshold_mhz;
+    ps->default_sm_clock_mhz = p->tp.default_mhz;
+    ps->sm_clock_median_mhz = kf_stats_median_u32(p->clk, p->n);
+    ps->power_median_mw = kf_stats_median_u32(p->pw, p->n);
+    ps->converged = p->converged;
+    if (!p->converged)
+        kf_stats_stop_precise(&p->rule, p->times, p->n, p->total_timed, &p->achieved);
+    ps->precision_pct = isfinite(p->achieved) ? p->achieved : -1;
+    ps->precision_target_pct = p->rule.precision_pct;
+    ps->thermal = (char *)kf_thermal_protocol(p->h->cu != NULL);
+    ps->warmup_s = p->tp.warmup_s;
+    ps->warmup_samples = p->tp.warmup_samples;
+    ps->steady_sm_clock_mhz = p->tp.steady_mhz;
+    ps->clock_steady = p->tp.steady;
+    ps->measured_s = p->timed_all;
+    ps->throttle_wait_s = p->tp.waits_s;
+    ps->waits_skipped = p->tp.waits_skipped;
+    ps->bytes = L->k->bytes ? L->k->bytes(&L->params) : 0;
+    ps->flops = L->k->flops ? L->k->flops(&L->params) : 0;
+    ps->hot = p->hot;
+    ps->batch = p->batch;
+    ps->input_sets = (uint32_t)p->nsets;
+    ps->outside_stream_s = p->outside;
+}
+
+static void prof_close(prof *p)
+{
+    hctx_guard_destroy(&p->guard);
+    free(p->flush);
+    free(p->times);
+    free(p->clk);
+    free(p->pw);
+    for (size_t i = 0; i < p->nsets; i++)
+        p->L->k->teardown(p->states[i]);
+}
+
+int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
+{
+    if (hctx_refuse_vacuous(h, L) != 0)
+        return -1;
+    prof p = {0};
+    prof_settings(&p, h, L);
+    if (sets_open(&p) != 0 || warm_up(&p) != 0) {
+        prof_close(&p);
+        return -1;
+    }
+    if (h->cu)
+        start_telemetry(h);
+    if (h->nv) {
+        p.tp.default_mhz = kf_nvml_default_sm_mhz(h->nv);
+        p.tp.threshold_mhz = (uint32_t)(p.tp.default_mhz * p.thr_pct / 100.0);
+    }
+    uint64_t start = kf_mono_ns();
+    int rc = sample_loop(&p);
+    loop_phases(&p, (double)(kf_mono_ns() - start) / 1e9);
+    /* The last re-check, after the last sample. */
+    if (rc == 0 && p.n > 0)
+        rc = recheck(h, L, p.states, (p.n - 1) % p.nsets, p.guard, "after the last sample");
     if (h->nv)
         kf_nvml_stop(h->nv);
     if (rc == 0 && (hctx_flush_samples(h) != KF_OK || drain_telemetry(h) != KF_OK))
         rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "cannot stream samples to the agent");
-    if (rc == 0 && n == 0 && discarded > 0)
+    if (rc == 0 && p.n == 0 && p.discarded > 0)
         rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED,
                        "all %u samples were taken while the GPU throttled (SM clock below %u MHz, "
                        "%.0f%% of its default %u MHz, or a thermal or hardware slowdown): none is "
                        "a measurement. Run it on a cooler GPU, or set measure: {throttle: keep} to "
                        "time it as sustained at the power cap",
-                       discarded, tp.threshold_mhz, thr_pct, tp.default_mhz);
-    if (rc == 0 && n > 0) {
-        stats(times, n, ps);
-        ps->discarded = discarded;
-        ps->throttle_keep = tp.keep;
-        ps->clock_threshold_mhz = tp.threshold_mhz;
-        ps->default_sm_clock_mhz = tp.default_mhz;
-        ps->sm_clock_median_mhz = kf_stats_median_u32(clk, n);
-        ps->power_median_mw = kf_stats_median_u32(pw, n);
-        ps->converged = converged;
-        if (!converged)
-            kf_stats_stop_precise(&rule, times, n, total_timed, &achieved);
-        ps->precision_pct = isfinite(achieved) ? achieved : -1;
-        ps->precision_target_pct = rule.precision_pct;
-        ps->thermal = (char *)kf_thermal_protocol(h->cu != NULL);
-        ps->warmup_s = tp.warmup_s;
-        ps->warmup_samples = tp.warmup_samples;
-        ps->steady_sm_clock_mhz = tp.steady_mhz;
-        ps->clock_steady = tp.steady;
-        ps->measured_s = timed_all;
-        ps->throttle_wait_s = tp.waits_s;
-        ps->waits_skipped = tp.waits_skipped;
-        ps->bytes = L->k->bytes ? L->k->bytes(&L->params) : 0;
-        ps->flops = L->k->flops ? L->k->flops(&L->params) : 0;
-        ps->hot = hot;
-        ps->batch = batch;
-        ps->input_sets = (uint32_t)nsets;
-        ps->outside_stream_s = outside;
-    }
+                       p.discarded, p.tp.threshold_mhz, p.thr_pct, p.tp.default_mhz);
+    if (rc == 0 && p.n > 0)
+        summarize(&p, ps);
     if (h->cu)
         kf_cudrv_until_idle(h->cu, 0);
-    free(times);
-    free(clk);
-    free(pw);
-    for (size_t i = 0; i < nsets; i++)
-        L->k->teardown(states[i]);
+    prof_close(&p);
     return rc;
 }

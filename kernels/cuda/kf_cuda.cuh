@@ -22,6 +22,9 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 
+#include <system_error>
+#include <thread>
+
 /* Returns -1 from the enclosing function with err filled when a CUDA call
  * fails. Needs `err` and `errlen` in scope. */
 #define KF_CU(call)                                                                                \
@@ -76,6 +79,34 @@ static inline int kf_fill_f32(float *p, size_t n, unsigned long long seed, float
     kf_fill_f32_kernel<<<1024, 256>>>(p, n, seed, scale);
     KF_CU_LAUNCHED();
     return 0;
+}
+
+/* fn(lo, hi) over items [0, n) of `per_item` elements' work each, split
+ * over up to KF_HOST_THREADS host threads when the work is large enough:
+ * a host reference is a loop over every output element, once per check
+ * (copy bytes=4G: 1G elements; docs/benchmarks.md, "Cheap checks"). Each part is a
+ * fixed index range, so the result does not depend on the thread count. A
+ * thread that cannot start runs its part on the calling thread. */
+#define KF_HOST_THREADS 8
+#define KF_HOST_SPLIT_MIN (1u << 18)
+template <typename F> static inline void kf_host_parallel(size_t n, size_t per_item, F fn)
+{
+    unsigned nt = std::thread::hardware_concurrency();
+    nt = nt > KF_HOST_THREADS ? KF_HOST_THREADS : nt < 1 ? 1 : nt;
+    if (n * per_item < KF_HOST_SPLIT_MIN || n < nt)
+        nt = 1;
+    std::thread th[KF_HOST_THREADS];
+    for (unsigned t = 1; t < nt; t++) {
+        try {
+            th[t] = std::thread(fn, n * t / nt, n * (t + 1) / nt);
+        } catch (const std::system_error &) {
+            fn(n * t / nt, n * (t + 1) / nt);
+        }
+    }
+    fn((size_t)0, n / nt);
+    for (unsigned t = 1; t < nt; t++)
+        if (th[t].joinable())
+            th[t].join();
 }
 
 #endif

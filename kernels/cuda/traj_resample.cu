@@ -349,28 +349,29 @@ static double bf16_bits_to_double(uint16_t h)
 
 /* The function the kernel approximates, in double, with its own search: the first source
  * time strictly after t brackets t, and none (or the first) means t is outside the range. */
-static void tr_reference_host(const float *tsrc, const float *ttgt, const uint16_t *xh, size_t B,
-                              size_t S, size_t T, size_t D, double *ref)
+static void tr_reference_host(const float *tsrc, const float *ttgt, const uint16_t *xh,
+                              size_t S, size_t T, size_t D, size_t row_lo, size_t row_hi,
+                              double *ref)
 {
-    for (size_t b = 0; b < B; b++) {
+    /* Row r of the output is target time j = r % T of trajectory b = r / T. */
+    for (size_t r = row_lo; r < row_hi; r++) {
+        const size_t b = r / T, j = r % T;
         const float *ts = tsrc + b * S;
         const uint16_t *xr = xh + b * S * D;
-        for (size_t j = 0; j < T; j++) {
-            const float t = ttgt[b * T + j];
-            double *out = ref + (b * T + j) * D;
-            const size_t k = (size_t)(std::upper_bound(ts, ts + S, t) - ts);
-            if (k == 0 || k == S) {
-                const uint16_t *row = xr + (k == 0 ? 0 : S - 1) * D;
-                for (size_t d = 0; d < D; d++)
-                    out[d] = bf16_bits_to_double(row[d]);
-                continue;
-            }
-            const double w = ((double)t - ts[k - 1]) / ((double)ts[k] - ts[k - 1]);
-            const uint16_t *r0 = xr + (k - 1) * D, *r1 = xr + k * D;
-            for (size_t d = 0; d < D; d++) {
-                const double a = bf16_bits_to_double(r0[d]), c = bf16_bits_to_double(r1[d]);
-                out[d] = a + (c - a) * w;
-            }
+        const float t = ttgt[b * T + j];
+        double *out = ref + (b * T + j) * D;
+        const size_t k = (size_t)(std::upper_bound(ts, ts + S, t) - ts);
+        if (k == 0 || k == S) {
+            const uint16_t *row = xr + (k == 0 ? 0 : S - 1) * D;
+            for (size_t d = 0; d < D; d++)
+                out[d] = bf16_bits_to_double(row[d]);
+            continue;
+        }
+        const double w = ((double)t - ts[k - 1]) / ((double)ts[k] - ts[k - 1]);
+        const uint16_t *r0 = xr + (k - 1) * D, *r1 = xr + k * D;
+        for (size_t d = 0; d < D; d++) {
+            const double a = bf16_bits_to_double(r0[d]), c = bf16_bits_to_double(r1[d]);
+            out[d] = a + (c - a) * w;
         }
     }
 }
@@ -393,7 +394,10 @@ static int reference(void *state, double *ref, char *err, size_t errlen)
                  cudaGetErrorString(rc), cudaGetErrorName(rc));
         return -1;
     }
-    tr_reference_host(st->h_tsrc, st->h_ttgt, xh, B, S, T, D, ref);
+    const float *tsrc = st->h_tsrc, *ttgt = st->h_ttgt;
+    kf_host_parallel(B * T, D, [=](size_t lo, size_t hi) {
+        tr_reference_host(tsrc, ttgt, xh, S, T, D, lo, hi, ref);
+    });
     free(xh);
     return 0;
 }

@@ -441,6 +441,39 @@ static void test_profile_guarded(void **state)
     free_task(&t);
 }
 
+/* Issue 32, checks computed once: a profile of two input sets calls the
+ * kernel's reference() twice (once per set, before the samples), and its
+ * re-checks (one during the samples, one after the last) compare with
+ * those; a third call fails the kernel's reference. Still re-checked: a
+ * kernel that writes zeros once it is being timed fails. */
+static void test_profile_reference_once(void **state)
+{
+    (void)state;
+    task t;
+    make_task(&t, "tests/kernels/ref_count.c", "ref_count", KFLEET__TASK_KIND__PROFILE, 2, NULL);
+    add_source(&t, "tests/kernels/cheat_common.h");
+    build_then(&t, KFLEET__TASK_KIND__PROFILE);
+    outcome *o = run_task(&t.ta);
+    if (o->res->state != KFLEET__TASK_STATE__SUCCEEDED)
+        print_message("error: %s\n", o->res->error);
+    assert_int_equal(o->res->state, KFLEET__TASK_STATE__SUCCEEDED);
+    assert_int_equal(o->res->profile->input_sets, 2);
+    assert_true(o->res->profile->samples >= 12);
+    free_outcome(o);
+    free_task(&t);
+
+    make_task(&t, "tests/kernels/cheat_detect.c", "cheat_detect", KFLEET__TASK_KIND__PROFILE, 0,
+              NULL);
+    add_source(&t, "tests/kernels/cheat_common.h");
+    build_then(&t, KFLEET__TASK_KIND__PROFILE);
+    o = run_task(&t.ta);
+    assert_int_equal(o->res->state, KFLEET__TASK_STATE__FAILED);
+    assert_true(strstr(o->res->error, "profile spot check failed after timed sample") ||
+                strstr(o->res->error, "profile re-check failed"));
+    free_outcome(o);
+    free_task(&t);
+}
+
 /* The stopping rule of issue 32 through the real profile loop, on a host
  * kernel: at the default 0.5 % it stops once the median is that precise
  * (reported in the result), under the thermal protocol "host"; asked for a
@@ -687,6 +720,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_validate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reference, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_reference_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_precision, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_guarded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nested, setup, teardown),
