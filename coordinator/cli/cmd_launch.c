@@ -18,7 +18,7 @@
 #include "cli/options.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "fleet/fleet_slurm.h"
+#include "fleet/fleet_pb.h"
 #include "fleet/launch.h"
 #include "fleet/ssh.h"
 
@@ -276,8 +276,7 @@ static int ask_and_follow(const char *cmd, kf_client *cl, Kfleet__LaunchRequest 
 static void free_hosts(Kfleet__LaunchRequest *lr)
 {
     for (size_t i = 0; i < lr->n_hosts; i++) {
-        free(lr->hosts[i]->identity);
-        free(lr->hosts[i]->slurm);
+        kf_fleet_host_pb_release(lr->hosts[i]);
         free(lr->hosts[i]);
     }
     free(lr->hosts);
@@ -285,35 +284,16 @@ static void free_hosts(Kfleet__LaunchRequest *lr)
     lr->n_hosts = 0;
 }
 
-/* The request's hosts point into f, but for identities, made absolute. */
+/* The request's hosts, with identities made absolute (the daemon runs in
+ * another directory). */
 static void fill_hosts(Kfleet__LaunchRequest *lr, const kf_fleet *f)
 {
     lr->hosts = kf_xcalloc(f->nhosts ? f->nhosts : 1, sizeof *lr->hosts);
     for (size_t i = 0; i < f->nhosts; i++) {
-        const kf_fleet_host *h = &f->hosts[i];
         Kfleet__LaunchHost *x = kf_xmalloc(sizeof *x);
-        kfleet__launch_host__init(x);
-        x->name = h->name;
-        x->host = h->host;
-        x->port = (uint32_t)(h->port ? h->port : 22);
-        x->user = h->user ? h->user : (char *)"";
-        x->identity = abs_path(h->identity);
-        x->workdir = h->workdir;
-        if (h->slurm) {
-            const kf_fleet_slurm *sl = h->slurm;
-            Kfleet__SlurmShape *y = kf_xmalloc(sizeof *y);
-            kfleet__slurm_shape__init(y);
-            y->nodes = (uint32_t)sl->nodes;
-            y->partition = sl->partition ? sl->partition : (char *)"";
-            y->gres = sl->gres ? sl->gres : (char *)"";
-            y->time = sl->time ? sl->time : (char *)"";
-            y->account = sl->account ? sl->account : (char *)"";
-            y->relay_host = sl->relay_host ? sl->relay_host : (char *)"";
-            y->sbatch = sl->sbatch;
-            y->n_sbatch = sl->nsbatch;
-            y->signal_before_s = (uint32_t)sl->signal_before_s;
-            x->slurm = y;
-        }
+        kf_fleet_host_to_pb(&f->hosts[i], x);
+        free(x->identity);
+        x->identity = abs_path(f->hosts[i].identity);
         lr->hosts[lr->n_hosts++] = x;
     }
 }
@@ -630,11 +610,10 @@ const kf_cmd_entry kf_cmd_launch = {
     "Brings agents up on every host of INVENTORY, in parallel, one line per host\n"
     "with the time of each phase (connect, preflight, upload, tunnel, start,\n"
     "register). The launch runs inside `kfleet serve` (which keeps each node's SSH\n"
-    "tunnel) and goes on there if this command is interrupted. A provider: slurm\n"
-    "host is a cluster's login node: its agents are submitted as Slurm jobs (one\n"
-    "per node), reach the coordinator through `kfleet relay` on the login node,\n"
-    "and jobs still pending at --register-timeout are reported with Slurm's reason\n"
-    "(docs/providers.md).\n\n"
+    "tunnel) and goes on there if this command is interrupted. A host's provider\n"
+    "says how its agents come up: a cluster's login node, for one, submits them as\n"
+    "batch jobs, and jobs still pending at --register-timeout are reported with\n"
+    "the scheduler's reason (docs/providers.md).\n\n"
     "  --known-hosts FILE     host keys to check against (default ~/.ssh/known_hosts)\n"
     "  --accept-new           record the key of a host seen for the first time\n"
     "  --direct ENDPOINT      agents connect to ENDPOINT (tcp://HOST:PORT), no tunnel\n"
@@ -653,8 +632,8 @@ const kf_cmd_entry kf_cmd_teardown = {
     "teardown INVENTORY [--purge] [--known-hosts FILE] [--attempts N]",
     "Stops the agents of INVENTORY (SIGTERM: they flush their outboxes first) and\n"
     "closes their tunnels. --purge also removes their work dirs and their keys\n"
-    "from the coordinator's allow list. A provider: slurm host's jobs are\n"
-    "cancelled (scancel; the agents drain on its SIGTERM) and its relay stopped.\n"
+    "from the coordinator's allow list. A cluster's batch jobs are cancelled (the\n"
+    "agents drain on the SIGTERM) and its relay stopped (docs/providers.md).\n"
     "Runs inside `kfleet serve`, or from here when no coordinator runs.",
 };
 
