@@ -95,9 +95,9 @@ static int bundle_tarball(const char *arg, char *tmpdir, char *out, size_t n, ch
     snprintf(out, n, "%s/bundle.tar.gz", tmpdir);
     kf_buf cmd = KF_BUF_INIT;
     kf_buf_adds(&cmd, "tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C ");
-    kf_ssh_quote(&cmd, dir);
+    kf_buf_add_shell_quoted(&cmd, dir);
     kf_buf_adds(&cmd, " -cf - . | gzip -n -1 > ");
-    kf_ssh_quote(&cmd, out);
+    kf_buf_add_shell_quoted(&cmd, out);
     int rc = run_cmd(cmd.data);
     kf_buf_release(&cmd);
     if (rc != 0)
@@ -585,11 +585,11 @@ static int cmd_bundle(int argc, char **argv, const char *home)
     }
     kf_buf cmd = KF_BUF_INIT;
     kf_buf_adds(&cmd, "bash ");
-    kf_ssh_quote(&cmd, script);
+    kf_buf_add_shell_quoted(&cmd, script);
     kf_buf_addc(&cmd, ' ');
-    kf_ssh_quote(&cmd, exe);
+    kf_buf_add_shell_quoted(&cmd, exe);
     kf_buf_addc(&cmd, ' ');
-    kf_ssh_quote(&cmd, out);
+    kf_buf_add_shell_quoted(&cmd, out);
     rc = run_cmd(cmd.data);
     kf_buf_release(&cmd);
     if (rc != 0) {
