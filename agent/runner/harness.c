@@ -15,6 +15,7 @@
 #include "runner/cudrv.h"
 #include "runner/nvml.h"
 #include "common/stats.h"
+#include "common/text.h"
 #include "runner/tools.h"
 #include "kf_kernel.h"
 #include "common/log.h"
@@ -86,7 +87,7 @@ static int do_build(hctx *h, Kfleet__BuildInfo *bi, kf_build_info *b, const char
         return 0;
     if (b->rejected && b->log.data) {
         char lines[3000];
-        hctx_first_lines(b->log.data, 20, lines, sizeof lines);
+        kf_text_first_lines(b->log.data, 20, lines, sizeof lines);
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s:\n%s", err.msg, lines);
     }
     return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
