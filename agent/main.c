@@ -25,6 +25,7 @@
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "common/signals.h"
 #include "common/util.h"
 
 #include <getopt.h>
@@ -371,12 +372,7 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    kf_signals_catch(on_signal, KF_SIGNALS_IGNORE_PIPE, NULL);
 
     kf_agent_config cfg = {0};
     cfg.coordinator = coordinator;

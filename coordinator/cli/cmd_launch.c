@@ -17,6 +17,7 @@
 #include "cli/client.h"
 #include "cli/options.h"
 #include "common/log.h"
+#include "common/signals.h"
 #include "common/util.h"
 #include "fleet/fleet_pb.h"
 #include "fleet/launch.h"
@@ -151,28 +152,6 @@ static void on_interrupt(int sig)
     g_interrupted = 1;
 }
 
-/* What the follow loop restores when it ends. */
-typedef struct sigsave {
-    struct sigaction intr, term;
-} sigsave;
-
-static void catch_interrupts(sigsave *old)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_interrupt;
-    sigemptyset(&sa.sa_mask);
-    g_interrupted = 0;
-    sigaction(SIGINT, &sa, &old->intr);
-    sigaction(SIGTERM, &sa, &old->term);
-}
-
-static void restore_interrupts(const sigsave *old)
-{
-    sigaction(SIGINT, &old->intr, NULL);
-    sigaction(SIGTERM, &old->term, NULL);
-}
-
 static void print_host(const Kfleet__LaunchHostState *h)
 {
     kf_launch_result r;
@@ -227,8 +206,9 @@ static int ask_and_follow(const char *cmd, kf_client *cl, Kfleet__LaunchRequest 
     }
     kfleet__control_reply__free_unpacked(rep, NULL);
     char *printed = kf_xcalloc(nhosts ? nhosts : 1, 1);
-    sigsave old;
-    catch_interrupts(&old);
+    kf_sigsave old;
+    g_interrupted = 0;
+    kf_signals_catch(on_interrupt, KF_SIGNALS_KEEP_PIPE, &old);
     int exit = 1, done = 0;
     while (!done) {
         if (g_interrupted) {
@@ -268,7 +248,7 @@ static int ask_and_follow(const char *cmd, kf_client *cl, Kfleet__LaunchRequest 
             nanosleep(&ts, NULL);
         }
     }
-    restore_interrupts(&old);
+    kf_signals_restore(&old);
     free(printed);
     return exit;
 }
