@@ -659,26 +659,11 @@ int kf_fleet_parse(const char *path, const char *text, size_t len, kf_fleet **ou
 int kf_fleet_load_opts(const char *path, const kf_fleet_opts *opts, kf_fleet **out, kf_err *err)
 {
     kf_buf b = KF_BUF_INIT;
-    char why[160];
-    int rrc = kf_buf_read_file_max(&b, path, KF_MAX_INVENTORY_FILE, why, sizeof why);
-    if (rrc != KF_OK) {
-        kf_buf_release(&b);
-        if (rrc == KF_EINVAL)
-            return kf_err_set(err, KF_EINVAL,
-                              "%s: the inventory %s; an inventory is a regular file of at most "
-                              "%u MiB",
-                              path, why, KF_MAX_INVENTORY_FILE >> 20);
-        return kf_err_set(err, KF_EIO, "%s: cannot read the inventory: %s; check the path", path,
-                          why);
-    }
     char dir[PATH_MAX];
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == path)
-        snprintf(dir, sizeof dir, "/");
-    else
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    int rrc = kf_yaml_read_file(path, KF_MAX_INVENTORY_FILE, "the inventory", "an inventory", &b,
+                                dir, sizeof dir, err);
+    if (rrc != KF_OK)
+        return rrc;
     kf_fleet_opts o = opts ? *opts : (kf_fleet_opts){0};
     o.base_dir = dir;
     int rc = kf_fleet_parse_opts(path, b.data, b.len, &o, out, err);
