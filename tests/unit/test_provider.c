@@ -3,6 +3,7 @@
  * how many. Registered in the table, it is parsed, launched, torn down and
  * sent over the wire by the same code as ssh and slurm, which name no
  * provider (tests/layout/check_layout.py checks that). */
+#include "common/keys.h"
 #include "fleet/fleet.h"
 #include "fleet/fleet_pb.h"
 #include "fleet/launch.h"
@@ -259,12 +260,36 @@ static void test_launch_and_teardown_through_the_row(void **state)
     assert_true(alive(pids[0]) && alive(pids[1]));
     free(r);
 
+    /* --purge takes the keys of the row's agents (nagents: here-0,
+     * here-1) off the allow list, and no other. */
+    char allow[PATH_MAX + 16];
+    snprintf(allow, sizeof allow, "%s/agents.allow", workdir);
+    const char *names[] = {"here-0", "here-1", "other"};
+    for (int i = 0; i < 3; i++) {
+        char kp_path[PATH_MAX + 32];
+        kf_keypair kp;
+        snprintf(kp_path, sizeof kp_path, "%s/%s.key", workdir, names[i]);
+        assert_int_equal(kf_keys_load(kp_path, 1, &kp, &err), KF_OK);
+        assert_int_equal(kf_allow_add(allow, kp.pub, names[i], &err), KF_OK);
+        unlink(kp_path);
+    }
     r = NULL;
+    o.control_endpoint = NULL; /* no daemon: no tunnel to close */
+    o.allow_file = allow;
+    o.purge = 1;
     assert_int_equal(kf_launch_teardown(f, &o, &r, &err), KF_OK);
     assert_int_equal(r[0].rc, KF_OK);
     assert_string_equal(r[0].msg, "stopped 2");
     assert_false(alive(pids[0]) || alive(pids[1]));
     free(r);
+    kf_allow al = {0};
+    assert_int_equal(kf_allow_load(allow, &al, &err), KF_OK);
+    assert_int_equal(al.n, 1);
+    assert_string_equal(al.e[0].name, "other");
+    kf_allow_free(&al);
+    unlink(allow);
+    strcat(allow, ".lock");
+    unlink(allow);
     unlink(bundle);
     kf_fleet_destroy(&f);
 }
