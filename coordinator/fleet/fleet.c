@@ -123,7 +123,8 @@ static int get_provider(ctx *c, const yaml_node_t *n, const char **out)
     int rc = kf_yaml_nonempty_scalar(&c->y, n, "provider", out);
     if (rc)
         return rc;
-    if (kf_provider_find(*out))
+    const kf_provider *p = kf_provider_find(*out);
+    if (p && !p->internal)
         return KF_OK;
     const char *best = kf_yaml_nearest(*out, kf_provider_names());
     kf_buf all = KF_BUF_INIT;

@@ -48,7 +48,7 @@ int kf_fleet_host_from_pb(const Kfleet__LaunchHost *x, kf_fleet_host *h, kf_err 
 {
     const char *name = x->provider && *x->provider ? x->provider : "ssh";
     h->prov = kf_provider_find(name);
-    if (!h->prov)
+    if (!h->prov || h->prov->internal)
         return kf_err_set(err, KF_EINVAL,
                           "launch: host %s has provider '%.40s', which this "
                           "coordinator does not know; run the same kfleet version on both sides",

@@ -297,6 +297,30 @@ static void *job_main(void *arg)
     return NULL;
 }
 
+static void result_init(kf_launch_result *r, const char *name)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "%s", name ? name : "");
+    r->failed_at = -1;
+    for (int p = 0; p < KF_PHASE_COUNT; p++)
+        r->t[p] = -1;
+}
+
+int kf_launch_here(const kf_fleet_host *h, const kf_launch_opts *o, int teardown,
+                   kf_launch_result *r)
+{
+    result_init(r, h->name);
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    job j = {h, o, r, 0, &mu, NULL, NULL, teardown, NULL};
+    if (!h->prov)
+        kf_launch_fail(r, KF_PHASE_CONNECT, KF_EINVAL, "the host has no provider");
+    else if (teardown)
+        h->prov->teardown(&j);
+    else
+        h->prov->launch(&j);
+    return r->rc;
+}
+
 static int run_all(const kf_fleet *f, const kf_launch_opts *o, int teardown, kf_launch_result **res,
                    kf_err *err)
 {
@@ -321,10 +345,7 @@ static int run_all(const kf_fleet *f, const kf_launch_opts *o, int teardown, kf_
     pthread_t *th = kf_xcalloc(f->nhosts, sizeof *th);
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     for (size_t i = 0; i < f->nhosts; i++) {
-        snprintf(r[i].name, sizeof r[i].name, "%s", f->hosts[i].name);
-        r[i].failed_at = -1;
-        for (int p = 0; p < KF_PHASE_COUNT; p++)
-            r[i].t[p] = -1;
+        result_init(&r[i], f->hosts[i].name);
         jobs[i] = (job){&f->hosts[i], o, &r[i], i, &mu, sha, server_key, teardown, zctx};
         if (pthread_create(&th[i], NULL, job_main, &jobs[i]) != 0) {
             kf_launch_fail(&r[i], KF_PHASE_CONNECT, KF_EIO, "cannot start a thread");

@@ -10,12 +10,12 @@
 /* The built-in rows, each defined in its provider_NAME.c: the one place
  * outside a provider's files that names it (tests/layout/providers.py). */
 extern const kf_provider kf_provider_runpod, kf_provider_brev, kf_provider_shadeform,
-    kf_provider_ssh, kf_provider_slurm;
+    kf_provider_ssh, kf_provider_slurm, kf_provider_local;
 
 /* The order is the one errors list them in. */
-static const kf_provider *const builtin[] = {&kf_provider_runpod, &kf_provider_brev,
+static const kf_provider *const builtin[] = {&kf_provider_runpod,    &kf_provider_brev,
                                              &kf_provider_shadeform, &kf_provider_ssh,
-                                             &kf_provider_slurm};
+                                             &kf_provider_slurm,     &kf_provider_local};
 #define NBUILTIN (sizeof builtin / sizeof builtin[0])
 
 /* Written only by kf_provider_register, before the rows are used (at
@@ -46,8 +46,11 @@ const char *const *kf_provider_names(void)
 {
     pthread_mutex_lock(&table_mu);
     const kf_provider *p;
+    size_t n = 0;
     for (size_t i = 0; (p = kf_provider_at(i)); i++)
-        names[i] = p->name;
+        if (!p->internal)
+            names[n++] = p->name;
+    names[n] = NULL;
     pthread_mutex_unlock(&table_mu);
     return names;
 }

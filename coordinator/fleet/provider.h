@@ -5,8 +5,9 @@
  *
  * The built-in rows: runpod, brev, shadeform and ssh (provider_ssh.c: a
  * node reached over SSH that runs one agent; they differ only in the
- * default work dir) and slurm (provider_slurm.c: a cluster's login node
- * whose agents are Slurm jobs). Adding a provider (Kubernetes, a cloud API)
+ * default work dir), slurm (provider_slurm.c: a cluster's login node
+ * whose agents are Slurm jobs) and local (provider_local.c: the agents of
+ * `kfleet run`, child processes on this machine). Adding a provider (Kubernetes, a cloud API)
  * is a provider_NAME.c with its row and its own files, and one line in
  * provider.c's table; tests/layout/check_layout.py refuses its name
  * anywhere else.
@@ -32,10 +33,13 @@ typedef struct kf_provider {
     const char *what; /* what a host of it is, for messages: "a cluster's login node" */
     /* The host's work dir when neither it nor `defaults:` gives one. */
     const char *default_workdir;
+    /* Not for inventories or launch requests: a row the code drives
+     * itself (kfleet run's local agents, provider_local.h). */
+    int internal;
     /* The key of the provider's own block in a host entry ("slurm"), or
      * NULL when it has none. parse turns the block (NULL when the host
      * has none) into a new *block, or fails with y's located error; dup
-     * and free copy and free it. All NULL when block_key is. */
+     * and free copy and free a host's block (NULL: it has none). */
     const char *block_key;
     int (*parse)(kf_yaml *y, const yaml_node_t *n, void **block);
     void *(*dup)(const void *block);
@@ -76,8 +80,9 @@ const kf_provider *kf_provider_find(const char *name);
 /* The i-th row (built-ins first, then the registered ones, in order), or
  * NULL past the last. */
 const kf_provider *kf_provider_at(size_t i);
-/* The rows' names, NULL-terminated, in kf_provider_at's order (for
- * "did you mean" and the error that lists them). */
+/* The names of the rows an inventory may name (not the internal ones),
+ * NULL-terminated, in kf_provider_at's order (for "did you mean" and the
+ * error that lists them). */
 const char *const *kf_provider_names(void);
 
 /* Adds a row (like sqlite3_vfs_register): p must outlive its use and its

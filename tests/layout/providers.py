@@ -22,7 +22,9 @@ import tempfile
 
 # Names also used for what every provider shares: SSH is the transport of
 # every launch (fleet/ssh.c), so the word cannot single one provider out.
-UNCHECKED = {"ssh": "SSH is the transport every provider's launch uses (fleet/ssh.c)"}
+UNCHECKED = {"ssh": "SSH is the transport every provider's launch uses (fleet/ssh.c)",
+             "local": "the word says 'this machine' throughout (local paths, local GPUs); "
+                      "the row is internal, driven by kfleet run (cli/run.c) only"}
 
 # A provider's own files beside its coordinator/fleet/provider_NAME.c
 # (paths from the source root; a trailing '*' takes every file that starts

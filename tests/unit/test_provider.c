@@ -154,6 +154,11 @@ static void test_unknown_until_registered(void **state)
     assert_int_equal(kf_provider_register(&tiny, &err), KF_OK);
     assert_ptr_equal(kf_provider_find("tiny"), &tiny);
     assert_int_equal(kf_provider_register(&tiny, &err), KF_EEXIST);
+    /* kfleet run's row is in the table but no inventory may name it. */
+    assert_non_null(kf_provider_find("local"));
+    assert_true(kf_provider_find("local")->internal);
+    assert_null(parse("hosts: [{host: a, provider: local}]\n", &err));
+    assert_non_null(strstr(err.msg, "unknown provider 'local'"));
     kf_provider bad = {.name = "nolaunch"};
     assert_int_equal(kf_provider_register(&bad, &err), KF_EINVAL);
 }
