@@ -25,6 +25,7 @@
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "common/signals.h"
 #include "common/util.h"
 
 #include <getopt.h>
@@ -397,12 +398,7 @@ static int load_keys(const agent_args *a, const char *wd, const kf_paths *paths,
 
 static void setup_signals(void)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    kf_signals_catch(on_signal, KF_SIGNALS_IGNORE_PIPE, NULL);
 }
 
 /* The daemon itself, until a signal or an error. */

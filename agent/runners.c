@@ -511,6 +511,20 @@ void runners_drain(kf_agent *a, krunner *r)
     }
 }
 
+/* The end of a runner that has exited (or been killed and reaped): its
+ * pipes, its scratch directory unless kept, and the struct. */
+static void free_runner(kf_agent *a, krunner *r)
+{
+    if (r->out_fd >= 0)
+        close(r->out_fd);
+    if (r->in_fd >= 0)
+        close(r->in_fd);
+    if (!a->cfg.keep_tmp)
+        remove_dirs(r);
+    kf_buf_release(&r->in);
+    free(r);
+}
+
 static void finish_runner(kf_agent *a, size_t idx)
 {
     krunner *r = a->runners[idx];
@@ -556,12 +570,7 @@ static void finish_runner(kf_agent *a, size_t idx)
                  r->attempt, r->status);
     if (!r->idle)
         free_slot(a, r);
-    if (r->in_fd >= 0)
-        close(r->in_fd);
-    if (!a->cfg.keep_tmp)
-        remove_dirs(r);
-    kf_buf_release(&r->in);
-    free(r);
+    free_runner(a, r);
     a->runners[idx] = a->runners[--a->nrunners];
 }
 
@@ -608,14 +617,7 @@ void runners_stop_all(kf_agent *a)
             kill(-r->pid, SIGKILL);
             waitpid(r->pid, NULL, 0);
         }
-        if (r->out_fd >= 0)
-            close(r->out_fd);
-        if (r->in_fd >= 0)
-            close(r->in_fd);
-        if (!a->cfg.keep_tmp)
-            remove_dirs(r);
-        kf_buf_release(&r->in);
-        free(r);
+        free_runner(a, r);
     }
     a->nrunners = 0;
 }

@@ -198,10 +198,14 @@ void kf_buf_add_shell_word(kf_buf *b, const char *s)
 {
     static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
                                "_-./:@%+=,";
-    if (*s && strspn(s, safe) == strlen(s)) {
+    if (*s && strspn(s, safe) == strlen(s))
         kf_buf_adds(b, s);
-        return;
-    }
+    else
+        kf_buf_add_shell_quoted(b, s);
+}
+
+void kf_buf_add_shell_quoted(kf_buf *b, const char *s)
+{
     kf_buf_addc(b, '\'');
     for (; *s; s++) {
         if (*s == '\'')

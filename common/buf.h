@@ -34,6 +34,9 @@ void kf_buf_vaddf(kf_buf *b, const char *fmt, va_list ap);
  * For every command line kfleet prints for a person to paste: Z85 keys hold
  * $ { ( ) & * ! > <, which bare would break or redirect the command. */
 void kf_buf_add_shell_word(kf_buf *b, const char *s);
+/* Appends s in single quotes, always (a ' inside becomes '\''): one
+ * argument of a command line run by a POSIX shell, here or over SSH. */
+void kf_buf_add_shell_quoted(kf_buf *b, const char *s);
 void kf_buf_addpad(kf_buf *b, const char *s, int width, int right_align);
 void kf_buf_reset(kf_buf *b);
 /* Hands the heap string to the caller (who frees it) and re-inits b. */

@@ -124,3 +124,25 @@ size_t kf_text_fence_len(const char *s)
     }
     return best + 1 > 3 ? best + 1 : 3;
 }
+
+void kf_text_first_lines(const char *s, int lines, char *out, size_t len)
+{
+    s = s ? s : "";
+    size_t n = 0;
+    for (int k = 0; k < lines && s[n]; k++) {
+        if (k && !s[++n]) { /* the '\n' ending the text ends no line */
+            n--;
+            break;
+        }
+        n += strcspn(s + n, "\n");
+    }
+    if (n > 0 && s[n] == '\n' && s[n - 1] == '\r')
+        n--;
+    if (n >= len) {
+        n = len - 1;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n--;
+    }
+    memcpy(out, s, n);
+    out[n] = '\0';
+}

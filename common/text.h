@@ -47,5 +47,10 @@ void kf_text_inert(kf_buf *out, const char *s, kf_text_mode mode);
  * text s cannot close: one more than its longest run of backticks. Lines
  * inside the fence are shown literally, so they need only KF_TEXT_LINE. */
 size_t kf_text_fence_len(const char *s);
+/* The first `lines` lines of s (NULL: "") into out, len >= 1 bytes: each
+ * line with the '\n' that ends it but the last one, whose "\n" or "\r\n"
+ * is left out; cut to len - 1 bytes, never inside a UTF-8 character. The
+ * one way kfleet takes the head of an error or a log for a message. */
+void kf_text_first_lines(const char *s, int lines, char *out, size_t len);
 
 #endif

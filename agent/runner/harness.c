@@ -16,6 +16,7 @@
 #include "runner/nvml.h"
 #include "common/stats.h"
 #include "runner/toolhost.h"
+#include "common/text.h"
 #include "runner/tools.h"
 #include "kf_kernel.h"
 #include "common/log.h"
@@ -88,7 +89,7 @@ static int do_build(hctx *h, Kfleet__BuildInfo *bi, kf_build_info *b, const char
         return 0;
     if (b->rejected && b->log.data) {
         char lines[3000];
-        hctx_first_lines(b->log.data, 20, lines, sizeof lines);
+        kf_text_first_lines(b->log.data, 20, lines, sizeof lines);
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s:\n%s", err.msg, lines);
     }
     return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);

@@ -115,8 +115,6 @@ int hctx_flush_samples(hctx *h);
 /* Ends the task in `state` with the message; returns -1 for the caller to
  * return. */
 int hctx_fail(hctx *h, int state, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* The first `lines` lines of text, the last of a file. */
-void hctx_first_lines(const char *text, int lines, char *out, size_t len);
 void hctx_tail_lines(const char *path, int lines, char *out, size_t len);
 /* Loads the built kernel of the task's spec, and libcuda for a CUDA one. */
 int hctx_load_kernel(hctx *h, loaded *L);

@@ -108,22 +108,6 @@ int hctx_fail(hctx *h, int state, const char *fmt, ...)
     return -1;
 }
 
-/* The first `lines` lines of text, for an error message. */
-void hctx_first_lines(const char *text, int lines, char *out, size_t len)
-{
-    size_t i = 0;
-    int n = 0;
-    while (text[i] && n < lines) {
-        if (text[i] == '\n')
-            n++;
-        i++;
-    }
-    if (i >= len)
-        i = len - 1;
-    memcpy(out, text, i);
-    out[i] = '\0';
-}
-
 void hctx_set_params(const hctx *h, loaded *L)
 {
     L->params.count = 0;

@@ -2,6 +2,7 @@
  * command; see cli.h. */
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "common/signals.h"
 #include "common/util.h"
 #include "core/store.h"
 
@@ -21,12 +22,7 @@ static void on_signal(int sig)
 
 volatile sig_atomic_t *kf_cli_catch_signals(void)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    kf_signals_catch(on_signal, KF_SIGNALS_IGNORE_PIPE, NULL);
     return &g_stop;
 }
 

@@ -17,8 +17,9 @@
 #include "cli/client.h"
 #include "cli/options.h"
 #include "common/log.h"
+#include "common/signals.h"
 #include "common/util.h"
-#include "fleet/fleet_slurm.h"
+#include "fleet/fleet_pb.h"
 #include "fleet/launch.h"
 #include "fleet/ssh.h"
 
@@ -95,9 +96,9 @@ static int bundle_tarball(const char *arg, char *tmpdir, char *out, size_t n, ch
     snprintf(out, n, "%s/bundle.tar.gz", tmpdir);
     kf_buf cmd = KF_BUF_INIT;
     kf_buf_adds(&cmd, "tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C ");
-    kf_ssh_quote(&cmd, dir);
+    kf_buf_add_shell_quoted(&cmd, dir);
     kf_buf_adds(&cmd, " -cf - . | gzip -n -1 > ");
-    kf_ssh_quote(&cmd, out);
+    kf_buf_add_shell_quoted(&cmd, out);
     int rc = run_cmd(cmd.data);
     kf_buf_release(&cmd);
     if (rc != 0)
@@ -149,28 +150,6 @@ static void on_interrupt(int sig)
 {
     (void)sig;
     g_interrupted = 1;
-}
-
-/* What the follow loop restores when it ends. */
-typedef struct sigsave {
-    struct sigaction intr, term;
-} sigsave;
-
-static void catch_interrupts(sigsave *old)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_interrupt;
-    sigemptyset(&sa.sa_mask);
-    g_interrupted = 0;
-    sigaction(SIGINT, &sa, &old->intr);
-    sigaction(SIGTERM, &sa, &old->term);
-}
-
-static void restore_interrupts(const sigsave *old)
-{
-    sigaction(SIGINT, &old->intr, NULL);
-    sigaction(SIGTERM, &old->term, NULL);
 }
 
 static void print_host(const Kfleet__LaunchHostState *h)
@@ -227,8 +206,9 @@ static int ask_and_follow(const char *cmd, kf_client *cl, Kfleet__LaunchRequest 
     }
     kfleet__control_reply__free_unpacked(rep, NULL);
     char *printed = kf_xcalloc(nhosts ? nhosts : 1, 1);
-    sigsave old;
-    catch_interrupts(&old);
+    kf_sigsave old;
+    g_interrupted = 0;
+    kf_signals_catch(on_interrupt, KF_SIGNALS_KEEP_PIPE, &old);
     int exit = 1, done = 0;
     while (!done) {
         if (g_interrupted) {
@@ -268,7 +248,7 @@ static int ask_and_follow(const char *cmd, kf_client *cl, Kfleet__LaunchRequest 
             nanosleep(&ts, NULL);
         }
     }
-    restore_interrupts(&old);
+    kf_signals_restore(&old);
     free(printed);
     return exit;
 }
@@ -276,8 +256,7 @@ static int ask_and_follow(const char *cmd, kf_client *cl, Kfleet__LaunchRequest 
 static void free_hosts(Kfleet__LaunchRequest *lr)
 {
     for (size_t i = 0; i < lr->n_hosts; i++) {
-        free(lr->hosts[i]->identity);
-        free(lr->hosts[i]->slurm);
+        kf_fleet_host_pb_release(lr->hosts[i]);
         free(lr->hosts[i]);
     }
     free(lr->hosts);
@@ -285,35 +264,16 @@ static void free_hosts(Kfleet__LaunchRequest *lr)
     lr->n_hosts = 0;
 }
 
-/* The request's hosts point into f, but for identities, made absolute. */
+/* The request's hosts, with identities made absolute (the daemon runs in
+ * another directory). */
 static void fill_hosts(Kfleet__LaunchRequest *lr, const kf_fleet *f)
 {
     lr->hosts = kf_xcalloc(f->nhosts ? f->nhosts : 1, sizeof *lr->hosts);
     for (size_t i = 0; i < f->nhosts; i++) {
-        const kf_fleet_host *h = &f->hosts[i];
         Kfleet__LaunchHost *x = kf_xmalloc(sizeof *x);
-        kfleet__launch_host__init(x);
-        x->name = h->name;
-        x->host = h->host;
-        x->port = (uint32_t)(h->port ? h->port : 22);
-        x->user = h->user ? h->user : (char *)"";
-        x->identity = abs_path(h->identity);
-        x->workdir = h->workdir;
-        if (h->slurm) {
-            const kf_fleet_slurm *sl = h->slurm;
-            Kfleet__SlurmShape *y = kf_xmalloc(sizeof *y);
-            kfleet__slurm_shape__init(y);
-            y->nodes = (uint32_t)sl->nodes;
-            y->partition = sl->partition ? sl->partition : (char *)"";
-            y->gres = sl->gres ? sl->gres : (char *)"";
-            y->time = sl->time ? sl->time : (char *)"";
-            y->account = sl->account ? sl->account : (char *)"";
-            y->relay_host = sl->relay_host ? sl->relay_host : (char *)"";
-            y->sbatch = sl->sbatch;
-            y->n_sbatch = sl->nsbatch;
-            y->signal_before_s = (uint32_t)sl->signal_before_s;
-            x->slurm = y;
-        }
+        kf_fleet_host_to_pb(&f->hosts[i], x);
+        free(x->identity);
+        x->identity = abs_path(f->hosts[i].identity);
         lr->hosts[lr->n_hosts++] = x;
     }
 }
@@ -344,9 +304,106 @@ enum {
     O_OUT
 };
 
+/* What the flags of launch and teardown set: the request's own fields, and
+ * what the CLI still reads or sends made absolute (request_fill). */
+typedef struct launch_args {
+    Kfleet__LaunchRequest lr;
+    const char *bundle, *known_hosts, *inventory;
+} launch_args;
+
+/* The flags of self (opts names only the command's own; getopt refuses the
+ * rest) into a, then the home's paths into p and its one INVENTORY into *f
+ * (checked here, before anything is sent: its errors point at FILE:LINE:COL
+ * of the user's file). Returns -1 to go on, else the exit status (--help,
+ * a bad flag, a bad inventory). */
+static int start_args(const kf_cmd_entry *self, int argc, char **argv, const struct option *opts,
+                      const char *home, launch_args *a, kf_paths *p, kf_fleet **f)
+{
+    int ch, rc;
+    while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
+        switch (ch) {
+        case KF_OPT_EXIT:
+            return rc;
+        case O_KNOWN:
+            a->known_hosts = optarg;
+            break;
+        case O_ACCEPT:
+            a->lr.accept_new = 1;
+            break;
+        case O_DIRECT:
+            if (strncmp(optarg, "tcp://", 6) != 0)
+                return kf_opt_error(self, "--direct wants tcp://HOST:PORT, not %s", optarg);
+            a->lr.direct = optarg;
+            break;
+        case O_BUNDLE:
+            a->bundle = optarg;
+            break;
+        case O_MINFREE: {
+            uint64_t v = 0;
+            if (kf_opt_parse_size(optarg, &v))
+                return kf_opt_error(self, "--min-free wants a size like 512M or 2G, not %s",
+                                    optarg);
+            a->lr.min_free_bytes = v;
+            break;
+        }
+        case O_GPU:
+            a->lr.need_gpu = 1;
+            break;
+        case O_PURGE:
+            a->lr.purge = 1;
+            break;
+        case O_ATTEMPTS: {
+            int n = atoi(optarg);
+            if (n < 1 || n > 100)
+                return kf_opt_error(self, "--attempts wants 1..100, not %s", optarg);
+            a->lr.attempts = (uint32_t)n;
+            break;
+        }
+        case O_CTO:
+        case O_RTO: {
+            double d = 0;
+            if (kf_parse_duration(optarg, &d) || d <= 0)
+                return kf_opt_error(self, "a timeout wants a duration like 10s, not %s", optarg);
+            if (ch == O_CTO)
+                a->lr.connect_timeout_s = d;
+            else
+                a->lr.register_timeout_s = d;
+            break;
+        }
+        default:
+            return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return kf_opt_error(self, "wants exactly one INVENTORY file");
+    a->inventory = argv[optind];
+    if (kf_cli_paths(home, 1, p))
+        return 1;
+    rc = load_fleet(self->name, a->inventory, f);
+    return rc ? rc : -1;
+}
+
+/* The request's part that launch and teardown share: the hosts, and the
+ * inventory and known_hosts made absolute; request_release frees it. */
+static void request_fill(launch_args *a, const kf_fleet *f)
+{
+    fill_hosts(&a->lr, f);
+    a->lr.inventory = abs_path(a->inventory);
+    a->lr.known_hosts = abs_path(a->known_hosts);
+    const char *sock = getenv("SSH_AUTH_SOCK");
+    a->lr.ssh_auth_sock = sock ? (char *)sock : (char *)"";
+}
+
+static void request_release(launch_args *a)
+{
+    free_hosts(&a->lr);
+    free(a->lr.inventory);
+    free(a->lr.known_hosts);
+    a->lr.inventory = a->lr.known_hosts = NULL;
+}
+
 static int cmd_launch(int argc, char **argv, const char *home)
 {
-    const kf_cmd_entry *self = &kf_cmd_launch;
     static const struct option opts[] = {{"known-hosts", required_argument, 0, O_KNOWN},
                                          {"accept-new", no_argument, 0, O_ACCEPT},
                                          {"direct", required_argument, 0, O_DIRECT},
@@ -358,74 +415,15 @@ static int cmd_launch(int argc, char **argv, const char *home)
                                          {"register-timeout", required_argument, 0, O_RTO},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    Kfleet__LaunchRequest lr = KFLEET__LAUNCH_REQUEST__INIT;
-    lr.min_free_bytes = 1ull << 30;
-    const char *bundle = NULL, *known_hosts = NULL;
-    int ch, rc;
-    while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
-        switch (ch) {
-        case KF_OPT_EXIT:
-            return rc;
-        case O_KNOWN:
-            known_hosts = optarg;
-            break;
-        case O_ACCEPT:
-            lr.accept_new = 1;
-            break;
-        case O_DIRECT:
-            if (strncmp(optarg, "tcp://", 6) != 0)
-                return kf_opt_error(self, "--direct wants tcp://HOST:PORT, not %s", optarg);
-            lr.direct = optarg;
-            break;
-        case O_BUNDLE:
-            bundle = optarg;
-            break;
-        case O_MINFREE: {
-            uint64_t v = 0;
-            if (kf_opt_parse_size(optarg, &v))
-                return kf_opt_error(self, "--min-free wants a size like 512M or 2G, not %s",
-                                    optarg);
-            lr.min_free_bytes = v;
-            break;
-        }
-        case O_GPU:
-            lr.need_gpu = 1;
-            break;
-        case O_ATTEMPTS: {
-            int a = atoi(optarg);
-            if (a < 1 || a > 100)
-                return kf_opt_error(self, "--attempts wants 1..100, not %s", optarg);
-            lr.attempts = (uint32_t)a;
-            break;
-        }
-        case O_CTO:
-        case O_RTO: {
-            double d = 0;
-            if (kf_parse_duration(optarg, &d) || d <= 0)
-                return kf_opt_error(self, "a timeout wants a duration like 10s, not %s", optarg);
-            if (ch == O_CTO)
-                lr.connect_timeout_s = d;
-            else
-                lr.register_timeout_s = d;
-            break;
-        }
-        default:
-            return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind != argc - 1)
-        return kf_opt_error(self, "wants exactly one INVENTORY file");
+    launch_args a = {.lr = KFLEET__LAUNCH_REQUEST__INIT};
+    a.lr.min_free_bytes = 1ull << 30;
     kf_paths paths, *p = &paths;
-    if (kf_cli_paths(home, 1, p))
-        return 1;
-    /* The inventory is checked here, before anything is sent: its errors
-     * point at FILE:LINE:COL of the user's file. */
     kf_fleet *f = NULL;
-    rc = load_fleet("launch", argv[optind], &f);
-    if (rc)
+    int rc = start_args(&kf_cmd_launch, argc, argv, opts, home, &a, p, &f);
+    if (rc >= 0)
         return rc;
     if (f->nhosts == 0) {
-        fprintf(stderr, "kfleet launch: %s: the inventory has no hosts\n", argv[optind]);
+        fprintf(stderr, "kfleet launch: %s: the inventory has no hosts\n", a.inventory);
         kf_fleet_destroy(&f);
         return 2;
     }
@@ -438,32 +436,25 @@ static int cmd_launch(int argc, char **argv, const char *home)
     }
     char tmpdir[] = "/tmp/kfleet-bundle.XXXXXX", tar[PATH_MAX], min_glibc[16] = "";
     tar[0] = '\0';
-    if ((rc = bundle_tarball(bundle, tmpdir, tar, sizeof tar, min_glibc, &err)) != KF_OK) {
+    if ((rc = bundle_tarball(a.bundle, tmpdir, tar, sizeof tar, min_glibc, &err)) != KF_OK) {
         fprintf(stderr, "kfleet launch: %s\n", err.msg);
         cleanup_tmp(tmpdir, tar);
         kf_client_close(&cl);
         kf_fleet_destroy(&f);
         return rc == KF_EINVAL ? 2 : 1;
     }
-    char *tar_abs = abs_path(tar), *kh_abs = abs_path(known_hosts),
-         *inv_abs = abs_path(argv[optind]);
-    fill_hosts(&lr, f);
-    lr.inventory = inv_abs;
-    lr.bundle_tar = tar_abs;
+    char *tar_abs = abs_path(tar);
+    request_fill(&a, f);
+    a.lr.bundle_tar = tar_abs;
     /* A tarball made here is the daemon's to remove once it is sent. */
-    lr.bundle_owned = strstr(tmpdir, "XXXXXX") == NULL;
-    lr.known_hosts = kh_abs;
-    lr.min_glibc = min_glibc;
-    const char *sock = getenv("SSH_AUTH_SOCK");
-    lr.ssh_auth_sock = sock ? (char *)sock : (char *)"";
+    a.lr.bundle_owned = strstr(tmpdir, "XXXXXX") == NULL;
+    a.lr.min_glibc = min_glibc;
     int taken = 0;
-    int exit = ask_and_follow("launch", cl, &lr, argv[optind], "up", &taken);
+    int exit = ask_and_follow("launch", cl, &a.lr, a.inventory, "up", &taken);
     if (!taken)
         cleanup_tmp(tmpdir, tar);
-    free_hosts(&lr);
+    request_release(&a);
     free(tar_abs);
-    free(kh_abs);
-    free(inv_abs);
     kf_client_close(&cl);
     kf_fleet_destroy(&f);
     return exit;
@@ -471,63 +462,28 @@ static int cmd_launch(int argc, char **argv, const char *home)
 
 static int cmd_teardown(int argc, char **argv, const char *home)
 {
-    const kf_cmd_entry *self = &kf_cmd_teardown;
     static const struct option opts[] = {{"known-hosts", required_argument, 0, O_KNOWN},
                                          {"purge", no_argument, 0, O_PURGE},
                                          {"attempts", required_argument, 0, O_ATTEMPTS},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    int purge = 0, attempts = 2;
-    const char *known_hosts = NULL;
-    int ch, rc;
-    while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
-        switch (ch) {
-        case KF_OPT_EXIT:
-            return rc;
-        case O_KNOWN:
-            known_hosts = optarg;
-            break;
-        case O_PURGE:
-            purge = 1;
-            break;
-        case O_ATTEMPTS:
-            attempts = atoi(optarg);
-            if (attempts < 1 || attempts > 100)
-                return kf_opt_error(self, "--attempts wants 1..100, not %s", optarg);
-            break;
-        default:
-            return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind != argc - 1)
-        return kf_opt_error(self, "wants exactly one INVENTORY file");
+    launch_args a = {.lr = KFLEET__LAUNCH_REQUEST__INIT};
+    a.lr.teardown = 1;
+    a.lr.attempts = 2;
     kf_paths paths, *p = &paths;
-    if (kf_cli_paths(home, 1, p))
-        return 1;
     kf_fleet *f = NULL;
-    rc = load_fleet("teardown", argv[optind], &f);
-    if (rc)
+    int rc = start_args(&kf_cmd_teardown, argc, argv, opts, home, &a, p, &f);
+    if (rc >= 0)
         return rc;
-    const char *what = purge ? "stopped and purged" : "stopped";
+    const char *what = a.lr.purge ? "stopped and purged" : "stopped";
     kf_err err;
     kf_err_clear(&err);
     kf_client *cl = NULL;
     if (kf_client_open(p, &cl, &err) == KF_OK) {
-        Kfleet__LaunchRequest lr = KFLEET__LAUNCH_REQUEST__INIT;
-        char *kh_abs = abs_path(known_hosts), *inv_abs = abs_path(argv[optind]);
-        fill_hosts(&lr, f);
-        lr.teardown = 1;
-        lr.purge = purge;
-        lr.attempts = (uint32_t)attempts;
-        lr.inventory = inv_abs;
-        lr.known_hosts = kh_abs;
-        const char *sock = getenv("SSH_AUTH_SOCK");
-        lr.ssh_auth_sock = sock ? (char *)sock : (char *)"";
+        request_fill(&a, f);
         int taken = 0;
-        int exit = ask_and_follow("teardown", cl, &lr, argv[optind], what, &taken);
-        free_hosts(&lr);
-        free(kh_abs);
-        free(inv_abs);
+        int exit = ask_and_follow("teardown", cl, &a.lr, a.inventory, what, &taken);
+        request_release(&a);
         kf_client_close(&cl);
         kf_fleet_destroy(&f);
         return exit;
@@ -538,9 +494,9 @@ static int cmd_teardown(int argc, char **argv, const char *home)
     fprintf(stderr, "kfleet teardown: no coordinator running; stopping the agents from here\n");
     kf_launch_opts o = {0};
     o.allow_file = p->allow;
-    o.known_hosts = known_hosts;
-    o.purge = purge;
-    o.attempts = attempts;
+    o.known_hosts = a.known_hosts;
+    o.purge = a.lr.purge;
+    o.attempts = (int)a.lr.attempts;
     o.progress = stdout;
     kf_launch_result *res = NULL;
     kf_err_clear(&err);
@@ -605,11 +561,11 @@ static int cmd_bundle(int argc, char **argv, const char *home)
     }
     kf_buf cmd = KF_BUF_INIT;
     kf_buf_adds(&cmd, "bash ");
-    kf_ssh_quote(&cmd, script);
+    kf_buf_add_shell_quoted(&cmd, script);
     kf_buf_addc(&cmd, ' ');
-    kf_ssh_quote(&cmd, exe);
+    kf_buf_add_shell_quoted(&cmd, exe);
     kf_buf_addc(&cmd, ' ');
-    kf_ssh_quote(&cmd, out);
+    kf_buf_add_shell_quoted(&cmd, out);
     rc = run_cmd(cmd.data);
     kf_buf_release(&cmd);
     if (rc != 0) {
@@ -630,11 +586,10 @@ const kf_cmd_entry kf_cmd_launch = {
     "Brings agents up on every host of INVENTORY, in parallel, one line per host\n"
     "with the time of each phase (connect, preflight, upload, tunnel, start,\n"
     "register). The launch runs inside `kfleet serve` (which keeps each node's SSH\n"
-    "tunnel) and goes on there if this command is interrupted. A provider: slurm\n"
-    "host is a cluster's login node: its agents are submitted as Slurm jobs (one\n"
-    "per node), reach the coordinator through `kfleet relay` on the login node,\n"
-    "and jobs still pending at --register-timeout are reported with Slurm's reason\n"
-    "(docs/providers.md).\n\n"
+    "tunnel) and goes on there if this command is interrupted. A host's provider\n"
+    "says how its agents come up: a cluster's login node, for one, submits them as\n"
+    "batch jobs, and jobs still pending at --register-timeout are reported with\n"
+    "the scheduler's reason (docs/providers.md).\n\n"
     "  --known-hosts FILE     host keys to check against (default ~/.ssh/known_hosts)\n"
     "  --accept-new           record the key of a host seen for the first time\n"
     "  --direct ENDPOINT      agents connect to ENDPOINT (tcp://HOST:PORT), no tunnel\n"
@@ -653,8 +608,8 @@ const kf_cmd_entry kf_cmd_teardown = {
     "teardown INVENTORY [--purge] [--known-hosts FILE] [--attempts N]",
     "Stops the agents of INVENTORY (SIGTERM: they flush their outboxes first) and\n"
     "closes their tunnels. --purge also removes their work dirs and their keys\n"
-    "from the coordinator's allow list. A provider: slurm host's jobs are\n"
-    "cancelled (scancel; the agents drain on its SIGTERM) and its relay stopped.\n"
+    "from the coordinator's allow list. A cluster's batch jobs are cancelled (the\n"
+    "agents drain on the SIGTERM) and its relay stopped (docs/providers.md).\n"
     "Runs inside `kfleet serve`, or from here when no coordinator runs.",
 };
 

@@ -6,8 +6,9 @@
 #include "common/buf.h"
 #include "common/text.h"
 #include "daemon/coord.h"
+#include "fleet/launch.h"
+#include "fleet/provider_local.h"
 #include "common/inventory.h"
-#include "common/keys.h"
 #include "common/log.h"
 #include "report/report.h"
 #include "core/store.h"
@@ -19,8 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,79 +37,6 @@ static void *coord_main(void *arg)
     struct coord_thread *ct = arg;
     ct->rc = kf_coord_run(ct->c, &ct->stop, &ct->err);
     return NULL;
-}
-
-/* Makes local agent n's key pair in its work dir and accepts it: the run
- * owns both ends, so it enrolls them as `kfleet launch` does on pods. */
-static int enroll_local(const kf_paths *p, int n, kf_err *err)
-{
-    char wd[PATH_MAX + 32], keyp[PATH_MAX + 48], name[32];
-    snprintf(wd, sizeof wd, "%s/run-%d", p->agents_dir, n);
-    snprintf(keyp, sizeof keyp, "%s/agent.key", wd);
-    snprintf(name, sizeof name, "local-%d", n);
-    kf_keypair kp;
-    int rc;
-    if ((rc = kf_mkdirs(wd, 0700, err)) || (rc = kf_keys_load(keyp, 1, &kp, err)) ||
-        (rc = kf_allow_enroll(p->allow, kp.pub, name, err)))
-        return rc;
-    memset(&kp, 0, sizeof kp);
-    return KF_OK;
-}
-
-static pid_t spawn_agent(const kf_paths *p, const char *endpoint, int n, int gpus)
-{
-    char exe[PATH_MAX], agent[PATH_MAX + 32], wd[PATH_MAX + 32], name[32], logp[PATH_MAX + 32];
-    if (kf_exe_dir(exe, sizeof exe) != KF_OK)
-        return -1;
-    snprintf(agent, sizeof agent, "%s/kfleet-agent", exe);
-    snprintf(wd, sizeof wd, "%s/run-%d", p->agents_dir, n);
-    snprintf(name, sizeof name, "local-%d", n);
-    snprintf(logp, sizeof logp, "%s/agent-%d.log", p->run, n);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid != 0)
-        return pid;
-    /* Child: dies with kfleet run, whatever kills it. */
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent)
-        _exit(1);
-    FILE *log = freopen(logp, "w", stderr);
-    (void)log;
-    if (gpus > 0) {
-        char dev[16];
-        snprintf(dev, sizeof dev, "%d", n % gpus);
-        setenv("CUDA_VISIBLE_DEVICES", dev, 1);
-    }
-    execl(agent, "kfleet-agent", "--coordinator", endpoint, "--workdir", wd, "--name", name,
-          "--server-key", p->coord_pub, "--log-level", "info", (char *)NULL);
-    /* _exit flushes nothing, and stderr reopened on a file is buffered: say
-     * it with one write, or the log stays empty. */
-    dprintf(STDERR_FILENO, "kfleet run: cannot exec %s: %s\n", agent, strerror(errno));
-    _exit(127);
-}
-
-static void stop_agents(pid_t *pids, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (pids[i] > 0)
-            kill(pids[i], SIGTERM);
-    uint64_t deadline = kf_mono_ns() + 5000000000ull;
-    for (int i = 0; i < n; i++) {
-        while (pids[i] > 0) {
-            if (waitpid(pids[i], NULL, WNOHANG) == pids[i] || errno == ECHILD) {
-                pids[i] = 0;
-                break;
-            }
-            if (kf_mono_ns() > deadline) {
-                kill(pids[i], SIGKILL);
-                waitpid(pids[i], NULL, 0);
-                pids[i] = 0;
-                break;
-            }
-            struct timespec ts = {0, 20000000};
-            nanosleep(&ts, NULL);
-        }
-    }
 }
 
 /* The last lines of an agent's log that say what went wrong (warnings and
@@ -280,19 +206,22 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
         close(lock);
         return 1;
     }
-    pid_t pids[MAX_LOCAL_AGENTS] = {0};
-    for (int i = 0; i < nagents; i++) {
-        if (enroll_local(p, i, &err) != KF_OK) {
-            fprintf(stderr, "kfleet run: %s\n", err.msg);
-            ct.stop = 1;
-            pthread_join(th, NULL);
-            kf_coord_destroy(&ct.c);
-            close(lock);
-            return 1;
-        }
+    /* The agents are the local provider's row (fleet/provider_local.h),
+     * run on this thread: they die with it. */
+    kf_fleet_host local = {0};
+    kf_provider_local_host(&local, p->agents_dir, nagents, gpus, p->run);
+    kf_launch_opts lo = {
+        .direct = agent_ep, .server_pub_file = p->coord_pub, .allow_file = p->allow};
+    kf_launch_result lr;
+    if (kf_launch_here(&local, &lo, 0, &lr) != KF_OK) {
+        fprintf(stderr, "kfleet run: %s\n", lr.msg);
+        kf_fleet_host_release(&local);
+        ct.stop = 1;
+        pthread_join(th, NULL);
+        kf_coord_destroy(&ct.c);
+        close(lock);
+        return 1;
     }
-    for (int i = 0; i < nagents; i++)
-        pids[i] = spawn_agent(p, agent_ep, i, gpus);
     fprintf(stderr,
             "kfleet run: %s — %zu kernels, %d local %s agents (logs in %s: coordinator.log, "
             "agent-N.log)\n",
@@ -363,14 +292,15 @@ out:
         sd.body_case = KFLEET__CONTROL_REQUEST__BODY_SHUTDOWN;
         sd.shutdown = 1;
         /* Agents first, so nothing is assigned to an agent on its way out. */
-        stop_agents(pids, nagents);
+        kf_launch_here(&local, &lo, 1, &lr);
         Kfleet__ControlReply *r2 = NULL;
         if (kf_client_call(cl, &sd, 5000, &r2, &err) == KF_OK)
             kfleet__control_reply__free_unpacked(r2, NULL);
         kf_client_close(&cl);
     } else {
-        stop_agents(pids, nagents);
+        kf_launch_here(&local, &lo, 1, &lr);
     }
+    kf_fleet_host_release(&local);
     ct.stop = 1;
     pthread_join(th, NULL);
     kf_coord_destroy(&ct.c);

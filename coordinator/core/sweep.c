@@ -470,27 +470,12 @@ int kf_sweep_parse_string(const char *text, size_t len, const char *filename, co
 int kf_sweep_parse_file(const char *path, const char *kernels_dir, kf_sweep_spec **out, kf_err *err)
 {
     kf_buf b = KF_BUF_INIT;
-    char why[160];
-    int rrc = kf_buf_read_file_max(&b, path, KF_MAX_SWEEP_FILE, why, sizeof why);
-    if (rrc != KF_OK) {
-        kf_buf_release(&b);
-        if (rrc == KF_EINVAL)
-            return kf_err_set(err, KF_EINVAL,
-                              "%s: the sweep file %s; a sweep file is a regular file of at most "
-                              "%u MiB",
-                              path, why, KF_MAX_SWEEP_FILE >> 20);
-        return kf_err_set(err, KF_EIO, "%s: cannot read the sweep file: %s; check the path", path,
-                          why);
-    }
     /* Paths inside are relative to the file's own directory. */
     char dir[PATH_MAX];
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == path)
-        snprintf(dir, sizeof dir, "/");
-    else
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    int rrc = kf_yaml_read_file(path, KF_MAX_SWEEP_FILE, "the sweep file", "a sweep file", &b, dir,
+                                sizeof dir, err);
+    if (rrc != KF_OK)
+        return rrc;
     int rc = kf_sweep_parse_string(b.data, b.len, path, dir, kernels_dir, out, err);
     kf_buf_release(&b);
     return rc;

@@ -292,3 +292,25 @@ void kf_yaml_unload(kf_yaml *y)
         y->doc = NULL;
     }
 }
+
+int kf_yaml_read_file(const char *path, size_t max, const char *the, const char *a, kf_buf *b,
+                      char *dir, size_t dirlen, kf_err *err)
+{
+    char why[160];
+    int rc = kf_buf_read_file_max(b, path, max, why, sizeof why);
+    if (rc != KF_OK) {
+        kf_buf_release(b);
+        if (rc == KF_EINVAL)
+            return kf_err_set(err, KF_EINVAL, "%s: %s %s; %s is a regular file of at most %zu MiB",
+                              path, the, why, a, max >> 20);
+        return kf_err_set(err, KF_EIO, "%s: cannot read %s: %s; check the path", path, the, why);
+    }
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, dirlen, ".");
+    else if (slash == path)
+        snprintf(dir, dirlen, "/");
+    else
+        snprintf(dir, dirlen, "%.*s", (int)(slash - path), path);
+    return KF_OK;
+}

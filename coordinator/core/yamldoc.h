@@ -14,6 +14,7 @@
 #ifndef KF_YAMLDOC_H
 #define KF_YAMLDOC_H
 
+#include "common/buf.h"
 #include "common/err.h"
 
 #include <stddef.h>
@@ -53,6 +54,15 @@ int kf_yaml_oom(kf_yaml *y);
 int kf_yaml_load(kf_yaml *y, yaml_document_t *doc, yaml_node_t **root);
 /* Frees the document kf_yaml_load made; fine to call when none is loaded. */
 void kf_yaml_unload(kf_yaml *y);
+
+/* Reads the YAML file at path, a regular file of at most max bytes, into
+ * *b (the caller's, released on failure too), and its directory (what
+ * relative paths inside it resolve against: "." or "/" or path up to its
+ * last '/') into dir. the and a name the file in errors ("the inventory",
+ * "an inventory"): KF_EINVAL "PATH: THE is ...; A is a regular file of at
+ * most N MiB", or KF_EIO "PATH: cannot read THE: why; check the path". */
+int kf_yaml_read_file(const char *path, size_t max, const char *the, const char *a, kf_buf *b,
+                      char *dir, size_t dirlen, kf_err *err);
 
 /* ---- the node tree ---- */
 

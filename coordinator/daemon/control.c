@@ -10,7 +10,6 @@
 #include "common/taskkind.h"
 #include "core/sweep.h"
 #include "fleet/launches.h"
-#include "fleet/slurm_watch.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -339,12 +338,12 @@ static void handle_status(kf_coord *c, const void *peer, size_t peer_len)
     }
     st.sweeps = pp;
     if (c->launches)
-        kf_launches_slurm_jobs(c->launches, &st.slurm_jobs, &st.n_slurm_jobs);
+        kf_launches_status(c->launches, &st);
     Kfleet__ControlReply rep = KFLEET__CONTROL_REPLY__INIT;
     rep.status = &st;
     control_reply(c, peer, peer_len, &rep);
-    if (st.slurm_jobs)
-        kf_slurm_watches_free_jobs(st.slurm_jobs, st.n_slurm_jobs);
+    if (c->launches)
+        kf_launches_status_free(c->launches, &st);
     free(agents);
     free(progs);
     free(pp);

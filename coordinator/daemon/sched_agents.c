@@ -6,6 +6,7 @@
  * while its sweep is open (docs/protocol.md). */
 #include "core/problem.h"
 #include "daemon/sched_int.h"
+#include "common/text.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "common/xalloc.h"
@@ -356,15 +357,6 @@ static int on_samples(void *ctx, const kf_peer *peer, const Kfleet__Envelope *en
     return KF_OK;
 }
 
-static void first_line(const char *s, char *out, size_t len)
-{
-    size_t n = strcspn(s ? s : "", "\n");
-    if (n >= len)
-        n = len - 1;
-    memcpy(out, s ? s : "", n);
-    out[n] = '\0';
-}
-
 /* Whether r is the very result already stored as its task's terminal
  * record: an agent resends what the coordinator committed but could not ack
  * before it died. Such a resend is no superseded attempt; it is only acked.
@@ -436,7 +428,7 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
     if (r->infra && r->state != KFLEET__TASK_STATE__SUCCEEDED &&
         !(kf_task_kind_at(t->rec->kind)->builds && t->pin >= 0)) {
         char why[300];
-        first_line(r->error, why, sizeof why);
+        kf_text_first_lines(r->error, 1, why, sizeof why);
         r->agent_id = saved_agent;
         /* Its cached artifact was not what the build made (and is gone):
          * the agent builds the kernel again before the next try. */
@@ -476,7 +468,7 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
     sched_release_slot(c, t);
     t->agent = -1;
     char line[300];
-    first_line(r->error, line, sizeof line);
+    kf_text_first_lines(r->error, 1, line, sizeof line);
     sched_set_str(&t->rec->error, line);
     sched_set_state(sw, t, r->state);
     sched_put_task(c, t);

@@ -18,7 +18,7 @@
 #include "common/xalloc.h"
 #include "common/buf.h"
 #include "common/util.h"
-#include "fleet/fleet_slurm.h"
+#include "fleet/provider.h"
 #include "fleet/sshconf.h"
 #include "core/yamldoc.h"
 
@@ -37,8 +37,6 @@
 #define MAX_LABELS 64
 #define MAX_NAME 64
 #define MAX_PATH_VALUE 1024
-
-static const char *const providers[] = {"runpod", "brev", "shadeform", "ssh", "slurm", NULL};
 
 typedef struct ctx {
     kf_yaml y;
@@ -87,7 +85,7 @@ static int get_port(ctx *c, const yaml_node_t *n, int *out)
         return kf_yaml_fail(
             &c->y, n,
             "port must be a number from 1 to 65535, not '%.40s'; use the node's SSH port "
-            "(on RunPod: the public port mapped to 22)",
+            "(on a rented pod: the public port mapped to 22)",
             s);
     *out = v;
     return KF_OK;
@@ -112,18 +110,30 @@ static int get_price(ctx *c, const yaml_node_t *n, double *out)
     return KF_OK;
 }
 
+/* "a, b, c or d": the table's names, for the error that lists them. */
+static void name_list(kf_buf *b)
+{
+    const char *const *names = kf_provider_names();
+    for (size_t i = 0; names[i]; i++)
+        kf_buf_addf(b, "%s%s", i == 0 ? "" : names[i + 1] ? ", " : " or ", names[i]);
+}
+
 static int get_provider(ctx *c, const yaml_node_t *n, const char **out)
 {
     int rc = kf_yaml_nonempty_scalar(&c->y, n, "provider", out);
     if (rc)
         return rc;
-    for (size_t i = 0; providers[i]; i++)
-        if (strcmp(providers[i], *out) == 0)
-            return KF_OK;
-    const char *best = kf_yaml_nearest(*out, providers);
-    return kf_yaml_fail(&c->y, n,
-                        "unknown provider '%.40s'%s%s%s; use runpod, brev, shadeform, ssh or slurm",
-                        *out, best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "");
+    const kf_provider *p = kf_provider_find(*out);
+    if (p && !p->internal)
+        return KF_OK;
+    const char *best = kf_yaml_nearest(*out, kf_provider_names());
+    kf_buf all = KF_BUF_INIT;
+    name_list(&all);
+    rc =
+        kf_yaml_fail(&c->y, n, "unknown provider '%.40s'%s%s%s; use %s", *out,
+                     best ? " (did you mean '" : "", best ? best : "", best ? "'?)" : "", all.data);
+    kf_buf_release(&all);
+    return rc;
 }
 
 static int get_user(ctx *c, const yaml_node_t *n, const char **out)
@@ -384,11 +394,43 @@ static int dup_or_oom(ctx *c, char **dst, const char *src)
     return KF_OK;
 }
 
+/* The keys of a host entry: the common ones and each provider's block. */
+static int check_host_keys(ctx *c, const yaml_node_t *n)
+{
+    static const char *const common[] = {"name",     "provider", "host",   "port",      "user",
+                                         "identity", "workdir",  "labels", "ssh_alias", "price"};
+    const char *keys[sizeof common / sizeof common[0] + 33];
+    size_t k = 0;
+    for (; k < sizeof common / sizeof common[0]; k++)
+        keys[k] = common[k];
+    const kf_provider *p;
+    for (size_t i = 0; (p = kf_provider_at(i)) && k < sizeof keys / sizeof keys[0] - 1; i++)
+        if (p->block_key)
+            keys[k++] = p->block_key;
+    keys[k] = NULL;
+    return kf_yaml_check_keys(&c->y, n, "in a host", keys);
+}
+
+/* The provider's own block: parsed by its row; another provider's is an
+ * error. */
+static int parse_block(ctx *c, const yaml_node_t *n, kf_fleet_host *h)
+{
+    const kf_provider *p;
+    for (size_t i = 0; (p = kf_provider_at(i)); i++) {
+        yaml_node_t *b = p->block_key ? kf_yaml_map_get(&c->y, n, p->block_key) : NULL;
+        if (b && p != h->prov)
+            return kf_yaml_fail(&c->y, b,
+                                "%s: is for %s; add provider: %s to this host, or remove the "
+                                "%s: block",
+                                p->block_key, p->what, p->name, p->block_key);
+    }
+    if (!h->prov->block_key)
+        return KF_OK;
+    return h->prov->parse(&c->y, kf_yaml_map_get(&c->y, n, h->prov->block_key), &h->block);
+}
+
 static int parse_host(ctx *c, const yaml_node_t *n, const defaults *d, kf_fleet_host *h)
 {
-    static const char *const keys[] = {"name",      "provider", "host",    "port",
-                                       "user",      "identity", "workdir", "labels",
-                                       "ssh_alias", "slurm",    "price",   NULL};
     host_fields f = {0};
     yaml_node_t *v;
     int rc;
@@ -400,7 +442,7 @@ static int parse_host(ctx *c, const yaml_node_t *n, const defaults *d, kf_fleet_
             "a host must be a mapping with host: (or ssh_alias:) and other keys, not %s; "
             "see docs/inventory.md",
             kf_yaml_kind(n));
-    if ((rc = kf_yaml_check_keys(&c->y, n, "in a host", keys)))
+    if ((rc = check_host_keys(c, n)))
         return rc;
     if ((v = kf_yaml_map_get(&c->y, n, "name"))) {
         if ((rc = kf_yaml_nonempty_scalar(&c->y, v, "name", &f.name)))
@@ -467,57 +509,19 @@ static int parse_host(ctx *c, const yaml_node_t *n, const defaults *d, kf_fleet_
                          : d->provider ? d->provider
                                        : "ssh")))
         return rc;
-    const char *wd = f.workdir                            ? f.workdir
-                     : d->workdir                         ? d->workdir
-                     : strcmp(h->provider, "runpod") == 0 ? "/workspace/kfleet"
-                                                          : "~/kfleet";
+    h->prov = kf_provider_find(h->provider);
+    if (!h->prov) /* a `defaults:` provider, checked when it was read */
+        return kf_yaml_fail(&c->y, n, "unknown provider '%.40s'", h->provider);
+    const char *wd = f.workdir                  ? f.workdir
+                     : d->workdir               ? d->workdir
+                     : h->prov->default_workdir ? h->prov->default_workdir
+                                                : "~/kfleet";
     if ((rc = dup_or_oom(c, &h->workdir, wd)))
         return rc;
     norm_path(h->workdir); /* the directory teardown --purge removes, as checked */
-    yaml_node_t *sl = kf_yaml_map_get(&c->y, n, "slurm");
-    if (sl && strcmp(h->provider, "slurm") != 0)
-        return kf_yaml_fail(&c->y, sl,
-                            "slurm: is for a cluster's login node; add provider: slurm to this "
-                            "host, or remove the slurm: block");
-    if (strcmp(h->provider, "slurm") == 0 && (rc = kf_fleet_slurm_parse(&c->y, sl, &h->slurm)))
+    if ((rc = parse_block(c, n, h)))
         return rc;
     return dup_or_oom(c, &h->name, f.name ? f.name : f.alias ? f.alias : h->host);
-}
-
-void kf_fleet_host_release(kf_fleet_host *h)
-{
-    free(h->name);
-    free(h->provider);
-    free(h->host);
-    free(h->user);
-    free(h->identity);
-    free(h->workdir);
-    free(h->ssh_alias);
-    kf_fleet_slurm_free(&h->slurm);
-    for (size_t i = 0; i < h->nlabels; i++)
-        free(h->labels[i]);
-    free(h->labels);
-}
-
-static char *dup_opt(const char *s)
-{
-    return s ? kf_xstrdup(s) : NULL;
-}
-
-void kf_fleet_host_copy(kf_fleet_host *dst, const kf_fleet_host *src)
-{
-    *dst = *src;
-    dst->name = dup_opt(src->name);
-    dst->provider = dup_opt(src->provider);
-    dst->host = dup_opt(src->host);
-    dst->user = dup_opt(src->user);
-    dst->identity = dup_opt(src->identity);
-    dst->workdir = dup_opt(src->workdir);
-    dst->ssh_alias = dup_opt(src->ssh_alias);
-    dst->slurm = kf_fleet_slurm_dup(src->slurm);
-    dst->labels = src->nlabels ? kf_xcalloc(src->nlabels, sizeof *dst->labels) : NULL;
-    for (size_t i = 0; i < src->nlabels; i++)
-        dst->labels[i] = kf_xstrdup(src->labels[i]);
 }
 
 static int parse_defaults(ctx *c, const yaml_node_t *n, defaults *d)
@@ -656,26 +660,11 @@ int kf_fleet_parse(const char *path, const char *text, size_t len, kf_fleet **ou
 int kf_fleet_load_opts(const char *path, const kf_fleet_opts *opts, kf_fleet **out, kf_err *err)
 {
     kf_buf b = KF_BUF_INIT;
-    char why[160];
-    int rrc = kf_buf_read_file_max(&b, path, KF_MAX_INVENTORY_FILE, why, sizeof why);
-    if (rrc != KF_OK) {
-        kf_buf_release(&b);
-        if (rrc == KF_EINVAL)
-            return kf_err_set(err, KF_EINVAL,
-                              "%s: the inventory %s; an inventory is a regular file of at most "
-                              "%u MiB",
-                              path, why, KF_MAX_INVENTORY_FILE >> 20);
-        return kf_err_set(err, KF_EIO, "%s: cannot read the inventory: %s; check the path", path,
-                          why);
-    }
     char dir[PATH_MAX];
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == path)
-        snprintf(dir, sizeof dir, "/");
-    else
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    int rrc = kf_yaml_read_file(path, KF_MAX_INVENTORY_FILE, "the inventory", "an inventory", &b,
+                                dir, sizeof dir, err);
+    if (rrc != KF_OK)
+        return rrc;
     kf_fleet_opts o = opts ? *opts : (kf_fleet_opts){0};
     o.base_dir = dir;
     int rc = kf_fleet_parse_opts(path, b.data, b.len, &o, out, err);

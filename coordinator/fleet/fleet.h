@@ -4,11 +4,11 @@
  *   defaults: {user: ubuntu, identity: ~/.ssh/id_ed25519}   # optional
  *   hosts:
  *     - name: pod1
- *       provider: runpod            # runpod | brev | shadeform | ssh (default) | slurm
+ *       provider: ssh               # a row of provider.h's table; ssh by default
  *       host: 203.0.113.7
  *       port: 22017
  *       user: root
- *       identity: ~/.ssh/runpod     # key file; absent: ssh-agent
+ *       identity: ~/.ssh/pod1       # key file; absent: ssh-agent
  *       workdir: /workspace/kfleet
  *       labels: [h100, spot]        # a list of strings
  *     - ssh_alias: lambda1          # a Host of ~/.ssh/config
@@ -16,7 +16,8 @@
  * A value comes from, first to last: the host entry, its ssh_alias (HostName,
  * Port, User, IdentityFile of the first matching Host blocks, as OpenSSH
  * reads them), `defaults:`, the built-in defaults (port 22, user root,
- * provider ssh, workdir /workspace/kfleet on runpod and ~/kfleet elsewhere).
+ * provider ssh, the provider's default workdir, else ~/kfleet). A host's
+ * provider may add a block of its own (provider.h's block_key).
  *
  * A workdir that starts with "~" is kept as written: the remote shell (and
  * the preflight script) expands it on the node. A local `identity` starting
@@ -38,7 +39,7 @@
 
 typedef struct kf_fleet_host {
     char *name;     /* unique in the fleet; [A-Za-z0-9._-], defaults to ssh_alias or host */
-    char *provider; /* runpod | brev | shadeform | ssh | slurm */
+    char *provider; /* the name of its row in provider.h's table */
     char *host;     /* hostname or IP address to connect to */
     int port;
     char *user;
@@ -52,9 +53,10 @@ typedef struct kf_fleet_host {
     /* Added beyond the launcher's needs: where the entry came from. */
     char *ssh_alias; /* NULL when none */
     int line, col;   /* 1-based position of the host entry in the inventory */
-    /* provider: slurm only (else NULL): the host is the cluster's login
-     * node, and its agents are Slurm jobs (fleet_slurm.h). */
-    struct kf_fleet_slurm *slurm;
+    /* Its provider's row, and what the row parsed from the host's own
+     * block (NULL when the provider has none). */
+    const struct kf_provider *prov;
+    void *block;
 } kf_fleet_host;
 
 typedef struct kf_fleet {

@@ -3,6 +3,7 @@
  * but is still checked here: a typo in a partition should be a FILE:LINE:COL
  * error before anything is sent, not a job that never starts. */
 #include "fleet/fleet_slurm.h"
+#include "fleet/provider.h"
 #include "fleet/sbatch_opts.h"
 #include "common/err.h"
 #include "common/util.h"
@@ -234,4 +235,11 @@ void kf_fleet_slurm_free(kf_fleet_slurm **sp)
     free(s->sbatch);
     free(s);
     *sp = NULL;
+}
+
+/* By the row's name, not its address: the row (provider_slurm.c) uses this
+ * file, not the other way. */
+const kf_fleet_slurm *kf_fleet_slurm_of(const kf_fleet_host *h)
+{
+    return h && h->prov && strcmp(h->prov->name, "slurm") == 0 ? h->block : NULL;
 }

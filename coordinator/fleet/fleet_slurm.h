@@ -17,11 +17,14 @@
  *         relay_host: login1-ib    # how compute nodes reach the login node
  *         signal_before: 300       # SIGTERM (drain) this many s before the limit
  *
- * Used by fleet.c only; errors are the inventory's FILE:LINE:COL ones. */
+ * Parsed through the slurm row of provider.h's table (provider_slurm.c);
+ * errors are the inventory's FILE:LINE:COL ones. This header is also where
+ * the Slurm flow's entry points are declared for that row. */
 #ifndef KF_FLEET_SLURM_H
 #define KF_FLEET_SLURM_H
 
 #include "core/yamldoc.h"
+#include "fleet/fleet.h"
 
 #include <stddef.h>
 #include <yaml.h>
@@ -47,5 +50,24 @@ int kf_fleet_slurm_parse(kf_yaml *y, const yaml_node_t *n, kf_fleet_slurm **out)
 long kf_fleet_slurm_seconds(const char *s);
 kf_fleet_slurm *kf_fleet_slurm_dup(const kf_fleet_slurm *s);
 void kf_fleet_slurm_free(kf_fleet_slurm **s);
+
+/* h's slurm: block when h is a provider: slurm host, else NULL. */
+const kf_fleet_slurm *kf_fleet_slurm_of(const kf_fleet_host *h);
+
+/* launch_slurm.c: the row's launch and teardown of a login node's agents. */
+struct job;
+void launch_slurm_host(struct job *j);
+void launch_slurm_teardown(struct job *j);
+
+/* Watches a slurm host's jobs until *o->cancel: squeue on the login node
+ * every period_s over an SSH session kept open (reconnected, with o's
+ * settings, when it drops), each view handed to cb (jobs NULL and error
+ * set when it could not be read). Runs on the caller's thread. */
+struct kf_launch_opts;
+struct kf_slurm_job;
+void kf_launch_slurm_watch(const kf_fleet_host *h, const struct kf_launch_opts *o, double period_s,
+                           void (*cb)(void *ctx, const struct kf_slurm_job *jobs, size_t n,
+                                      const char *error),
+                           void *ctx);
 
 #endif

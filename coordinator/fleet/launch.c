@@ -14,7 +14,7 @@
  * with --accept-new, recorded) the host key first, and hands the daemon the
  * same known_hosts file, which it reads strictly. */
 #include "fleet/launch.h"
-#include "fleet/fleet_slurm.h"
+#include "fleet/provider.h"
 #include "fleet/launch_int.h"
 #include "common/xalloc.h"
 #include "core/ctlsock.h"
@@ -128,7 +128,7 @@ static void print_result(job *j)
     kf_buf_release(&b);
 }
 
-static void launch_host(job *j)
+void launch_plain_host(job *j)
 {
     const kf_launch_opts *o = j->o;
     kf_launch_result *r = j->r;
@@ -232,7 +232,7 @@ out:
     kf_buf_release(&script);
 }
 
-static void teardown_host(job *j)
+void launch_plain_teardown(job *j)
 {
     kf_ssh *s = NULL;
     kf_err err;
@@ -248,7 +248,7 @@ static void teardown_host(job *j)
 
 /* After a host's stop, whether or not the node answered (a node that is
  * gone should not be waited for): its tunnel goes and, with --purge, its
- * agents' keys (a Slurm host's: one per node). */
+ * agents' keys (one per agent its provider runs there). */
 static void teardown_finish(job *j)
 {
     const kf_launch_opts *o = j->o;
@@ -266,10 +266,11 @@ static void teardown_finish(job *j)
         launch_ctl_close(&cl);
     }
     if (o->purge && r->rc == KF_OK && o->allow_file) {
-        int n = j->h->slurm ? j->h->slurm->nodes : 1;
+        int several = j->h->prov->nagents != NULL;
+        int n = several ? j->h->prov->nagents(j->h) : 1;
         for (int i = 0; i < n; i++) {
             char name[160];
-            if (j->h->slurm)
+            if (several)
                 snprintf(name, sizeof name, "%s-%d", j->h->name, i);
             else
                 snprintf(name, sizeof name, "%s", j->h->name);
@@ -283,19 +284,41 @@ static void teardown_finish(job *j)
 static void *job_main(void *arg)
 {
     job *j = arg;
-    if (j->teardown) {
-        if (j->h->slurm)
-            launch_slurm_teardown(j);
-        else
-            teardown_host(j);
+    if (!j->h->prov) {
+        /* A host made by hand, not by the inventory or a request. */
+        kf_launch_fail(j->r, KF_PHASE_CONNECT, KF_EINVAL, "the host has no provider");
+    } else if (j->teardown) {
+        j->h->prov->teardown(j);
         teardown_finish(j);
-    } else if (j->h->slurm) {
-        launch_slurm_host(j);
     } else {
-        launch_host(j);
+        j->h->prov->launch(j);
     }
     print_result(j);
     return NULL;
+}
+
+static void result_init(kf_launch_result *r, const char *name)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "%s", name ? name : "");
+    r->failed_at = -1;
+    for (int p = 0; p < KF_PHASE_COUNT; p++)
+        r->t[p] = -1;
+}
+
+int kf_launch_here(const kf_fleet_host *h, const kf_launch_opts *o, int teardown,
+                   kf_launch_result *r)
+{
+    result_init(r, h->name);
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    job j = {h, o, r, 0, &mu, NULL, NULL, teardown, NULL};
+    if (!h->prov)
+        kf_launch_fail(r, KF_PHASE_CONNECT, KF_EINVAL, "the host has no provider");
+    else if (teardown)
+        h->prov->teardown(&j);
+    else
+        h->prov->launch(&j);
+    return r->rc;
 }
 
 static int run_all(const kf_fleet *f, const kf_launch_opts *o, int teardown, kf_launch_result **res,
@@ -322,10 +345,7 @@ static int run_all(const kf_fleet *f, const kf_launch_opts *o, int teardown, kf_
     pthread_t *th = kf_xcalloc(f->nhosts, sizeof *th);
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     for (size_t i = 0; i < f->nhosts; i++) {
-        snprintf(r[i].name, sizeof r[i].name, "%s", f->hosts[i].name);
-        r[i].failed_at = -1;
-        for (int p = 0; p < KF_PHASE_COUNT; p++)
-            r[i].t[p] = -1;
+        result_init(&r[i], f->hosts[i].name);
         jobs[i] = (job){&f->hosts[i], o, &r[i], i, &mu, sha, server_key, teardown, zctx};
         if (pthread_create(&th[i], NULL, job_main, &jobs[i]) != 0) {
             kf_launch_fail(&r[i], KF_PHASE_CONNECT, KF_EIO, "cannot start a thread");

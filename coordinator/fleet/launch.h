@@ -98,18 +98,14 @@ int kf_launch_run(const kf_fleet *f, const kf_launch_opts *o, kf_launch_result *
 int kf_launch_teardown(const kf_fleet *f, const kf_launch_opts *o, kf_launch_result **res,
                        kf_err *err);
 
-/* Watches a provider: slurm host's jobs until *o->cancel: squeue on the
- * login node every period_s over an SSH session kept open (reconnected,
- * with o's settings, when it drops), each view handed to cb (jobs NULL and
- * error set when it could not be read). Runs on the caller's thread. */
-struct kf_slurm_job;
-void kf_launch_slurm_watch(const kf_fleet_host *h, const kf_launch_opts *o, double period_s,
-                           void (*cb)(void *ctx, const struct kf_slurm_job *jobs, size_t n,
-                                      const char *error),
-                           void *ctx);
+/* Runs h's provider's launch (or, teardown set, its teardown) on the
+ * caller's thread, into r: for a caller that must own what the row starts
+ * (kfleet run: its agents die with the thread that forked them). No
+ * tunnel, no daemon; r->rc is returned. */
+int kf_launch_here(const kf_fleet_host *h, const kf_launch_opts *o, int teardown,
+                   kf_launch_result *r);
 
 /* sha256 of a file as 64 hex characters. */
-
 int kf_launch_sha256_file(const char *path, char out[65], kf_err *err);
 
 /* Appends a remote work dir for a POSIX shell: "~/x" becomes "$HOME"/'x',

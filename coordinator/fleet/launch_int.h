@@ -58,9 +58,10 @@ void launch_tail(job *j, kf_ssh *s, const char *file_rel, char *msg, size_t n);
 /* Drops trailing newlines and spaces. */
 void launch_trim(char *s);
 
-/* launch_slurm.c: the flow of a provider: slurm host (its login node). */
-void launch_slurm_host(job *j);
-void launch_slurm_teardown(job *j);
+/* launch.c: the flow of a host that runs one agent, reached over SSH (the
+ * ssh row of provider.h and its aliases). */
+void launch_plain_host(job *j);
+void launch_plain_teardown(job *j);
 
 /* Whether the launch was asked to stop (the daemon is going down). */
 int launch_cancelled(const kf_launch_opts *o);

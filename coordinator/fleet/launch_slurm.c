@@ -154,7 +154,8 @@ static void undo_launch(job *j, kf_ssh *s, int relay, char (*mine)[32], int nmin
 
 static int nodes_of(const job *j)
 {
-    return j->h->slurm ? j->h->slurm->nodes : 1;
+    const kf_fleet_slurm *sl = kf_fleet_slurm_of(j->h);
+    return sl ? sl->nodes : 1;
 }
 
 static void agent_name(const job *j, int i, char *out, size_t n)
@@ -371,7 +372,7 @@ void launch_slurm_host(job *j)
 {
     const kf_launch_opts *o = j->o;
     kf_launch_result *r = j->r;
-    const kf_fleet_slurm *sl = j->h->slurm;
+    const kf_fleet_slurm *sl = kf_fleet_slurm_of(j->h);
     int n = nodes_of(j);
     kf_ssh *s = NULL;
     void *cl = NULL;

@@ -53,9 +53,9 @@ void kf_launch_shell_path(kf_buf *b, const char *wd)
         kf_buf_adds(b, "\"$HOME\"");
     } else if (strncmp(wd, "~/", 2) == 0) {
         kf_buf_adds(b, "\"$HOME\"/");
-        kf_ssh_quote(b, wd + 2);
+        kf_buf_add_shell_quoted(b, wd + 2);
     } else {
-        kf_ssh_quote(b, wd);
+        kf_buf_add_shell_quoted(b, wd);
     }
 }
 
@@ -79,7 +79,7 @@ int launch_run_script(kf_ssh *s, const char *script, const char *const *args, si
     }
     for (size_t i = 0; i < nargs; i++) {
         kf_buf_addc(&cmd, ' ');
-        kf_ssh_quote(&cmd, args[i]);
+        kf_buf_add_shell_quoted(&cmd, args[i]);
     }
     int rc = kf_ssh_exec(s, cmd.data, script, strlen(script), out, errout, status, err);
     kf_buf_release(&cmd);
@@ -198,7 +198,7 @@ int launch_install_key(job *j, kf_ssh *s, const char *key_rel, const char *agent
     kf_buf_adds(&cmd, "head -n 1 ");
     kf_launch_shell_path(&cmd, j->h->workdir);
     kf_buf_adds(&cmd, "/");
-    kf_ssh_quote(&cmd, key_rel);
+    kf_buf_add_shell_quoted(&cmd, key_rel);
     kf_buf_adds(&cmd, " 2>/dev/null");
     int st = 0;
     int rc = kf_ssh_exec(s, cmd.data, NULL, 0, &out, NULL, &st, err);
@@ -271,7 +271,7 @@ void launch_tail(job *j, kf_ssh *s, const char *file_rel, char *msg, size_t n)
     kf_buf_adds(&cmd, "tail -n 3 ");
     kf_launch_shell_path(&cmd, j->h->workdir);
     kf_buf_adds(&cmd, "/");
-    kf_ssh_quote(&cmd, file_rel);
+    kf_buf_add_shell_quoted(&cmd, file_rel);
     kf_buf_adds(&cmd, " 2>/dev/null");
     int st;
     kf_err e;

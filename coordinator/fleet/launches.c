@@ -4,9 +4,9 @@
 #include "fleet/launches.h"
 #include "common/xalloc.h"
 
-#include "fleet/fleet_slurm.h"
+#include "fleet/fleet_pb.h"
 #include "fleet/launch.h"
-#include "fleet/slurm_watch.h"
+#include "fleet/provider.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -21,6 +21,7 @@
 
 #define LAUNCHES_KEEP 16   /* finished launches kept for launch_status */
 #define LAUNCHES_ACTIVE 16 /* running at once; more are refused (each is threads) */
+#define MAX_WATCHED 32     /* providers with a watch */
 
 typedef struct launch_entry {
     kf_launches *owner;
@@ -46,8 +47,19 @@ struct kf_launches {
     size_t n, cap;
     uint32_t next_id;
     uint64_t finished;
-    kf_slurm_watches *watches; /* the launched Slurm hosts' jobs, for status */
+    /* The watch of each provider that has one (provider.h), for status. */
+    const kf_provider *watched[MAX_WATCHED];
+    void *watches[MAX_WATCHED];
+    size_t nwatched;
 };
+
+static void *watch_of(kf_launches *l, const kf_provider *p)
+{
+    for (size_t i = 0; i < l->nwatched; i++)
+        if (l->watched[i] == p)
+            return l->watches[i];
+    return NULL;
+}
 
 int kf_launches_new(const char *control_endpoint, const char *allow_file,
                     const char *server_pub_file, kf_launches **out, kf_err *err)
@@ -59,7 +71,12 @@ int kf_launches_new(const char *control_endpoint, const char *allow_file,
     l->allow_file = allow_file ? kf_xstrdup(allow_file) : NULL;
     l->server_pub_file = server_pub_file ? kf_xstrdup(server_pub_file) : NULL;
     l->next_id = 1;
-    l->watches = kf_slurm_watches_new();
+    const kf_provider *p;
+    for (size_t i = 0; (p = kf_provider_at(i)) && l->nwatched < MAX_WATCHED; i++)
+        if (p->watch_new) {
+            l->watched[l->nwatched] = p;
+            l->watches[l->nwatched++] = p->watch_new();
+        }
     *out = l;
     return KF_OK;
 }
@@ -105,13 +122,15 @@ static void entry_on_done(void *ctx, size_t i, const kf_launch_result *r)
         e->host_done[i] = 1;
     }
     pthread_mutex_unlock(&e->owner->mu);
-    /* A Slurm host's jobs are watched from its launch (pending ones too:
-     * the launch's part is done, Slurm's is not) to its teardown. */
+    /* A watched host is watched from its launch (its agents may still be
+     * on their way: the launch's part is done, the provider's is not) to
+     * its teardown. */
     const kf_fleet_host *h = i < e->f->nhosts ? &e->f->hosts[i] : NULL;
-    if (h && h->slurm && e->teardown)
-        kf_slurm_watches_stop(e->owner->watches, h->name);
-    else if (h && h->slurm && r->rc == KF_OK)
-        kf_slurm_watches_start(e->owner->watches, h, &e->o);
+    void *w = h ? watch_of(e->owner, h->prov) : NULL;
+    if (w && e->teardown)
+        h->prov->watch_stop(w, h->name);
+    else if (w && r->rc == KF_OK)
+        h->prov->watch_start(w, h, &e->o);
     kf_info(e->teardown ? "launch.teardown_host" : "launch.host",
             "launch=%u host=%s ok=%d phase=%d msg=\"%s\"", e->id, r->name, r->rc == KF_OK,
             r->failed_at, r->msg);
@@ -168,7 +187,8 @@ void kf_launches_destroy(kf_launches **self)
         entry_free(l->v[i]);
     }
     free(l->v);
-    kf_slurm_watches_destroy(&l->watches);
+    for (size_t i = 0; i < l->nwatched; i++)
+        l->watched[i]->watch_destroy(&l->watches[i]);
     free(l->control_endpoint);
     free(l->allow_file);
     free(l->server_pub_file);
@@ -227,10 +247,7 @@ static const launch_entry *find_overlap(const kf_launches *l, const Kfleet__Laun
 
 static char *dup_or_null(const char *s)
 {
-    if (!s || !*s)
-        return NULL;
-    char *d = kf_xstrdup(s);
-    return d;
+    return s && *s ? kf_xstrdup(s) : NULL;
 }
 
 static int check_request(const Kfleet__LaunchRequest *req, kf_err *err)
@@ -250,11 +267,6 @@ static int check_request(const Kfleet__LaunchRequest *req, kf_err *err)
         for (size_t k = 0; k < i; k++)
             if (strcmp(req->hosts[k]->name, h->name) == 0)
                 return kf_err_set(err, KF_EINVAL, "launch: host %s is listed twice", h->name);
-        if (h->slurm && (h->slurm->nodes > KF_SLURM_MAX_NODES || h->slurm->n_sbatch > 64 ||
-                         h->slurm->signal_before_s > 65535))
-            return kf_err_set(err, KF_EINVAL,
-                              "launch: the slurm shape of %s is out of range (nodes <= %d)",
-                              h->name, KF_SLURM_MAX_NODES);
         if (h->identity && *h->identity && h->identity[0] != '/')
             return kf_err_set(err, KF_EINVAL,
                               "launch: identity %s of %s is not absolute (the daemon runs in "
@@ -283,49 +295,30 @@ static int check_request(const Kfleet__LaunchRequest *req, kf_err *err)
     return KF_OK;
 }
 
-static kf_fleet_slurm *slurm_of(const Kfleet__SlurmShape *x)
-{
-    kf_fleet_slurm *sl = kf_xcalloc(1, sizeof *sl);
-    sl->nodes = x->nodes ? (int)x->nodes : 1;
-    sl->partition = dup_or_null(x->partition);
-    sl->gres = dup_or_null(x->gres);
-    sl->time = dup_or_null(x->time);
-    sl->account = dup_or_null(x->account);
-    sl->relay_host = dup_or_null(x->relay_host);
-    sl->signal_before_s = (int)x->signal_before_s;
-    sl->sbatch = kf_xcalloc(x->n_sbatch ? x->n_sbatch : 1, sizeof *sl->sbatch);
-    for (size_t i = 0; i < x->n_sbatch; i++)
-        sl->sbatch[i] = kf_xstrdup(x->sbatch[i]);
-    sl->nsbatch = x->n_sbatch;
-    return sl;
-}
-
-static kf_fleet *fleet_of(const Kfleet__LaunchRequest *req)
+/* The request's hosts, each checked by its provider's row. */
+static int fleet_of(const Kfleet__LaunchRequest *req, kf_fleet **out, kf_err *err)
 {
     kf_fleet *f = kf_xcalloc(1, sizeof *f);
     f->hosts = kf_xcalloc(req->n_hosts, sizeof *f->hosts);
     f->nhosts = req->n_hosts;
     for (size_t i = 0; i < req->n_hosts; i++) {
-        const Kfleet__LaunchHost *s = req->hosts[i];
-        kf_fleet_host *h = &f->hosts[i];
-        h->name = dup_or_null(s->name);
-        h->host = dup_or_null(s->host);
-        h->port = s->port ? (int)s->port : 22;
-        h->user = dup_or_null(s->user);
-        h->identity = dup_or_null(s->identity);
-        h->workdir = dup_or_null(s->workdir);
-        if (s->slurm)
-            h->slurm = slurm_of(s->slurm);
+        int rc = kf_fleet_host_from_pb(req->hosts[i], &f->hosts[i], err);
+        if (rc) {
+            kf_fleet_destroy(&f);
+            return rc;
+        }
     }
-    return f;
+    *out = f;
+    return KF_OK;
 }
 
 int kf_launches_start(kf_launches *l, const Kfleet__LaunchRequest *req, uint32_t *id, int *attached,
                       kf_err *err)
 {
     *attached = 0;
+    kf_fleet *f = NULL;
     int rc = check_request(req, err);
-    if (rc)
+    if (rc || (rc = fleet_of(req, &f, err)))
         return rc;
     pthread_mutex_lock(&l->mu);
     prune(l);
@@ -339,12 +332,14 @@ int kf_launches_start(kf_launches *l, const Kfleet__LaunchRequest *req, uint32_t
         *id = other->id;
         *attached = 1;
         pthread_mutex_unlock(&l->mu);
+        kf_fleet_destroy(&f);
         return KF_OK;
     }
     if (other) {
         uint32_t oid = other->id;
         int td = other->teardown;
         pthread_mutex_unlock(&l->mu);
+        kf_fleet_destroy(&f);
         return kf_err_set(err, KF_EBUSY,
                           "%s %u of %s is still running in the coordinator; wait for it (`kfleet "
                           "status`) and try again",
@@ -352,6 +347,7 @@ int kf_launches_start(kf_launches *l, const Kfleet__LaunchRequest *req, uint32_t
     }
     if (active >= LAUNCHES_ACTIVE) {
         pthread_mutex_unlock(&l->mu);
+        kf_fleet_destroy(&f);
         return kf_err_set(err, KF_EBUSY, "%zu launches are running; try again when one is done",
                           active);
     }
@@ -359,7 +355,7 @@ int kf_launches_start(kf_launches *l, const Kfleet__LaunchRequest *req, uint32_t
     e->owner = l;
     e->id = l->next_id++;
     e->teardown = req->teardown;
-    e->f = fleet_of(req);
+    e->f = f;
     e->res = kf_xcalloc(req->n_hosts, sizeof *e->res);
     e->host_done = kf_xcalloc(req->n_hosts, sizeof *e->host_done);
     for (size_t i = 0; i < req->n_hosts; i++) {
@@ -471,7 +467,16 @@ void kf_launches_free_state(Kfleet__LaunchState **st)
     *st = NULL;
 }
 
-void kf_launches_slurm_jobs(kf_launches *l, Kfleet__SlurmJob ***out, size_t *n)
+void kf_launches_status(kf_launches *l, Kfleet__StatusReply *st)
 {
-    kf_slurm_watches_jobs(l->watches, out, n);
+    for (size_t i = 0; i < l->nwatched; i++)
+        if (l->watched[i]->status)
+            l->watched[i]->status(l->watches[i], st);
+}
+
+void kf_launches_status_free(kf_launches *l, Kfleet__StatusReply *st)
+{
+    for (size_t i = 0; i < l->nwatched; i++)
+        if (l->watched[i]->status_free)
+            l->watched[i]->status_free(st);
 }

@@ -30,8 +30,10 @@ int kf_launches_start(kf_launches *self, const Kfleet__LaunchRequest *req, uint3
  * KF_ENOTFOUND when there is no such launch (any more). */
 int kf_launches_state(kf_launches *self, uint32_t id, Kfleet__LaunchState **out, kf_err *err);
 void kf_launches_free_state(Kfleet__LaunchState **st);
-/* The launched Slurm hosts' jobs as squeue last showed them (slurm_watch.h);
- * free with kf_slurm_watches_free_jobs. */
-void kf_launches_slurm_jobs(kf_launches *self, Kfleet__SlurmJob ***out, size_t *n);
+/* Adds what the providers' watches last saw of the launched hosts
+ * (provider.h's status: a cluster's pending jobs, say) to st; after st is
+ * sent, kf_launches_status_free takes it out and frees it. */
+void kf_launches_status(kf_launches *self, Kfleet__StatusReply *st);
+void kf_launches_status_free(kf_launches *self, Kfleet__StatusReply *st);
 
 #endif

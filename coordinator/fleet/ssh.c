@@ -44,18 +44,6 @@ int kf_ssh_global_init(kf_err *err)
     return KF_OK;
 }
 
-void kf_ssh_quote(kf_buf *b, const char *s)
-{
-    kf_buf_addc(b, '\'');
-    for (; *s; s++) {
-        if (*s == '\'')
-            kf_buf_adds(b, "'\\''");
-        else
-            kf_buf_addc(b, *s);
-    }
-    kf_buf_addc(b, '\'');
-}
-
 void kf_ssh_fingerprint_blob(const void *blob, size_t len, char out[64])
 {
     unsigned char h[crypto_hash_sha256_BYTES];

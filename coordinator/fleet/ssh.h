@@ -66,9 +66,6 @@ int kf_ssh_write(kf_ssh *self, const void *data, size_t len, const char *remote,
 int kf_ssh_upload(kf_ssh *self, const char *local, const char *remote, int mode, int *used_scp,
                   kf_err *err);
 
-/* Appends s to b quoted for a POSIX shell ('...' with ' escaped). */
-void kf_ssh_quote(kf_buf *b, const char *s);
-
 /* OpenSSH's fingerprint of a raw key blob: "SHA256:" + unpadded base64. */
 void kf_ssh_fingerprint_blob(const void *blob, size_t len, char out[64]);
 

@@ -72,17 +72,12 @@ static void params_str(const Kfleet__Task *t, char *out, size_t len)
 static void first_line(const char *s, char *out, size_t len, size_t max)
 {
     s = kf_rep_nz(s);
-    size_t n = strcspn(s, "\r\n"), cut = 0;
     if (max + 4 > len)
         max = len - 4;
-    if (n > max) {
-        n = max;
-        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-            n--;
-        cut = 1;
-    }
-    memcpy(out, s, n);
-    strcpy(out + n, cut ? "..." : "");
+    size_t n = strcspn(s, "\r\n"); /* a lone \r ends the cell's line too */
+    kf_text_first_lines(s, 1, out, (n < max ? n : max) + 1);
+    if (n > max)
+        strcat(out, "...");
 }
 
 /* The line of an error that says what it is, for a table cell: its first

@@ -29,6 +29,10 @@ The rules (docs/architecture.md, "What the build and the tests enforce"):
   agent     `kfleet` links no agent code: its binary defines none of the
             symbols that libkfagent.a and libkfrunner.a define, and (with the
             Makefile generator) its link line names neither.
+  providers No file outside a provider's own files names the provider (its
+            name as a word or identifier part in code, comments aside):
+            the rest calls through its row (tests/layout/providers.py says
+            what "names" means and lists each provider's files).
 
 Each broken rule prints what and where; the exit status is the number of
 rules broken. --self-test first runs each rule's core on planted faults and
@@ -42,6 +46,9 @@ import shlex
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import providers  # noqa: E402  (beside this script)
 
 LIMIT = 800
 
@@ -455,6 +462,7 @@ def self_test():
         failures.append(f"kind_tests flagged a kind that is only named: {kind_tests(fine)}")
     if module_of("coordinator/report/report_int.h") != "coordinator/report/report":
         failures.append("module_of does not fold x_int.h into x")
+    failures += providers.self_test()
     for f in failures:
         print(f"layout self-test: {f}")
     print(f"layout: self-test: {'ok' if not failures else 'FAILED'}")
@@ -466,7 +474,7 @@ def main():
     ap.add_argument("--src", required=True)
     ap.add_argument("--build", required=True)
     ap.add_argument("--self-test", action="store_true")
-    ap.add_argument("--only", choices=("includes", "calls", "lines", "kinds", "agent"))
+    ap.add_argument("--only", choices=("includes", "calls", "lines", "kinds", "agent", "providers"))
     a = ap.parse_args()
     src, build = os.path.abspath(a.src), os.path.abspath(a.build)
     broken = 0
@@ -478,6 +486,7 @@ def main():
         "lines": lambda: check_lines(src),
         "kinds": lambda: check_kinds(src),
         "agent": lambda: check_agent(build),
+        "providers": lambda: providers.check(src),
     }
     for name, rule in rules.items():
         if a.only and name != a.only:

@@ -380,6 +380,12 @@ static void test_errors(void **state)
     assert_int_equal(kf_fleet_load("/nonexistent/fleet.yaml", &fl, &err), KF_EIO);
     assert_non_null(strstr(err.msg, "/nonexistent/fleet.yaml: cannot read the inventory"));
     assert_null(fl);
+    /* The bounded read (kf_yaml_read_file, shared with sweep files): a
+     * directory is no inventory. */
+    assert_int_equal(kf_fleet_load("/tmp", &fl, &err), KF_EINVAL);
+    assert_non_null(strstr(err.msg, "/tmp: the inventory "));
+    assert_non_null(strstr(err.msg, "; an inventory is a regular file of at most 4 MiB"));
+    assert_null(fl);
 }
 
 /* "# expect: L:C: text" from a bad seed's first line. */

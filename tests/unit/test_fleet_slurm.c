@@ -66,8 +66,8 @@ static void test_every_key(void **state)
                             "      signal_before: 900\n");
     const kf_fleet_host *h = kf_fleet_find(fl, "lab");
     assert_non_null(h);
-    assert_non_null(h->slurm);
-    const kf_fleet_slurm *s = h->slurm;
+    assert_non_null(kf_fleet_slurm_of(h));
+    const kf_fleet_slurm *s = kf_fleet_slurm_of(h);
     assert_int_equal(s->nodes, 16);
     assert_string_equal(s->partition, "gpu-h100");
     assert_string_equal(s->gres, "gpu:h100:8");
@@ -95,8 +95,8 @@ static void test_every_key(void **state)
     kf_fleet_destroy(&fl);
     assert_string_equal(copy.name, "lab");
     assert_string_equal(copy.workdir, "/shared/me/kf");
-    assert_string_equal(copy.slurm->gres, "gpu:h100:8");
-    assert_string_equal(copy.slurm->sbatch[2], "--exclusive");
+    assert_string_equal(kf_fleet_slurm_of(&copy)->gres, "gpu:h100:8");
+    assert_string_equal(kf_fleet_slurm_of(&copy)->sbatch[2], "--exclusive");
     kf_fleet_host_release(&copy);
 }
 
@@ -110,7 +110,7 @@ static void test_defaults(void **state)
                             "  - name: tiny\n    provider: slurm\n    host: login\n"
                             "    slurm: {time: \"0:30\"}\n"
                             "  - name: pod\n    host: 203.0.113.9\n");
-    const kf_fleet_slurm *s = kf_fleet_find(fl, "plain")->slurm;
+    const kf_fleet_slurm *s = kf_fleet_slurm_of(kf_fleet_find(fl, "plain"));
     assert_non_null(s); /* provider: slurm without a block: one node, the cluster's defaults */
     assert_int_equal(s->nodes, 1);
     assert_null(s->partition);
@@ -121,10 +121,10 @@ static void test_defaults(void **state)
     assert_int_equal(s->nsbatch, 0);
     assert_int_equal(s->signal_before_s, 300);
     /* 8 minutes: drain at a quarter of the limit, not 5 of its 8 minutes. */
-    assert_int_equal(kf_fleet_find(fl, "short")->slurm->signal_before_s, 120);
+    assert_int_equal(kf_fleet_slurm_of(kf_fleet_find(fl, "short"))->signal_before_s, 120);
     /* 30 s: never less than 10 s of warning. */
-    assert_int_equal(kf_fleet_find(fl, "tiny")->slurm->signal_before_s, 10);
-    assert_null(kf_fleet_find(fl, "pod")->slurm);
+    assert_int_equal(kf_fleet_slurm_of(kf_fleet_find(fl, "tiny"))->signal_before_s, 10);
+    assert_null(kf_fleet_slurm_of(kf_fleet_find(fl, "pod")));
     kf_fleet_destroy(&fl);
 }
 
@@ -198,7 +198,7 @@ static void test_errors(void **state)
         parse_ok("hosts:\n  - name: lab\n    provider: slurm\n    host: login\n"
                  "    slurm:\n      sbatch: [\"--exclusive\", \"--nodelist=c1\", "
                  "\"--time-min=10\", \"--export=ALL\", \"--gres-flags=enforce-binding\"]\n");
-    assert_int_equal(kf_fleet_find(fl, "lab")->slurm->nsbatch, 5);
+    assert_int_equal(kf_fleet_slurm_of(kf_fleet_find(fl, "lab"))->nsbatch, 5);
     kf_fleet_destroy(&fl);
 }
 
@@ -308,7 +308,7 @@ static void test_sbatch_reading(void **state)
                             "\"-qJ\", \"-C\", nvlink, \"--time-min=5\", \"--gres-flags=x\", "
                             "\"--clusters-x=1\", \"-vvH\", \"--ntasks-per-n=1\", "
                             "\"--exclusive\", \"--container-image=nvcr\", \"-k\"]\n");
-    assert_int_equal(kf_fleet_find(fl, "lab")->slurm->nsbatch, 13);
+    assert_int_equal(kf_fleet_slurm_of(kf_fleet_find(fl, "lab"))->nsbatch, 13);
     kf_fleet_destroy(&fl);
 }
 

@@ -19,10 +19,10 @@ static void test_quote(void **state)
 {
     (void)state;
     kf_buf b = KF_BUF_INIT;
-    kf_ssh_quote(&b, "a b");
+    kf_buf_add_shell_quoted(&b, "a b");
     assert_string_equal(b.data, "'a b'");
     kf_buf_reset(&b);
-    kf_ssh_quote(&b, "it's $HOME");
+    kf_buf_add_shell_quoted(&b, "it's $HOME");
     assert_string_equal(b.data, "'it'\\''s $HOME'");
     kf_buf_reset(&b);
     kf_launch_shell_path(&b, "~/kfleet dir");

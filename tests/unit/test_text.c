@@ -68,13 +68,32 @@ static void test_html(void **state)
     kf_buf_release(&b);
 }
 
+/* The head of an error or a log: the one helper the scheduler, the
+ * report and the runner share. */
+static void test_first_lines(void **state)
+{
+    (void)state;
+    char out[32];
+    kf_text_first_lines("one\ntwo\nthree\n", 1, out, sizeof out);
+    assert_string_equal(out, "one");
+    kf_text_first_lines("one\r\ntwo\r\nthree", 2, out, sizeof out);
+    assert_string_equal(out, "one\r\ntwo");
+    kf_text_first_lines("a\n", 5, out, sizeof out);
+    assert_string_equal(out, "a");
+    kf_text_first_lines(NULL, 1, out, sizeof out);
+    assert_string_equal(out, "");
+    /* Cut to fit, never inside a UTF-8 character: "é" is 2 bytes. */
+    kf_text_first_lines("abcdefghijklm\xc3\xa9xyz", 1, out, 15);
+    assert_string_equal(out, "abcdefghijklm");
+    kf_text_first_lines("abcdefghijklmn\xc3\xa9", 1, out, 17);
+    assert_string_equal(out, "abcdefghijklmn\xc3\xa9");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_line),
-        cmocka_unit_test(test_block),
-        cmocka_unit_test(test_md),
-        cmocka_unit_test(test_html),
+        cmocka_unit_test(test_line), cmocka_unit_test(test_block),       cmocka_unit_test(test_md),
+        cmocka_unit_test(test_html), cmocka_unit_test(test_first_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

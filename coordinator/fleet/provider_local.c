@@ -1,0 +1,206 @@
+/* provider_local — see provider_local.h. The agents are forked on the
+ * caller's thread and die with the process (PR_SET_PDEATHSIG); their pids
+ * are kept in AGENTS_DIR/local.pids for the teardown. */
+#include "fleet/provider_local.h"
+#include "common/keys.h"
+#include "common/util.h"
+#include "common/xalloc.h"
+#include "fleet/launch.h"
+#include "fleet/launch_int.h"
+#include "fleet/provider.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct local_block {
+    int agents, gpus;
+    char *logdir;
+} local_block;
+
+static void *dup_block(const void *block)
+{
+    const local_block *b = block;
+    local_block *d = kf_xmalloc(sizeof *d);
+    *d = *b;
+    d->logdir = kf_xstrdup(b->logdir);
+    return d;
+}
+
+static void free_block(void **block)
+{
+    local_block *b = *block;
+    if (b)
+        free(b->logdir);
+    free(b);
+    *block = NULL;
+}
+
+static int nagents(const kf_fleet_host *h)
+{
+    return ((const local_block *)h->block)->agents;
+}
+
+/* Agent n's key pair in its work dir, enrolled: the run owns both ends, so
+ * it enrolls them as `kfleet launch` does on pods. */
+static int enroll(const job *j, int n, kf_err *err)
+{
+    char wd[PATH_MAX + 32], keyp[PATH_MAX + 48], name[160];
+    snprintf(wd, sizeof wd, "%s/run-%d", j->h->workdir, n);
+    snprintf(keyp, sizeof keyp, "%s/agent.key", wd);
+    snprintf(name, sizeof name, "%s-%d", j->h->name, n);
+    kf_keypair kp;
+    int rc;
+    if ((rc = kf_mkdirs(wd, 0700, err)) || (rc = kf_keys_load(keyp, 1, &kp, err)) ||
+        (rc = kf_allow_enroll(j->o->allow_file, kp.pub, name, err)))
+        return rc;
+    memset(&kp, 0, sizeof kp);
+    return KF_OK;
+}
+
+static pid_t spawn(const job *j, int n)
+{
+    const local_block *b = j->h->block;
+    char exe[PATH_MAX], agent[PATH_MAX + 32], wd[PATH_MAX + 32], name[160], logp[PATH_MAX + 32];
+    if (kf_exe_dir(exe, sizeof exe) != KF_OK)
+        return -1;
+    snprintf(agent, sizeof agent, "%s/kfleet-agent", exe);
+    snprintf(wd, sizeof wd, "%s/run-%d", j->h->workdir, n);
+    snprintf(name, sizeof name, "%s-%d", j->h->name, n);
+    snprintf(logp, sizeof logp, "%s/agent-%d.log", b->logdir, n);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    /* Child: dies with kfleet run, whatever kills it. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+        _exit(1);
+    FILE *log = freopen(logp, "w", stderr);
+    (void)log;
+    if (b->gpus > 0) {
+        char dev[16];
+        snprintf(dev, sizeof dev, "%d", n % b->gpus);
+        setenv("CUDA_VISIBLE_DEVICES", dev, 1);
+    }
+    execl(agent, "kfleet-agent", "--coordinator", j->o->direct, "--workdir", wd, "--name", name,
+          "--server-key", j->o->server_pub_file, "--log-level", "info", (char *)NULL);
+    /* _exit flushes nothing, and stderr reopened on a file is buffered: say
+     * it with one write, or the log stays empty. */
+    dprintf(STDERR_FILENO, "kfleet run: cannot exec %s: %s\n", agent, strerror(errno));
+    _exit(127);
+}
+
+static void pidfile(const job *j, char *out, size_t n)
+{
+    snprintf(out, n, "%s/local.pids", j->h->workdir);
+}
+
+static void launch(job *j)
+{
+    kf_err err;
+    kf_err_clear(&err);
+    int n = nagents(j->h);
+    if (!j->o->direct || !j->o->server_pub_file || !j->o->allow_file) {
+        kf_launch_fail(j->r, KF_PHASE_START, KF_EINVAL,
+                       "local agents need an agent endpoint, the coordinator's key and its "
+                       "allow list");
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        if (enroll(j, i, &err) != KF_OK) {
+            kf_launch_fail(j->r, KF_PHASE_START, err.code, err.msg);
+            return;
+        }
+    char path[PATH_MAX + 16];
+    pidfile(j, path, sizeof path);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(err.msg, sizeof err.msg, "cannot write %s: %s", path, strerror(errno));
+        kf_launch_fail(j->r, KF_PHASE_START, KF_EIO, err.msg);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        pid_t pid = spawn(j, i);
+        fprintf(f, "%ld\n", (long)pid);
+        if (i == 0)
+            j->r->pid = pid;
+    }
+    fclose(f);
+    snprintf(j->r->msg, sizeof j->r->msg, "%d local agents", n);
+}
+
+/* SIGTERM to each (they flush their outboxes), then up to 5 s for all of
+ * them before SIGKILL. One that is not this process's child (a teardown
+ * from elsewhere) counts as gone once signalled. */
+static void teardown(job *j)
+{
+    char path[PATH_MAX + 16];
+    pidfile(j, path, sizeof path);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(j->r->msg, sizeof j->r->msg, "no local agents");
+        return;
+    }
+    long v;
+    pid_t pids[1024];
+    int n = 0;
+    while (n < (int)(sizeof pids / sizeof pids[0]) && fscanf(f, "%ld", &v) == 1)
+        pids[n++] = (pid_t)v;
+    fclose(f);
+    unlink(path);
+    for (int i = 0; i < n; i++)
+        if (pids[i] > 0)
+            kill(pids[i], SIGTERM);
+    uint64_t deadline = kf_mono_ns() + 5000000000ull;
+    for (int i = 0; i < n; i++) {
+        while (pids[i] > 0) {
+            if (waitpid(pids[i], NULL, WNOHANG) == pids[i] || errno == ECHILD) {
+                pids[i] = 0;
+                break;
+            }
+            if (kf_mono_ns() > deadline) {
+                kill(pids[i], SIGKILL);
+                waitpid(pids[i], NULL, 0);
+                pids[i] = 0;
+                break;
+            }
+            struct timespec ts = {0, 20000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    snprintf(j->r->msg, sizeof j->r->msg, "stopped %d local agents", n);
+}
+
+const kf_provider kf_provider_local = {
+    .name = "local",
+    .what = "this machine",
+    .internal = 1,
+    .dup = dup_block,
+    .free = free_block,
+    .nagents = nagents,
+    .launch = launch,
+    .teardown = teardown,
+};
+
+void kf_provider_local_host(kf_fleet_host *h, const char *agents_dir, int agents, int gpus,
+                            const char *logdir)
+{
+    local_block *b = kf_xcalloc(1, sizeof *b);
+    b->agents = agents;
+    b->gpus = gpus;
+    b->logdir = kf_xstrdup(logdir);
+    h->name = kf_xstrdup("local");
+    h->provider = kf_xstrdup("local");
+    h->host = kf_xstrdup("localhost");
+    h->workdir = kf_xstrdup(agents_dir);
+    h->prov = &kf_provider_local;
+    h->block = b;
+}
