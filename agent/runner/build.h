@@ -138,7 +138,6 @@ void kf_build_info_release(kf_build_info *bi);
  * than 64. */
 int kf_build_source_flags(const char *text, size_t len, char ***argv, size_t *argc, kf_err *err);
 
-
 /* BLAKE2b of a file's content as 64 hex chars. Returns 0 or KF_EIO. */
 int kf_build_file_hash(const char *path, char out[65]);
 

@@ -259,6 +259,8 @@ static int confine_with_host(const Kfleet__TaskSpec *sp, const char *workdir, co
         return rc;
     s = base(sp, workdir, scratch);
     kf_sandbox_skip(s, KF_SB_NETNS); /* the host's, which this process shares */
+    if (sp->device_cuda)
+        kf_sandbox_defer_unix(s); /* kf_confine_runner_finish, after cuInit */
     own_artifact(s, sp, workdir);
     kernel_cache(s, sp, workdir);
     rc = kf_sandbox_enter(s, &inner, err);
@@ -288,11 +290,21 @@ int kf_confine_runner(const Kfleet__TaskSpec *sp, const char *workdir, const cha
         kf_sandbox_skip(s, KF_SB_NETNS);
         kf_sandbox_allow_loopback(s, 1);
     }
+    if (sp->device_cuda)
+        kf_sandbox_defer_unix(s); /* kf_confine_runner_finish, after cuInit */
     own_artifact(s, sp, workdir);
     kernel_cache(s, sp, workdir);
     int rc = kf_sandbox_enter(s, missing, err);
     kf_sandbox_destroy(&s);
     return rc;
+}
+
+int kf_confine_runner_finish(const Kfleet__TaskSpec *sp, const char *scratch, unsigned *missing,
+                             kf_err *err)
+{
+    if (!scratch || !kf_sandbox_enabled() || !sp->device_cuda)
+        return KF_OK; /* nothing was deferred */
+    return kf_sandbox_deny_unix(missing, err);
 }
 
 kf_sandbox *kf_confine_build(const Kfleet__TaskSpec *sp, const char *workdir, const char *scratch)

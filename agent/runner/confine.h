@@ -48,6 +48,14 @@ struct kf_toolhost;
 int kf_confine_runner(const Kfleet__TaskSpec *sp, const char *workdir, const char *scratch,
                       unsigned *missing, struct kf_toolhost **toolhost, kf_err *err);
 
+/* A CUDA runner (sp->device_cuda) enters all of it but the refusal of
+ * Unix sockets in kf_confine_runner: the caller initializes the CUDA
+ * driver (cuInit makes a Unix socket, sandbox.h), then calls this, then
+ * loads the kernel. No-op where nothing was deferred. *missing gains
+ * KF_SB_UNIX where the refusal is off. */
+int kf_confine_runner_finish(const Kfleet__TaskSpec *sp, const char *scratch, unsigned *missing,
+                             kf_err *err);
+
 /* Makes the sandbox in which a build runner's tools run (kf_proc_sandbox
  * takes it) for a build of sp in scratch. NULL when the sandbox is off or
  * scratch is NULL. */

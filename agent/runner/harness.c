@@ -206,6 +206,17 @@ static int confine(hctx *h, const char *scratch)
                          "%s; the kernel was not run (KF_SANDBOX=0 on the agent runs kernels "
                          "unconfined)",
                          err.msg);
+    /* The driver before the kernel: cuInit needs the Unix socket the
+     * kernel is refused (kf_confine_runner_finish). */
+    if (h->spec->device_cuda && scratch && kf_sandbox_enabled()) {
+        uint64_t t0 = kf_mono_ns();
+        int rc = kf_cudrv_open(&h->cu, &err);
+        hctx_phase_add(h, HCTX_PH_CONTEXT, t0);
+        if (rc != KF_OK)
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
+    }
+    if (kf_confine_runner_finish(h->spec, scratch, &missing, &err) != KF_OK)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s; the kernel was not run", err.msg);
     if (scratch && kf_sandbox_enabled())
         kf_debug("runner.sandbox", "task=0x%llx missing=0x%x", (unsigned long long)h->ta->task_id,
                  missing);
@@ -354,9 +365,10 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
                 h.toolhost = keep->toolhost; /* confined by an earlier task */
             }
             uint64_t tl = kf_mono_ns();
+            double ctx0 = h.phase_s[HCTX_PH_CONTEXT]; /* confine may have opened it */
             loaded_rc = hctx_load_kernel(&h, &L);
             hctx_phase_add(&h, HCTX_PH_LOAD, tl);
-            h.phase_s[HCTX_PH_LOAD] -= h.phase_s[HCTX_PH_CONTEXT]; /* counted on its own */
+            h.phase_s[HCTX_PH_LOAD] -= h.phase_s[HCTX_PH_CONTEXT] - ctx0; /* counted on its own */
         }
         if (loaded_rc != 0) {
             /* the Result says why */

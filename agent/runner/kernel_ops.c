@@ -161,7 +161,7 @@ int hctx_load_kernel(hctx *h, loaded *L)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s lacks a required callback",
                          h->spec->kernel);
     hctx_set_params(h, L);
-    if (h->spec->device_cuda) {
+    if (h->spec->device_cuda && !h->cu) { /* opened before the sandbox's last step, or now */
         kf_err err;
         uint64_t t0 = kf_mono_ns();
         int rc = kf_cudrv_open(&h->cu, &err);

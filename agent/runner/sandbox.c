@@ -76,8 +76,9 @@ struct kf_sandbox {
     char **protect;
     size_t nprotect;
     int loopback;
-    int unix_ok;   /* socket(AF_UNIX) allowed (kf_sandbox_allow_unix) */
-    unsigned skip; /* mechanisms left off for this sandbox (kf_sandbox_skip) */
+    int unix_ok;    /* socket(AF_UNIX) allowed (kf_sandbox_allow_unix) */
+    int unix_later; /* refused later, by kf_sandbox_deny_unix (kf_sandbox_defer_unix) */
+    unsigned skip;  /* mechanisms left off for this sandbox (kf_sandbox_skip) */
 };
 
 kf_sandbox *kf_sandbox_new(void)
@@ -148,6 +149,11 @@ void kf_sandbox_allow_loopback(kf_sandbox *self, int on)
 void kf_sandbox_allow_unix(kf_sandbox *self, int on)
 {
     self->unix_ok = on;
+}
+
+void kf_sandbox_defer_unix(kf_sandbox *self)
+{
+    self->unix_later = 1;
 }
 
 int kf_sandbox_enabled(void)
@@ -397,13 +403,13 @@ int kf_sandbox_enter(kf_sandbox *self, unsigned *missing, kf_err *err)
         miss |= KF_SB_CAPS;
     /* Refused by the kernel or by a container's own filter: named, not
      * fatal (a bad filter, EFAULT, is this code's bug and fails). */
-    int deny_unix = !self->unix_ok && !(skip & KF_SB_UNIX);
+    int deny_unix = !self->unix_ok && !self->unix_later && !(skip & KF_SB_UNIX);
     if (!(skip & KF_SB_SECCOMP) && install_seccomp(deny_inet, deny_unix) != 0) {
         if (errno == EFAULT)
             return kf_err_set(err, KF_EIO, "sandbox: seccomp: %s", strerror(errno));
         miss |= KF_SB_SECCOMP;
     }
-    if ((miss & KF_SB_SECCOMP) && !self->unix_ok)
+    if ((miss & KF_SB_SECCOMP) && !self->unix_ok && !self->unix_later)
         miss |= KF_SB_UNIX;
     int abi = skip & KF_SB_LANDLOCK ? 0 : landlock_abi();
     if (abi < 1)
@@ -419,6 +425,24 @@ int kf_sandbox_enter(kf_sandbox *self, unsigned *missing, kf_err *err)
     }
     if (missing)
         *missing = miss;
+    return KF_OK;
+}
+
+int kf_sandbox_deny_unix(unsigned *missing, kf_err *err)
+{
+    unsigned skip = skip_mask();
+    if (skip & (KF_SB_UNIX | KF_SB_SECCOMP)) {
+        if (missing)
+            *missing |= KF_SB_UNIX;
+        return KF_OK;
+    }
+    /* A second filter: the first one's verdicts stand (the stricter wins). */
+    if (install_seccomp(0, 1) != 0) {
+        if (errno == EFAULT)
+            return kf_err_set(err, KF_EIO, "sandbox: seccomp: %s", strerror(errno));
+        if (missing)
+            *missing |= KF_SB_UNIX;
+    }
     return KF_OK;
 }
 

@@ -78,6 +78,20 @@ void kf_sandbox_allow_loopback(kf_sandbox *self, int on);
  * process that does refuses it. */
 void kf_sandbox_allow_unix(kf_sandbox *self, int on);
 
+/* Leaves socket(AF_UNIX) to kf_sandbox_deny_unix, called once the CUDA
+ * driver is initialized: libcuda's cuInit makes a Unix socket and fails
+ * with CUDA_ERROR_OPERATING_SYSTEM (304) when socket() is refused (seen
+ * with driver 580 on an H200, bench/gpu/run.sh sandboxdiag), so a CUDA
+ * runner initializes the driver inside the rest of its sandbox, then
+ * refuses Unix sockets, then loads the kernel. */
+void kf_sandbox_defer_unix(kf_sandbox *self);
+
+/* Refuses socket(AF_UNIX) to this process and its children from now on
+ * (a second seccomp filter). Where seccomp or the refusal is off
+ * (KF_SANDBOX_SKIP=unix or seccomp, or the kernel refuses the filter),
+ * sets KF_SB_UNIX in *missing. Returns 0, or a negative code with err. */
+int kf_sandbox_deny_unix(unsigned *missing, kf_err *err);
+
 /* Leaves mechanisms (KF_SB_* bits) off for this sandbox: named in the
  * missing mask as if the node lacked them. KF_SANDBOX_SKIP=landlock,netns,
  * seccomp,nnp,caps,landlock-tcp,landlock-scope,unix does the same for every

@@ -227,6 +227,18 @@ static int unix_body(void)
     return rc == 0;
 }
 
+/* 0: reached before kf_sandbox_deny_unix and refused after it. */
+static int deferred_body(void)
+{
+    if (unix_body() != 1)
+        return 3; /* deferred: must still be reachable */
+    kf_err err;
+    unsigned miss = 0;
+    if (kf_sandbox_deny_unix(&miss, &err) != 0 || (miss & KF_SB_UNIX))
+        return 4;
+    return unix_body() == 0 ? 0 : 5;
+}
+
 static void test_unix(void **state)
 {
     (void)state;
@@ -256,6 +268,13 @@ static void test_unix(void **state)
     s = kf_sandbox_new();
     kf_sandbox_skip(s, KF_SB_LANDLOCK);
     assert_int_equal(in_child(s, unix_body), 0);
+    kf_sandbox_destroy(&s);
+    /* Deferred (a CUDA runner: cuInit makes a Unix socket): reached until
+     * kf_sandbox_deny_unix, refused after it, in the same process. */
+    s = kf_sandbox_new();
+    kf_sandbox_skip(s, KF_SB_LANDLOCK);
+    kf_sandbox_defer_unix(s);
+    assert_int_equal(in_child(s, deferred_body), 0);
     kf_sandbox_destroy(&s);
     /* KF_SANDBOX_SKIP=unix leaves it off, and says so. */
     setenv("KF_SANDBOX_SKIP", "unix", 1);
