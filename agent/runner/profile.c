@@ -378,8 +378,8 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
      * validation's): a kernel that memoizes on its inputs or recognises a
      * profile's has nothing to recognise. */
     uint64_t seeds[KF_MAX_INPUT_SETS];
-    for (size_t i = 0; i < nsets; i++)
-        seeds[i] = unpredictable_u64();
+    for (size_t i = 0; i < nsets; i++) /* a candidate's: its problem's pool (candidate.c) */
+        seeds[i] = h->judge ? h->spec->seeds[i % h->spec->n_seeds] : unpredictable_u64();
     for (size_t i = 0; i < nsets; i++) {
         if (hctx_setup(h, L, seeds[i], &states[i]) != 0) {
             for (size_t j = 0; j <= i; j++)
