@@ -394,8 +394,8 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
         close(vfd[1]);
         fcntl(vfd[0], F_SETFL, O_NONBLOCK);
         r->verdict_fd = vfd[0];
-        r->want_checks =
-            ta->spec->kind == KFLEET__TASK_KIND__VALIDATE ? (uint32_t)ta->spec->n_seeds : 1;
+        r->want_checks = /* a profile re-checks during its samples and after them */
+            ta->spec->kind == KFLEET__TASK_KIND__VALIDATE ? (uint32_t)ta->spec->n_seeds : 2;
     }
     r->pid = pid;
     r->out_fd = pfd[0];

@@ -310,3 +310,21 @@ print("ok")
 PY
 [ "$(reference_count)" -eq 2 ] || fail "the C problem stored $(reference_count) references, want 1 configuration x 2 seeds"
 pass "a C problem with C candidates: the right one passes; a wrong one and one writing over the reference in its process fail"
+
+# 6. The benchmarks' generated sweeps (bench/problems_gen.py): the numpy
+#    one through bench/problems.sh as `make bench` runs it, smaller; the
+#    Triton one (bench/gpu/run.sh problems, for a GPU host) generated and
+#    built into a submit request here: every candidate keeps the contract.
+"$KF_SRC/bench/problems.sh" --build "$KF_BIN" --candidates 50 >"$T/bench.out" 2>"$T/bench.log" ||
+  fail "bench/problems.sh exited $?: $(tail -5 "$T/bench.log")"
+grep -q "candidates 50 (1 wrong on purpose), one request; submit exit 1" "$T/bench.out" ||
+  fail "bench/problems.sh: $(cat "$T/bench.out")"
+grep -q "candidate-evaluations 50 in .* per minute" "$T/bench.out" || fail "no rate: $(cat "$T/bench.out")"
+grep -q "verdicts passed 49, validate failed 1" "$T/bench.out" || fail "verdicts: $(cat "$T/bench.out")"
+grep -q "coordinator peak RSS" "$T/bench.out" || fail "no RSS: $(cat "$T/bench.out")"
+[ "$(python3 "$KF_SRC/bench/problems_gen.py" triton "$T/tri" 100)" -eq 5 ] || fail "the Triton sweep's wrong count"
+rc=0
+KFLEET_HOME="$T/nohome" "$KFLEET" submit "$T/tri/sweep.yaml" >"$T/tri.out" 2>"$T/tri.err" || rc=$?
+[ $rc -eq 1 ] && ! grep -q "refused" "$T/tri.err" ||
+  fail "the generated Triton sweep (no coordinator: exit 1 after the parse): exit $rc, $(cat "$T/tri.err")"
+pass "bench/problems.sh: 50 numpy candidates, 49 passed and 1 failed, a rate and the RSS; 100 Triton candidates generated, keeping the contract"
