@@ -27,6 +27,8 @@
 #include "runner/artifact.h"
 #include "runner/build.h"
 #include "runner/checker.h"
+#include "runner/pyext.h"
+#include "runner/pyfiles.h"
 #include "runner/pykernel.h"
 
 #include <dlfcn.h>
@@ -252,9 +254,16 @@ static int load_candidate(hctx *h, loaded *P, loaded *L)
                              "candidate %s is Python and its problem %s is not: a Python "
                              "candidate runs on a Python problem's state",
                              sp->kernel, sp->problem_kernel);
-        char file[256], perr[HCTX_KERR_LEN];
+        char file[256], perr[HCTX_KERR_LEN], ext[PATH_MAX] = "", mod[256] = "",
+                                             files[PATH_MAX] = "";
         snprintf(file, sizeof file, "%s.py", sp->kernel);
-        if (kf_pyk_load_candidate(so, file, sp->kernel, perr, sizeof perr) != 0)
+        if (sp->n_extension) {
+            kf_build_ext_dir(so, ext, sizeof ext);
+            kf_pyext_module(sp, mod, sizeof mod);
+        }
+        if (sp->n_files)
+            kf_pyfiles_dir(so, files, sizeof files);
+        if (kf_pyk_load_candidate(so, file, sp->kernel, ext, mod, files, perr, sizeof perr) != 0)
             return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", perr);
     } else {
         L->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);

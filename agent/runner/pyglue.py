@@ -101,16 +101,25 @@ def _exec_module(path, prefix, name, files_dir=""):
     return mod
 
 
-def load_candidate(path, filename, name):
+def load_candidate(path, filename, name, ext_dir="", ext_module="", files_dir=""):
     """Imports a candidate (run(s), optionally prepare(s)) beside the
     problem load() imported: from now on run() is the candidate's and
     setup() calls its prepare(); the problem's reference() is never called
-    in this process (the checker judges against stored values)."""
+    in this process (the checker judges against stored values). ext_dir,
+    ext_module, files_dir: the candidate's torch extension and own files,
+    as load() takes a kernel's."""
     global _cand
     if _mod is None:
         return "Ethe problem must be loaded before candidate %s" % name
     _alias[0], _alias[1] = path, filename
-    mod = _exec_module(path, "kfleet_candidate_", name)
+    if files_dir:
+        _alias[2] = os.path.join(files_dir, "")
+        sys.path.insert(0, files_dir)
+    if ext_dir:
+        why = _extension(ext_dir, ext_module)
+        if why:
+            return why
+    mod = _exec_module(path, "kfleet_candidate_", name, files_dir)
     if isinstance(mod, str):
         return mod
     if not callable(getattr(mod, "run", None)):

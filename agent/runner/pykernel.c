@@ -342,8 +342,9 @@ int kf_pyk_load(const kf_pyenv *py, const char *path, const char *filename, cons
     return 0;
 }
 
-int kf_pyk_load_candidate(const char *path, const char *filename, const char *name, char *err,
-                          size_t errlen)
+int kf_pyk_load_candidate(const char *path, const char *filename, const char *name,
+                          const char *ext_dir, const char *ext_module, const char *files_dir,
+                          char *err, size_t errlen)
 {
     pyhost *p = the_host;
     if (!p) {
@@ -352,7 +353,9 @@ int kf_pyk_load_candidate(const char *path, const char *filename, const char *na
     }
     pyobj *fn = p->get_attr(p->add_module("__main__"), "load_candidate"), *obj;
     const char *s =
-        fn ? text_of(p, p->call(fn, "sss", path, filename, name), &obj, err, errlen) : NULL;
+        fn ? text_of(p, p->call(fn, "ssssss", path, filename, name, ext_dir, ext_module, files_dir),
+                     &obj, err, errlen)
+           : NULL;
     if (!s)
         return -1;
     int rc = s[0] == '\0' ? 0 : -1;

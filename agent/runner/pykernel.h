@@ -32,11 +32,13 @@ int kf_pyk_load(const kf_pyenv *py, const char *path, const char *filename, cons
                 int problem, const kf_kernel **k, char *err, size_t errlen);
 
 /* After kf_pyk_load of a problem: imports the candidate at `path` beside
- * it. From then on the kernel's run() is the candidate's run(s), its
- * setup() calls the candidate's prepare(s), and its reference() fails (a
- * candidate's process never computes the reference). 0, or -1 with err. */
-int kf_pyk_load_candidate(const char *path, const char *filename, const char *name, char *err,
-                          size_t errlen);
+ * it (ext_dir, ext_module, files_dir: as kf_pyk_load's, "" for none). From
+ * then on the kernel's run() is the candidate's run(s), its setup() calls
+ * the candidate's prepare(s), and its reference() fails (a candidate's
+ * process never computes the reference). 0, or -1 with err. */
+int kf_pyk_load_candidate(const char *path, const char *filename, const char *name,
+                          const char *ext_dir, const char *ext_module, const char *files_dir,
+                          char *err, size_t errlen);
 
 /* The problem's inputs(s) for a state of the loaded problem: at most max
  * views into in, *n of them. 0, or -1 with err. */
