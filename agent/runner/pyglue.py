@@ -101,6 +101,20 @@ def _exec_module(path, prefix, name, files_dir=""):
     return mod
 
 
+def _import(path, filename, name, prefix, ext_dir, ext_module, files_dir):
+    """A kernel's or a candidate's module, its own files first on the module
+    path and its torch extension importable; or "E" and why."""
+    _alias[0], _alias[1] = path, filename
+    if files_dir:
+        _alias[2] = os.path.join(files_dir, "")
+        sys.path.insert(0, files_dir)
+    if ext_dir:
+        why = _extension(ext_dir, ext_module)
+        if why:
+            return why
+    return _exec_module(path, prefix, name, files_dir)
+
+
 def load_candidate(path, filename, name, ext_dir="", ext_module="", files_dir=""):
     """Imports a candidate (run(s), optionally prepare(s)) beside the
     problem load() imported: from now on run() is the candidate's and
@@ -111,15 +125,7 @@ def load_candidate(path, filename, name, ext_dir="", ext_module="", files_dir=""
     global _cand
     if _mod is None:
         return "Ethe problem must be loaded before candidate %s" % name
-    _alias[0], _alias[1] = path, filename
-    if files_dir:
-        _alias[2] = os.path.join(files_dir, "")
-        sys.path.insert(0, files_dir)
-    if ext_dir:
-        why = _extension(ext_dir, ext_module)
-        if why:
-            return why
-    mod = _exec_module(path, "kfleet_candidate_", name, files_dir)
+    mod = _import(path, filename, name, "kfleet_candidate_", ext_dir, ext_module, files_dir)
     if isinstance(mod, str):
         return mod
     if not callable(getattr(mod, "run", None)):
@@ -135,15 +141,7 @@ def load(path, filename, name, want_cuda, ext_dir="", ext_module="", files_dir="
     file instead. files_dir: the kernel's own files (`files = [...]`),
     first on the module path so that it imports its modules."""
     global _mod
-    _alias[0], _alias[1] = path, filename
-    if files_dir:
-        _alias[2] = os.path.join(files_dir, "")
-        sys.path.insert(0, files_dir)
-    if ext_dir:
-        why = _extension(ext_dir, ext_module)
-        if why:
-            return why
-    mod = _exec_module(path, "kfleet_kernel_", name, files_dir)
+    mod = _import(path, filename, name, "kfleet_kernel_", ext_dir, ext_module, files_dir)
     if isinstance(mod, str):
         return mod
     ext = sys.modules.get(ext_module) if ext_dir else None
