@@ -43,6 +43,12 @@ typedef struct krunner {
     uint64_t idle_mono;
     uint32_t tasks; /* tasks handed to it */
     char kernel_hash[128];
+    /* A candidate's task (docs/problems.md): the read end of its checker's
+     * verdicts (-1 otherwise), the outputs it must judge, and why the
+     * checker failed it (the Result's error while it is sent). */
+    int verdict_fd;
+    uint32_t want_checks;
+    char verdict_why[512];
 } krunner;
 
 typedef struct kpending {

@@ -18,6 +18,7 @@
 #include "runner/build.h"
 #include "runner/sandbox.h"
 #include "runner/toolhost.h"
+#include "agent/verdict.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -97,8 +98,10 @@ void runners_visible_device(uint32_t index, char *out, size_t len)
 static int serves(const Kfleet__TaskAssign *ta)
 {
     const Kfleet__TaskSpec *s = ta->spec;
-    return s && kf_task_kind_at(s->kind)->served && !s->ncu_pass && s->kernel_hash &&
-           *s->kernel_hash && strlen(s->kernel_hash) < sizeof((krunner *)0)->kernel_hash;
+    /* A candidate's runner has its checker for one task: it never serves. */
+    return s && kf_task_kind_at(s->kind)->served && !kf_verdict_wanted(s) && !s->ncu_pass &&
+           s->kernel_hash && *s->kernel_hash &&
+           strlen(s->kernel_hash) < sizeof((krunner *)0)->kernel_hash;
 }
 
 static int on_gpu(const Kfleet__TaskAssign *ta)
@@ -256,6 +259,7 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
     kf_buf_init(&r->in);
     r->out_fd = -1;
     r->in_fd = -1;
+    r->verdict_fd = -1;
     r->gpu = on_gpu(ta);
     r->gpu_index = ta->gpu_index;
     if (serve)
@@ -283,8 +287,16 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
     }
     snprintf(path, sizeof path, "%s/runner.log", r->dir);
     int log_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    int pfd[2];
-    if (in_fd < 0 || log_fd < 0 || pipe2(pfd, O_CLOEXEC) != 0) {
+    int pfd[2], vfd[2] = {-1, -1};
+    /* A candidate's checker writes its verdicts where only it and this
+     * agent reach (runner/candidate.c). */
+    int cand = kf_verdict_wanted(ta->spec);
+    if (in_fd < 0 || log_fd < 0 || (cand && pipe2(vfd, O_CLOEXEC) != 0) ||
+        pipe2(pfd, O_CLOEXEC) != 0) {
+        if (vfd[0] >= 0) {
+            close(vfd[0]);
+            close(vfd[1]);
+        }
         rc =
             kf_err_set(err, KF_EIO, "cannot prepare the runner in %s: %s", r->dir, strerror(errno));
         if (in_fd >= 0)
@@ -304,6 +316,10 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
         close(log_fd);
         close(pfd[0]);
         close(pfd[1]);
+        if (vfd[0] >= 0) {
+            close(vfd[0]);
+            close(vfd[1]);
+        }
         goto fail;
     }
     if (pid == 0) {
@@ -314,10 +330,18 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
         dup2(in_fd, 0);
         dup2(pfd[1], 1);
         dup2(log_fd, 2);
+        /* The checker's verdict descriptor, which the runner hands to the
+         * checker and closes before the candidate loads. */
+        if (vfd[1] >= 0) {
+            if (vfd[1] == KF_VERDICT_FD)
+                fcntl(KF_VERDICT_FD, F_SETFD, 0);
+            else
+                dup2(vfd[1], KF_VERDICT_FD);
+        }
         /* Nothing of the agent's reaches the kernel: no descriptor but the
          * three (its socket, its outbox, other runners' pipes), no KFLEET_*
          * variable, no SSH agent; the runner's sandbox does the rest. */
-        kf_sandbox_close_fds(3);
+        kf_sandbox_close_fds(vfd[1] >= 0 ? KF_VERDICT_FD + 1 : 3);
         int sandboxed = kf_sandbox_enabled();
         if (sandboxed)
             kf_sandbox_scrub_env();
@@ -377,6 +401,15 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
     close(log_fd);
     close(pfd[1]);
     fcntl(pfd[0], F_SETFL, O_NONBLOCK);
+    if (vfd[0] >= 0) {
+        close(vfd[1]);
+        fcntl(vfd[0], F_SETFL, O_NONBLOCK);
+        r->verdict_fd = vfd[0];
+        r->want_checks = /* a profile re-checks during its samples and after them */
+            kf_task_kind_at(ta->spec->kind)->report == KF_REPORT_VALIDATION
+                ? (uint32_t)ta->spec->n_seeds
+                : 2;
+    }
     r->pid = pid;
     r->out_fd = pfd[0];
     r->in_fd = task_fd[1];
@@ -474,12 +507,17 @@ void runners_drain(kf_agent *a, krunner *r)
             res->sample_count = r->nsamples;
             if (r->cancelled)
                 res->state = KFLEET__TASK_STATE__CANCELLED;
+            char *runner_error = res->error;
+            if (r->verdict_fd >= 0)
+                kf_verdict_apply(r->verdict_fd, r->want_checks, res, r->verdict_why,
+                                 sizeof r->verdict_why);
             if (res->artifact_stale) /* the runner's log goes with its scratch dir */
                 kf_warn("runner.artifact_stale", "task=0x%llx error=\"%.300s\"",
                         (unsigned long long)r->task_id, res->error ? res->error : "");
             link_emit(a, env, r->task_id, r->attempt, 1);
             r->got_result = 1;
             res->agent_id = runner_agent; /* ours is not the decoder's to free */
+            res->error = runner_error;
             if (r->in_fd >= 0 && res->runner_stays && !r->cancelled &&
                 res->state == KFLEET__TASK_STATE__SUCCEEDED) {
                 /* Waits for its kernel's next task, its slot free. */
@@ -519,6 +557,8 @@ static void free_runner(kf_agent *a, krunner *r)
         close(r->out_fd);
     if (r->in_fd >= 0)
         close(r->in_fd);
+    if (r->verdict_fd >= 0)
+        close(r->verdict_fd);
     if (!a->cfg.keep_tmp)
         remove_dirs(r);
     kf_buf_release(&r->in);

@@ -33,5 +33,8 @@ if [ "$(id -u)" -eq 0 ]; then
 else
   echo "bench/slurm/run.sh skipped: it needs root (network namespaces, a private Slurm)"
 fi
+# Issue 30: 1,000 numpy candidates of one problem in one request
+# (docs/benchmarks.md).
+bash bench/problems.sh --build "$BUILD"
 bash bench/coord/run.sh --build "$BUILD"
 

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -77,6 +78,9 @@ static void child_main(int in_fd, int out_fd, const double *const *refs, const s
 {
     close_others(in_fd, out_fd);
     signal(SIGPIPE, SIG_DFL);
+    /* Not dumpable: the candidate's process, our parent, then cannot write
+     * our memory through /proc/PID/mem or ptrace us. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     uint64_t seq = 0, failed = 0;
     for (;;) {
         frame_head fh;

@@ -13,8 +13,7 @@
  *   check SEQ ref I pass 0|1 nonfinite N max_abs X rel Y
  * (I out of range: "check SEQ ref I bad"), and at the end
  *   done checks N failed F
- * The agent is the reader that makes them binding (not built yet: see
- * docs/problems.md's status). */
+ * The agent is the reader that makes them binding (agent/runners.c). */
 #ifndef KF_CHECKER_H
 #define KF_CHECKER_H
 

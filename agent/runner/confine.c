@@ -293,6 +293,15 @@ int kf_confine_runner(const Kfleet__TaskSpec *sp, const char *workdir, const cha
     if (sp->device_cuda)
         kf_sandbox_defer_unix(s); /* kf_confine_runner_finish, after cuInit */
     own_artifact(s, sp, workdir);
+    if (sp->problem_hash && *sp->problem_hash) {
+        /* A candidate's task loads its problem too (docs/problems.md). */
+        Kfleet__TaskSpec ps = *sp;
+        ps.kernel_hash = sp->problem_hash;
+        ps.python = sp->problem_python;
+        ps.device_cuda = sp->problem_cuda;
+        ps.n_extension = ps.n_files = 0;
+        own_artifact(s, &ps, workdir);
+    }
     kernel_cache(s, sp, workdir);
     int rc = kf_sandbox_enter(s, missing, err);
     kf_sandbox_destroy(&s);

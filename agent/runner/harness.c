@@ -366,7 +366,8 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
             }
             uint64_t tl = kf_mono_ns();
             double ctx0 = h.phase_s[HCTX_PH_CONTEXT]; /* confine may have opened it */
-            loaded_rc = hctx_load_kernel(&h, &L);
+            loaded_rc =
+                hctx_is_candidate(h.spec) ? hctx_candidate_load(&h, &L) : hctx_load_kernel(&h, &L);
             hctx_phase_add(&h, HCTX_PH_LOAD, tl);
             h.phase_s[HCTX_PH_LOAD] -= h.phase_s[HCTX_PH_CONTEXT] - ctx0; /* counted on its own */
         }
@@ -377,7 +378,11 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
         } else {
             kh->run(&h, &L, &ps, &tsum);
         }
-        if (keep && loaded_rc == 0 && !h.spec->ncu_pass && keep_after(keep, &h)) {
+        /* Every verdict is written before the Result that the agent
+         * matches them with. */
+        hctx_candidate_finish(&h);
+        if (keep && loaded_rc == 0 && !h.spec->ncu_pass && !hctx_is_candidate(h.spec) &&
+            keep_after(keep, &h)) {
             if (!reused)
                 snprintf(keep->kernel_hash, sizeof keep->kernel_hash, "%s", h.spec->kernel_hash);
             keep->L = L;

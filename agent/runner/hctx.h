@@ -88,6 +88,13 @@ typedef struct hctx {
      * the re-checks (guard.c), reused between tasks as host_ref is. */
     void *host_set[HCTX_MAX_SETS];
     size_t host_set_cap[HCTX_MAX_SETS];
+    /* A candidate's task (candidate.c): hctx_load_kernel is loading the
+     * problem; the checker every check's output goes to (NULL otherwise). */
+    int loading_problem;
+    struct kf_checker *checker;
+    /* Sends an output of a candidate's state to the checker (candidate.c
+     * sets it when it starts one): 0, or -1 with the task failed. */
+    int (*judge)(struct hctx *h, const void *state, const void *out, const kf_view *v);
 } hctx;
 
 /* *buf with room for n bytes (content not kept when it grows), or NULL out
@@ -169,6 +176,18 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps);
  * the task failed. hctx_reference_free frees what it put in the Result. */
 int hctx_reference(hctx *h, const loaded *L);
 void hctx_reference_free(Kfleet__Result *res);
+/* candidate.c: a candidate's validate or profile (docs/problems.md). Loads
+ * the problem (its setup, output, inputs), starts the checker with the
+ * stored references and the problem's tolerances on verdict descriptor
+ * HCTX_VERDICT_FD, then loads the candidate; L then drives problem and
+ * candidate as one kernel whose reference() is the stored value of the
+ * state's seed. 0, or -1 with the task failed. */
+#define HCTX_VERDICT_FD 3 /* agent/verdict.h's KF_VERDICT_FD */
+int hctx_candidate_load(hctx *h, loaded *L);
+/* Whether the task is a candidate's (its spec names a problem). */
+int hctx_is_candidate(const Kfleet__TaskSpec *spec);
+/* Ends the checker: every verdict written before the Result. */
+void hctx_candidate_finish(hctx *h);
 void hctx_summarize_telemetry(hctx *h, Kfleet__TelemetrySummary *ts);
 /* The run a tool watches: setup, a warm-up, then `runs` launches inside the
  * profiler range. */

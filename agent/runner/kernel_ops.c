@@ -5,6 +5,7 @@
  * name), the output view fetched to the host, poisoned before a run. */
 #include "runner/hctx.h"
 #include "runner/harness.h"
+#include "common/taskkind.h"
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -121,6 +122,9 @@ int hctx_load_kernel(hctx *h, loaded *L)
 {
     char key[65], so[PATH_MAX];
     kf_err berr;
+    /* A problem (a reference task's, or the one a candidate is judged by)
+     * needs no run(): its candidates bring the computation. */
+    int problem = h->loading_problem || kf_task_kind_at(h->spec->kind)->references;
     if (kf_build_artifact(h->workdir, h->spec->kernel_hash, kf_build_lang(h->spec), key, so,
                           sizeof so, &berr) != KF_OK)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", berr.msg);
@@ -140,8 +144,8 @@ int hctx_load_kernel(hctx *h, loaded *L)
         }
         if (h->spec->n_files)
             kf_pyfiles_dir(so, files, sizeof files);
-        if (kf_pyk_load(py, so, file, h->spec->kernel, h->spec->device_cuda, ext, mod, files, &L->k,
-                        perr, sizeof perr) != 0)
+        if (kf_pyk_load(py, so, file, h->spec->kernel, h->spec->device_cuda, ext, mod, files,
+                        problem, &L->k, perr, sizeof perr) != 0)
             return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", perr);
     } else {
         L->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
@@ -157,7 +161,8 @@ int hctx_load_kernel(hctx *h, loaded *L)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
                          "kernel ABI version %u, this agent speaks %d",
                          L->k ? L->k->abi_version : 0, KF_KERNEL_ABI_VERSION);
-    if (!L->k->setup || !L->k->run || !L->k->output || !L->k->reference || !L->k->teardown)
+    if (!L->k->setup || (!L->k->run && !problem) || !L->k->output || !L->k->reference ||
+        !L->k->teardown)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s lacks a required callback",
                          h->spec->kernel);
     hctx_set_params(h, L);

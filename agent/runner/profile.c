@@ -422,8 +422,8 @@ static int sets_open(prof *p)
     double wbytes = L->k->bytes ? L->k->bytes(&L->params) : 0;
     size_t nsets = input_sets(p->h, wbytes, p->hot, p->batch);
     uint64_t seeds[KF_MAX_INPUT_SETS];
-    for (size_t i = 0; i < nsets; i++)
-        seeds[i] = unpredictable_u64();
+    for (size_t i = 0; i < nsets; i++) /* a candidate's: its problem's pool (candidate.c) */
+        seeds[i] = p->h->judge ? p->h->spec->seeds[i % p->h->spec->n_seeds] : unpredictable_u64();
     for (size_t i = 0; i < nsets; i++) {
         p->nsets = i + 1; /* a failed setup's partial state is torn down too */
         if (hctx_setup(p->h, L, seeds[i], &p->states[i]) != 0)

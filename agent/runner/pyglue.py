@@ -11,6 +11,9 @@ import traceback
 import types
 
 _mod = None
+# A candidate task (docs/problems.md): _mod is the problem (setup, output,
+# inputs, tolerances, bytes, flops) and _cand the candidate (run, prepare).
+_cand = None
 _alias = ["", "", ""]  # the cached file's path, the user's file name, the files dir + "/"
 _states = {}
 _next = [1]
@@ -76,20 +79,8 @@ def _extension(ext_dir, module):
     return ""
 
 
-def load(path, filename, name, want_cuda, ext_dir="", ext_module="", files_dir=""):
-    """Imports the kernel from its cached copy, a real file (Triton and
-    inspect read a kernel's source from its file); messages name the user's
-    file instead. files_dir: the kernel's own files (`files = [...]`),
-    first on the module path so that it imports its modules."""
-    global _mod
-    _alias[0], _alias[1] = path, filename
-    if files_dir:
-        _alias[2] = os.path.join(files_dir, "")
-        sys.path.insert(0, files_dir)
-    if ext_dir:
-        why = _extension(ext_dir, ext_module)
-        if why:
-            return why
+def _exec_module(path, prefix, name, files_dir=""):
+    """The module compiled from path under its own name, or "E" and why."""
     try:
         with open(path, "rb") as f:
             code = compile(f.read(), path, "exec")
@@ -98,7 +89,7 @@ def load(path, filename, name, want_cuda, ext_dir="", ext_module="", files_dir="
     except OSError as e:
         return "Ecannot read the kernel %s: %s" % (path, e)
     # Its own module name: a kernel called "torch" must not shadow torch.
-    mod = types.ModuleType("kfleet_kernel_" + name.replace("-", "_").replace(".", "_"))
+    mod = types.ModuleType(prefix + name.replace("-", "_").replace(".", "_"))
     mod.__file__ = path
     # Where the kernel's own files are (its data files too): beside it.
     mod.KF_FILES_DIR = files_dir or os.path.dirname(path)
@@ -107,14 +98,61 @@ def load(path, filename, name, want_cuda, ext_dir="", ext_module="", files_dir="
         exec(code, mod.__dict__)
     except BaseException:
         return _fail("importing kernel %s failed" % name)
+    return mod
+
+
+def _import(path, filename, name, prefix, ext_dir, ext_module, files_dir):
+    """A kernel's or a candidate's module, its own files first on the module
+    path and its torch extension importable; or "E" and why."""
+    _alias[0], _alias[1] = path, filename
+    if files_dir:
+        _alias[2] = os.path.join(files_dir, "")
+        sys.path.insert(0, files_dir)
+    if ext_dir:
+        why = _extension(ext_dir, ext_module)
+        if why:
+            return why
+    return _exec_module(path, prefix, name, files_dir)
+
+
+def load_candidate(path, filename, name, ext_dir="", ext_module="", files_dir=""):
+    """Imports a candidate (run(s), optionally prepare(s)) beside the
+    problem load() imported: from now on run() is the candidate's and
+    setup() calls its prepare(); the problem's reference() is never called
+    in this process (the checker judges against stored values). ext_dir,
+    ext_module, files_dir: the candidate's torch extension and own files,
+    as load() takes a kernel's."""
+    global _cand
+    if _mod is None:
+        return "Ethe problem must be loaded before candidate %s" % name
+    mod = _import(path, filename, name, "kfleet_candidate_", ext_dir, ext_module, files_dir)
+    if isinstance(mod, str):
+        return mod
+    if not callable(getattr(mod, "run", None)):
+        return ("Ecandidate %s does not define run(s); a Python candidate defines run(s) and "
+                "may define prepare(s) (docs/problems.md)" % name)
+    _cand = mod
+    return ""
+
+
+def load(path, filename, name, want_cuda, ext_dir="", ext_module="", files_dir="", problem=0):
+    """Imports the kernel from its cached copy, a real file (Triton and
+    inspect read a kernel's source from its file); messages name the user's
+    file instead. files_dir: the kernel's own files (`files = [...]`),
+    first on the module path so that it imports its modules."""
+    global _mod
+    mod = _import(path, filename, name, "kfleet_kernel_", ext_dir, ext_module, files_dir)
+    if isinstance(mod, str):
+        return mod
     ext = sys.modules.get(ext_module) if ext_dir else None
     if ext is not None and os.path.dirname(os.path.abspath(getattr(ext, "__file__", "") or "")) \
             != os.path.abspath(ext_dir):
         return ("Ekernel %s imported %s from %s, not the extension the build task built in %s "
                 "(a module of that name was already loaded)"
                 % (name, ext_module, getattr(ext, "__file__", "?"), ext_dir))
+    # A problem brings no run(): its candidates do.
     missing = [f for f in ("setup", "run", "output", "reference")
-               if not callable(getattr(mod, f, None))]
+               if not callable(getattr(mod, f, None)) and not (problem and f == "run")]
     if missing:
         return ("Ekernel %s does not define %s; a Python kernel defines setup(params, seed), "
                 "run(state), output(state) and reference(state) (docs/python-kernels.md)"
@@ -158,6 +196,13 @@ def setup(params, seed):
     h = _next[0]
     _next[0] += 1
     _states[h] = state
+    prep = getattr(_cand, "prepare", None) if _cand is not None else None
+    if prep is not None:
+        try:
+            prep(state)
+        except BaseException:
+            _states.pop(h, None)
+            return _fail("the candidate's prepare()")
     # The output is checked here, where there is an error channel: output()
     # in kf_kernel.h has none, and the harness would only see "no view".
     out = output(h)
@@ -169,7 +214,7 @@ def setup(params, seed):
 
 def run(h):
     try:
-        _mod.run(_states[h])
+        (_cand if _cand is not None else _mod).run(_states[h])
     except BaseException:
         return _fail("run()")
     return ""
@@ -223,7 +268,26 @@ def output(h):
     return "%d %d %d %d" % (ptr, n, _DTYPES[dt], 1 if dev else 0)
 
 
+def inputs(h):
+    """The problem's inputs(s), for a C candidate: "ptr count dtype dev"
+    lines, or "E" and why."""
+    try:
+        arrs = _mod.inputs(_states[h])
+        lines = []
+        for i, a in enumerate(arrs):
+            ptr, n, dt, dev, _, _ = _describe(a, "inputs()[%d]" % i)
+            if dt not in _DTYPES:
+                return "Einputs()[%d] has dtype %s, not one of %s" % (i, dt, ", ".join(_DTYPES))
+            lines.append("%d %d %d %d" % (ptr, n, _DTYPES[dt], 1 if dev else 0))
+    except BaseException:
+        return _fail("the problem's inputs()")
+    return "\n".join(lines)
+
+
 def reference(h, ptr, count):
+    if _cand is not None:
+        return ("Ereference() is not called in a candidate's process: the checker judges it "
+                "against the stored reference")
     try:
         r = _mod.reference(_states[h])
         mod = type(r).__module__ or ""

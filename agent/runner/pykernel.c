@@ -282,7 +282,7 @@ static int start(pyhost *p, const kf_pyenv *py, char *err, size_t errlen)
 
 int kf_pyk_load(const kf_pyenv *py, const char *path, const char *filename, const char *name,
                 int want_cuda, const char *ext_dir, const char *ext_module, const char *files_dir,
-                const kf_kernel **k, char *err, size_t errlen)
+                int problem, const kf_kernel **k, char *err, size_t errlen)
 {
     if (the_host) {
         snprintf(err, errlen, "a Python kernel is already loaded in this runner");
@@ -300,8 +300,8 @@ int kf_pyk_load(const kf_pyenv *py, const char *path, const char *filename, cons
     the_host = p;
     pyobj *load = p->get_attr(p->add_module("__main__"), "load"), *obj;
     const char *s = load ? text_of(p,
-                                   p->call(load, "sssisss", path, filename, name, want_cuda,
-                                           ext_dir, ext_module, files_dir),
+                                   p->call(load, "sssisssi", path, filename, name, want_cuda,
+                                           ext_dir, ext_module, files_dir, problem),
                                    &obj, err, errlen)
                          : NULL;
     if (!s) {
@@ -340,4 +340,64 @@ int kf_pyk_load(const kf_pyenv *py, const char *path, const char *filename, cons
                        .teardown = py_teardown};
     *k = &p->k;
     return 0;
+}
+
+int kf_pyk_load_candidate(const char *path, const char *filename, const char *name,
+                          const char *ext_dir, const char *ext_module, const char *files_dir,
+                          char *err, size_t errlen)
+{
+    pyhost *p = the_host;
+    if (!p) {
+        snprintf(err, errlen, "internal: a Python candidate before its problem");
+        return -1;
+    }
+    pyobj *fn = p->get_attr(p->add_module("__main__"), "load_candidate"), *obj;
+    const char *s =
+        fn ? text_of(p, p->call(fn, "ssssss", path, filename, name, ext_dir, ext_module, files_dir),
+                     &obj, err, errlen)
+           : NULL;
+    if (!s)
+        return -1;
+    int rc = s[0] == '\0' ? 0 : -1;
+    if (s[0] == 'E')
+        copy_error(s + 1, err, errlen);
+    p->decref(obj);
+    return rc;
+}
+
+int kf_pyk_inputs(void *state, kf_view *in, size_t max, size_t *n, char *err, size_t errlen)
+{
+    pyhost *p = the_host;
+    *n = 0;
+    pyobj *fn = p ? p->get_attr(p->add_module("__main__"), "inputs") : NULL, *obj;
+    const char *s =
+        fn ? text_of(p, p->call(fn, "l", (long)(intptr_t)state), &obj, err, errlen) : NULL;
+    if (!s)
+        return -1;
+    int rc = 0;
+    if (s[0] == 'E') {
+        copy_error(s + 1, err, errlen);
+        rc = -1;
+    }
+    for (const char *c = s; rc == 0 && *c;) {
+        unsigned long long ptr = 0, count = 0;
+        int dtype = 0, dev = 0;
+        if (*n == max || sscanf(c, "%llu %llu %d %d", &ptr, &count, &dtype, &dev) != 4) {
+            snprintf(err, errlen,
+                     "the problem's inputs() names more than %zu arrays, or the "
+                     "glue answered '%.60s'",
+                     max, c);
+            rc = -1;
+            break;
+        }
+        in[*n] = (kf_view){.data = (void *)(uintptr_t)ptr,
+                           .count = (size_t)count,
+                           .dtype = (kf_dtype)dtype,
+                           .location = dev ? KF_LOC_DEVICE : KF_LOC_HOST};
+        (*n)++;
+        const char *nl = strchr(c, '\n');
+        c = nl ? nl + 1 : c + strlen(c);
+    }
+    p->decref(obj);
+    return rc;
 }

@@ -24,10 +24,24 @@
  * build (pyext.h) and module, importable by the kernel once the build's
  * record matches the torch it imports ("" when it has none). files_dir:
  * the kernel's own files (pyfiles.h), first on sys.path so that it imports
- * its modules ("" when it has none). *k stays valid for the process.
- * Returns 0, or -1 with err filled. */
+ * its modules ("" when it has none). problem: the module is a problem
+ * (docs/problems.md), which has no run() of its own. *k stays valid for
+ * the process. Returns 0, or -1 with err filled. */
 int kf_pyk_load(const kf_pyenv *py, const char *path, const char *filename, const char *name,
                 int want_cuda, const char *ext_dir, const char *ext_module, const char *files_dir,
-                const kf_kernel **k, char *err, size_t errlen);
+                int problem, const kf_kernel **k, char *err, size_t errlen);
+
+/* After kf_pyk_load of a problem: imports the candidate at `path` beside
+ * it (ext_dir, ext_module, files_dir: as kf_pyk_load's, "" for none). From
+ * then on the kernel's run() is the candidate's run(s), its setup() calls
+ * the candidate's prepare(s), and its reference() fails (a candidate's
+ * process never computes the reference). 0, or -1 with err. */
+int kf_pyk_load_candidate(const char *path, const char *filename, const char *name,
+                          const char *ext_dir, const char *ext_module, const char *files_dir,
+                          char *err, size_t errlen);
+
+/* The problem's inputs(s) for a state of the loaded problem: at most max
+ * views into in, *n of them. 0, or -1 with err. */
+int kf_pyk_inputs(void *state, kf_view *in, size_t max, size_t *n, char *err, size_t errlen);
 
 #endif

@@ -197,6 +197,17 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
         return -1;
     }
     t0 = kf_mono_ns();
+    /* A candidate's output goes to the checker, whose verdict the agent
+     * takes (candidate.c); the comparison below is only this process's
+     * view, which the candidate could have tampered with. */
+    if (h->judge && h->judge(h, state, *out, v) != 0) {
+        hctx_phase_add(h, HCTX_PH_COMPARE, t0);
+        if (*owned)
+            free(*out);
+        *out = NULL;
+        *owned = 0;
+        return -1;
+    }
     hctx_compare(*out, v->dtype, known ? known : ref, v->count, cpus(), c);
     c->passed = c->nonfinite == 0 && c->ref_nonzero > 0 && c->max_abs <= L->k->tol_abs &&
                 c->rel <= L->k->tol_rel;
@@ -220,6 +231,11 @@ int hctx_validate(hctx *h, const loaded *L)
 {
     const Kfleet__MeasureSettings *m = h->spec->measure;
     uint32_t seeds = m && m->validate_seeds ? m->validate_seeds : KF_DEFAULT_SEEDS;
+    /* A candidate is validated on every seed of its problem's pool, against
+     * the stored references; the Result names a seed by its index only. */
+    int cand = h->judge != NULL;
+    if (cand)
+        seeds = (uint32_t)h->spec->n_seeds;
     if (hctx_refuse_vacuous(h, L) != 0)
         return -1;
     Kfleet__ValidateTrial **trials = calloc(seeds, sizeof *trials);
@@ -232,7 +248,8 @@ int hctx_validate(hctx *h, const loaded *L)
     size_t first_bytes = 0;
     for (uint32_t s = 0; s < seeds; s++) {
         /* Seeds differ per trial and per task, so no two validations share inputs. */
-        uint64_t seed = (h->ta->task_id * 0x9E3779B97F4A7C15ull) ^ (0xA5A5ull + s * 7919ull);
+        uint64_t seed = cand ? h->spec->seeds[s]
+                             : (h->ta->task_id * 0x9E3779B97F4A7C15ull) ^ (0xA5A5ull + s * 7919ull);
         void *state = NULL;
         if (hctx_setup(h, L, seed, &state) != 0) {
             L->k->teardown(state);
@@ -255,7 +272,7 @@ int hctx_validate(hctx *h, const loaded *L)
         double max_abs = chk.max_abs, rel = chk.rel;
         Kfleet__ValidateTrial *t = malloc(sizeof *t);
         kfleet__validate_trial__init(t);
-        t->seed = seed;
+        t->seed = cand ? s : seed;
         t->max_abs_err = max_abs;
         t->rel_err = rel;
         t->nonfinite = nonfinite;
@@ -269,15 +286,16 @@ int hctx_validate(hctx *h, const loaded *L)
                      "validation is vacuous (seed %llu): the reference is all zeros (%zu "
                      "elements), so the relative error measures nothing and an output of zeros "
                      "would pass; make setup's inputs give a nonzero reference",
-                     (unsigned long long)seed, v.count);
+                     (unsigned long long)t->seed, v.count);
         } else if (!t->passed && all_pass) {
             all_pass = 0;
             snprintf(first_bad, sizeof first_bad,
-                     "validation failed (seed %llu): %llu non-finite or unwritten elements of "
+                     "validation failed (%s %llu): %llu non-finite or unwritten elements of "
                      "%zu, max abs error %.3g (tolerance %.3g), relative error %.3g (tolerance "
                      "%.3g)",
-                     (unsigned long long)seed, (unsigned long long)nonfinite, v.count, max_abs,
-                     L->k->tol_abs, rel, L->k->tol_rel);
+                     cand ? "pool seed" : "seed", (unsigned long long)t->seed,
+                     (unsigned long long)nonfinite, v.count, max_abs, L->k->tol_abs, rel,
+                     L->k->tol_rel);
         }
         /* Determinism: the first seed runs a second time on the same inputs. */
         uint64_t td = kf_mono_ns();

@@ -58,6 +58,12 @@
 #                 largest difference (target: every row within 1 %), and
 #                 whether ncu's and compute-sanitizer's nested runs were
 #                 under Landlock (tools_sandbox)
+#   PART=problems issue 30: examples/problems/softmax (problem + Triton,
+#                 CUDA C, torch-extension and torch candidates, torch the
+#                 baseline), then 100 generated Triton softmax candidates
+#                 (bench/problems_gen.py triton: BLOCK, num_warps and
+#                 formulation varied, 5 wrong on purpose); evaluations per
+#                 GPU-hour and the verdict counts
 # Each sweep is bounded by SWEEP_LIMIT seconds (default 280), so a call
 # always ends inside the device tool's 10 minutes with its files packed.
 #
@@ -437,6 +443,26 @@ targets1) # bench/gpu/targets.yaml once, cold, with its schedule and runner task
   sweep targets1 "$ROOT/bench/gpu/targets.yaml"
   schedule targets1
   runners targets1
+  ;;
+problems) # issue 30: the softmax problem, then 100 generated Triton candidates
+  SWEEP_LIMIT=${PROBLEMS_EXAMPLE_LIMIT:-150} sweep softmax "$ROOT/examples/problems/softmax/sweep.yaml"
+  schedule softmax
+  python3 "$ROOT/bench/problems_gen.py" triton "$W/triton100" 100 >"$W/triton100-wrong.txt"
+  SWEEP_LIMIT=${PROBLEMS_LIMIT:-400} sweep triton100 "$W/triton100/sweep.yaml"
+  schedule triton100
+  for name in softmax triton100; do
+    python3 - "$W/$name.json" "$name" <<'PY' | tee -a "$W/times.txt"
+import json, sys
+d, name = json.load(open(sys.argv[1])), sys.argv[2]
+count = {}
+for r in d["rows"]:
+    v = (r.get("validation") or {}).get("state") or "none"
+    count[v] = count.get(v, 0) + 1
+print("%s verdicts (validation, per candidate-configuration): %s" % (
+    name, ", ".join("%s %d" % kv for kv in sorted(count.items()))))
+PY
+  done
+  echo "triton100: $(cat "$W/triton100-wrong.txt") candidates wrong on purpose" | tee -a "$W/times.txt"
   ;;
 torch) # examples/torch.yaml alone, with its schedule and runner tasks
   sweep torch "$ROOT/examples/torch.yaml"

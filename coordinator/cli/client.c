@@ -507,17 +507,6 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
     return KF_OK;
 }
 
-int kf_client_refuse_problem(const kf_sweep_spec *spec, kf_err *err)
-{
-    if (!spec->problem)
-        return KF_OK;
-    return kf_err_set(err, KF_EINVAL,
-                      "%s: a sweep with a problem: and candidates: is checked but not run by "
-                      "this kfleet yet (the runner's candidate path is not built, "
-                      "docs/problems.md); run the candidates as kernels: for now",
-                      spec->file ? spec->file : "the sweep");
-}
-
 void kf_client_free_submit(Kfleet__SubmitRequest **req)
 {
     /* Everything was malloc'd piecewise with the default allocator, which

@@ -35,11 +35,6 @@ int kf_client_build_submit(const kf_sweep_spec *spec, const char *kernels_dir,
                            Kfleet__SubmitRequest **out, kf_err *err);
 void kf_client_free_submit(Kfleet__SubmitRequest **req);
 
-/* KF_EINVAL with the reason when spec is a problem sweep: the CLI does not
- * send one until the coordinator and the runner run candidates
- * (docs/problems.md, "What is left"); KF_OK otherwise. */
-int kf_client_refuse_problem(const kf_sweep_spec *spec, kf_err *err);
-
 /* The kernels directory: $KF_KERNELS_DIR, else EXE_DIR/kernels (build tree
  * and bundle), else EXE_DIR/../kernels. */
 int kf_client_kernels_dir(char *out, size_t len, kf_err *err);

@@ -82,14 +82,6 @@ static int cmd_run(int argc, char **argv, const char *home)
     rc = kf_cli_parse_sweep("run", argv[optind], &spec, kdir, sizeof kdir);
     if (rc)
         return rc;
-    if (spec->problem) {
-        /* Said before any coordinator or agent starts. */
-        kf_err err;
-        kf_client_refuse_problem(spec, &err);
-        fprintf(stderr, "kfleet run: %s\n", err.msg);
-        kf_sweep_destroy(&spec);
-        return 2;
-    }
     spec->price_per_gpu_hour = price;
     kf_paths p;
     if (kf_cli_paths(home, 1, &p)) {

@@ -111,8 +111,7 @@ static int cmd_submit(int argc, char **argv, const char *home)
     kf_err err;
     kf_client *c = NULL;
     Kfleet__SubmitRequest *sub = NULL;
-    if ((rc = kf_client_refuse_problem(spec, &err)) ||
-        (rc = kf_client_build_submit(spec, kdir, &sub, &err)) ||
+    if ((rc = kf_client_build_submit(spec, kdir, &sub, &err)) ||
         (rc = kf_client_open(&p, &c, &err))) {
         fprintf(stderr, "kfleet submit: %s\n", err.msg);
         kf_client_free_submit(&sub);

@@ -232,8 +232,7 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
     kf_client *cl = NULL;
     Kfleet__SubmitRequest *sub = NULL;
     Kfleet__ControlReply *rep = NULL;
-    if (kf_client_refuse_problem(spec, &err) != KF_OK ||
-        kf_client_build_submit(spec, o->kernels_dir, &sub, &err) != KF_OK ||
+    if (kf_client_build_submit(spec, o->kernels_dir, &sub, &err) != KF_OK ||
         kf_client_open(p, &cl, &err) != KF_OK) {
         fprintf(stderr, "kfleet run: %s\n", err.msg);
         goto out;

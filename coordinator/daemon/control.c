@@ -181,17 +181,6 @@ static void handle_submit(kf_coord *c, const void *peer, size_t peer_len,
                             "submit: the sweep has no kernels or no tasks");
         return;
     }
-    /* A problem sweep needs its reference tasks and the runner's candidate
-     * path (docs/problems.md, "What is left"); until then its candidates
-     * are not run as kernels judging themselves. */
-    for (size_t i = 0; i < in->n_kernels && !c->cfg.accept_problems; i++) {
-        if (in->kernels[i]->problem || in->kernels[i]->candidate) {
-            control_reply_error(c, peer, peer_len, KF_EINVAL,
-                                "submit: this coordinator does not run a problem's candidates yet "
-                                "(docs/problems.md); submit the candidates as kernels: for now");
-            return;
-        }
-    }
     for (size_t i = 0; i < req->n_tasks; i++) {
         if (req->tasks[i]->kernel_index >= in->n_kernels) {
             control_reply_error(c, peer, peer_len, KF_EINVAL,

@@ -23,9 +23,8 @@
  * references are all stored needs no task: that is the reuse across
  * candidates and sweeps. The seeds are not put in the task: dispatch sends
  * those still missing then. */
-int control_plan_references(kf_txn *txn, const Kfleet__Sweep *in, const Kfleet__TaskGroup *g,
-                            uint64_t n, uint64_t now_ns, uint32_t **cis, size_t *ncis, char *why,
-                            size_t whylen)
+int control_plan_references(kf_txn *txn, Kfleet__Sweep *in, const Kfleet__TaskGroup *g, uint64_t n,
+                            uint64_t now_ns, uint32_t **cis, size_t *ncis, char *why, size_t whylen)
 {
     const Kfleet__KernelRef *pk = in->kernels[in->n_kernels - 1];
     Kfleet__SeedPool *pool = NULL;
@@ -37,6 +36,7 @@ int control_plan_references(kf_txn *txn, const Kfleet__Sweep *in, const Kfleet__
                  rc);
         return rc;
     }
+    in->seed_generation = pool->generation;
     if (renewed)
         kf_info("problem.seeds", "problem=%s hash=%.16s generation=%u seeds=%zu", pk->name,
                 pk->hash, pool->generation, pool->n_seeds);

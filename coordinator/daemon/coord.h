@@ -35,10 +35,6 @@ typedef struct kf_coord_config {
      * (sched_share.c), one a line; NULL or absent: none beyond the agents
      * on this machine (an ipc:// agent endpoint). */
     const char *trust_file;
-    /* 1: accept a problem sweep (docs/problems.md). Until the runner's
-     * candidate path exists (items 3-4 of "What is left") a coordinator
-     * refuses one; the tests of the pieces built so far set this. */
-    int accept_problems;
 } kf_coord_config;
 
 /* Opens the store, binds both sockets, and loads unfinished work. */

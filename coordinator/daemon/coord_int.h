@@ -268,11 +268,12 @@ size_t control_write_estimate(kf_coord *c, const void *data, size_t len);
  * candidate's group over the same configurations), else why not. */
 const char *control_problem_wrong(const Kfleet__SubmitRequest *req);
 /* The configurations of g (n of them) that need a reference task: the
- * problem's seed pool drawn or renewed now under txn, and each
- * configuration whose references the store lacks for some seed, into *cis
- * (freed by the caller), in order; why says what failed. */
-int control_plan_references(kf_txn *txn, const Kfleet__Sweep *in, const Kfleet__TaskGroup *g,
-                            uint64_t n, uint64_t now_ns, uint32_t **cis, size_t *ncis, char *why,
+ * problem's seed pool drawn or renewed now under txn (its generation into
+ * in->seed_generation, for the reports), and each configuration whose
+ * references the store lacks for some seed, into *cis (freed by the
+ * caller), in order; why says what failed. */
+int control_plan_references(kf_txn *txn, Kfleet__Sweep *in, const Kfleet__TaskGroup *g, uint64_t n,
+                            uint64_t now_ns, uint32_t **cis, size_t *ncis, char *why,
                             size_t whylen);
 /* The secret seeds reference task t is sent (TaskSpec.seeds, never in the
  * task record): those of the problem's pool, as it stands at now_ns, that

@@ -132,6 +132,8 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
         const kbuild *pb = sched_agent_build(c, a, pk->hash);
         spec.problem_kernel = pk->name;
         spec.problem_hash = pk->hash;
+        spec.problem_python = pk->python;
+        spec.problem_cuda = pk->cuda;
         if (pb && pb->artifact_hash[0])
             spec.problem_artifact_hash = (char *)pb->artifact_hash;
         if (control_candidate_refs(txn, sw->rec, t->rec, kf_now_ns(), &seeds, &refs, &nrefs) !=

@@ -157,20 +157,6 @@ static void test_oversized_request_refused(void **state)
 /* A sweep with a problem is not sent as if its candidates were kernels
  * judging themselves: until the candidate path exists, the CLI refuses it
  * and says why; a sweep of plain kernels passes. */
-static void test_problem_sweep_refused(void **state)
-{
-    (void)state;
-    kf_sweep_kernel problem = {.name = "p"}, cand = {.name = "c", .candidate = 1};
-    kf_sweep_spec spec = {
-        .file = "p.yaml", .kernels = &cand, .nkernels = 1, .problem = &problem, .tasks = 14};
-    kf_err err;
-    kf_err_clear(&err);
-    assert_int_equal(kf_client_refuse_problem(&spec, &err), KF_EINVAL);
-    assert_non_null(strstr(err.msg, "p.yaml: a sweep with a problem: and candidates:"));
-    spec.problem = NULL;
-    assert_int_equal(kf_client_refuse_problem(&spec, &err), KF_OK);
-}
-
 /* The rmsnorm-cpu example as the submit carries it: the candidates first,
  * marked candidate, each with a group over the problem's configurations;
  * the problem last, marked problem, with its source and its own hash and
@@ -216,8 +202,7 @@ int main(void)
         return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_headers_travel), cmocka_unit_test(test_extension_travels),
-        cmocka_unit_test(test_oversized_request_refused),
-        cmocka_unit_test(test_problem_sweep_refused), cmocka_unit_test(test_problem_submit)};
+        cmocka_unit_test(test_oversized_request_refused), cmocka_unit_test(test_problem_submit)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
     return rc;

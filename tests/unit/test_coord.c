@@ -547,16 +547,6 @@ static void submit_file(struct fixture *f, const char *yaml_path)
  * problem (kf_client_build_submit); until reference tasks and the
  * runner's candidate path exist, the coordinator refuses it rather than
  * run candidates as kernels that judge themselves. */
-static void test_problem_sweep_refused_by_coordinator(void **state)
-{
-    struct fixture *f = *state;
-    start(f);
-    submit_file_expect(f, KF_SOURCE_DIR "/examples/problems/rmsnorm-cpu/sweep.yaml", KF_EINVAL,
-                       "does not run a problem's candidates yet");
-    stop(f);
-    kf_coord_destroy(&f->c);
-}
-
 static int count_late(void *ctx, const Kfleet__Result *r)
 {
     (void)r;
@@ -815,7 +805,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_key_paths_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_world_readable_key_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_builds_overlap_gpu_work, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_problem_sweep_refused_by_coordinator, setup, teardown),
         cmocka_unit_test_setup_teardown(test_impostor_and_foreign_frames_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_process_per_id_and_rebind_after_revoke, setup,
                                         teardown),

@@ -66,7 +66,6 @@ static void test_problem_reference_tasks(void **state)
 {
     (void)state;
     kf_coord *c = coord();
-    c->cfg.accept_problems = 1;
     const char *yaml = RMSNORM;
     uint32_t id = submit_path(c, yaml);
     ksweep *sw = sched_sweep(c, id);
@@ -164,7 +163,6 @@ static void test_reference_task_seeds(void **state)
 {
     (void)state;
     kf_coord *c = coord();
-    c->cfg.accept_problems = 1;
     reg_numpy(c, "p1", 2);
     uint32_t id = submit_path(c, RMSNORM);
     ksweep *sw = sched_sweep(c, id);
@@ -252,7 +250,6 @@ static void test_malformed_problem_sweep_refused(void **state)
 {
     (void)state;
     kf_coord *c = coord();
-    c->cfg.accept_problems = 1;
     assert_int_equal(submit_edited(c, RMSNORM, unmark_problem), 0);
     assert_int_equal(submit_edited(c, RMSNORM, drop_seed_pool), 0);
     assert_int_not_equal(submit_edited(c, RMSNORM, NULL), 0);
