@@ -9,10 +9,21 @@
 #include <stdio.h>
 #include <string.h>
 
-/* A row counts as an evaluation once its validation or profile ended. */
+/* A check ran to an end: succeeded, failed or timed out; not cancelled or
+ * skipped before it ran (a sweep cut by its time limit). */
+static int ran(const rtask *x)
+{
+    if (!x || !x->res)
+        return 0;
+    Kfleet__TaskState st = x->res->state;
+    return st == KFLEET__TASK_STATE__SUCCEEDED || st == KFLEET__TASK_STATE__FAILED ||
+           st == KFLEET__TASK_STATE__TIMED_OUT;
+}
+
+/* A row counts as an evaluation once its validation or profile ran. */
 static int evaluated(const rrow *w)
 {
-    return (w->validate && w->validate->res) || (w->profile && w->profile->res);
+    return ran(w->validate) || ran(w->profile);
 }
 
 static void finish(kf_rep_cost *c)

@@ -101,9 +101,66 @@ static void test_leaderboard_table(void **state)
     assert_int_equal(kf_report_parse_group("config"), KF_GROUP_CONFIG);
 }
 
+static double evaluations(uint32_t sweep)
+{
+    kf_txn *t = NULL;
+    kf_err err;
+    assert_int_equal(kf_store_begin(store, 1, &t, &err), 0);
+    kf_report_opts o = {.fmt = KF_REPORT_JSON, .group_by = KF_GROUP_KERNEL};
+    kf_buf out = KF_BUF_INIT;
+    if (kf_report_render_opts(t, sweep, &o, &out, &err))
+        fail_msg("render: %s", err.msg);
+    kf_store_abort(&t);
+    char *s = kf_buf_detach(&out);
+    json_error_t je;
+    json_t *root = json_loads(s, 0, &je);
+    assert_non_null(root);
+    double n = json_number_value(json_object_get(json_object_get(root, "cost"), "evaluations"));
+    json_decref(root);
+    free(s);
+    return n;
+}
+
+/* A row is an evaluation once one of its checks ran to an end: bad's
+ * failed validation counts; cancelled before running (a sweep cut by its
+ * limit), a row does not, or a cut sweep's rate would count work never
+ * done. */
+static void test_cancelled_not_evaluated(void **state)
+{
+    (void)state;
+    assert_true(evaluations(SWEEP) == 3);
+    const uint32_t cut = SWEEP + 1;
+    kf_txn *t = NULL;
+    kf_err err;
+    assert_int_equal(kf_store_begin(store, 0, &t, &err), 0);
+    Kfleet__KernelRef ka = KFLEET__KERNEL_REF__INIT, kb = KFLEET__KERNEL_REF__INIT;
+    Kfleet__KernelRef *kernels[2] = {&ka, &kb};
+    ka.name = "ran";
+    kb.name = "cut";
+    Kfleet__Sweep sw = KFLEET__SWEEP__INIT;
+    sw.sweep_id = cut;
+    sw.name = "cut";
+    sw.created_ns = 1700000000000000000ull;
+    sw.n_kernels = 2;
+    sw.kernels = kernels;
+    assert_int_equal(kf_store_put_sweep(t, &sw), 0);
+    const double ms[] = {2, 3, 4};
+    put_task_of(t, cut, 0, KFLEET__TASK_KIND__VALIDATE, 0, KFLEET__TASK_STATE__SUCCEEDED);
+    put_task_of(t, cut, 1, KFLEET__TASK_KIND__PROFILE, 0, KFLEET__TASK_STATE__SUCCEEDED);
+    put_task_of(t, cut, 2, KFLEET__TASK_KIND__VALIDATE, 1, KFLEET__TASK_STATE__CANCELLED);
+    put_task_of(t, cut, 3, KFLEET__TASK_KIND__PROFILE, 1, KFLEET__TASK_STATE__CANCELLED);
+    put_end_of(t, cut, 0, KFLEET__TASK_STATE__SUCCEEDED, NULL, 0);
+    put_end_of(t, cut, 1, KFLEET__TASK_STATE__SUCCEEDED, ms, 3);
+    put_end_of(t, cut, 2, KFLEET__TASK_STATE__CANCELLED, NULL, 0);
+    put_end_of(t, cut, 3, KFLEET__TASK_STATE__CANCELLED, NULL, 0);
+    assert_int_equal(kf_store_commit(&t, &err), 0);
+    assert_true(evaluations(cut) == 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_ranks_in_json_and_csv),
-                                       cmocka_unit_test(test_leaderboard_table)};
+                                       cmocka_unit_test(test_leaderboard_table),
+                                       cmocka_unit_test(test_cancelled_not_evaluated)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }
