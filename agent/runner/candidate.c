@@ -78,7 +78,6 @@ static int judge(hctx *h, const void *state, const void *out, const kf_view *v, 
                          &err) != KF_OK)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "candidate %s: %s", h->spec->kernel,
                          err.msg);
-    c->passed = c->passed && c->ref_nonzero > 0;
     return 0;
 }
 
