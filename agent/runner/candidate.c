@@ -14,10 +14,13 @@
  * reference buffer written over, a Result rewritten) cannot make a wrong
  * output pass.
  *
- * The composed kernel's reference() is the stored value of the state's
- * seed (the in-process checks and the guard's spot checks use it). Its
- * setup() makes the problem's state from a seed of the pool and the
- * candidate's prepare(); run() is the candidate's. kf_kernel's callbacks
+ * Once the checker holds the stored references, this process keeps none:
+ * they are wiped (explicit_bzero) and freed before the candidate loads, so
+ * a candidate that searches its memory for the answer to copy finds
+ * nothing. Its validation, re-checks and the guard's spot checks take the
+ * checker's answers (h->judge, h->spot); the composed kernel's reference()
+ * only fails. Its setup() makes the problem's state from a seed of the
+ * pool and the candidate's prepare(); run() is the candidate's. kf_kernel's callbacks
  * carry no context, so the composition is one static of this file: a
  * runner takes one candidate task and exits (the agent never keeps a
  * candidate's runner serving). */
@@ -67,13 +70,25 @@ int hctx_is_candidate(const Kfleet__TaskSpec *spec)
 }
 
 /* hctx.judge: the output of a state to the checker, against the stored
- * reference of the state's seed. */
-static int judge(hctx *h, const void *state, const void *out, const kf_view *v)
+ * reference of the state's seed; its answer is the check. */
+static int judge(hctx *h, const void *state, const void *out, const kf_view *v, hctx_check *c)
 {
     kf_err err;
-    if (kf_checker_check(h->checker, ((const cstate *)state)->ref, out, v->dtype, v->count, &err) !=
-        KF_OK)
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
+    if (kf_checker_check(h->checker, ((const cstate *)state)->ref, out, v->dtype, v->count, c,
+                         &err) != KF_OK)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "candidate %s: %s", h->spec->kernel,
+                         err.msg);
+    return 0;
+}
+
+/* hctx.spot: the guard's spot check of a state, by the checker. */
+static int spot(hctx *h, const void *state, const uint64_t *at, const double *values, size_t n,
+                hctx_check *c)
+{
+    kf_err err;
+    if (kf_checker_spot(h->checker, ((const cstate *)state)->ref, at, values, n, c, &err) != KF_OK)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "candidate %s: %s", h->spec->kernel,
+                         err.msg);
     return 0;
 }
 
@@ -142,23 +157,15 @@ static int c_output(void *state, kf_view *out)
     return the_ctx.problem->output(((cstate *)state)->ps, out);
 }
 
-/* The stored reference of the state's seed: never the problem's
- * reference(), which a candidate in this process could have replaced. */
+/* Never the problem's reference(), which a candidate in this process
+ * could have replaced, and no stored one: only the checker has those. */
 static int c_reference(void *state, double *ref, char *err, size_t errlen)
 {
-    cstate *cs = state;
-    const Kfleet__Reference *r = the_ctx.spec->references[cs->ref];
-    kf_view v = {0};
-    if (the_ctx.problem->output(cs->ps, &v) != 0 || v.count != r->count ||
-        r->values.len != r->count * sizeof(double)) {
-        snprintf(err, errlen,
-                 "the stored reference has %llu elements, the problem's output %zu: the problem "
-                 "changed without a new hash?",
-                 (unsigned long long)r->count, v.count);
-        return -1;
-    }
-    memcpy(ref, r->values.data, r->values.len);
-    return 0;
+    (void)state, (void)ref;
+    snprintf(err, errlen,
+             "internal: a candidate's process holds no reference; its outputs are checked by "
+             "the checker");
+    return -1;
 }
 
 static double c_bytes(const kf_params *p)
@@ -200,6 +207,24 @@ static int load_problem(hctx *h, loaded *P)
     return rc;
 }
 
+/* The stored references out of this process: the checker has its copy.
+ * explicit_bzero, which the compiler keeps, before the free; the spec is
+ * the runner's own decoded copy (harness.c), and protobuf-c allocates each
+ * bytes field by itself, so each is freed alone (len 0: nothing to free
+ * again when the spec is). */
+static void wipe_references(const Kfleet__TaskSpec *sp)
+{
+    for (size_t i = 0; i < sp->n_references; i++) {
+        Kfleet__Reference *r = sp->references[i];
+        if (r->values.data) {
+            explicit_bzero(r->values.data, r->values.len);
+            free(r->values.data);
+        }
+        r->values.data = NULL;
+        r->values.len = 0;
+    }
+}
+
 static int start_checker(hctx *h, const kf_kernel *problem)
 {
     const Kfleet__TaskSpec *sp = h->spec;
@@ -231,8 +256,11 @@ static int start_checker(hctx *h, const kf_kernel *problem)
                                     HCTX_VERDICT_FD, &h->checker, &err) != KF_OK)
         rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
     h->judge = judge;
+    h->spot = spot;
     free(refs);
     free(counts);
+    if (rc == 0)
+        wipe_references(h->spec);
     return rc;
 }
 

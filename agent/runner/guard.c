@@ -21,8 +21,10 @@
  *
  * A skipped or stale sample therefore fails the profile at its own index,
  * deterministically: the poison is still there, or the values are another
- * set's. What costs an honest kernel: one output-sized memset and a few
- * small reads per sample, both outside the timed interval
+ * set's. A candidate's process holds no reference (candidate.c): its spot
+ * checks send the values at those positions to the checker, which has
+ * them (h->spot), and apply the same bounds to its answer. What costs an honest kernel: one
+ * output-sized memset and a few small reads per sample, both outside the timed interval
  * (docs/benchmarks.md has the figures). */
 #include "runner/guard.h"
 
@@ -94,6 +96,8 @@ static int prepare_set(hctx_guard *g, hctx *h, const loaded *L, void *state, siz
     s->len = n < CHUNK_LEN ? n : CHUNK_LEN;
     for (size_t c = 0; c < CHUNKS; c++)
         s->at[c] = (size_t)(next_rand(g) % (uint64_t)(n - s->len + 1));
+    if (h->spot)
+        return 0; /* the checker has the reference at every position */
     double *ref = NULL;
     if (keep) {
         ref = hctx_host_buffer(&h->host_set[set], &h->host_set_cap[set], n * sizeof(double));
@@ -136,7 +140,7 @@ int hctx_guard_new(hctx *h, const loaded *L, void *const *states, size_t nsets, 
     for (size_t i = 0; i < nsets; i++) {
         kf_view v = {0};
         double need = L->k->output(states[i], &v) == 0 ? (double)v.count * sizeof(double) : 0;
-        int keep = need > 0 && need <= budget;
+        int keep = need > 0 && need <= budget && !h->spot;
         if (keep)
             budget -= need;
         if (prepare_set(g, h, L, states[i], i, keep) != 0) {
@@ -221,8 +225,9 @@ static int check_set(hctx_guard *g, hctx *h, const loaded *L, void *state, guard
                          h->spec->kernel, sample);
     size_t nchunks = s->view.location == KF_LOC_HOST ? CHUNKS : HCTX_GUARD_DEVICE_CHUNKS;
     double buf[CHUNK_LEN]; /* room for CHUNK_LEN elements of any dtype */
-    uint64_t poison = 0;
-    double max_abs = 0, diff2 = 0, ref2 = 0;
+    uint64_t poison = 0, at[CHUNKS * CHUNK_LEN];
+    double max_abs = 0, diff2 = 0, ref2 = 0, vals[CHUNKS * CHUNK_LEN];
+    size_t nvals = 0;
     for (size_t k = 0; k < nchunks; k++) {
         size_t c = s->view.location == KF_LOC_HOST ? k : (size_t)(next_rand(g) % CHUNKS);
         kf_err err;
@@ -232,6 +237,11 @@ static int check_set(hctx_guard *g, hctx *h, const loaded *L, void *state, guard
                              err.msg);
         for (size_t i = 0; i < s->len; i++) {
             double o = hctx_elem(e, s->view.dtype, i), r = s->ref[c][i];
+            if (h->spot) {
+                at[nvals] = s->at[c] + i;
+                vals[nvals++] = o;
+                continue;
+            }
             if (!isfinite(o)) {
                 poison++;
                 continue;
@@ -244,6 +254,14 @@ static int check_set(hctx_guard *g, hctx *h, const loaded *L, void *state, guard
     }
     g->checks++;
     double rel = ref2 > 0 ? sqrt(diff2 / ref2) : 0;
+    if (h->spot) {
+        hctx_check ans;
+        if (h->spot(h, state, at, vals, nvals, &ans) != 0)
+            return -1;
+        poison = ans.nonfinite;
+        max_abs = ans.max_abs;
+        rel = ans.rel;
+    }
     /* An honest output meets tol_abs at every element (validation's
      * max-abs criterion); its relative error over a few chunks can exceed
      * tol_rel where the reference is small there, so that bound is loose:

@@ -10,7 +10,6 @@
  * driven by kernel_ops.c; ncu and compute-sanitizer runs: nested.c
  * (hctx.h). */
 #include "runner/harness.h"
-#include "common/buf.h"
 #include "runner/build.h"
 #include "runner/cudrv.h"
 #include "runner/nvml.h"
@@ -441,17 +440,47 @@ int kf_harness_run(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd
     return run_task(ta, workdir, NULL, out_fd, NULL, NULL);
 }
 
+/* All of fd into *out (len bytes; the caller wipes and frees it). A
+ * candidate's task carries its problem's stored references, which its
+ * process must not keep (candidate.c): every copy this read leaves behind
+ * as it grows is wiped before it is freed, which a kf_buf's realloc does
+ * not do. */
+static uint8_t *read_all_wiped(int fd, size_t *len)
+{
+    size_t cap = 65536;
+    uint8_t *p = malloc(cap);
+    *len = 0;
+    while (p) {
+        if (*len == cap) {
+            uint8_t *q = cap <= SIZE_MAX / 2 ? malloc(cap * 2) : NULL;
+            if (q)
+                memcpy(q, p, *len);
+            explicit_bzero(p, *len);
+            free(p);
+            p = q;
+            cap *= 2;
+            continue;
+        }
+        ssize_t n = read(fd, p + *len, cap - *len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        *len += (size_t)n;
+    }
+    return p;
+}
+
 int kf_runner_main(const char *workdir, const char *scratch)
 {
     struct rlimit nocore = {0, 0};
     setrlimit(RLIMIT_CORE, &nocore);
-    kf_buf in = KF_BUF_INIT;
-    char buf[65536];
-    ssize_t n;
-    while ((n = read(0, buf, sizeof buf)) > 0)
-        kf_buf_add(&in, buf, (size_t)n);
-    Kfleet__TaskAssign *ta = kfleet__task_assign__unpack(NULL, in.len, (const uint8_t *)in.data);
-    kf_buf_release(&in);
+    size_t len = 0;
+    uint8_t *in = read_all_wiped(0, &len);
+    Kfleet__TaskAssign *ta = in ? kfleet__task_assign__unpack(NULL, len, in) : NULL;
+    if (in)
+        explicit_bzero(in, len);
+    free(in);
     if (!ta) {
         fprintf(stderr, "runner: the task on stdin does not decode\n");
         return 1;
@@ -499,6 +528,8 @@ int kf_runner_serve(const char *workdir, const char *scratch)
         Kfleet__TaskAssign *ta = body && read_full(0, body, len) > 0
                                      ? kfleet__task_assign__unpack(NULL, len, body)
                                      : NULL;
+        if (body) /* a candidate's references: see read_all_wiped */
+            explicit_bzero(body, len);
         free(body);
         if (!ta) {
             fprintf(stderr, "runner: a task on stdin is cut short or does not decode\n");

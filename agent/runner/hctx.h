@@ -51,6 +51,8 @@ enum {
 };
 extern const char *const hctx_phase_names[HCTX_NPHASES];
 
+struct hctx_check; /* below: a check's measures */
+
 typedef struct hctx {
     const Kfleet__TaskAssign *ta;
     const Kfleet__TaskSpec *spec;
@@ -93,8 +95,14 @@ typedef struct hctx {
     int loading_problem;
     struct kf_checker *checker;
     /* Sends an output of a candidate's state to the checker (candidate.c
-     * sets it when it starts one): 0, or -1 with the task failed. */
-    int (*judge)(struct hctx *h, const void *state, const void *out, const kf_view *v);
+     * sets it when it starts one) and fills *c with its answer, which is
+     * the check: 0, or -1 with the task failed. */
+    int (*judge)(struct hctx *h, const void *state, const void *out, const kf_view *v,
+                 struct hctx_check *c);
+    /* The guard's spot check of a candidate's state by the checker
+     * (kf_checker_spot): n values at positions `at`; 0, or -1 failed. */
+    int (*spot)(struct hctx *h, const void *state, const uint64_t *at, const double *values,
+                size_t n, struct hctx_check *c);
 } hctx;
 
 /* *buf with room for n bytes (content not kept when it grows), or NULL out

@@ -166,7 +166,10 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
     *out = NULL;
     *owned = 0;
     size_t rbytes = v->count * sizeof(double);
-    double *ref = known ? NULL : hctx_host_buffer(&h->host_ref, &h->host_ref_cap, rbytes);
+    /* A candidate's process has no reference (candidate.c): the checker's
+     * answer is the check. */
+    int judged = h->judge != NULL;
+    double *ref = known || judged ? NULL : hctx_host_buffer(&h->host_ref, &h->host_ref_cap, rbytes);
     char kerr[HCTX_KERR_LEN] = "";
     uint64_t t0 = kf_mono_ns();
     /* NaN where the reference writes nothing: never the last seed's values
@@ -175,8 +178,8 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
         hctx_nan_fill(ref, v->count);
     hctx_phase_add(h, HCTX_PH_REFERENCE, t0);
     t0 = kf_mono_ns();
-    int rc = ref || known ? hctx_poison(h, v)
-                          : hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory");
+    int rc = ref || known || judged ? hctx_poison(h, v)
+                                    : hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory");
     if (rc == 0)
         rc = hctx_run_once(h, L, state);
     hctx_phase_add(h, HCTX_PH_RUN, t0);
@@ -185,7 +188,7 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
         rc = hctx_fetch_output(h, L, state, v, out, owned);
     hctx_phase_add(h, HCTX_PH_COMPARE, t0);
     t0 = kf_mono_ns();
-    if (rc == 0 && !known && L->k->reference(state, ref, kerr, sizeof kerr) != 0)
+    if (rc == 0 && ref && L->k->reference(state, ref, kerr, sizeof kerr) != 0)
         rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s reference failed: %s",
                        h->spec->kernel, kerr);
     hctx_phase_add(h, HCTX_PH_REFERENCE, t0);
@@ -198,15 +201,18 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
     }
     t0 = kf_mono_ns();
     /* A candidate's output goes to the checker, whose verdict the agent
-     * takes (candidate.c); the comparison below is only this process's
-     * view, which the candidate could have tampered with. */
-    if (h->judge && h->judge(h, state, *out, v) != 0) {
+     * takes (candidate.c) and whose answer is this process's check too. */
+    if (judged) {
+        rc = h->judge(h, state, *out, v, c);
         hctx_phase_add(h, HCTX_PH_COMPARE, t0);
-        if (*owned)
-            free(*out);
-        *out = NULL;
-        *owned = 0;
-        return -1;
+        if (rc != 0) {
+            if (*owned)
+                free(*out);
+            *out = NULL;
+            *owned = 0;
+            return -1;
+        }
+        return 0;
     }
     hctx_compare(*out, v->dtype, known ? known : ref, v->count, cpus(), c);
     c->passed = c->nonfinite == 0 && c->ref_nonzero > 0 && c->max_abs <= L->k->tol_abs &&

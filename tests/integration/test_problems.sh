@@ -85,6 +85,52 @@ np.allclose = lambda *a, **k: True
 def run(s):
     s["out"][:] = 0
 PY
+cat >"$P/copier.py" <<'PY'
+"""Computes one row only, to recognize the answer by, then looks for the
+whole answer where its process keeps one: a float64 array of the output's
+shape among Python's objects, else the row's doubles anywhere in its
+readable memory (the stored reference, wherever the runner keeps it), and
+copies it into its output. With a reference in its process it would pass
+without doing the work."""
+import gc
+import os
+
+import numpy as np
+
+
+def _row0(s):
+    x = s["x"][0].astype(np.float64)
+    return x / np.sqrt(np.mean(x * x) + s["eps"]) * s["w"].astype(np.float64)
+
+
+def run(s):
+    out, want = s["out"], _row0(s)
+    for o in gc.get_objects():
+        if (isinstance(o, np.ndarray) and o is not out and o.shape == out.shape
+                and np.allclose(o[0], want)):
+            out[:] = o
+            return
+    pat, n = want.tobytes(), out.size * 8
+    fd = os.open("/proc/self/mem", os.O_RDONLY)
+    for line in open("/proc/self/maps"):
+        f = line.split()
+        lo, hi = (int(a, 16) for a in f[0].split("-"))
+        if not f[1].startswith("r") or hi - lo > (64 << 20) or "[v" in line:
+            continue
+        try:  # read by the kernel: no fault on a page that cannot be read
+            mem = os.pread(fd, hi - lo, lo)
+        except OSError:
+            continue
+        at = mem.find(pat)
+        while at >= 0:
+            got = np.frombuffer(mem[at:at + n], dtype=np.float64)
+            # Not its own row, and a whole answer (no stale buffer's NaN).
+            if (not at % 8 and lo + at != want.ctypes.data and got.size == out.size
+                    and np.isfinite(got).all()):
+                out[:] = got.reshape(out.shape)
+                return
+            at = mem.find(pat, at + 1)
+PY
 cat >"$P/sweep.yaml" <<YAML
 name: rmsnorm-many
 problem:
@@ -92,7 +138,7 @@ problem:
   params: {rows: [64, 256], cols: [1024]}
   seeds: 3
 candidates: [numpy_naive.py, numpy_fused.py, cand_rmsnorm.c, copy1.py, copy2.py, copy3.py,
-             copy4.py, copy5.py, copy6.py, wrong.py, patcher.py]
+             copy4.py, copy5.py, copy6.py, wrong.py, patcher.py, copier.py]
 baseline: numpy_naive
 tasks: [build, validate, profile]
 measure: {min_samples: 5, min_time: 20ms, max_noise: 50, timeout: 1s}
@@ -107,12 +153,12 @@ d = json.load(open(sys.argv[1]))
 by = {}
 for r in d["rows"]:
     by.setdefault(r["kernel"], []).append(r)
-assert len(by) == 11, sorted(by)
+assert len(by) == 12, sorted(by)
 for k, rows in by.items():
     assert len(rows) == 2, (k, len(rows))
     for r in rows:
         v = r["validation"]
-        if k in ("wrong", "patcher"):
+        if k in ("wrong", "patcher", "copier"):
             assert v["state"] == "failed", (k, v)
             assert "validation failed" in (v["error"] or "") or "checker" in (v["error"] or ""), v
             assert not v["passed"], v
@@ -121,7 +167,7 @@ for k, rows in by.items():
 print("ok")
 PY
 [ "$(reference_count)" -eq 0 ] || fail "a second sweep of the problem computed $(reference_count) references, want 0 (reused)"
-pass "11 candidates: 9 pass, a wrong one and a monkeypatching one fail; the 6 stored references reused (none computed)"
+pass "12 candidates: 9 pass, a wrong one, a monkeypatching one and one copying the reference from its process fail; the 6 stored references reused (none computed)"
 
 # 3. A new pool (another size: the old one's seeds retire with their
 #    references) with 5 candidates: one reference computation per
@@ -282,14 +328,42 @@ cand c_overwrite 'for (size_t i = 0; i < out->count; i++) y[i] = x[i] + w[i];
     }
     if (m)
         fclose(m);'
-sed -i 's/#include <string.h>/#include <string.h>\n#include <stdio.h>/' "$C/c_overwrite.c"
+# Computes three elements only, to recognize the answer by, then looks for
+# them as doubles in its process's readable memory (the stored reference,
+# wherever the runner keeps it) and copies what follows into its output:
+# with a reference in its process it would pass without doing the work.
+cand c_copier 'double want[3];
+    for (int i = 0; i < 3; i++)
+        want[i] = 2.0 * (double)x[i] + (double)w[i];
+    FILE *m = fopen("/proc/self/maps", "r");
+    char line[512];
+    int found = 0;
+    while (m && !found && fgets(line, sizeof line, m)) {
+        unsigned long lo, hi;
+        char perm[8];
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perm) != 3 || perm[0] != (char)114 ||
+            hi - lo > (256ul << 20) || strstr(line, "[stack]") || strstr(line, "[vvar"))
+            continue;
+        for (const double *d = (const double *)lo; (unsigned long)(d + out->count) <= hi; d++)
+            if (d[0] == want[0] && d[1] == want[1] && d[2] == want[2] && d != want) {
+                for (size_t j = 0; j < out->count; j++)
+                    y[j] = (float)d[j];
+                found = 1;
+                break;
+            }
+    }
+    if (m)
+        fclose(m);'
+for f in c_overwrite c_copier; do
+  sed -i 's/#include <string.h>/#include <string.h>\n#include <stdio.h>/' "$C/$f.c"
+done
 cat >"$C/sweep.yaml" <<YAML
 name: scale-c
 problem:
   path: scale.c
   params: {n: [4096]}
   seeds: 2
-candidates: [c_right.c, c_wrong.c, c_overwrite.c]
+candidates: [c_right.c, c_wrong.c, c_overwrite.c, c_copier.c]
 baseline: c_right
 tasks: [build, validate, profile]
 measure: {min_samples: 5, min_time: 20ms, max_noise: 50, timeout: 1s}
@@ -301,16 +375,20 @@ python3 - "$T/c.json" <<'PY' || fail "the C candidates' verdicts: $(cat "$T/c.ou
 import json, sys
 d = json.load(open(sys.argv[1]))
 v = {r["kernel"]: r["validation"] for r in d["rows"]}
-assert sorted(v) == ["c_overwrite", "c_right", "c_wrong"], sorted(v)
+assert sorted(v) == ["c_copier", "c_overwrite", "c_right", "c_wrong"], sorted(v)
 assert v["c_right"]["state"] == "succeeded", v["c_right"]["error"]
-for k in ("c_wrong", "c_overwrite"):
+for k in ("c_wrong", "c_overwrite", "c_copier"):
     assert v[k]["state"] == "failed" and not v[k]["passed"], (k, v[k])
-# The runner's own comparison was fooled; the checker's verdict was not.
-assert "the checker failed the candidate" in v["c_overwrite"]["error"], v["c_overwrite"]
+# The runner compares with nothing of its own: the checker's answer fails
+# the candidate that wrote over doubles, and the copier found no reference
+# to copy (its output is the poison the harness wrote).
+assert "validation failed" in v["c_overwrite"]["error"], v["c_overwrite"]
+assert "validation failed" in v["c_copier"]["error"], v["c_copier"]
+assert v["c_copier"]["trials"][0]["nonfinite"] == 4096, v["c_copier"]["trials"]
 print("ok")
 PY
 [ "$(reference_count)" -eq 2 ] || fail "the C problem stored $(reference_count) references, want 1 configuration x 2 seeds"
-pass "a C problem with C candidates: the right one passes; a wrong one and one writing over the reference in its process fail"
+pass "a C problem with C candidates: the right one passes; a wrong one, one writing over the reference in its process and one copying it from there fail"
 
 # 6. The benchmarks' generated sweeps (bench/problems_gen.py): the numpy
 #    one through bench/problems.sh as `make bench` runs it, smaller; the
