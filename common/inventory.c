@@ -510,9 +510,13 @@ int kf_inventory_collect(const char *agent_id, const char *workdir, Kfleet__Agen
      * protobuf-c empty-string sentinel, so kf_inventory_free can free all. */
     info->agent_id = info->hostname = info->version = info->cpu_model = info->arch = NULL;
     info->workdir = info->driver_version = info->nvcc_version = info->cc_version = NULL;
-    /* A Slurm job's agent names its job, so `kfleet status` can. */
-    const char *job = getenv("SLURM_JOB_ID");
-    info->slurm_job_id = kf_xstrdup(job && strlen(job) < 32 ? job : "");
+    /* An agent that a provider started as a job (a Slurm batch job, say)
+     * names it, so `kfleet status` can: the provider's launch sets these
+     * two; an agent started any other way has neither. */
+    const char *job = getenv("KF_JOB_ID"), *prov = getenv("KF_JOB_PROVIDER");
+    int named = job && *job && strlen(job) < 32 && prov && strlen(prov) < 32;
+    info->job_id = kf_xstrdup(named ? job : "");
+    info->job_provider = kf_xstrdup(named ? prov : "");
 
     char host[256] = "";
     if (gethostname(host, sizeof host) != 0)
@@ -592,7 +596,8 @@ void kf_inventory_free(Kfleet__AgentInfo **info)
     free(a->driver_version);
     free(a->nvcc_version);
     free(a->cc_version);
-    free(a->slurm_job_id);
+    free(a->job_id);
+    free(a->job_provider);
     for (size_t i = 0; i < a->n_gpus; i++) {
         if (!a->gpus[i])
             continue;

@@ -85,11 +85,11 @@ static int cmd_relay(int argc, char **argv, const char *home)
 const kf_cmd_entry kf_cmd_relay = {
     "relay",
     cmd_relay,
-    "Relays TCP connections (a Slurm login node's way to the coordinator).",
+    "Relays TCP connections (a cluster login node's way to the coordinator).",
     "relay --listen HOST:PORT --to HOST:PORT [--port-file FILE] [--per-source N]\n"
     "      [--max-conns N] [--handshake-timeout DURATION] [--any-address]",
     "Accepts TCP connections on --listen and pipes each to --to, byte for byte,\n"
-    "until SIGTERM. `kfleet launch` starts it on a Slurm cluster's login node: the\n"
+    "until SIGTERM. `kfleet launch` starts it on a cluster's login node: the\n"
     "coordinator's SSH tunnel ends on the login node's 127.0.0.1, and compute nodes\n"
     "reach it through this relay. It sees only the agents' CurveZMQ ciphertext.\n"
     "The target is connected only once a client has sent its first bytes.\n"

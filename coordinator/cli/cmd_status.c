@@ -7,6 +7,7 @@
 #include "common/text.h"
 #include "common/util.h"
 
+#include <ctype.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +39,30 @@ static const char *agent_state(const Kfleet__AgentInfo *a, int upper)
     return "ok";
 }
 
-static json_t *agent_json(const Kfleet__AgentInfo *a)
+/* The watched job that carries agent a: its job id, of its provider. */
+static const Kfleet__ProviderJob *provider_job(const Kfleet__StatusReply *st,
+                                               const Kfleet__AgentInfo *a)
+{
+    const char *prov = a->job_provider && a->job_provider[0] ? a->job_provider : NULL;
+    for (size_t i = 0; a->job_id && a->job_id[0] && i < st->n_provider_jobs; i++)
+        if (strcmp(st->provider_jobs[i]->job_id, a->job_id) == 0 &&
+            (!prov || strcmp(st->provider_jobs[i]->provider, prov) == 0))
+            return st->provider_jobs[i];
+    return NULL;
+}
+
+/* Whose job carries agent a: what it said, or, for a record from before
+ * agents said it (job_id alone, then always a Slurm job's), the provider
+ * of the watched job with its id; "" when neither tells. */
+static const char *job_provider(const Kfleet__StatusReply *st, const Kfleet__AgentInfo *a)
+{
+    if (a->job_provider && a->job_provider[0])
+        return a->job_provider;
+    const Kfleet__ProviderJob *j = provider_job(st, a);
+    return j ? j->provider : "";
+}
+
+static json_t *agent_json(const Kfleet__StatusReply *st, const Kfleet__AgentInfo *a)
 {
     json_t *ja = json_object();
     json_object_set_new(ja, "agent_id", json_string(a->agent_id));
@@ -83,7 +107,8 @@ static json_t *agent_json(const Kfleet__AgentInfo *a)
         json_array_append_new(gpus, jg);
     }
     json_object_set_new(ja, "gpus", gpus);
-    json_object_set_new(ja, "slurm_job_id", json_string(a->slurm_job_id ? a->slurm_job_id : ""));
+    json_object_set_new(ja, "job_id", json_string(a->job_id ? a->job_id : ""));
+    json_object_set_new(ja, "job_provider", json_string(job_provider(st, a)));
     json_object_set_new(ja, "sandbox_missing",
                         json_string(a->sandbox_missing ? a->sandbox_missing : ""));
     return ja;
@@ -123,16 +148,17 @@ static int print_json(const Kfleet__StatusReply *st)
     json_object_set_new(root, "heartbeat_timeout_s", json_real(st->heartbeat_timeout_ms / 1000.0));
     json_t *agents = json_array();
     for (size_t i = 0; i < st->n_agents; i++)
-        json_array_append_new(agents, agent_json(st->agents[i]));
+        json_array_append_new(agents, agent_json(st, st->agents[i]));
     json_object_set_new(root, "agents", agents);
     json_t *sweeps = json_array();
     for (size_t i = 0; i < st->n_sweeps; i++)
         json_array_append_new(sweeps, sweep_json(st->sweeps[i]));
     json_object_set_new(root, "sweeps", sweeps);
     json_t *jobs = json_array();
-    for (size_t i = 0; i < st->n_slurm_jobs; i++) {
-        const Kfleet__SlurmJob *j = st->slurm_jobs[i];
+    for (size_t i = 0; i < st->n_provider_jobs; i++) {
+        const Kfleet__ProviderJob *j = st->provider_jobs[i];
         json_t *jj = json_object();
+        json_object_set_new(jj, "provider", json_string(j->provider));
         json_object_set_new(jj, "host", json_string(j->host));
         json_object_set_new(jj, "agent_id", json_string(j->agent_id));
         json_object_set_new(jj, "job_id", json_string(j->job_id));
@@ -141,7 +167,7 @@ static int print_json(const Kfleet__StatusReply *st)
         json_object_set_new(jj, "seen_ns", json_integer((json_int_t)j->seen_ns));
         json_array_append_new(jobs, jj);
     }
-    json_object_set_new(root, "slurm_jobs", jobs);
+    json_object_set_new(root, "provider_jobs", jobs);
     return kf_cli_print_json(root, JSON_INDENT(2));
 }
 
@@ -170,33 +196,33 @@ static void python_line(FILE *o, const Kfleet__PythonFacts *py)
         fprintf(o, "%-24s torch: %s\n", "", py->torch_note);
 }
 
-static const Kfleet__SlurmJob *slurm_job(const Kfleet__StatusReply *st, const char *id)
+/* The provider jobs that have no registered agent: pending ones with the
+ * provider's reason, ended ones with how they ended; a header per
+ * provider ("SLURM JOB (no agent)"), as the rows come grouped by it. */
+static void job_lines(FILE *o, const Kfleet__StatusReply *st)
 {
-    for (size_t i = 0; id && *id && i < st->n_slurm_jobs; i++)
-        if (strcmp(st->slurm_jobs[i]->job_id, id) == 0)
-            return st->slurm_jobs[i];
-    return NULL;
-}
-
-/* The Slurm jobs that have no registered agent: pending ones with Slurm's
- * reason, ended ones with how they ended. */
-static void slurm_lines(FILE *o, const Kfleet__StatusReply *st)
-{
-    int header = 0;
-    for (size_t i = 0; i < st->n_slurm_jobs; i++) {
-        const Kfleet__SlurmJob *j = st->slurm_jobs[i];
+    const char *header = NULL;
+    for (size_t i = 0; i < st->n_provider_jobs; i++) {
+        const Kfleet__ProviderJob *j = st->provider_jobs[i];
         int has_agent = 0;
         for (size_t a = 0; a < st->n_agents; a++)
-            if (st->agents[a]->slurm_job_id && strcmp(st->agents[a]->slurm_job_id, j->job_id) == 0)
+            if (st->agents[a]->job_id && strcmp(st->agents[a]->job_id, j->job_id) == 0 &&
+                strcmp(job_provider(st, st->agents[a]), j->provider) == 0)
                 has_agent = !st->agents[a]->lost;
         if (has_agent)
             continue;
-        if (!header++)
-            fprintf(o, "\n%-24s %-10s %-10s %-12s %s\n", "SLURM JOB (no agent)", "JOB", "STATE",
-                    "HOST", "REASON");
+        if (!header || strcmp(header, j->provider) != 0) {
+            char title[64];
+            size_t k = 0;
+            for (; j->provider[k] && k < 40; k++)
+                title[k] = (char)toupper((unsigned char)j->provider[k]);
+            snprintf(title + k, sizeof title - k, "%sJOB (no agent)", k ? " " : "");
+            fprintf(o, "\n%-24s %-10s %-10s %-12s %s\n", title, "JOB", "STATE", "HOST", "REASON");
+            header = j->provider;
+        }
         char ago[32];
         fmt_ago(ago, sizeof ago, j->seen_ns);
-        fprintf(o, "%-24s %-10s %-10s %-12s %s (squeue %s)\n", j->agent_id, j->job_id, j->state,
+        fprintf(o, "%-24s %-10s %-10s %-12s %s (seen %s)\n", j->agent_id, j->job_id, j->state,
                 j->host, j->reason, ago);
     }
 }
@@ -218,10 +244,11 @@ static void print_table(FILE *o, const Kfleet__StatusReply *st)
             snprintf(dev, sizeof dev, "cpu: %s", a->cpu_model);
         fprintf(o, "%-24s %-16s %-7s %-10s %-5u %-5u %s\n", a->agent_id, a->hostname,
                 agent_state(a, 1), ago, a->cpu_slots, a->gpu_slots, dev);
-        if (a->slurm_job_id && a->slurm_job_id[0]) {
-            const Kfleet__SlurmJob *j = slurm_job(st, a->slurm_job_id);
-            fprintf(o, "%-24s slurm job %s%s%s\n", "", a->slurm_job_id, j ? " " : "",
-                    j ? j->state : "");
+        if (a->job_id && a->job_id[0]) {
+            const char *prov = job_provider(st, a);
+            const Kfleet__ProviderJob *j = provider_job(st, a);
+            fprintf(o, "%-24s %s%sjob %s%s%s\n", "", prov, prov[0] ? " " : "", a->job_id,
+                    j ? " " : "", j ? j->state : "");
         }
         python_line(o, a->python);
         if (a->cuda_compat && a->cuda_compat[0])
@@ -234,7 +261,7 @@ static void print_table(FILE *o, const Kfleet__StatusReply *st)
     if (st->n_agents == 0)
         fprintf(o, "(no agent registered: start one with kfleet-agent --coordinator %s)\n",
                 st->agent_endpoint);
-    slurm_lines(o, st);
+    job_lines(o, st);
     fprintf(o, "\n%-6s %-20s %-9s %-7s %-7s %-7s %-7s\n", "SWEEP", "NAME", "DONE", "FAILED",
             "RUNNING", "PENDING", "STATE");
     for (size_t i = 0; i < st->n_sweeps; i++) {

@@ -14,12 +14,13 @@
  * Then one sbatch per node index that has no live job yet (job name
  * kfleet-NAME-I, so a second launch does not queue a second agent), each
  * job exec'ing the agent so that `--signal=B:TERM@S` reaches the agent
- * itself: it drains before the time limit. The agents report $SLURM_JOB_ID
- * when they register; the launch waits for each NAME-I with its job's id,
- * reading squeue meanwhile: a job that ends before registering fails the
- * host with Slurm's state and the job's output; jobs still pending when the
- * wait is over are reported as pending with Slurm's reason (the launch has
- * done its part: Slurm starts them when it can, and they register then).
+ * itself: it drains before the time limit. The agents report their job's
+ * id when they register (the job script hands it over as $KF_JOB_ID); the
+ * launch waits for each NAME-I with its job's id, reading squeue meanwhile:
+ * a job that ends before registering fails the host with Slurm's state and
+ * the job's output; jobs still pending when the wait is over are reported
+ * as pending with Slurm's reason (the launch has done its part: Slurm
+ * starts them when it can, and they register then).
  *
  * A launch that fails after it started something stops what it started:
  * the jobs it submitted (scancel) and the relay, when this launch started
@@ -104,6 +105,7 @@ static const char submit_script[] =
     "# exec: the agent is the batch step, so --signal=B:TERM@S reaches it and it\n"
     "# drains before the time limit.\n"
     "wd=$1\n"
+    "KF_JOB_ID=$SLURM_JOB_ID KF_JOB_PROVIDER=slurm; export KF_JOB_ID KF_JOB_PROVIDER\n"
     "set -- --coordinator \"$4\" --workdir \"$wd/nodes/$2\" --name \"$3\" ${5:+--server-key "
     "\"$5\"}\n"
     "exec \"$wd/bundle/kfleet-agent\" \"$@\"\n"
@@ -213,8 +215,8 @@ static int count_registered(job *j, void *cl, char (*ids)[32], int *reg, char (*
         reg[i] = 0;
         for (size_t a = 0; rep->status && a < rep->status->n_agents; a++) {
             const Kfleet__AgentInfo *ai = rep->status->agents[a];
-            if (strcmp(ai->agent_id, want) == 0 && !ai->lost && ai->slurm_job_id &&
-                strcmp(ai->slurm_job_id, ids[i]) == 0) {
+            if (strcmp(ai->agent_id, want) == 0 && !ai->lost && ai->job_id &&
+                strcmp(ai->job_id, ids[i]) == 0) {
                 reg[i] = 1;
                 python_of(ai->python, py[i], sizeof py[i]);
             }

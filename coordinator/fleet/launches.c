@@ -6,6 +6,7 @@
 
 #include "fleet/fleet_pb.h"
 #include "fleet/launch.h"
+#include "fleet/jobs.h"
 #include "fleet/provider.h"
 #include "common/log.h"
 
@@ -476,7 +477,6 @@ void kf_launches_status(kf_launches *l, Kfleet__StatusReply *st)
 
 void kf_launches_status_free(kf_launches *l, Kfleet__StatusReply *st)
 {
-    for (size_t i = 0; i < l->nwatched; i++)
-        if (l->watched[i]->status_free)
-            l->watched[i]->status_free(st);
+    (void)l; /* every row's jobs are one kind of message, freed alike */
+    kf_jobs_free(st);
 }

@@ -65,14 +65,14 @@ typedef struct kf_provider {
     /* The daemon's watch of launched hosts, for `kfleet status` (NULL:
      * none): watch_new makes the provider's watch state; watch_start
      * follows h (launched with o) until watch_stop of its name; status
-     * adds what the watch saw to a StatusReply and status_free takes it
-     * out again after the reply is sent. */
+     * appends the jobs the watch saw to the StatusReply's provider_jobs
+     * (fleet/jobs.h's kf_jobs_add), which kf_jobs_free takes out again
+     * after the reply is sent. */
     void *(*watch_new)(void);
     void (*watch_destroy)(void **w);
     void (*watch_start)(void *w, const struct kf_fleet_host *h, const struct kf_launch_opts *o);
     void (*watch_stop)(void *w, const char *name);
     void (*status)(void *w, Kfleet__StatusReply *st);
-    void (*status_free)(Kfleet__StatusReply *st);
 } kf_provider;
 
 /* The row named name, or NULL. */

@@ -136,15 +136,7 @@ static void watch_stop(void *w, const char *name)
 
 static void status(void *w, Kfleet__StatusReply *st)
 {
-    kf_slurm_watches_jobs(w, &st->slurm_jobs, &st->n_slurm_jobs);
-}
-
-static void status_free(Kfleet__StatusReply *st)
-{
-    if (st->slurm_jobs)
-        kf_slurm_watches_free_jobs(st->slurm_jobs, st->n_slurm_jobs);
-    st->slurm_jobs = NULL;
-    st->n_slurm_jobs = 0;
+    kf_slurm_watches_jobs(w, "slurm", st);
 }
 
 const kf_provider kf_provider_slurm = {
@@ -165,5 +157,4 @@ const kf_provider kf_provider_slurm = {
     .watch_start = watch_start,
     .watch_stop = watch_stop,
     .status = status,
-    .status_free = status_free,
 };

@@ -89,11 +89,12 @@ static int resolve(const char *hp, int passive, int any_ok, struct addrinfo **ou
     if (rc)
         return rc;
     if (passive && wildcard(host) && !any_ok)
-        return kf_err_set(err, KF_EINVAL,
-                          "relay: '%s' listens on every address of this machine; give the "
-                          "address the compute nodes reach it at (slurm: relay_host), or pass "
-                          "--any-address to mean it",
-                          hp);
+        return kf_err_set(
+            err, KF_EINVAL,
+            "relay: '%s' listens on every address of this machine; give the "
+            "address the other machines reach it at (a launched host's relay_host), or pass "
+            "--any-address to mean it",
+            hp);
     struct addrinfo hints = {0};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -137,8 +138,8 @@ static int listen_on(kf_relay *r, kf_err *err)
         freeaddrinfo(ai);
         return kf_err_set(err, KF_EINVAL,
                           "relay: '%s' is a loopback address on this machine, which other "
-                          "machines cannot reach; give its cluster-facing address (slurm: "
-                          "relay_host)",
+                          "machines cannot reach; give the address they reach it at (a launched "
+                          "host's relay_host)",
                           r->o.listen);
     }
     int fd = -1;

@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "fleet/fleet_slurm.h"
+#include "fleet/jobs.h"
 #include "fleet/slurm_jobs.h"
 
 #include <pthread.h>
@@ -150,45 +151,23 @@ void kf_slurm_watches_stop(kf_slurm_watches *w, const char *name)
         watch_free(x);
 }
 
-void kf_slurm_watches_jobs(kf_slurm_watches *w, Kfleet__SlurmJob ***out, size_t *n)
+void kf_slurm_watches_jobs(kf_slurm_watches *w, const char *provider, Kfleet__StatusReply *st)
 {
     pthread_mutex_lock(&w->mu);
-    size_t total = 0;
-    for (size_t i = 0; i < w->n; i++)
-        total += w->v[i]->njobs;
-    Kfleet__SlurmJob **v = kf_xcalloc(total ? total : 1, sizeof *v);
-    size_t k = 0;
     for (size_t i = 0; i < w->n; i++) {
         const watch *x = w->v[i];
         for (size_t j = 0; j < x->njobs; j++) {
             const kf_slurm_job *sj = &x->jobs[j];
-            Kfleet__SlurmJob *m = kf_xmalloc(sizeof *m);
-            kfleet__slurm_job__init(m);
-            m->host = kf_xstrdup(x->h.name);
-            m->agent_id = kf_xstrdup(sj->agent_id);
-            m->job_id = kf_xstrdup(sj->job_id);
-            m->state = kf_xstrdup(sj->state);
-            m->reason = kf_xstrdup(sj->reason);
-            m->seen_ns = x->seen_ns;
-            v[k++] = m;
+            kf_jobs_add(st, &(kf_jobs_row){.provider = provider,
+                                           .host = x->h.name,
+                                           .agent_id = sj->agent_id,
+                                           .job_id = sj->job_id,
+                                           .state = sj->state,
+                                           .reason = sj->reason,
+                                           .seen_ns = x->seen_ns});
         }
     }
     pthread_mutex_unlock(&w->mu);
-    *out = v;
-    *n = k;
-}
-
-void kf_slurm_watches_free_jobs(Kfleet__SlurmJob **jobs, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        free(jobs[i]->host);
-        free(jobs[i]->agent_id);
-        free(jobs[i]->job_id);
-        free(jobs[i]->state);
-        free(jobs[i]->reason);
-        free(jobs[i]);
-    }
-    free(jobs);
 }
 
 void kf_slurm_watches_destroy(kf_slurm_watches **self)

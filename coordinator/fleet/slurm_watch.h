@@ -24,9 +24,8 @@ void kf_slurm_watches_start(kf_slurm_watches *self, const kf_fleet_host *h,
                             const kf_launch_opts *o);
 /* Stops the watch of host name (its jobs are no longer shown). */
 void kf_slurm_watches_stop(kf_slurm_watches *self, const char *name);
-/* Every watched job as a new array of SlurmJob messages (*out, *n); free
- * with kf_slurm_watches_free_jobs. */
-void kf_slurm_watches_jobs(kf_slurm_watches *self, Kfleet__SlurmJob ***out, size_t *n);
-void kf_slurm_watches_free_jobs(Kfleet__SlurmJob **jobs, size_t n);
+/* Appends every watched job to st's provider_jobs as provider's
+ * (provider.h's kf_provider_job_add; kf_provider_jobs_free frees them). */
+void kf_slurm_watches_jobs(kf_slurm_watches *self, const char *provider, Kfleet__StatusReply *st);
 
 #endif

@@ -118,6 +118,14 @@ requeued=$(grep -c 'task.requeue' "$T/serve.log")
 "$KFLEET" status --format json >"$T/st2.json"
 # scancel sends SIGTERM: the agent says goodbye and shows stopped (issue 33).
 grep -A3 '"lab-1"' "$T/st2.json" | grep -q '"state": "stopped"' || fail "lab-1 not stopped after scancel"
+# Each agent's job and the watched jobs carry their provider's name.
+python3 - "$T/st2.json" "$job0" <<'PY' || fail "status JSON lacks lab-0's job under provider slurm"
+import json, sys
+st = json.load(open(sys.argv[1]))
+a = [x for x in st["agents"] if x["agent_id"] == "lab-0"][0]
+assert (a["job_id"], a["job_provider"]) == (sys.argv[2], "slurm"), a
+assert any(j["provider"] == "slurm" and j["job_id"] == sys.argv[2] for j in st["provider_jobs"]), st
+PY
 grep -q "agent.flush\|agent.stop" "$T/cluster/work/nodes/1/slurm-$job1.out" ||
   fail "lab-1's agent did not stop on Slurm's SIGTERM"
 pass "scancel $job1 mid-sweep: lab-1 drained and lost, $requeued task(s) requeued, $succeeded/$tasks succeeded, verify clean"

@@ -44,16 +44,7 @@ TABLE = "coordinator/fleet/provider.c"
 # Files outside a provider's own that still name it, each with its reason.
 # The list is where the remaining debt is written down; an entry that no
 # longer names the provider must leave it.
-ALLOWED = {
-    ("slurm", "coordinator/cli/cmd_status.c"):
-        "shows StatusReply.slurm_jobs, a field of the wire (proto/kfleet.proto)",
-    ("slurm", "common/inventory.c"):
-        "the agent reports the SLURM_JOB_ID its job was started with (AgentInfo.slurm_job_id)",
-    ("slurm", "coordinator/fleet/relay.c"):
-        "its errors name the inventory key (slurm: relay_host) that fixes them",
-    ("slurm", "coordinator/cli/cmd_relay.c"):
-        "the relay's help says it is what a cluster's login node runs",
-}
+ALLOWED = {}
 
 CODE_DIRS = ("coordinator", "agent", "common")
 ROW_RE = re.compile(r"\bconst\s+kf_provider\s+kf_provider_(\w+)")

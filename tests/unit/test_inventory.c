@@ -177,6 +177,57 @@ static void test_free_caller_labels(void **state)
     assert_null(info);
 }
 
+/* The job that carries an agent is what its provider's launch hands over
+ * (KF_JOB_ID and KF_JOB_PROVIDER), both or neither: no provider's own
+ * variable is read, and an id without its provider names nothing. */
+static void test_collect_job(void **state)
+{
+    fixture *f = *state;
+    const struct {
+        const char *id, *prov, *want_id, *want_prov;
+    } cases[] = {
+        {"4242", "tiny", "4242", "tiny"},
+        {"4242", NULL, "", ""},
+        {NULL, "tiny", "", ""},
+        {"123456789012345678901234567890123", "tiny", "", ""}, /* too long to be one */
+        {NULL, NULL, "", ""},
+    };
+    assert_int_equal(setenv("KF_FAKE_NO_GPU", "1", 1), 0);
+    assert_int_equal(setenv("SLURM_JOB_ID", "77", 1), 0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        unsetenv("KF_JOB_ID");
+        unsetenv("KF_JOB_PROVIDER");
+        if (cases[i].id)
+            assert_int_equal(setenv("KF_JOB_ID", cases[i].id, 1), 0);
+        if (cases[i].prov)
+            assert_int_equal(setenv("KF_JOB_PROVIDER", cases[i].prov, 1), 0);
+        Kfleet__AgentInfo *info = NULL;
+        assert_int_equal(kf_inventory_collect("a", f->dir, &info, NULL), KF_OK);
+        assert_string_equal(info->job_id, cases[i].want_id);
+        assert_string_equal(info->job_provider, cases[i].want_prov);
+        kf_inventory_free(&info);
+    }
+    unsetenv("KF_JOB_ID");
+    unsetenv("KF_JOB_PROVIDER");
+    unsetenv("SLURM_JOB_ID");
+    unsetenv("KF_FAKE_NO_GPU");
+}
+
+/* A record stored before job_id had its name (field 25 was slurm_job_id)
+ * reads as the job's id, with no provider: the number did not change. */
+static void test_old_record_job_id(void **state)
+{
+    (void)state;
+    /* agent_id = "a" (field 1), then field 25, wire type 2: tag 0xca 0x01. */
+    static const uint8_t old[] = {0x0a, 0x01, 'a', 0xca, 0x01, 0x02, '4', '2'};
+    Kfleet__AgentInfo *a = kfleet__agent_info__unpack(NULL, sizeof old, old);
+    assert_non_null(a);
+    assert_string_equal(a->agent_id, "a");
+    assert_string_equal(a->job_id, "42");
+    assert_string_equal(a->job_provider, "");
+    kfleet__agent_info__free_unpacked(a, NULL);
+}
+
 static const char nvcc_banner[] = "nvcc: NVIDIA (R) Cuda compiler driver\n"
                                   "Copyright (c) 2005-2025 NVIDIA Corporation\n"
                                   "Built on Wed_Aug_20_01:58:59_PM_PDT_2025\n"
@@ -268,6 +319,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_collect_bad_args, setup, teardown),
         cmocka_unit_test(test_free_null),
         cmocka_unit_test_setup_teardown(test_free_caller_labels, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_collect_job, setup, teardown),
+        cmocka_unit_test(test_old_record_job_id),
         cmocka_unit_test(test_parse_nvcc),
         cmocka_unit_test(test_nvcc_version_live),
         cmocka_unit_test(test_cc_version_live),

@@ -6,6 +6,7 @@
 #include "common/keys.h"
 #include "fleet/fleet.h"
 #include "fleet/fleet_pb.h"
+#include "fleet/jobs.h"
 #include "fleet/launch.h"
 #include "fleet/launch_int.h"
 #include "fleet/provider.h"
@@ -225,6 +226,43 @@ static void test_wire_names_the_row(void **state)
     kf_fleet_destroy(&f);
 }
 
+/* Two rows' status hooks append to one reply, each job under its
+ * provider's name; the reply crosses the wire as it is, and one free takes
+ * every row's jobs (ASan's leak check fails this test otherwise). */
+static void test_jobs_of_two_rows(void **state)
+{
+    (void)state;
+    Kfleet__StatusReply st = KFLEET__STATUS_REPLY__INIT;
+    kf_jobs_add(&st, &(kf_jobs_row){.provider = "tiny",
+                                    .host = "h",
+                                    .agent_id = "h-0",
+                                    .job_id = "7",
+                                    .state = "PENDING",
+                                    .reason = "Resources",
+                                    .seen_ns = 5});
+    kf_jobs_add(&st, &(kf_jobs_row){.provider = "other", .job_id = "7"});
+    assert_int_equal(st.n_provider_jobs, 2);
+    size_t n = kfleet__status_reply__get_packed_size(&st);
+    uint8_t *buf = malloc(n);
+    assert_non_null(buf);
+    kfleet__status_reply__pack(&st, buf);
+    kf_jobs_free(&st);
+    assert_null(st.provider_jobs);
+    assert_int_equal(st.n_provider_jobs, 0);
+    Kfleet__StatusReply *back = kfleet__status_reply__unpack(NULL, n, buf);
+    free(buf);
+    assert_non_null(back);
+    assert_int_equal(back->n_provider_jobs, 2);
+    assert_string_equal(back->provider_jobs[0]->provider, "tiny");
+    assert_string_equal(back->provider_jobs[0]->agent_id, "h-0");
+    assert_string_equal(back->provider_jobs[0]->state, "PENDING");
+    assert_string_equal(back->provider_jobs[0]->reason, "Resources");
+    assert_int_equal(back->provider_jobs[0]->seen_ns, 5);
+    assert_string_equal(back->provider_jobs[1]->provider, "other");
+    assert_string_equal(back->provider_jobs[1]->host, "");
+    kfleet__status_reply__free_unpacked(back, NULL);
+}
+
 static int alive(long pid)
 {
     return kill((pid_t)pid, 0) == 0;
@@ -308,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_parse_through_the_row),
         cmocka_unit_test(test_wire_names_the_row),
         cmocka_unit_test(test_launch_and_teardown_through_the_row),
+        cmocka_unit_test(test_jobs_of_two_rows),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     rmdir(workdir);
