@@ -1,5 +1,5 @@
 /* cmd_status — `kfleet status`: the running coordinator's agents and
- * sweeps, as a table or as JSON (schema kfleet.status/1), from one status
+ * sweeps, as a table or as JSON (schema kfleet.status/2), from one status
  * control request. */
 #include "cli/cli.h"
 #include "cli/client.h"
@@ -137,11 +137,11 @@ static json_t *sweep_json(const Kfleet__SweepProgress *s)
     return js;
 }
 
-/* The status as JSON (kfleet.status/1). 0 or 1. */
+/* The status as JSON (kfleet.status/2). 0 or 1. */
 static int print_json(const Kfleet__StatusReply *st)
 {
     json_t *root = json_object();
-    json_object_set_new(root, "schema", json_string("kfleet.status/1"));
+    json_object_set_new(root, "schema", json_string("kfleet.status/2"));
     json_object_set_new(root, "version", json_string(st->version));
     json_object_set_new(root, "pid", json_integer(st->pid));
     json_object_set_new(root, "agent_endpoint", json_string(st->agent_endpoint));

@@ -122,6 +122,7 @@ grep -A3 '"lab-1"' "$T/st2.json" | grep -q '"state": "stopped"' || fail "lab-1 n
 python3 - "$T/st2.json" "$job0" <<'PY' || fail "status JSON lacks lab-0's job under provider slurm"
 import json, sys
 st = json.load(open(sys.argv[1]))
+assert st["schema"] == "kfleet.status/2", st["schema"]  # its keys changed from /1
 a = [x for x in st["agents"] if x["agent_id"] == "lab-0"][0]
 assert (a["job_id"], a["job_provider"]) == (sys.argv[2], "slurm"), a
 assert any(j["provider"] == "slurm" and j["job_id"] == sys.argv[2] for j in st["provider_jobs"]), st
