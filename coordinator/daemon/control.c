@@ -95,9 +95,18 @@ static void able_agents(kf_coord *c, const ksweep *sw, Kfleet__SweepProgress *p,
         const ktask *t = &sw->tasks[i];
         if (t->rec->state != KFLEET__TASK_STATE__PENDING || t->rec->kernel_index >= nk)
             continue;
-        moves = able[t->rec->kernel_index];
+        uint32_t k = t->rec->kernel_index;
+        /* A candidate's task waits for its configuration's reference task:
+         * when nobody can run the problem, nobody can run it either. */
+        if (t->ref_gate >= 0 && (uint32_t)t->ref_gate < sw->ntasks) {
+            const ktask *g = &sw->tasks[t->ref_gate];
+            if (!kf_state_terminal(g->rec->state) && g->rec->kernel_index < nk &&
+                !able[g->rec->kernel_index])
+                k = g->rec->kernel_index;
+        }
+        moves = able[k];
         if (!stuck)
-            stuck = sw->rec->kernels[t->rec->kernel_index];
+            stuck = sw->rec->kernels[k];
     }
     free(able);
     if (moves && p->agents_able > 0)

@@ -407,3 +407,21 @@ KFLEET_HOME="$T/nohome" "$KFLEET" submit "$T/tri/sweep.yaml" >"$T/tri.out" 2>"$T
 [ $rc -eq 1 ] && ! grep -q "refused" "$T/tri.err" ||
   fail "the generated Triton sweep (no coordinator: exit 1 after the parse): exit $rc, $(cat "$T/tri.err")"
 pass "bench/problems.sh: 50 numpy candidates, 49 passed and 1 failed, a rate and the RSS; 100 Triton candidates generated, keeping the contract"
+
+# 7. A problem no agent's Python can run: the candidates wait for its
+#    reference task, so `kfleet run` says why nothing can run (the problem's
+#    imports), not a silent wait. The agents' Python here is one that
+#    cannot import numpy (-S: no site directories, where Debian keeps it).
+cat >"$T/py-nosite" <<SH
+#!/bin/sh
+exec "$KF_PYTHON" -S "\$@"
+SH
+chmod +x "$T/py-nosite"
+"$T/py-nosite" -c 'import numpy' 2>/dev/null && fail "$KF_PYTHON -S still imports numpy: no Python without it here"
+rc=0
+KF_PYTHON="$T/py-nosite" KFLEET_HOME="$T/home-nonumpy" timeout 120 "$KFLEET" run \
+  "$KF_SRC/examples/problems/rmsnorm-cpu/sweep.yaml" --agents 1 >"$T/nonumpy.out" 2>"$T/nonumpy.err" || rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "a problem no agent can run: exit $rc (124: it waited): $(tail -3 "$T/nonumpy.err")"
+grep -q "nothing can run the .* pending tasks.*kernel 'problem' is a Python kernel importing numpy" "$T/nonumpy.err" ||
+  fail "no reason naming the problem's numpy: $(tail -5 "$T/nonumpy.err")"
+pass "a problem no agent's Python can import: kfleet run exits $rc at once, naming the problem's numpy"
