@@ -26,6 +26,7 @@ void kf_fleet_host_to_pb(const kf_fleet_host *h, Kfleet__LaunchHost *x)
     x->identity = dup_or_empty(h->identity);
     x->workdir = dup_or_empty(h->workdir);
     x->provider = dup_or_empty(h->provider);
+    x->price = h->price; /* the agent the daemon starts is given --price */
     if (h->prov && h->prov->to_pb)
         h->prov->to_pb(h, x);
 }
@@ -60,5 +61,6 @@ int kf_fleet_host_from_pb(const Kfleet__LaunchHost *x, kf_fleet_host *h, kf_err 
     h->user = dup_or_null(x->user);
     h->identity = dup_or_null(x->identity);
     h->workdir = dup_or_null(x->workdir);
+    h->price = x->price > 0 ? x->price : 0;
     return h->prov->from_pb ? h->prov->from_pb(x, h, err) : KF_OK;
 }

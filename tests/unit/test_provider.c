@@ -203,7 +203,8 @@ static void test_wire_names_the_row(void **state)
 {
     (void)state;
     kf_err err;
-    kf_fleet *f = parse("hosts: [{name: w, provider: tiny, host: h, port: 2222}]\n", &err);
+    kf_fleet *f =
+        parse("hosts: [{name: w, provider: tiny, host: h, port: 2222, price: 2.49}]\n", &err);
     assert_non_null(f);
     Kfleet__LaunchHost x;
     kf_fleet_host_to_pb(&f->hosts[0], &x);
@@ -214,6 +215,8 @@ static void test_wire_names_the_row(void **state)
     assert_ptr_equal(back.prov, &tiny);
     assert_string_equal(back.name, "w");
     assert_int_equal(back.port, 2222);
+    /* The price crosses too: an agent the daemon launches is given --price. */
+    assert_true(back.price == 2.49);
     kf_fleet_host_release(&back);
     /* A provider the daemon does not know is refused, not guessed. */
     free(x.provider);
