@@ -116,46 +116,31 @@ static double half_width_pct(double lo, double med, double hi)
     return fmax(med - lo, hi - med) / med * 100.0;
 }
 
-double kf_stats_median_precision_pct(const double *s, size_t n)
-{
-    double lo, hi;
-    kf_stats_median_ci(s, n, &lo, &hi);
-    return half_width_pct(lo, kf_stats_quantile(s, n, 0.5), hi);
-}
-
 double kf_stats_precision_pct(const kf_stats *st)
 {
     return half_width_pct(st->ci_lo, st->median, st->ci_hi);
 }
 
-int kf_stats_stop_precise(const kf_stop_rule *r, const double *v, size_t n, double timed_s,
-                          double *achieved_pct)
+int kf_stats_stop_precise(const kf_stop_rule *r, const double *v, const uint32_t *set, size_t n,
+                          double timed_s, double *achieved_pct)
 {
     double got = INFINITY;
     if (n >= 6) {
-        double *s = kf_xmalloc(n * sizeof *s);
-        memcpy(s, v, n * sizeof *s);
-        kf_stats_sort(s, n);
-        got = kf_stats_median_precision_pct(s, n);
-        free(s);
+        kf_stats st;
+        if (kf_stats_compute_sets(v, set, n, &st) == KF_OK)
+            got = kf_stats_precision_pct(&st);
     }
     if (achieved_pct)
         *achieved_pct = got;
     return n >= r->min_samples && timed_s >= r->min_time_s && got <= r->precision_pct;
 }
 
-int kf_stats_compute(const double *v, size_t n, kf_stats *out)
+/* Every figure from one sorted copy of all the samples. */
+static void pooled(double *s, size_t n, kf_stats *out)
 {
-    out->n = 0;
-    out->ci_lo = out->ci_hi = NAN;
-    out->median = out->mean = out->min = out->max = NAN;
-    out->stddev = out->p10 = out->p90 = out->noise_pct = out->rsd_pct = NAN;
-    if (n == 0)
-        return KF_OK;
-    double *s = kf_xmalloc(n * sizeof *s);
-    memcpy(s, v, n * sizeof *s);
     kf_stats_sort(s, n);
     out->n = n;
+    out->sets = 1;
     out->min = s[0];
     out->max = s[n - 1];
     out->median = kf_stats_quantile(s, n, 0.5);
@@ -168,8 +153,83 @@ int kf_stats_compute(const double *v, size_t n, kf_stats *out)
         out->noise_pct = 1.4826 * kf_stats_mad(s, n) / out->median * 100.0;
     if (n >= 2 && out->mean > 0)
         out->rsd_pct = out->stddev / out->mean * 100.0;
+}
+
+/* The median over input sets: the mean of the sets' medians, its interval
+ * from theirs (independent estimates: the half-widths add in quadrature,
+ * over the count), and the noise as the spread of each sample around its
+ * own set's median. The pooled median of a kernel whose time depends on
+ * its inputs sits between the sets' modes, where few samples fall: its
+ * interval stays wide however many samples come (voxelize on an H200:
+ * sets at 82.4 and 86.1 us, 80,443 samples, still +-0.8 %). */
+static void by_set(const double *v, const uint32_t *set, size_t n, unsigned nsets, double *s,
+                   kf_stats *out)
+{
+    double sum = 0, lo2 = 0, hi2 = 0, med[KF_STATS_MAX_SETS];
+    unsigned present = 0;
+    int ci_known = 1;
+    for (unsigned k = 0; k < nsets; k++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (set[i] == k)
+                s[m++] = v[i];
+        med[k] = NAN;
+        if (m == 0)
+            continue;
+        kf_stats_sort(s, m);
+        double lo, hi;
+        med[k] = kf_stats_quantile(s, m, 0.5);
+        kf_stats_median_ci(s, m, &lo, &hi);
+        sum += med[k];
+        present++;
+        if (isnan(lo) || isnan(hi)) {
+            ci_known = 0;
+        } else {
+            lo2 += (med[k] - lo) * (med[k] - lo);
+            hi2 += (hi - med[k]) * (hi - med[k]);
+        }
+    }
+    out->sets = present;
+    out->median = sum / present;
+    out->ci_lo = ci_known ? out->median - sqrt(lo2) / present : NAN;
+    out->ci_hi = ci_known ? out->median + sqrt(hi2) / present : NAN;
+    out->noise_pct = NAN;
+    if (n >= 2 && out->median > 0) {
+        for (size_t i = 0; i < n; i++)
+            s[i] = v[i] - med[set[i]];
+        kf_stats_sort(s, n);
+        out->noise_pct = 1.4826 * kf_stats_mad(s, n) / out->median * 100.0;
+    }
+}
+
+int kf_stats_compute_sets(const double *v, const uint32_t *set, size_t n, kf_stats *out)
+{
+    out->n = 0;
+    out->sets = 0;
+    out->ci_lo = out->ci_hi = NAN;
+    out->median = out->mean = out->min = out->max = NAN;
+    out->stddev = out->p10 = out->p90 = out->noise_pct = out->rsd_pct = NAN;
+    if (n == 0)
+        return KF_OK;
+    unsigned nsets = 1;
+    for (size_t i = 0; set && i < n; i++) {
+        if (set[i] >= KF_STATS_MAX_SETS)
+            return KF_EINVAL;
+        if (set[i] + 1 > nsets)
+            nsets = set[i] + 1;
+    }
+    double *s = kf_xmalloc(n * sizeof *s);
+    memcpy(s, v, n * sizeof *s);
+    pooled(s, n, out);
+    if (nsets > 1)
+        by_set(v, set, n, nsets, s, out);
     free(s);
     return KF_OK;
+}
+
+int kf_stats_compute(const double *v, size_t n, kf_stats *out)
+{
+    return kf_stats_compute_sets(v, NULL, n, out);
 }
 
 static int cmp_u32(const void *a, const void *b)

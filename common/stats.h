@@ -30,28 +30,42 @@ typedef struct kf_stats {
      * statistics at ranks n/2 -+ 1.96 sqrt(n)/2 (binomial, normal
      * approximation); NAN when n < 6, where it would be the whole range. */
     double ci_lo, ci_hi;
+    /* How many input sets the median is over: 1, the plain median of the
+     * samples; K > 1 (kf_stats_compute_sets), the mean of the K sets'
+     * medians, whose interval and noise are taken within each set. */
+    unsigned sets;
 } kf_stats;
+
+/* A profile runs its kernel on at most this many input sets. */
+#define KF_STATS_MAX_SETS 64
 
 /* Fills out from n values (not modified; a sorted copy is made). With n == 0
  * every figure is NAN and out->n is 0. Returns 0 or KF_ENOMEM. */
 int kf_stats_compute(const double *v, size_t n, kf_stats *out);
 
+/* The same for samples each taken on input set set[i] (NULL: all on one).
+ * With samples on K > 1 sets, the median reported is the mean of the sets'
+ * medians: the kernel's time on the sweep's mix of inputs, which a pooled
+ * median is not when the sets take different times (it falls between
+ * their modes, and wanders there). Its 95 % interval combines the sets'
+ * intervals (half-widths in quadrature over K), and noise_pct is the
+ * spread of the samples around their own set's median; min, max, mean,
+ * the percentiles and rsd_pct stay those of all the samples. KF_EINVAL
+ * when a set index is KF_STATS_MAX_SETS or more. */
+int kf_stats_compute_sets(const double *v, const uint32_t *set, size_t n, kf_stats *out);
+
 /* The 95 % confidence interval of the median of n sorted values (see
  * kf_stats.ci_lo); both NAN when n < 6. */
 void kf_stats_median_ci(const double *sorted, size_t n, double *lo, double *hi);
 
-/* How precisely the median of n sorted values is known: the half-width of
- * its 95 % interval (the wider side of kf_stats_median_ci), in percent of
- * the median. INFINITY when n < 6 or the median is not positive. */
-double kf_stats_median_precision_pct(const double *sorted, size_t n);
-
-/* The same from computed statistics (their ci_lo, ci_hi and median);
- * INFINITY where those are NAN. */
+/* How precisely the median is known: the half-width of its 95 % interval
+ * (the wider side of ci_lo, ci_hi), in percent of the median; INFINITY
+ * where those are NAN or the median is not positive. */
 double kf_stats_precision_pct(const kf_stats *st);
 
 /* The profile's stopping rule (issue 32): stop when the reported statistic,
- * the median, is known to precision_pct at 95 %, once there are at least
- * min_samples samples and min_time_s seconds of them. A distribution-free
+ * the median (over input sets where there are several), is known to precision_pct at 95 %, once
+ * there are at least min_samples samples and min_time_s seconds of them. A distribution-free
  * interval (order statistics), not a mean's standard error: timing samples
  * are skewed and carry preemption outliers, which widen a mean's interval
  * and move the mean, but not the median's. The spread of the samples (their
@@ -63,12 +77,13 @@ typedef struct kf_stop_rule {
     double precision_pct;
 } kf_stop_rule;
 
-/* 1 when the n samples v (unsorted; not modified), which took timed_s
- * seconds, meet rule r, else 0. *achieved_pct (may be NULL) is the
- * precision the median has (kf_stats_median_precision_pct; INFINITY while
- * n < 6), computed even when the floors are not met yet. */
-int kf_stats_stop_precise(const kf_stop_rule *r, const double *v, size_t n, double timed_s,
-                          double *achieved_pct);
+/* 1 when the n samples v (unsorted; not modified), taken on input sets
+ * set (NULL: one) in timed_s seconds, meet rule r, else 0. *achieved_pct
+ * (may be NULL) is the precision the median has (kf_stats_precision_pct of
+ * kf_stats_compute_sets; INFINITY while n < 6 or a set has fewer than 6),
+ * computed even when the floors are not met yet. */
+int kf_stats_stop_precise(const kf_stop_rule *r, const double *v, const uint32_t *set, size_t n,
+                          double timed_s, double *achieved_pct);
 
 /* Sorts v ascending in place (the input the functions below want). */
 void kf_stats_sort(double *v, size_t n);

@@ -121,10 +121,11 @@ typedef struct loaded {
 
 /* kernel_ops.c */
 /* Queues one sample for the frame stream (flushed in batches): its time,
- * whether NVML saw a throttling reason, whether the throttle policy
- * discarded it, and the SM clock and power as it ended (0: no NVML). */
-int hctx_add_sample(hctx *h, double seconds, int throttled, int discarded, uint32_t sm_mhz,
-                    uint32_t power_mw);
+ * the input set its (first) run used, whether NVML saw a throttling
+ * reason, whether the throttle policy discarded it, and the SM clock and
+ * power as it ended (0: no NVML). */
+int hctx_add_sample(hctx *h, double seconds, uint32_t input_set, int throttled, int discarded,
+                    uint32_t sm_mhz, uint32_t power_mw);
 /* Sends the queued samples and the NVML readings taken meanwhile. */
 int hctx_flush_samples(hctx *h);
 /* Ends the task in `state` with the message; returns -1 for the caller to

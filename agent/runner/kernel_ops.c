@@ -81,13 +81,14 @@ int hctx_flush_samples(hctx *h)
     return kf_harness_write_frame(h->out_fd, &env);
 }
 
-int hctx_add_sample(hctx *h, double seconds, int throttled, int discarded, uint32_t sm_mhz,
-                    uint32_t power_mw)
+int hctx_add_sample(hctx *h, double seconds, uint32_t input_set, int throttled, int discarded,
+                    uint32_t sm_mhz, uint32_t power_mw)
 {
     Kfleet__Sample *s = &h->pending[h->npending++];
     kfleet__sample__init(s);
     s->seq = h->seq++;
     s->seconds = seconds;
+    s->input_set = input_set;
     s->t_ns = kf_now_ns();
     s->throttled = throttled;
     s->discarded = discarded;

@@ -28,10 +28,10 @@
 #include <unistd.h>
 
 /* The stored summary, from the same statistics the report recomputes. */
-static void stats(const double *v, size_t n, Kfleet__ProfileStats *ps)
+static void stats(const double *v, const uint32_t *set, size_t n, Kfleet__ProfileStats *ps)
 {
     kf_stats st;
-    if (kf_stats_compute(v, n, &st) != KF_OK)
+    if (kf_stats_compute_sets(v, set, n, &st) != KF_OK)
         return;
     ps->samples = (uint32_t)n;
     ps->median_s = st.median;
@@ -372,9 +372,10 @@ typedef struct prof {
     /* The host's cold-sample flush buffer (NULL: hot, or a device kernel). */
     char *flush;
     size_t flush_n;
-    /* The kept samples: times, SM clock and power at each. */
+    /* The kept samples: times, the input set each began on (the median is
+     * over sets: kf_stats_compute_sets), SM clock and power at each. */
     double *times;
-    uint32_t *clk, *pw;
+    uint32_t *set, *clk, *pw;
     size_t n, cap;
     uint32_t discarded;
     int converged;
@@ -522,19 +523,22 @@ static int sample_host(prof *p, size_t first, size_t iter, double *secs)
 }
 
 /* Keeps one sample (and streams it). 0, or -1 with the task failed. */
-static int keep_sample(prof *p, double secs, int throttled, const kf_nvml_reading *at)
+static int keep_sample(prof *p, double secs, size_t first, int throttled, const kf_nvml_reading *at)
 {
     if (p->n == p->cap) {
         p->cap = p->cap ? 2 * p->cap : 1024;
         p->times = kf_xrealloc(p->times, p->cap * sizeof *p->times);
+        p->set = kf_xrealloc(p->set, p->cap * sizeof *p->set);
         p->clk = kf_xrealloc(p->clk, p->cap * sizeof *p->clk);
         p->pw = kf_xrealloc(p->pw, p->cap * sizeof *p->pw);
     }
     p->clk[p->n] = at->sm_mhz;
     p->pw[p->n] = at->power_mw;
+    p->set[p->n] = (uint32_t)first;
     p->times[p->n++] = secs;
     p->total_timed += secs * p->batch;
-    if (hctx_add_sample(p->h, secs, throttled != 0, 0, at->sm_mhz, at->power_mw) != KF_OK)
+    if (hctx_add_sample(p->h, secs, (uint32_t)first, throttled != 0, 0, at->sm_mhz, at->power_mw) !=
+        KF_OK)
         return hctx_fail(p->h, KFLEET__TASK_STATE__FAILED, "cannot stream samples to the agent");
     return 0;
 }
@@ -582,7 +586,7 @@ static int sample_loop(prof *p)
              * before the next sample (nvbench's policy), as long as the
              * waits stay within the time measured. */
             p->discarded++;
-            if (hctx_add_sample(h, secs, 1, 1, at.sm_mhz, at.power_mw) != KF_OK)
+            if (hctx_add_sample(h, secs, (uint32_t)first, 1, 1, at.sm_mhz, at.power_mw) != KF_OK)
                 return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
                                  "cannot stream samples to the agent");
             kf_thermal_wait(&p->tp, p->timed_all);
@@ -590,7 +594,7 @@ static int sample_loop(prof *p)
                 return 0;
             continue;
         }
-        if (keep_sample(p, secs, throttled, &at) != 0)
+        if (keep_sample(p, secs, first, throttled, &at) != 0)
             return -1;
         /* The precision check sorts: do it at most ~every 1% of the
          * samples. (As `n % (1 + n / 100) == 0` it never fired again past
@@ -599,7 +603,8 @@ static int sample_loop(prof *p)
         if (p->n >= p->rule.min_samples && p->total_timed >= p->rule.min_time_s &&
             p->n >= next_check) {
             next_check = p->n + 1 + p->n / 100;
-            if (kf_stats_stop_precise(&p->rule, p->times, p->n, p->total_timed, &p->achieved)) {
+            if (kf_stats_stop_precise(&p->rule, p->times, p->set, p->n, p->total_timed,
+                                      &p->achieved)) {
                 p->converged = 1;
                 return 0;
             }
@@ -634,7 +639,7 @@ static void loop_phases(prof *p, double loop_s)
 static void summarize(prof *p, Kfleet__ProfileStats *ps)
 {
     const loaded *L = p->L;
-    stats(p->times, p->n, ps);
+    stats(p->times, p->set, p->n, ps);
     ps->discarded = p->discarded;
     ps->throttle_keep = p->tp.keep;
     ps->clock_threshold_mhz = p->tp.threshold_mhz;
@@ -643,7 +648,7 @@ static void summarize(prof *p, Kfleet__ProfileStats *ps)
     ps->power_median_mw = kf_stats_median_u32(p->pw, p->n);
     ps->converged = p->converged;
     if (!p->converged)
-        kf_stats_stop_precise(&p->rule, p->times, p->n, p->total_timed, &p->achieved);
+        kf_stats_stop_precise(&p->rule, p->times, p->set, p->n, p->total_timed, &p->achieved);
     ps->precision_pct = isfinite(p->achieved) ? p->achieved : -1;
     ps->precision_target_pct = p->rule.precision_pct;
     ps->thermal = (char *)kf_thermal_protocol(p->h->cu != NULL);
@@ -667,6 +672,7 @@ static void prof_close(prof *p)
     hctx_guard_destroy(&p->guard);
     free(p->flush);
     free(p->times);
+    free(p->set);
     free(p->clk);
     free(p->pw);
     for (size_t i = 0; i < p->nsets; i++)

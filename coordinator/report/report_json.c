@@ -164,6 +164,9 @@ static json_t *json_profile(const rrow *w, int with_samples)
     set(p, "hot", ps ? json_boolean(ps->hot) : json_null());
     set(p, "batch", ps ? json_integer(ps->batch) : json_null());
     set(p, "input_sets", ps && ps->input_sets ? json_integer(ps->input_sets) : json_null());
+    /* How many sets the median is over (1: the plain median of the samples;
+     * K: the mean of K sets' medians, common/stats.h). */
+    set(p, "median_over_sets", w->st.sets ? json_integer(w->st.sets) : json_null());
     const Kfleet__TelemetrySummary *ts = pt->res ? pt->res->telemetry : NULL;
     if (ts) {
         json_t *t = json_object();
@@ -201,6 +204,14 @@ static json_t *json_profile(const rrow *w, int with_samples)
         for (size_t i = 0; i < pt->nsamples; i++)
             json_array_append_new(times, jnum(pt->samples[i]));
         set(p, "sample_seconds", times);
+        /* Each sample's input set, beside its time, where the median is
+         * over sets: a replay of the stopping rule needs both. */
+        if (w->st.sets > 1) {
+            json_t *sets = json_array();
+            for (size_t i = 0; i < pt->nsamples; i++)
+                json_array_append_new(sets, json_integer(pt->set[i]));
+            set(p, "sample_sets", sets);
+        }
     }
     return p;
 }

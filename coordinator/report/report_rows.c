@@ -134,8 +134,10 @@ static int sample_cb(void *ctx, const Kfleet__Sample *s)
         rt->samples = kf_xrealloc(rt->samples, cap * sizeof *rt->samples);
         rt->clk = kf_xrealloc(rt->clk, cap * sizeof *rt->clk);
         rt->pw = kf_xrealloc(rt->pw, cap * sizeof *rt->pw);
+        rt->set = kf_xrealloc(rt->set, cap * sizeof *rt->set);
         rt->cap = cap;
     }
+    rt->set[rt->nsamples] = s->input_set;
     rt->clk[rt->nsamples] = s->sm_clock_mhz;
     rt->pw[rt->nsamples] = s->power_mw;
     rt->samples[rt->nsamples++] = s->seconds;
@@ -544,7 +546,7 @@ static int build_rows(rep *r)
         rtask *p = w->profile;
         if (rc || !p || !p->res || p->res->state != KFLEET__TASK_STATE__SUCCEEDED)
             continue;
-        rc = kf_stats_compute(p->samples, p->nsamples, &w->st);
+        rc = kf_stats_compute_sets(p->samples, p->set, p->nsamples, &w->st);
         w->mismatch = p->nsamples + p->ndiscarded != p->res->sample_count;
         const Kfleet__ProfileStats *ps = p->res->profile;
         /* Noisy is the spread (issue 32), judged against the sweep's
@@ -598,6 +600,7 @@ void kf_rep_release(rep *r)
             kfleet__result__free_unpacked(r->tasks[i].res, NULL);
         free(r->tasks[i].samples);
         free(r->tasks[i].clk);
+        free(r->tasks[i].set);
         free(r->tasks[i].pw);
         drop_attempts(&r->tasks[i]);
     }

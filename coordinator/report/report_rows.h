@@ -36,6 +36,7 @@ typedef struct rtask {
     Kfleet__Result *res; /* the terminal record; NULL while not ended */
     double *samples;     /* stored sample times of res->attempt, in seq order (kept ones) */
     uint32_t *clk, *pw;  /* per kept sample: SM clock MHz, power mW as it ended (0: none) */
+    uint32_t *set;       /* per kept sample: the input set it ran on (stats by set) */
     size_t nsamples, cap;
     size_t nthrottled; /* kept samples NVML saw throttled */
     size_t ndiscarded; /* samples the throttle policy discarded */

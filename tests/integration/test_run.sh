@@ -57,6 +57,25 @@ print("ok - %d evaluations, %.0f per slot-hour, cost %.4g (%.3g each); samples p
       % (c["evaluations"], c["evaluations_per_slot_hour"], c["cost"], c["cost_per_evaluation"],
          [r["profile"]["samples"] for r in d["rows"]]))
 PY
+# Issue 32: each sample carries the input set its run used, and the median
+# is over sets (the mean of the sets' medians), recomputed here from the
+# samples the JSON carries.
+python3 - "$T/report.json" <<'PY' || fail "the median over input sets is wrong"
+import json, statistics, sys
+d = json.load(open(sys.argv[1]))
+for r in d["rows"]:
+    p = r["profile"]
+    k = p["median_over_sets"]
+    assert k == p["input_sets"] and k >= 2, p
+    t, s = p["sample_seconds"], p["sample_sets"]
+    assert len(t) == len(s) == p["samples"] and sorted(set(s)) == list(range(k)), (len(t), len(s))
+    want = sum(statistics.median([x for x, i in zip(t, s) if i == j]) for j in range(k)) / k
+    assert abs(p["median_s"] - want) <= 1e-12 * want, (p["median_s"], want)
+    lo, hi = p["median_ci95_s"]
+    assert lo <= p["median_s"] <= hi, p
+print("ok - medians over %s input sets" % sorted({r["profile"]["median_over_sets"] for r in d["rows"]}))
+PY
+pass "median over input sets"
 grep -q "^  cost: 9 evaluations in .* CPU-slot-hours = .* per CPU-slot-hour; .* at 2.5 per CPU-slot-hour" "$T/run.out" || fail "no cost line in the text report"
 grep -q "thermal protocol: host" "$T/run.out" || fail "no thermal protocol in the text report"
 pass "cost and protocol in the text report: $(grep -o 'cost: .*' "$T/run.out" | head -1)"
