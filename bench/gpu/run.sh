@@ -41,6 +41,7 @@
 #                 then examples/gpu.yaml on GPU 0 (<= 75 s); summarize.py
 #                 checks them (KF_BUNDLE + KF_TAG: the baseline's bundle in
 #                 the same session)
+#   PART=targets3 the targets of issue32, on GPU TARGETS_GPU (default 0) alone
 #   PART=kill     bench/gpu/targets.yaml on every GPU with agent local-1
 #                 killed KILL_AFTER (25) s in: verify must be clean
 #   PART=targets1 bench/gpu/targets.yaml once, cold
@@ -431,6 +432,14 @@ issue32) # stop on precision, thermal protocol, cost: targets twice and reversed
   sweep targetsrev "$ROOT/bench/gpu/targets-reversed.yaml"
   CUDA_VISIBLE_DEVICES=0 sweep fleet1 "$ROOT/examples/gpu.yaml" --agents 1 ${PRICE:+--price "$PRICE"}
   schedule fleet1
+  ;;
+targets3) # issue 32's targets on one GPU (TARGETS_GPU, default 0): twice, then reversed
+  export CUDA_VISIBLE_DEVICES=${TARGETS_GPU:-0}
+  "$B/kfleet-agent" --doctor --gpu | tee "$W/doctor.txt"
+  sweep targets1 "$ROOT/bench/gpu/targets.yaml"
+  sweep targets2 "$ROOT/bench/gpu/targets.yaml"
+  sweep targetsrev "$ROOT/bench/gpu/targets-reversed.yaml"
+  unset CUDA_VISIBLE_DEVICES
   ;;
 fleet1) # examples/gpu.yaml on GPU 0 alone: the 1-GPU point of the speed-up
   CUDA_VISIBLE_DEVICES=0 sweep fleet1 "$ROOT/examples/gpu.yaml" --agents 1
