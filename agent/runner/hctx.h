@@ -106,7 +106,9 @@ typedef struct hctx {
     /* The comparison on the GPU (devcmp.h), loaded at the first device
      * check of the task; harness.c destroys it with the task. */
     struct kf_devcmp *devcmp;
-    int compare_logged; /* the task's runner.compare line written */
+    /* Where the task's checks run (Result.compare), set and logged
+     * (runner.compare) at its first: "device", or "host: " and why. */
+    char compare[96];
 } hctx;
 
 /* *buf with room for n bytes (content not kept when it grows), or NULL out

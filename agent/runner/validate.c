@@ -193,16 +193,16 @@ int hctx_compare_on_device(hctx *h, const loaded *L, const kf_view *v)
                          "kernel defines %s)",
                          mode, KF_REFERENCE_DEVICE_SYMBOL);
     int dev = !host && L->refdev && v->location == KF_LOC_DEVICE && h->cu && !h->judge;
-    if (!h->compare_logged) {
-        h->compare_logged = 1;
-        const char *why = dev          ? "the kernel's " KF_REFERENCE_DEVICE_SYMBOL
-                          : h->judge   ? "a candidate: the checker compares"
-                          : !L->refdev ? "no " KF_REFERENCE_DEVICE_SYMBOL
-                          : host       ? "KF_COMPARE=host"
+    if (!h->compare[0]) {
+        const char *why = h->judge                       ? "a candidate: the checker compares"
+                          : !L->refdev                   ? "no " KF_REFERENCE_DEVICE_SYMBOL
+                          : host                         ? "KF_COMPARE=host"
                           : v->location != KF_LOC_DEVICE ? "a host output"
                                                          : "no CUDA driver";
-        kf_info("runner.compare", "task=0x%llx kernel=%s compare=%s why=\"%s\"",
-                (unsigned long long)h->ta->task_id, h->spec->kernel, dev ? "device" : "host", why);
+        snprintf(h->compare, sizeof h->compare, "%s%s", dev ? "device" : "host: ", dev ? "" : why);
+        h->res->compare = h->compare;
+        kf_info("runner.compare", "task=0x%llx kernel=%s compare=\"%s\"",
+                (unsigned long long)h->ta->task_id, h->spec->kernel, h->compare);
     }
     return dev;
 }
