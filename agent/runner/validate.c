@@ -228,7 +228,8 @@ int hctx_device_reference(hctx *h, const loaded *L, void *state, size_t n, doubl
     int rc = 0;
     if (kf_cudrv_alloc(h->cu, &p, n * sizeof(double), &err) != KF_OK)
         rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED,
-                       "kernel %s: no device memory for its reference (%zu doubles): %s",
+                       "kernel %s: no device memory for its reference (%zu doubles): %s "
+                       "(KF_COMPARE=host checks on the host)",
                        h->spec->kernel, n, err.msg);
     /* NaN where the reference writes nothing, as on the host. */
     else if (kf_cudrv_memset(h->cu, p, 0xFF, n * sizeof(double), &err) != KF_OK)
