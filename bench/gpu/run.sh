@@ -511,10 +511,12 @@ build) # issue 33: kfleet built from source by this machine's own compiler and C
   ;;
 devcompare) # issue 32 item 4: the checks on the host, then on the GPU, same seeds
   log_count() { cat "$KFLEET_HOME"/run/agent-*.log 2>/dev/null | grep -c "runner.compare.*compare=\"$1"; }
+  # Each sweep starts from an empty store: the sweep id restarts, and with
+  # it the task ids the validation seeds derive from; the agents' build
+  # caches stay (the second sweep compiles nothing).
+  rm -rf "$KFLEET_HOME/state/store"
   KF_COMPARE=host sweep devcmp-host "$ROOT/bench/gpu/devcompare.yaml" --agents 1
   h0=$(log_count host) d0=$(log_count device)
-  # The sweep id restarts with the store, and with it the task ids the
-  # validation seeds derive from; the agents' build caches stay.
   rm -rf "$KFLEET_HOME/state/store"
   sweep devcmp-device "$ROOT/bench/gpu/devcompare.yaml" --agents 1
   echo "devcompare: runner.compare lines: host run: $h0 host, $d0 device; device run: $(($(log_count host) - h0)) host, $(($(log_count device) - d0)) device" |
