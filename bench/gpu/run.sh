@@ -510,17 +510,33 @@ build) # issue 33: kfleet built from source by this machine's own compiler and C
   done
   ;;
 devcompare) # issue 32 item 4: the checks on the host, then on the GPU, same seeds
-  log_count() { cat "$KFLEET_HOME"/run/agent-*.log 2>/dev/null | grep -c "runner.compare.*compare=\"$1"; }
-  # Each sweep starts from an empty store: the sweep id restarts, and with
-  # it the task ids the validation seeds derive from; the agents' build
-  # caches stay (the second sweep compiles nothing).
-  rm -rf "$KFLEET_HOME/state/store"
-  KF_COMPARE=host sweep devcmp-host "$ROOT/bench/gpu/devcompare.yaml" --agents 1
-  h0=$(log_count host) d0=$(log_count device)
-  rm -rf "$KFLEET_HOME/state/store"
-  sweep devcmp-device "$ROOT/bench/gpu/devcompare.yaml" --agents 1
-  echo "devcompare: runner.compare lines: host run: $h0 host, $d0 device; device run: $(($(log_count host) - h0)) host, $(($(log_count device) - d0)) device" |
-    tee -a "$W/times.txt"
+  # Each task's runner.compare line (where its checks ran, and why), read
+  # from the runners' logs while they live (the agent removes a runner's
+  # directory when it retires).
+  compare_lines() { # FILE
+    while :; do
+      cat "$KFLEET_HOME"/state/agents/*/tmp/*/runner.log 2>/dev/null | grep 'runner.compare'
+      sleep 0.1
+    done >>"$1"
+  }
+  for way in host device; do
+    # Each sweep starts from an empty store: the sweep id restarts, and with
+    # it the task ids the validation seeds derive from; the agents' build
+    # caches stay (the second sweep compiles nothing).
+    rm -rf "$KFLEET_HOME/state/store"
+    compare_lines "$W/devcmp-$way.compare" &
+    poll=$!
+    if [ $way = host ]; then
+      KF_COMPARE=host sweep devcmp-host "$ROOT/bench/gpu/devcompare.yaml" --agents 1
+    else
+      sweep devcmp-device "$ROOT/bench/gpu/devcompare.yaml" --agents 1
+    fi
+    kill "$poll"
+    wait "$poll" 2>/dev/null
+    echo "devcompare $way run, where each task's checks ran (tasks, kernel, compare):" | tee -a "$W/times.txt"
+    sort -u "$W/devcmp-$way.compare" | sed -n 's/.* kernel=\([^ ]*\) compare=\(.*\)/\1 \2/p' |
+      sort | uniq -c | tee -a "$W/times.txt"
+  done
   python3 - "$W/devcmp-host.json" "$W/devcmp-device.json" <<'PY' | tee -a "$W/times.txt"
 import json, sys
 def load(path):
