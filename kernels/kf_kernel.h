@@ -107,6 +107,25 @@ typedef struct kf_kernel {
 typedef const kf_kernel *(*kf_kernel_get_fn)(void);
 #define KF_KERNEL_SYMBOL "kf_kernel_get"
 
+/* The reference on the device (optional, CUDA kernels; ABI version 1 as
+ * is). A kernel whose output is device memory may also define, with C
+ * linkage,
+ *
+ *     int kf_reference_device(void *state, double *dref, char *err, size_t errlen);
+ *
+ * which writes the same expected output as reference() (count doubles, the
+ * same rules: independent of run, higher precision where it matters) into
+ * DEVICE memory dref that the harness allocated and filled with NaN, its
+ * work enqueued on stream 0 (the harness waits for the whole context
+ * before reading it, and calls it before the run it checks, so it never
+ * sees that run's output). The harness then compares on the GPU with its
+ * own kernel, so the output and the reference never cross to the host. A
+ * kernel without it is checked on the host through reference(), which it
+ * must still define; KF_COMPARE=host in the agent's environment makes the
+ * runner use reference() even where this exists. */
+typedef int (*kf_reference_device_fn)(void *state, double *dref, char *err, size_t errlen);
+#define KF_REFERENCE_DEVICE_SYMBOL "kf_reference_device"
+
 /* Problems and candidates (docs/problems.md).
  *
  * A problem is a kf_kernel whose setup makes the inputs from the secret

@@ -66,6 +66,7 @@ struct kf_cudrv {
     CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
     CUresult (*cuModuleLoadData)(void **, const void *);
     CUresult (*cuModuleGetFunction)(void **, void *, const char *);
+    CUresult (*cuModuleUnload)(void *);
     CUresult (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                unsigned, CUstream, void **, void **);
     CUresult (*cuMemHostAlloc)(void **, size_t, unsigned);
@@ -146,6 +147,7 @@ static int load(kf_cudrv *cu, kf_err *err)
     SYM(cu, cuMemcpyHtoD, "cuMemcpyHtoD_v2");
     SYM(cu, cuModuleLoadData, "cuModuleLoadData");
     SYM(cu, cuModuleGetFunction, "cuModuleGetFunction");
+    SYM(cu, cuModuleUnload, "cuModuleUnload");
     SYM(cu, cuLaunchKernel, "cuLaunchKernel");
     SYM(cu, cuMemHostAlloc, "cuMemHostAlloc");
     SYM(cu, cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2");
@@ -679,6 +681,37 @@ int kf_cudrv_copy_to_device(kf_cudrv *cu, void *dev_dst, const void *src, size_t
 {
     CUresult r = cu->cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dev_dst, src, n);
     return r ? cu_fail(cu, r, "copying to the device", err) : KF_OK;
+}
+
+int kf_cudrv_copy_device(kf_cudrv *cu, void *dev_dst, const void *dev_src, size_t n, kf_err *err)
+{
+    CUresult r = cu->cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)dev_dst,
+                                       (CUdeviceptr)(uintptr_t)dev_src, n, CU_STREAM_LEGACY);
+    return r ? cu_fail(cu, r, "copying on the device", err) : KF_OK;
+}
+
+int kf_cudrv_module_load(kf_cudrv *cu, const char *ptx, void **mod, kf_err *err)
+{
+    CUresult r = cu->cuModuleLoadData(mod, ptx);
+    return r ? cu_fail(cu, r, "loading the harness's PTX (cuModuleLoadData)", err) : KF_OK;
+}
+
+int kf_cudrv_module_function(kf_cudrv *cu, void *mod, const char *name, void **fn, kf_err *err)
+{
+    CUresult r = cu->cuModuleGetFunction(fn, mod, name);
+    return r ? cu_fail(cu, r, name, err) : KF_OK;
+}
+
+void kf_cudrv_module_unload(kf_cudrv *cu, void *mod)
+{
+    if (mod)
+        cu->cuModuleUnload(mod);
+}
+
+int kf_cudrv_launch(kf_cudrv *cu, void *fn, unsigned grid, unsigned block, void **args, kf_err *err)
+{
+    CUresult r = cu->cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, CU_STREAM_LEGACY, args, NULL);
+    return r ? cu_fail(cu, r, "launching the harness's kernel", err) : KF_OK;
 }
 
 int kf_cudrv_mark(kf_cudrv *cu, int stop)

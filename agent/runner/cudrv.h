@@ -67,6 +67,18 @@ int kf_cudrv_idle_overhead(kf_cudrv *cu, unsigned n, double *out, kf_err *err);
 int kf_cudrv_alloc(kf_cudrv *cu, void **out, size_t n, kf_err *err);
 void kf_cudrv_free(kf_cudrv *cu, void *p);
 int kf_cudrv_copy_to_device(kf_cudrv *cu, void *dev_dst, const void *src, size_t n, kf_err *err);
+/* Copies n bytes from device to device on the legacy stream (ordered
+ * with the copies, memsets and launches here; not waited for). */
+int kf_cudrv_copy_device(kf_cudrv *cu, void *dev_dst, const void *dev_src, size_t n, kf_err *err);
+/* The harness's own device code (devcmp.c): a PTX module loaded into the
+ * primary context (*mod, unloaded with kf_cudrv_module_unload), a
+ * function of it, and a 1-D launch of one on the legacy stream (not
+ * waited for: a fault surfaces at the next copy or kf_cudrv_sync). */
+int kf_cudrv_module_load(kf_cudrv *cu, const char *ptx, void **mod, kf_err *err);
+int kf_cudrv_module_function(kf_cudrv *cu, void *mod, const char *name, void **fn, kf_err *err);
+void kf_cudrv_module_unload(kf_cudrv *cu, void *mod);
+int kf_cudrv_launch(kf_cudrv *cu, void *fn, unsigned grid, unsigned block, void **args,
+                    kf_err *err);
 /* Records the start (stop = 0) or stop event on the legacy stream, and the
  * time between them once the stop event completed. */
 int kf_cudrv_mark(kf_cudrv *cu, int stop);

@@ -25,10 +25,22 @@
  * checks send the values at those positions to the checker, which has
  * them (h->spot), and apply the same bounds to its answer. What costs an honest kernel: one
  * output-sized memset and a few small reads per sample, both outside the timed interval
- * (docs/benchmarks.md has the figures). */
+ * (docs/benchmarks.md has the figures).
+ *
+ * On the GPU (hctx_compare_on_device: a device output whose kernel defines
+ * kf_reference_device): each set's whole reference is computed once into
+ * device memory and kept there (while the sets' references fit in half the
+ * device memory then free), the spot check runs our comparison kernel over
+ * all CHUNKS chunks in one launch and reads back their sums only, and the
+ * re-checks compare against the kept reference on the device. A set whose
+ * reference is not kept has its chunks' reference copied to the host
+ * (CHUNKS x CHUNK_LEN doubles) and is spot-checked as a host-compared
+ * set is; its re-checks compute the reference again. */
 #include "runner/guard.h"
 
+#include "common/log.h"
 #include "common/util.h"
+#include "runner/devcmp.h"
 #include "common/xalloc.h"
 
 #include <math.h>
@@ -53,9 +65,14 @@ typedef struct guard_set {
     /* The whole reference, kept for the profile's re-checks (in the task's
      * h->host_set[i], which the task frees); NULL: not kept. */
     const double *full;
+    /* Checked on the GPU: the whole reference in device memory, kept for
+     * the spot checks and re-checks (freed by hctx_guard_destroy); NULL:
+     * not kept, or checked on the host. */
+    double *dref;
 } guard_set;
 
 struct hctx_guard {
+    kf_cudrv *cu; /* frees the sets' dref */
     size_t nsets;
     guard_set *sets;
     uint64_t rng;
@@ -81,6 +98,28 @@ static uint64_t secret_seed(void)
     return x;
 }
 
+/* prepare_set on the GPU: the reference into device memory; kept there
+ * (s->dref) when `keep`, else only its chunks copied to the host. */
+static int prepare_device_set(hctx *h, const loaded *L, void *state, guard_set *s, int keep)
+{
+    double *dref = NULL;
+    if (hctx_device_reference(h, L, state, s->view.count, &dref) != 0)
+        return -1;
+    if (keep) {
+        s->dref = dref;
+        return 0;
+    }
+    kf_err err;
+    int rc = 0;
+    for (size_t c = 0; c < CHUNKS && rc == 0; c++)
+        if (kf_cudrv_copy_to_host(h->cu, s->ref[c], dref + s->at[c], s->len * sizeof(double),
+                                  &err) != KF_OK)
+            rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: the reference's chunks: %s",
+                           h->spec->kernel, err.msg);
+    kf_cudrv_free(h->cu, dref);
+    return rc;
+}
+
 /* The chunk positions of one set and the reference there: the reference is
  * computed once (NaN where it writes nothing), into the set's own buffer
  * when `keep` (the profile's re-checks on this set then reuse it: the
@@ -98,6 +137,9 @@ static int prepare_set(hctx_guard *g, hctx *h, const loaded *L, void *state, siz
         s->at[c] = (size_t)(next_rand(g) % (uint64_t)(n - s->len + 1));
     if (h->spot)
         return 0; /* the checker has the reference at every position */
+    int dev = hctx_compare_on_device(h, L, &s->view);
+    if (dev != 0)
+        return dev < 0 ? -1 : prepare_device_set(h, L, state, s, keep);
     double *ref = NULL;
     if (keep) {
         ref = hctx_host_buffer(&h->host_set[set], &h->host_set_cap[set], n * sizeof(double));
@@ -129,20 +171,44 @@ static double keep_budget(void)
     return pages > 0 && psz > 0 ? (double)pages * (double)psz / 8 : 0;
 }
 
+/* The device memory the kept device references may take together: half
+ * of what is free once the sets are set up; the rest stays for the runs
+ * and the re-checks' copies. */
+static double device_keep_budget(hctx *h)
+{
+    size_t free_b = 0, total_b = 0;
+    kf_err err;
+    if (!h->cu || kf_cudrv_mem_info(h->cu, &free_b, &total_b, &err) != KF_OK)
+        return 0;
+    return (double)free_b / 2;
+}
+
 int hctx_guard_new(hctx *h, const loaded *L, void *const *states, size_t nsets, hctx_guard **out)
 {
     *out = NULL;
     hctx_guard *g = kf_xcalloc(1, sizeof *g);
     g->sets = kf_xcalloc(nsets, sizeof *g->sets);
     g->nsets = nsets;
+    g->cu = h->cu;
     g->rng = secret_seed();
-    double budget = keep_budget();
+    double budget = keep_budget(), dev_budget = device_keep_budget(h);
     for (size_t i = 0; i < nsets; i++) {
         kf_view v = {0};
         double need = L->k->output(states[i], &v) == 0 ? (double)v.count * sizeof(double) : 0;
-        int keep = need > 0 && need <= budget && !h->spot;
+        int dev = need > 0 && !h->spot ? hctx_compare_on_device(h, L, &v) : 0;
+        if (dev < 0) {
+            hctx_guard_destroy(&g);
+            return -1;
+        }
+        double *left = dev ? &dev_budget : &budget;
+        int keep = need > 0 && need <= *left && !h->spot;
         if (keep)
-            budget -= need;
+            *left -= need;
+        if (dev && !keep)
+            kf_info("profile.guard",
+                    "task=0x%llx set=%zu reference_bytes=%.0f: not kept on the "
+                    "device (half of its free memory is spent); re-checks compute it again",
+                    (unsigned long long)h->ta->task_id, i, need);
         if (prepare_set(g, h, L, states[i], i, keep) != 0) {
             hctx_guard_destroy(&g);
             return -1;
@@ -156,6 +222,9 @@ void hctx_guard_destroy(hctx_guard **self)
 {
     if (!*self)
         return;
+    for (size_t i = 0; i < (*self)->nsets; i++)
+        if ((*self)->sets[i].dref)
+            kf_cudrv_free((*self)->cu, (*self)->sets[i].dref);
     free((*self)->sets);
     free(*self);
     *self = NULL;
@@ -166,10 +235,11 @@ const double *hctx_guard_reference(const hctx_guard *g, size_t set, const kf_vie
     if (!g || set >= g->nsets)
         return NULL;
     const guard_set *s = &g->sets[set];
-    if (!s->full || v->data != s->view.data || v->count != s->view.count ||
+    const double *kept = s->dref ? s->dref : s->full;
+    if (!kept || v->data != s->view.data || v->count != s->view.count ||
         v->dtype != s->view.dtype || v->location != s->view.location)
         return NULL;
-    return s->full;
+    return kept;
 }
 
 double hctx_guard_spent_s(const hctx_guard *g)
@@ -210,6 +280,10 @@ static const void *chunk_of(hctx *h, const guard_set *s, size_t c, void *buf, kf
     return buf;
 }
 
+static int check_set_device(hctx_guard *g, hctx *h, const loaded *L, guard_set *s, size_t sample);
+static int spot_verdict(hctx *h, const loaded *L, size_t sample, size_t n, uint64_t poison,
+                        double max_abs, double rel);
+
 /* One set's check after a sample. 0, or -1 with the task failed. */
 static int check_set(hctx_guard *g, hctx *h, const loaded *L, void *state, guard_set *s,
                      size_t sample)
@@ -223,6 +297,8 @@ static int check_set(hctx_guard *g, hctx *h, const loaded *L, void *state, guard
                          "sample and reads the same buffer after, so output() must return one "
                          "view for a state",
                          h->spec->kernel, sample);
+    if (s->dref)
+        return check_set_device(g, h, L, s, sample);
     size_t nchunks = s->view.location == KF_LOC_HOST ? CHUNKS : HCTX_GUARD_DEVICE_CHUNKS;
     double buf[CHUNK_LEN]; /* room for CHUNK_LEN elements of any dtype */
     uint64_t poison = 0, at[CHUNKS * CHUNK_LEN];
@@ -262,6 +338,36 @@ static int check_set(hctx_guard *g, hctx *h, const loaded *L, void *state, guard
         max_abs = ans.max_abs;
         rel = ans.rel;
     }
+    return spot_verdict(h, L, sample, nchunks * s->len, poison, max_abs, rel);
+}
+
+/* check_set on the GPU: every chunk of the set, one launch, the sums read
+ * back; the output never leaves the device. */
+static int check_set_device(hctx_guard *g, hctx *h, const loaded *L, guard_set *s, size_t sample)
+{
+    struct kf_devcmp *dc = hctx_devcmp(h);
+    if (!dc)
+        return -1;
+    uint64_t at[CHUNKS];
+    for (size_t c = 0; c < CHUNKS; c++)
+        at[c] = s->at[c];
+    kf_devcmp_part sum;
+    kf_err err;
+    if (kf_devcmp_chunks(dc, s->view.data, s->view.dtype, s->dref, s->view.count, at, CHUNKS,
+                         s->len, &sum, &err) != KF_OK)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                         "kernel %s: the spot check on the GPU after timed sample %zu: %s",
+                         h->spec->kernel, sample, err.msg);
+    g->checks++;
+    double rel = sum.ref2 > 0 ? sqrt(sum.diff2 / sum.ref2) : 0;
+    return spot_verdict(h, L, sample, CHUNKS * s->len, sum.nonfinite, sum.max_abs, rel);
+}
+
+/* The spot check's bounds on what n checked elements gave. 0, or -1 with
+ * the task failed. */
+static int spot_verdict(hctx *h, const loaded *L, size_t sample, size_t n, uint64_t poison,
+                        double max_abs, double rel)
+{
     /* An honest output meets tol_abs at every element (validation's
      * max-abs criterion); its relative error over a few chunks can exceed
      * tol_rel where the reference is small there, so that bound is loose:
@@ -276,8 +382,7 @@ static int check_set(hctx_guard *g, hctx *h, const loaded *L, void *state, guard
                      "(bound %.3g). The kernel passed validation but did not do this sample's "
                      "work (does it skip when its output or inputs look unchanged, or compute "
                      "only every Nth call?): its timings are not a measurement",
-                     sample, nchunks * s->len, (unsigned long long)poison, max_abs, L->k->tol_abs,
-                     rel, rel_bound);
+                     sample, n, (unsigned long long)poison, max_abs, L->k->tol_abs, rel, rel_bound);
 }
 
 int hctx_guard_after(hctx_guard *g, hctx *h, const loaded *L, void *const *states, size_t first,

@@ -25,9 +25,11 @@ int hctx_guard_before(hctx_guard *g, hctx *h, size_t first, size_t count);
 int hctx_guard_after(hctx_guard *g, hctx *h, const loaded *L, void *const *states, size_t first,
                      size_t count, size_t sample);
 /* The whole reference of set `set` as computed before the samples, when
- * the guard kept it (within an eighth of the host's memory for all sets)
- * and `v` is still that set's output view; else NULL (compute it again).
- * Owned by the guard, valid until hctx_guard_destroy. */
+ * the guard kept it (within an eighth of the host's memory for all sets;
+ * in DEVICE memory, within half the device's free memory, where the set
+ * is checked on the GPU: hctx_compare_on_device, as hctx_run_and_check's
+ * `known` expects) and `v` is still that set's output view; else NULL
+ * (compute it again). Owned by the guard, valid until hctx_guard_destroy. */
 const double *hctx_guard_reference(const hctx_guard *g, size_t set, const kf_view *v);
 /* The guard's own time in before/after so far (seconds), and the set
  * checks it made. */

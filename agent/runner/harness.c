@@ -23,6 +23,7 @@
 #include "common/util.h"
 #include "common/wire.h"
 #include "runner/hctx.h"
+#include "runner/devcmp.h"
 #include "runner/artifact.h"
 #include "runner/confine.h"
 #include "runner/proc.h"
@@ -380,6 +381,7 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
         /* Every verdict is written before the Result that the agent
          * matches them with. */
         hctx_candidate_finish(&h);
+        kf_devcmp_destroy(&h.devcmp); /* our module and buffer: not the next task's */
         if (keep && loaded_rc == 0 && !h.spec->ncu_pass && !hctx_is_candidate(h.spec) &&
             keep_after(keep, &h)) {
             if (!reused)

@@ -103,6 +103,12 @@ typedef struct hctx {
      * (kf_checker_spot): n values at positions `at`; 0, or -1 failed. */
     int (*spot)(struct hctx *h, const void *state, const uint64_t *at, const double *values,
                 size_t n, struct hctx_check *c);
+    /* The comparison on the GPU (devcmp.h), loaded at the first device
+     * check of the task; harness.c destroys it with the task. */
+    struct kf_devcmp *devcmp;
+    /* Where the task's checks run (Result.compare), set and logged
+     * (runner.compare) at its first: "device", or "host: " and why. */
+    char compare[96];
 } hctx;
 
 /* *buf with room for n bytes (content not kept when it grows), or NULL out
@@ -117,6 +123,9 @@ typedef struct loaded {
     void *dl;
     const kf_kernel *k;
     kf_params params;
+    /* The kernel's kf_reference_device (kf_kernel.h), NULL when it has
+     * none (and for every Python kernel and candidate). */
+    kf_reference_device_fn refdev;
 } loaded;
 
 /* kernel_ops.c */
@@ -142,6 +151,10 @@ double hctx_elem(const void *data, kf_dtype t, size_t i);
 /* The output on the host (a device view copied; *owned: the caller frees). */
 int hctx_fetch_output(hctx *h, const loaded *L, void *state, const kf_view *v, void **host,
                       int *owned);
+/* 0 when output() still names v after a run (the view poisoned before
+ * it), else -1 with the task failed: hctx_fetch_output's first step, and
+ * the device checks' (which fetch nothing). */
+int hctx_output_same(hctx *h, const loaded *L, void *state, const kf_view *v);
 /* Fills the output with 0xFF bytes (NaN for floats) before a run. */
 int hctx_poison(hctx *h, const kf_view *v);
 /* One run, waited for: device faults surface here with the driver's name. */
@@ -168,11 +181,29 @@ void hctx_compare(const void *out, kf_dtype dtype, const double *ref, size_t n, 
 /* Sets n doubles to NaN (all bits one), split over threads as the
  * comparison is: a reference is NaN wherever reference() writes nothing. */
 void hctx_nan_fill(double *ref, size_t n);
+/* Where a check of output v runs: 1 on the GPU (a device output, the
+ * kernel defines kf_reference_device, not a candidate's task, and
+ * KF_COMPARE is not "host"), 0 on the host, -1 with the task failed
+ * (KF_COMPARE is neither "host" nor "device"). The first answer of a task
+ * is logged (runner.compare), so an A/B run says which way it went. */
+int hctx_compare_on_device(hctx *h, const loaded *L, const kf_view *v);
+/* The device reference of state's current inputs: *dref (n doubles of
+ * device memory, freed with kf_cudrv_free by the caller) filled with NaN,
+ * then kf_reference_device, then the whole context waited for. 0, or -1
+ * with the task failed. */
+int hctx_device_reference(hctx *h, const loaded *L, void *state, size_t n, double **dref);
+/* The task's device comparison (h->devcmp, loaded once); NULL with the
+ * task failed. */
+struct kf_devcmp *hctx_devcmp(hctx *h);
 /* 0 with *c filled and the output in *out (*owned: the caller frees it; a
- * device output is in h->host_out, valid until the next fetch);
+ * device output is in h->host_out, valid until the next fetch; NULL when
+ * the check ran on the GPU, hctx_compare_on_device);
  * -1 when the run or the reference failed (the task failed, h says why).
  * `known`: the reference of these same inputs computed before (the
- * profile's guard keeps its sets'), else NULL to compute it after the run. */
+ * profile's guard keeps its sets'), else NULL to compute it (after the
+ * run on the host; before it on the GPU, waited for, so the kernel's
+ * reference code cannot touch the output the check reads). For a check on
+ * the GPU, `known` is device memory (hctx_guard_reference says which). */
 int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, const double *known,
                        hctx_check *c, void **out, int *owned);
 int hctx_validate(hctx *h, const loaded *L);

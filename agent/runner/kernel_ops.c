@@ -157,6 +157,8 @@ int hctx_load_kernel(hctx *h, loaded *L)
             return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s does not define %s()", so,
                              KF_KERNEL_SYMBOL);
         L->k = get();
+        /* Optional (kf_kernel.h): absent, the host reference as before. */
+        *(void **)&L->refdev = dlsym(L->dl, KF_REFERENCE_DEVICE_SYMBOL);
     }
     if (!L->k || L->k->abi_version != KF_KERNEL_ABI_VERSION)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
@@ -235,8 +237,7 @@ void *hctx_host_buffer(void **buf, size_t *cap, size_t n)
  * must be the one poisoned before the run, or a kernel could hand over a
  * buffer computed earlier. A device output lands in h->host_out (reused
  * by the next fetch); *owned is 0 for both kinds. */
-int hctx_fetch_output(hctx *h, const loaded *L, void *state, const kf_view *v, void **host,
-                      int *owned)
+int hctx_output_same(hctx *h, const loaded *L, void *state, const kf_view *v)
 {
     kf_view now = {0};
     if (L->k->output(state, &now) != 0)
@@ -250,6 +251,14 @@ int hctx_fetch_output(hctx *h, const loaded *L, void *state, const kf_view *v, v
                          "each run and reads the same buffer after, so output() must return one "
                          "view for a state",
                          h->spec->kernel, now.count, v->count);
+    return 0;
+}
+
+int hctx_fetch_output(hctx *h, const loaded *L, void *state, const kf_view *v, void **host,
+                      int *owned)
+{
+    if (hctx_output_same(h, L, state, v) != 0)
+        return -1;
     if (v->location == KF_LOC_HOST) {
         *host = v->data;
         *owned = 0;

@@ -4,9 +4,17 @@
  * and bitwise determinism across two runs of the first seed. A check that
  * cannot fail is refused (issue 29): tolerances that pass anything before
  * any run (kf_tol_vacuous, also before a profile), and a reference of all
- * zeros, against which the relative error measures nothing. */
+ * zeros, against which the relative error measures nothing.
+ *
+ * Where the checks run (issue 32 item 4): a device output of a kernel that
+ * defines kf_reference_device is checked on the GPU (devcmp.h: the
+ * reference computed into device memory, our kernel reduces the same
+ * measures, determinism compared bitwise there), so neither the output nor
+ * the reference crosses to the host; every other output, and every output
+ * with KF_COMPARE=host, is fetched and compared on host threads. */
 #include "runner/hctx.h"
 #include "common/tolerance.h"
+#include "runner/devcmp.h"
 #include "runner/harness.h"
 #include "common/buf.h"
 #include "common/log.h"
@@ -114,6 +122,21 @@ static void compare_range(void *arg, unsigned part, size_t lo, size_t hi)
     c->parts[part] = (cmp_part){nonfinite, ref_nonzero, max_abs, diff2, ref2};
 }
 
+/* ||out - ref|| / ||ref||, or ||out - ref|| when the reference is all
+ * zeros (the check is then vacuous and fails anyway): one definition for
+ * the host and the device comparisons. */
+static double rel_error(double diff2, double ref2)
+{
+    return ref2 > 0 ? sqrt(diff2 / ref2) : sqrt(diff2);
+}
+
+/* The verdict rule, the same wherever the comparison ran. */
+static void judge_check(hctx_check *c, const kf_kernel *k)
+{
+    c->passed =
+        c->nonfinite == 0 && c->ref_nonzero > 0 && c->max_abs <= k->tol_abs && c->rel <= k->tol_rel;
+}
+
 void hctx_compare(const void *out, kf_dtype dtype, const double *ref, size_t n, unsigned threads,
                   hctx_check *c)
 {
@@ -131,7 +154,7 @@ void hctx_compare(const void *out, kf_dtype dtype, const double *ref, size_t n, 
         diff2 += cc.parts[t].diff2;
         ref2 += cc.parts[t].ref2;
     }
-    c->rel = ref2 > 0 ? sqrt(diff2 / ref2) : sqrt(diff2);
+    c->rel = rel_error(diff2, ref2);
 }
 
 /* All ones: a NaN in every element the reference leaves unwritten. Split
@@ -159,12 +182,121 @@ void hctx_nan_fill(double *ref, size_t n)
     par_ranges(n, cpus(), fill_range, ref);
 }
 
+int hctx_compare_on_device(hctx *h, const loaded *L, const kf_view *v)
+{
+    const char *mode = getenv("KF_COMPARE");
+    int host = mode && strcmp(mode, "host") == 0;
+    if (mode && *mode && !host && strcmp(mode, "device") != 0)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                         "KF_COMPARE=%s in the agent's environment: use host (every check on the "
+                         "host, for an A/B run) or device (the default: on the GPU where the "
+                         "kernel defines %s)",
+                         mode, KF_REFERENCE_DEVICE_SYMBOL);
+    int dev = !host && L->refdev && v->location == KF_LOC_DEVICE && h->cu && !h->judge;
+    if (!h->compare[0]) {
+        const char *why = h->judge                       ? "a candidate: the checker compares"
+                          : !L->refdev                   ? "no " KF_REFERENCE_DEVICE_SYMBOL
+                          : host                         ? "KF_COMPARE=host"
+                          : v->location != KF_LOC_DEVICE ? "a host output"
+                                                         : "no CUDA driver";
+        snprintf(h->compare, sizeof h->compare, "%s%s", dev ? "device" : "host: ", dev ? "" : why);
+        h->res->compare = h->compare;
+        kf_info("runner.compare", "task=0x%llx kernel=%s compare=\"%s\"",
+                (unsigned long long)h->ta->task_id, h->spec->kernel, h->compare);
+    }
+    return dev;
+}
+
+struct kf_devcmp *hctx_devcmp(hctx *h)
+{
+    kf_err err;
+    if (!h->devcmp && kf_devcmp_new(h->cu, &h->devcmp, &err) != KF_OK)
+        hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                  "the harness's comparison on the GPU could not load: %s (KF_COMPARE=host "
+                  "checks on the host instead)",
+                  err.msg);
+    return h->devcmp;
+}
+
+int hctx_device_reference(hctx *h, const loaded *L, void *state, size_t n, double **dref)
+{
+    *dref = NULL;
+    void *p = NULL;
+    kf_err err;
+    char kerr[HCTX_KERR_LEN] = "";
+    uint64_t t0 = kf_mono_ns();
+    int rc = 0;
+    if (kf_cudrv_alloc(h->cu, &p, n * sizeof(double), &err) != KF_OK)
+        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                       "kernel %s: no device memory for its reference (%zu doubles): %s "
+                       "(KF_COMPARE=host checks on the host)",
+                       h->spec->kernel, n, err.msg);
+    /* NaN where the reference writes nothing, as on the host. */
+    else if (kf_cudrv_memset(h->cu, p, 0xFF, n * sizeof(double), &err) != KF_OK)
+        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "filling the device reference: %s", err.msg);
+    else if (L->refdev(state, p, kerr, sizeof kerr) != 0)
+        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s %s failed: %s", h->spec->kernel,
+                       KF_REFERENCE_DEVICE_SYMBOL, kerr);
+    /* The whole context: work the reference left on any stream is done
+     * before the output is poisoned and the run it checks starts. */
+    else if (kf_cudrv_sync(h->cu, &err) != KF_OK)
+        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s %s: %s", h->spec->kernel,
+                       KF_REFERENCE_DEVICE_SYMBOL, err.msg);
+    hctx_phase_add(h, HCTX_PH_REFERENCE, t0);
+    if (rc != 0) {
+        kf_cudrv_free(h->cu, p);
+        return -1;
+    }
+    *dref = p;
+    return 0;
+}
+
+/* hctx_run_and_check on the GPU: reference (unless known) before the
+ * poison and the run, then our comparison; nothing fetched. */
+static int check_on_device(hctx *h, const loaded *L, void *state, const kf_view *v,
+                           const double *known, hctx_check *c)
+{
+    double *dref = (double *)known;
+    if (!known && hctx_device_reference(h, L, state, v->count, &dref) != 0)
+        return -1;
+    uint64_t t0 = kf_mono_ns();
+    int rc = hctx_poison(h, v);
+    if (rc == 0)
+        rc = hctx_run_once(h, L, state);
+    hctx_phase_add(h, HCTX_PH_RUN, t0);
+    t0 = kf_mono_ns();
+    if (rc == 0)
+        rc = hctx_output_same(h, L, state, v);
+    struct kf_devcmp *dc = rc == 0 ? hctx_devcmp(h) : NULL;
+    kf_devcmp_part sum;
+    kf_err err;
+    if (!dc)
+        rc = -1;
+    else if (kf_devcmp_compare(dc, v->data, v->dtype, dref, v->count, &sum, &err) != KF_OK)
+        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: the comparison on the GPU: %s",
+                       h->spec->kernel, err.msg);
+    hctx_phase_add(h, HCTX_PH_COMPARE, t0);
+    if (!known)
+        kf_cudrv_free(h->cu, dref);
+    if (rc != 0)
+        return -1;
+    c->nonfinite = sum.nonfinite;
+    c->ref_nonzero = sum.ref_nonzero;
+    c->max_abs = sum.max_abs;
+    c->rel = rel_error(sum.diff2, sum.ref2);
+    judge_check(c, L->k);
+    return 0;
+}
+
 int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, const double *known,
                        hctx_check *c, void **out, int *owned)
 {
     memset(c, 0, sizeof *c);
     *out = NULL;
     *owned = 0;
+    int dev = hctx_compare_on_device(h, L, v);
+    if (dev != 0)
+        return dev < 0 ? -1 : check_on_device(h, L, state, v, known, c);
     size_t rbytes = v->count * sizeof(double);
     /* A candidate's process has no reference (candidate.c): the checker's
      * answer is the check. */
@@ -215,8 +347,7 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
         return 0;
     }
     hctx_compare(*out, v->dtype, known ? known : ref, v->count, cpus(), c);
-    c->passed = c->nonfinite == 0 && c->ref_nonzero > 0 && c->max_abs <= L->k->tol_abs &&
-                c->rel <= L->k->tol_rel;
+    judge_check(c, L->k);
     hctx_phase_add(h, HCTX_PH_COMPARE, t0);
     return 0;
 }
@@ -231,6 +362,38 @@ int hctx_refuse_vacuous(hctx *h, const loaded *L)
     return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
                      "kernel %s declares tolerances that cannot fail, refused before any run: %s",
                      h->spec->kernel, why);
+}
+
+/* The first output kept on the device, a second run on the same inputs,
+ * both compared bitwise there: h->res->deterministic. 0, or -1 with the
+ * task failed. */
+static int determinism_on_device(hctx *h, const loaded *L, void *state, const kf_view *v)
+{
+    size_t bytes = v->count * hctx_dtype_size(v->dtype);
+    void *first = NULL;
+    kf_err err;
+    int equal = 0, rc = 0;
+    struct kf_devcmp *dc = hctx_devcmp(h);
+    if (!dc)
+        return -1;
+    if (kf_cudrv_alloc(h->cu, &first, bytes, &err) != KF_OK ||
+        kf_cudrv_copy_device(h->cu, first, v->data, bytes, &err) != KF_OK)
+        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                       "kernel %s: keeping the first output on the device (%zu bytes): %s",
+                       h->spec->kernel, bytes, err.msg);
+    if (rc == 0)
+        rc = hctx_poison(h, v);
+    if (rc == 0)
+        rc = hctx_run_once(h, L, state);
+    if (rc == 0)
+        rc = hctx_output_same(h, L, state, v);
+    if (rc == 0 && kf_devcmp_equal(dc, first, v->data, bytes, &equal, &err) != KF_OK)
+        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: the bitwise comparison: %s",
+                       h->spec->kernel, err.msg);
+    kf_cudrv_free(h->cu, first);
+    if (rc == 0)
+        h->res->deterministic = equal;
+    return rc;
 }
 
 int hctx_validate(hctx *h, const loaded *L)
@@ -303,9 +466,16 @@ int hctx_validate(hctx *h, const loaded *L)
                      (unsigned long long)nonfinite, v.count, max_abs, L->k->tol_abs, rel,
                      L->k->tol_rel);
         }
-        /* Determinism: the first seed runs a second time on the same inputs. */
+        /* Determinism: the first seed runs a second time on the same inputs.
+         * A check on the GPU fetched nothing (out is NULL): compared there. */
         uint64_t td = kf_mono_ns();
-        if (s == 0) {
+        if (s == 0 && !out) {
+            if (determinism_on_device(h, L, state, &v) != 0) {
+                L->k->teardown(state);
+                return -1;
+            }
+            hctx_phase_add(h, HCTX_PH_DETERMINISM, td);
+        } else if (s == 0) {
             first_bytes = v.count * hctx_dtype_size(v.dtype);
             /* A device output was fetched into the task's output buffer:
              * the second run's is fetched into the reference's (unused

@@ -65,6 +65,14 @@
 #                 (bench/problems_gen.py triton: BLOCK, num_warps and
 #                 formulation varied, 5 wrong on purpose); evaluations per
 #                 GPU-hour and the verdict counts
+#   PART=devcompare issue 32 item 4: bench/gpu/devcompare.yaml with every
+#                 check on the host (KF_COMPARE=host), then, in a fresh store
+#                 (the same task ids, so the same seeds), on the GPU where the
+#                 kernel defines kf_reference_device; per row each trial's
+#                 max_abs_err and rel_err both ways (must be equal, rel within
+#                 1e-12 relative), validate and profile elapsed both ways, the
+#                 cheats' verdicts, and the slot time's reference, compare and
+#                 determinism phases both ways
 # Each sweep is bounded by SWEEP_LIMIT seconds (default 280), so a call
 # always ends inside the device tool's 10 minutes with its files packed.
 #
@@ -510,8 +518,75 @@ build) # issue 33: kfleet built from source by this machine's own compiler and C
     fi
   done
   ;;
+devcompare) # issue 32 item 4: the checks on the host, then on the GPU, same seeds
+  # Each task's runner.compare line (where its checks ran, and why), read
+  # from the runners' logs while they live (the agent removes a runner's
+  # directory when it retires).
+  compare_lines() { # FILE
+    while :; do
+      cat "$KFLEET_HOME"/state/agents/*/tmp/*/runner.log 2>/dev/null | grep 'runner.compare'
+      sleep 0.1
+    done >>"$1"
+  }
+  for way in host device; do
+    # Each sweep starts from an empty store: the sweep id restarts, and with
+    # it the task ids the validation seeds derive from; the agents' build
+    # caches stay (the second sweep compiles nothing).
+    rm -rf "$KFLEET_HOME/state/store"
+    compare_lines "$W/devcmp-$way.compare" &
+    poll=$!
+    if [ $way = host ]; then
+      KF_COMPARE=host sweep devcmp-host "$ROOT/bench/gpu/devcompare.yaml" --agents 1
+    else
+      sweep devcmp-device "$ROOT/bench/gpu/devcompare.yaml" --agents 1
+    fi
+    kill "$poll"
+    wait "$poll" 2>/dev/null
+    echo "devcompare $way run, where each task's checks ran (tasks, kernel, compare):" | tee -a "$W/times.txt"
+    sort -u "$W/devcmp-$way.compare" | sed -n 's/.* kernel=\([^ ]*\) compare=\(.*\)/\1 \2/p' |
+      sort | uniq -c | tee -a "$W/times.txt"
+  done
+  python3 - "$W/devcmp-host.json" "$W/devcmp-device.json" <<'PY' | tee -a "$W/times.txt"
+import json, sys
+def load(path):
+    d = json.load(open(path))
+    rows = {(r["kernel"], json.dumps(r["params"], sort_keys=True)): r for r in d["rows"]}
+    return rows, ((d["schedule"].get("slot_time") or {}).get("phases_s") or {})
+(host, hph), (dev, dph) = load(sys.argv[1]), load(sys.argv[2])
+bad = 0
+print("| kernel | params | validation host / device | max_abs_err host | device | rel_err host | device | "
+      "validate s host | device | profile s host | device |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+for k in sorted(set(host) & set(dev)):
+    vh, vd = host[k].get("validation") or {}, dev[k].get("validation") or {}
+    ph, pd = host[k].get("profile") or {}, dev[k].get("profile") or {}
+    th, td = vh.get("trials") or [], vd.get("trials") or []
+    same = "" if [t["seed"] for t in th] == [t["seed"] for t in td] else " SEEDS DIFFER"
+    worst_rel, ok = 0.0, True
+    for a, b in zip(th, td):
+        ok &= a["max_abs_err"] == b["max_abs_err"] or a["max_abs_err"] != a["max_abs_err"] and b["max_abs_err"] != b["max_abs_err"]
+        ra, rb = a["rel_err"], b["rel_err"]
+        if ra == ra and rb == rb:
+            d = abs(ra - rb) / ra if ra else abs(rb)
+            worst_rel = max(worst_rel, d)
+            ok &= d <= 1e-12
+    if not same and th and not ok:
+        bad += 1
+    f = lambda t, key: ("%.6g" % max(x[key] for x in t)) if t else "-"
+    e = lambda x: "%.2f" % x["elapsed_s"] if x.get("elapsed_s") is not None else "-"
+    print(f"| {k[0]} | {k[1]} | {vh.get('state')} / {vd.get('state')} | {f(th, 'max_abs_err')} | "
+          f"{f(td, 'max_abs_err')} | {f(th, 'rel_err')} | {f(td, 'rel_err')} | {e(vh)} | {e(vd)} | "
+          f"{e(ph)} | {e(pd)} |{' worst rel diff %.2g' % worst_rel}{'' if ok else ' MISMATCH'}{same}")
+    for name, v in (("host", vh), ("device", vd)):
+        if v.get("state") not in (None, "succeeded"):
+            print(f"devcompare: {k[0]} {k[1]} {name}: {(v.get('error') or '')[:160]}")
+print("devcompare: slot time phases, host -> device: " + ", ".join(
+    f"{p} {hph.get(p, 0):.2f} -> {dph.get(p, 0):.2f} s" for p in ("reference", "compare", "determinism", "run", "setup")))
+print(f"devcompare: {len(set(host) & set(dev))} rows both ways, {bad} with different errors (target 0)")
+PY
+  ;;
 *)
-  echo "run.sh: PART is build, targets, throttle, checks, h100, short, python, cheats, facts, fleet, fleet1, kill, targets1, torch, serve, sandbox or issue32" >&2
+  echo "run.sh: PART is build, targets, throttle, checks, h100, short, python, cheats, facts, fleet, fleet1, kill, targets1, torch, serve, sandbox, issue32 or devcompare" >&2
   exit 2
   ;;
 esac

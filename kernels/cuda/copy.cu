@@ -7,8 +7,9 @@
  * what it takes to cover DRAM latency without relying on the cache.
  *
  * The source holds random 32-bit words from the seed, not zeros, so an unwritten or misplaced
- * destination word shows. The reference regenerates the same words on the host
- * from the same counter-based hash, so it needs no copy back and shares nothing with run().
+ * destination word shows. The reference regenerates the same words from the same
+ * counter-based hash, on the host (reference) or into the harness's device buffer
+ * (kf_reference_device, compared on the GPU), and shares nothing with run().
  * Params: bytes (default 1 GiB; a multiple of 16). */
 #include "kf_cuda.cuh"
 
@@ -180,6 +181,23 @@ static int reference(void *state, double *ref, char *err, size_t errlen)
         for (size_t i = lo; i < hi; i++)
             ref[i] = (double)(int32_t)copy_word(seed, i);
     });
+    return 0;
+}
+
+/* The reference on the device: the same words from the same hash, written as the doubles the
+ * host reference writes, by threads of its own (no code shared with run()). */
+__global__ static void copy_ref_kernel(double *r, size_t n, unsigned long long seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        r[i] = (double)(int32_t)copy_word(seed, i);
+}
+
+extern "C" int kf_reference_device(void *state, double *dref, char *err, size_t errlen)
+{
+    copy_state *st = (copy_state *)state;
+    copy_ref_kernel<<<1024, COPY_THREADS>>>(dref, st->bytes / 4, st->seed);
+    KF_CU_LAUNCHED();
     return 0;
 }
 

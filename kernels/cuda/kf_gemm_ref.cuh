@@ -86,9 +86,28 @@ __global__ static void __launch_bounds__(256)
         }
 }
 
-/* Runs ref_kernel into a device buffer of m*n doubles (allocated here and
- * freed before returning, so profiled runs never carry it) and copies it to
- * ref. Refuses with the sizes when the GPU lacks the room. */
+/* Enqueues ref_kernel on stream 0 into dref, m*n doubles of device memory
+ * the caller owns: kf_reference_device (kf_kernel.h), where the harness
+ * compares on the GPU and nothing is copied. */
+static inline int kf_gemm_reference_device(const char *name, const bf16 *a, const bf16 *b, int m,
+                                           int n, int k, double *dref, char *err, size_t errlen)
+{
+    const dim3 grid((unsigned)((n + REF_TILE - 1) / REF_TILE),
+                    (unsigned)((m + REF_TILE - 1) / REF_TILE));
+    ref_kernel<<<grid, 256>>>(a, b, dref, m, n, k);
+    const cudaError_t rc = cudaGetLastError();
+    if (rc != cudaSuccess) {
+        snprintf(err, errlen, "%s device reference: %s (%s)", name, cudaGetErrorString(rc),
+                 cudaGetErrorName(rc));
+        return -1;
+    }
+    return 0;
+}
+
+/* reference() on the host's side: ref_kernel into a device buffer of m*n
+ * doubles (allocated here and freed before returning, so profiled runs
+ * never carry it), copied to ref. Refuses with the sizes when the GPU
+ * lacks the room. */
 static inline int kf_gemm_reference(const char *name, const bf16 *a, const bf16 *b, int m, int n,
                                     int k, double *ref, char *err, size_t errlen)
 {
@@ -103,12 +122,11 @@ static inline int kf_gemm_reference(const char *name, const bf16 *a, const bf16 
     }
     double *dev = NULL;
     KF_CU(cudaMalloc((void **)&dev, bytes));
-    const dim3 grid((unsigned)((n + REF_TILE - 1) / REF_TILE),
-                    (unsigned)((m + REF_TILE - 1) / REF_TILE));
-    ref_kernel<<<grid, 256>>>(a, b, dev, m, n, k);
-    cudaError_t rc = cudaGetLastError();
-    if (rc == cudaSuccess)
-        rc = cudaMemcpy(ref, dev, bytes, cudaMemcpyDeviceToHost);
+    if (kf_gemm_reference_device(name, a, b, m, n, k, dev, err, errlen) != 0) {
+        cudaFree(dev);
+        return -1;
+    }
+    const cudaError_t rc = cudaMemcpy(ref, dev, bytes, cudaMemcpyDeviceToHost);
     cudaFree(dev);
     if (rc != cudaSuccess) {
         snprintf(err, errlen, "%s reference: %s (%s)", name, cudaGetErrorString(rc),

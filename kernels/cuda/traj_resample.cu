@@ -17,7 +17,8 @@
  * (kept there for the reference); target times are jittered around a uniform grid spanning 3%
  * beyond both ends of the source range, so both clamps are exercised; x is uniform in [-1, 1)
  * rounded to bf16 on the device. The reference copies x back and recomputes every output in
- * double with its own search (std::upper_bound).
+ * double with its own search (std::upper_bound); kf_reference_device computes the same doubles
+ * on the device, for the harness's comparison there.
  * Params: batch (default 64), src_len (default 4096, >= 2), tgt_len (default 4096),
  * dim (default 64). */
 #include "kf_cuda.cuh"
@@ -349,9 +350,8 @@ static double bf16_bits_to_double(uint16_t h)
 
 /* The function the kernel approximates, in double, with its own search: the first source
  * time strictly after t brackets t, and none (or the first) means t is outside the range. */
-static void tr_reference_host(const float *tsrc, const float *ttgt, const uint16_t *xh,
-                              size_t S, size_t T, size_t D, size_t row_lo, size_t row_hi,
-                              double *ref)
+static void tr_reference_host(const float *tsrc, const float *ttgt, const uint16_t *xh, size_t S,
+                              size_t T, size_t D, size_t row_lo, size_t row_hi, double *ref)
 {
     /* Row r of the output is target time j = r % T of trajectory b = r / T. */
     for (size_t r = row_lo; r < row_hi; r++) {
@@ -399,6 +399,55 @@ static int reference(void *state, double *ref, char *err, size_t errlen)
         tr_reference_host(tsrc, ttgt, xh, S, T, D, lo, hi, ref);
     });
     free(xh);
+    return 0;
+}
+
+/* reference()'s function on the device, for the harness's comparison there (kf_kernel.h): one
+ * thread per output row with its own upper-bound search (the first source time > t), and each
+ * double operation rounded on its own (no FMA contraction), so it writes the doubles
+ * tr_reference_host writes. It reads x and the times where run() reads them, before any run on
+ * them (the harness calls it first). */
+__global__ static void tr_ref_kernel(const float *tsrc, const float *ttgt, const __nv_bfloat16 *x,
+                                     size_t S, size_t T, size_t D, size_t rows, double *ref)
+{
+    for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < rows;
+         r += (size_t)gridDim.x * blockDim.x) {
+        const size_t b = r / T;
+        const float *ts = tsrc + b * S;
+        const __nv_bfloat16 *xr = x + b * S * D;
+        const float t = ttgt[r];
+        double *out = ref + r * D;
+        size_t lo = 0, hi = S;
+        while (lo < hi) {
+            const size_t mid = lo + (hi - lo) / 2;
+            if (t < ts[mid])
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        if (lo == 0 || lo == S) {
+            const __nv_bfloat16 *row = xr + (lo == 0 ? 0 : S - 1) * D;
+            for (size_t d = 0; d < D; d++)
+                out[d] = (double)__bfloat162float(row[d]);
+            continue;
+        }
+        const double w = __ddiv_rn(__dsub_rn((double)t, (double)ts[lo - 1]),
+                                   __dsub_rn((double)ts[lo], (double)ts[lo - 1]));
+        const __nv_bfloat16 *r0 = xr + (lo - 1) * D, *r1 = xr + lo * D;
+        for (size_t d = 0; d < D; d++) {
+            const double a = (double)__bfloat162float(r0[d]), c = (double)__bfloat162float(r1[d]);
+            out[d] = __dadd_rn(a, __dmul_rn(__dsub_rn(c, a), w));
+        }
+    }
+}
+
+extern "C" int kf_reference_device(void *state, double *dref, char *err, size_t errlen)
+{
+    tr_state *st = (tr_state *)state;
+    const size_t rows = (size_t)st->batch * st->tgt_len;
+    tr_ref_kernel<<<(unsigned)std::min<size_t>((rows + 255) / 256, 65536), 256>>>(
+        st->tsrc, st->ttgt, st->x, st->src_len, st->tgt_len, st->dim, rows, dref);
+    KF_CU_LAUNCHED();
     return 0;
 }
 

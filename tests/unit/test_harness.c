@@ -300,6 +300,50 @@ static void test_validate(void **state)
     free_task(&t);
 }
 
+/* Where a validation's checks run (Result.compare, issue 32 item 4): the
+ * runner finds kf_reference_device when the kernel defines it (a host
+ * output is still compared on the host, and says so), keeps the host path
+ * for a kernel without it, and KF_COMPARE picks the host path or, set to
+ * anything else than host or device, fails the task saying so. */
+static void test_compare_where(void **state)
+{
+    (void)state;
+    const char *refdev =
+        "\nint kf_reference_device(void *state, double *dref, char *err, size_t errlen);\n"
+        "int kf_reference_device(void *state, double *dref, char *err, size_t errlen)\n"
+        "{ (void)state; (void)dref; (void)err; (void)errlen; return -1; }\n";
+    struct {
+        const char *extra, *env, *compare;
+    } cases[] = {
+        {NULL, NULL, "host: no kf_reference_device"},
+        {refdev, NULL, "host: a host output"},
+        {refdev, "device", "host: a host output"},
+        {refdev, "host", "host: KF_COMPARE=host"},
+        {refdev, "gpu", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        task t;
+        make_task(&t, "kernels/host/matmul.c", "matmul", KFLEET__TASK_KIND__VALIDATE, 32,
+                  cases[i].extra);
+        build_then(&t, KFLEET__TASK_KIND__VALIDATE);
+        if (cases[i].env)
+            setenv("KF_COMPARE", cases[i].env, 1);
+        outcome *o = run_task(&t.ta);
+        unsetenv("KF_COMPARE");
+        if (cases[i].compare) {
+            assert_int_equal(o->res->state, KFLEET__TASK_STATE__SUCCEEDED);
+            assert_string_equal(o->res->compare, cases[i].compare);
+            assert_int_equal(o->res->n_trials, 3);
+        } else {
+            assert_int_equal(o->res->state, KFLEET__TASK_STATE__FAILED);
+            assert_non_null(strstr(o->res->error, "KF_COMPARE=gpu"));
+            assert_int_equal(o->res->n_trials, 0);
+        }
+        free_outcome(o);
+        free_task(&t);
+    }
+}
+
 /* A reference task (docs/problems.md): the problem alone, its reference for
  * each secret seed, in order; the same seed gives the same values, another
  * seed others; a problem whose reference is all zeros cannot judge and
@@ -718,6 +762,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_compile_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_validate_needs_build, setup, teardown),
         cmocka_unit_test_setup_teardown(test_validate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_compare_where, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reference, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_reference_once, setup, teardown),
