@@ -54,6 +54,15 @@ static json_t *json_task_common(const rtask *rt)
     set(o, "agent_id", jstr_or_null(rt->res ? rt->res->agent_id : rt->task->agent_id));
     set(o, "elapsed_s", rt->res ? jnum(rt->res->elapsed_s) : json_null());
     set(o, "error", jstr_or_null(kf_rep_err_of(rt)));
+    /* Where the task's checks ran ("device", or "host: " and why) and where
+     * its runner's time went: what a row's checks cost, row by row. */
+    set(o, "checks_on",
+        rt->res && rt->res->compare && *rt->res->compare ? json_string(rt->res->compare)
+                                                         : json_null());
+    json_t *ph = json_object();
+    for (size_t i = 0; rt->res && i < rt->res->n_phases; i++)
+        set(ph, rt->res->phases[i]->name, jnum(rt->res->phases[i]->seconds));
+    set(o, "phases_s", ph);
     return o;
 }
 

@@ -73,6 +73,11 @@ for r in d["rows"]:
     assert abs(p["median_s"] - want) <= 1e-12 * want, (p["median_s"], want)
     lo, hi = p["median_ci95_s"]
     assert lo <= p["median_s"] <= hi, p
+    # each task says where its checks ran (host kernels: on the host) and
+    # where its runner's time went
+    for t in (r["validation"], p):
+        assert t["checks_on"].startswith("host: "), t["checks_on"]
+        assert t["phases_s"].get("run", 0) + t["phases_s"].get("samples", 0) > 0, t["phases_s"]
 print("ok - medians over %s input sets" % sorted({r["profile"]["median_over_sets"] for r in d["rows"]}))
 PY
 pass "median over input sets"
