@@ -287,7 +287,12 @@ int hctx_poison(hctx *h, const kf_view *v)
         return 0;
     }
     kf_err err;
-    if (kf_cudrv_memset(h->cu, v->data, 0xFF, n, &err) != KF_OK)
+    /* Waited for: the memset is on stream 0, which a kernel's own
+     * non-blocking stream does not wait for, so its run could write before
+     * the poison lands and see its output half poisoned (seen on an H200:
+     * the side-stream kernel's two runs "differed bitwise"). */
+    if (kf_cudrv_memset(h->cu, v->data, 0xFF, n, &err) != KF_OK ||
+        kf_cudrv_sync(h->cu, &err) != KF_OK)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
     return 0;
 }
