@@ -343,7 +343,7 @@ static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
         ktask *t = pick_in(c, a, ai, sw, cpu_free, gpu_free, &waiting, &again);
         if (again) /* sw may be gone (finished and freed) */
             return pick(c, a, ai, sw_out);
-        sched_order_rewind(sw);
+        sched_order_rewind(sw, t ? (uint32_t)(t - sw->tasks) : UINT32_MAX);
         if (t) {
             *sw_out = sw;
             return t;

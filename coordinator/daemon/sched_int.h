@@ -109,9 +109,11 @@ void sched_order_push(ksweep *sw, uint32_t idx);
 void sched_order_ended(ksweep *sw, const ktask *t, double elapsed_s);
 /* The next pending task in order (1, *idx set) or none (0). What it
  * returns is held aside until sched_order_rewind, which puts back those
- * still pending: call it once the walk is over. */
+ * still pending but `taken` (the task about to be assigned; UINT32_MAX:
+ * none): call it once the walk is over. A taken task that is requeued
+ * comes back through sched_order_push. */
 int sched_order_next(ksweep *sw, uint32_t *idx);
-void sched_order_rewind(ksweep *sw);
+void sched_order_rewind(ksweep *sw, uint32_t taken);
 /* The seconds task idx is expected to take (NAN: not planned). */
 double sched_order_expected(const ksweep *sw, uint32_t idx);
 void sched_order_free(sched_order **self);

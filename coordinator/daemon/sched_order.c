@@ -362,11 +362,12 @@ int sched_order_next(ksweep *sw, uint32_t *idx)
     return 0;
 }
 
-void sched_order_rewind(ksweep *sw)
+void sched_order_rewind(ksweep *sw, uint32_t taken)
 {
     sched_order *o = order_of(sw);
     for (size_t i = 0; i < o->nskip; i++)
-        if (sw->tasks[o->skip[i].idx].rec->state == KFLEET__TASK_STATE__PENDING)
+        if (o->skip[i].idx != taken &&
+            sw->tasks[o->skip[i].idx].rec->state == KFLEET__TASK_STATE__PENDING)
             heap_push(o, o->skip[i]);
     o->nskip = 0;
 }

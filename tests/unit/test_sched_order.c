@@ -1,0 +1,238 @@
+/* sched_order: the dispatcher offers the longest expected task first
+ * (coordinator/daemon/sched_order.c), on the coordinator with no sockets
+ * that test_sched drives (sched_fixture.h) and a real store: the expected
+ * time from an earlier sweep's durations, from a passed validation for its
+ * profile, or from the parameters within a kernel; gating still holds,
+ * ties keep submission order, and after a restart the order is planned
+ * again from the store to the same order. One agent with one CPU slot, so
+ * every dispatch is one choice that the test can see. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "cli/client.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "common/wire.h"
+#include "core/sweep.h"
+#include "daemon/coord_int.h"
+#include "daemon/sched_int.h"
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched_fixture.h"
+
+static const char *const VP = "name: vp\n"
+                              "kernels:\n"
+                              "  - name: triad\n"
+                              "    params: {n: [1K, 4K, 2K]}\n"
+                              "tasks: [validate, profile]\n";
+
+static const char *const V3 = "name: v3\n"
+                              "kernels:\n"
+                              "  - name: triad\n"
+                              "    params: {n: [1K, 2K, 4K]}\n"
+                              "tasks: [validate]\n";
+
+/* An agent's result that says how long the attempt ran. */
+static void result_s(kf_coord *c, const char *id, uint64_t task, uint32_t attempt, double s)
+{
+    Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
+    Kfleet__Result r = KFLEET__RESULT__INIT;
+    r.task_id = task;
+    r.attempt = attempt;
+    r.state = KFLEET__TASK_STATE__SUCCEEDED;
+    r.error = "";
+    r.elapsed_s = s;
+    r.finished_ns = kf_now_ns();
+    env.body_case = KFLEET__ENVELOPE__BODY_RESULT;
+    env.result = &r;
+    frame(c, id, &env);
+}
+
+/* The one assignment queued since the last call: its kind and n. */
+static sent one(kf_coord *c, int kind, int64_t n)
+{
+    sent s[4];
+    assert_int_equal(drain(c, s, 4), 1);
+    assert_int_equal(s[0].kind, kind);
+    ktask *t = sched_task(c, s[0].task, NULL);
+    assert_non_null(t);
+    if (n) {
+        assert_int_equal(t->rec->n_params, 1);
+        assert_int_equal(t->rec->params[0]->value, n);
+    }
+    return s[0];
+}
+
+/* The build of the sweep's kernel, done. */
+static void build(kf_coord *c)
+{
+    sent b = one(c, KFLEET__TASK_KIND__BUILD, 0);
+    result_s(c, "a1", b.task, b.attempt, 0.5);
+}
+
+/* No history: the biggest configuration's validation first (its chain,
+ * validate + profile, is expected longest); a profile never before its
+ * validation; a passed validation sets its profile's expectation (1.2 x),
+ * which then goes before or after the other validations by that. */
+static void test_longest_first_and_gating(void **state)
+{
+    (void)state;
+    kf_coord *c = coord();
+    reg(c, "a1", 1, 0);
+    submit(c, VP);
+    build(c);
+    sent s = one(c, KFLEET__TASK_KIND__VALIDATE, 4096);
+    /* It ran 1 ms: its profile (1.2 ms expected) now waits behind the
+     * validation of 2K (expected 2 x 2K/geomean seconds). */
+    result_s(c, "a1", s.task, s.attempt, 0.001);
+    s = one(c, KFLEET__TASK_KIND__VALIDATE, 2048);
+    /* It ran 100 s: its profile (120 s) before the last validation. */
+    result_s(c, "a1", s.task, s.attempt, 100);
+    s = one(c, KFLEET__TASK_KIND__PROFILE, 2048);
+    result_s(c, "a1", s.task, s.attempt, 1);
+    s = one(c, KFLEET__TASK_KIND__VALIDATE, 1024);
+    /* 1K's profile (1.2 x 10 s) goes before 4K's (1.2 ms). */
+    result_s(c, "a1", s.task, s.attempt, 10);
+    s = one(c, KFLEET__TASK_KIND__PROFILE, 1024);
+    result_s(c, "a1", s.task, s.attempt, 1);
+    s = one(c, KFLEET__TASK_KIND__PROFILE, 4096);
+    result_s(c, "a1", s.task, s.attempt, 1);
+    assert_int_equal(c->nsweeps, 0);
+    done(&c);
+}
+
+/* Equal expectations keep submission order: two kernels alike, each
+ * kernel's single configuration its middle one. */
+static void test_ties_keep_submission_order(void **state)
+{
+    (void)state;
+    kf_coord *c = coord();
+    reg(c, "a1", 1, 0);
+    uint32_t id = submit(c, "name: ties\n"
+                            "kernels:\n"
+                            "  - name: triad\n"
+                            "    params: {n: [1K]}\n"
+                            "  - name: matmul\n"
+                            "    params: {n: [64]}\n"
+                            "tasks: [validate]\n");
+    ksweep *sw = sched_sweep(c, id);
+    assert_non_null(sw);
+    assert_true(sched_order_expected(sw, 0) == sched_order_expected(sw, 1));
+    build(c);
+    sent s = one(c, KFLEET__TASK_KIND__VALIDATE, 1024);
+    assert_int_equal((uint32_t)s.task, 0);
+    result_s(c, "a1", s.task, s.attempt, 1);
+    build(c);
+    s = one(c, KFLEET__TASK_KIND__VALIDATE, 64);
+    assert_int_equal((uint32_t)s.task, 1);
+    done(&c);
+}
+
+/* Runs sweep V3 to its end on a1, each validation taking the seconds its
+ * n says (1K: 5 s, 2K: 0.1 s, 4K: 0.2 s), whatever order it comes in. */
+static void run_v3(kf_coord *c)
+{
+    submit(c, V3);
+    sent s[4];
+    for (int k = 0; k < 8 && c->nsweeps; k++) {
+        size_t n = drain(c, s, 4);
+        assert_int_equal(n, 1);
+        const ktask *t = sched_task(c, s[0].task, NULL);
+        int64_t v = t->rec->n_params ? t->rec->params[0]->value : 0;
+        result_s(c, "a1", s[0].task, s[0].attempt, v == 1024 ? 5 : v == 2048 ? 0.1 : 0.2);
+    }
+    assert_int_equal(c->nsweeps, 0);
+}
+
+/* A coordinator on the same store, its state loaded from it (a restart). */
+static kf_coord *reopen(kf_coord *c)
+{
+    kf_coord_destroy(&c);
+    c = calloc(1, sizeof *c);
+    assert_non_null(c);
+    c->cfg.store_dir = dir;
+    c->cfg.heartbeat_interval_s = 1.0;
+    c->cfg.heartbeat_timeout_s = 10.0;
+    c->cfg.assign_grace_s = 5.0;
+    c->started_ns = kf_now_ns();
+    kf_buf_init(&c->scratch);
+    snprintf(c->agent_endpoint, sizeof c->agent_endpoint, "ipc://%s/agents.sock", dir);
+    kf_err err;
+    assert_int_equal(kf_store_open(dir, 0, &c->store, &err), KF_OK);
+    assert_int_equal(sched_load(c, &err), KF_OK);
+    return c;
+}
+
+/* An earlier sweep's durations of the same kernel and configurations set
+ * the order, against what the parameters alone say (4K, 2K, 1K); after a
+ * restart before any dispatch the order is planned again, the same. */
+static void test_priors_and_restart(void **state)
+{
+    (void)state;
+    kf_coord *c = coord();
+    reg(c, "a1", 1, 0);
+    run_v3(c);
+    /* Submitted with no agent: nothing dispatched before the restart. */
+    c->agents[0]->lost = 1;
+    uint32_t id = submit(c, V3);
+    ksweep *sw = sched_sweep(c, id);
+    assert_true(sched_order_expected(sw, 0) == 5.0);
+    assert_true(sched_order_expected(sw, 1) == 0.1);
+    sent s[4];
+    assert_int_equal(drain(c, s, 4), 0);
+    c = reopen(c);
+    sw = sched_sweep(c, id);
+    assert_non_null(sw);
+    assert_true(sched_order_expected(sw, 0) == 5.0);
+    assert_true(sched_order_expected(sw, 2) == 0.2);
+    reg(c, "a1", 1, 0); /* its build is in the store: straight to work */
+    sent t = one(c, KFLEET__TASK_KIND__VALIDATE, 1024);
+    result_s(c, "a1", t.task, t.attempt, 5);
+    t = one(c, KFLEET__TASK_KIND__VALIDATE, 4096);
+    result_s(c, "a1", t.task, t.attempt, 0.2);
+    t = one(c, KFLEET__TASK_KIND__VALIDATE, 2048);
+    result_s(c, "a1", t.task, t.attempt, 0.1);
+    assert_int_equal(c->nsweeps, 0);
+    done(&c);
+}
+
+/* A requeued task (its agent lost) comes back in its place in the order,
+ * before the shorter ones still pending. */
+static void test_requeue_keeps_priority(void **state)
+{
+    (void)state;
+    kf_coord *c = coord();
+    reg(c, "a1", 1, 0);
+    submit(c, V3);
+    build(c);
+    sent s = one(c, KFLEET__TASK_KIND__VALIDATE, 4096);
+    assert_int_equal(s.attempt, 1);
+    c->agents[0]->last_seen_mono = kf_mono_ns() - 60000000000ull; /* silent: lost */
+    sched_check_agents(c);
+    c->dispatch_needed = 1;
+    turn(c);
+    sent x[4];
+    drain(c, x, 4); /* the cancel */
+    reg(c, "a1", 1, 0);
+    s = one(c, KFLEET__TASK_KIND__VALIDATE, 4096);
+    assert_int_equal(s.attempt, 2);
+    done(&c);
+}
+
+int main(void)
+{
+    kf_log_setup("test", KF_LOG_OFF);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_longest_first_and_gating),
+        cmocka_unit_test(test_ties_keep_submission_order),
+        cmocka_unit_test(test_priors_and_restart),
+        cmocka_unit_test(test_requeue_keeps_priority),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
