@@ -49,6 +49,7 @@ typedef struct ksweep {
     uint32_t cursor;      /* no pending task below this idx */
     uint32_t counts[16];  /* tasks by TaskState */
     uint32_t bcounts[16]; /* build tasks by TaskState (also in counts) */
+    uint32_t cpu_pending; /* pending tasks that take a CPU slot (sched_needs_gpu 0) */
     int dirty;            /* rec changed in this batch */
     /* The order its pending tasks are offered in (sched_order.c); NULL
      * until planned. */

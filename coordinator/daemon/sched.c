@@ -194,6 +194,8 @@ ktask *sched_add_task(kf_coord *c, ksweep *sw, Kfleet__Task *rec)
     sw->counts[rec->state & 15]++;
     if (kf_task_kind_at(rec->kind)->builds)
         sw->bcounts[rec->state & 15]++;
+    if (rec->state == KFLEET__TASK_STATE__PENDING && !sched_needs_gpu(sw, t))
+        sw->cpu_pending++;
     sched_order_added(sw, sw->ntasks - 1);
     return t;
 }
@@ -217,6 +219,9 @@ void sched_set_state(ksweep *sw, ktask *t, int state)
         sw->bcounts[t->rec->state & 15]--;
         sw->bcounts[state & 15]++;
     }
+    if (!sched_needs_gpu(sw, t))
+        sw->cpu_pending +=
+            (state == KFLEET__TASK_STATE__PENDING) - (t->rec->state == KFLEET__TASK_STATE__PENDING);
     t->rec->state = (Kfleet__TaskState)state;
     t->rec->updated_ns = kf_now_ns();
     sw->counts[state & 15]++;

@@ -310,6 +310,24 @@ static ktask *pick_in(kf_coord *c, kagent *a, int ai, ksweep *sw, int cpu_free, 
     return NULL;
 }
 
+/* A GPU agent's steady state is its GPU busy and a CPU slot free: then only
+ * a CPU task or a build ahead of its GPU can start. With no CPU task
+ * pending in sw and every kernel of sw it can run built (or building) here,
+ * or no GPU to build ahead for, there is none: 1, and the walk (every
+ * pending task, in order, each turn) is skipped. */
+static int nothing_for_cpu(kf_coord *c, kagent *a, ksweep *sw)
+{
+    if (sw->cpu_pending)
+        return 0;
+    if (a->gpu_slots == 0)
+        return 1;
+    for (size_t k = 0; k < sw->rec->n_kernels; k++)
+        if (sched_can_run(a, sw->rec->kernels[k], NULL, 0) &&
+            !sched_agent_build(c, a, sw->rec->kernels[k]->hash))
+            return 0;
+    return 1;
+}
+
 /* The next task agent a can start now, or NULL: the sweeps in submission
  * order, each sweep's tasks in its order (pick_in). */
 static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
@@ -334,6 +352,8 @@ static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
                sw->tasks[sw->cursor].rec->state != KFLEET__TASK_STATE__PENDING)
             sw->cursor++;
         if (sw->cursor == sw->ntasks)
+            continue;
+        if (!gpu_free && nothing_for_cpu(c, a, sw))
             continue;
         if (!sw->order) {
             kf_txn *txn = NULL;

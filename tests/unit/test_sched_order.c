@@ -73,7 +73,7 @@ static sent one(kf_coord *c, int kind, int64_t n)
 static void build(kf_coord *c)
 {
     sent b = one(c, KFLEET__TASK_KIND__BUILD, 0);
-    result_s(c, "a1", b.task, b.attempt, 0.5);
+    result_s(c, b.agent, b.task, b.attempt, 0.5);
 }
 
 /* No history: the biggest configuration's validation first (its chain,
@@ -225,6 +225,46 @@ static void test_requeue_keeps_priority(void **state)
     done(&c);
 }
 
+/* A GPU agent whose GPU is busy still takes CPU work in the sweep's order:
+ * a host kernel's build and validation, then the build of the next CUDA
+ * kernel ahead of its GPU; with nothing of that left, nothing (the walk
+ * is skipped); the GPU then takes the next longest. */
+static void test_gpu_busy_cpu_work(void **state)
+{
+    (void)state;
+    kf_coord *c = coord();
+    reg(c, "g1", 1, 1);
+    submit(c, "name: mixed\nkernels:\n"
+              "  - path: " KF_SOURCE_DIR "/kernels/cuda/copy.cu\n"
+              "    params: {bytes: [1M, 4M]}\n"
+              "  - name: triad\n    params: {n: [1K]}\n"
+              "  - path: " KF_SOURCE_DIR "/kernels/cuda/voxelize.cu\n"
+              "    params: {points: [1M], grid: [128]}\n"
+              "tasks: [validate]\n");
+    build(c); /* copy's, for copy 4M (expected 2 s) */
+    sent s[4];
+    assert_int_equal(drain(c, s, 4), 2);
+    sent gpu = s[0].kind == KFLEET__TASK_KIND__VALIDATE ? s[0] : s[1];
+    sent tb = s[0].kind == KFLEET__TASK_KIND__VALIDATE ? s[1] : s[0];
+    assert_int_equal(sched_task(c, gpu.task, NULL)->rec->params[0]->value, 4 << 20);
+    assert_int_equal(tb.kind, KFLEET__TASK_KIND__BUILD); /* triad's, on the CPU */
+    result_s(c, "g1", tb.task, tb.attempt, 0.5);
+    sent tv = one(c, KFLEET__TASK_KIND__VALIDATE, 1024);
+    result_s(c, "g1", tv.task, tv.attempt, 0.5);
+    sent vb = one(c, KFLEET__TASK_KIND__BUILD, 0); /* voxelize's, ahead */
+    result_s(c, "g1", vb.task, vb.attempt, 0.5);
+    assert_int_equal(drain(c, s, 4), 0);
+    c->dispatch_needed = 1;
+    turn(c);
+    assert_int_equal(drain(c, s, 4), 0);
+    result_s(c, "g1", gpu.task, gpu.attempt, 1);
+    /* voxelize (its one configuration: 1 s) before copy 1M (0.5 s). */
+    sent v = one(c, KFLEET__TASK_KIND__VALIDATE, 0);
+    ktask *vt = sched_task(c, v.task, NULL);
+    assert_int_equal(vt->rec->kernel_index, 2);
+    done(&c);
+}
+
 int main(void)
 {
     kf_log_setup("test", KF_LOG_OFF);
@@ -233,6 +273,7 @@ int main(void)
         cmocka_unit_test(test_ties_keep_submission_order),
         cmocka_unit_test(test_priors_and_restart),
         cmocka_unit_test(test_requeue_keeps_priority),
+        cmocka_unit_test(test_gpu_busy_cpu_work),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
