@@ -69,11 +69,19 @@ static sent one(kf_coord *c, int kind, int64_t n)
     return s[0];
 }
 
+/* The one assignment queued is of this kind and n (0: any), and it ends
+ * after `seconds`; returns it. */
+static sent step(kf_coord *c, int kind, int64_t n, double seconds)
+{
+    sent s = one(c, kind, n);
+    result_s(c, s.agent, s.task, s.attempt, seconds);
+    return s;
+}
+
 /* The build of the sweep's kernel, done. */
 static void build(kf_coord *c)
 {
-    sent b = one(c, KFLEET__TASK_KIND__BUILD, 0);
-    result_s(c, b.agent, b.task, b.attempt, 0.5);
+    step(c, KFLEET__TASK_KIND__BUILD, 0, 0.5);
 }
 
 /* No history: the biggest configuration's validation first (its chain,
@@ -87,22 +95,16 @@ static void test_longest_first_and_gating(void **state)
     reg(c, "a1", 1, 0);
     submit(c, VP);
     build(c);
-    sent s = one(c, KFLEET__TASK_KIND__VALIDATE, 4096);
-    /* It ran 1 ms: its profile (1.2 ms expected) now waits behind the
-     * validation of 2K (expected 2 x 2K/geomean seconds). */
-    result_s(c, "a1", s.task, s.attempt, 0.001);
-    s = one(c, KFLEET__TASK_KIND__VALIDATE, 2048);
-    /* It ran 100 s: its profile (120 s) before the last validation. */
-    result_s(c, "a1", s.task, s.attempt, 100);
-    s = one(c, KFLEET__TASK_KIND__PROFILE, 2048);
-    result_s(c, "a1", s.task, s.attempt, 1);
-    s = one(c, KFLEET__TASK_KIND__VALIDATE, 1024);
+    /* 4K first; it runs 1 ms: its profile (1.2 ms expected) then waits
+     * behind the validation of 2K (2 x 2K/geomean = 2 s expected). */
+    step(c, KFLEET__TASK_KIND__VALIDATE, 4096, 0.001);
+    /* 2K runs 100 s: its profile (120 s) before the last validation. */
+    step(c, KFLEET__TASK_KIND__VALIDATE, 2048, 100);
+    step(c, KFLEET__TASK_KIND__PROFILE, 2048, 1);
     /* 1K's profile (1.2 x 10 s) goes before 4K's (1.2 ms). */
-    result_s(c, "a1", s.task, s.attempt, 10);
-    s = one(c, KFLEET__TASK_KIND__PROFILE, 1024);
-    result_s(c, "a1", s.task, s.attempt, 1);
-    s = one(c, KFLEET__TASK_KIND__PROFILE, 4096);
-    result_s(c, "a1", s.task, s.attempt, 1);
+    step(c, KFLEET__TASK_KIND__VALIDATE, 1024, 10);
+    step(c, KFLEET__TASK_KIND__PROFILE, 1024, 1);
+    step(c, KFLEET__TASK_KIND__PROFILE, 4096, 1);
     assert_int_equal(c->nsweeps, 0);
     done(&c);
 }
@@ -154,17 +156,8 @@ static void run_v3(kf_coord *c)
 static kf_coord *reopen(kf_coord *c)
 {
     kf_coord_destroy(&c);
-    c = calloc(1, sizeof *c);
-    assert_non_null(c);
-    c->cfg.store_dir = dir;
-    c->cfg.heartbeat_interval_s = 1.0;
-    c->cfg.heartbeat_timeout_s = 10.0;
-    c->cfg.assign_grace_s = 5.0;
-    c->started_ns = kf_now_ns();
-    kf_buf_init(&c->scratch);
-    snprintf(c->agent_endpoint, sizeof c->agent_endpoint, "ipc://%s/agents.sock", dir);
+    c = coord_open();
     kf_err err;
-    assert_int_equal(kf_store_open(dir, 0, &c->store, &err), KF_OK);
     assert_int_equal(sched_load(c, &err), KF_OK);
     return c;
 }
@@ -192,12 +185,9 @@ static void test_priors_and_restart(void **state)
     assert_true(sched_order_expected(sw, 0) == 5.0);
     assert_true(sched_order_expected(sw, 2) == 0.2);
     reg(c, "a1", 1, 0); /* its build is in the store: straight to work */
-    sent t = one(c, KFLEET__TASK_KIND__VALIDATE, 1024);
-    result_s(c, "a1", t.task, t.attempt, 5);
-    t = one(c, KFLEET__TASK_KIND__VALIDATE, 4096);
-    result_s(c, "a1", t.task, t.attempt, 0.2);
-    t = one(c, KFLEET__TASK_KIND__VALIDATE, 2048);
-    result_s(c, "a1", t.task, t.attempt, 0.1);
+    step(c, KFLEET__TASK_KIND__VALIDATE, 1024, 5);
+    step(c, KFLEET__TASK_KIND__VALIDATE, 4096, 0.2);
+    step(c, KFLEET__TASK_KIND__VALIDATE, 2048, 0.1);
     assert_int_equal(c->nsweeps, 0);
     done(&c);
 }
@@ -249,10 +239,8 @@ static void test_gpu_busy_cpu_work(void **state)
     assert_int_equal(sched_task(c, gpu.task, NULL)->rec->params[0]->value, 4 << 20);
     assert_int_equal(tb.kind, KFLEET__TASK_KIND__BUILD); /* triad's, on the CPU */
     result_s(c, "g1", tb.task, tb.attempt, 0.5);
-    sent tv = one(c, KFLEET__TASK_KIND__VALIDATE, 1024);
-    result_s(c, "g1", tv.task, tv.attempt, 0.5);
-    sent vb = one(c, KFLEET__TASK_KIND__BUILD, 0); /* voxelize's, ahead */
-    result_s(c, "g1", vb.task, vb.attempt, 0.5);
+    step(c, KFLEET__TASK_KIND__VALIDATE, 1024, 0.5);
+    step(c, KFLEET__TASK_KIND__BUILD, 0, 0.5); /* voxelize's, ahead of the GPU */
     assert_int_equal(drain(c, s, 4), 0);
     c->dispatch_needed = 1;
     turn(c);
