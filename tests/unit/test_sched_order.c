@@ -192,6 +192,29 @@ static void test_priors_and_restart(void **state)
     done(&c);
 }
 
+/* A profile's expectation from its passed validation (1.2 x 50 s) puts it
+ * before the next validation (2K: 1 + 1 s); after a restart it is read
+ * back from the stored result, the same. */
+static void test_restart_keeps_validation_estimate(void **state)
+{
+    (void)state;
+    kf_coord *c = coord();
+    reg(c, "a1", 1, 0);
+    uint32_t id = submit(c, VP);
+    build(c);
+    sent v = step(c, KFLEET__TASK_KIND__VALIDATE, 4096, 50);
+    sent p = one(c, KFLEET__TASK_KIND__PROFILE, 4096);
+    uint32_t prof = (uint32_t)p.task;
+    ksweep *sw = sched_sweep(c, id);
+    assert_int_equal(sw->tasks[prof].gate, (int32_t)(uint32_t)v.task);
+    assert_true(sched_order_expected(sw, prof) == 60.0);
+    c = reopen(c);
+    sw = sched_sweep(c, id);
+    assert_non_null(sw);
+    assert_true(sched_order_expected(sw, prof) == 60.0);
+    done(&c);
+}
+
 /* A requeued task (its agent lost) comes back in its place in the order,
  * before the shorter ones still pending. */
 static void test_requeue_keeps_priority(void **state)
@@ -260,6 +283,7 @@ int main(void)
         cmocka_unit_test(test_longest_first_and_gating),
         cmocka_unit_test(test_ties_keep_submission_order),
         cmocka_unit_test(test_priors_and_restart),
+        cmocka_unit_test(test_restart_keeps_validation_estimate),
         cmocka_unit_test(test_requeue_keeps_priority),
         cmocka_unit_test(test_gpu_busy_cpu_work),
     };
