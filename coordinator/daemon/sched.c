@@ -691,7 +691,7 @@ static int load_sweep(void *ctx, const Kfleet__Sweep *rec)
     /* The order is not stored: planned again from the store, as at submit
      * (sched_order.c); a failure to read priors only leaves them out. */
     if (rc == KF_OK)
-        sched_order_plan(c, sw, txn);
+        sched_order_plan(sw, txn);
     return rc;
 }
 

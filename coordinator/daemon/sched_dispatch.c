@@ -357,7 +357,7 @@ static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
             continue;
         if (!sw->order) {
             kf_txn *txn = NULL;
-            sched_order_plan(c, sw, coord_txn(c, &txn) == KF_OK ? txn : NULL);
+            sched_order_plan(sw, coord_txn(c, &txn) == KF_OK ? txn : NULL);
         }
         int again = 0;
         ktask *t = pick_in(c, a, ai, sw, cpu_free, gpu_free, &waiting, &again);

@@ -99,7 +99,7 @@ void sched_agent_lost(kf_coord *c, kagent *a, const char *why);
  * Plans sw: each task's expected seconds (priors read from txn's store,
  * NULL: none) and its priority; every pending task enters the order.
  * Returns what reading the priors returned (the plan is made anyway). */
-int sched_order_plan(kf_coord *c, ksweep *sw, kf_txn *txn);
+int sched_order_plan(ksweep *sw, kf_txn *txn);
 /* Task idx was added to a planned sweep (a build): it enters the order. */
 void sched_order_added(ksweep *sw, uint32_t idx);
 /* Task idx is pending again (requeued): it enters the order again. */

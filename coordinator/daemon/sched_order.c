@@ -243,7 +243,7 @@ static double prio_of(const ksweep *sw, const sched_order *o, uint32_t i)
     return p;
 }
 
-int sched_order_plan(kf_coord *c, ksweep *sw, kf_txn *txn)
+int sched_order_plan(ksweep *sw, kf_txn *txn)
 {
     sched_order *o = order_of(sw);
     size_t nk = sw->rec->n_kernels;
@@ -263,12 +263,16 @@ int sched_order_plan(kf_coord *c, ksweep *sw, kf_txn *txn)
         if (pr.n)
             qsort(pr.v, pr.n, sizeof *pr.v, prior_cmp);
     }
-    /* The geometric mean of the parameter product, per kernel. */
+    /* The geometric mean of the parameter product, per kernel, over the
+     * tasks of its configurations: builds (made as the sweep runs, so
+     * present after a restart only) and a reload's holes left out, or the
+     * same sweep would be planned otherwise after a restart. */
     double *logsum = kf_xcalloc(nk ? nk : 1, sizeof *logsum);
     uint32_t *count = kf_xcalloc(nk ? nk : 1, sizeof *count);
     for (uint32_t i = 0; i < sw->ntasks; i++) {
         const Kfleet__Task *t = sw->tasks[i].rec;
-        if (t->kernel_index < nk) {
+        const kf_task_kind *tk = kf_task_kind_of(t->kind);
+        if (t->kernel_index < nk && tk && !tk->builds) {
             logsum[t->kernel_index] += log(params_product(t));
             count[t->kernel_index]++;
         }
@@ -292,7 +296,8 @@ int sched_order_plan(kf_coord *c, ksweep *sw, kf_txn *txn)
                    (v = validated_s(txn, &sw->tasks[t->gate])) > 0) {
             o->pred[i] = KF_SCHED_PROFILE_PER_VALIDATE * v;
         } else {
-            o->pred[i] = KF_SCHED_GUESS_S * exp(log(params_product(t->rec)) - logsum[k] / count[k]);
+            double mean = count[k] ? logsum[k] / count[k] : 0;
+            o->pred[i] = KF_SCHED_GUESS_S * exp(log(params_product(t->rec)) - mean);
         }
     }
     free(logsum);
@@ -305,7 +310,6 @@ int sched_order_plan(kf_coord *c, ksweep *sw, kf_txn *txn)
             heap_push(o, (oent){o->prio[i], i});
     }
     kf_info("sched.order", "sweep=%u tasks=%u with_prior=%u", sw->rec->sweep_id, sw->ntasks, known);
-    (void)c;
     return rc;
 }
 

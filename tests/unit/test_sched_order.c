@@ -208,10 +208,17 @@ static void test_restart_keeps_validation_estimate(void **state)
     ksweep *sw = sched_sweep(c, id);
     assert_int_equal(sw->tasks[prof].gate, (int32_t)(uint32_t)v.task);
     assert_true(sched_order_expected(sw, prof) == 60.0);
+    double before[6];
+    for (uint32_t i = 0; i < 6; i++)
+        before[i] = sched_order_expected(sw, i);
     c = reopen(c);
     sw = sched_sweep(c, id);
     assert_non_null(sw);
     assert_true(sched_order_expected(sw, prof) == 60.0);
+    /* The others too, though the sweep now holds its build task. */
+    assert_true(sw->ntasks > 6);
+    for (uint32_t i = 0; i < 6; i++)
+        assert_true(sched_order_expected(sw, i) == before[i]);
     done(&c);
 }
 
