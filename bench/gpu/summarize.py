@@ -304,6 +304,19 @@ def main():
                     f"{c.get('evaluations_per_gpu_hour') or 0:.0f} evaluations per GPU-hour",
                     "<= 5 % over ideal",
                     "PASS" if s.get("over_ideal_pct") is not None and s["over_ideal_pct"] <= 5 else "FAIL"))
+        # Where the slots' idle time went (schedule.idle, report_schedule.c):
+        # start-up before each slot's first task, gaps between its tasks,
+        # the tail after its last; the worst tail is the last long task.
+        idle = s.get("idle")
+        if idle:
+            slots = idle.get("slots") or []
+            worst = max(slots, key=lambda x: x.get("tail_s") or 0, default=None)
+            out.append((f"  idle on {len(slots)} slots",
+                        f"start-up {idle['startup_s']:.1f} s, between tasks {idle['gaps_s']:.1f} s, "
+                        f"tail {idle['tail_s']:.1f} s"
+                        + (f" (longest tail {worst['tail_s']:.1f} s, {worst['agent_id']}/{worst['slot']})"
+                           if worst else ""),
+                        "(info)", "-"))
     python_targets(d, out)
     w = [max(len(str(x[i])) for x in out + [("target", "measured", "needed", "verdict")]) for i in range(4)]
     print("| " + " | ".join(h.ljust(w[i]) for i, h in enumerate(("target", "measured", "needed", "verdict"))) + " |")

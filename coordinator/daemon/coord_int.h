@@ -19,6 +19,8 @@
 
 #define KF_MAX_SLOTS 64
 
+typedef struct sched_order sched_order;
+
 typedef struct ktask {
     Kfleet__Task *rec;      /* owned; the stored record */
     int agent;              /* index into agents of the current attempt, -1 */
@@ -47,7 +49,11 @@ typedef struct ksweep {
     uint32_t cursor;      /* no pending task below this idx */
     uint32_t counts[16];  /* tasks by TaskState */
     uint32_t bcounts[16]; /* build tasks by TaskState (also in counts) */
+    uint32_t cpu_pending; /* pending tasks that take a CPU slot (sched_needs_gpu 0) */
     int dirty;            /* rec changed in this batch */
+    /* The order its pending tasks are offered in (sched_order.c); NULL
+     * until planned. */
+    struct sched_order *order;
 } ksweep;
 
 /* What the coordinator knows of one kernel's build on one agent. */

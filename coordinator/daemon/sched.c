@@ -194,6 +194,9 @@ ktask *sched_add_task(kf_coord *c, ksweep *sw, Kfleet__Task *rec)
     sw->counts[rec->state & 15]++;
     if (kf_task_kind_at(rec->kind)->builds)
         sw->bcounts[rec->state & 15]++;
+    if (rec->state == KFLEET__TASK_STATE__PENDING && !sched_needs_gpu(sw, t))
+        sw->cpu_pending++;
+    sched_order_added(sw, sw->ntasks - 1);
     return t;
 }
 
@@ -204,6 +207,7 @@ void sched_free_sweep(ksweep *sw)
     for (uint32_t i = 0; i < sw->ntasks; i++)
         kfleet__task__free_unpacked(sw->tasks[i].rec, NULL);
     free(sw->tasks);
+    sched_order_free(&sw->order);
     kfleet__sweep__free_unpacked(sw->rec, NULL);
     free(sw);
 }
@@ -215,6 +219,9 @@ void sched_set_state(ksweep *sw, ktask *t, int state)
         sw->bcounts[t->rec->state & 15]--;
         sw->bcounts[state & 15]++;
     }
+    if (!sched_needs_gpu(sw, t))
+        sw->cpu_pending +=
+            (state == KFLEET__TASK_STATE__PENDING) - (t->rec->state == KFLEET__TASK_STATE__PENDING);
     t->rec->state = (Kfleet__TaskState)state;
     t->rec->updated_ns = kf_now_ns();
     sw->counts[state & 15]++;
@@ -626,6 +633,7 @@ void sched_requeue_as(kf_coord *c, ksweep *sw, ktask *t, int attempt_state, cons
     uint32_t idx = (uint32_t)t->rec->task_id;
     if (idx < sw->cursor)
         sw->cursor = idx;
+    sched_order_push(sw, idx);
     kf_warn("task.requeue", "task=0x%llx attempt=%u why=\"%s\"",
             (unsigned long long)t->rec->task_id, t->rec->attempts, why);
     c->dispatch_needed = 1;
@@ -679,7 +687,12 @@ static int load_sweep(void *ctx, const Kfleet__Sweep *rec)
     int rc = coord_txn(c, &txn);
     if (rc)
         return rc;
-    return kf_store_foreach_task(txn, rec->sweep_id, load_task, pp);
+    rc = kf_store_foreach_task(txn, rec->sweep_id, load_task, pp);
+    /* The order is not stored: planned again from the store, as at submit
+     * (sched_order.c); a failure to read priors only leaves them out. */
+    if (rc == KF_OK)
+        sched_order_plan(sw, txn);
+    return rc;
 }
 
 int sched_load(kf_coord *c, kf_err *err)

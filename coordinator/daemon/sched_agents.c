@@ -472,6 +472,7 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
     sched_set_str(&t->rec->error, line);
     sched_set_state(sw, t, r->state);
     sched_put_task(c, t);
+    sched_order_ended(sw, t, r->elapsed_s);
     sched_gate_done(c, sw, t);
     if (kf_task_kind_at(t->rec->kind)->builds) {
         const char *hash = sw->rec->kernels[t->rec->kernel_index]->hash;

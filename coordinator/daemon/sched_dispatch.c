@@ -212,8 +212,124 @@ static int build_failed(kf_coord *c, ksweep *sw, ktask *t, const kagent *a, uint
     return 1;
 }
 
-/* The next task agent a can start now, or NULL. May create a build task
- * (returned) or fail tasks whose build failed on a. */
+/* The next task of sw agent a can start now, or NULL; in the sweep's order
+ * (sched_order.c: longest expected first), every rule below applying to
+ * each task as it comes. May create a build task (returned) or fail tasks
+ * whose build failed on a; *again: that failure may have ended the sweep,
+ * so the caller starts over. *waiting: the kernel a found another agent
+ * building for it. */
+static ktask *pick_in(kf_coord *c, kagent *a, int ai, ksweep *sw, int cpu_free, int gpu_free,
+                      const char **waiting, int *again)
+{
+    uint32_t i;
+    while (sched_order_next(sw, &i)) {
+        ktask *t = &sw->tasks[i];
+        if (t->pin >= 0 && t->pin != ai)
+            continue;
+        /* A profile waits for its configuration's validation. */
+        if (t->gate >= 0 && (uint32_t)t->gate < sw->ntasks &&
+            !kf_state_terminal(sw->tasks[t->gate].rec->state))
+            continue;
+        /* A candidate's task waits for its configuration's reference. */
+        if (t->ref_gate >= 0 && (uint32_t)t->ref_gate < sw->ntasks &&
+            sw->tasks[t->ref_gate].rec->state != KFLEET__TASK_STATE__SUCCEEDED)
+            continue;
+        /* A Python kernel goes where its imports are (sched_match). */
+        if (!sched_can_run(a, sw->rec->kernels[t->rec->kernel_index], NULL, 0))
+            continue;
+        const kf_task_kind *tk = kf_task_kind_of(t->rec->kind);
+        if (!tk || !tk->needs_build) { /* a build, on a CPU slot */
+            if (!cpu_free)
+                continue;
+            return t;
+        }
+        /* A candidate's task needs the problem's build here too
+         * (docs/problems.md): the problem makes its inputs. */
+        if (sw->rec->kernels[t->rec->kernel_index]->candidate) {
+            uint32_t pi = (uint32_t)sw->rec->n_kernels - 1;
+            const char *ph = sw->rec->kernels[pi]->hash;
+            if (!sched_can_run(a, sw->rec->kernels[pi], NULL, 0))
+                continue;
+            kbuild *pb = sched_agent_build(c, a, ph);
+            if (!pb) {
+                const kshare *ps = sched_share_find(c, a, ph);
+                if (ps && ps->unshareable)
+                    ps = NULL;
+                if ((ps && !ps->ready) || !cpu_free)
+                    continue;
+                return new_build(c, sw, pi, a, ps);
+            }
+            if (!kf_state_terminal(pb->state))
+                continue;
+            if (pb->state != KFLEET__TASK_STATE__SUCCEEDED) {
+                if (build_failed(c, sw, t, a, pi, pb)) {
+                    *again = 1;
+                    return NULL;
+                }
+                continue;
+            }
+        }
+        int gpu = sched_needs_gpu(sw, t);
+        const char *hash = sw->rec->kernels[t->rec->kernel_index]->hash;
+        if (hash == *waiting)
+            continue;
+        kbuild *b = sched_agent_build(c, a, hash);
+        /* Another agent with this toolchain building it: wait for its
+         * artifact rather than run the same compile (sched_share.c). */
+        const kshare *share = b ? NULL : sched_share_find(c, a, hash);
+        if (share && share->unshareable) {
+            share = NULL;
+        } else if (share && !share->ready) {
+            *waiting = hash;
+            continue;
+        }
+        if (gpu ? !gpu_free : !cpu_free) {
+            /* Its GPU is busy, but a CPU slot is free: build the kernel
+             * now, so the GPU does not sit idle through nvcc when it
+             * reaches this kernel (on 2xH200 that idle time was 7% of
+             * the makespan of examples/gpu.yaml). */
+            if (gpu && cpu_free && !b && a->gpu_slots > 0)
+                return new_build(c, sw, t->rec->kernel_index, a, share);
+            continue;
+        }
+        if (b && b->state == KFLEET__TASK_STATE__SUCCEEDED)
+            return t;
+        if (b && kf_state_terminal(b->state)) {
+            if (build_failed(c, sw, t, a, t->rec->kernel_index, b)) {
+                *again = 1;
+                return NULL;
+            }
+            continue;
+        }
+        if (b)
+            continue; /* building: wait for it */
+        if (!cpu_free)
+            continue;
+        return new_build(c, sw, t->rec->kernel_index, a, share);
+    }
+    return NULL;
+}
+
+/* A GPU agent's steady state is its GPU busy and a CPU slot free: then only
+ * a CPU task or a build ahead of its GPU can start. With no CPU task
+ * pending in sw and every kernel of sw it can run built (or building) here,
+ * or no GPU to build ahead for, there is none: 1, and the walk (every
+ * pending task, in order, each turn) is skipped. */
+static int nothing_for_cpu(kf_coord *c, kagent *a, ksweep *sw)
+{
+    if (sw->cpu_pending)
+        return 0;
+    if (a->gpu_slots == 0)
+        return 1;
+    for (size_t k = 0; k < sw->rec->n_kernels; k++)
+        if (sched_can_run(a, sw->rec->kernels[k], NULL, 0) &&
+            !sched_agent_build(c, a, sw->rec->kernels[k]->hash))
+            return 0;
+    return 1;
+}
+
+/* The next task agent a can start now, or NULL: the sweeps in submission
+ * order, each sweep's tasks in its order (pick_in). */
 static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
 {
     int cpu_free = a->cpu_used < a->cpu_slots;
@@ -225,105 +341,32 @@ static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
     if (!cpu_free && !gpu_free)
         return NULL;
     /* The kernel this agent last found another agent building for it: its
-     * next tasks (a sweep's tasks run kernel by kernel) are passed over at
-     * once, without a store lookup each, which with many agents waiting
-     * on a million-task sweep would stall the turn. */
+     * other tasks are passed over at once, without a store lookup each,
+     * which with many agents waiting on a million-task sweep would stall
+     * the turn. */
     const char *waiting = NULL;
     for (size_t s = 0; s < c->nsweeps; s++) {
         ksweep *sw = c->sweeps[s];
+        /* control.c's "why nothing moves" walks from the cursor. */
         while (sw->cursor < sw->ntasks &&
                sw->tasks[sw->cursor].rec->state != KFLEET__TASK_STATE__PENDING)
             sw->cursor++;
-        for (uint32_t i = sw->cursor; i < sw->ntasks; i++) {
-            ktask *t = &sw->tasks[i];
-            if (t->rec->state != KFLEET__TASK_STATE__PENDING)
-                continue;
-            if (t->pin >= 0 && t->pin != ai)
-                continue;
-            /* A profile waits for its configuration's validation. */
-            if (t->gate >= 0 && (uint32_t)t->gate < sw->ntasks &&
-                !kf_state_terminal(sw->tasks[t->gate].rec->state))
-                continue;
-            /* A candidate's task waits for its configuration's reference. */
-            if (t->ref_gate >= 0 && (uint32_t)t->ref_gate < sw->ntasks &&
-                sw->tasks[t->ref_gate].rec->state != KFLEET__TASK_STATE__SUCCEEDED)
-                continue;
-            /* A Python kernel goes where its imports are (sched_match). */
-            if (!sched_can_run(a, sw->rec->kernels[t->rec->kernel_index], NULL, 0))
-                continue;
-            const kf_task_kind *tk = kf_task_kind_of(t->rec->kind);
-            if (!tk || !tk->needs_build) { /* a build, on a CPU slot */
-                if (!cpu_free)
-                    continue;
-                *sw_out = sw;
-                return t;
-            }
-            /* A candidate's task needs the problem's build here too
-             * (docs/problems.md): the problem makes its inputs. */
-            if (sw->rec->kernels[t->rec->kernel_index]->candidate) {
-                uint32_t pi = (uint32_t)sw->rec->n_kernels - 1;
-                const char *ph = sw->rec->kernels[pi]->hash;
-                if (!sched_can_run(a, sw->rec->kernels[pi], NULL, 0))
-                    continue;
-                kbuild *pb = sched_agent_build(c, a, ph);
-                if (!pb) {
-                    const kshare *ps = sched_share_find(c, a, ph);
-                    if (ps && ps->unshareable)
-                        ps = NULL;
-                    if ((ps && !ps->ready) || !cpu_free)
-                        continue;
-                    *sw_out = sw;
-                    return new_build(c, sw, pi, a, ps);
-                }
-                if (!kf_state_terminal(pb->state))
-                    continue;
-                if (pb->state != KFLEET__TASK_STATE__SUCCEEDED) {
-                    if (build_failed(c, sw, t, a, pi, pb))
-                        return pick(c, a, ai, sw_out);
-                    continue;
-                }
-            }
-            int gpu = sched_needs_gpu(sw, t);
-            const char *hash = sw->rec->kernels[t->rec->kernel_index]->hash;
-            if (hash == waiting)
-                continue;
-            kbuild *b = sched_agent_build(c, a, hash);
-            /* Another agent with this toolchain building it: wait for its
-             * artifact rather than run the same compile (sched_share.c). */
-            const kshare *share = b ? NULL : sched_share_find(c, a, hash);
-            if (share && share->unshareable) {
-                share = NULL;
-            } else if (share && !share->ready) {
-                waiting = hash;
-                continue;
-            }
-            if (gpu ? !gpu_free : !cpu_free) {
-                /* Its GPU is busy, but a CPU slot is free: build the kernel
-                 * now, so the GPU does not sit idle through nvcc when it
-                 * reaches this kernel (on 2xH200 that idle time was 7% of
-                 * the makespan of examples/gpu.yaml). */
-                if (gpu && cpu_free && !b && a->gpu_slots > 0) {
-                    *sw_out = sw;
-                    return new_build(c, sw, t->rec->kernel_index, a, share);
-                }
-                continue;
-            }
-            if (b && b->state == KFLEET__TASK_STATE__SUCCEEDED) {
-                *sw_out = sw;
-                return t;
-            }
-            if (b && kf_state_terminal(b->state)) {
-                if (build_failed(c, sw, t, a, t->rec->kernel_index, b))
-                    return pick(c, a, ai, sw_out);
-                continue;
-            }
-            if (b)
-                continue; /* building: wait for it */
-            if (!cpu_free)
-                continue;
-            ktask *bt = new_build(c, sw, t->rec->kernel_index, a, share);
+        if (sw->cursor == sw->ntasks)
+            continue;
+        if (!gpu_free && nothing_for_cpu(c, a, sw))
+            continue;
+        if (!sw->order) {
+            kf_txn *txn = NULL;
+            sched_order_plan(sw, coord_txn(c, &txn) == KF_OK ? txn : NULL);
+        }
+        int again = 0;
+        ktask *t = pick_in(c, a, ai, sw, cpu_free, gpu_free, &waiting, &again);
+        if (again) /* sw may be gone (finished and freed) */
+            return pick(c, a, ai, sw_out);
+        sched_order_rewind(sw, t ? (uint32_t)(t - sw->tasks) : UINT32_MAX);
+        if (t) {
             *sw_out = sw;
-            return bt;
+            return t;
         }
     }
     return NULL;

@@ -8,6 +8,7 @@
  * first, then per configuration each kind of the group in the task-kind
  * table's order (a kind's gated_by comes before it), agent by agent. */
 #include "daemon/coord_int.h"
+#include "daemon/sched_int.h"
 #include "common/taskkind.h"
 #include "common/util.h"
 #include "common/xalloc.h"
@@ -204,4 +205,7 @@ void sched_expand(kf_coord *c, ksweep *sw, kf_txn *txn, const Kfleet__SubmitRequ
                           nrefs, &idx);
     expand_tasks(c, sw, txn, req, targets, reps, &idx);
     expand_groups(c, sw, txn, req, targets, reps, &idx);
+    /* Longest expected first (sched_order.c); earlier sweeps' durations
+     * that cannot be read only leave the order without them. */
+    sched_order_plan(sw, txn);
 }

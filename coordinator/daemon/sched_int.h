@@ -94,4 +94,28 @@ void sched_requeue(kf_coord *c, ksweep *sw, ktask *t, const char *why);
  * why, and builds in flight there are forgotten. */
 void sched_agent_lost(kf_coord *c, kagent *a, const char *why);
 
+/* sched_order.c: the order pick() offers a sweep's pending tasks in,
+ * longest expected first (the file-top comment says how it is expected).
+ * Plans sw: each task's expected seconds (priors read from txn's store,
+ * NULL: none) and its priority; every pending task enters the order.
+ * Returns what reading the priors returned (the plan is made anyway). */
+int sched_order_plan(ksweep *sw, kf_txn *txn);
+/* Task idx was added to a planned sweep (a build): it enters the order. */
+void sched_order_added(ksweep *sw, uint32_t idx);
+/* Task idx is pending again (requeued): it enters the order again. */
+void sched_order_push(ksweep *sw, uint32_t idx);
+/* t ended; a passed validation that took elapsed_s sets the expected time
+ * of the profile it gates (unless an earlier sweep measured that one). */
+void sched_order_ended(ksweep *sw, const ktask *t, double elapsed_s);
+/* The next pending task in order (1, *idx set) or none (0). What it
+ * returns is held aside until sched_order_rewind, which puts back those
+ * still pending but `taken` (the task about to be assigned; UINT32_MAX:
+ * none): call it once the walk is over. A taken task that is requeued
+ * comes back through sched_order_push. */
+int sched_order_next(ksweep *sw, uint32_t *idx);
+void sched_order_rewind(ksweep *sw, uint32_t taken);
+/* The seconds task idx is expected to take (NAN: not planned). */
+double sched_order_expected(const ksweep *sw, uint32_t idx);
+void sched_order_free(sched_order **self);
+
 #endif

@@ -434,6 +434,39 @@ static json_t *json_cost(const rep *r)
     return o;
 }
 
+static json_t *json_slot(const kf_rep_slot *s)
+{
+    json_t *o = json_object();
+    if (s->agent) {
+        set(o, "agent_id", jstr(s->agent));
+        set(o, "slot", json_integer(s->slot));
+    }
+    set(o, "tasks", json_integer(s->tasks));
+    set(o, "busy_s", json_real(s->busy_s));
+    set(o, "startup_s", json_real(s->startup_s));
+    set(o, "gaps_s", json_real(s->gaps_s));
+    set(o, "tail_s", json_real(s->tail_s));
+    return o;
+}
+
+/* Idle slot time by cause, in total and slot by slot (report_schedule.c);
+ * null while the sweep runs. */
+static json_t *json_idle(const rep *r)
+{
+    kf_rep_slot sum;
+    size_t n = kf_rep_slot_idle(r, NULL, 0, &sum);
+    if (!n)
+        return json_null();
+    kf_rep_slot *sl = kf_xcalloc(n, sizeof *sl);
+    kf_rep_slot_idle(r, sl, n, &sum);
+    json_t *o = json_slot(&sum), *slots = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(slots, json_slot(&sl[i]));
+    set(o, "slots", slots);
+    free(sl);
+    return o;
+}
+
 static json_t *json_schedule(const rep *r)
 {
     double makespan, startup, ideal, over;
@@ -472,6 +505,7 @@ static json_t *json_schedule(const rep *r)
         set(st, "idle_s", json_real(idle));
     }
     set(o, "slot_time", st);
+    set(o, "idle", json_idle(r));
     return o;
 }
 

@@ -192,6 +192,12 @@ static int attempt_cb(void *ctx, const Kfleet__Attempt *a)
         s->first_assign_ns = a->assigned_ns;
     if (a->ended_ns > s->last_end_ns)
         s->last_end_ns = a->ended_ns;
+    if (s->nspans == s->capspans) {
+        s->capspans = s->capspans ? s->capspans * 2 : 64;
+        s->spans = kf_xrealloc(s->spans, s->capspans * sizeof *s->spans);
+    }
+    s->spans[s->nspans++] =
+        (rspan){kf_xstrdup(a->agent_id ? a->agent_id : ""), a->assigned_ns, a->ended_ns, ac->gpu};
     if (ac->gpu) {
         s->gpu_busy_s += d;
         s->gpu_attempts++;
@@ -609,6 +615,9 @@ void kf_rep_release(rep *r)
         if (r->rows[i].own_build)
             kfleet__result__free_unpacked(r->rows[i].own_build, NULL);
     free(r->rows);
+    for (size_t i = 0; i < r->sched.nspans; i++)
+        free(r->sched.spans[i].agent);
+    free(r->sched.spans);
     for (size_t k = 0; k < r->nagents; k++)
         kfleet__agent_info__free_unpacked(r->agents[k], NULL);
     free(r->agents);

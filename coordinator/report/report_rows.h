@@ -91,10 +91,19 @@ typedef struct rrow {
 
 /* How the sweep used its slots, from the stored attempts: what the
  * coordinator's scheduling cost against an ideal packing. */
+/* One attempt's hold of a slot, as the coordinator stored it. */
+typedef struct rspan {
+    char *agent; /* owned */
+    uint64_t start_ns, end_ns;
+    int gpu; /* a GPU slot's (else a CPU slot's) */
+} rspan;
+
 typedef struct rschedule {
     uint64_t first_assign_ns, last_end_ns; /* over all attempts; 0: none */
-    uint64_t first_gpu_assign_ns;          /* 0: no GPU task */
-    double gpu_busy_s, cpu_busy_s;         /* summed attempt times (assigned → ended) */
+    rspan *spans;                          /* every attempt with both times, for kf_rep_slot_idle */
+    size_t nspans, capspans;
+    uint64_t first_gpu_assign_ns;  /* 0: no GPU task */
+    double gpu_busy_s, cpu_busy_s; /* summed attempt times (assigned → ended) */
     uint32_t gpu_attempts, cpu_attempts;
     uint32_t gpu_slots; /* GPUs of the agents that ran GPU attempts */
 } rschedule;
@@ -157,6 +166,20 @@ typedef struct kf_rep_phase {
 } kf_rep_phase;
 size_t kf_rep_slot_time(const rep *r, kf_rep_phase *out, double *total_s, double *outside_s,
                         double *idle_s);
+
+/* Where a finished sweep's idle slot time went, slot by slot: each
+ * agent's attempts of the slot kind kf_rep_measured counts are laid on its
+ * slots (by start; each onto the slot freed last before it), and each slot's idle time is split
+ * into start-up (sweep created -> its first attempt), gaps (between its attempts) and tail (its
+ * last attempt's end -> sweep finished; a slot that ran nothing is all tail). Fills up to max slots
+ * in agent order and *sum with the totals over every slot (agent NULL); returns the number of slots
+ * (may exceed max), 0 while the sweep runs (report_schedule.c). */
+typedef struct kf_rep_slot {
+    const char *agent; /* points into an AgentInfo */
+    uint32_t slot, tasks;
+    double busy_s, startup_s, gaps_s, tail_s;
+} kf_rep_slot;
+size_t kf_rep_slot_idle(const rep *r, kf_rep_slot *out, size_t max, kf_rep_slot *sum);
 
 /* The slots agent a gave the sweep: GPU slots in a sweep with GPU tasks
  * (gpu), else CPU slots. */

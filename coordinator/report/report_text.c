@@ -486,6 +486,23 @@ static void render_cost(const rep *r, esc *e, kf_buf *out)
     free(c);
 }
 
+/* Idle slot time by cause and the slots' (report_schedule.c). */
+static void render_idle(const rep *r, esc *e, kf_buf *out)
+{
+    kf_rep_slot sum, sl[64];
+    size_t n = kf_rep_slot_idle(r, sl, 64, &sum);
+    if (!n)
+        return;
+    kf_buf_addf(out,
+                "%sidle: start-up %.1f s, between tasks %.1f s, tail %.1f s; by slot "
+                "(start-up+gaps+tail s):",
+                e->md ? "- " : "  ", sum.startup_s, sum.gaps_s, sum.tail_s);
+    for (size_t i = 0; i < n && i < 64; i++)
+        kf_buf_addf(out, "%s %s/%u %.1f+%.1f+%.1f", i ? "," : "", E(e, sl[i].agent), sl[i].slot,
+                    sl[i].startup_s, sl[i].gaps_s, sl[i].tail_s);
+    kf_buf_addf(out, "%s\n", n > 64 ? ", ..." : "");
+}
+
 static void render_schedule(const rep *r, esc *e, kf_buf *out)
 {
     int md = e->md;
@@ -531,6 +548,7 @@ static void render_schedule(const rep *r, esc *e, kf_buf *out)
         kf_buf_addf(out, " %s %.1f s (%.0f%%),", ph[i].name, ph[i].s, ph[i].s / total * 100);
     kf_buf_addf(out, " outside runners %.1f s (%.0f%%), idle %.1f s (%.0f%%)\n", outside,
                 outside / total * 100, idle, idle / total * 100);
+    render_idle(r, e, out);
 }
 
 static void render_header(const rep *r, esc *e, kf_buf *out)

@@ -15,11 +15,10 @@ static inline int rm_cb(const char *p, const struct stat *sb, int flag, struct F
     return remove(p);
 }
 
-/* A coordinator with its store and no sockets. */
-static inline kf_coord *coord(void)
+/* A coordinator with no sockets on the store in dir (as it is: a test
+ * that reopens it restarts the coordinator). */
+static inline kf_coord *coord_open(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/kf-test-sched.XXXXXX");
-    assert_non_null(mkdtemp(dir));
     kf_coord *c = calloc(1, sizeof *c);
     assert_non_null(c);
     c->cfg.store_dir = dir;
@@ -34,6 +33,14 @@ static inline kf_coord *coord(void)
     kf_err err;
     assert_int_equal(kf_store_open(dir, 0, &c->store, &err), KF_OK);
     return c;
+}
+
+/* A coordinator with a new store and no sockets. */
+static inline kf_coord *coord(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/kf-test-sched.XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    return coord_open();
 }
 
 static inline void done(kf_coord **c)

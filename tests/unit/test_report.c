@@ -718,6 +718,18 @@ static void test_nodes_any(void **state)
     assert_near(num(sc, "startup_s"), 2, 1e-9);
     assert_near(num(sc, "ideal_s"), 36, 1e-9);
     assert_near(num(sc, "over_ideal_pct"), (60.0 / 36 - 1) * 100, 1e-9);
+    /* Its 26 idle s by cause: start-up 0-2 s, the gap 6-10 s between the
+     * two attempts, the tail 40-60 s; n1's one slot holds all of it. */
+    json_t *id = json_object_get(sc, "idle");
+    assert_near(num(id, "startup_s"), 2, 1e-9);
+    assert_near(num(id, "gaps_s"), 4, 1e-9);
+    assert_near(num(id, "tail_s"), 20, 1e-9);
+    assert_near(num(id, "busy_s"), 34, 1e-9);
+    json_t *sl0 = json_array_get(json_object_get(id, "slots"), 0);
+    assert_int_equal(json_array_size(json_object_get(id, "slots")), 1);
+    assert_string_equal(str(sl0, "agent_id"), "n1");
+    assert_true(num(sl0, "tasks") == 2);
+    assert_near(num(sl0, "tail_s"), 20, 1e-9);
     /* Measured: its two kept samples of 2 ms, 4 ms of the 60 s on one GPU. */
     assert_near(num(sc, "timed_samples_s"), 0.004, 1e-12);
     assert_near(num(sc, "measured_pct"), 0.004 / 60 * 100, 1e-12);
@@ -736,6 +748,8 @@ static void test_nodes_any(void **state)
     assert_near(num(cn, "cost"), 0.05, 1e-12);
     json_decref(root);
     char *txt = render(sweep2, KF_REPORT_TABLE, 0);
+    assert_non_null(strstr(txt, "idle: start-up 2.0 s, between tasks 4.0 s, tail 20.0 s; by slot "
+                                "(start-up+gaps+tail s): n1/0 2.0+4.0+20.0\n"));
     assert_non_null(strstr(txt, "cost: 1 evaluations in 0.0167 GPU-hours = 60 per GPU-hour; 0.05 "
                                 "at 3 per GPU-hour, 0.05 per evaluation\n"));
     assert_non_null(strstr(txt, "schedule: makespan 60.00 s"));
