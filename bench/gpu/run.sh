@@ -33,7 +33,9 @@
 #   PART=fleet    examples/gpu.yaml (62 configurations) on every GPU, with
 #                 the schedule (makespan against start-up + GPU time / GPUs,
 #                 measured fraction) and bench/gpu/isolation.yaml (faults on
-#                 purpose) after it (SKIP_ISOLATION=1: not), then with
+#                 purpose) after it (SKIP_ISOLATION=1: not; FLEET_REPEAT=1: the
+#                 sweep again in the same home, with the first's durations
+#                 known to the scheduler), then with
 #                 WITH_KILL=1 the kill part
 #   PART=fleet1   examples/gpu.yaml on GPU 0 alone (the speed-up's 1 GPU)
 #   PART=issue32  issue 32's single-GPU figures in one call: targets twice
@@ -430,6 +432,14 @@ checks)
 fleet)
   sweep fleet "$ROOT/examples/gpu.yaml"
   schedule fleet
+  # FLEET_REPEAT=1: the same sweep again in the same home, where the
+  # scheduler knows each task's duration from the first (longest first
+  # with history; the coordinator log's sched.order line says with_prior)
+  if [ -n "${FLEET_REPEAT:-}" ]; then
+    sweep fleet2 "$ROOT/examples/gpu.yaml"
+    schedule fleet2
+    grep -h 'sched.order' "$KFLEET_HOME/run/coordinator.log" | tail -2 | tee -a "$W/times.txt"
+  fi
   [ -n "${SKIP_ISOLATION:-}" ] || sweep isolation "$ROOT/bench/gpu/isolation.yaml" --agents 1
   [ -z "${WITH_KILL:-}" ] || kill_one
   ;;
