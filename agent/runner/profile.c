@@ -357,7 +357,7 @@ typedef struct prof {
     const loaded *L;
     /* The settings, from the sweep's measure block. */
     kf_stop_rule rule;
-    double timeout;
+    double timeout, min_span; /* min_span: the samples' least wall time */
     uint32_t warmup, batch;
     int hot;
     kf_thermal tp;
@@ -379,7 +379,7 @@ typedef struct prof {
     size_t n, cap;
     uint32_t discarded;
     int converged;
-    double achieved, total_timed;
+    double achieved, total_timed, span;
     /* Where the loop's time went: the samples as timed (kept or not) and
      * the loop's own steps (the report's slot time). */
     double timed_all, enq_s, sync_s, nvml_s, recheck_s;
@@ -398,6 +398,10 @@ static void prof_settings(prof *p, hctx *h, const loaded *L)
         .precision_pct = m && m->precision_pct > 0 ? m->precision_pct : KF_DEFAULT_PRECISION_PCT,
     };
     p->timeout = m && m->timeout_s > 0 ? m->timeout_s : KF_DEFAULT_TIMEOUT_S;
+    p->min_span = m && m->min_span_s < 0   ? 0
+                  : m && m->min_span_s > 0 ? m->min_span_s
+                  : h->cu                  ? KF_DEFAULT_GPU_MIN_SPAN_S
+                                           : 0;
     p->warmup = m && m->warmup ? m->warmup : 1;
     p->batch = m && m->batch > 1 ? m->batch : 1;
     p->hot = m && m->hot;
@@ -543,8 +547,9 @@ static int keep_sample(prof *p, double secs, size_t first, int throttled, const 
     return 0;
 }
 
-/* The samples, each guarded, until the median is precise enough or the
- * timeout; the re-check at a sample index the kernel cannot predict
+/* The samples, each guarded, until the median is precise enough (past the
+ * floors: samples, timed seconds, and on a GPU the wall time they span) or
+ * the timeout; the re-check at a sample index the kernel cannot predict
  * (before the minimum is reached, so every profile has one). 0, or -1
  * with the task failed. */
 static int sample_loop(prof *p)
@@ -596,12 +601,13 @@ static int sample_loop(prof *p)
         }
         if (keep_sample(p, secs, first, throttled, &at) != 0)
             return -1;
+        p->span = (double)(kf_mono_ns() - start) / 1e9;
         /* The precision check sorts: do it at most ~every 1% of the
          * samples. (As `n % (1 + n / 100) == 0` it never fired again past
          * 10,000 samples.) Noisy samples are not a reason to stop: they
          * take more samples to pin the median down, up to the timeout. */
         if (p->n >= p->rule.min_samples && p->total_timed >= p->rule.min_time_s &&
-            p->n >= next_check) {
+            p->span >= p->min_span && p->n >= next_check) {
             next_check = p->n + 1 + p->n / 100;
             if (kf_stats_stop_precise(&p->rule, p->times, p->set, p->n, p->total_timed,
                                       &p->achieved)) {
@@ -659,6 +665,7 @@ static void summarize(prof *p, Kfleet__ProfileStats *ps)
     ps->measured_s = p->timed_all;
     ps->throttle_wait_s = p->tp.waits_s;
     ps->waits_skipped = p->tp.waits_skipped;
+    ps->span_s = p->span;
     ps->bytes = L->k->bytes ? L->k->bytes(&L->params) : 0;
     ps->flops = L->k->flops ? L->k->flops(&L->params) : 0;
     ps->hot = p->hot;

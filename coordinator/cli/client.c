@@ -258,6 +258,7 @@ static Kfleet__MeasureSettings *measure_settings(const kf_sweep_measure *m)
     ms->min_time_s = m->min_time_s;
     ms->max_noise_pct = m->max_noise_pct;
     ms->precision_pct = m->precision_pct;
+    ms->min_span_s = m->min_span_s;
     ms->timeout_s = m->timeout_s;
     ms->warmup = m->warmup;
     ms->hot = m->hot;

@@ -227,6 +227,7 @@ static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
                                        "min_time",
                                        "max_noise",
                                        "precision",
+                                       "min_span",
                                        "timeout",
                                        "warmup",
                                        "hot",
@@ -253,6 +254,17 @@ static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
     if ((v = kf_yaml_map_get(&c->y, n, "min_time")) &&
         (rc = kf_sweep_duration(c, v, "min_time", &m->min_time_s)))
         return rc;
+    /* min_span: 0 turns it off (the struct's 0 is the agent's default). */
+    if ((v = kf_yaml_map_get(&c->y, n, "min_span"))) {
+        const char *s;
+        double d;
+        if ((rc = kf_yaml_nonempty_scalar(&c->y, v, "min_span", &s)))
+            return rc;
+        if (kf_parse_duration(s, &d) == KF_OK && d == 0)
+            m->min_span_s = -1;
+        else if ((rc = kf_sweep_duration(c, v, "min_span", &m->min_span_s)))
+            return rc;
+    }
     if ((v = kf_yaml_map_get(&c->y, n, "timeout")) &&
         (rc = kf_sweep_duration(c, v, "timeout", &m->timeout_s)))
         return rc;

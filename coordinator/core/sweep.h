@@ -94,6 +94,7 @@ typedef struct kf_sweep_measure {
     double min_time_s;
     double max_noise_pct; /* the noisy flag's spread limit (no longer a stop) */
     double precision_pct; /* the stopping rule's: the median to +-this % at 95 % */
+    double min_span_s;    /* the samples' least wall time; 0: the agent's; < 0: none */
     double timeout_s;
     uint32_t warmup;
     int hot;

@@ -160,6 +160,7 @@ static json_t *json_profile(const rrow *w, int with_samples)
         set(th, "measured_s", jnum(ps->measured_s));
         set(th, "throttle_wait_s", jnum(ps->throttle_wait_s));
         set(th, "waits_skipped", json_integer(ps->waits_skipped));
+        set(th, "span_s", jnum(ps->span_s));
         set(p, "thermal", th);
     } else {
         set(p, "thermal", json_null());

@@ -81,6 +81,26 @@ for r in d["rows"]:
 print("ok - medians over %s input sets" % sorted({r["profile"]["median_over_sets"] for r in d["rows"]}))
 PY
 pass "median over input sets"
+# min_span: a profile's samples span at least that much wall time before it
+# may stop (on a GPU 300 ms by default; on a host none unless asked), and
+# the report says the span.
+for s in span nospan; do
+  [ $s = span ] && ms=400ms || ms=0
+  printf 'name: %s\nkernels:\n  - name: triad\n    params: {n: [64K]}\ntasks: [build, validate, profile]\nmeasure: {min_samples: 10, min_time: 1ms, precision: 50, min_span: %s}\n' \
+    "$s" "$ms" >"$T/$s.yaml"
+  KFLEET_HOME="$T/h-$s" "$KFLEET" run "$T/$s.yaml" --agents 1 >"$T/$s.out" 2>"$T/$s.log" ||
+    fail "kfleet run $s.yaml exited $? ($(tail -3 "$T/$s.log"))"
+  KFLEET_HOME="$T/h-$s" "$KFLEET" report --format json >"$T/$s.json" || fail "report of $s.yaml"
+done
+python3 - "$T/span.json" "$T/nospan.json" <<'PY' || fail "min_span not honoured"
+import json, sys
+(a,), (b,) = (json.load(open(f))["rows"] for f in sys.argv[1:])
+sa, sb = a["profile"]["thermal"]["span_s"], b["profile"]["thermal"]["span_s"]
+assert a["profile"]["converged"] and sa >= 0.4, sa
+assert b["profile"]["converged"] and sb < 0.4, sb
+print("ok - span %.3f s with min_span 400ms (%d samples), %.3f s with 0 (%d samples)"
+      % (sa, a["profile"]["samples"], sb, b["profile"]["samples"]))
+PY
 grep -q "^  cost: 9 evaluations in .* CPU-slot-hours = .* per CPU-slot-hour; .* at 2.5 per CPU-slot-hour" "$T/run.out" || fail "no cost line in the text report"
 grep -q "thermal protocol: host" "$T/run.out" || fail "no thermal protocol in the text report"
 pass "cost and protocol in the text report: $(grep -o 'cost: .*' "$T/run.out" | head -1)"

@@ -205,7 +205,7 @@ static void test_full_file(void **state)
         "attempts: 7\n"
         "time_limit: 1.5m\n"
         "measure: {min_samples: 10, min_time: 250ms, max_noise: 2%, precision: 0.25%,\n"
-        "          timeout: 15s,\n"
+        "          timeout: 15s, min_span: 150ms,\n"
         "          warmup: 2, hot: yes, seeds: 5, batch: 4, throttle: keep,\n"
         "          throttle_threshold: 80%, throttle_recovery: 20ms}\n";
     kf_sweep_spec *s = parse_ok(f, yaml);
@@ -267,6 +267,7 @@ static void test_full_file(void **state)
     assert_true(s->measure.max_noise_pct == 2.0);
     assert_true(s->measure.precision_pct == 0.25);
     assert_true(s->measure.timeout_s == 15.0);
+    assert_true(s->measure.min_span_s == 0.15);
     assert_int_equal(s->measure.warmup, 2);
     assert_int_equal(s->measure.hot, 1);
     assert_int_equal(s->measure.seeds, 5);
@@ -322,6 +323,22 @@ static void test_defaults(void **state)
     kf_sweep_destroy(&s);
     kf_sweep_destroy(&s); /* NULL: no-op */
     kf_sweep_destroy(NULL);
+}
+
+/* min_span: 0 turns the GPU's least span off, which the struct's 0 (the
+ * agent's default) could not say; left out it stays the default. */
+static void test_min_span_off(void **state)
+{
+    const fixture *f = *state;
+    kf_sweep_spec *s = parse_ok(f, "kernels: [foo]\nmeasure: {min_span: 0}\n");
+    assert_true(s->measure.min_span_s < 0);
+    kf_sweep_destroy(&s);
+    s = parse_ok(f, "kernels: [foo]\nmeasure: {min_span: 0ms}\n");
+    assert_true(s->measure.min_span_s < 0);
+    kf_sweep_destroy(&s);
+    s = parse_ok(f, "kernels: [foo]\n");
+    assert_true(s->measure.min_span_s == 0);
+    kf_sweep_destroy(&s);
 }
 
 static void test_cartesian_order(void **state)
@@ -611,6 +628,8 @@ static const bad_case bad_cases[] = {
     {"kernels: [foo]\nmeasure: {max_noise: 0}\n", 0, 2, 22, "must be above 0"},
     {"kernels: [foo]\nmeasure: {precision: 0%}\n", 0, 2, 22, "precision must be above 0"},
     {"kernels: [foo]\nmeasure: {precision: high}\n", 0, 2, 22, "precision 'high' is not a number"},
+    {"kernels: [foo]\nmeasure: {min_span: -1s}\n", 0, 2, 21, "min_span must be longer than 0"},
+    {"kernels: [foo]\nmeasure: {min_span: long}\n", 0, 2, 21, "min_span 'long' is not a duration"},
     {"kernels: [foo]\nmeasure: {throttle: drop}\n", 0, 2, 21, "throttle must be discard or keep"},
     {"kernels: [foo]\nmeasure: {throttle_threshold: 120}\n", 0, 2, 31,
      "not a percentage in (0, 100]"},
@@ -967,6 +986,7 @@ int main(void)
         cmocka_unit_test(test_task_kind_bits),
         cmocka_unit_test(test_task_kind_table_order),
         cmocka_unit_test(test_full_file),
+        cmocka_unit_test(test_min_span_off),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_cartesian_order),
         cmocka_unit_test(test_values_and_ranges),
