@@ -475,7 +475,18 @@ problems) # issue 30: the softmax problem, then 100 generated Triton candidates
   SWEEP_LIMIT=${PROBLEMS_EXAMPLE_LIMIT:-150} sweep softmax "$ROOT/examples/problems/softmax/sweep.yaml"
   schedule softmax
   python3 "$ROOT/bench/problems_gen.py" triton "$W/triton100" 100 >"$W/triton100-wrong.txt"
+  # The coordinator's memory: kfleet run embeds it, so the run process's
+  # peak RSS (VmHWM, read until it exits; the agents are other processes).
+  ( while ! pid=$(pgrep -f "^$B/kfleet run $W/triton100/sweep.yaml" | head -1) || [ -z "$pid" ]; do sleep 0.2; done
+    hwm=0
+    while [ -r "/proc/$pid/status" ]; do
+      v=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+      [ -n "$v" ] && hwm=$v
+      sleep 0.5
+    done
+    echo "triton100: kfleet run (embedded coordinator) peak RSS $((hwm / 1024)) MiB" >>"$W/times.txt" ) &
   SWEEP_LIMIT=${PROBLEMS_LIMIT:-400} sweep triton100 "$W/triton100/sweep.yaml"
+  wait
   schedule triton100
   for name in softmax triton100; do
     python3 - "$W/$name.json" "$name" <<'PY' | tee -a "$W/times.txt"
