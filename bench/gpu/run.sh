@@ -477,7 +477,12 @@ problems) # issue 30: the softmax problem, then 100 generated Triton candidates
   python3 "$ROOT/bench/problems_gen.py" triton "$W/triton100" 100 >"$W/triton100-wrong.txt"
   # The coordinator's memory: kfleet run embeds it, so the run process's
   # peak RSS (VmHWM, read until it exits; the agents are other processes).
-  ( while ! pid=$(pgrep -f "^$B/kfleet run $W/triton100/sweep.yaml" | head -1) || [ -z "$pid" ]; do sleep 0.2; done
+  ( pid= tries=0
+    while [ -z "$pid" ] && [ $tries -lt 300 ]; do
+      pid=$(pgrep -f "^$B/kfleet run $W/triton100/sweep.yaml" | head -1)
+      tries=$((tries + 1))
+      sleep 0.2
+    done
     hwm=0
     while [ -r "/proc/$pid/status" ]; do
       v=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null)
