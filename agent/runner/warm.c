@@ -89,6 +89,7 @@ static void be_runner(const char *workdir, const kf_warm_req *req, const int *fd
         dprintf(fds[KF_WARM_FD_LOG], "warm runner: the agent (pid %d) is gone\n", (int)agent);
         _exit(1);
     }
+    prctl(PR_SET_DUMPABLE, 1);
     kf_pyk_after_fork_child();
     /* The received descriptors are all above 2 (0-2 are the warm's own),
      * so these dup2s clobber none of them. */
@@ -150,6 +151,12 @@ int kf_runner_warm(const char *workdir)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != agent)
         return 1;
+    /* Not dumpable: no process of its user (a runner it forked whose
+     * node has no Landlock, whose ptrace rules keep a sandboxed runner out
+     * anyway) may read or write its memory through /proc or ptrace, since
+     * every later runner is a copy of it. Its runners are dumpable again,
+     * as a runner forked by the agent is. */
+    prctl(PR_SET_DUMPABLE, 0);
     const kf_pyenv *py;
     kf_err err;
     char imported[256] = "", perr[2048];
