@@ -372,6 +372,11 @@ def warm(unsafe):
                 return ("Ethe warm runner imported %s from %s, inside the agent's work dir, "
                         "which kernels write: refused" % (mname, f))
         names.append(name)
+    # A CUDA context made here would be every forked runner's, broken
+    # after the fork: refused, so that the candidates get fresh runners.
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return "Eimporting %s initialized CUDA in the warm runner" % " ".join(names)
     return " ".join(names)
 
 

@@ -168,7 +168,11 @@ int kf_runner_warm(const char *workdir)
         kf_error("warm.start", "error=\"%s\"", perr);
         return 1;
     }
-    kf_info("warm.ready", "pid=%d python=%s imported=\"%s\"", (int)getpid(), py->version, imported);
+    /* Threads at a fork are not in the child: one holding a lock then
+     * (an import's pool) would leave it held there. Said, for the GPU's
+     * packages. */
+    kf_info("warm.ready", "pid=%d python=%s imported=\"%s\" threads=%d", (int)getpid(), py->version,
+            imported, kf_sandbox_threads());
     unsigned tasks = 0;
     for (;;) {
         kf_warm_req req;

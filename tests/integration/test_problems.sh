@@ -147,25 +147,33 @@ rc=0
 "$KFLEET" run "$P/sweep.yaml" --agents 1 --format json -o "$T/many.json" >"$T/many.out" \
   2>"$T/many.log" || rc=$?
 [ $rc -eq 1 ] || fail "a sweep with failing candidates exited $rc, want 1: $(tail -3 "$T/many.log")"
-python3 - "$T/many.json" <<'PY' || fail "the candidates' verdicts: $(cat "$T/many.out")"
+# verdicts REPORT N FAILING PROFILED: the report has N candidates of two
+# configurations each; those named in FAILING (comma-separated) fail their
+# validation, by the checker's verdict; the others pass it, and with
+# PROFILED=1 their profiles succeed.
+verdicts() {
+  python3 - "$@" <<'PY'
 import json, sys
-d = json.load(open(sys.argv[1]))
+path, n, failing, profiled = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4]
 by = {}
-for r in d["rows"]:
+for r in json.load(open(path))["rows"]:
     by.setdefault(r["kernel"], []).append(r)
-assert len(by) == 12, sorted(by)
+assert len(by) == n, sorted(by)
 for k, rows in by.items():
     assert len(rows) == 2, (k, len(rows))
     for r in rows:
         v = r["validation"]
-        if k in ("wrong", "patcher", "copier"):
+        if k in failing:
             assert v["state"] == "failed", (k, v)
             assert "validation failed" in (v["error"] or "") or "checker" in (v["error"] or ""), v
             assert not v["passed"], v
         else:
             assert v["state"] == "succeeded", (k, v["error"])
+            assert profiled != "1" or r["profile"]["state"] == "succeeded", (k, r["profile"])
 print("ok")
 PY
+}
+verdicts "$T/many.json" 12 wrong,patcher,copier 0 || fail "the candidates' verdicts: $(cat "$T/many.out")"
 [ "$(reference_count)" -eq 0 ] || fail "a second sweep of the problem computed $(reference_count) references, want 0 (reused)"
 pass "12 candidates: 9 pass, a wrong one, a monkeypatching one and one copying the reference from its process fail; the 6 stored references reused (none computed)"
 # Every candidate task of the sweep (12 candidates x 2 configurations x
@@ -507,24 +515,8 @@ done
 kill -KILL "$warm" || fail "the warm runner $warm was gone before its kill"
 wait $RUN || rc=$?
 [ $rc -eq 1 ] || fail "the warm sweep exited $rc, want 1 (wrong fails): $(tail -3 "$T/warm.log")"
-python3 - "$T/warm.json" <<'PY' || fail "verdicts after the poisoner and the killed warm runner: $(cat "$T/warm.out")"
-import json, sys
-d = json.load(open(sys.argv[1]))
-by = {}
-for r in d["rows"]:
-    by.setdefault(r["kernel"], []).append(r)
-assert len(by) == 7, sorted(by)
-for k, rows in by.items():
-    assert len(rows) == 2, (k, len(rows))
-    for r in rows:
-        v = r["validation"]
-        if k == "wrong":
-            assert v["state"] == "failed" and "validation failed" in (v["error"] or ""), (k, v)
-        else:
-            assert v["state"] == "succeeded", (k, v["error"])
-            assert r["profile"]["state"] == "succeeded", (k, r["profile"]["error"])
-print("ok")
-PY
+verdicts "$T/warm.json" 7 wrong 1 ||
+  fail "verdicts after the poisoner and the killed warm runner: $(cat "$T/warm.out")"
 grep -q "warm.exit pid=$warm " "$AL" || fail "the killed warm runner's exit was not noticed: $(grep 'warm\.' "$AL")"
 [ "$(grep -c 'warm.start ' "$AL")" -ge 2 ] || fail "no new warm runner after the kill: $(grep 'warm\.' "$AL")"
 tasks=$(grep -o 'warm.retire .* tasks=[0-9]*' "$AL" | sed 's/.*tasks=//' | awk '{s += $1} END {print s + 0}')
