@@ -319,7 +319,7 @@ static int wants_warm(kf_agent *a, const Kfleet__TaskAssign *ta)
             return 0;
         }
     }
-    return 1;
+    return warms_ready(a->warms, on_gpu(ta), ta->gpu_index, s->problem_hash);
 }
 
 int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
@@ -392,8 +392,13 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
         int fds[KF_WARM_MAX_FDS] = {in_fd, pfd[1], log_fd, vfd[1]};
         pid = warms_spawn(a->warms, r->gpu, r->gpu_index, ta->spec->problem_hash, &req, fds,
                           &warm_pid, err);
-        if (pid < 0)
+        if (pid < 0 && err->code == KF_EUNAVAIL) {
+            kf_debug("warm.skip", "task=0x%llx why=\"%s\"", (unsigned long long)ta->task_id,
+                     err->msg);
+            pid = fork(); /* no warm runner got its descriptors */
+        } else if (pid < 0) {
             errno = 0;
+        }
     } else {
         pid = fork();
     }

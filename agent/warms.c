@@ -27,9 +27,16 @@
 /* A sweep's candidates of one problem come one after another; a problem
  * not asked for this long is done. */
 #define WARMS_IDLE_S 60.0
-/* How long a warm process may take to import torch and Triton and fork
- * its first runner, the slowest answer it gives. */
-#define WARMS_ANSWER_S 120
+/* How long the agent's loop waits, in all, for a new warm process's
+ * imports (numpy takes a tenth of a second, torch and Triton seconds):
+ * under the coordinator's heartbeat timeout (10 s); until it is ready, its
+ * key's tasks get fresh runners. */
+#define WARMS_READY_WAIT_MS 5000
+/* How long a ready one may take to fork a runner (milliseconds). */
+#define WARMS_ANSWER_S 5
+/* Warm processes that failed to start in a row before the agent stops
+ * starting them (said once): fresh runners from then on. */
+#define WARMS_MAX_FAILS 3
 
 typedef struct kwarm {
     pid_t pid;
@@ -38,6 +45,8 @@ typedef struct kwarm {
     uint32_t gpu_index;
     char problem[128];
     int dead, status;
+    int ready;        /* its imports done: it takes requests */
+    int wait_left_ms; /* of WARMS_READY_WAIT_MS, for its ready message */
     uint64_t last_mono;
     uint32_t tasks;
     char log[PATH_MAX];
@@ -51,6 +60,7 @@ struct kwarms {
     kwarm *w[WARMS_MAX];
     size_t n;
     uint32_t started; /* warm processes started so far, for their log names */
+    int fails;        /* starts failed in a row */
 };
 
 kwarms *warms_new(const char *exe, const char *workdir, int keep_tmp, warms_env_fn env, void *ctx,
@@ -174,6 +184,7 @@ static kwarm *start(kwarms *w, int gpu, uint32_t gpu_index, const char *problem,
     setpgid(pid, pid);
     m->pid = pid;
     m->sock = sv[0];
+    m->wait_left_ms = WARMS_READY_WAIT_MS;
     m->last_mono = kf_mono_ns();
     w->w[w->n++] = m;
     kf_info("warm.start", "pid=%d problem=%.16s gpu=%s%u log=%s", (int)pid, problem,
@@ -224,14 +235,17 @@ static int request(kwarm *m, const kf_warm_req *req, const int *fds)
     return n == (ssize_t)sizeof *req ? 0 : -1;
 }
 
-/* Its answer; 0, or -1 with why when it gave none in WARMS_ANSWER_S. */
-static int answer(kwarm *m, kf_warm_rep *rep, char *why, size_t len)
+/* Its next message within wait_ms; 0, or -1 with why (1: none yet, why
+ * empty, only when `quiet`). */
+static int answer(kwarm *m, kf_warm_rep *rep, int wait_ms, int quiet, char *why, size_t len)
 {
     struct pollfd p = {.fd = m->sock, .events = POLLIN};
     int rc;
     do
-        rc = poll(&p, 1, WARMS_ANSWER_S * 1000);
+        rc = poll(&p, 1, wait_ms);
     while (rc < 0 && errno == EINTR);
+    if (rc == 0 && quiet)
+        return 1;
     ssize_t n = rc > 0 ? recv(m->sock, rep, sizeof *rep, 0) : -1;
     if (n == (ssize_t)sizeof *rep) {
         rep->why[sizeof rep->why - 1] = '\0';
@@ -240,7 +254,7 @@ static int answer(kwarm *m, kf_warm_rep *rep, char *why, size_t len)
     char tail[512];
     last_line(m, tail, sizeof tail);
     if (rc == 0)
-        snprintf(why, len, "it gave no answer in %d s%s%s", WARMS_ANSWER_S,
+        snprintf(why, len, "it gave no answer in %d ms%s%s", wait_ms,
                  *tail ? "; its log ends: " : "", tail);
     else
         snprintf(why, len, "it exited or closed its socket%s%s", *tail ? "; its log ends: " : "",
@@ -248,36 +262,101 @@ static int answer(kwarm *m, kf_warm_rep *rep, char *why, size_t len)
     return -1;
 }
 
+/* m's entry, retired. */
+static void retire_warm(kwarms *w, kwarm *m, const char *why)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (w->w[i] == m) {
+            retire(w, i, why);
+            return;
+        }
+}
+
+int warms_ready(kwarms *w, int gpu, uint32_t gpu_index, const char *problem)
+{
+    if (w->fails >= WARMS_MAX_FAILS)
+        return 0;
+    kf_err err;
+    kwarm *m = warm_of(w, gpu, gpu_index, problem, &err);
+    if (m && m->ready) {
+        /* A ready one says nothing until asked: anything readable is its
+         * end (it died before the agent reaped it). */
+        struct pollfd p = {.fd = m->sock, .events = POLLIN};
+        if (poll(&p, 1, 0) == 0)
+            return 1;
+        retire_warm(w, m, "its socket closed");
+        m = warm_of(w, gpu, gpu_index, problem, &err);
+    }
+    if (!m) {
+        kf_warn("warm.start", "problem=%.16s error=\"%s\"", problem, err.msg);
+        w->fails++;
+        return 0;
+    }
+    kf_warm_rep rep;
+    char why[768];
+    uint64_t t0 = kf_mono_ns();
+    int rc = answer(m, &rep, m->wait_left_ms, 1, why, sizeof why);
+    m->wait_left_ms -= (int)((kf_mono_ns() - t0) / 1000000);
+    if (m->wait_left_ms < 0)
+        m->wait_left_ms = 0;
+    if (rc == 1)
+        return 0; /* still importing: a fresh runner for this task */
+    if (rc == 0 && rep.pid == m->pid) {
+        m->ready = 1;
+        w->fails = 0;
+        kf_info("warm.ready", "pid=%d problem=%.16s imported=\"%s\" wait_ms=%d", (int)m->pid,
+                problem, rep.why, WARMS_READY_WAIT_MS - m->wait_left_ms);
+        return 1;
+    }
+    if (rc == 0)
+        snprintf(why, sizeof why, "%s", rep.pid < 0 ? rep.why : "it answered another pid");
+    kf_warn("warm.failed", "pid=%d problem=%.16s why=\"%s\"", (int)m->pid, problem, why);
+    retire_warm(w, m, "it could not start");
+    if (++w->fails == WARMS_MAX_FAILS)
+        kf_error("warm.off",
+                 "why=\"%d warm runners in a row could not start; candidates get a fresh runner "
+                 "each\"",
+                 WARMS_MAX_FAILS);
+    return 0;
+}
+
 pid_t warms_spawn(kwarms *w, int gpu, uint32_t gpu_index, const char *problem,
                   const kf_warm_req *req, const int *fds, pid_t *warm_pid, kf_err *err)
 {
-    char why[768] = "";
-    for (int attempt = 0; attempt < 2; attempt++) {
-        kwarm *m = warm_of(w, gpu, gpu_index, problem, err);
-        if (!m)
-            return -1;
-        kf_warm_rep rep;
-        if (request(m, req, fds) == 0 && answer(m, &rep, why, sizeof why) == 0) {
-            if (rep.pid <= 0) {
-                kf_err_set(err, KF_EIO, "warm runner %d: %s", (int)m->pid, rep.why);
-                return -1;
-            }
-            m->tasks++;
-            m->last_mono = kf_mono_ns();
-            *warm_pid = m->pid;
-            return (pid_t)rep.pid;
-        }
-        if (!why[0])
-            snprintf(why, sizeof why, "its socket failed: %s", strerror(errno));
-        kf_warn("warm.lost", "pid=%d problem=%.16s task=0x%llx why=\"%s\"", (int)m->pid, problem,
-                (unsigned long long)req->task_id, why);
-        for (size_t i = 0; i < w->n; i++)
-            if (w->w[i] == m)
-                retire(w, i, "it failed a request");
+    kwarm *m = NULL;
+    for (size_t i = 0; i < w->n && !m; i++)
+        if (w->w[i]->ready && !w->w[i]->dead && w->w[i]->gpu == gpu &&
+            (!gpu || w->w[i]->gpu_index == gpu_index) && strcmp(w->w[i]->problem, problem) == 0)
+            m = w->w[i];
+    if (!m) {
+        kf_err_set(err, KF_EUNAVAIL, "no warm runner is ready");
+        return -1;
     }
-    kf_err_set(err, KF_EIO,
-               "the warm runner for problem %.16s failed twice, the task was not run: %s", problem,
-               why);
+    if (request(m, req, fds) != 0) {
+        /* It never got the descriptors: the task may take a fresh runner. */
+        int e = errno;
+        retire_warm(w, m, "it refused a request");
+        kf_err_set(err, KF_EUNAVAIL, "the warm runner's socket failed: %s", strerror(e));
+        return -1;
+    }
+    kf_warm_rep rep;
+    char why[768];
+    int rc = answer(m, &rep, WARMS_ANSWER_S * 1000, 0, why, sizeof why);
+    if (rc == 0 && rep.pid > 0) {
+        m->tasks++;
+        m->last_mono = kf_mono_ns();
+        *warm_pid = m->pid;
+        return (pid_t)rep.pid;
+    }
+    /* It took the descriptors: a runner of it may hold them, so the task
+     * fails (the coordinator tries it again with its own) rather than run
+     * twice on them. */
+    if (rc == 0)
+        snprintf(why, sizeof why, "%s", rep.why);
+    kf_warn("warm.lost", "pid=%d problem=%.16s task=0x%llx why=\"%s\"", (int)m->pid, problem,
+            (unsigned long long)req->task_id, why);
+    kf_err_set(err, KF_EIO, "the warm runner %d took the task and failed it: %s", (int)m->pid, why);
+    retire_warm(w, m, "it failed a request");
     return -1;
 }
 

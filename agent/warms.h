@@ -5,16 +5,17 @@
  * agent (a child subreaper), so runners.c waits for it, kills it and
  * reads its status as it does a runner it forked itself.
  *
- * A warm process that died or was killed is started again on the next
- * task that wants it; a task whose request it took and died on is tried
- * on a new one once, then fails with the reason. Runners it forked before
- * are the agent's children, not its own, and go on. A warm process leaves
- * after WARMS_IDLE_S without a task, or when WARMS_MAX are running and
- * another is wanted.
- *
- * Dispatch waits for the runner's pid (milliseconds), and the first task
- * of a warm process for its imports too (numpy: a tenth of a second;
- * torch and Triton: seconds): the agent's loop stops that long. */
+ * A new warm process imports before it takes a task: the agent's loop
+ * waits for that at most WARMS_READY_WAIT_MS in all (under the
+ * coordinator's heartbeat timeout), and until it is ready its key's tasks
+ * get fresh runners, as before. A warm process that died or was killed is
+ * started again on the next task that wants it; a task it took and died on
+ * fails with the reason (an infrastructure failure: the coordinator tries
+ * it again), since a runner it forked may hold the task's descriptors.
+ * Runners it forked before are the agent's children, not its own, and go
+ * on. After WARMS_MAX_FAILS starts failed in a row the agent starts none
+ * (said once). A warm process leaves after WARMS_IDLE_S without a task,
+ * or when WARMS_MAX are running and another is wanted. */
 #ifndef KF_AGENT_WARMS_H
 #define KF_AGENT_WARMS_H
 
@@ -41,11 +42,18 @@ kwarms *warms_new(const char *exe, const char *workdir, int keep_tmp, warms_env_
 /* Kills every warm process, waits for it, frees all; *self NULL. */
 void warms_destroy(kwarms **self);
 
-/* Has the warm process of (gpu, gpu_index, problem) fork the runner of one
- * task, with fds[0..req->nfds) (warm.h's order) as its descriptors (the
- * caller keeps and closes its own). Returns the runner's pid (a process
- * group leader, the agent's child once waited for) and *warm_pid, or -1
- * with err. */
+/* Whether the warm process of (gpu, gpu_index, problem) is ready for a
+ * task: it is started when there is none (or it died), and a new one is
+ * waited for within what is left of its WARMS_READY_WAIT_MS. */
+int warms_ready(kwarms *w, int gpu, uint32_t gpu_index, const char *problem);
+
+/* Has the ready warm process of (gpu, gpu_index, problem) fork the runner
+ * of one task, with fds[0..req->nfds) (warm.h's order) as its descriptors
+ * (the caller keeps and closes its own). Returns the runner's pid (a
+ * process group leader, the agent's child once waited for) and *warm_pid,
+ * or -1 with err: KF_EUNAVAIL when no warm process got the descriptors
+ * (the task may take a fresh runner), KF_EIO when one took them and
+ * failed (the task fails with err). */
 pid_t warms_spawn(kwarms *w, int gpu, uint32_t gpu_index, const char *problem,
                   const kf_warm_req *req, const int *fds, pid_t *warm_pid, kf_err *err);
 

@@ -162,17 +162,20 @@ int kf_runner_warm(const char *workdir)
     char imported[256] = "", perr[2048];
     if (kf_pyenv_get(&py, &err) != KF_OK) {
         kf_error("warm.start", "error=\"%s\"", err.msg);
+        answer(-1, err.msg);
         return 1;
     }
     if (kf_pyk_warm(py, workdir, imported, sizeof imported, perr, sizeof perr) != 0) {
         kf_error("warm.start", "error=\"%s\"", perr);
-        return 1;
+        answer(-1, perr);
+        _exit(1); /* an interpreter is never finalized (pykernel.h) */
     }
     /* Threads at a fork are not in the child: one holding a lock then
      * (an import's pool) would leave it held there. Said, for the GPU's
      * packages. */
     kf_info("warm.ready", "pid=%d python=%s imported=\"%s\" threads=%d", (int)getpid(), py->version,
             imported, kf_sandbox_threads());
+    answer(getpid(), imported); /* ready: the agent sends tasks from now on */
     unsigned tasks = 0;
     for (;;) {
         kf_warm_req req;

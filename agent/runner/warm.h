@@ -36,7 +36,9 @@ typedef struct kf_warm_req {
     char scratch[PATH_MAX]; /* the runner's scratch dir (turns the sandbox on), "" for none */
 } kf_warm_req;
 
-/* The answer: the runner's pid, or -1 and why. */
+/* The answer: the runner's pid, or -1 and why. The warm process's first
+ * message, once its imports are done, is one too: its own pid and the
+ * packages imported, or -1 and why it cannot serve. */
 typedef struct kf_warm_rep {
     int32_t pid;
     char why[256];
