@@ -175,7 +175,9 @@ int kf_runner_warm(const char *workdir)
      * packages. */
     kf_info("warm.ready", "pid=%d python=%s imported=\"%s\" threads=%d", (int)getpid(), py->version,
             imported, kf_sandbox_threads());
-    answer(getpid(), imported); /* ready: the agent sends tasks from now on */
+    char ready[sizeof imported + 32];
+    snprintf(ready, sizeof ready, "%s threads=%d", imported, kf_sandbox_threads());
+    answer(getpid(), ready); /* ready: the agent sends tasks from now on */
     unsigned tasks = 0;
     for (;;) {
         kf_warm_req req;
