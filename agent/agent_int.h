@@ -49,6 +49,7 @@ typedef struct krunner {
     int verdict_fd;
     uint32_t want_checks;
     char verdict_why[512];
+    pid_t warm_pid; /* the warm runner that forked it (warms.h), 0 for a forked one */
 } krunner;
 
 typedef struct kpending {
@@ -86,6 +87,8 @@ struct kf_agent {
     double hb_interval_s;
     krunner *runners[MAX_RUNNERS];
     size_t nrunners;
+    struct kwarms *warms; /* warms.h: candidates' warm runners; NULL until the first */
+    int warms_off;        /* they cannot be had here (said once): fresh runners */
     uint32_t cpu_used;
     uint8_t gpu_busy[64];
     kpending *pending;

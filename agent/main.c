@@ -9,8 +9,9 @@
  * STATE/agents/agent-N (N = 0, 1, ...), so several agents on one machine
  * each get their own outbox and cache, and a restarted agent finds its own
  * outbox again. (`--runner`, with `--serve` for a runner that takes
- * several tasks and `--scratch` for its sandbox's scratch dir, is
- * internal: the agent execs itself with it.)
+ * several tasks, `--warm` for a candidate's warm runner (runner/warm.h)
+ * and `--scratch` for its sandbox's scratch dir, is internal: the agent
+ * execs itself with it.)
  *
  * The link is CurveZMQ. The agent's key pair is WORKDIR/agent.key (made on
  * first start). The coordinator's public key comes from --server-key, else
@@ -22,6 +23,7 @@
 #include "agent/agent.h"
 #include "common/buf.h"
 #include "runner/harness.h"
+#include "runner/warm.h"
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/paths.h"
@@ -156,7 +158,7 @@ typedef struct {
     const char *coordinator, *home, *workdir, *name, *level, *server_key, *scratch;
     long cpu_slots;
     double price;
-    int runner, serve, keep_tmp, doctor, doctor_gpu, show_key;
+    int runner, serve, warm, keep_tmp, doctor, doctor_gpu, show_key;
 } agent_args;
 
 /* The phases of main below return -1 to go on, else the exit status. */
@@ -197,6 +199,7 @@ static int parse_args(int argc, char **argv, agent_args *a)
                                          {"log-level", required_argument, 0, 'l'},
                                          {"runner", no_argument, 0, 'R'},
                                          {"serve", no_argument, 0, 'V'},
+                                         {"warm", no_argument, 0, 'W'},
                                          {"scratch", required_argument, 0, 'T'},
                                          {"keep-tmp", no_argument, 0, 'k'},
                                          {"doctor", no_argument, 0, 'D'},
@@ -229,6 +232,9 @@ static int parse_args(int argc, char **argv, agent_args *a)
             break;
         case 'V':
             a->serve = 1;
+            break;
+        case 'W':
+            a->warm = 1;
             break;
         case 'T':
             a->scratch = optarg;
@@ -293,8 +299,9 @@ static int run_modes(const agent_args *a)
             fprintf(stderr, "kfleet-agent: --runner needs --workdir\n");
             return 2;
         }
-        int rc = a->serve ? kf_runner_serve(a->workdir, a->scratch)
-                          : kf_runner_main(a->workdir, a->scratch);
+        int rc = a->warm    ? kf_runner_warm(a->workdir)
+                 : a->serve ? kf_runner_serve(a->workdir, a->scratch)
+                            : kf_runner_main(a->workdir, a->scratch);
         return rc < 0 ? 1 : rc; /* -1 means "go on" here */
     }
     return -1;

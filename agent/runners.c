@@ -19,6 +19,7 @@
 #include "runner/sandbox.h"
 #include "runner/toolhost.h"
 #include "agent/verdict.h"
+#include "agent/warms.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -211,10 +212,11 @@ static void log_start(const krunner *r, const Kfleet__TaskAssign *ta)
 {
     static const char *kinds[] = {"?", "build", "validate", "profile", "doctor"};
     kf_debug("runner.start",
-             "task=0x%llx attempt=%u kind=%s kernel=%s pid=%d serve=%d runner_task=%u limit_s=%.0f",
+             "task=0x%llx attempt=%u kind=%s kernel=%s pid=%d serve=%d runner_task=%u limit_s=%.0f "
+             "warm=%d",
              (unsigned long long)r->task_id, r->attempt, kinds[r->kind <= 4 ? r->kind : 0],
              ta->spec && ta->spec->kernel ? ta->spec->kernel : "", (int)r->pid, r->in_fd >= 0,
-             r->tasks, r->limit_s);
+             r->tasks, r->limit_s, (int)r->warm_pid);
 }
 
 /* An idle serving runner of ta's kernel on ta's GPU takes ta (1), or
@@ -248,6 +250,76 @@ static int reuse(kf_agent *a, const Kfleet__TaskAssign *ta)
         i++;
     }
     return 0;
+}
+
+/* The environment of a process about to exec a runner (or a warm runner,
+ * warms.h) of GPU slot gpu_index (gpu 0: the CPU), in the forked child. */
+static void child_env(kf_agent *a, int gpu, uint32_t gpu_index)
+{
+    if (kf_sandbox_enabled())
+        kf_sandbox_scrub_env();
+    /* In a sanitizer build, let a kernel's fault kill the runner by its
+     * signal (what the task reports) instead of ASan's own exit. */
+    const char *asan = getenv("ASAN_OPTIONS");
+    if (asan) {
+        char opts[1024];
+        snprintf(opts, sizeof opts, "%s:handle_segv=0:handle_sigbus=0:handle_sigfpe=0", asan);
+        setenv("ASAN_OPTIONS", opts, 1);
+    }
+    if (a->compat_dir[0]) {
+        /* The toolkit's libcuda before the system's (runner/compat.h). */
+        const char *old = getenv("LD_LIBRARY_PATH");
+        char libpath[8192];
+        snprintf(libpath, sizeof libpath, "%s%s%s", a->compat_dir, old && *old ? ":" : "",
+                 old ? old : "");
+        setenv("LD_LIBRARY_PATH", libpath, 1);
+        setenv("KF_CUDA_COMPAT_DIR", a->compat_dir, 1);
+    }
+    if (gpu) {
+        char dev[128];
+        runners_visible_device(gpu_index, dev, sizeof dev);
+        setenv("CUDA_VISIBLE_DEVICES", dev, 1);
+    }
+    /* The arch its cache key needs, from the agent's inventory: the
+     * runner then starts no CUDA driver (threads the sandbox, entered
+     * by one thread, would not hold) before its sandbox. A build takes
+     * GPU 0's, as the runner's own device 0 would be. */
+    const char *arch_env = getenv("KF_CUDA_ARCH");
+    uint32_t want = gpu ? gpu_index : 0;
+    for (size_t g = 0; (!arch_env || !*arch_env) && g < a->info->n_gpus; g++) {
+        const Kfleet__GpuInfo *gi = a->info->gpus[g];
+        if (gi->index == want && gi->cc_major > 0) {
+            char arch[32];
+            kf_build_arch_name((int)gi->cc_major, (int)gi->cc_minor, arch, sizeof arch);
+            setenv("KF_CUDA_ARCH", arch, 1);
+            break;
+        }
+    }
+}
+
+/* warms.h's warms_env_fn. */
+static void warm_env(void *ctx, int gpu, uint32_t gpu_index)
+{
+    child_env(ctx, gpu, gpu_index);
+}
+
+/* Whether ta's runner comes from a warm runner (warms.h): a candidate's
+ * validate or profile of a Python problem, on a node that can have them. */
+static int wants_warm(kf_agent *a, const Kfleet__TaskAssign *ta)
+{
+    const Kfleet__TaskSpec *s = ta->spec;
+    if (a->warms_off || !kf_verdict_wanted(s) || !s->problem_python)
+        return 0;
+    if (!a->warms) {
+        kf_err err;
+        a->warms = warms_new(a->runner_exe, a->workdir, a->cfg.keep_tmp, warm_env, a, &err);
+        if (!a->warms) {
+            a->warms_off = 1;
+            kf_warn("warm.off", "error=\"%s\" candidates get a fresh runner each", err.msg);
+            return 0;
+        }
+    }
+    return warms_ready(a->warms, on_gpu(ta), ta->gpu_index, s->problem_hash);
 }
 
 int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
@@ -307,9 +379,31 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
             close(log_fd);
         goto fail;
     }
-    pid_t pid = fork();
+    /* A Python problem's candidate: forked by its warm runner. */
+    pid_t warm_pid = 0, pid;
+    if (wants_warm(a, ta)) {
+        kf_warm_req req;
+        memset(&req, 0, sizeof req);
+        req.task_id = ta->task_id;
+        req.attempt = ta->attempt;
+        req.nfds = vfd[1] >= 0 ? KF_WARM_FD_VERDICT + 1 : KF_WARM_FD_VERDICT;
+        if (kf_sandbox_enabled())
+            snprintf(req.scratch, sizeof req.scratch, "%s", r->dir);
+        int fds[KF_WARM_MAX_FDS] = {in_fd, pfd[1], log_fd, vfd[1]};
+        pid = warms_spawn(a->warms, r->gpu, r->gpu_index, ta->spec->problem_hash, &req, fds,
+                          &warm_pid, err);
+        if (pid < 0 && err->code == KF_EUNAVAIL) {
+            kf_debug("warm.skip", "task=0x%llx why=\"%s\"", (unsigned long long)ta->task_id,
+                     err->msg);
+            pid = fork(); /* no warm runner got its descriptors */
+        } else if (pid < 0) {
+            errno = 0;
+        }
+    } else {
+        pid = fork();
+    }
     if (pid < 0) {
-        rc = kf_err_set(err, KF_EIO, "fork: %s", strerror(errno));
+        rc = errno ? kf_err_set(err, KF_EIO, "fork: %s", strerror(errno)) : KF_EIO;
         close(in_fd);
         if (task_fd[1] >= 0)
             close(task_fd[1]);
@@ -343,45 +437,7 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
          * variable, no SSH agent; the runner's sandbox does the rest. */
         kf_sandbox_close_fds(vfd[1] >= 0 ? KF_VERDICT_FD + 1 : 3);
         int sandboxed = kf_sandbox_enabled();
-        if (sandboxed)
-            kf_sandbox_scrub_env();
-        /* In a sanitizer build, let a kernel's fault kill the runner by its
-         * signal (what the task reports) instead of ASan's own exit. */
-        const char *asan = getenv("ASAN_OPTIONS");
-        if (asan) {
-            char opts[1024];
-            snprintf(opts, sizeof opts, "%s:handle_segv=0:handle_sigbus=0:handle_sigfpe=0", asan);
-            setenv("ASAN_OPTIONS", opts, 1);
-        }
-        if (a->compat_dir[0]) {
-            /* The toolkit's libcuda before the system's (runner/compat.h). */
-            const char *old = getenv("LD_LIBRARY_PATH");
-            char libpath[8192];
-            snprintf(libpath, sizeof libpath, "%s%s%s", a->compat_dir, old && *old ? ":" : "",
-                     old ? old : "");
-            setenv("LD_LIBRARY_PATH", libpath, 1);
-            setenv("KF_CUDA_COMPAT_DIR", a->compat_dir, 1);
-        }
-        if (r->gpu) {
-            char dev[128];
-            runners_visible_device(r->gpu_index, dev, sizeof dev);
-            setenv("CUDA_VISIBLE_DEVICES", dev, 1);
-        }
-        /* The arch its cache key needs, from the agent's inventory: the
-         * runner then starts no CUDA driver (threads the sandbox, entered
-         * by one thread, would not hold) before its sandbox. A build takes
-         * GPU 0's, as the runner's own device 0 would be. */
-        const char *arch_env = getenv("KF_CUDA_ARCH");
-        uint32_t want = r->gpu ? r->gpu_index : 0;
-        for (size_t g = 0; (!arch_env || !*arch_env) && g < a->info->n_gpus; g++) {
-            const Kfleet__GpuInfo *gi = a->info->gpus[g];
-            if (gi->index == want && gi->cc_major > 0) {
-                char arch[32];
-                kf_build_arch_name((int)gi->cc_major, (int)gi->cc_minor, arch, sizeof arch);
-                setenv("KF_CUDA_ARCH", arch, 1);
-                break;
-            }
-        }
+        child_env(a, r->gpu, r->gpu_index);
         /* The scratch dir is what turns the runner's sandbox on. */
         char *argv[] = {"kfleet-agent", "--runner", "--workdir", a->workdir,
                         NULL,           NULL,       NULL,        NULL};
@@ -396,7 +452,9 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
         dprintf(2, "cannot exec runner %s: %s\n", a->runner_exe, strerror(errno));
         _exit(127);
     }
-    setpgid(pid, pid);
+    if (!warm_pid) /* a warm runner's child set its own group */
+        setpgid(pid, pid);
+    r->warm_pid = warm_pid;
     close(in_fd);
     close(log_fd);
     close(pfd[1]);
@@ -625,7 +683,9 @@ void runners_reap(kf_agent *a)
                 a->runners[i]->status = status;
             }
         }
+        warms_reaped(a->warms, pid, status);
     }
+    warms_tick(a->warms);
     uint64_t now = kf_mono_ns();
     for (size_t i = 0; i < a->nrunners;) {
         krunner *r = a->runners[i];
@@ -660,4 +720,5 @@ void runners_stop_all(kf_agent *a)
         free_runner(a, r);
     }
     a->nrunners = 0;
+    warms_destroy(&a->warms);
 }

@@ -7,8 +7,11 @@
 # with local agents, the verdicts followed as they finish (`kfleet submit
 # --follow --format jsonl`, one line per candidate-configuration). Prints
 # the candidate-evaluations per minute (rows over the follow's wall time),
-# the verdict counts, and the coordinator's peak RSS (VmHWM) and its RSS at
-# the end. Results: docs/benchmarks.md.
+# the verdict counts, the coordinator's peak RSS (VmHWM) and its RSS at
+# the end, and how many warm runners the agents started (the candidates'
+# runners are forked from them, runner/warm.h; KF_WARM=0 in the environment
+# gives every candidate a fresh runner, as before, for a comparison).
+# Results: docs/benchmarks.md.
 set -euo pipefail
 BUILD=build N=1000 AGENTS=2
 while [ $# -gt 0 ]; do
@@ -80,3 +83,4 @@ print("  candidate-evaluations %d in %.1f s = %.0f per minute" % (len(rows), sec
 print("  verdicts " + ", ".join("%s %d" % (k, v) for k, v in sorted(verdicts.items(), key=str)))
 print("  coordinator peak RSS %.1f MiB, at the end %.1f MiB" % (int(hwm) / 1024, int(rss) / 1024))
 PY
+echo "  warm runners started $(cat "$W"/agent-*.log | grep -c 'warm.start ' || true) (KF_WARM=${KF_WARM:-1})"

@@ -337,3 +337,74 @@ def teardown(h):
         except BaseException:
             return _fail("teardown()")
     return ""
+
+
+# ---- a warm interpreter (runner/warm.h): imports before any kernel, forked per task ----
+
+# The packages kernels use, imported by a warm interpreter when installed.
+_WARM = ("numpy", "torch", "triton")
+
+
+def warm(unsafe):
+    """Imports the installed packages of _WARM from the module path the
+    warm start left (pykernel.c: nothing inside the agent's work dir,
+    `unsafe`, nothing others may write), before any sandbox: so each is
+    checked to come from outside `unsafe`. Neither torch nor triton
+    initializes CUDA on import. The names imported, or "E" and why."""
+    import importlib
+    import importlib.util
+
+    root = os.path.join(os.path.realpath(unsafe), "")
+    names = []
+    for name in _WARM:
+        try:
+            if importlib.util.find_spec(name) is None:
+                continue
+        except (ImportError, ValueError):
+            continue
+        try:
+            importlib.import_module(name)
+        except BaseException:
+            return _fail("the warm runner could not import %s" % name)
+        for mname, m in list(sys.modules.items()):
+            f = getattr(m, "__file__", None) or ""
+            if f and os.path.realpath(f).startswith(root):
+                return ("Ethe warm runner imported %s from %s, inside the agent's work dir, "
+                        "which kernels write: refused" % (mname, f))
+        names.append(name)
+    # A CUDA context made here would be every forked runner's, broken
+    # after the fork: refused, so that the candidates get fresh runners.
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return "Eimporting %s initialized CUDA in the warm runner" % " ".join(names)
+    return " ".join(names)
+
+
+def restore_path(path_json):
+    """In a runner forked from a warm interpreter: the probe's whole module
+    path, and the .pth files of its site-packages, as a fresh start has
+    them (pykernel.c's boot)."""
+    import json
+    import site
+
+    try:
+        sys.path[:] = json.loads(path_json)
+        for p in list(sys.path):
+            if p.endswith(("site-packages", "dist-packages")):
+                site.addsitedir(p)
+    except BaseException:
+        return _fail("restoring the module path")
+    return ""
+
+
+def after_fork(_unused):
+    """In a runner forked from a warm interpreter: numpy's global generator
+    reseeded from the OS, as a fresh import would seed it (random reseeds
+    itself at fork)."""
+    np = sys.modules.get("numpy")
+    try:
+        if np is not None:
+            np.random.seed()
+    except BaseException:
+        return _fail("reseeding numpy")
+    return ""

@@ -28,6 +28,9 @@ typedef struct pyhost {
     const char *(*utf8)(pyobj *, ssize_t *);
     void (*decref)(pyobj *);
     void (*print_error)(void);
+    void (*before_fork)(void), (*after_fork_parent)(void), (*after_fork_child)(void);
+    int warm;   /* started by kf_pyk_warm: no kernel loaded yet, its path the filtered one */
+    int loaded; /* a kernel is loaded */
     pyobj *fn_setup, *fn_run, *fn_output, *fn_reference, *fn_measure, *fn_teardown;
     kf_kernel k;
     char name[128];
@@ -208,9 +211,24 @@ static void py_teardown(void *state)
         }                                                                                          \
     } while (0)
 
+/* Appends s to boot as a Python str literal, byte by byte as \x escapes
+ * (so no path can end the string early), decoded as UTF-8. */
+static size_t put_literal(char *boot, size_t o, size_t n, const char *s)
+{
+    o += (size_t)snprintf(boot + o, n - o, "b'");
+    for (const char *c = s; *c && o + 8 < n; c++)
+        o += (size_t)snprintf(boot + o, n - o, "\\x%02x", (unsigned char)*c);
+    o += (size_t)snprintf(boot + o, n - o, "'.decode('utf-8', 'surrogateescape')");
+    return o;
+}
+
 /* Loads libpython and starts the interpreter with the node Python's home
- * and module path; then runs pyglue.py in __main__. */
-static int start(pyhost *p, const kf_pyenv *py, char *err, size_t errlen)
+ * and module path; then runs pyglue.py in __main__. With `unsafe` (a warm
+ * start, before any sandbox: warm.h), the module path keeps only what no
+ * kernel can have written: absolute directories outside `unsafe` (the
+ * agent's work dir, where scratch dirs and caches are) that others cannot
+ * write; the rest comes back when a kernel loads (restore_path). */
+static int start(pyhost *p, const kf_pyenv *py, const char *unsafe, char *err, size_t errlen)
 {
     p->lib = dlopen(py->libpython, RTLD_NOW | RTLD_GLOBAL);
     if (!p->lib) {
@@ -226,6 +244,9 @@ static int start(pyhost *p, const kf_pyenv *py, char *err, size_t errlen)
     SYM(utf8, "PyUnicode_AsUTF8AndSize");
     SYM(decref, "Py_DecRef");
     SYM(print_error, "PyErr_Print");
+    SYM(before_fork, "PyOS_BeforeFork");
+    SYM(after_fork_parent, "PyOS_AfterFork_Parent");
+    SYM(after_fork_child, "PyOS_AfterFork_Child");
     /* The home of the interpreter the probe ran, not one found on PATH:
      * its standard library must match the libpython loaded. */
     char home[2 * PATH_MAX + 2];
@@ -235,24 +256,41 @@ static int start(pyhost *p, const kf_pyenv *py, char *err, size_t errlen)
     setenv("PYTHONHOME", home, 1);
     p->initialize(0); /* 0: leave signal handling to the runner */
     unsetenv("PYTHONHOME");
-    /* sys.path is the probe's JSON list, which is a Python literal; the
-     * executable goes in byte by byte as \x escapes, so no path can end the
-     * string early. */
-    size_t n = strlen(py->path_json) + strlen(py->executable) * 4 + 256;
+    /* sys.path is the probe's JSON list, which is a Python literal. */
+    size_t n =
+        strlen(py->path_json) + (strlen(py->executable) + (unsafe ? strlen(unsafe) : 0)) * 4 + 1024;
     char *boot = malloc(n);
     if (!boot) {
         snprintf(err, errlen, "out of memory starting Python");
         return -1;
     }
-    size_t o = (size_t)snprintf(boot, n, "import sys\nsys.path[:] = %s\nsys.executable = '",
-                                py->path_json);
-    for (const char *c = py->executable; *c && o + 8 < n; c++)
-        o += (size_t)snprintf(boot + o, n - o, "\\x%02x", (unsigned char)*c);
+    size_t o = (size_t)snprintf(
+        boot, n, "import os, sys\nsys.path[:] = %s\nsys.executable = ", py->path_json);
+    o = put_literal(boot, o, n, py->executable);
+    if (unsafe) {
+        o += (size_t)snprintf(boot + o, n - o, "\n_kf_unsafe = os.path.realpath(");
+        o = put_literal(boot, o, n, unsafe);
+        o += (size_t)snprintf(
+            boot + o, n - o,
+            ")\n"
+            "def _kf_safe(d):\n"
+            "    if not d or not os.path.isabs(d):\n"
+            "        return False\n"
+            "    r = os.path.realpath(d)\n"
+            "    if (r + '/').startswith(_kf_unsafe + '/') or (_kf_unsafe + '/').startswith(r + "
+            "'/'):\n"
+            "        return False\n"
+            "    try:\n"
+            "        return not os.stat(r).st_mode & 0o002\n"
+            "    except OSError:\n"
+            "        return False\n"
+            "sys.path[:] = [d for d in sys.path if _kf_safe(d)]\n");
+    }
     /* site.addsitedir runs the .pth files of the module path's
      * site-packages (a venv's included), as the interpreter's own start
      * does; the embedded one started from the base installation. */
     snprintf(boot + o, n - o,
-             "'.encode('latin-1').decode('utf-8')\nsys.argv = ['']\nimport site\n"
+             "\nsys.argv = ['']\nimport site\n"
              "for _p in list(sys.path):\n"
              "    if _p.endswith(('site-packages', 'dist-packages')):\n"
              "        site.addsitedir(_p)\n");
@@ -280,38 +318,120 @@ static int start(pyhost *p, const kf_pyenv *py, char *err, size_t errlen)
     return 0;
 }
 
-int kf_pyk_load(const kf_pyenv *py, const char *path, const char *filename, const char *name,
-                int want_cuda, const char *ext_dir, const char *ext_module, const char *files_dir,
-                int problem, const kf_kernel **k, char *err, size_t errlen)
+/* A call of the glue's function `fn` with one str argument whose success
+ * payload is copied to out (NULL: must be ""); 0, or -1 with err. */
+static int glue_call(pyhost *p, const char *fn, const char *arg, char *out, size_t outlen,
+                     char *err, size_t errlen)
+{
+    pyobj *f = p->get_attr(p->add_module("__main__"), fn), *obj;
+    const char *s = f ? text_of(p, p->call(f, "s", arg), &obj, err, errlen) : NULL;
+    if (!f)
+        snprintf(err, errlen, "the kernel glue lacks %s()", fn);
+    if (!s)
+        return -1;
+    int rc = s[0] == 'E' || (!out && s[0]) ? -1 : 0;
+    if (s[0] == 'E')
+        copy_error(s + 1, err, errlen);
+    else if (rc)
+        snprintf(err, errlen, "the kernel glue answered '%.100s' to %s()", s, fn);
+    else if (out)
+        snprintf(out, outlen, "%s", s);
+    p->decref(obj);
+    return rc;
+}
+
+/* The probe's whole module path back, with its site-packages' .pth files,
+ * in a runner forked from a warm interpreter (kf_pyk_warm filtered it). */
+static int restore_path(pyhost *p, const kf_pyenv *py, char *err, size_t errlen)
+{
+    return glue_call(p, "restore_path", py->path_json, NULL, 0, err, errlen);
+}
+
+int kf_pyk_warm(const kf_pyenv *py, const char *unsafe, char *imported, size_t implen, char *err,
+                size_t errlen)
 {
     if (the_host) {
-        snprintf(err, errlen, "a Python kernel is already loaded in this runner");
+        snprintf(err, errlen, "internal: a warm interpreter in a process that has one");
         return -1;
     }
     pyhost *p = calloc(1, sizeof *p);
     if (!p) {
-        snprintf(err, errlen, "out of memory loading a Python kernel");
+        snprintf(err, errlen, "out of memory starting Python");
         return -1;
     }
-    if (start(p, py, err, errlen) != 0) {
-        free(p); /* libpython stays loaded: it cannot be unloaded safely */
+    if (start(p, py, unsafe, err, errlen) != 0) {
+        free(p);
         return -1;
     }
+    p->warm = 1;
     the_host = p;
+    return glue_call(p, "warm", unsafe, imported, implen, err, errlen);
+}
+
+void kf_pyk_before_fork(void)
+{
+    if (the_host)
+        the_host->before_fork();
+}
+
+void kf_pyk_after_fork_parent(void)
+{
+    if (the_host)
+        the_host->after_fork_parent();
+}
+
+void kf_pyk_after_fork_child(void)
+{
+    if (!the_host)
+        return;
+    /* The interpreter's threading state for this process, and the
+     * os.register_at_fork hooks (random's reseed); then numpy's global
+     * generator reseeded (the glue's after_fork): every runner draws its
+     * own, as a fresh interpreter would. */
+    the_host->after_fork_child();
+    char err[512];
+    if (glue_call(the_host, "after_fork", "", NULL, 0, err, sizeof err) != 0)
+        fprintf(stderr, "kfleet python kernel: after_fork: %s\n", err);
+}
+
+int kf_pyk_load(const kf_pyenv *py, const char *path, const char *filename, const char *name,
+                int want_cuda, const char *ext_dir, const char *ext_module, const char *files_dir,
+                int problem, const kf_kernel **k, char *err, size_t errlen)
+{
+    pyhost *p = the_host;
+    if (p && (p->loaded || !p->warm)) {
+        snprintf(err, errlen, "a Python kernel is already loaded in this runner");
+        return -1;
+    }
+    if (p) {
+        /* A warm interpreter (kf_pyk_warm): the kernel sees the module
+         * path a fresh one has. */
+        if (restore_path(p, py, err, errlen) != 0)
+            return -1;
+    } else {
+        p = calloc(1, sizeof *p);
+        if (!p) {
+            snprintf(err, errlen, "out of memory loading a Python kernel");
+            return -1;
+        }
+        if (start(p, py, NULL, err, errlen) != 0) {
+            free(p); /* libpython stays loaded: it cannot be unloaded safely */
+            return -1;
+        }
+        the_host = p;
+    }
+    p->loaded = 1;
     pyobj *load = p->get_attr(p->add_module("__main__"), "load"), *obj;
     const char *s = load ? text_of(p,
                                    p->call(load, "sssisssi", path, filename, name, want_cuda,
                                            ext_dir, ext_module, files_dir, problem),
                                    &obj, err, errlen)
                          : NULL;
-    if (!s) {
-        the_host = NULL;
-        return -1;
-    }
+    if (!s)
+        return -1; /* the interpreter stays: a runner loads one kernel, then exits */
     if (s[0] == 'E') {
         copy_error(s + 1, err, errlen);
         p->decref(obj);
-        the_host = NULL;
         return -1;
     }
     double tol_abs = 0, tol_rel = 0;
@@ -319,7 +439,6 @@ int kf_pyk_load(const kf_pyenv *py, const char *path, const char *filename, cons
     if (sscanf(s, "%lf %lf %d %127s%n", &tol_abs, &tol_rel, &det, p->name, &used) < 4) {
         snprintf(err, errlen, "the kernel glue answered '%.100s' to load()", s);
         p->decref(obj);
-        the_host = NULL;
         return -1;
     }
     const char *nl = strchr(s + used, '\n');

@@ -44,4 +44,22 @@ int kf_pyk_load_candidate(const char *path, const char *filename, const char *na
  * views into in, *n of them. 0, or -1 with err. */
 int kf_pyk_inputs(void *state, kf_view *in, size_t max, size_t *n, char *err, size_t errlen);
 
+/* A warm interpreter (runner/warm.h): starts this process's interpreter
+ * with the module path filtered (no relative entry, none inside or above
+ * `unsafe`, the agent's work dir, none that others may write) and imports
+ * from it the packages kernels use that are installed (numpy, torch,
+ * triton), refusing one whose files lie under `unsafe`. No kernel is
+ * loaded and no CUDA initialized. *imported: the names, space-separated.
+ * A later kf_pyk_load in a process forked from this one takes the
+ * interpreter with the whole module path back. 0, or -1 with err. */
+int kf_pyk_warm(const kf_pyenv *py, const char *unsafe, char *imported, size_t implen, char *err,
+                size_t errlen);
+
+/* Around a fork(2) of a process with an interpreter (PyOS_BeforeFork and
+ * friends; nothing without one); in the child, the numpy and random
+ * generators are reseeded. */
+void kf_pyk_before_fork(void);
+void kf_pyk_after_fork_parent(void);
+void kf_pyk_after_fork_child(void);
+
 #endif

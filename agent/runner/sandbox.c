@@ -340,9 +340,9 @@ static int apply_landlock(kf_sandbox *s, int abi, int tcp, unsigned skip, kf_err
     return rc;
 }
 
-/* Threads of this process now: the namespace, seccomp and Landlock hold
- * for the calling thread and those it starts later, not for these. */
-static int threads_now(void)
+/* The namespace, seccomp and Landlock hold for the calling thread and
+ * those it starts later, not for the others counted here. */
+int kf_sandbox_threads(void)
 {
     int n = 0;
     DIR *d = opendir("/proc/self/task");
@@ -384,7 +384,7 @@ int kf_sandbox_enter(kf_sandbox *self, unsigned *missing, kf_err *err)
 {
     unsigned skip = skip_mask() | self->skip;
     unsigned miss = skip;
-    int threads = threads_now();
+    int threads = kf_sandbox_threads();
     if (threads > 1)
         kf_warn("sandbox.threads",
                 "n=%d why=\"threads started before the sandbox are not "

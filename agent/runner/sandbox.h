@@ -121,6 +121,9 @@ void kf_sandbox_describe(unsigned missing, char *text, size_t len);
  * agent socket and the session's runtime and bus addresses removed. */
 void kf_sandbox_scrub_env(void);
 
+/* Threads of this process now (/proc/self/task). */
+int kf_sandbox_threads(void);
+
 /* Closes every file descriptor from `from` up (a child before exec). */
 void kf_sandbox_close_fds(int from);
 

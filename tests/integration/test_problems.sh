@@ -147,27 +147,42 @@ rc=0
 "$KFLEET" run "$P/sweep.yaml" --agents 1 --format json -o "$T/many.json" >"$T/many.out" \
   2>"$T/many.log" || rc=$?
 [ $rc -eq 1 ] || fail "a sweep with failing candidates exited $rc, want 1: $(tail -3 "$T/many.log")"
-python3 - "$T/many.json" <<'PY' || fail "the candidates' verdicts: $(cat "$T/many.out")"
+# verdicts REPORT N FAILING PROFILED: the report has N candidates of two
+# configurations each; those named in FAILING (comma-separated) fail their
+# validation, by the checker's verdict; the others pass it, and with
+# PROFILED=1 their profiles succeed.
+verdicts() {
+  python3 - "$@" <<'PY'
 import json, sys
-d = json.load(open(sys.argv[1]))
+path, n, failing, profiled = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4]
 by = {}
-for r in d["rows"]:
+for r in json.load(open(path))["rows"]:
     by.setdefault(r["kernel"], []).append(r)
-assert len(by) == 12, sorted(by)
+assert len(by) == n, sorted(by)
 for k, rows in by.items():
     assert len(rows) == 2, (k, len(rows))
     for r in rows:
         v = r["validation"]
-        if k in ("wrong", "patcher", "copier"):
+        if k in failing:
             assert v["state"] == "failed", (k, v)
             assert "validation failed" in (v["error"] or "") or "checker" in (v["error"] or ""), v
             assert not v["passed"], v
         else:
             assert v["state"] == "succeeded", (k, v["error"])
+            assert profiled != "1" or r["profile"]["state"] == "succeeded", (k, r["profile"])
 print("ok")
 PY
+}
+verdicts "$T/many.json" 12 wrong,patcher,copier 0 || fail "the candidates' verdicts: $(cat "$T/many.out")"
 [ "$(reference_count)" -eq 0 ] || fail "a second sweep of the problem computed $(reference_count) references, want 0 (reused)"
 pass "12 candidates: 9 pass, a wrong one, a monkeypatching one and one copying the reference from its process fail; the 6 stored references reused (none computed)"
+# Every candidate task of the sweep (12 candidates x 2 configurations x
+# validate, and profile for the 9 that pass) ran in a runner forked from one warm runner
+# (runner/warm.h), which the agent started once and retired at its stop.
+AL="$KFLEET_HOME/run/agent-0.log"
+[ "$(grep -c 'warm.start ' "$AL")" -eq 1 ] || fail "warm runners started: $(grep 'warm\.' "$AL")"
+grep -q 'warm.retire .* tasks=42 ' "$AL" || fail "the warm runner did not fork the 42 candidate tasks: $(grep 'warm\.' "$AL")"
+pass "the 42 candidate tasks forked from one warm runner"
 
 # 3. A new pool (another size: the old one's seeds retire with their
 #    references) with 5 candidates: one reference computation per
@@ -425,3 +440,85 @@ KF_PYTHON="$T/py-nosite" KFLEET_HOME="$T/home-nonumpy" timeout 120 "$KFLEET" run
 grep -q "nothing can run the .* pending tasks.*kernel 'problem' is a Python kernel importing numpy" "$T/nonumpy.err" ||
   fail "no reason naming the problem's numpy: $(tail -5 "$T/nonumpy.err")"
 pass "a problem no agent's Python can import: kfleet run exits $rc at once, naming the problem's numpy"
+
+# 8. The warm runner (docs/problems.md, "A warm runner per candidate"):
+#    each candidate's runner is a fork of a process that imported numpy
+#    and nothing else, so what a candidate does to its interpreter stays
+#    in its own process. The poisoner computes the right answer, then
+#    replaces numpy's sqrt, mean, add, multiply and divide and puts a
+#    false numpy in sys.modules: the honest candidates after it (numpy's
+#    sqrt and mean) still pass, the wrong one still fails. The warm
+#    process is killed mid-sweep, while a runner it forked is running:
+#    that runner's task ends as any, and the next task starts a new warm
+#    runner; every verdict is the same.
+cat >"$P/poisoner.py" <<'PY'
+"""Right, then poisons the interpreter for whoever comes after it."""
+import sys
+import types
+
+import numpy as np
+
+_sqrt, _mean = np.sqrt, np.mean
+
+
+class _False(types.ModuleType):
+    def __getattr__(self, name):
+        return getattr(_real, name)
+
+
+_real = np
+
+
+def run(s):
+    x = s["x"]
+    s["out"][:] = x / _sqrt(_mean(x * x, axis=-1, keepdims=True) + s["eps"]) * s["w"]
+    for name in ("sqrt", "mean", "add", "multiply", "divide"):
+        setattr(np, name, lambda *a, **k: 0)
+    fake = _False("numpy")
+    fake.sqrt = fake.mean = lambda *a, **k: 0
+    sys.modules["numpy"] = fake
+PY
+cat >"$P/warm.yaml" <<YAML
+name: rmsnorm-warm
+problem:
+  path: problem.py
+  params: {rows: [64, 256], cols: [1024]}
+  seeds: 3
+candidates: [poisoner.py, numpy_naive.py, copy1.py, wrong.py, copy2.py, copy3.py, numpy_fused.py]
+tasks: [build, validate, profile]
+measure: {min_samples: 5, min_time: 20ms, max_noise: 50, timeout: 1s}
+YAML
+rc=0
+"$KFLEET" run "$P/warm.yaml" --agents 1 --format json -o "$T/warm.json" >"$T/warm.out" \
+  2>"$T/warm.log" &
+RUN=$!
+warm="" agent="" runner=""
+for _ in $(seq 1 1200); do
+  [ -n "$warm" ] || warm=$( (grep -o 'warm.start pid=[0-9]*' "$AL" 2>/dev/null || true) | head -1 | sed 's/.*=//')
+  if [ -n "$warm" ] && [ -z "$agent" ]; then
+    agent=$(awk '/^PPid:/ {print $2}' "/proc/$warm/status" 2>/dev/null || true)
+  fi
+  # A runner the warm process forked: its command line, the agent its parent.
+  for d in /proc/[0-9]*; do
+    [ -n "$agent" ] || break
+    pid=${d#/proc/}
+    if [ "$pid" != "$warm" ] && [ "$(awk '/^PPid:/ {print $2}' "$d/status" 2>/dev/null || true)" = "$agent" ] &&
+      (tr '\0' ' ' <"$d/cmdline" 2>/dev/null || true) | grep -q -- '--runner --warm'; then
+      runner=$pid
+      break
+    fi
+  done
+  [ -n "$runner" ] && break
+  sleep 0.05
+done
+[ -n "$runner" ] || { kill $RUN 2>/dev/null; fail "no runner forked by the warm runner seen (warm=$warm agent=$agent)"; }
+kill -KILL "$warm" || fail "the warm runner $warm was gone before its kill"
+wait $RUN || rc=$?
+[ $rc -eq 1 ] || fail "the warm sweep exited $rc, want 1 (wrong fails): $(tail -3 "$T/warm.log")"
+verdicts "$T/warm.json" 7 wrong 1 ||
+  fail "verdicts after the poisoner and the killed warm runner: $(cat "$T/warm.out")"
+grep -q "warm.exit pid=$warm " "$AL" || fail "the killed warm runner's exit was not noticed: $(grep 'warm\.' "$AL")"
+[ "$(grep -c 'warm.start ' "$AL")" -ge 2 ] || fail "no new warm runner after the kill: $(grep 'warm\.' "$AL")"
+tasks=$(grep -o 'warm.retire .* tasks=[0-9]*' "$AL" | sed 's/.*tasks=//' | awk '{s += $1} END {print s + 0}')
+[ "$tasks" -eq 26 ] || fail "warm runners forked $tasks candidate tasks, want 26 (7 x 2 validates, 6 x 2 profiles): $(grep 'warm\.' "$AL")"
+pass "warm runner: a candidate poisoning numpy and sys.modules leaves the next ones right (and the wrong one wrong); killed mid-sweep with a runner of its own running, it is started again and all 26 tasks are judged"

@@ -1,0 +1,203 @@
+/* warm — see warm.h. */
+#include "runner/warm.h"
+#include "common/log.h"
+#include "runner/harness.h"
+#include "runner/hctx.h"
+#include "runner/pykernel.h"
+#include "runner/sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Receives one request and its descriptors from fd 0: 1, 0 at EOF, -1 on
+ * a malformed one (its descriptors closed). */
+static int receive(kf_warm_req *req, int fds[KF_WARM_MAX_FDS])
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * KF_WARM_MAX_FDS)];
+        struct cmsghdr align;
+    } u;
+    struct iovec iov = {.iov_base = req, .iov_len = sizeof *req};
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+    ssize_t n;
+    do
+        n = recvmsg(0, &m, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    if (n == 0)
+        return 0;
+    if (n < 0)
+        return -2;
+    size_t got = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < k; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+            if (got < KF_WARM_MAX_FDS)
+                fds[got++] = fd;
+            else
+                close(fd);
+        }
+    }
+    int ok = (size_t)n == sizeof *req && !(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
+             req->nfds >= 3 && req->nfds <= KF_WARM_MAX_FDS && got == req->nfds &&
+             memchr(req->scratch, '\0', sizeof req->scratch);
+    if (!ok) {
+        for (size_t i = 0; i < got; i++)
+            close(fds[i]);
+        return -1;
+    }
+    return 1;
+}
+
+static void answer(pid_t pid, const char *why)
+{
+    kf_warm_rep rep;
+    memset(&rep, 0, sizeof rep);
+    rep.pid = (int32_t)pid;
+    snprintf(rep.why, sizeof rep.why, "%s", why ? why : "");
+    if (send(0, &rep, sizeof rep, MSG_NOSIGNAL) != (ssize_t)sizeof rep)
+        kf_warn("warm.answer", "pid=%d error=\"%s\"", (int)pid, strerror(errno));
+}
+
+/* The task's runner: once the agent is its parent, its descriptors in
+ * place of the warm's, then kf_runner_main's path. Never returns. */
+static void be_runner(const char *workdir, const kf_warm_req *req, const int *fds, pid_t agent)
+{
+    /* The intermediate process exits right after answering; until it has,
+     * the parent is that process, and a death signal armed now would fire
+     * at its exit. 10 s is far beyond that exit. */
+    for (int i = 0; i < 100000 && getppid() != agent; i++) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != agent) {
+        dprintf(fds[KF_WARM_FD_LOG], "warm runner: the agent (pid %d) is gone\n", (int)agent);
+        _exit(1);
+    }
+    prctl(PR_SET_DUMPABLE, 1);
+    kf_pyk_after_fork_child();
+    /* The received descriptors are all above 2 (0-2 are the warm's own),
+     * so these dup2s clobber none of them. */
+    dup2(fds[KF_WARM_FD_TASK], 0);
+    dup2(fds[KF_WARM_FD_OUT], 1);
+    dup2(fds[KF_WARM_FD_LOG], 2);
+    int vfd = req->nfds > KF_WARM_FD_VERDICT ? fds[KF_WARM_FD_VERDICT] : -1;
+    if (vfd >= 0) {
+        if (vfd == HCTX_VERDICT_FD)
+            fcntl(HCTX_VERDICT_FD, F_SETFD, 0);
+        else
+            dup2(vfd, HCTX_VERDICT_FD);
+    }
+    /* The socket to the agent and every other descriptor of the warm
+     * process's go: the runner has what a forked runner has. */
+    kf_sandbox_close_fds(vfd >= 0 ? HCTX_VERDICT_FD + 1 : 3);
+    kf_debug("warm.runner", "task=0x%llx attempt=%u pid=%d warm=%d",
+             (unsigned long long)req->task_id, req->attempt, (int)getpid(), (int)getppid());
+    int rc = kf_runner_main(workdir, req->scratch[0] ? req->scratch : NULL);
+    _exit(rc); /* a copy of an interpreter: never finalized (pykernel.h) */
+}
+
+/* Forks the runner of one request through an intermediate process (see
+ * warm.h) and answers its pid. */
+static void fork_runner(const char *workdir, const kf_warm_req *req, const int *fds, pid_t agent)
+{
+    kf_pyk_before_fork();
+    pid_t mid = fork();
+    if (mid == 0) {
+        pid_t pid = fork();
+        if (pid == 0)
+            be_runner(workdir, req, fds, agent);
+        if (pid > 0)
+            setpgid(pid, pid); /* before the agent may kill its group */
+        char why[160];
+        snprintf(why, sizeof why, "the warm runner cannot fork: %s", strerror(errno));
+        answer(pid > 0 ? pid : -1, pid > 0 ? "" : why);
+        _exit(0);
+    }
+    int err = errno;
+    kf_pyk_after_fork_parent();
+    if (mid < 0) {
+        char why[160];
+        snprintf(why, sizeof why, "the warm runner cannot fork: %s", strerror(err));
+        answer(-1, why);
+        return;
+    }
+    int st;
+    while (waitpid(mid, &st, 0) < 0 && errno == EINTR)
+        ;
+}
+
+int kf_runner_warm(const char *workdir)
+{
+    struct rlimit nocore = {0, 0};
+    setrlimit(RLIMIT_CORE, &nocore);
+    pid_t agent = getppid();
+    /* It dies with the agent, as a runner does. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != agent)
+        return 1;
+    /* Not dumpable: no process of its user (a runner it forked whose
+     * node has no Landlock, whose ptrace rules keep a sandboxed runner out
+     * anyway) may read or write its memory through /proc or ptrace, since
+     * every later runner is a copy of it. Its runners are dumpable again,
+     * as a runner forked by the agent is. */
+    prctl(PR_SET_DUMPABLE, 0);
+    const kf_pyenv *py;
+    kf_err err;
+    char imported[256] = "", perr[2048];
+    if (kf_pyenv_get(&py, &err) != KF_OK) {
+        kf_error("warm.start", "error=\"%s\"", err.msg);
+        answer(-1, err.msg);
+        return 1;
+    }
+    if (kf_pyk_warm(py, workdir, imported, sizeof imported, perr, sizeof perr) != 0) {
+        kf_error("warm.start", "error=\"%s\"", perr);
+        answer(-1, perr);
+        _exit(1); /* an interpreter is never finalized (pykernel.h) */
+    }
+    /* Threads at a fork are not in the child: one holding a lock then
+     * (an import's pool) would leave it held there. Said, for the GPU's
+     * packages. */
+    kf_info("warm.ready", "pid=%d python=%s imported=\"%s\" threads=%d", (int)getpid(), py->version,
+            imported, kf_sandbox_threads());
+    char ready[sizeof imported + 32];
+    snprintf(ready, sizeof ready, "%s threads=%d", imported, kf_sandbox_threads());
+    answer(getpid(), ready); /* ready: the agent sends tasks from now on */
+    unsigned tasks = 0;
+    for (;;) {
+        kf_warm_req req;
+        int fds[KF_WARM_MAX_FDS];
+        int rc = receive(&req, fds);
+        if (rc == 0)
+            break;
+        if (rc == -2) {
+            kf_error("warm.receive", "error=\"%s\"", strerror(errno));
+            return 1;
+        }
+        if (rc < 0) {
+            answer(-1, "the warm runner got a malformed request");
+            continue;
+        }
+        fork_runner(workdir, &req, fds, agent);
+        for (uint32_t i = 0; i < req.nfds; i++)
+            close(fds[i]);
+        tasks++;
+    }
+    kf_info("warm.end", "pid=%d tasks=%u", (int)getpid(), tasks);
+    _exit(0); /* an interpreter with torch's state is never finalized (pykernel.h) */
+}

@@ -1,0 +1,51 @@
+/* warm — a runner warmed with a Python problem's imports and forked per
+ * candidate task (docs/problems.md, "A warm runner per candidate").
+ *
+ * `kfleet-agent --runner --warm --workdir DIR` starts the node's Python
+ * interpreter (pykernel.h), imports the packages kernels use (numpy,
+ * torch, triton: those installed) from the interpreter's own module path
+ * only, and then waits on its stdin, a SOCK_SEQPACKET socket from the
+ * agent, for tasks. It initializes no CUDA and loads no kernel, problem or
+ * candidate code, and it never sees a task: a request carries descriptors
+ * and a scratch path, the task is read from a descriptor by the child.
+ *
+ * Per request it forks an intermediate process that forks the task's
+ * runner, puts it in a process group of its own, answers the runner's pid
+ * on the socket and exits, so that the runner is re-parented to the agent
+ * (a child subreaper, PR_SET_CHILD_SUBREAPER): the agent waits for it,
+ * kills its group and reads its exit status exactly as it does a runner it
+ * forked itself. The runner then does what kf_runner_main does, in the
+ * same order (sandbox, CUDA, problem, checker, wipe, candidate), on a copy
+ * of the warm process's memory that no other candidate touched. */
+#ifndef KF_RUNNER_WARM_H
+#define KF_RUNNER_WARM_H
+
+#include <limits.h>
+#include <stdint.h>
+
+/* The descriptors of a request, in this order, as SCM_RIGHTS: the task
+ * (stdin of the runner), the frames (stdout), the log (stderr), and for a
+ * candidate the checker's verdict descriptor (KF_VERDICT_FD). */
+enum { KF_WARM_FD_TASK, KF_WARM_FD_OUT, KF_WARM_FD_LOG, KF_WARM_FD_VERDICT, KF_WARM_MAX_FDS };
+
+/* One request, agent to warm process. */
+typedef struct kf_warm_req {
+    uint64_t task_id; /* for the warm's log only */
+    uint32_t attempt;
+    uint32_t nfds;          /* 3, or 4 with the verdict descriptor */
+    char scratch[PATH_MAX]; /* the runner's scratch dir (turns the sandbox on), "" for none */
+} kf_warm_req;
+
+/* The answer: the runner's pid, or -1 and why. The warm process's first
+ * message, once its imports are done, is one too: its own pid and the
+ * packages imported, or -1 and why it cannot serve. */
+typedef struct kf_warm_rep {
+    int32_t pid;
+    char why[256];
+} kf_warm_rep;
+
+/* Entry point of `kfleet-agent --runner --warm --workdir DIR`; returns the
+ * exit status (0 at EOF on stdin). The runners it forks never return. */
+int kf_runner_warm(const char *workdir);
+
+#endif
