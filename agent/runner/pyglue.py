@@ -394,7 +394,36 @@ def restore_path(path_json):
                 site.addsitedir(p)
     except BaseException:
         return _fail("restoring the module path")
+    try:
+        _environ_from_process()
+    except BaseException:
+        return _fail("reading the runner's environment")
     return ""
+
+
+def _environ_from_process():
+    """os.environ as the process has it now. It is a copy taken when the
+    warm interpreter started, and the runner forked from it has since set
+    HOME, TMPDIR and the caches' variables to its own scratch directory
+    (confine.c): with the warm's copy, tempfile and Triton looked for a
+    temporary directory the sandbox does not let them write ("No usable
+    temporary directory", every Triton candidate on an H200)."""
+    import ctypes
+    import tempfile
+
+    env = ctypes.POINTER(ctypes.c_char_p).in_dll(ctypes.CDLL(None), "environ")
+    now = {}
+    i = 0
+    while env[i] is not None:
+        k, _, v = env[i].partition(b"=")
+        now[os.fsdecode(k)] = os.fsdecode(v)
+        i += 1
+    for k in [k for k in os.environ if k not in now]:
+        del os.environ[k]
+    for k, v in now.items():
+        if os.environ.get(k) != v:
+            os.environ[k] = v
+    tempfile.tempdir = None
 
 
 def after_fork(_unused):

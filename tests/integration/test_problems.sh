@@ -478,13 +478,39 @@ def run(s):
     fake.sqrt = fake.mean = lambda *a, **k: 0
     sys.modules["numpy"] = fake
 PY
+# The tempfile user: a forked runner's os.environ is its process's (HOME,
+# TMPDIR set to its scratch dir after the fork), not the warm interpreter's
+# copy: with the copy, tempfile found no directory it could write (every
+# Triton candidate on an H200, whose driver compiles in a temporary dir).
+cat >"$P/tempuser.py" <<'PY'
+"""Right, after writing a temporary file where its runner's environment says."""
+import ctypes
+import os
+import tempfile
+
+import numpy as np
+
+_libc = ctypes.CDLL(None)
+_libc.getenv.restype = ctypes.c_char_p
+
+
+def run(s):
+    real = _libc.getenv(b"TMPDIR")
+    seen = os.environ.get("TMPDIR")
+    if real is None or seen != os.fsdecode(real):
+        raise RuntimeError("os.environ says TMPDIR=%r, the process %r" % (seen, real))
+    with tempfile.NamedTemporaryFile() as f:
+        f.write(b"x")
+    x = s["x"]
+    s["out"][:] = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + s["eps"]) * s["w"]
+PY
 cat >"$P/warm.yaml" <<YAML
 name: rmsnorm-warm
 problem:
   path: problem.py
   params: {rows: [64, 256], cols: [1024]}
   seeds: 3
-candidates: [poisoner.py, numpy_naive.py, copy1.py, wrong.py, copy2.py, copy3.py, numpy_fused.py]
+candidates: [poisoner.py, tempuser.py, numpy_naive.py, copy1.py, wrong.py, copy2.py, copy3.py, numpy_fused.py]
 tasks: [build, validate, profile]
 measure: {min_samples: 5, min_time: 20ms, max_noise: 50, timeout: 1s}
 YAML
@@ -515,10 +541,10 @@ done
 kill -KILL "$warm" || fail "the warm runner $warm was gone before its kill"
 wait $RUN || rc=$?
 [ $rc -eq 1 ] || fail "the warm sweep exited $rc, want 1 (wrong fails): $(tail -3 "$T/warm.log")"
-verdicts "$T/warm.json" 7 wrong 1 ||
+verdicts "$T/warm.json" 8 wrong 1 ||
   fail "verdicts after the poisoner and the killed warm runner: $(cat "$T/warm.out")"
 grep -q "warm.exit pid=$warm " "$AL" || fail "the killed warm runner's exit was not noticed: $(grep 'warm\.' "$AL")"
 [ "$(grep -c 'warm.start ' "$AL")" -ge 2 ] || fail "no new warm runner after the kill: $(grep 'warm\.' "$AL")"
 tasks=$(grep -o 'warm.retire .* tasks=[0-9]*' "$AL" | sed 's/.*tasks=//' | awk '{s += $1} END {print s + 0}')
-[ "$tasks" -eq 26 ] || fail "warm runners forked $tasks candidate tasks, want 26 (7 x 2 validates, 6 x 2 profiles): $(grep 'warm\.' "$AL")"
-pass "warm runner: a candidate poisoning numpy and sys.modules leaves the next ones right (and the wrong one wrong); killed mid-sweep with a runner of its own running, it is started again and all 26 tasks are judged"
+[ "$tasks" -eq 30 ] || fail "warm runners forked $tasks candidate tasks, want 30 (8 x 2 validates, 7 x 2 profiles): $(grep 'warm\.' "$AL")"
+pass "warm runner: a candidate poisoning numpy and sys.modules leaves the next ones right (and the wrong one wrong); a forked runner's os.environ is its own (tempfile writes in its scratch dir); killed mid-sweep with a runner of its own running, it is started again and all 30 tasks are judged"
