@@ -28,10 +28,12 @@
  * not asked for this long is done. */
 #define WARMS_IDLE_S 60.0
 /* How long the agent's loop waits, in all, for a new warm process's
- * imports (numpy takes a tenth of a second, torch and Triton seconds):
- * under the coordinator's heartbeat timeout (10 s); until it is ready, its
- * key's tasks get fresh runners. */
-#define WARMS_READY_WAIT_MS 5000
+ * imports (numpy takes a tenth of a second, torch and Triton 3.7-5 s on an
+ * H200 host): well under the 5 s in which the coordinator wants an
+ * assignment confirmed (at 5 s, 2026-11-27, an agent waiting for torch let
+ * a build's confirmation lapse: "did not confirm the assignment within
+ * 5.0 s"); until it is ready, its key's tasks get fresh runners. */
+#define WARMS_READY_WAIT_MS 1500
 /* How long a ready one may take to fork a runner (milliseconds). */
 #define WARMS_ANSWER_S 5
 /* Warm processes that failed to start in a row before the agent stops
