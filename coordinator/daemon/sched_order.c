@@ -15,8 +15,12 @@
  *      the kernel's tasks in the sweep (a bigger configuration runs
  *      longer; across kernels nothing is known, so each kernel's middle
  *      configuration counts as KF_SCHED_GUESS_S).
- * The priority is the expected time of the chain a task starts: a
- * validation's own plus that of the profile it gates, a profile's own.
+ * The priority is the expected time of the chain a task starts (a
+ * validation's own plus that of the profile it gates, a profile's own)
+ * for a long chain (3 x the median chain or more); the rest go by kernel,
+ * the kernel with the most expected time first, and within it by chain:
+ * long chains must start early for the GPUs to end together, and a GPU
+ * that stays on one kernel keeps its runner (plan_groups).
  * Builds and reference tasks, which others wait for, come first. Ties keep
  * submission order (the task index breaks them), and the order is only a
  * priority: a task the dispatcher cannot start on an agent (gated, pinned,
@@ -35,6 +39,7 @@
 #include "daemon/sched_int.h"
 #include "common/taskkind.h"
 #include "common/log.h"
+#include "common/stats.h"
 #include "common/xalloc.h"
 
 #include <math.h>
@@ -49,6 +54,12 @@
 #define KF_SCHED_PROFILE_PER_VALIDATE 1.2
 /* Builds and references: before any task that waits for them. */
 #define KF_SCHED_FIRST 1e12
+/* Long chains (KF_SCHED_LONG_PER_MEDIAN times the median chain or more):
+ * after those, before the grouped rest (a kernel's rank times
+ * KF_SCHED_GROUP plus its chain: no chain is a million seconds). */
+#define KF_SCHED_LONG 1e10
+#define KF_SCHED_LONG_PER_MEDIAN 3.0
+#define KF_SCHED_GROUP 1e6
 
 typedef struct oent {
     double prio;
@@ -59,6 +70,12 @@ struct sched_order {
     double *prio, *pred; /* by task index */
     uint8_t *prior;      /* pred came from an earlier sweep */
     uint32_t ntasks;
+    /* A chain expected to take long_s or more goes first, longest first;
+     * the rest by kernel, heaviest kernel first (group[kernel index]: its
+     * rank from the lightest, 1 up), each kernel's longest first. */
+    double long_s;
+    double *group;
+    size_t ngroup;
     oent *heap, *skip;
     size_t n, cap, nskip, capskip;
 };
@@ -132,6 +149,7 @@ void sched_order_free(sched_order **self)
     free(o->prio);
     free(o->pred);
     free(o->prior);
+    free(o->group);
     free(o->heap);
     free(o->skip);
     free(o);
@@ -231,16 +249,68 @@ static double validated_s(kf_txn *txn, const ktask *v)
     return s;
 }
 
-static double prio_of(const ksweep *sw, const sched_order *o, uint32_t i)
+/* The expected seconds of the chain task i starts (its own, and the
+ * profile it gates). */
+static double chain_of(const ksweep *sw, const sched_order *o, uint32_t i)
 {
     const ktask *t = &sw->tasks[i];
-    const kf_task_kind *tk = kf_task_kind_of(t->rec->kind);
-    if (!tk || !tk->needs_build || tk->references)
-        return KF_SCHED_FIRST;
     double p = o->pred[i];
     if (t->dependent >= 0 && (uint32_t)t->dependent < o->ntasks)
         p += o->pred[t->dependent];
     return p;
+}
+
+static int first_kind(const ktask *t)
+{
+    const kf_task_kind *tk = kf_task_kind_of(t->rec->kind);
+    return !tk || !tk->needs_build || tk->references;
+}
+
+static double prio_of(const ksweep *sw, const sched_order *o, uint32_t i)
+{
+    const ktask *t = &sw->tasks[i];
+    if (first_kind(t))
+        return KF_SCHED_FIRST;
+    double p = chain_of(sw, o, i);
+    if (p >= o->long_s)
+        return KF_SCHED_LONG + p;
+    uint32_t k = t->rec->kernel_index;
+    return (k < o->ngroup ? o->group[k] : 0) * KF_SCHED_GROUP + p;
+}
+
+/* long_s and the kernels' ranks (see sched_order). Only long chains need
+ * to start early for the GPUs to end together; ordering every task by its
+ * length alone interleaved the kernels, and each switch of kernel on a GPU
+ * is a new runner and CUDA context: on one H200, examples/gpu.yaml's
+ * context time went from 1.0 to 10.6 s, on 4 from 21 to 41 s (2026-11-27). */
+static void plan_groups(const ksweep *sw, sched_order *o, size_t nk)
+{
+    double *chains = kf_xcalloc(sw->ntasks ? sw->ntasks : 1, sizeof *chains);
+    double *total = kf_xcalloc(nk ? nk : 1, sizeof *total);
+    size_t n = 0;
+    for (uint32_t i = 0; i < sw->ntasks; i++)
+        if (!first_kind(&sw->tasks[i]))
+            chains[n++] = chain_of(sw, o, i);
+    kf_stats_sort(chains, n);
+    double med = n ? kf_stats_quantile(chains, n, 0.5) : 0;
+    o->long_s = med > 0 ? KF_SCHED_LONG_PER_MEDIAN * med : INFINITY;
+    /* A kernel's weight: its tasks that are not long (those go first). */
+    for (uint32_t i = 0; i < sw->ntasks; i++) {
+        const ktask *t = &sw->tasks[i];
+        if (!first_kind(t) && t->rec->kernel_index < nk && chain_of(sw, o, i) < o->long_s)
+            total[t->rec->kernel_index] += o->pred[i];
+    }
+    free(o->group);
+    o->group = kf_xcalloc(nk ? nk : 1, sizeof *o->group);
+    o->ngroup = nk;
+    for (size_t k = 0; k < nk; k++) {
+        size_t heavier = 0; /* ties: the lower index heavier, as submitted */
+        for (size_t j = 0; j < nk; j++)
+            heavier += total[j] > total[k] || (total[j] == total[k] && j < k);
+        o->group[k] = (double)(nk - heavier);
+    }
+    free(chains);
+    free(total);
 }
 
 int sched_order_plan(ksweep *sw, kf_txn *txn)
@@ -303,6 +373,7 @@ int sched_order_plan(ksweep *sw, kf_txn *txn)
     free(logsum);
     free(count);
     free(pr.v);
+    plan_groups(sw, o, nk);
     o->n = o->nskip = 0;
     for (uint32_t i = 0; i < sw->ntasks; i++) {
         o->prio[i] = prio_of(sw, o, i);

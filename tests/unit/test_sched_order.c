@@ -248,7 +248,7 @@ static void test_requeue_keeps_priority(void **state)
 /* A GPU agent whose GPU is busy still takes CPU work in the sweep's order:
  * a host kernel's build and validation, then the build of the next CUDA
  * kernel ahead of its GPU; with nothing of that left, nothing (the walk
- * is skipped); the GPU then takes the next longest. */
+ * is skipped); the GPU then takes the next in the order. */
 static void test_gpu_busy_cpu_work(void **state)
 {
     (void)state;
@@ -276,10 +276,47 @@ static void test_gpu_busy_cpu_work(void **state)
     turn(c);
     assert_int_equal(drain(c, s, 4), 0);
     result_s(c, "g1", gpu.task, gpu.attempt, 1);
-    /* voxelize (its one configuration: 1 s) before copy 1M (0.5 s). */
-    sent v = one(c, KFLEET__TASK_KIND__VALIDATE, 0);
-    ktask *vt = sched_task(c, v.task, NULL);
-    assert_int_equal(vt->rec->kernel_index, 2);
+    /* No chain is long (3 x the median, 1 s): copy 1M (0.5 s) before
+     * voxelize (1 s), since copy is the kernel with the most expected time
+     * (2.5 s) and the GPU stays on it (its runner kept); then voxelize. */
+    sent v = one(c, KFLEET__TASK_KIND__VALIDATE, 1 << 20);
+    assert_int_equal(sched_task(c, v.task, NULL)->rec->kernel_index, 0);
+    result_s(c, "g1", v.task, v.attempt, 0.5);
+    v = one(c, KFLEET__TASK_KIND__VALIDATE, 0);
+    assert_int_equal(sched_task(c, v.task, NULL)->rec->kernel_index, 2);
+    done(&c);
+}
+
+/* Long chains (3 x the median or more) first, longest first, whatever
+ * their kernel; the rest kernel by kernel, the kernel with the most
+ * expected time first, so that a GPU switches kernels (a new runner and
+ * CUDA context each time) as seldom as the order allows. triad's 64M is
+ * 22.6 x its geometric mean (expected 22.6 s; matmul's about 1 s each):
+ * long; then matmul's six (about 6 s in all) before triad's other three
+ * (2.5 s), each kernel's biggest first. */
+static void test_long_first_then_by_kernel(void **state)
+{
+    (void)state;
+    kf_coord *c = coord();
+    reg(c, "a1", 1, 0);
+    submit(c, "name: groups\n"
+              "kernels:\n"
+              "  - name: triad\n"
+              "    params: {n: [512K, 1M, 2M, 64M]}\n"
+              "  - name: matmul\n"
+              "    params: {n: [60, 61, 62, 63, 64, 65]}\n"
+              "tasks: [validate]\n");
+    build(c); /* triad's, for its long 64M */
+    step(c, KFLEET__TASK_KIND__VALIDATE, 64 << 20, 0.1);
+    build(c); /* matmul's: the heavier kernel of the rest */
+    for (int i = 0; i < 6; i++) {
+        sent v = step(c, KFLEET__TASK_KIND__VALIDATE, 65 - i, 0.1);
+        assert_int_equal(sched_task(c, v.task, NULL)->rec->kernel_index, 1);
+    }
+    step(c, KFLEET__TASK_KIND__VALIDATE, 2 << 20, 0.1);
+    step(c, KFLEET__TASK_KIND__VALIDATE, 1 << 20, 0.1);
+    step(c, KFLEET__TASK_KIND__VALIDATE, 512 << 10, 0.1);
+    assert_int_equal(c->nsweeps, 0);
     done(&c);
 }
 
@@ -293,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_restart_keeps_validation_estimate),
         cmocka_unit_test(test_requeue_keeps_priority),
         cmocka_unit_test(test_gpu_busy_cpu_work),
+        cmocka_unit_test(test_long_first_then_by_kernel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
