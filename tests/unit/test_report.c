@@ -375,7 +375,7 @@ static int setup(void **state)
         put_task(t, sweep6, 1, &tb6);
         Kfleet__Result rb6 = KFLEET__RESULT__INIT;
         rb6.error = "compile failed:\nk.cu(3): warning: unused x\nk.cu(5): error: expected a "
-                   "\";\"\n1 error detected in the compilation of \"k.cu\".";
+                    "\";\"\n1 error detected in the compilation of \"k.cu\".";
         put_result(t, &rb6, sweep6, 1, KFLEET__TASK_STATE__FAILED);
     }
     assert_int_equal(kf_store_commit(&t, &err), 0);
@@ -994,8 +994,7 @@ int main(void)
         cmocka_unit_test(test_table),         cmocka_unit_test(test_markdown),
         cmocka_unit_test(test_outlier_nodes), cmocka_unit_test(test_csv),
         cmocka_unit_test(test_options),       cmocka_unit_test(test_throttle_policy),
-        cmocka_unit_test(test_impossible),
-        cmocka_unit_test(test_long_error),
+        cmocka_unit_test(test_impossible),    cmocka_unit_test(test_long_error),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
