@@ -250,13 +250,7 @@ static size_t stops_at_sets(const kf_stop_rule *r, const double *v, const uint32
 
 static size_t stops_at(const kf_stop_rule *r, const double *v, size_t n, double *achieved)
 {
-    double timed = 0;
-    for (size_t i = 1; i <= n; i++) {
-        timed += v[i - 1];
-        if (kf_stats_stop_precise(r, v, NULL, i, timed, achieved))
-            return i;
-    }
-    return 0;
+    return stops_at_sets(r, v, NULL, n, achieved);
 }
 
 /* The stopping rule of issue 32 (0.5 % at 95 %, at least 20 samples): quiet
