@@ -21,9 +21,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* 0 with its path in out, or -1: kf_find_exe answers 1 when it finds one. */
 static int find_ptxas(char *out, size_t len)
 {
-    if (kf_find_exe("ptxas", out, len) == 0)
+    if (kf_find_exe("ptxas", out, len))
         return 0;
     snprintf(out, len, "/usr/local/cuda/bin/ptxas");
     return access(out, X_OK);
