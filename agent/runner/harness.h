@@ -32,12 +32,11 @@
  * noisy. */
 #define KF_DEFAULT_MIN_SAMPLES 20
 #define KF_DEFAULT_MIN_TIME_S 0.01
-/* No least span by default (measure: min_span sets one): 300 ms on every
- * GPU profile cost examples/gpu.yaml 20 s on an H200 (46.9 -> 66.9 s) and
- * did not make a GEMM's median independent of what ran before (forward
- * against reversed 2.35 % without, 4.60 % with): its SM clock follows the
- * GPU's power state over seconds, not over the profile's span. */
-#define KF_DEFAULT_GPU_MIN_SPAN_S 0.0
+/* No least span of a profile's samples by default (measure: min_span sets
+ * one): 300 ms on every GPU profile cost examples/gpu.yaml 20 s on an H200
+ * (46.9 -> 66.9 s) and did not make a GEMM's median independent of what ran
+ * before (forward against reversed 2.35 % without, 4.60 % with): its SM
+ * clock follows the GPU's power state over seconds, not over the span. */
 #define KF_DEFAULT_PRECISION_PCT 0.5
 #define KF_DEFAULT_MAX_NOISE_PCT 0.5
 #define KF_DEFAULT_TIMEOUT_S 15.0

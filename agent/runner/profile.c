@@ -398,10 +398,8 @@ static void prof_settings(prof *p, hctx *h, const loaded *L)
         .precision_pct = m && m->precision_pct > 0 ? m->precision_pct : KF_DEFAULT_PRECISION_PCT,
     };
     p->timeout = m && m->timeout_s > 0 ? m->timeout_s : KF_DEFAULT_TIMEOUT_S;
-    p->min_span = m && m->min_span_s < 0   ? 0
-                  : m && m->min_span_s > 0 ? m->min_span_s
-                  : h->cu                  ? KF_DEFAULT_GPU_MIN_SPAN_S
-                                           : 0;
+    /* No least span unless the sweep sets one (harness.h says why). */
+    p->min_span = m && m->min_span_s > 0 ? m->min_span_s : 0;
     p->warmup = m && m->warmup ? m->warmup : 1;
     p->batch = m && m->batch > 1 ? m->batch : 1;
     p->hot = m && m->hot;

@@ -408,7 +408,6 @@ def _environ_from_process():
     (confine.c): with the warm's copy, tempfile and Triton looked for a
     temporary directory the sandbox does not let them write ("No usable
     temporary directory", every Triton candidate on an H200)."""
-    import ctypes
     import tempfile
 
     env = ctypes.POINTER(ctypes.c_char_p).in_dll(ctypes.CDLL(None), "environ")
