@@ -85,7 +85,19 @@ set -e
 grep -q 'neither a Z85 key' "$T/bad.err" || fail "bad key message: $(cat "$T/bad.err")"
 
 # Revoked mid-sweep: lost at once, its tasks requeued, the sweep completes.
-"$KFLEET" submit "$KF_SRC/tests/data/sweeps/slow60.yaml" >"$T/submit.out" || fail "submit"
+# Profiles of at least 1 s, so that the revoke (a CLI start, under a loaded
+# suite sometimes longer than slow60's 0.25 s profile) lands while the
+# profile the test saw start still runs.
+cat >"$T/slow1s.yaml" <<'EOF'
+name: slow1s
+kernels:
+  - name: triad
+    params:
+      n: {from: 16K, to: 160K, step: 16K}
+tasks: [validate, profile]
+measure: {min_samples: 5, min_time: 1s, precision: 50, timeout: 3s, seeds: 1}
+EOF
+"$KFLEET" submit "$T/slow1s.yaml" >"$T/submit.out" || fail "submit"
 id=$(grep -o 'submitted sweep [0-9]*' "$T/submit.out" | awk '{print $3}')
 for _ in $(seq 1 400); do
   grep -q 'runner.start.*kind=profile' "$T/agent-stranger.log" 2>/dev/null && break
