@@ -27,7 +27,7 @@ typedef struct ktask {
     int pin;                /* agent index the task must run on, -1 = any */
     uint64_t assigned_mono; /* when the current attempt was sent */
     int confirmed;          /* the agent has reported the attempt active */
-    int slot_gpu;           /* which slot kind it holds: 1 gpu, 0 cpu, -1 none */
+    int slot_gpu;           /* which slot it holds: 1 gpu, 0 cpu, 2 install, -1 none */
     uint32_t gpu_index;
     /* A profile runs only after its configuration's validation passed:
      * gate is that validate task's index in the sweep (-1: none asked), and
@@ -97,6 +97,9 @@ typedef struct kagent {
     int stopped;      /* lost because it said goodbye (it stopped), not silent */
     uint64_t refused; /* its frames refused for want of the right to send them */
     uint32_t gpu_slots, cpu_slots, cpu_used;
+    /* An install of another agent's artifact under way: it runs beside the
+     * CPU slot (sched_take_slot), one at a time. */
+    uint32_t installing;
     uint8_t gpu_busy[KF_MAX_SLOTS];
     uint64_t *acks; /* outbox seqs handled in this batch, acked after commit */
     size_t nacks, capacks;

@@ -291,6 +291,14 @@ void sched_take_slot(kagent *a, ktask *t, int gpu)
         if (g >= 0)
             a->gpu_busy[g] = 1;
         t->slot_gpu = 1;
+    } else if (t->share_task && !a->installing) {
+        /* Installing an artifact another agent built is a download and a
+         * hash check, a fraction of a second: it does not wait for the CPU
+         * slot, where a compile may run for seconds while the GPU it is for
+         * idles (4 x H200, examples/gpu.yaml cold: GPUs started 1-2 s apart
+         * so). */
+        a->installing = 1;
+        t->slot_gpu = 2;
     } else {
         a->cpu_used++;
         t->slot_gpu = 0;
@@ -306,6 +314,8 @@ void sched_release_slot(kf_coord *c, ktask *t)
         a->gpu_busy[t->gpu_index] = 0;
     else if (t->slot_gpu == 0 && a->cpu_used > 0)
         a->cpu_used--;
+    else if (t->slot_gpu == 2)
+        a->installing = 0;
     t->slot_gpu = -1;
     for (size_t i = 0; i < a->nrunning; i++) {
         if (a->running[i] == t->rec->task_id) {

@@ -288,7 +288,7 @@ static ktask *pick_in(kf_coord *c, kagent *a, int ai, ksweep *sw, int cpu_free, 
              * now, so the GPU does not sit idle through nvcc when it
              * reaches this kernel (on 2xH200 that idle time was 7% of
              * the makespan of examples/gpu.yaml). */
-            if (gpu && cpu_free && !b && a->gpu_slots > 0)
+            if (gpu && (cpu_free || (share && !a->installing)) && !b && a->gpu_slots > 0)
                 return new_build(c, sw, t->rec->kernel_index, a, share);
             continue;
         }
@@ -303,7 +303,7 @@ static ktask *pick_in(kf_coord *c, kagent *a, int ai, ksweep *sw, int cpu_free, 
         }
         if (b)
             continue; /* building: wait for it */
-        if (!cpu_free)
+        if (!cpu_free && !(share && !a->installing)) /* an install needs no CPU slot */
             continue;
         return new_build(c, sw, t->rec->kernel_index, a, share);
     }

@@ -245,6 +245,61 @@ static void test_shared_build(void **state)
     }
 }
 
+/* An install of another agent's artifact does not wait for the CPU slot: a
+ * GPU agent compiling one kernel gets the install of another the moment its
+ * artifact is in (one install at a time), and that kernel's validation then
+ * starts on its GPU while the compile still holds the CPU slot. */
+static void test_install_beside_compile(void **state)
+{
+    (void)state;
+    kf_coord *c = coord();
+    reg(c, "a1", 1, 1);
+    reg(c, "a2", 1, 1);
+    submit(c, "name: two\nkernels:\n  - path: " KF_SOURCE_DIR "/kernels/cuda/copy.cu\n"
+              "    params: {bytes: [1M]}\n  - path: " KF_SOURCE_DIR "/kernels/cuda/voxelize.cu\n"
+              "    params: {points: [1M], grid: [128]}\ntasks: [validate]\nnodes: all\n");
+    sent s[8];
+    size_t n = drain(c, s, 8);
+    assert_int_equal(n, 2); /* each compiles one kernel */
+    const sent *a2b = strcmp(s[0].agent, "a2") == 0 ? &s[0] : &s[1];
+    const sent *a1b = a2b == &s[0] ? &s[1] : &s[0];
+    assert_string_equal(a1b->agent, "a1");
+    assert_int_equal(a1b->kind, KFLEET__TASK_KIND__BUILD);
+    assert_int_equal(a2b->kind, KFLEET__TASK_KIND__BUILD);
+    assert_int_equal(a1b->artifact_len, 0);
+    sent a1build = *a1b;
+    build_result(c, "a2", a2b, "\x7f"
+                               "ELF a2's artifact");
+    n = drain(c, s, 8);
+    sent inst = {0};
+    size_t installs = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(s[i].agent, "a1") != 0)
+            continue;
+        /* a1 is still compiling: only the install may start there. */
+        assert_int_equal(s[i].kind, KFLEET__TASK_KIND__BUILD);
+        assert_true(s[i].artifact_len > 0);
+        assert_string_equal(s[i].built_by, "a2");
+        inst = s[i];
+        installs++;
+    }
+    assert_int_equal(installs, 1);
+    build_result(c, "a1", &inst, "\x7f"
+                                 "ELF a2's artifact");
+    /* Installed: its validation starts on a1's GPU, the compile running. */
+    n = drain(c, s, 8);
+    size_t a1_validates = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(s[i].agent, "a1") == 0) {
+            assert_int_equal(s[i].kind, KFLEET__TASK_KIND__VALIDATE);
+            a1_validates++;
+        }
+    assert_int_equal(a1_validates, 1);
+    build_result(c, "a1", &a1build, "\x7f"
+                                    "ELF a1's artifact");
+    done(&c);
+}
+
 /* `kfleet serve --no-shared-builds`: agents with one toolchain each
  * compile, at once, and none is asked for its artifact. */
 static void test_no_shared_builds(void **state)
@@ -515,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_build_first),
         cmocka_unit_test(test_toolchain_change_rebuilds),
         cmocka_unit_test(test_shared_build),
+        cmocka_unit_test(test_install_beside_compile),
         cmocka_unit_test(test_no_shared_builds),
         cmocka_unit_test(test_shared_build_trust),
         cmocka_unit_test(test_lost_while_building),
