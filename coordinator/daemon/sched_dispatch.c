@@ -302,7 +302,7 @@ static ktask *pick_in(kf_coord *c, kagent *a, int ai, ksweep *sw, int cpu_free, 
             continue;
         }
         if (b)
-            continue; /* building: wait for it */
+            continue;                                /* building: wait for it */
         if (!cpu_free && !(share && !a->installing)) /* an install needs no CPU slot */
             continue;
         return new_build(c, sw, t->rec->kernel_index, a, share);

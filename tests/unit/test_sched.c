@@ -268,8 +268,9 @@ static void test_install_beside_compile(void **state)
     assert_int_equal(a2b->kind, KFLEET__TASK_KIND__BUILD);
     assert_int_equal(a1b->artifact_len, 0);
     sent a1build = *a1b;
-    build_result(c, "a2", a2b, "\x7f"
-                               "ELF a2's artifact");
+    build_result(c, "a2", a2b,
+                 "\x7f"
+                 "ELF a2's artifact");
     n = drain(c, s, 8);
     sent inst = {0};
     size_t installs = 0;
@@ -284,8 +285,9 @@ static void test_install_beside_compile(void **state)
         installs++;
     }
     assert_int_equal(installs, 1);
-    build_result(c, "a1", &inst, "\x7f"
-                                 "ELF a2's artifact");
+    build_result(c, "a1", &inst,
+                 "\x7f"
+                 "ELF a2's artifact");
     /* Installed: its validation starts on a1's GPU, the compile running. */
     n = drain(c, s, 8);
     size_t a1_validates = 0;
@@ -295,8 +297,9 @@ static void test_install_beside_compile(void **state)
             a1_validates++;
         }
     assert_int_equal(a1_validates, 1);
-    build_result(c, "a1", &a1build, "\x7f"
-                                    "ELF a1's artifact");
+    build_result(c, "a1", &a1build,
+                 "\x7f"
+                 "ELF a1's artifact");
     done(&c);
 }
 
