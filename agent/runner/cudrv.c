@@ -1,5 +1,7 @@
 /* cudrv — dlopen'd CUDA driver calls for the runner; see cudrv.h. */
 #include "runner/cudrv.h"
+#include "runner/cudrv_ptx.h"
+#include "runner/cupti.h"
 #include "common/util.h"
 #include "common/xalloc.h"
 
@@ -8,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -38,6 +41,12 @@ struct kf_cudrv {
      * and %globaltimer before and after a sample, in the same host-mapped
      * block as the release flag; NULL without the module. */
     void *stamp_fn;
+    /* The runner's kernels are named kf_block<ours>, ...: a random suffix
+     * per runner, so the CUPTI timer (cupti.h) tells them from the
+     * kernel's whatever it names its own. */
+    char ours[24];
+    kf_cupti *cupti; /* NULL: samples keep their events' time */
+    int timing;      /* kf_cudrv_trace on */
     int until_idle;
     int nsm;
     CUevent after;
@@ -204,6 +213,7 @@ void kf_cudrv_close(kf_cudrv **self)
     kf_cudrv *cu = self ? *self : NULL;
     if (!cu)
         return;
+    kf_cupti_close(&cu->cupti);
     if (cu->flush)
         cu->cuMemFree(cu->flush);
     if (cu->release)
@@ -244,114 +254,25 @@ int kf_cudrv_mem_info(kf_cudrv *cu, size_t *free_b, size_t *total_b, kf_err *err
     return r ? cu_fail(cu, r, "cuMemGetInfo", err) : KF_OK;
 }
 
-/* nvbench's blocking kernel, in PTX the driver compiles for any GPU: one
- * thread spins on a host-mapped flag (or 1 s of %globaltimer, so a host
- * that never releases it cannot hang the GPU). Launched before the start
- * event, it holds the stream while the host enqueues the event and the
- * kernel's launches; released, they run back to back, so the measured
- * interval holds the kernel and not the host's launch latency. */
-static const char block_ptx[] = ".version 7.0\n"
-                                ".target sm_50\n"
-                                ".address_size 64\n"
-                                ".visible .entry kf_block(.param .u64 flag)\n"
-                                "{\n"
-                                "  .reg .pred p, q;\n"
-                                "  .reg .u32 v;\n"
-                                "  .reg .u64 a, t0, t1, d;\n"
-                                "  ld.param.u64 a, [flag];\n"
-                                "  mov.u64 t0, %globaltimer;\n"
-                                /* "Running", 8 bytes on: a sample timed
-                                 * until idle enqueues its launches only
-                                 * once the blocker spins (kf_cudrv_time). */
-                                "  mov.u32 v, 1;\n"
-                                "  st.volatile.global.u32 [a+8], v;\n"
-                                "SPIN:\n"
-                                "  ld.volatile.global.u32 v, [a];\n"
-                                "  setp.ne.u32 p, v, 0;\n"
-                                "  @p bra DONE;\n"
-                                "  mov.u64 t1, %globaltimer;\n"
-                                "  sub.u64 d, t1, t0;\n"
-                                "  setp.lt.u64 q, d, 1000000000;\n"
-                                "  @q bra SPIN;\n"
-                                /* When released: the device time, 112
-                                 * bytes on (stamps()[6]), the start of a
-                                 * sample timed until idle. The blocker is
-                                 * already resident, so work another stream
-                                 * filled the SMs with cannot delay it as it
-                                 * delays a stamp kernel's block. */
-                                "DONE:\n"
-                                "  mov.u64 t1, %globaltimer;\n"
-                                "  st.volatile.global.u64 [a+112], t1;\n"
-                                "  ret;\n"
-                                "}\n"
-                                /* The L2 flush: every block strides over
-                                 * the buffer with 16-byte loads cached in L2
-                                 * only, so what the last sample left in L2
-                                 * (dirty output lines too) is written back
-                                 * and evicted here, outside the timing, and
-                                 * L2 holds clean lines of this buffer. A
-                                 * store that never happens keeps the loads. */
-                                ".visible .entry kf_flush(.param .u64 buf, .param .u64 n16,\n"
-                                "                         .param .u64 sink)\n"
-                                "{\n"
-                                "  .reg .pred p;\n"
-                                "  .reg .u32 a0, a1, a2, a3, acc, tid, ntid, cta, ncta;\n"
-                                "  .reg .u64 b, n, s, i, st, off, t;\n"
-                                "  ld.param.u64 b, [buf];\n"
-                                "  ld.param.u64 n, [n16];\n"
-                                "  ld.param.u64 s, [sink];\n"
-                                "  mov.u32 tid, %tid.x;\n"
-                                "  mov.u32 ntid, %ntid.x;\n"
-                                "  mov.u32 cta, %ctaid.x;\n"
-                                "  mov.u32 ncta, %nctaid.x;\n"
-                                "  cvt.u64.u32 t, tid;\n"
-                                "  mad.wide.u32 i, cta, ntid, t;\n"
-                                "  mul.wide.u32 st, ntid, ncta;\n"
-                                "  mov.u32 acc, 0;\n"
-                                "LOOP:\n"
-                                "  setp.ge.u64 p, i, n;\n"
-                                "  @p bra END;\n"
-                                "  shl.b64 off, i, 4;\n"
-                                "  add.u64 t, b, off;\n"
-                                "  ld.global.cg.v4.u32 {a0, a1, a2, a3}, [t];\n"
-                                "  xor.b32 acc, acc, a0;\n"
-                                "  xor.b32 acc, acc, a3;\n"
-                                "  add.u64 i, i, st;\n"
-                                "  bra LOOP;\n"
-                                "END:\n"
-                                "  setp.eq.u32 p, acc, 0x7fc0ffee;\n"
-                                "  @p st.global.u32 [s], acc;\n"
-                                "  ret;\n"
-                                "}\n"
-                                /* The clock stamp: launched with a block per
-                                 * SM and then some, so that SM 0 runs one;
-                                 * that block writes %globaltimer and SM 0's
-                                 * clock64. Two stamps around a sample give
-                                 * its mean SM clock, as nvbench's
-                                 * gpu_frequency does. */
-                                ".visible .entry kf_stamp(.param .u64 out)\n"
-                                "{\n"
-                                "  .reg .pred p;\n"
-                                "  .reg .u32 sm;\n"
-                                "  .reg .u64 a, g, c;\n"
-                                "  ld.param.u64 a, [out];\n"
-                                "  mov.u32 sm, %smid;\n"
-                                "  setp.ne.u32 p, sm, 0;\n"
-                                "  @p bra OUT;\n"
-                                "  mov.u64 g, %globaltimer;\n"
-                                "  mov.u64 c, %clock64;\n"
-                                "  st.volatile.global.u64 [a], g;\n"
-                                "  st.volatile.global.u64 [a+8], c;\n"
-                                "OUT:\n"
-                                "  ret;\n"
-                                "}\n";
+static int ours_fn(kf_cudrv *cu, void **fn, const char *name)
+{
+    char full[64];
+    snprintf(full, sizeof full, "%s%s", name, cu->ours);
+    return cu->cuModuleGetFunction(fn, cu->block_mod, full);
+}
 
 static void load_block_kernel(kf_cudrv *cu)
 {
     void *host = NULL;
-    if (cu->cuModuleLoadData(&cu->block_mod, block_ptx) != 0 ||
-        cu->cuModuleGetFunction(&cu->block_fn, cu->block_mod, "kf_block") != 0 ||
-        cu->cuModuleGetFunction(&cu->flush_fn, cu->block_mod, "kf_flush") != 0 ||
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+        r = kf_mono_ns() * 0x9E3779B97F4A7C15ull;
+    snprintf(cu->ours, sizeof cu->ours, "_kf%016llx", (unsigned long long)r);
+    char *ptx = kf_cudrv_ptx_named(cu->ours);
+    int loaded = cu->cuModuleLoadData(&cu->block_mod, ptx) == 0;
+    free(ptx);
+    if (!loaded || ours_fn(cu, &cu->block_fn, "kf_block") != 0 ||
+        ours_fn(cu, &cu->flush_fn, "kf_flush") != 0 ||
         cu->cuMemHostAlloc(&host, 128, 0x1 | 0x2) != 0 || /* PORTABLE | DEVICEMAP */
         cu->cuMemHostGetDevicePointer(&cu->release_dev, host, 0) != 0) {
         if (host)
@@ -360,7 +281,7 @@ static void load_block_kernel(kf_cudrv *cu)
         return;
     }
     cu->release = host;
-    if (cu->cuModuleGetFunction(&cu->stamp_fn, cu->block_mod, "kf_stamp") != 0 ||
+    if (ours_fn(cu, &cu->stamp_fn, "kf_stamp") != 0 ||
         cu->cuDeviceGetAttribute(&cu->nsm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, cu->dev) !=
             0 ||
         cu->nsm <= 0)
@@ -488,8 +409,40 @@ int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, vo
     float ms = 0;
     if ((r = cu->cuEventElapsedTime(&ms, cu->start, cu->stop)))
         return cu_fail(cu, r, "cuEventElapsedTime", err);
-    out->seconds = (double)ms / 1e3 / (batch ? batch : 1);
+    out->event_s = out->seconds = (double)ms / 1e3 / (batch ? batch : 1);
+    out->traced = 0;
+    if (cu->timing && blocked) {
+        /* The stop event has completed, so has every legacy-stream record;
+         * work on other streams is in only when timed until idle. */
+        uint64_t tc = kf_mono_ns();
+        unsigned long long ns = kf_cupti_sample_ns(cu->cupti);
+        out->wait_s += (double)(kf_mono_ns() - tc) / 1e9;
+        if (ns) {
+            out->seconds = (double)ns / 1e9 / (batch ? batch : 1);
+            out->traced = 1;
+        }
+    }
     return KF_OK;
+}
+
+int kf_cudrv_trace_open(kf_cudrv *cu, kf_err *err)
+{
+    const char *t = getenv("KF_TIMER");
+    if (t && strcmp(t, "events") == 0)
+        return kf_err_set(err, KF_EUNAVAIL, "KF_TIMER=events");
+    if (!cu->block_fn)
+        return kf_err_set(err, KF_EUNAVAIL, "no blocking kernel to mark a sample's start");
+    return cu->cupti ? KF_OK : kf_cupti_open(&cu->cupti, cu->ours, err);
+}
+
+int kf_cudrv_trace(kf_cudrv *cu, int on)
+{
+    if (!cu->cupti || kf_cupti_record(cu->cupti, on) != KF_OK) {
+        cu->timing = 0;
+        return 0;
+    }
+    cu->timing = on;
+    return on;
 }
 
 void kf_cudrv_until_idle(kf_cudrv *cu, int on)

@@ -33,6 +33,11 @@ typedef struct kf_cudrv_timing {
      * kernel's launches) and waiting for it (the event synchronise, which
      * holds the flush's and the kernel's device time). */
     double enqueue_s, wait_s;
+    /* seconds is the sample's span in CUPTI's records (kf_cudrv_trace on
+     * and the records complete: traced 1), else event_s, the event pair's
+     * time per launch, which event_s always is. */
+    double event_s;
+    int traced;
 } kf_cudrv_timing;
 
 typedef int (*kf_cudrv_run_fn)(void *state, char *err, size_t errlen);
@@ -55,6 +60,15 @@ int kf_cudrv_mem_info(kf_cudrv *cu, size_t *free_b, size_t *total_b, kf_err *err
  * latency stays out of the interval. */
 int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, void *state,
                   kf_cudrv_timing *out, kf_err *err);
+
+/* Loads libcupti for kf_cudrv_trace, before the sandbox closes (cupti.h);
+ * KF_EUNAVAIL, saying why, without it or with KF_TIMER=events. */
+int kf_cudrv_trace_open(kf_cudrv *cu, kf_err *err);
+/* On: samples are timed by CUPTI's activity records (first start to last
+ * end of the sample's work), which leaves the first launch's and the
+ * completion's latency out; off, or without kf_cudrv_trace_open, by the
+ * event pair. Returns 1 when samples will be traced. */
+int kf_cudrv_trace(kf_cudrv *cu, int on);
 
 /* Also time each sample until the context is idle (timing.idle_s): work a
  * kernel left on another stream escapes the events on the legacy stream. */

@@ -176,6 +176,7 @@ int hctx_load_kernel(hctx *h, loaded *L)
         hctx_phase_add(h, HCTX_PH_CONTEXT, t0);
         if (rc != KF_OK)
             return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
+        hctx_timer_open(h);
     }
     return 0;
 }
@@ -318,6 +319,15 @@ const char *const hctx_phase_names[HCTX_NPHASES] = {
     "load",        "context",     "setup",   "run",        "reference",      "compare",
     "sampling",    "tools",       "build",   "samples",    "throttle waits", "sample launch",
     "sample sync", "clock reads", "warm-up", "determinism"};
+
+void hctx_timer_open(hctx *h)
+{
+    kf_err err;
+    uint64_t t0 = kf_mono_ns();
+    if (kf_cudrv_trace_open(h->cu, &err) != KF_OK)
+        kf_info("runner.timer", "timer=events why=\"%s\"", err.msg);
+    hctx_phase_add(h, HCTX_PH_CONTEXT, t0);
+}
 
 void hctx_phase_add(hctx *h, int ph, uint64_t t0)
 {

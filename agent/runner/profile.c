@@ -377,6 +377,11 @@ typedef struct prof {
     double *times;
     uint32_t *set, *clk, *pw;
     size_t n, cap;
+    /* Each kept sample's event-pair time (the report's event_median_s), and
+     * how many were timed by CUPTI's records instead (cudrv.h). */
+    double *evt, last_event_s;
+    size_t ntraced;
+    int last_traced;
     uint32_t discarded;
     int converged;
     double achieved, total_timed, span;
@@ -484,11 +489,14 @@ static int sample_device(prof *p, size_t first, size_t iter, double *secs, int *
     if (kf_cudrv_time(h->cu, p->hot, p->batch, rotation_run, &p->rot, &tm, &err) != KF_OK)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel, err.msg);
     *secs = tm.seconds;
+    p->last_event_s = tm.event_s;
+    p->last_traced = tm.traced;
     p->enq_s += tm.enqueue_s;
     p->sync_s += tm.wait_s > *secs * p->batch ? tm.wait_s - *secs * p->batch : 0;
     /* Work outside the timed stream counts: the sample runs until the
-     * device is idle (probe_outside). */
-    if (p->outside > 0 && tm.idle_s > 0 && (tm.idle_s - p->idle_over) / p->batch > *secs)
+     * device is idle (probe_outside). CUPTI's span has every stream's. */
+    if (!tm.traced && p->outside > 0 && tm.idle_s > 0 &&
+        (tm.idle_s - p->idle_over) / p->batch > *secs)
         *secs = (tm.idle_s - p->idle_over) / p->batch;
     p->timed_all += *secs * p->batch;
     uint64_t t1 = kf_mono_ns();
@@ -533,7 +541,10 @@ static int keep_sample(prof *p, double secs, size_t first, int throttled, const 
         p->set = kf_xrealloc(p->set, p->cap * sizeof *p->set);
         p->clk = kf_xrealloc(p->clk, p->cap * sizeof *p->clk);
         p->pw = kf_xrealloc(p->pw, p->cap * sizeof *p->pw);
+        p->evt = kf_xrealloc(p->evt, p->cap * sizeof *p->evt);
     }
+    p->evt[p->n] = p->h->cu ? p->last_event_s : secs;
+    p->ntraced += p->h->cu && p->last_traced;
     p->clk[p->n] = at->sm_mhz;
     p->pw[p->n] = at->power_mw;
     p->set[p->n] = (uint32_t)first;
@@ -664,6 +675,12 @@ static void summarize(prof *p, Kfleet__ProfileStats *ps)
     ps->throttle_wait_s = p->tp.waits_s;
     ps->waits_skipped = p->tp.waits_skipped;
     ps->span_s = p->span;
+    if (p->h->cu) {
+        ps->timer = (char *)(p->ntraced == p->n ? "cupti" : p->ntraced ? "cupti+events" : "events");
+        kf_stats ev;
+        if (kf_stats_compute_sets(p->evt, p->set, p->n, &ev) == KF_OK)
+            ps->event_median_s = ev.median;
+    }
     ps->bytes = L->k->bytes ? L->k->bytes(&L->params) : 0;
     ps->flops = L->k->flops ? L->k->flops(&L->params) : 0;
     ps->hot = p->hot;
@@ -680,6 +697,7 @@ static void prof_close(prof *p)
     free(p->set);
     free(p->clk);
     free(p->pw);
+    free(p->evt);
     for (size_t i = 0; i < p->nsets; i++)
         p->L->k->teardown(p->states[i]);
 }
@@ -701,7 +719,11 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
         p.tp.threshold_mhz = (uint32_t)(p.tp.default_mhz * p.thr_pct / 100.0);
     }
     uint64_t start = kf_mono_ns();
+    if (h->cu) /* only the samples: the warm-up and checks stay untraced */
+        kf_cudrv_trace(h->cu, 1);
     int rc = sample_loop(&p);
+    if (h->cu)
+        kf_cudrv_trace(h->cu, 0);
     loop_phases(&p, (double)(kf_mono_ns() - start) / 1e9);
     /* The last re-check, after the last sample. */
     if (rc == 0 && p.n > 0)

@@ -62,7 +62,9 @@ def ncu_rows(rep, out, label, needed, every):
         if every or not ok:
             out.append((f"{label}{r['kernel']} {pstr(r)}",
                         f"{m * 1e6:.1f} us vs {g * 1e6:.1f} us ({dev:+.2f} %); "
-                        f"{p.get('samples')} kept, {p.get('discarded_samples') or 0} discarded, "
+                        f"timer {p.get('timer') or '-'}"
+                        + (f" (events {p['event_median_s'] * 1e6:.1f} us)" if p.get("event_median_s") else "")
+                        + f"; {p.get('samples')} kept, {p.get('discarded_samples') or 0} discarded, "
                         f"SM {p.get('sm_clock_median_mhz') or '-'} MHz, "
                         f"{p.get('power_median_w') or 0:.0f} W",
                         needed, ("PASS" if ok else "FAIL") if every else "-"))
@@ -85,6 +87,7 @@ def precision_line(name, rep):
             f"{len(ps) - len(imp)}/{len(ps)} precise, {sum(p.get('samples') or 0 for p in ps)} samples; "
             f"protocol {rep.get('thermal_protocol')}, clock steady {steady}/{len(ps)}, warm-up {warm:.1f} s; "
             f"waits {waits:.1f} s vs {meas:.1f} s measured; "
+            f"timer cupti {sum(1 for p in ps if p.get('timer') == 'cupti')}/{len(ps)}; "
             f"{c.get('evaluations_per_gpu_hour') or 0:.0f} evaluations per GPU-hour",
             "(info)", "-")
 

@@ -127,6 +127,8 @@ static json_t *json_profile(const rrow *w, int with_samples)
     set(p, "power_median_w", w->power_mw ? jnum(w->power_mw / 1e3) : json_null());
     set(p, "sustained_at_power_cap", json_boolean(w->at_power_cap));
     set(p, "outside_stream_s", w->outside_stream_s > 0 ? jnum(w->outside_stream_s) : json_null());
+    set(p, "timer", ps && ps->timer && *ps->timer ? json_string(ps->timer) : json_null());
+    set(p, "event_median_s", ps && ps->event_median_s > 0 ? jnum(ps->event_median_s) : json_null());
     set(p, "median_s", jnum(w->st.median));
     set(p, "mean_s", jnum(w->st.mean));
     set(p, "min_s", jnum(w->st.min));
