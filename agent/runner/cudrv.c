@@ -47,6 +47,7 @@ struct kf_cudrv {
     char ours[24];
     kf_cupti *cupti; /* NULL: samples keep their events' time */
     int timing;      /* kf_cudrv_trace on */
+    int trace_tried; /* kf_cudrv_trace_open ran */
     int until_idle;
     int nsm;
     CUevent after;
@@ -427,12 +428,17 @@ int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, vo
 
 int kf_cudrv_trace_open(kf_cudrv *cu, kf_err *err)
 {
+    if (cu->cupti)
+        return KF_OK;
+    if (cu->trace_tried) /* once per runner: it would fail the same way */
+        return kf_err_set(err, KF_EUNAVAIL, "CUPTI could not be opened in this runner");
+    cu->trace_tried = 1;
     const char *t = getenv("KF_TIMER");
     if (t && strcmp(t, "events") == 0)
         return kf_err_set(err, KF_EUNAVAIL, "KF_TIMER=events");
     if (!cu->block_fn)
         return kf_err_set(err, KF_EUNAVAIL, "no blocking kernel to mark a sample's start");
-    return cu->cupti ? KF_OK : kf_cupti_open(&cu->cupti, cu->ours, err);
+    return kf_cupti_open(&cu->cupti, cu->ours, err);
 }
 
 int kf_cudrv_trace(kf_cudrv *cu, int on)

@@ -214,7 +214,8 @@ static int confine(hctx *h, const char *scratch)
         hctx_phase_add(h, HCTX_PH_CONTEXT, t0);
         if (rc != KF_OK)
             return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
-        hctx_timer_open(h);
+        if (h->spec->kind == KFLEET__TASK_KIND__PROFILE)
+            hctx_timer_open(h);
     }
     if (kf_confine_runner_finish(h->spec, scratch, &missing, &err) != KF_OK)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s; the kernel was not run", err.msg);

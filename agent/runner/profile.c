@@ -719,8 +719,11 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
         p.tp.threshold_mhz = (uint32_t)(p.tp.default_mhz * p.thr_pct / 100.0);
     }
     uint64_t start = kf_mono_ns();
-    if (h->cu) /* only the samples: the warm-up and checks stay untraced */
+    if (h->cu) { /* only the samples: the warm-up and checks stay untraced */
+        /* A runner that began with a validation opens CUPTI now. */
+        hctx_timer_open(h);
         kf_cudrv_trace(h->cu, 1);
+    }
     int rc = sample_loop(&p);
     if (h->cu)
         kf_cudrv_trace(h->cu, 0);

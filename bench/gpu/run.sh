@@ -108,9 +108,12 @@ sweep() { # NAME FILE [kfleet run args...]
   shift 2
   echo "== $name: $file"
   local t0=$SECONDS
-  timeout -s INT "$SWEEP_LIMIT" "$B/kfleet" run "$file" "$@" 2>"$W/$name.progress" |
-    tee "$W/$name.txt" | tail -40
+  # KF_RUN_LOG=debug: the coordinator's and agents' logs at debug (each
+  # assignment and result, timestamped: the sweep's timeline), kept per sweep.
+  timeout -s INT "$SWEEP_LIMIT" "$B/kfleet" ${KF_RUN_LOG:+--log-level "$KF_RUN_LOG"} run "$file" "$@" \
+    2>"$W/$name.progress" | tee "$W/$name.txt" | tail -40
   local rc=${PIPESTATUS[0]}
+  mkdir -p "$W/logs-$name" && cp "$KFLEET_HOME"/run/*.log "$W/logs-$name/" 2>/dev/null || true
   echo "$name: exit $rc, $((SECONDS - t0)) s" | tee -a "$W/times.txt"
   "$B/kfleet" report --format json >"$W/$name.json"
   "$B/kfleet" report --format md >"$W/$name.md"

@@ -3,6 +3,7 @@
  * are kept in AGENTS_DIR/local.pids for the teardown. */
 #include "fleet/provider_local.h"
 #include "common/keys.h"
+#include "common/log.h"
 #include "common/util.h"
 #include "common/xalloc.h"
 #include "fleet/launch.h"
@@ -91,7 +92,8 @@ static pid_t spawn(const job *j, int n)
         setenv("CUDA_VISIBLE_DEVICES", dev, 1);
     }
     execl(agent, "kfleet-agent", "--coordinator", j->o->direct, "--workdir", wd, "--name", name,
-          "--server-key", j->o->server_pub_file, "--log-level", "info", (char *)NULL);
+          "--server-key", j->o->server_pub_file, "--log-level",
+          kf_log_get_level() == KF_LOG_DEBUG ? "debug" : "info", (char *)NULL);
     /* _exit flushes nothing, and stderr reopened on a file is buffered: say
      * it with one write, or the log stays empty. */
     dprintf(STDERR_FILENO, "kfleet run: cannot exec %s: %s\n", agent, strerror(errno));
