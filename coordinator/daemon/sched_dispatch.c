@@ -52,6 +52,18 @@ void sched_check_agents(kf_coord *c)
     }
 }
 
+/* Up to how many tasks past the first startable GPU task pick_in looks
+ * for one of the kernel the slot ran last. */
+#define KF_AFFINITY_AHEAD 128
+
+static uint64_t kernel_key(const char *hash)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const char *p = hash; p && *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return h ? h : 1;
+}
+
 static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
 {
     int ai = sched_agent_index(c, a);
@@ -61,6 +73,8 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     t->assigned_mono = kf_mono_ns();
     t->confirmed = 0;
     sched_take_slot(a, t, sched_needs_gpu(sw, t));
+    if (t->slot_gpu == 1 && t->gpu_index < KF_MAX_SLOTS)
+        a->gpu_kernel[t->gpu_index] = kernel_key(sw->rec->kernels[t->rec->kernel_index]->hash);
     if (a->nrunning == a->caprunning) {
         a->caprunning = a->caprunning ? a->caprunning * 2 : 16;
         a->running = kf_xrealloc(a->running, a->caprunning * sizeof *a->running);
@@ -222,7 +236,18 @@ static ktask *pick_in(kf_coord *c, kagent *a, int ai, ksweep *sw, int cpu_free, 
                       const char **waiting, int *again)
 {
     uint32_t i;
-    while (sched_order_next(sw, &i)) {
+    /* A GPU slot stays on the kernel it ran last while that kernel has a
+     * task it can start (long chains excepted: they go first): its runner
+     * serves it, where a switch costs a new runner and CUDA context. The
+     * first startable task of another kernel is held (fallback) while the
+     * walk looks KF_AFFINITY_AHEAD further. With artifacts installed beside
+     * compiles, GPUs took up kernels as builds landed and switched back:
+     * 31 runner starts for 24 (4 x H200, examples/gpu.yaml, cold). */
+    ktask *fallback = NULL;
+    unsigned ahead = 0;
+    int g = gpu_free ? sched_free_gpu(a) : -1;
+    uint64_t warm = g >= 0 && g < KF_MAX_SLOTS ? a->gpu_kernel[g] : 0;
+    while ((!fallback || ++ahead <= KF_AFFINITY_AHEAD) && sched_order_next(sw, &i)) {
         ktask *t = &sw->tasks[i];
         if (t->pin >= 0 && t->pin != ai)
             continue;
@@ -292,8 +317,14 @@ static ktask *pick_in(kf_coord *c, kagent *a, int ai, ksweep *sw, int cpu_free, 
                 return new_build(c, sw, t->rec->kernel_index, a, share);
             continue;
         }
-        if (b && b->state == KFLEET__TASK_STATE__SUCCEEDED)
+        if (b && b->state == KFLEET__TASK_STATE__SUCCEEDED) {
+            if (gpu && warm && kernel_key(hash) != warm && !sched_order_long(sw, i)) {
+                if (!fallback)
+                    fallback = t;
+                continue;
+            }
             return t;
+        }
         if (b && kf_state_terminal(b->state)) {
             if (build_failed(c, sw, t, a, t->rec->kernel_index, b)) {
                 *again = 1;
@@ -307,7 +338,7 @@ static ktask *pick_in(kf_coord *c, kagent *a, int ai, ksweep *sw, int cpu_free, 
             continue;
         return new_build(c, sw, t->rec->kernel_index, a, share);
     }
-    return NULL;
+    return fallback;
 }
 
 /* A GPU agent's steady state is its GPU busy and a CPU slot free: then only

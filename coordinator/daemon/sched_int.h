@@ -114,6 +114,8 @@ void sched_order_ended(ksweep *sw, const ktask *t, double elapsed_s);
  * comes back through sched_order_push. */
 int sched_order_next(ksweep *sw, uint32_t *idx);
 void sched_order_rewind(ksweep *sw, uint32_t taken);
+/* 1 when task idx heads a long chain (it goes first, whatever its kernel). */
+int sched_order_long(const ksweep *sw, uint32_t idx);
 /* The seconds task idx is expected to take (NAN: not planned). */
 double sched_order_expected(const ksweep *sw, uint32_t idx);
 void sched_order_free(sched_order **self);

@@ -447,6 +447,12 @@ void sched_order_rewind(ksweep *sw, uint32_t taken)
     o->nskip = 0;
 }
 
+int sched_order_long(const ksweep *sw, uint32_t idx)
+{
+    const sched_order *o = sw->order;
+    return o && idx < o->ntasks && o->prio[idx] >= KF_SCHED_LONG && o->prio[idx] < KF_SCHED_FIRST;
+}
+
 double sched_order_expected(const ksweep *sw, uint32_t idx)
 {
     return sw->order && idx < sw->order->ntasks ? sw->order->pred[idx] : NAN;

@@ -303,6 +303,74 @@ static void test_install_beside_compile(void **state)
     done(&c);
 }
 
+/* The kernel of a task sent (its build's kernel index from the sweep). */
+static uint32_t kernel_of(kf_coord *c, const sent *x)
+{
+    ksweep *sw;
+    ktask *t = sched_task(c, x->task, &sw);
+    assert_non_null(t);
+    return t->rec->kernel_index;
+}
+
+/* A GPU slot stays on the kernel it ran last (its runner is warm there)
+ * while that kernel has tasks it can start, though the order ranks another
+ * kernel first: voxelize (6 configurations) outranks copy (4). a1 compiles
+ * voxelize while it runs copy from a2's artifact; when its compile ends and
+ * its GPU frees, its next task is still copy's. */
+static void test_gpu_stays_on_its_kernel(void **state)
+{
+    (void)state;
+    kf_coord *c = coord();
+    reg(c, "a1", 1, 1);
+    reg(c, "a2", 1, 1);
+    submit(c, "name: aff\nkernels:\n  - path: " KF_SOURCE_DIR "/kernels/cuda/voxelize.cu\n"
+              "    params: {points: [1M, 2M, 3M], grid: [64, 128]}\n"
+              "  - path: " KF_SOURCE_DIR "/kernels/cuda/copy.cu\n"
+              "    params: {bytes: [1M, 2M, 3M, 4M]}\ntasks: [validate]\n");
+    sent s[8];
+    size_t n = drain(c, s, 8);
+    assert_int_equal(n, 2);
+    const sent *b1 = strcmp(s[0].agent, "a1") == 0 ? &s[0] : &s[1];
+    const sent *b2 = b1 == &s[0] ? &s[1] : &s[0];
+    assert_int_equal(kernel_of(c, b1), 0); /* a1 compiles voxelize, the heavier */
+    assert_int_equal(kernel_of(c, b2), 1); /* a2 copy */
+    sent vox = *b1;
+    build_result(c, "a2", b2,
+                 "\x7f"
+                 "ELF copy");
+    n = drain(c, s, 8);
+    sent inst = {0};
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(s[i].agent, "a1") == 0)
+            inst = s[i];
+    assert_int_equal(inst.kind, KFLEET__TASK_KIND__BUILD);
+    build_result(c, "a1", &inst,
+                 "\x7f"
+                 "ELF copy");
+    n = drain(c, s, 8);
+    sent run1 = {0};
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(s[i].agent, "a1") == 0)
+            run1 = s[i];
+    assert_int_equal(run1.kind, KFLEET__TASK_KIND__VALIDATE);
+    assert_int_equal(kernel_of(c, &run1), 1); /* copy, on a1's GPU */
+    build_result(c, "a1", &vox,
+                 "\x7f"
+                 "ELF voxelize");
+    drain(c, s, 8);
+    result(c, "a1", run1.task, run1.attempt, KFLEET__TASK_STATE__SUCCEEDED);
+    n = drain(c, s, 8);
+    size_t a1_tasks = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(s[i].agent, "a1") == 0) {
+            assert_int_equal(s[i].kind, KFLEET__TASK_KIND__VALIDATE);
+            assert_int_equal(kernel_of(c, &s[i]), 1); /* still copy: no new runner */
+            a1_tasks++;
+        }
+    assert_int_equal(a1_tasks, 1);
+    done(&c);
+}
+
 /* `kfleet serve --no-shared-builds`: agents with one toolchain each
  * compile, at once, and none is asked for its artifact. */
 static void test_no_shared_builds(void **state)
@@ -574,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_toolchain_change_rebuilds),
         cmocka_unit_test(test_shared_build),
         cmocka_unit_test(test_install_beside_compile),
+        cmocka_unit_test(test_gpu_stays_on_its_kernel),
         cmocka_unit_test(test_no_shared_builds),
         cmocka_unit_test(test_shared_build_trust),
         cmocka_unit_test(test_lost_while_building),
