@@ -175,10 +175,12 @@ void kf_doctor_print(const kf_doctor *d, int fd)
             d->bf16_tflops, d->host_copy_gbps, e);
 }
 
-int kf_doctor_run(const char *exe, int gpu, const char *visible, double timeout_s, kf_doctor *out,
-                  kf_err *err)
+int kf_doctor_start(const char *exe, int gpu, const char *visible, kf_doctor_child *c, kf_err *err)
 {
-    memset(out, 0, sizeof *out);
+    memset(c, 0, sizeof *c);
+    c->pid = -1;
+    c->exe = exe;
+    c->started_ns = kf_mono_ns();
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0)
         return kf_err_set(err, KF_EIO, "doctor: pipe: %s", strerror(errno));
@@ -196,14 +198,38 @@ int kf_doctor_run(const char *exe, int gpu, const char *visible, double timeout_
         _exit(127);
     }
     close(fds[1]);
+    c->pid = pid;
+    c->fd = fds[0];
+    return KF_OK;
+}
+
+int kf_doctor_run(const char *exe, int gpu, const char *visible, double timeout_s, kf_doctor *out,
+                  kf_err *err)
+{
+    kf_doctor_child c;
+    int rc = kf_doctor_start(exe, gpu, visible, &c, err);
+    if (rc != KF_OK) {
+        memset(out, 0, sizeof *out);
+        snprintf(out->error, sizeof out->error, "%s", err->msg);
+        return rc;
+    }
+    return kf_doctor_finish(&c, timeout_s, out, err);
+}
+
+int kf_doctor_finish(kf_doctor_child *c, double timeout_s, kf_doctor *out, kf_err *err)
+{
+    memset(out, 0, sizeof *out);
+    pid_t pid = c->pid;
+    const char *exe = c->exe;
+    int fd = c->fd;
     char buf[1024];
     size_t got = 0;
-    uint64_t deadline = kf_mono_ns() + (uint64_t)(timeout_s * 1e9);
-    int flags = fcntl(fds[0], F_GETFL);
-    fcntl(fds[0], F_SETFL, flags | O_NONBLOCK);
+    uint64_t deadline = c->started_ns + (uint64_t)(timeout_s * 1e9);
+    int flags = fcntl(fd, F_GETFL);
+    fcntl(fd, F_SETFL, flags | O_NONBLOCK);
     int timed_out = 0;
     for (;;) {
-        ssize_t n = read(fds[0], buf + got, sizeof buf - 1 - got);
+        ssize_t n = read(fd, buf + got, sizeof buf - 1 - got);
         if (n > 0) {
             got += (size_t)n;
             if (got == sizeof buf - 1)
@@ -222,7 +248,7 @@ int kf_doctor_run(const char *exe, int gpu, const char *visible, double timeout_
         struct timespec ts = {0, 20000000};
         nanosleep(&ts, NULL);
     }
-    close(fds[0]);
+    close(fd);
     buf[got] = '\0';
     int st;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)

@@ -41,4 +41,15 @@ void kf_doctor_print(const kf_doctor *d, int fd);
 int kf_doctor_run(const char *exe, int gpu, const char *visible, double timeout_s, kf_doctor *out,
                   kf_err *err);
 
+/* The same in two steps, so the agent does other work of its start
+ * (Python's facts) while the child measures: kf_doctor_start spawns it,
+ * kf_doctor_finish waits (timeout_s counted from the start) and parses. */
+typedef struct kf_doctor_child {
+    int pid, fd;
+    const char *exe; /* the caller's, for messages */
+    unsigned long long started_ns;
+} kf_doctor_child;
+int kf_doctor_start(const char *exe, int gpu, const char *visible, kf_doctor_child *c, kf_err *err);
+int kf_doctor_finish(kf_doctor_child *c, double timeout_s, kf_doctor *out, kf_err *err);
+
 #endif
