@@ -304,6 +304,17 @@ static int run_modes(const agent_args *a)
                             : kf_runner_main(a->workdir, a->scratch);
         return rc < 0 ? 1 : rc; /* -1 means "go on" here */
     }
+    /* Its runners read it for every profile (cudrv.h): a misspelling is
+     * said at start, not found in the first GPU profile's failure. */
+    const char *timer = getenv("KF_TIMER");
+    if (timer && *timer && strcmp(timer, "cupti") != 0 && strcmp(timer, "events") != 0) {
+        fprintf(stderr,
+                "kfleet-agent: KF_TIMER=%s in the environment: it takes cupti (samples timed "
+                "by CUPTI's activity records where libcupti loads, the default) or events "
+                "(the event pair around the launches)\n",
+                timer);
+        return 2;
+    }
     return -1;
 }
 

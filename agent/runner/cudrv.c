@@ -428,12 +428,17 @@ int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, vo
 
 int kf_cudrv_trace_open(kf_cudrv *cu, kf_err *err)
 {
+    const char *t = getenv("KF_TIMER");
+    if (t && *t && strcmp(t, "events") != 0 && strcmp(t, "cupti") != 0)
+        return kf_err_set(err, KF_EINVAL,
+                          "KF_TIMER=%.64s in the agent's environment: it takes cupti (the "
+                          "default where libcupti loads) or events",
+                          t);
     if (cu->cupti)
         return KF_OK;
     if (cu->trace_tried) /* once per runner: it would fail the same way */
         return kf_err_set(err, KF_EUNAVAIL, "CUPTI could not be opened in this runner");
     cu->trace_tried = 1;
-    const char *t = getenv("KF_TIMER");
     if (t && strcmp(t, "events") == 0)
         return kf_err_set(err, KF_EUNAVAIL, "KF_TIMER=events");
     if (!cu->block_fn)

@@ -118,8 +118,9 @@ void *hctx_host_buffer(void **buf, size_t *cap, size_t n);
 /* Loads the CUPTI timer (cudrv.h) for profiles only (~0.1 s a runner): with
  * the context when the runner's first task is a profile, else at its first
  * profile; once per runner. Without it samples keep their events' time and
- * the log says why. */
-void hctx_timer_open(hctx *h);
+ * the log says why. 0, or -1 with the task failed (KF_TIMER neither cupti
+ * nor events). */
+int hctx_timer_open(hctx *h);
 void hctx_phase_add(hctx *h, int ph, uint64_t t0);
 /* Adds seconds to phase `ph`. */
 void hctx_phase_add_s(hctx *h, int ph, double seconds);

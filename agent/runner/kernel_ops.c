@@ -176,8 +176,8 @@ int hctx_load_kernel(hctx *h, loaded *L)
         hctx_phase_add(h, HCTX_PH_CONTEXT, t0);
         if (rc != KF_OK)
             return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
-        if (h->spec->kind == KFLEET__TASK_KIND__PROFILE)
-            hctx_timer_open(h);
+        if (kf_task_kind_at(h->spec->kind)->timed && hctx_timer_open(h) != 0)
+            return -1;
     }
     return 0;
 }
@@ -321,13 +321,17 @@ const char *const hctx_phase_names[HCTX_NPHASES] = {
     "sampling",    "tools",       "build",   "samples",    "throttle waits", "sample launch",
     "sample sync", "clock reads", "warm-up", "determinism"};
 
-void hctx_timer_open(hctx *h)
+int hctx_timer_open(hctx *h)
 {
     kf_err err;
     uint64_t t0 = kf_mono_ns();
-    if (kf_cudrv_trace_open(h->cu, &err) != KF_OK && !strstr(err.msg, "in this runner"))
-        kf_info("runner.timer", "timer=events why=\"%s\"", err.msg);
+    int rc = kf_cudrv_trace_open(h->cu, &err);
     hctx_phase_add(h, HCTX_PH_CONTEXT, t0);
+    if (rc == KF_EINVAL)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
+    if (rc != KF_OK && !strstr(err.msg, "in this runner"))
+        kf_info("runner.timer", "timer=events why=\"%s\"", err.msg);
+    return 0;
 }
 
 void hctx_phase_add(hctx *h, int ph, uint64_t t0)

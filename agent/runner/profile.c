@@ -706,6 +706,9 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
 {
     if (hctx_refuse_vacuous(h, L) != 0)
         return -1;
+    /* A runner that began with a validation opens CUPTI now. */
+    if (h->cu && hctx_timer_open(h) != 0)
+        return -1;
     prof p = {0};
     prof_settings(&p, h, L);
     if (sets_open(&p) != 0 || warm_up(&p) != 0) {
@@ -719,11 +722,8 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
         p.tp.threshold_mhz = (uint32_t)(p.tp.default_mhz * p.thr_pct / 100.0);
     }
     uint64_t start = kf_mono_ns();
-    if (h->cu) { /* only the samples: the warm-up and checks stay untraced */
-        /* A runner that began with a validation opens CUPTI now. */
-        hctx_timer_open(h);
+    if (h->cu) /* only the samples: the warm-up and checks stay untraced */
         kf_cudrv_trace(h->cu, 1);
-    }
     int rc = sample_loop(&p);
     if (h->cu)
         kf_cudrv_trace(h->cu, 0);

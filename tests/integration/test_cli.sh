@@ -79,3 +79,11 @@ set +e
 set -e
 [ $rc -eq 2 ] && grep -q "price wants the price of one GPU-hour" "$T/err" || fail "run --price free: exit $rc"
 pass "a price that is not above 0 is refused (agent and run)"
+set +e
+KF_TIMER=cuda-events "$KFAGENT" --coordinator tcp://127.0.0.1:9 --workdir "$T/agents/timer" 2>"$T/err"
+rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "KF_TIMER=cuda-events in the environment: it takes cupti" "$T/err" ||
+  fail "agent with KF_TIMER=cuda-events: exit $rc, $(cat "$T/err")"
+[ ! -e "$T/agents/timer/outbox" ] || fail "the agent made its workdir before refusing KF_TIMER"
+pass "an unknown KF_TIMER is refused at the agent's start (exit 2)"
