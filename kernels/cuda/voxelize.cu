@@ -68,20 +68,22 @@ __host__ __device__ static inline void vox_point(const vox_gen &g, unsigned long
     }
 }
 
-/* The blobs of `seed`: centres inside [0.15, 0.85)^3, widths sigma 0.009 .. 0.079 of the cube
- * (spread 4 .. 35), the same eight widths for every seed. The widths set the contention (how
- * many increments the hottest cells take), so they are the workload, not its data: drawn from
- * the seed, they made the same configuration 1.6 % slower or faster from one profile to the
- * next, since a profile's seeds are unpredictable (604.0 against 594.5 us on the H100). The
- * seed moves the centres and every point. A wide blob near a face can lose a few percent of
- * its points to the clamp onto that face, as a real scan's outliers would. */
+/* The blobs: centres inside [0.15, 0.85)^3, widths sigma 0.009 .. 0.079 of the cube (spread
+ * 4 .. 35), the same eight for every seed. Where the blobs are and how wide decides the
+ * contention (how many increments the hottest cells take, how many points a blob near a face
+ * loses to the clamp), so they are the workload, not its data: drawn from the seed, the widths
+ * made the same configuration 1.6 % slower or faster from one profile to the next (604.0
+ * against 594.5 us on the H100), and the centres 3.1 % (459.4 against 474.3 us for 16M points
+ * at grid 256 on an H200, same clock), since a profile's seeds are unpredictable. The seed
+ * draws every point. */
 static vox_gen vox_make_gen(unsigned long long seed)
 {
     vox_gen g;
     g.key = kf_mix64(seed ^ 0x0b1ec7c0ffee1234ull);
+    const unsigned long long place = kf_mix64(0x0b1ec7c0ffee1234ull);
     for (int k = 0; k < VOX_NBLOB; k++) {
         for (int c = 0; c < 3; c++) {
-            const unsigned long long h = kf_mix64(g.key ^ (0xb10b000000000000ull + 4 * k + c));
+            const unsigned long long h = kf_mix64(place ^ (0xb10b000000000000ull + 4 * k + c));
             g.center[k][c] = (int)(0.15 * VOX_ONE) + (int)(((h >> 40) * 7) / 10);
         }
         g.spread[k] = 4 + 31 * k / (VOX_NBLOB - 1);
