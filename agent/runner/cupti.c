@@ -52,7 +52,7 @@ static uint64_t u64_at(const uint8_t *rec, size_t off)
 void kf_cupti_acc_reset(kf_cupti_acc *acc)
 {
     acc->n = 0;
-    acc->blocker_start = 0;
+    acc->blocker_start = acc->flush_start = 0;
     acc->overflow = 0;
 }
 
@@ -69,9 +69,11 @@ void kf_cupti_acc_take(kf_cupti_acc *acc, const void *record, const char *ours_s
         const char *name;
         memcpy(&name, rec + KF_CUPTI_REC_KERNEL_NAME, sizeof name);
         if (name && *ours_suffix && strstr(name, ours_suffix)) { /* the runner's own */
-            if (strncmp(name, "kf_block", 8) == 0 &&
-                (!acc->blocker_start || start < acc->blocker_start))
-                acc->blocker_start = start;
+            uint64_t *mark = strncmp(name, "kf_block", 8) == 0   ? &acc->blocker_start
+                             : strncmp(name, "kf_flush", 8) == 0 ? &acc->flush_start
+                                                                 : NULL;
+            if (mark && (!*mark || start < *mark))
+                *mark = start;
             return;
         }
     }
@@ -85,10 +87,17 @@ void kf_cupti_acc_take(kf_cupti_acc *acc, const void *record, const char *ours_s
 
 unsigned long long kf_cupti_acc_span(const kf_cupti_acc *acc)
 {
+    /* The sample began with its L2 flush (a cold sample) or its blocker:
+     * work the kernel put on a stream of its own can start while the flush
+     * still runs, before the blocker, and is the sample's all the same.
+     * What began before (the guard's poison, the last sample's spot checks)
+     * is not. */
+    uint64_t from = acc->flush_start && acc->flush_start < acc->blocker_start ? acc->flush_start
+                                                                              : acc->blocker_start;
     uint64_t lo = UINT64_MAX, hi = 0;
     for (size_t i = 0; i < acc->n; i++) {
-        if (acc->start[i] < acc->blocker_start || acc->end[i] < acc->start[i])
-            continue; /* before the sample (the last one's spot checks) */
+        if (acc->start[i] < from || acc->end[i] < acc->start[i])
+            continue;
         lo = acc->start[i] < lo ? acc->start[i] : lo;
         hi = acc->end[i] > hi ? acc->end[i] : hi;
     }

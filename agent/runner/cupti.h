@@ -9,8 +9,8 @@
  * The runner's own kernels (the L2 flush, the blocker, the clock stamps) are
  * told apart by a name suffix drawn at random per runner (cudrv.c): a kernel
  * cannot name itself to be left out. A sample's own records are those that
- * start after the first clock stamp of the sample ends: what ran before (the
- * guard's spot checks of the last sample) is not in it. */
+ * start once its L2 flush (or, hot, its blocker) started: what ran before
+ * (the guard's poison, the last sample's spot checks) is not in it. */
 #ifndef KF_CUPTI_H
 #define KF_CUPTI_H
 
@@ -35,7 +35,8 @@
 
 /* The records one sample delivered, as the buffer callback takes them. */
 typedef struct kf_cupti_acc {
-    uint64_t blocker_start; /* the runner's blocker began: the sample's start */
+    uint64_t blocker_start; /* the runner's blocker began (0: none seen, no sample) */
+    uint64_t flush_start;   /* its L2 flush began: a cold sample's start */
     uint64_t start[KF_CUPTI_MAX_RECORDS], end[KF_CUPTI_MAX_RECORDS];
     size_t n;
     int overflow;
@@ -43,11 +44,11 @@ typedef struct kf_cupti_acc {
 
 void kf_cupti_acc_reset(kf_cupti_acc *acc);
 /* Takes one activity record: a kernel whose name holds ours_suffix is the
- * runner's (its kf_block marks the sample's start), kinds other than
- * kernels, memsets and copies are ignored. */
+ * runner's (its kf_flush, or kf_block for a hot sample, marks the sample's
+ * start), kinds other than kernels, memsets and copies are ignored. */
 void kf_cupti_acc_take(kf_cupti_acc *acc, const void *record, const char *ours_suffix);
-/* First start to last end of the records taken that began after the
- * blocker, ns; 0 without a blocker, with none, or past the cap. */
+/* First start to last end of the records taken that began with the sample
+ * or after, ns; 0 without a blocker, with none, or past the cap. */
 unsigned long long kf_cupti_acc_span(const kf_cupti_acc *acc);
 
 typedef struct kf_cupti kf_cupti;

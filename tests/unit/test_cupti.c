@@ -66,6 +66,30 @@ static void test_kernel_cannot_hide(void **state)
     free(acc);
 }
 
+/* Work the kernel puts on a stream of its own starts at once, while the
+ * runner's L2 flush still runs and before the blocker: it is the sample's
+ * all the same (a kernel cannot hide work there). The guard's poison, before
+ * the flush, is not. A hot sample (no flush) begins with its blocker. */
+static void test_side_stream_before_the_blocker(void **state)
+{
+    (void)state;
+    kf_cupti_acc *acc = calloc(1, sizeof *acc);
+    rec(acc, KF_CUPTI_KIND_MEMSET, 100, 150, NULL); /* the guard's poison */
+    rec(acc, KF_CUPTI_KIND_CONCURRENT_KERNEL, 200, 400, "kf_flush" OURS);
+    rec(acc, KF_CUPTI_KIND_CONCURRENT_KERNEL, 250, 3000, "hidden_on_its_own_stream");
+    rec(acc, KF_CUPTI_KIND_CONCURRENT_KERNEL, 410, 900, "kf_block" OURS);
+    rec(acc, KF_CUPTI_KIND_CONCURRENT_KERNEL, 905, 910, "kf_stamp" OURS);
+    rec(acc, KF_CUPTI_KIND_CONCURRENT_KERNEL, 920, 1000, "the_timed_kernel");
+    assert_int_equal(kf_cupti_acc_span(acc), 3000 - 250);
+    kf_cupti_acc_reset(acc);
+    assert_int_equal(acc->flush_start, 0);
+    rec(acc, KF_CUPTI_KIND_CONCURRENT_KERNEL, 100, 150, "the_last_spot_check");
+    rec(acc, KF_CUPTI_KIND_CONCURRENT_KERNEL, 410, 900, "kf_block" OURS);
+    rec(acc, KF_CUPTI_KIND_CONCURRENT_KERNEL, 920, 1000, "the_timed_kernel");
+    assert_int_equal(kf_cupti_acc_span(acc), 80);
+    free(acc);
+}
+
 /* What cannot be told gives 0 (the sample keeps its events' time): no
  * blocker seen, no work after it, more records than kept. */
 static void test_untold_is_zero(void **state)
@@ -116,6 +140,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_span_of_a_sample),
         cmocka_unit_test(test_kernel_cannot_hide),
+        cmocka_unit_test(test_side_stream_before_the_blocker),
         cmocka_unit_test(test_untold_is_zero),
         cmocka_unit_test(test_open),
     };
