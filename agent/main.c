@@ -19,6 +19,7 @@
  * STATE/keys/coordinator.pub — an agent sharing the coordinator's home is
  * the same user on the same machine, so it enrolls its own key in the allow
  * list; any other agent's key is accepted with `kfleet agent-key add`. */
+#include "runner/cudrv.h"
 #include "runner/doctor.h"
 #include "agent/agent.h"
 #include "common/buf.h"
@@ -306,13 +307,10 @@ static int run_modes(const agent_args *a)
     }
     /* Its runners read it for every profile (cudrv.h): a misspelling is
      * said at start, not found in the first GPU profile's failure. */
-    const char *timer = getenv("KF_TIMER");
-    if (timer && *timer && strcmp(timer, "cupti") != 0 && strcmp(timer, "events") != 0) {
-        fprintf(stderr,
-                "kfleet-agent: KF_TIMER=%s in the environment: it takes cupti (samples timed "
-                "by CUPTI's activity records where libcupti loads, the default) or events "
-                "(the event pair around the launches)\n",
-                timer);
+    int events;
+    kf_err err;
+    if (kf_cudrv_timer_setting(&events, &err) != KF_OK) {
+        fprintf(stderr, "kfleet-agent: %s\n", err.msg);
         return 2;
     }
     return -1;

@@ -42,7 +42,6 @@ const kf_task_kind kf_task_kinds[] = {
      .sweep_bit = BIT(KFLEET__TASK_KIND__PROFILE),
      .runs_kernel = 1,
      .served = 1,
-     .timed = 1,
      .needs_reference = 1,
      .gated_by = KFLEET__TASK_KIND__VALIDATE,
      .report = KF_REPORT_TIMING},

@@ -35,7 +35,6 @@ typedef struct kf_task_kind {
     int builds;      /* builds the kernel: a sweep counts its builds, a pinned one is its agent's */
     int runs_kernel; /* loads and runs the kernel in a sandboxed runner */
     int served;      /* a serving runner that keeps its kernel loaded may take it */
-    int timed;       /* times the kernel: its runner opens the sample timer (CUPTI) */
     int references;  /* computes a problem's reference, which candidates' tasks wait for */
     int needs_reference;       /* a candidate's task of this kind waits for the reference */
     Kfleet__TaskKind gated_by; /* waits for the task of this kind of its kernel, configuration

@@ -46,7 +46,6 @@ struct kf_cudrv {
      * kernel's whatever it names its own. */
     char ours[24];
     kf_cupti *cupti; /* NULL: samples keep their events' time */
-    int timing;      /* kf_cudrv_trace on */
     int trace_tried; /* kf_cudrv_trace_open ran */
     int until_idle;
     int nsm;
@@ -412,7 +411,7 @@ int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, vo
         return cu_fail(cu, r, "cuEventElapsedTime", err);
     out->event_s = out->seconds = (double)ms / 1e3 / (batch ? batch : 1);
     out->traced = 0;
-    if (cu->timing && blocked) {
+    if (cu->cupti && blocked) { /* 0 ns unless recording (kf_cudrv_trace) */
         /* The stop event has completed, so has every legacy-stream record;
          * work on other streams is in only when timed until idle. */
         uint64_t tc = kf_mono_ns();
@@ -426,20 +425,26 @@ int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, vo
     return KF_OK;
 }
 
-int kf_cudrv_trace_open(kf_cudrv *cu, kf_err *err)
+int kf_cudrv_timer_setting(int *events, kf_err *err)
 {
     const char *t = getenv("KF_TIMER");
-    if (t && *t && strcmp(t, "events") != 0 && strcmp(t, "cupti") != 0)
+    *events = t && strcmp(t, "events") == 0;
+    if (t && *t && !*events && strcmp(t, "cupti") != 0)
         return kf_err_set(err, KF_EINVAL,
-                          "KF_TIMER=%.64s in the agent's environment: it takes cupti (the "
-                          "default where libcupti loads) or events",
+                          "KF_TIMER=%.64s in the environment: it takes cupti (samples timed by "
+                          "CUPTI's activity records where libcupti loads, the default) or events "
+                          "(the event pair around the launches)",
                           t);
-    if (cu->cupti)
-        return KF_OK;
-    if (cu->trace_tried) /* once per runner: it would fail the same way */
-        return kf_err_set(err, KF_EUNAVAIL, "CUPTI could not be opened in this runner");
+    return KF_OK;
+}
+
+int kf_cudrv_trace_open(kf_cudrv *cu, kf_err *err)
+{
+    int events, rc = kf_cudrv_timer_setting(&events, err);
+    if (rc != KF_OK || cu->trace_tried) /* once per runner: it would end the same way */
+        return rc;
     cu->trace_tried = 1;
-    if (t && strcmp(t, "events") == 0)
+    if (events)
         return kf_err_set(err, KF_EUNAVAIL, "KF_TIMER=events");
     if (!cu->block_fn)
         return kf_err_set(err, KF_EUNAVAIL, "no blocking kernel to mark a sample's start");
@@ -448,11 +453,8 @@ int kf_cudrv_trace_open(kf_cudrv *cu, kf_err *err)
 
 int kf_cudrv_trace(kf_cudrv *cu, int on)
 {
-    if (!cu->cupti || kf_cupti_record(cu->cupti, on) != KF_OK) {
-        cu->timing = 0;
+    if (!cu->cupti || kf_cupti_record(cu->cupti, on) != KF_OK)
         return 0;
-    }
-    cu->timing = on;
     return on;
 }
 

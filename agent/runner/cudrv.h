@@ -61,8 +61,12 @@ int kf_cudrv_mem_info(kf_cudrv *cu, size_t *free_b, size_t *total_b, kf_err *err
 int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, void *state,
                   kf_cudrv_timing *out, kf_err *err);
 
-/* Loads libcupti for kf_cudrv_trace, before the sandbox closes (cupti.h);
- * KF_EUNAVAIL, saying why, without it or with KF_TIMER=events. */
+/* KF_TIMER from the environment: cupti (or unset) or events (*events 1);
+ * KF_EINVAL, saying what it takes, for anything else. */
+int kf_cudrv_timer_setting(int *events, kf_err *err);
+/* Loads libcupti for kf_cudrv_trace (cupti.h), once per runner: KF_EUNAVAIL,
+ * saying why, the first time it cannot (or KF_TIMER=events), KF_OK after;
+ * KF_EINVAL for a bad KF_TIMER, every time. */
 int kf_cudrv_trace_open(kf_cudrv *cu, kf_err *err);
 /* On: samples are timed by CUPTI's activity records (first start to last
  * end of the sample's work), which leaves the first launch's and the

@@ -61,11 +61,11 @@ void kf_cupti_acc_take(kf_cupti_acc *acc, const void *record, const char *ours_s
     const uint8_t *rec = record;
     uint32_t kind;
     memcpy(&kind, rec, sizeof kind);
-    if (kind != KF_CUPTI_KIND_CONCURRENT_KERNEL && kind != KF_CUPTI_KIND_KERNEL &&
-        kind != KF_CUPTI_KIND_MEMCPY && kind != KF_CUPTI_KIND_MEMSET)
+    if (kind != KF_CUPTI_KIND_CONCURRENT_KERNEL && kind != KF_CUPTI_KIND_MEMCPY &&
+        kind != KF_CUPTI_KIND_MEMSET)
         return;
     uint64_t start = u64_at(rec, KF_CUPTI_REC_START), end = u64_at(rec, KF_CUPTI_REC_END);
-    if (kind == KF_CUPTI_KIND_CONCURRENT_KERNEL || kind == KF_CUPTI_KIND_KERNEL) {
+    if (kind == KF_CUPTI_KIND_CONCURRENT_KERNEL) {
         const char *name;
         memcpy(&name, rec + KF_CUPTI_REC_KERNEL_NAME, sizeof name);
         if (name && *ours_suffix && strstr(name, ours_suffix)) { /* the runner's own */

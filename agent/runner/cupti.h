@@ -24,7 +24,6 @@
  * kernel's name at 104 (checked against CUDA 13.0's cupti_activity.h). */
 #define KF_CUPTI_KIND_MEMCPY 1
 #define KF_CUPTI_KIND_MEMSET 2
-#define KF_CUPTI_KIND_KERNEL 3
 #define KF_CUPTI_KIND_CONCURRENT_KERNEL 10
 #define KF_CUPTI_REC_START 16
 #define KF_CUPTI_REC_END 24

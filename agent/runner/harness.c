@@ -214,8 +214,6 @@ static int confine(hctx *h, const char *scratch)
         hctx_phase_add(h, HCTX_PH_CONTEXT, t0);
         if (rc != KF_OK)
             return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
-        if (kf_task_kind_at(h->spec->kind)->timed && hctx_timer_open(h) != 0)
-            return -1;
     }
     if (kf_confine_runner_finish(h->spec, scratch, &missing, &err) != KF_OK)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s; the kernel was not run", err.msg);

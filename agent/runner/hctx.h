@@ -115,10 +115,9 @@ typedef struct hctx {
  * of memory: the task's reused host buffers. */
 void *hctx_host_buffer(void **buf, size_t *cap, size_t n);
 /* Adds the time since t0 (kf_mono_ns) to phase `ph`. */
-/* Loads the CUPTI timer (cudrv.h) for profiles only (~0.1 s a runner): with
- * the context when the runner's first task is a profile, else at its first
- * profile; once per runner. Without it samples keep their events' time and
- * the log says why. 0, or -1 with the task failed (KF_TIMER neither cupti
+/* Loads the CUPTI timer (cudrv.h) at a runner's first profile (16 ms on an
+ * H200; never for validation), the sandbox already closed; once per runner. Without it samples keep
+ * their events' time and the log says why. 0, or -1 with the task failed (KF_TIMER neither cupti
  * nor events). */
 int hctx_timer_open(hctx *h);
 void hctx_phase_add(hctx *h, int ph, uint64_t t0);

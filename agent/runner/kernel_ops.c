@@ -176,8 +176,6 @@ int hctx_load_kernel(hctx *h, loaded *L)
         hctx_phase_add(h, HCTX_PH_CONTEXT, t0);
         if (rc != KF_OK)
             return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
-        if (kf_task_kind_at(h->spec->kind)->timed && hctx_timer_open(h) != 0)
-            return -1;
     }
     return 0;
 }
@@ -329,7 +327,7 @@ int hctx_timer_open(hctx *h)
     hctx_phase_add(h, HCTX_PH_CONTEXT, t0);
     if (rc == KF_EINVAL)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
-    if (rc != KF_OK && !strstr(err.msg, "in this runner"))
+    if (rc != KF_OK)
         kf_info("runner.timer", "timer=events why=\"%s\"", err.msg);
     return 0;
 }

@@ -101,9 +101,9 @@ typedef struct kagent {
      * CPU slot (sched_take_slot), one at a time. */
     uint32_t installing;
     uint8_t gpu_busy[KF_MAX_SLOTS];
-    /* The kernel each GPU slot ran last (sched_kernel_key of its hash, 0:
+    /* The kernel each GPU slot ran last (its hash's first 16 digits, ""
      * none): its runner there is warm, and serves that kernel's next task. */
-    uint64_t gpu_kernel[KF_MAX_SLOTS];
+    char gpu_kernel[KF_MAX_SLOTS][17];
     uint64_t *acks; /* outbox seqs handled in this batch, acked after commit */
     size_t nacks, capacks;
     uint64_t *running; /* task ids of the attempts assigned to it */

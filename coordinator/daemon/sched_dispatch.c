@@ -56,14 +56,6 @@ void sched_check_agents(kf_coord *c)
  * for one of the kernel the slot ran last. */
 #define KF_AFFINITY_AHEAD 128
 
-static uint64_t kernel_key(const char *hash)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (const char *p = hash; p && *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    return h ? h : 1;
-}
-
 static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
 {
     int ai = sched_agent_index(c, a);
@@ -74,7 +66,8 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     t->confirmed = 0;
     sched_take_slot(a, t, sched_needs_gpu(sw, t));
     if (t->slot_gpu == 1 && t->gpu_index < KF_MAX_SLOTS)
-        a->gpu_kernel[t->gpu_index] = kernel_key(sw->rec->kernels[t->rec->kernel_index]->hash);
+        snprintf(a->gpu_kernel[t->gpu_index], sizeof a->gpu_kernel[0], "%s",
+                 sw->rec->kernels[t->rec->kernel_index]->hash);
     if (a->nrunning == a->caprunning) {
         a->caprunning = a->caprunning ? a->caprunning * 2 : 16;
         a->running = kf_xrealloc(a->running, a->caprunning * sizeof *a->running);
@@ -246,7 +239,7 @@ static ktask *pick_in(kf_coord *c, kagent *a, int ai, ksweep *sw, int cpu_free, 
     ktask *fallback = NULL;
     unsigned ahead = 0;
     int g = gpu_free ? sched_free_gpu(a) : -1;
-    uint64_t warm = g >= 0 && g < KF_MAX_SLOTS ? a->gpu_kernel[g] : 0;
+    const char *warm = g >= 0 && g < KF_MAX_SLOTS ? a->gpu_kernel[g] : "";
     while ((!fallback || ++ahead <= KF_AFFINITY_AHEAD) && sched_order_next(sw, &i)) {
         ktask *t = &sw->tasks[i];
         if (t->pin >= 0 && t->pin != ai)
@@ -318,7 +311,8 @@ static ktask *pick_in(kf_coord *c, kagent *a, int ai, ksweep *sw, int cpu_free, 
             continue;
         }
         if (b && b->state == KFLEET__TASK_STATE__SUCCEEDED) {
-            if (gpu && warm && kernel_key(hash) != warm && !sched_order_long(sw, i)) {
+            if (gpu && *warm && strncmp(hash, warm, sizeof a->gpu_kernel[0] - 1) != 0 &&
+                !sched_order_long(sw, i)) {
                 if (!fallback)
                     fallback = t;
                 continue;
