@@ -6,11 +6,13 @@
 #include "common/xalloc.h"
 
 #include <dlfcn.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -48,6 +50,7 @@ struct kf_cudrv {
     kf_cupti *cupti; /* NULL: samples keep their events' time */
     int trace_tried; /* kf_cudrv_trace_open ran */
     int until_idle;
+    double rest_s; /* kf_cudrv_rest */
     int nsm;
     CUevent after;
     CUdeviceptr release_dev;
@@ -345,6 +348,7 @@ int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, vo
     out->sm_mhz = 0;
     out->idle_s = 0;
     out->enqueue_s = out->wait_s = 0;
+    out->rest_s = 0;
     if (cu->block_fn) {
         *cu->release = 0;
         cu->release[2] = 0; /* the blocker's "running" word */
@@ -367,6 +371,13 @@ int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, vo
             while (!cu->release[2] && kf_mono_ns() - t0 < 1000000000ull)
                 __sync_synchronize();
         }
+        if (blocked && cu->rest_s > 0) {
+            uint64_t t0 = kf_mono_ns();
+            double w = fmin(cu->rest_s, 0.5);
+            struct timespec ts = {(time_t)w, (long)((w - (double)(time_t)w) * 1e9)};
+            nanosleep(&ts, NULL);
+            out->rest_s = (double)(kf_mono_ns() - t0) / 1e9;
+        }
     }
     int launch_failed = 0;
     char kerr[512] = "";
@@ -386,7 +397,7 @@ int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, vo
         return cu_fail(cu, r, "cuEventRecord", err);
     stamped = stamped && stamp(cu, 1) && cu->cuEventRecord(cu->after, CU_STREAM_LEGACY) == 0;
     uint64_t tw = kf_mono_ns();
-    out->enqueue_s = (double)(tw - te) / 1e9;
+    out->enqueue_s = (double)(tw - te) / 1e9 - out->rest_s;
     if ((r = cu->cuEventSynchronize(stamped ? cu->after : cu->stop)))
         return cu_fail(cu, r, "the kernel", err);
     out->wait_s = (double)(kf_mono_ns() - tw) / 1e9;
@@ -456,6 +467,11 @@ int kf_cudrv_trace(kf_cudrv *cu, int on)
     if (!cu->cupti || kf_cupti_record(cu->cupti, on) != KF_OK)
         return 0;
     return on;
+}
+
+void kf_cudrv_rest(kf_cudrv *cu, double seconds)
+{
+    cu->rest_s = seconds > 0 ? seconds : 0;
 }
 
 void kf_cudrv_until_idle(kf_cudrv *cu, int on)

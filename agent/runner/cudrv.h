@@ -38,6 +38,7 @@ typedef struct kf_cudrv_timing {
      * time per launch, which event_s always is. */
     double event_s;
     int traced;
+    double rest_s; /* host time the blocker spun before the kernel (kf_cudrv_rest) */
 } kf_cudrv_timing;
 
 typedef int (*kf_cudrv_run_fn)(void *state, char *err, size_t errlen);
@@ -73,6 +74,12 @@ int kf_cudrv_trace_open(kf_cudrv *cu, kf_err *err);
  * completion's latency out; off, or without kf_cudrv_trace_open, by the
  * event pair. Returns 1 when samples will be traced. */
 int kf_cudrv_trace(kf_cudrv *cu, int on);
+
+/* Before each later sample's kernel, the blocker spins `seconds` (at most
+ * 0.5 s; 0: none) once the L2 flush is done: the GPU rests at one SM's
+ * power, awake, so a power-bound kernel's sample starts below the power
+ * limit's average without an idle GPU's clock ramp (thermal.h). */
+void kf_cudrv_rest(kf_cudrv *cu, double seconds);
 
 /* Also time each sample until the context is idle (timing.idle_s): work a
  * kernel left on another stream escapes the events on the legacy stream. */

@@ -47,6 +47,7 @@ enum {
     HCTX_PH_WARMUP,      /* the profile's warm-up runs and outside-stream probes */
     HCTX_PH_DETERMINISM, /* validation's second run of the first seed, fetched and
                           * compared bitwise */
+    HCTX_PH_REST,        /* the burst protocol's rests before samples (thermal.h) */
     HCTX_NPHASES
 };
 extern const char *const hctx_phase_names[HCTX_NPHASES];

@@ -333,6 +333,7 @@ typedef struct warm_arg {
     rotation *rot;
     int hot;
     uint32_t batch;
+    const kf_thermal *tp;
 } warm_arg;
 
 static int warm_sample(void *arg, double *seconds, double *sm_mhz)
@@ -345,6 +346,7 @@ static int warm_sample(void *arg, double *seconds, double *sm_mhz)
                          err.msg);
     *seconds = tm.seconds * w->batch;
     *sm_mhz = tm.sm_mhz;
+    kf_cudrv_rest(w->h->cu, kf_thermal_rest(w->tp, *seconds));
     return 0;
 }
 
@@ -410,6 +412,7 @@ static void prof_settings(prof *p, hctx *h, const loaded *L)
     p->hot = m && m->hot;
     p->tp = (kf_thermal){
         .keep = m && m->throttle_keep,
+        .sustained = m && m->thermal_sustained,
         .recovery_s = m && m->throttle_recovery_s > 0 ? m->throttle_recovery_s : 0.05,
     };
     p->thr_pct = m && m->throttle_threshold_pct > 0 ? m->throttle_threshold_pct
@@ -468,7 +471,7 @@ static int warm_up(prof *p)
               : probe_host_outside(h, p->L, &p->rot, p->batch, &p->outside, &p->idle_over))
         return -1;
     if (h->cu) {
-        warm_arg wa = {h, &p->rot, p->hot, p->batch};
+        warm_arg wa = {h, &p->rot, p->hot, p->batch, &p->tp};
         if (kf_thermal_warm(&p->tp, fmin(1.0, p->timeout / 5), warm_sample, &wa) != 0)
             return -1;
     }
@@ -489,6 +492,8 @@ static int sample_device(prof *p, size_t first, size_t iter, double *secs, int *
     if (kf_cudrv_time(h->cu, p->hot, p->batch, rotation_run, &p->rot, &tm, &err) != KF_OK)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel, err.msg);
     *secs = tm.seconds;
+    p->tp.rest_s += tm.rest_s;
+    kf_cudrv_rest(h->cu, kf_thermal_rest(&p->tp, tm.seconds * p->batch));
     p->last_event_s = tm.event_s;
     p->last_traced = tm.traced;
     p->enq_s += tm.enqueue_s;
@@ -635,6 +640,7 @@ static void loop_phases(prof *p, double loop_s)
     hctx *h = p->h;
     hctx_phase_add_s(h, HCTX_PH_SAMPLES, p->timed_all);
     hctx_phase_add_s(h, HCTX_PH_THROTTLE, p->tp.waits_s);
+    hctx_phase_add_s(h, HCTX_PH_REST, p->tp.rest_s);
     hctx_phase_add_s(h, HCTX_PH_LAUNCH, p->enq_s);
     hctx_phase_add_s(h, HCTX_PH_SYNC, p->sync_s);
     hctx_phase_add_s(h, HCTX_PH_CLOCKS, p->nvml_s);
@@ -644,8 +650,8 @@ static void loop_phases(prof *p, double loop_s)
     double guard_s = hctx_guard_spent_s(p->guard);
     hctx_phase_add_s(h, HCTX_PH_COMPARE, guard_s);
     hctx_phase_add_s(h, HCTX_PH_SAMPLING,
-                     loop_s - p->timed_all - p->tp.waits_s - p->enq_s - p->sync_s - p->nvml_s -
-                         p->recheck_s - guard_s);
+                     loop_s - p->timed_all - p->tp.waits_s - p->tp.rest_s - p->enq_s - p->sync_s -
+                         p->nvml_s - p->recheck_s - guard_s);
     kf_debug("profile_guard", "kernel=%s sets=%zu checks=%llu guard_s=%.6f", h->spec->kernel,
              p->nsets, (unsigned long long)hctx_guard_checks(p->guard), guard_s);
 }
@@ -666,7 +672,8 @@ static void summarize(prof *p, Kfleet__ProfileStats *ps)
         kf_stats_stop_precise(&p->rule, p->times, p->set, p->n, p->total_timed, &p->achieved);
     ps->precision_pct = isfinite(p->achieved) ? p->achieved : -1;
     ps->precision_target_pct = p->rule.precision_pct;
-    ps->thermal = (char *)kf_thermal_protocol(p->h->cu != NULL);
+    ps->thermal = (char *)kf_thermal_protocol(&p->tp, p->h->cu != NULL);
+    ps->rest_s = p->tp.rest_s;
     ps->warmup_s = p->tp.warmup_s;
     ps->warmup_samples = p->tp.warmup_samples;
     ps->steady_sm_clock_mhz = p->tp.steady_mhz;
@@ -691,6 +698,8 @@ static void summarize(prof *p, Kfleet__ProfileStats *ps)
 
 static void prof_close(prof *p)
 {
+    if (p->h->cu) /* the runner's next task (a serving runner's) rests no more */
+        kf_cudrv_rest(p->h->cu, 0);
     hctx_guard_destroy(&p->guard);
     free(p->flush);
     free(p->times);

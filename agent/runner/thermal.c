@@ -1,5 +1,6 @@
 /* thermal — the profile's thermal protocol and throttle policy; thermal.h
- * says what "sustained" means and why the recovery waits are budgeted. */
+ * says what "burst" and "sustained" mean and why the recovery waits are
+ * budgeted. */
 #include "runner/thermal.h"
 
 #include "common/util.h"
@@ -11,9 +12,16 @@
 #define STEADY_TOL 0.01
 #define STEADY_MIN_S 0.05
 
-const char *kf_thermal_protocol(int gpu)
+const char *kf_thermal_protocol(const kf_thermal *t, int gpu)
 {
-    return gpu ? "sustained" : "host";
+    return !gpu ? "host" : t->sustained ? "sustained" : "burst";
+}
+
+double kf_thermal_rest(const kf_thermal *t, double sample_s)
+{
+    if (t->sustained || !(sample_s >= KF_THERMAL_REST_MIN_S))
+        return 0;
+    return fmin(sample_s, KF_THERMAL_REST_MAX_S);
 }
 
 int kf_thermal_judge(kf_thermal *t, kf_nvml *nv, uint64_t t0, uint64_t t1, double sm_mhz,
@@ -30,12 +38,12 @@ int kf_thermal_judge(kf_thermal *t, kf_nvml *nv, uint64_t t0, uint64_t t1, doubl
     /* A clock event in a reading inside the sample, or in the sampler's
      * last one when it is recent (under 60 ms, the 50 ms period and some):
      * a microsecond sample has no reading inside it. An older one may
-     * predate a recovery wait and says nothing of this sample. Under the
-     * sustained protocol the software power cap is no such event: drawing
-     * the power limit is the steady state of a heavy kernel, what the
-     * protocol measures (the sample is flagged throttled, and discarded
-     * still when its clock falls under the threshold); thermal and
-     * hardware slowdowns and the power brake are. */
+     * predate a recovery wait and says nothing of this sample. The
+     * software power cap is no such event: a heavy kernel draws the power
+     * limit by design, and the sampler's readings average over tens of
+     * milliseconds of rests and samples alike (the sample is flagged
+     * throttled, and discarded still when its clock falls under the
+     * threshold); thermal and hardware slowdowns and the power brake are. */
     uint64_t events = KF_NVML_THROTTLE_MASK & ~KF_NVML_SW_POWER_CAP;
     int recent = at->mono_ns && at->mono_ns + 60000000ull >= t0;
     int event = (recent && (at->reasons & events)) || kf_nvml_event_within(nv, t0, t1, events);

@@ -1,26 +1,41 @@
 /* thermal — the profile's thermal protocol (issue 32): what a GPU number
  * means when the GPU's clock follows its temperature and power.
  *
- * "sustained" (the one protocol, named in every report): before its first
- * kept sample the profile runs the kernel, timed but not kept, until the SM
- * clock that the in-stream stamps measure (cudrv: clock64 over
- * %globaltimer, nvbench's gpu_frequency) holds steady, so that the number
- * is the kernel's on a GPU that has run it for a while, whatever the GPU
- * ran before (a cool GPU after a small kernel boosts, a GEMM then drops to
- * its power cap within a few hundred milliseconds). Host kernels have no
- * protocol ("host": the CPU's clock is not observed).
+ * Under both protocols, before its first kept sample the profile runs the
+ * kernel, timed but not kept, until the SM clock that the in-stream stamps
+ * measure (cudrv: clock64 over %globaltimer, nvbench's gpu_frequency)
+ * holds steady. Then:
+ *
+ * "burst" (the default): before each sample's kernel the GPU rests as long
+ * as the last sample ran (kf_thermal_rest), awake: the runner's blocker
+ * spins on one SM (cudrv's kf_cudrv_rest), so no idle clock ramp is timed.
+ * The GPU works at most half the time, under its power limit's average, so
+ * a kernel that would draw the limit back to back (a large GEMM) runs at
+ * the clock it gets alone, as ncu's replays and a model's single GEMM see
+ * it. Back to back the power controller moves such a kernel among clock
+ * steps every few tens of milliseconds (an H200, cuBLAS bf16 8192^3: 1401
+ * to 1506 us, median 1474 us; rested 1402 us, ncu 1402 us), and which steps
+ * a profile catches depends on what ran before it. The rests cost as much
+ * device time as the samples, at most KF_THERMAL_REST_MAX_S each; samples
+ * under KF_THERMAL_REST_MIN_S have theirs in the host's time between.
+ *
+ * "sustained" (measure: {thermal: sustained}): samples back to back, the
+ * kernel at its power cap as a long loop of it runs; needs many samples
+ * to average the controller's steps.
+ *
+ * Host kernels have no protocol ("host": the CPU's clock is not observed).
  *
  * Then the throttle policy judges each sample from what is already
  * measured: the stamps' clock and the NVML sampler thread's readings
  * inside the sample (no NVML call per sample). A sample is discarded when
  * its clock is under the threshold or a thermal or hardware slowdown (or
  * the power brake) was seen; the software power cap alone only flags it
- * throttled, since a kernel that draws the power limit runs there in the
- * sustained state. A sample discarded while
- * the GPU throttled is followed by a recovery wait, but the waits together
- * may not exceed the time measured so far (kept and discarded samples): the
- * waits grow with the sample count, not with the timeout; a wait the budget
- * does not allow is skipped and counted, and the report says so. */
+ * throttled, since a kernel that draws the power limit runs there. A
+ * sample discarded while the GPU throttled is followed by a recovery wait,
+ * but the waits together may not exceed the time measured so far (kept
+ * and discarded samples): the waits grow with the sample count, not with
+ * the timeout; a wait the budget does not allow is skipped and counted,
+ * and the report says so. */
 #ifndef KF_THERMAL_H
 #define KF_THERMAL_H
 
@@ -32,6 +47,7 @@
 typedef struct kf_thermal {
     /* The policy, from the sweep's measure settings. */
     int keep;                            /* throttle: keep (flag, never discard) */
+    int sustained;                       /* thermal: sustained (no rests) */
     double recovery_s;                   /* the wait after a discarded sample */
     uint32_t default_mhz, threshold_mhz; /* 0: NVML does not say */
     /* What happened. */
@@ -41,12 +57,28 @@ typedef struct kf_thermal {
     uint32_t warmup_samples; /* its samples (timed, not kept) */
     uint32_t steady_mhz;     /* the clock it settled at; 0: not measured */
     int steady;              /* 1: settled before the warm-up's cap */
+    double rest_s;           /* burst: the rests before samples, host time */
 } kf_thermal;
+
+/* A rest's cap: the blocker that spins through it gives up after 1 s. */
+#define KF_THERMAL_REST_MAX_S 0.5
+/* No rest after a shorter sample: the host's own time between samples
+ * (launch, synchronisation, the guard: ~100 us each on an H200) is already
+ * as long, and a sleep that short takes the timer's slack (~60 us) anyway:
+ * rests after every sample doubled examples/gpu.yaml's sample time in host
+ * overshoot alone (1.6 s of rests against 0.9 s measured). */
+#define KF_THERMAL_REST_MIN_S 50e-6
 
 enum { KF_THERMAL_CLEAN = 0, KF_THERMAL_FLAGGED = 1, KF_THERMAL_DISCARD = 2 };
 
-/* The protocol's name for a report: "sustained" on a GPU, "host" without. */
-const char *kf_thermal_protocol(int gpu);
+/* The protocol's name for a report: "burst" or "sustained" on a GPU, "host"
+ * without. */
+const char *kf_thermal_protocol(const kf_thermal *t, int gpu);
+
+/* The rest before the next sample's kernel after one of sample_s (device
+ * time, every launch of a batch): as long, up to KF_THERMAL_REST_MAX_S,
+ * under "burst"; none under "sustained" or under KF_THERMAL_REST_MIN_S. */
+double kf_thermal_rest(const kf_thermal *t, double sample_s);
 
 /* How the sample [t0, t1] (mono ns) stands: KF_THERMAL_CLEAN, _FLAGGED
  * (kept) or _DISCARD. sm_mhz: the sample's mean clock from the stamps (0:

@@ -81,12 +81,13 @@ def precision_line(name, rep):
     waits = sum(t.get("throttle_wait_s") or 0 for t in th)
     meas = sum(t.get("measured_s") or 0 for t in th)
     warm = sum(t.get("warmup_s") or 0 for t in th)
+    rests = sum(t.get("rest_s") or 0 for t in th)
     steady = sum(1 for t in th if t.get("clock_steady"))
     c = rep.get("cost") or {}
     return (f"{name}: stop on precision",
             f"{len(ps) - len(imp)}/{len(ps)} precise, {sum(p.get('samples') or 0 for p in ps)} samples; "
             f"protocol {rep.get('thermal_protocol')}, clock steady {steady}/{len(ps)}, warm-up {warm:.1f} s; "
-            f"waits {waits:.1f} s vs {meas:.1f} s measured; "
+            f"waits {waits:.1f} s, rests {rests:.1f} s vs {meas:.1f} s measured; "
             f"timer cupti {sum(1 for p in ps if p.get('timer') == 'cupti')}/{len(ps)}; "
             f"{c.get('evaluations_per_gpu_hour') or 0:.0f} evaluations per GPU-hour",
             "(info)", "-")

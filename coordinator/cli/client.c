@@ -268,6 +268,7 @@ static Kfleet__MeasureSettings *measure_settings(const kf_sweep_measure *m)
     ms->throttle_keep = m->throttle_keep;
     ms->throttle_threshold_pct = m->throttle_threshold_pct;
     ms->throttle_recovery_s = m->throttle_recovery_s;
+    ms->thermal_sustained = m->thermal_sustained;
     ms->n_ncu_metrics = m->nncu;
     ms->ncu_metrics = kf_xcalloc(m->nncu ? m->nncu : 1, sizeof(char *));
     for (size_t i = 0; i < m->nncu; i++)

@@ -165,6 +165,21 @@ static int parse_tasks(ctx *c, const yaml_node_t *n, int *out)
     return KF_OK;
 }
 
+/* A setting of two words: *out 0 for `first` (the default), 1 for `second`. */
+static int either(ctx *c, const yaml_node_t *v, const char *what, const char *first,
+                  const char *second, const char *why, int *out)
+{
+    const char *s;
+    int rc = kf_yaml_nonempty_scalar(&c->y, v, what, &s);
+    if (rc)
+        return rc;
+    if (strcmp(s, first) != 0 && strcmp(s, second) != 0)
+        return kf_yaml_fail(&c->y, v, "%s must be %s or %s, not '%.40s'; %s", what, first, second,
+                            s, why);
+    *out = strcmp(s, second) == 0;
+    return KF_OK;
+}
+
 static int bool_value(ctx *c, const yaml_node_t *v, const char *what, int *out)
 {
     static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
@@ -238,6 +253,7 @@ static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
                                        "throttle",
                                        "throttle_threshold",
                                        "throttle_recovery",
+                                       "thermal",
                                        NULL};
     if (n->type != YAML_MAPPING_NODE)
         return kf_yaml_fail(&c->y, n,
@@ -291,18 +307,18 @@ static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
     if ((v = kf_yaml_map_get(&c->y, n, "sanitize")) &&
         (rc = bool_value(c, v, "sanitize", &m->sanitize)))
         return rc;
-    if ((v = kf_yaml_map_get(&c->y, n, "throttle"))) {
-        const char *s;
-        if ((rc = kf_yaml_nonempty_scalar(&c->y, v, "throttle", &s)))
-            return rc;
-        if (strcmp(s, "discard") != 0 && strcmp(s, "keep") != 0)
-            return kf_yaml_fail(&c->y, v,
-                                "throttle must be discard or keep, not '%.40s'; discard (the "
-                                "default) drops samples taken while the GPU throttled, keep "
-                                "times the kernel as sustained at the power cap",
-                                s);
-        m->throttle_keep = strcmp(s, "keep") == 0;
-    }
+    if ((v = kf_yaml_map_get(&c->y, n, "throttle")) &&
+        (rc = either(c, v, "throttle", "discard", "keep",
+                     "discard (the default) drops samples taken while the GPU throttled, keep "
+                     "times the kernel as sustained at the power cap",
+                     &m->throttle_keep)))
+        return rc;
+    if ((v = kf_yaml_map_get(&c->y, n, "thermal")) &&
+        (rc = either(c, v, "thermal", "burst", "sustained",
+                     "burst (the default) rests the GPU as long as each sample before the next, "
+                     "sustained times samples back to back at the power cap",
+                     &m->thermal_sustained)))
+        return rc;
     if ((v = kf_yaml_map_get(&c->y, n, "throttle_threshold"))) {
         const char *s;
         double d;

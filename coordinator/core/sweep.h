@@ -105,6 +105,7 @@ typedef struct kf_sweep_measure {
     int throttle_keep;             /* keep samples taken while throttled */
     double throttle_threshold_pct; /* 0: the agent's 75 % */
     double throttle_recovery_s;    /* 0: the agent's 50 ms */
+    int thermal_sustained;         /* thermal: sustained (no rests; burst by default) */
     size_t nncu;
 } kf_sweep_measure;
 

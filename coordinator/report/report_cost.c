@@ -82,15 +82,22 @@ size_t kf_rep_costs(const rep *r, kf_rep_cost *out, size_t cap)
 
 void kf_rep_thermal(const rep *r, char *out, size_t len)
 {
-    int seen_gpu = 0, seen_host = 0;
+    /* In this order, each once: a sweep's rows may mix them (a host
+     * kernel beside GPU ones, agents from before "burst"). */
+    static const char *const names[] = {"burst", "sustained", "host"};
+    int seen[3] = {0};
     for (size_t i = 0; i < r->nrows; i++) {
         const rtask *p = r->rows[i].profile;
         const Kfleet__ProfileStats *ps = p && p->res ? p->res->profile : NULL;
         if (!ps || !ps->thermal || !*ps->thermal)
             continue;
-        seen_gpu |= strcmp(ps->thermal, "sustained") == 0;
-        seen_host |= strcmp(ps->thermal, "host") == 0;
+        for (int k = 0; k < 3; k++)
+            seen[k] |= strcmp(ps->thermal, names[k]) == 0;
     }
-    snprintf(out, len, "%s%s%s", seen_gpu ? "sustained" : "", seen_gpu && seen_host ? ", " : "",
-             seen_host ? "host" : "");
+    size_t at = 0;
+    if (len)
+        *out = 0;
+    for (int k = 0; k < 3; k++)
+        if (seen[k] && at < len)
+            at += (size_t)snprintf(out + at, len - at, "%s%s", at ? ", " : "", names[k]);
 }

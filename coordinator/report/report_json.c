@@ -162,6 +162,7 @@ static json_t *json_profile(const rrow *w, int with_samples)
         set(th, "measured_s", jnum(ps->measured_s));
         set(th, "throttle_wait_s", jnum(ps->throttle_wait_s));
         set(th, "waits_skipped", json_integer(ps->waits_skipped));
+        set(th, "rest_s", jnum(ps->rest_s));
         set(th, "span_s", jnum(ps->span_s));
         set(p, "thermal", th);
     } else {
@@ -623,7 +624,7 @@ json_t *kf_rep_json_doc(const rep *r, int with_samples)
     set(root, "sweep", json_sweep(r));
     set(root, "schedule", json_schedule(r));
     set(root, "cost", json_cost(r));
-    char th[32];
+    char th[48];
     kf_rep_thermal(r, th, sizeof th);
     set(root, "thermal_protocol", *th ? json_string(th) : json_null());
     set(root, "problem", json_problem(r));

@@ -204,8 +204,9 @@ typedef struct kf_rep_cost {
  * how many were filled (at most cap; 0 when cap is 0). */
 size_t kf_rep_costs(const rep *r, kf_rep_cost *out, size_t cap);
 
-/* The thermal protocols the rows' profiles ran under ("sustained",
- * "host", "sustained, host"), or "" when no profile says. */
+/* The thermal protocols the rows' profiles ran under ("burst",
+ * "sustained", "host", or several: "burst, host"), or "" when no profile
+ * says. */
 void kf_rep_thermal(const rep *r, char *out, size_t len);
 
 /* "" for NULL. */

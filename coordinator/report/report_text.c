@@ -476,12 +476,13 @@ static void render_cost(const rep *r, esc *e, kf_buf *out)
         for (size_t i = 1; n > 2 && i < n; i++)
             render_cost_one(&c[i], unit, e, out);
     }
-    char th[32];
+    char th[48];
     kf_rep_thermal(r, th, sizeof th);
     if (*th)
         kf_buf_addf(out,
-                    "%sthermal protocol: %s (sustained: warm-up until the SM clock holds steady, "
-                    "then samples; host: the CPU clock is not observed)\n",
+                    "%sthermal protocol: %s (after a warm-up to a steady SM clock; burst: each "
+                    "sample after a rest as long, the kernel as it runs alone; sustained: samples "
+                    "back to back, at the power cap; host: the CPU clock is not observed)\n",
                     md ? "- " : "  ", th);
     free(c);
 }

@@ -307,13 +307,15 @@ static int setup(void **state)
             assert_int_equal(kf_store_put_sample(t, kf_task_id(sweep4, i), 1, &smp, &dup), 0);
         }
         Kfleet__ProfileStats ps = KFLEET__PROFILE_STATS__INIT;
-        /* Issue 32: both stopped on precision (target 0.5 %) under the
-         * sustained protocol; the kept row's median did not get there
+        /* Issue 32: both stopped on precision (target 0.5 %), the first
+         * under the burst protocol (rests as long as its samples), the
+         * second sustained; the kept row's median did not get there
          * (imprecise, yet its four 1 ms samples are not noisy) and 2 of
          * its recovery waits were skipped. */
         ps.converged = i == 0;
         ps.precision_target_pct = 0.5;
-        ps.thermal = "sustained";
+        ps.thermal = i == 0 ? "burst" : "sustained";
+        ps.rest_s = i == 0 ? 0.004 : 0;
         ps.measured_s = 0.004;
         ps.waits_skipped = i == 1 ? 2 : 0;
         ps.throttle_keep = i == 1;
@@ -659,7 +661,11 @@ static void test_throttle_policy(void **state)
     json_t *th = json_object_get(pk, "thermal");
     assert_string_equal(str(th, "protocol"), "sustained");
     assert_int_equal((int)num(th, "waits_skipped"), 2);
-    assert_string_equal(str(root, "thermal_protocol"), "sustained");
+    assert_true(num(th, "rest_s") == 0);
+    json_t *thd = json_object_get(pd, "thermal");
+    assert_string_equal(str(thd, "protocol"), "burst");
+    assert_true(num(thd, "rest_s") == 0.004);
+    assert_string_equal(str(root, "thermal_protocol"), "burst, sustained");
     json_decref(root);
     char *txt = render(sweep4, KF_REPORT_TABLE, 0);
     assert_non_null(strstr(txt, "2 discarded (throttled)"));
@@ -667,7 +673,7 @@ static void test_throttle_policy(void **state)
     assert_non_null(strstr(txt, "SM 1980 MHz 600 W"));
     assert_non_null(strstr(txt, "imprecise: too few samples"));
     assert_non_null(strstr(txt, "2 throttle waits skipped"));
-    assert_non_null(strstr(txt, "thermal protocol: sustained"));
+    assert_non_null(strstr(txt, "thermal protocol: burst, sustained (after"));
     free(txt);
 }
 

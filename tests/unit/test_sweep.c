@@ -207,7 +207,7 @@ static void test_full_file(void **state)
         "measure: {min_samples: 10, min_time: 250ms, max_noise: 2%, precision: 0.25%,\n"
         "          timeout: 15s, min_span: 150ms,\n"
         "          warmup: 2, hot: yes, seeds: 5, batch: 4, throttle: keep,\n"
-        "          throttle_threshold: 80%, throttle_recovery: 20ms}\n";
+        "          throttle_threshold: 80%, throttle_recovery: 20ms, thermal: sustained}\n";
     kf_sweep_spec *s = parse_ok(f, yaml);
     char want[PATH_MAX];
 
@@ -275,6 +275,7 @@ static void test_full_file(void **state)
     assert_int_equal(s->measure.throttle_keep, 1);
     assert_true(s->measure.throttle_threshold_pct == 80.0);
     assert_true(s->measure.throttle_recovery_s == 0.02);
+    assert_int_equal(s->measure.thermal_sustained, 1);
 
     kf_sweep_destroy(&s);
     assert_null(s);
@@ -307,6 +308,7 @@ static void test_defaults(void **state)
     assert_int_equal(s->measure.throttle_keep, 0); /* discard, the agent's 75 % and 50 ms */
     assert_true(s->measure.throttle_threshold_pct == 0);
     assert_true(s->measure.throttle_recovery_s == 0);
+    assert_int_equal(s->measure.thermal_sustained, 0); /* burst */
     assert_int_equal(s->measure.seeds, 3);
     assert_int_equal(s->measure.batch, 0);
     assert_int_equal(s->nkernels, 1);
@@ -631,6 +633,7 @@ static const bad_case bad_cases[] = {
     {"kernels: [foo]\nmeasure: {min_span: -1s}\n", 0, 2, 21, "min_span must be longer than 0"},
     {"kernels: [foo]\nmeasure: {min_span: long}\n", 0, 2, 21, "min_span 'long' is not a duration"},
     {"kernels: [foo]\nmeasure: {throttle: drop}\n", 0, 2, 21, "throttle must be discard or keep"},
+    {"kernels: [foo]\nmeasure: {thermal: cold}\n", 0, 2, 20, "thermal must be burst or sustained"},
     {"kernels: [foo]\nmeasure: {throttle_threshold: 120}\n", 0, 2, 31,
      "not a percentage in (0, 100]"},
     {"kernels: [foo]\nmeasure: {throttle_threshold: 0}\n", 0, 2, 31, "not a percentage"},

@@ -1,0 +1,136 @@
+/* test_thermal — the thermal protocol's decisions (thermal.c) as far as no
+ * GPU is needed: the protocol's name, the burst protocol's rest before each
+ * sample, the warm-up's stop at a steady clock, and the recovery waits'
+ * budget. The rests on a GPU are read there (bench/gpu/run.sh targets3:
+ * the profile's thermal.rest_s and slot time "rests"). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "runner/thermal.h"
+
+#include <math.h>
+
+static void test_protocol_names(void **state)
+{
+    (void)state;
+    kf_thermal burst = {0}, sustained = {.sustained = 1};
+    assert_string_equal(kf_thermal_protocol(&burst, 1), "burst");
+    assert_string_equal(kf_thermal_protocol(&sustained, 1), "sustained");
+    assert_string_equal(kf_thermal_protocol(&burst, 0), "host");
+    assert_string_equal(kf_thermal_protocol(&sustained, 0), "host");
+}
+
+/* Burst: a rest as long as the sample, capped where the blocker that spins
+ * through it would give up, none after a sample shorter than the host's
+ * own time between samples; sustained: none. */
+static void test_rest(void **state)
+{
+    (void)state;
+    kf_thermal burst = {0}, sustained = {.sustained = 1};
+    assert_true(kf_thermal_rest(&burst, 0.0024) == 0.0024);
+    assert_true(kf_thermal_rest(&burst, KF_THERMAL_REST_MIN_S) == KF_THERMAL_REST_MIN_S);
+    assert_true(kf_thermal_rest(&burst, 3e-6) == 0);
+    assert_true(kf_thermal_rest(&burst, 49e-6) == 0);
+    assert_true(kf_thermal_rest(&burst, 2.0) == KF_THERMAL_REST_MAX_S);
+    assert_true(KF_THERMAL_REST_MAX_S < 1.0);
+    assert_true(kf_thermal_rest(&burst, 0) == 0);
+    assert_true(kf_thermal_rest(&burst, -1) == 0);
+    assert_true(kf_thermal_rest(&burst, NAN) == 0);
+    assert_true(kf_thermal_rest(&sustained, 0.0024) == 0);
+}
+
+/* A fake kernel for the warm-up: each run takes `s` seconds at the next
+ * clock of a script (the last one repeats, or with cycle the script). */
+typedef struct script {
+    const double *mhz;
+    int n, at;
+    double s;
+    int cycle;
+} script;
+
+static int scripted(void *arg, double *seconds, double *sm_mhz)
+{
+    script *sc = arg;
+    *seconds = sc->s;
+    *sm_mhz = sc->mhz[sc->cycle ? sc->at % sc->n : sc->at < sc->n ? sc->at : sc->n - 1];
+    sc->at++;
+    return 0;
+}
+
+static int failing(void *arg, double *seconds, double *sm_mhz)
+{
+    (void)arg, (void)seconds, (void)sm_mhz;
+    return -1;
+}
+
+/* A GEMM's clock falls from its boost to a step and holds: the warm-up
+ * stops once 5 clocks agree within 1 % and 50 ms have run, not before. */
+static void test_warm_until_steady(void **state)
+{
+    (void)state;
+    const double mhz[] = {1980, 1900, 1800, 1700, 1670, 1668, 1666, 1667, 1665};
+    script sc = {mhz, 9, 0, 0.002, 0};
+    kf_thermal t = {0};
+    assert_int_equal(kf_thermal_warm(&t, 1.0, scripted, &sc), 0);
+    assert_int_equal(t.steady, 1);
+    assert_true(t.warmup_s >= 0.05);
+    assert_in_range(t.warmup_samples, 25, 26); /* 50 ms of 2 ms runs */
+    assert_int_equal(t.steady_mhz, 1665);
+    /* A clock that never settles runs to the cap, not steady. */
+    const double wobble[] = {1980, 1500};
+    script w = {wobble, 2, 0, 0.01, 1};
+    kf_thermal u = {0};
+    assert_int_equal(kf_thermal_warm(&u, 0.1, scripted, &w), 0);
+    assert_int_equal(u.steady, 0);
+    assert_true(u.warmup_s >= 0.1);
+    /* No clock readings: 50 ms of the kernel, the clock unknown. */
+    const double none[] = {0};
+    script z = {none, 1, 0, 0.02, 0};
+    kf_thermal v = {0};
+    assert_int_equal(kf_thermal_warm(&v, 1.0, scripted, &z), 0);
+    assert_int_equal(v.steady, 0);
+    assert_int_equal(v.steady_mhz, 0);
+    assert_int_equal(v.warmup_samples, 5);
+    /* A failed run fails the warm-up. */
+    kf_thermal f = {0};
+    assert_int_equal(kf_thermal_warm(&f, 1.0, failing, NULL), -1);
+}
+
+/* Recovery waits never exceed the time measured: with none measured the
+ * wait is skipped and counted; once the waits reach it, the next is too. */
+static void test_waits_budget(void **state)
+{
+    (void)state;
+    kf_thermal t = {.recovery_s = 0.005};
+    assert_true(kf_thermal_wait(&t, 0) == 0);
+    assert_int_equal(t.waits_skipped, 1);
+    double got = kf_thermal_wait(&t, 0.003); /* room for 3 ms of the 5 */
+    assert_true(got >= 0.003);
+    assert_true(t.waits_s >= 0.003);
+    assert_true(kf_thermal_wait(&t, 0.003) == 0);
+    assert_int_equal(t.waits_skipped, 2);
+    assert_true(kf_thermal_wait(&t, 1.0) >= 0.005); /* more measured: a full wait */
+    assert_int_equal(t.waits_skipped, 2);
+}
+
+/* Without NVML every sample is clean: nothing says otherwise. */
+static void test_judge_without_nvml(void **state)
+{
+    (void)state;
+    kf_thermal t = {.threshold_mhz = 1485};
+    kf_nvml_reading at = {.sm_mhz = 7};
+    assert_int_equal(kf_thermal_judge(&t, NULL, 0, 1000, 900, &at), KF_THERMAL_CLEAN);
+    assert_int_equal(at.sm_mhz, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_protocol_names),     cmocka_unit_test(test_rest),
+        cmocka_unit_test(test_warm_until_steady),  cmocka_unit_test(test_waits_budget),
+        cmocka_unit_test(test_judge_without_nvml),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
