@@ -195,6 +195,32 @@ static void test_problem_submit(void **state)
     kf_sweep_destroy(&spec);
 }
 
+/* The sweep's measure settings reach the request the runners get: the
+ * thermal protocol and the throttle policy, and their defaults. */
+static void test_measure_travels(void **state)
+{
+    (void)state;
+    char path[128];
+    snprintf(path, sizeof path, "%s/sweep.yaml", dir);
+    put("k.cu", "#include \"kf_kernel.h\"\nint k;\n");
+    put("sweep.yaml", "kernels:\n  - path: ./k.cu\n"
+                      "measure: {thermal: sustained, throttle: keep, precision: 0.25%}\n");
+    kf_sweep_spec *spec = NULL;
+    Kfleet__SubmitRequest *req = NULL;
+    build(path, &spec, &req);
+    assert_int_equal(req->sweep->measure->thermal_sustained, 1);
+    assert_int_equal(req->sweep->measure->throttle_keep, 1);
+    assert_true(req->sweep->measure->precision_pct == 0.25);
+    kf_client_free_submit(&req);
+    kf_sweep_destroy(&spec);
+    put("sweep.yaml", "kernels:\n  - path: ./k.cu\n");
+    build(path, &spec, &req);
+    assert_int_equal(req->sweep->measure->thermal_sustained, 0); /* burst */
+    assert_int_equal(req->sweep->measure->throttle_keep, 0);
+    kf_client_free_submit(&req);
+    kf_sweep_destroy(&spec);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/kf-test-client.XXXXXX");
@@ -202,7 +228,8 @@ int main(void)
         return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_headers_travel), cmocka_unit_test(test_extension_travels),
-        cmocka_unit_test(test_oversized_request_refused), cmocka_unit_test(test_problem_submit)};
+        cmocka_unit_test(test_oversized_request_refused), cmocka_unit_test(test_problem_submit),
+        cmocka_unit_test(test_measure_travels)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
     return rc;
