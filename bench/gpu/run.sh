@@ -44,6 +44,7 @@
 #                 checks them (KF_BUNDLE + KF_TAG: the baseline's bundle in
 #                 the same session)
 #   PART=targets3 the targets of issue32, on GPU TARGETS_GPU (default 0) alone
+#   PART=sustained targets.yaml under measure: {thermal: sustained} (issue 32)
 #   PART=kill     bench/gpu/targets.yaml on every GPU with agent local-1
 #                 killed KILL_AFTER (25) s in: verify must be clean
 #   PART=targets1 bench/gpu/targets.yaml once, cold
@@ -460,6 +461,23 @@ targets3) # issue 32's targets on one GPU (TARGETS_GPU, default 0): twice, then 
   sweep targets1 "$ROOT/bench/gpu/targets.yaml"
   sweep targets2 "$ROOT/bench/gpu/targets.yaml"
   sweep targetsrev "$ROOT/bench/gpu/targets-reversed.yaml"
+  unset CUDA_VISIBLE_DEVICES
+  ;;
+sustained) # targets.yaml under measure: {thermal: sustained}, beside the default burst
+  export CUDA_VISIBLE_DEVICES=${TARGETS_GPU:-0}
+  sed 's/^measure:$/measure:\n  thermal: sustained/' "$ROOT/bench/gpu/targets.yaml" >"$W/targets-sustained.yaml"
+  sweep sustained "$W/targets-sustained.yaml"
+  python3 - "$W/sustained.json" <<'PY' | tee -a "$W/times.txt"
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(f"sustained: thermal_protocol {d.get('thermal_protocol')}")
+for r in d["rows"]:
+    p = r.get("profile") or {}
+    t = p.get("thermal") or {}
+    print(f"sustained: {r['kernel']} {r['params']}: {p.get('median_s', 0) * 1e6:.1f} us, "
+          f"{p.get('samples')} samples, SM {p.get('sm_clock_median_mhz')} MHz, "
+          f"protocol {t.get('protocol')}, rests {t.get('rest_s')}")
+PY
   unset CUDA_VISIBLE_DEVICES
   ;;
 fleet1) # examples/gpu.yaml on GPU 0 alone: the 1-GPU point of the speed-up
