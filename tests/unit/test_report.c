@@ -673,7 +673,10 @@ static void test_throttle_policy(void **state)
     assert_non_null(strstr(txt, "SM 1980 MHz 600 W"));
     assert_non_null(strstr(txt, "imprecise: too few samples"));
     assert_non_null(strstr(txt, "2 throttle waits skipped"));
-    assert_non_null(strstr(txt, "thermal protocol: burst, sustained (after"));
+    assert_non_null(strstr(txt, "thermal protocol: burst, sustained (after a warm-up to a steady "
+                                "SM clock; burst: each sample after a rest as long, the kernel "
+                                "as it runs alone; sustained: samples back to back, at the "
+                                "power cap)\n"));
     free(txt);
 }
 
