@@ -80,6 +80,20 @@ size_t kf_rep_costs(const rep *r, kf_rep_cost *out, size_t cap)
     return n;
 }
 
+void kf_rep_thermal_why(const char *th, char *out, size_t len)
+{
+    int gpu = strstr(th, "burst") || strstr(th, "sustained");
+    snprintf(out, len, "%s%s%s%s", gpu ? "after a warm-up to a steady SM clock; " : "",
+             strstr(th, "burst") ? "burst: each sample after a rest as long, the kernel as it "
+                                   "runs alone; "
+                                 : "",
+             strstr(th, "sustained") ? "sustained: samples back to back, at the power cap; " : "",
+             strstr(th, "host") ? "host: the CPU clock is not observed; " : "");
+    size_t n = strlen(out);
+    if (n >= 2)
+        out[n - 2] = 0; /* the last "; " */
+}
+
 void kf_rep_thermal(const rep *r, char *out, size_t len)
 {
     /* In this order, each once: a sweep's rows may mix them (a host

@@ -208,6 +208,9 @@ size_t kf_rep_costs(const rep *r, kf_rep_cost *out, size_t cap);
  * "sustained", "host", or several: "burst, host"), or "" when no profile
  * says. */
 void kf_rep_thermal(const rep *r, char *out, size_t len);
+/* What each protocol named in `protocols` (kf_rep_thermal's) means, once
+ * each, for the text report's line. */
+void kf_rep_thermal_why(const char *protocols, char *out, size_t len);
 
 /* "" for NULL. */
 const char *kf_rep_nz(const char *s);

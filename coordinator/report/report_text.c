@@ -476,22 +476,10 @@ static void render_cost(const rep *r, esc *e, kf_buf *out)
         for (size_t i = 1; n > 2 && i < n; i++)
             render_cost_one(&c[i], unit, e, out);
     }
-    char th[48];
+    char th[48], why[320];
     kf_rep_thermal(r, th, sizeof th);
     if (*th) {
-        /* Each protocol the rows ran under, explained once. */
-        char why[320];
-        int gpu = strstr(th, "burst") || strstr(th, "sustained");
-        snprintf(why, sizeof why, "%s%s%s%s", gpu ? "after a warm-up to a steady SM clock; " : "",
-                 strstr(th, "burst") ? "burst: each sample after a rest as long, the kernel as "
-                                       "it runs alone; "
-                                     : "",
-                 strstr(th, "sustained") ? "sustained: samples back to back, at the power cap; "
-                                         : "",
-                 strstr(th, "host") ? "host: the CPU clock is not observed; " : "");
-        size_t wl = strlen(why);
-        if (wl >= 2)
-            why[wl - 2] = 0; /* the last "; " */
+        kf_rep_thermal_why(th, why, sizeof why);
         kf_buf_addf(out, "%sthermal protocol: %s (%s)\n", md ? "- " : "  ", th, why);
     }
     free(c);
