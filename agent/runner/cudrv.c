@@ -372,6 +372,8 @@ int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, vo
                 __sync_synchronize();
         }
         if (blocked && cu->rest_s > 0) {
+            /* The blocker spins through the rest: the GPU stays awake at one
+             * SM's power. 0.5 s: the blocker gives up by itself after 1 s. */
             uint64_t t0 = kf_mono_ns();
             double w = fmin(cu->rest_s, 0.5);
             struct timespec ts = {(time_t)w, (long)((w - (double)(time_t)w) * 1e9)};

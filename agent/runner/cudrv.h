@@ -75,10 +75,10 @@ int kf_cudrv_trace_open(kf_cudrv *cu, kf_err *err);
  * event pair. Returns 1 when samples will be traced. */
 int kf_cudrv_trace(kf_cudrv *cu, int on);
 
-/* Before each later sample's kernel, the blocker spins `seconds` (at most
- * 0.5 s; 0: none) once the L2 flush is done: the GPU rests at one SM's
- * power, awake, so a power-bound kernel's sample starts below the power
- * limit's average without an idle GPU's clock ramp (thermal.h). */
+/* Before each later sample's kernel, the blocker holds the stream `seconds`
+ * longer (at most 0.5 s; 0: none), the L2 flush ahead of it: the GPU rests
+ * at one SM's power, awake, so a power-bound kernel's sample starts under
+ * the power limit's average without an idle GPU's clock ramp (thermal.h). */
 void kf_cudrv_rest(kf_cudrv *cu, double seconds);
 
 /* Also time each sample until the context is idle (timing.idle_s): work a
