@@ -182,33 +182,29 @@ static const kf_wire_handler agent_handlers[KF_WIRE_BODY_MAX] = {
  * agent gathers Python's facts (ceilings_start, then ceilings_finish):
  * on a cold 4 x H200 node, one after the other took 8.1-9.0 s before the
  * agent registered, side by side 6.8-7.3 s. */
-static int ceilings_start(kf_agent *a, kf_doctor_child *c)
+static void ceilings_start(kf_agent *a, kf_doctor_child *c, kf_doctor *d)
 {
     char dev[128];
     kf_err err;
     runners_visible_device(0, dev, sizeof dev);
     int gpu = a->info->n_gpus > 0;
-    if (kf_doctor_start(a->runner_exe, gpu, gpu ? dev : NULL, c, &err) == KF_OK)
-        return 1;
-    snprintf(a->doctor_error, sizeof a->doctor_error, "%s", err.msg);
-    return 0;
+    memset(d, 0, sizeof *d);
+    if (kf_doctor_start(a->runner_exe, gpu, gpu ? dev : NULL, c, &err) != KF_OK)
+        snprintf(d->error, sizeof d->error, "%s", err.msg); /* c->pid stays -1 */
 }
 
-static void ceilings_finish(kf_agent *a, kf_doctor_child *c, int started)
+static void ceilings_finish(kf_agent *a, kf_doctor_child *c, kf_doctor *d)
 {
-    kf_doctor d = {0};
     kf_err err;
-    if (started)
-        kf_doctor_finish(c, 120, &d, &err);
-    else
-        snprintf(d.error, sizeof d.error, "%s", a->doctor_error);
-    a->info->ceiling_copy_gbps = d.copy_gbps;
-    a->info->ceiling_bf16_tflops = d.bf16_tflops;
-    a->info->ceiling_host_copy_gbps = d.host_copy_gbps;
-    snprintf(a->doctor_error, sizeof a->doctor_error, "%s", d.error);
+    if (c->pid >= 0)
+        kf_doctor_finish(c, 120, d, &err);
+    a->info->ceiling_copy_gbps = d->copy_gbps;
+    a->info->ceiling_bf16_tflops = d->bf16_tflops;
+    a->info->ceiling_host_copy_gbps = d->host_copy_gbps;
+    snprintf(a->doctor_error, sizeof a->doctor_error, "%s", d->error);
     a->info->doctor_error = a->doctor_error;
-    kf_info("agent.doctor", "copy_gbps=%.1f bf16_tflops=%.1f error=\"%s\"", d.copy_gbps,
-            d.bf16_tflops, d.error);
+    kf_info("agent.doctor", "copy_gbps=%.1f bf16_tflops=%.1f error=\"%s\"", d->copy_gbps,
+            d->bf16_tflops, d->error);
 }
 
 /* Imports torch once, as a kernel would, and asks what it sees: a CPU-only
@@ -396,11 +392,12 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
     /* The doctor measures while Python is probed (ceilings_start). */
     uint64_t t0 = kf_mono_ns();
     kf_doctor_child doc;
-    int doc_started = ceilings_start(a, &doc);
+    kf_doctor found;
+    ceilings_start(a, &doc, &found);
     python_facts(a);
     cuda_compat(a);
     uint64_t t1 = kf_mono_ns();
-    ceilings_finish(a, &doc, doc_started);
+    ceilings_finish(a, &doc, &found);
     kf_info("agent.facts", "python_s=%.2f with_doctor_s=%.2f", (double)(t1 - t0) / 1e9,
             (double)(kf_mono_ns() - t0) / 1e9);
     /* Said once at start, and in every registration (`kfleet status`). */

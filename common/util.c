@@ -12,6 +12,7 @@
 #include <string.h>
 #include <ftw.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -29,6 +30,14 @@ uint64_t kf_mono_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t kf_unpredictable_u64(void)
+{
+    uint64_t x = 0;
+    if (getrandom(&x, sizeof x, 0) != (ssize_t)sizeof x)
+        x = kf_mono_ns() * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 32;
+    return x;
 }
 
 int kf_mkdirs(const char *path, unsigned mode, kf_err *err)

@@ -12,6 +12,10 @@
 uint64_t kf_now_ns(void);
 /* Monotonic nanoseconds: for timeouts and durations. */
 uint64_t kf_mono_ns(void);
+/* 64 bits from getrandom(), which a kernel under test cannot predict (its
+ * input seeds, a runner's kernel names); the clock and pid only where
+ * getrandom() fails. */
+uint64_t kf_unpredictable_u64(void);
 
 /* mkdir -p with `mode` for every directory it creates. */
 int kf_mkdirs(const char *path, unsigned mode, kf_err *err);

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 typedef int CUresult;
@@ -267,10 +266,7 @@ static int ours_fn(kf_cudrv *cu, void **fn, const char *name)
 static void load_block_kernel(kf_cudrv *cu)
 {
     void *host = NULL;
-    uint64_t r = 0;
-    if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
-        r = kf_mono_ns() * 0x9E3779B97F4A7C15ull;
-    snprintf(cu->ours, sizeof cu->ours, "_kf%016llx", (unsigned long long)r);
+    snprintf(cu->ours, sizeof cu->ours, "_kf%016llx", (unsigned long long)kf_unpredictable_u64());
     char *ptx = kf_cudrv_ptx_named(cu->ours);
     int loaded = cu->cuModuleLoadData(&cu->block_mod, ptx) == 0;
     free(ptx);

@@ -47,7 +47,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 /* Chunks of contiguous elements: a device output costs one small copy per
@@ -88,14 +87,6 @@ static uint64_t next_rand(hctx_guard *g)
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
-}
-
-static uint64_t secret_seed(void)
-{
-    uint64_t x = 0;
-    if (getrandom(&x, sizeof x, 0) != (ssize_t)sizeof x)
-        x = kf_mono_ns() * 0x9E3779B97F4A7C15ull;
-    return x;
 }
 
 /* prepare_set on the GPU: the reference into device memory; kept there
@@ -190,7 +181,7 @@ int hctx_guard_new(hctx *h, const loaded *L, void *const *states, size_t nsets, 
     g->sets = kf_xcalloc(nsets, sizeof *g->sets);
     g->nsets = nsets;
     g->cu = h->cu;
-    g->rng = secret_seed();
+    g->rng = kf_unpredictable_u64();
     double budget = keep_budget(), dev_budget = device_keep_budget(h);
     for (size_t i = 0; i < nsets; i++) {
         kf_view v = {0};

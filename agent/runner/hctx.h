@@ -115,12 +115,12 @@ typedef struct hctx {
 /* *buf with room for n bytes (content not kept when it grows), or NULL out
  * of memory: the task's reused host buffers. */
 void *hctx_host_buffer(void **buf, size_t *cap, size_t n);
-/* Adds the time since t0 (kf_mono_ns) to phase `ph`. */
 /* Loads the CUPTI timer (cudrv.h) at a runner's first profile (16 ms on an
- * H200; never for validation), the sandbox already closed; once per runner. Without it samples keep
- * their events' time and the log says why. 0, or -1 with the task failed (KF_TIMER neither cupti
- * nor events). */
+ * H200; never for validation), the sandbox already closed; once per
+ * runner. Without it samples keep their events' time and the log says
+ * why. 0, or -1 with the task failed (KF_TIMER neither cupti nor events). */
 int hctx_timer_open(hctx *h);
+/* Adds the time since t0 (kf_mono_ns) to phase `ph`. */
 void hctx_phase_add(hctx *h, int ph, uint64_t t0);
 /* Adds seconds to phase `ph`. */
 void hctx_phase_add_s(hctx *h, int ph, double seconds);

@@ -23,7 +23,6 @@
 #include <string.h>
 #include "common/stats.h"
 
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -193,14 +192,6 @@ static int rotation_run(void *arg, char *err, size_t errlen)
         return -1;
     }
     return 0;
-}
-
-static uint64_t unpredictable_u64(void)
-{
-    uint64_t x = 0;
-    if (getrandom(&x, sizeof x, 0) != (ssize_t)sizeof x)
-        x = kf_mono_ns() * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 32;
-    return x;
 }
 
 /* One untimed run of the profile's own inputs checked against the
@@ -434,7 +425,8 @@ static int sets_open(prof *p)
     size_t nsets = input_sets(p->h, wbytes, p->hot, p->batch);
     uint64_t seeds[KF_MAX_INPUT_SETS];
     for (size_t i = 0; i < nsets; i++) /* a candidate's: its problem's pool (candidate.c) */
-        seeds[i] = p->h->judge ? p->h->spec->seeds[i % p->h->spec->n_seeds] : unpredictable_u64();
+        seeds[i] =
+            p->h->judge ? p->h->spec->seeds[i % p->h->spec->n_seeds] : kf_unpredictable_u64();
     for (size_t i = 0; i < nsets; i++) {
         p->nsets = i + 1; /* a failed setup's partial state is torn down too */
         if (hctx_setup(p->h, L, seeds[i], &p->states[i]) != 0)
@@ -570,7 +562,7 @@ static int sample_loop(prof *p)
 {
     hctx *h = p->h;
     size_t nsets = p->nsets, next_check = 0, iter = 0; /* iter: samples so far, kept or not */
-    size_t recheck_at = (size_t)(unpredictable_u64() % p->rule.min_samples);
+    size_t recheck_at = (size_t)(kf_unpredictable_u64() % p->rule.min_samples);
     int rechecked = 0;
     uint64_t start = kf_mono_ns();
     for (;;) {

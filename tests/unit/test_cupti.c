@@ -90,6 +90,27 @@ static void test_side_stream_before_the_blocker(void **state)
     free(acc);
 }
 
+/* The burst protocol's rest (thermal.h) is spent with the blocker spinning,
+ * after the flush: a kernel whose own thread computes the next output
+ * during the rest, on a stream of its own, and whose timed launch only
+ * copies it, is timed from that work's start, rest and all; cold or hot. */
+static void test_work_during_the_rest(void **state)
+{
+    (void)state;
+    kf_cupti_acc *acc = calloc(1, sizeof *acc);
+    rec(acc, KF_CUPTI_KIND_CONCURRENT_KERNEL, 200, 400, "kf_flush" OURS);
+    rec(acc, KF_CUPTI_KIND_CONCURRENT_KERNEL, 410, 2400000, "kf_block" OURS); /* the rest */
+    rec(acc, KF_CUPTI_KIND_CONCURRENT_KERNEL, 1000, 2000000, "precompute_while_resting");
+    rec(acc, KF_CUPTI_KIND_CONCURRENT_KERNEL, 2400010, 2400100, "copy_the_answer");
+    assert_int_equal(kf_cupti_acc_span(acc), 2400100 - 1000);
+    kf_cupti_acc_reset(acc);
+    rec(acc, KF_CUPTI_KIND_CONCURRENT_KERNEL, 410, 2400000, "kf_block" OURS); /* hot */
+    rec(acc, KF_CUPTI_KIND_CONCURRENT_KERNEL, 1000, 2000000, "precompute_while_resting");
+    rec(acc, KF_CUPTI_KIND_CONCURRENT_KERNEL, 2400010, 2400100, "copy_the_answer");
+    assert_int_equal(kf_cupti_acc_span(acc), 2400100 - 1000);
+    free(acc);
+}
+
 /* What cannot be told gives 0 (the sample keeps its events' time): no
  * blocker seen, no work after it, more records than kept. */
 static void test_untold_is_zero(void **state)
@@ -141,6 +162,7 @@ int main(void)
         cmocka_unit_test(test_span_of_a_sample),
         cmocka_unit_test(test_kernel_cannot_hide),
         cmocka_unit_test(test_side_stream_before_the_blocker),
+        cmocka_unit_test(test_work_during_the_rest),
         cmocka_unit_test(test_untold_is_zero),
         cmocka_unit_test(test_open),
     };

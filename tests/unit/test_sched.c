@@ -245,6 +245,18 @@ static void test_shared_build(void **state)
     }
 }
 
+/* How many of a drain's tasks went to `agent`; *last the last of them. */
+static size_t sent_to(const sent *s, size_t n, const char *agent, sent *last)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(s[i].agent, agent) == 0) {
+            *last = s[i];
+            k++;
+        }
+    return k;
+}
+
 /* An install of another agent's artifact does not wait for the CPU slot: a
  * GPU agent compiling one kernel gets the install of another the moment its
  * artifact is in (one install at a time), and that kernel's validation then
@@ -273,30 +285,19 @@ static void test_install_beside_compile(void **state)
                  "ELF a2's artifact");
     n = drain(c, s, 8);
     sent inst = {0};
-    size_t installs = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(s[i].agent, "a1") != 0)
-            continue;
-        /* a1 is still compiling: only the install may start there. */
-        assert_int_equal(s[i].kind, KFLEET__TASK_KIND__BUILD);
-        assert_true(s[i].artifact_len > 0);
-        assert_string_equal(s[i].built_by, "a2");
-        inst = s[i];
-        installs++;
-    }
-    assert_int_equal(installs, 1);
+    /* a1 is still compiling: only the install may start there. */
+    assert_int_equal(sent_to(s, n, "a1", &inst), 1);
+    assert_int_equal(inst.kind, KFLEET__TASK_KIND__BUILD);
+    assert_true(inst.artifact_len > 0);
+    assert_string_equal(inst.built_by, "a2");
     build_result(c, "a1", &inst,
                  "\x7f"
                  "ELF a2's artifact");
     /* Installed: its validation starts on a1's GPU, the compile running. */
     n = drain(c, s, 8);
-    size_t a1_validates = 0;
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(s[i].agent, "a1") == 0) {
-            assert_int_equal(s[i].kind, KFLEET__TASK_KIND__VALIDATE);
-            a1_validates++;
-        }
-    assert_int_equal(a1_validates, 1);
+    sent val = {0};
+    assert_int_equal(sent_to(s, n, "a1", &val), 1);
+    assert_int_equal(val.kind, KFLEET__TASK_KIND__VALIDATE);
     build_result(c, "a1", &a1build,
                  "\x7f"
                  "ELF a1's artifact");
@@ -340,18 +341,14 @@ static void test_gpu_stays_on_its_kernel(void **state)
                  "ELF copy");
     n = drain(c, s, 8);
     sent inst = {0};
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(s[i].agent, "a1") == 0)
-            inst = s[i];
+    sent_to(s, n, "a1", &inst);
     assert_int_equal(inst.kind, KFLEET__TASK_KIND__BUILD);
     build_result(c, "a1", &inst,
                  "\x7f"
                  "ELF copy");
     n = drain(c, s, 8);
     sent run1 = {0};
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(s[i].agent, "a1") == 0)
-            run1 = s[i];
+    sent_to(s, n, "a1", &run1);
     assert_int_equal(run1.kind, KFLEET__TASK_KIND__VALIDATE);
     assert_int_equal(kernel_of(c, &run1), 1); /* copy, on a1's GPU */
     build_result(c, "a1", &vox,
@@ -360,14 +357,10 @@ static void test_gpu_stays_on_its_kernel(void **state)
     drain(c, s, 8);
     result(c, "a1", run1.task, run1.attempt, KFLEET__TASK_STATE__SUCCEEDED);
     n = drain(c, s, 8);
-    size_t a1_tasks = 0;
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(s[i].agent, "a1") == 0) {
-            assert_int_equal(s[i].kind, KFLEET__TASK_KIND__VALIDATE);
-            assert_int_equal(kernel_of(c, &s[i]), 1); /* still copy: no new runner */
-            a1_tasks++;
-        }
-    assert_int_equal(a1_tasks, 1);
+    sent next = {0};
+    assert_int_equal(sent_to(s, n, "a1", &next), 1);
+    assert_int_equal(next.kind, KFLEET__TASK_KIND__VALIDATE);
+    assert_int_equal(kernel_of(c, &next), 1); /* still copy: no new runner */
     done(&c);
 }
 

@@ -265,6 +265,22 @@ static void test_word_ok(void **state)
     assert_true(kf_word_ok("abcd", "", 4));
 }
 
+/* Draws a kernel cannot predict: no two alike, and not the same few bits
+ * (a clock read would share its high bits from one call to the next). */
+static void test_unpredictable(void **state)
+{
+    (void)state;
+    uint64_t x[16], ored = 0, anded = ~0ull;
+    for (int i = 0; i < 16; i++) {
+        x[i] = kf_unpredictable_u64();
+        ored |= x[i];
+        anded &= x[i];
+        for (int j = 0; j < i; j++)
+            assert_true(x[i] != x[j]);
+    }
+    assert_true(ored >> 56 != 0 && anded != ored);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -273,6 +289,7 @@ int main(void)
         cmocka_unit_test(test_file_safety),
         cmocka_unit_test(test_duration),
         cmocka_unit_test(test_hash),
+        cmocka_unit_test(test_unpredictable),
         cmocka_unit_test(test_word_ok),
         cmocka_unit_test(test_lock_and_paths),
         cmocka_unit_test(test_long_home_refused),
