@@ -403,7 +403,9 @@ static void prof_settings(prof *p, hctx *h, const loaded *L)
     p->hot = m && m->hot;
     p->tp = (kf_thermal){
         .keep = m && m->throttle_keep,
-        .sustained = m && m->thermal_sustained,
+        /* No blocker (the runner's PTX did not load): nothing spins through
+         * a rest, so the samples run back to back and the row says so. */
+        .sustained = (m && m->thermal_sustained) || (h->cu && !kf_cudrv_blocking(h->cu)),
         .recovery_s = m && m->throttle_recovery_s > 0 ? m->throttle_recovery_s : 0.05,
     };
     p->thr_pct = m && m->throttle_threshold_pct > 0 ? m->throttle_threshold_pct

@@ -19,9 +19,10 @@
  * device time as the samples, at most KF_THERMAL_REST_MAX_S each; samples
  * under KF_THERMAL_REST_MIN_S have theirs in the host's time between.
  *
- * "sustained" (measure: {thermal: sustained}): samples back to back, the
- * kernel at its power cap as a long loop of it runs; needs many samples
- * to average the controller's steps.
+ * "sustained" (measure: {thermal: sustained}, or a runner whose blocker
+ * did not load): samples back to back, the kernel at its power cap as a
+ * long loop of it runs; needs many samples to average the controller's
+ * steps.
  *
  * Host kernels have no protocol ("host": the CPU's clock is not observed).
  *
