@@ -14,6 +14,7 @@ grep -q "coordinator.start .*fd_limit=256" "$T/serve.log" || fail "not under uli
 start_agent early
 wait_agents 1
 
+: >"$T/flood.out"
 python3 "$(dirname "$0")/flood.py" "$port" "$T/stop" 400 10 >"$T/flood.out" 2>&1 &
 FLOOD=$!
 PIDS+=("$FLOOD")
@@ -21,15 +22,22 @@ for _ in $(seq 1 100); do grep -q "idle connections" "$T/flood.out" && break; sl
 grep -q "idle connections open: 400" "$T/flood.out" || fail "no flood: $(cat "$T/flood.out")"
 
 # Under the flood: up, answering, the early agent still known and allowed.
-for i in 1 2 3; do
+# The listen backlog holds about 100 connections and the kernel retries the
+# SYNs it dropped after 1, 3, 7 and 15 s, so when the coordinator reaches its
+# limit depends on those retries: it is waited for (at most 30 s), with
+# `kfleet status` asked each second meanwhile.
+i=0
+while :; do
+  i=$((i + 1))
   sleep 1
   kill -0 "$SERVE_PID" 2>/dev/null || fail "kfleet serve died under the flood"
   timeout 20 "$KFLEET" status --format json >"$T/status$i.json" 2>"$T/status$i.err" ||
     fail "kfleet status did not answer under the flood: $(cat "$T/status$i.err")"
+  if [ "$i" -ge 3 ] && grep -q "coordinator.fd_shed refused=[1-9]" "$T/serve.log"; then break; fi
+  [ "$i" -lt 30 ] || fail "no line says what was refused after 30 s of the flood"
 done
-grep -q '"early"' "$T/status3.json" || fail "the early agent is gone from status"
+grep -q '"early"' "$T/status$i.json" || fail "the early agent is gone from status"
 grep -q "agent.revoked" "$T/serve.log" && fail "an allowed agent was dropped under the flood"
-grep -q "coordinator.fd_shed refused=[1-9]" "$T/serve.log" || fail "no line says what was refused"
 grep -m1 "coordinator.fd_shed" "$T/serve.log" | sed 's/^/# /'
 
 touch "$T/stop"

@@ -24,6 +24,7 @@ for _ in $(seq 1 100); do [ -s "$T/relay.port" ] && break; sleep 0.05; done
 rport=$(cat "$T/relay.port")
 [ -n "$rport" ] || fail "the relay wrote no port"
 
+: >"$T/flood.out"
 python3 "$(dirname "$0")/flood.py" "$rport" "$T/stop" 500 10 >"$T/flood.out" 2>&1 &
 FLOOD=$!
 PIDS+=("$FLOOD")
