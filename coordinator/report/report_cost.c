@@ -88,7 +88,8 @@ void kf_rep_thermal_why(const char *th, char *out, size_t len)
                                    "runs alone; "
                                  : "",
              strstr(th, "sustained") ? "sustained: samples back to back, at the power cap; " : "",
-             strstr(th, "host") ? "host: the CPU clock is not observed; " : "");
+             strstr(th, "host") ? "host: CPU kernels, back to back, the CPU clock not observed; "
+                                : "");
     size_t n = strlen(out);
     if (n >= 2)
         out[n - 2] = 0; /* the last "; " */

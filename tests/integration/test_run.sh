@@ -102,5 +102,5 @@ print("ok - span %.3f s with min_span 400ms (%d samples), %.3f s with 0 (%d samp
       % (sa, a["profile"]["samples"], sb, b["profile"]["samples"]))
 PY
 grep -q "^  cost: 9 evaluations in .* CPU-slot-hours = .* per CPU-slot-hour; .* at 2.5 per CPU-slot-hour" "$T/run.out" || fail "no cost line in the text report"
-grep -qF "thermal protocol: host (host: the CPU clock is not observed)" "$T/run.out" || fail "no thermal protocol in the text report"
+grep -qF "thermal protocol: host (host: CPU kernels, back to back, the CPU clock not observed)" "$T/run.out" || fail "no thermal protocol in the text report"
 pass "cost and protocol in the text report: $(grep -o 'cost: .*' "$T/run.out" | head -1)"
