@@ -40,6 +40,16 @@ uint64_t kf_unpredictable_u64(void)
     return x;
 }
 
+double kf_sleep_s(double seconds)
+{
+    if (!(seconds > 0))
+        return 0;
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    uint64_t t0 = kf_mono_ns();
+    nanosleep(&ts, NULL);
+    return (double)(kf_mono_ns() - t0) / 1e9;
+}
+
 int kf_mkdirs(const char *path, unsigned mode, kf_err *err)
 {
     char tmp[PATH_MAX];

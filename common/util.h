@@ -16,6 +16,9 @@ uint64_t kf_mono_ns(void);
  * input seeds, a runner's kernel names); the clock and pid only where
  * getrandom() fails. */
 uint64_t kf_unpredictable_u64(void);
+/* Sleeps `seconds` (nothing when not > 0); returns the seconds it took by
+ * the monotonic clock, which a short sleep overshoots by the timer's slack. */
+double kf_sleep_s(double seconds);
 
 /* mkdir -p with `mode` for every directory it creates. */
 int kf_mkdirs(const char *path, unsigned mode, kf_err *err);

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -369,12 +368,8 @@ int kf_cudrv_time(kf_cudrv *cu, int hot, unsigned batch, kf_cudrv_run_fn run, vo
         }
         if (blocked && cu->rest_s > 0) {
             /* The blocker spins through the rest: the GPU stays awake at one
-             * SM's power. 0.5 s: the blocker gives up by itself after 1 s. */
-            uint64_t t0 = kf_mono_ns();
-            double w = fmin(cu->rest_s, 0.5);
-            struct timespec ts = {(time_t)w, (long)((w - (double)(time_t)w) * 1e9)};
-            nanosleep(&ts, NULL);
-            out->rest_s = (double)(kf_mono_ns() - t0) / 1e9;
+             * SM's power. */
+            out->rest_s = kf_sleep_s(fmin(cu->rest_s, KF_CUDRV_REST_MAX_S));
         }
     }
     int launch_failed = 0;

@@ -75,8 +75,11 @@ int kf_cudrv_trace_open(kf_cudrv *cu, kf_err *err);
  * event pair. Returns 1 when samples will be traced. */
 int kf_cudrv_trace(kf_cudrv *cu, int on);
 
+/* A rest's cap: the blocker that spins through it gives up by itself after
+ * 1 s. */
+#define KF_CUDRV_REST_MAX_S 0.5
 /* Before each later sample's kernel, the blocker holds the stream `seconds`
- * longer (at most 0.5 s; 0: none), the L2 flush ahead of it: the GPU rests
+ * longer (at most KF_CUDRV_REST_MAX_S; 0: none), the L2 flush ahead of it: the GPU rests
  * at one SM's power, awake, so a power-bound kernel's sample starts under
  * the power limit's average without an idle GPU's clock ramp (thermal.h). */
 void kf_cudrv_rest(kf_cudrv *cu, double seconds);

@@ -6,7 +6,6 @@
 #include "common/util.h"
 
 #include <math.h>
-#include <time.h>
 
 #define STEADY_WINDOW 5
 #define STEADY_TOL 0.01
@@ -62,10 +61,7 @@ double kf_thermal_wait(kf_thermal *t, double measured_s)
         t->waits_skipped++;
         return 0;
     }
-    struct timespec ts = {(time_t)w, (long)((w - (double)(time_t)w) * 1e9)};
-    uint64_t t0 = kf_mono_ns();
-    nanosleep(&ts, NULL);
-    double got = (double)(kf_mono_ns() - t0) / 1e9;
+    double got = kf_sleep_s(w);
     t->waits_s += got;
     return got;
 }

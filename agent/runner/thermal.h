@@ -61,8 +61,8 @@ typedef struct kf_thermal {
     double rest_s;           /* burst: the rests before samples, host time */
 } kf_thermal;
 
-/* A rest's cap: the blocker that spins through it gives up after 1 s. */
-#define KF_THERMAL_REST_MAX_S 0.5
+/* A rest's cap: the blocker's that spins through it (cudrv.h). */
+#define KF_THERMAL_REST_MAX_S KF_CUDRV_REST_MAX_S
 /* No rest after a shorter sample: the host's own time between samples
  * (launch, synchronisation, the guard: ~100 us each on an H200) is already
  * as long, and a sleep that short takes the timer's slack (~60 us) anyway:

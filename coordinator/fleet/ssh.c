@@ -27,7 +27,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 struct kf_ssh {
@@ -390,8 +389,7 @@ int kf_ssh_connect(const kf_ssh_opts *o, kf_ssh **out, int *tries, kf_err *err)
         if (i + 1 < attempts) {
             kf_debug("ssh.retry", "host=%s attempt=%d wait_s=%.2f error=\"%s\"",
                      o->name ? o->name : o->host, i + 1, wait, err ? err->msg : "");
-            struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
-            nanosleep(&ts, NULL);
+            kf_sleep_s(wait);
             wait = wait * 2 > 8 ? 8 : wait * 2;
         }
     }

@@ -100,19 +100,20 @@ void kf_rep_thermal(const rep *r, char *out, size_t len)
     /* In this order, each once: a sweep's rows may mix them (a host
      * kernel beside GPU ones, agents from before "burst"). */
     static const char *const names[] = {"burst", "sustained", "host"};
-    int seen[3] = {0};
+    enum { N = sizeof names / sizeof *names };
+    int seen[N] = {0};
     for (size_t i = 0; i < r->nrows; i++) {
         const rtask *p = r->rows[i].profile;
         const Kfleet__ProfileStats *ps = p && p->res ? p->res->profile : NULL;
         if (!ps || !ps->thermal || !*ps->thermal)
             continue;
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < N; k++)
             seen[k] |= strcmp(ps->thermal, names[k]) == 0;
     }
     size_t at = 0;
     if (len)
         *out = 0;
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < N; k++)
         if (seen[k] && at < len)
             at += (size_t)snprintf(out + at, len - at, "%s%s", at ? ", " : "", names[k]);
 }

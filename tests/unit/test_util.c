@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -281,6 +282,17 @@ static void test_unpredictable(void **state)
     assert_true(ored >> 56 != 0 && anded != ored);
 }
 
+/* A sleep takes at least what was asked, and nothing is slept for a
+ * non-positive or NaN length. */
+static void test_sleep(void **state)
+{
+    (void)state;
+    assert_true(kf_sleep_s(0) == 0);
+    assert_true(kf_sleep_s(-1) == 0);
+    assert_true(kf_sleep_s(NAN) == 0);
+    assert_true(kf_sleep_s(0.002) >= 0.002);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,6 +302,7 @@ int main(void)
         cmocka_unit_test(test_duration),
         cmocka_unit_test(test_hash),
         cmocka_unit_test(test_unpredictable),
+        cmocka_unit_test(test_sleep),
         cmocka_unit_test(test_word_ok),
         cmocka_unit_test(test_lock_and_paths),
         cmocka_unit_test(test_long_home_refused),
