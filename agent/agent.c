@@ -539,14 +539,17 @@ int kf_agent_run(kf_agent *a, volatile sig_atomic_t *stop, kf_err *err)
     link_send_register(a);
     a->link_down_mono = kf_mono_ns();
     while (!(stop && *stop) && !a->refused[0]) {
-        zmq_pollitem_t items[2 + MAX_RUNNERS];
+        zmq_pollitem_t items[2 + 2 * MAX_RUNNERS];
         size_t n = 0;
         items[n++] = (zmq_pollitem_t){a->sock, 0, ZMQ_POLLIN, 0};
         if (a->monitor)
             items[n++] = (zmq_pollitem_t){a->monitor, 0, ZMQ_POLLIN, 0};
-        for (size_t i = 0; i < a->nrunners; i++)
+        for (size_t i = 0; i < a->nrunners; i++) {
             if (a->runners[i]->out_fd >= 0)
                 items[n++] = (zmq_pollitem_t){NULL, a->runners[i]->out_fd, ZMQ_POLLIN, 0};
+            if (a->runners[i]->kout_fd >= 0)
+                items[n++] = (zmq_pollitem_t){NULL, a->runners[i]->kout_fd, ZMQ_POLLIN, 0};
+        }
         if (zmq_poll(items, (int)n, 50) < 0 && errno != EINTR)
             return kf_err_set(err, KF_EIO, "poll: %s", zmq_strerror(errno));
         pump_socket(a);
@@ -560,7 +563,7 @@ int kf_agent_run(kf_agent *a, volatile sig_atomic_t *stop, kf_err *err)
                         zmq_strerror(errno));
         }
         for (size_t i = 0; i < a->nrunners; i++)
-            if (a->runners[i]->out_fd >= 0)
+            if (a->runners[i]->out_fd >= 0 || a->runners[i]->kout_fd >= 0)
                 runners_drain(a, a->runners[i]);
         runners_reap(a);
         uint64_t now = kf_mono_ns();

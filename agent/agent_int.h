@@ -50,6 +50,15 @@ typedef struct krunner {
     uint32_t want_checks;
     char verdict_why[512];
     pid_t warm_pid; /* the warm runner that forked it (warms.h), 0 for a forked one */
+    /* The kernel's stdout and stderr (kout.h): the read end of the pipe
+     * that is both (-1 at EOF), and what is kept of the current task's. */
+    int kout_fd;
+    struct kf_kout *kout;
+    /* Why kfleet itself killed the runner, when it did for a reason other
+     * than its time limit or a cancel (a bad frame): its attempt's error. */
+    char killed_why[512];
+    uint64_t oom_kills0; /* the node's OOM kill count when it started */
+    long maxrss_kb;      /* its peak resident memory, from wait4 */
 } krunner;
 
 typedef struct kpending {

@@ -10,7 +10,8 @@
  * each get their own outbox and cache, and a restarted agent finds its own
  * outbox again. (`--runner`, with `--serve` for a runner that takes
  * several tasks, `--warm` for a candidate's warm runner (runner/warm.h)
- * and `--scratch` for its sandbox's scratch dir, is internal: the agent
+ * and `--scratch` for its sandbox's scratch dir and `--channel` for its
+ * descriptors (runner/harness.h), is internal: the agent
  * execs itself with it.)
  *
  * The link is CurveZMQ. The agent's key pair is WORKDIR/agent.key (made on
@@ -159,7 +160,7 @@ typedef struct {
     const char *coordinator, *home, *workdir, *name, *level, *server_key, *scratch;
     long cpu_slots;
     double price;
-    int runner, serve, warm, keep_tmp, doctor, doctor_gpu, show_key;
+    int runner, serve, warm, channel, keep_tmp, doctor, doctor_gpu, show_key;
 } agent_args;
 
 /* The phases of main below return -1 to go on, else the exit status. */
@@ -202,6 +203,7 @@ static int parse_args(int argc, char **argv, agent_args *a)
                                          {"serve", no_argument, 0, 'V'},
                                          {"warm", no_argument, 0, 'W'},
                                          {"scratch", required_argument, 0, 'T'},
+                                         {"channel", no_argument, 0, 'C'},
                                          {"keep-tmp", no_argument, 0, 'k'},
                                          {"doctor", no_argument, 0, 'D'},
                                          {"gpu", no_argument, 0, 'G'},
@@ -239,6 +241,9 @@ static int parse_args(int argc, char **argv, agent_args *a)
             break;
         case 'T':
             a->scratch = optarg;
+            break;
+        case 'C':
+            a->channel = 1;
             break;
         case 'k':
             a->keep_tmp = 1;
@@ -301,8 +306,8 @@ static int run_modes(const agent_args *a)
             return 2;
         }
         int rc = a->warm    ? kf_runner_warm(a->workdir)
-                 : a->serve ? kf_runner_serve(a->workdir, a->scratch)
-                            : kf_runner_main(a->workdir, a->scratch);
+                 : a->serve ? kf_runner_serve(a->workdir, a->scratch, a->channel)
+                            : kf_runner_main(a->workdir, a->scratch, a->channel);
         return rc < 0 ? 1 : rc; /* -1 means "go on" here */
     }
     /* Its runners read it for every profile (cudrv.h): a misspelling is

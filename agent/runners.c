@@ -11,26 +11,40 @@
  * did not send ends its attempt as an infrastructure failure
  * (Result.infra: tried again), a crash as the kernel's own. */
 #include "agent/agent_int.h"
+#include "agent/ending.h"
+#include "agent/kout.h"
 #include "common/log.h"
 #include "common/taskkind.h"
 #include "common/util.h"
 #include "common/xalloc.h"
 #include "runner/build.h"
+#include "runner/channel.h"
 #include "runner/sandbox.h"
 #include "runner/toolhost.h"
 #include "agent/verdict.h"
 #include "agent/warms.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+static void close_pair(int p[2])
+{
+    for (int i = 0; i < 2; i++)
+        if (p[i] >= 0) {
+            close(p[i]);
+            p[i] = -1;
+        }
+}
 
 krunner *runners_find(kf_agent *a, uint64_t task, uint32_t attempt)
 {
@@ -39,6 +53,8 @@ krunner *runners_find(kf_agent *a, uint64_t task, uint32_t attempt)
             return a->runners[i];
     return NULL;
 }
+
+static void attach_output(krunner *r, Kfleet__Result *res, kf_buf *keep);
 
 static void send_result(kf_agent *a, krunner *r, int state, int infra, const char *error)
 {
@@ -52,10 +68,14 @@ static void send_result(kf_agent *a, krunner *r, int state, int infra, const cha
     res.elapsed_s = (double)(kf_mono_ns() - r->started_mono) / 1e9;
     res.sample_count = r->nsamples;
     res.finished_ns = kf_now_ns();
+    kf_buf output = KF_BUF_INIT;
+    if (r->kout) /* what it wrote says why, as often as not */
+        attach_output(r, &res, &output);
     Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
     env.body_case = KFLEET__ENVELOPE__BODY_RESULT;
     env.result = &res;
     link_emit(a, &env, r->task_id, r->attempt, 1);
+    kf_buf_release(&output);
     r->got_result = 1;
 }
 
@@ -136,6 +156,7 @@ static void begin_task(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta)
     r->nsamples = 0;
     r->tasks++;
     r->started_mono = kf_mono_ns();
+    r->oom_kills0 = ending_oom_kills();
     r->limit_s =
         ta->spec && ta->spec->time_limit_s > 0 ? ta->spec->time_limit_s : a->cfg.default_limit_s;
     r->deadline_mono = r->started_mono + (uint64_t)(r->limit_s * 1e9);
@@ -332,6 +353,8 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
     r->out_fd = -1;
     r->in_fd = -1;
     r->verdict_fd = -1;
+    r->kout_fd = -1;
+    r->kout = kf_kout_new();
     r->gpu = on_gpu(ta);
     r->gpu_index = ta->gpu_index;
     if (serve)
@@ -359,18 +382,16 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
     }
     snprintf(path, sizeof path, "%s/runner.log", r->dir);
     int log_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    int pfd[2], vfd[2] = {-1, -1};
+    int pfd[2] = {-1, -1}, vfd[2] = {-1, -1}, ofd[2] = {-1, -1};
     /* A candidate's checker writes its verdicts where only it and this
      * agent reach (runner/candidate.c). */
     int cand = kf_verdict_wanted(ta->spec);
     if (in_fd < 0 || log_fd < 0 || (cand && pipe2(vfd, O_CLOEXEC) != 0) ||
-        pipe2(pfd, O_CLOEXEC) != 0) {
-        if (vfd[0] >= 0) {
-            close(vfd[0]);
-            close(vfd[1]);
-        }
+        pipe2(pfd, O_CLOEXEC) != 0 || pipe2(ofd, O_CLOEXEC) != 0) {
         rc =
             kf_err_set(err, KF_EIO, "cannot prepare the runner in %s: %s", r->dir, strerror(errno));
+        close_pair(vfd);
+        close_pair(pfd);
         if (in_fd >= 0)
             close(in_fd);
         if (task_fd[1] >= 0)
@@ -389,7 +410,7 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
         req.nfds = vfd[1] >= 0 ? KF_WARM_FD_VERDICT + 1 : KF_WARM_FD_VERDICT;
         if (kf_sandbox_enabled())
             snprintf(req.scratch, sizeof req.scratch, "%s", r->dir);
-        int fds[KF_WARM_MAX_FDS] = {in_fd, pfd[1], log_fd, vfd[1]};
+        int fds[KF_WARM_MAX_FDS] = {in_fd, pfd[1], log_fd, ofd[1], vfd[1]};
         pid = warms_spawn(a->warms, r->gpu, r->gpu_index, ta->spec->problem_hash, &req, fds,
                           &warm_pid, err);
         if (pid < 0 && err->code == KF_EUNAVAIL) {
@@ -408,12 +429,9 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
         if (task_fd[1] >= 0)
             close(task_fd[1]);
         close(log_fd);
-        close(pfd[0]);
-        close(pfd[1]);
-        if (vfd[0] >= 0) {
-            close(vfd[0]);
-            close(vfd[1]);
-        }
+        close_pair(pfd);
+        close_pair(vfd);
+        close_pair(ofd);
         goto fail;
     }
     if (pid == 0) {
@@ -421,27 +439,25 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
          * and it dies with the agent, so a killed agent leaves no runner. */
         setpgid(0, 0);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        dup2(in_fd, 0);
-        dup2(pfd[1], 1);
-        dup2(log_fd, 2);
-        /* The checker's verdict descriptor, which the runner hands to the
-         * checker and closes before the candidate loads. */
-        if (vfd[1] >= 0) {
-            if (vfd[1] == KF_VERDICT_FD)
-                fcntl(KF_VERDICT_FD, F_SETFD, 0);
-            else
-                dup2(vfd[1], KF_VERDICT_FD);
+        /* The runner's channel (runner/harness.h): stdin nothing, stdout
+         * and stderr the kernel's output, which this agent keeps as text;
+         * the task, the frames, the runner's log and a candidate's verdict
+         * pipe on descriptors of their own. Nothing else of the agent's
+         * reaches the kernel: not its socket, its outbox or other runners'
+         * pipes, no KFLEET_* variable, no SSH agent; the runner's sandbox
+         * does the rest. */
+        int null = open("/dev/null", O_RDONLY);
+        int place[KF_RUNNER_FD_VERDICT + 1] = {null, ofd[1], ofd[1], in_fd, pfd[1], log_fd, vfd[1]};
+        if (kf_sandbox_place_fds(place, KF_RUNNER_FD_VERDICT + 1) != 0) {
+            dprintf(log_fd, "cannot place the runner's descriptors: %s\n", strerror(errno));
+            _exit(127);
         }
-        /* Nothing of the agent's reaches the kernel: no descriptor but the
-         * three (its socket, its outbox, other runners' pipes), no KFLEET_*
-         * variable, no SSH agent; the runner's sandbox does the rest. */
-        kf_sandbox_close_fds(vfd[1] >= 0 ? KF_VERDICT_FD + 1 : 3);
         int sandboxed = kf_sandbox_enabled();
         child_env(a, r->gpu, r->gpu_index);
         /* The scratch dir is what turns the runner's sandbox on. */
-        char *argv[] = {"kfleet-agent", "--runner", "--workdir", a->workdir,
+        char *argv[] = {"kfleet-agent", "--runner", "--workdir", a->workdir, "--channel",
                         NULL,           NULL,       NULL,        NULL};
-        int n = 4;
+        int n = 5;
         if (sandboxed) {
             argv[n++] = "--scratch";
             argv[n++] = r->dir;
@@ -449,7 +465,7 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
         if (serve)
             argv[n++] = "--serve";
         execv(a->runner_exe, argv);
-        dprintf(2, "cannot exec runner %s: %s\n", a->runner_exe, strerror(errno));
+        dprintf(KF_RUNNER_FD_LOG, "cannot exec runner %s: %s\n", a->runner_exe, strerror(errno));
         _exit(127);
     }
     if (!warm_pid) /* a warm runner's child set its own group */
@@ -458,7 +474,10 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
     close(in_fd);
     close(log_fd);
     close(pfd[1]);
+    close(ofd[1]);
     fcntl(pfd[0], F_SETFL, O_NONBLOCK);
+    fcntl(ofd[0], F_SETFL, O_NONBLOCK);
+    r->kout_fd = ofd[0];
     if (vfd[0] >= 0) {
         close(vfd[1]);
         fcntl(vfd[0], F_SETFL, O_NONBLOCK);
@@ -510,34 +529,79 @@ static void tail_of(const char *path, char *out, size_t len)
     kf_buf_release(&b);
 }
 
-/* Handles the frames a runner wrote so far. */
+/* At most this much of a runner's frames, or of its kernel's output, is
+ * read in one drain: a runner that floods either cannot keep the agent's
+ * loop (its heartbeats, its other runners) waiting; the rest is read on the
+ * next turn of the loop. */
+#define DRAIN_MAX (4u << 20)
+/* What is read of the kernel's output when its task's Result arrives:
+ * everything it wrote before, unless a process of the kernel's goes on
+ * writing; then the Result goes without the rest (it is counted with the
+ * next task's, or dropped with the runner). */
+#define RESULT_DRAIN_MAX (64u << 20)
+
+/* kfleet kills runner r for a reason its attempt's error gives (the first
+ * such reason stays). */
+static void kill_for(krunner *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void kill_for(krunner *r, const char *fmt, ...)
+{
+    if (!r->killed_why[0]) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->killed_why, sizeof r->killed_why, fmt, ap);
+        va_end(ap);
+    }
+    kf_error("runner.killed", "task=0x%llx pid=%d why=\"%s\"", (unsigned long long)r->task_id,
+             (int)r->pid, r->killed_why);
+    kill(-r->pid, SIGKILL);
+}
+
+/* The kernel's output of r's task so far into res (pointing into *keep,
+ * which must outlive the frame), and r's record of it started afresh. */
+static void attach_output(krunner *r, Kfleet__Result *res, kf_buf *keep)
+{
+    if (r->kout_fd >= 0)
+        kf_kout_read(r->kout, &r->kout_fd, RESULT_DRAIN_MAX);
+    res->kernel_output_bytes = kf_kout_total(r->kout);
+    kf_kout_render(r->kout, keep);
+    res->kernel_output.data = (uint8_t *)keep->data;
+    res->kernel_output.len = keep->len;
+    kf_kout_reset(r->kout);
+}
+
+/* Handles the frames a runner wrote so far, and keeps its kernel's output. */
 void runners_drain(kf_agent *a, krunner *r)
 {
     char buf[65536];
-    for (;;) {
+    if (r->kout_fd >= 0)
+        kf_kout_read(r->kout, &r->kout_fd, DRAIN_MAX);
+    for (size_t got = 0; r->out_fd >= 0 && got < DRAIN_MAX;) {
         ssize_t n = read(r->out_fd, buf, sizeof buf);
         if (n > 0) {
             kf_buf_add(&r->in, buf, (size_t)n);
+            got += (size_t)n;
             continue;
         }
-        if (n == 0) {
-            close(r->out_fd);
-            r->out_fd = -1;
-        } else if (errno == EINTR) {
+        if (n < 0 && errno == EINTR)
             continue;
-        } else if (errno != EAGAIN) {
-            close(r->out_fd);
-            r->out_fd = -1;
-        }
-        break;
+        if (n < 0 && errno == EAGAIN)
+            break;
+        close(r->out_fd); /* EOF, or an error: no more frames */
+        r->out_fd = -1;
     }
     size_t off = 0;
     while (r->in.len - off >= 4) {
         const uint8_t *p = (const uint8_t *)r->in.data + off;
         uint32_t len = kf_frame_len_get(p);
         if (len > KF_MAX_FRAME) {
-            kf_error("runner.bad_frame", "task=0x%llx len=%u", (unsigned long long)r->task_id, len);
-            kill(-r->pid, SIGKILL);
+            /* The channel is the runner's alone (its kernel's stdout is
+             * not it): something in its process wrote there. Nothing after
+             * can be read in step, so the runner goes. */
+            kill_for(r,
+                     "kfleet killed the runner: its message channel carried a frame of %u bytes "
+                     "(at most %u); the kernel's stdout and stderr are not that channel, so code "
+                     "in the runner's process wrote into the channel itself",
+                     len, (unsigned)KF_MAX_FRAME);
             off = r->in.len;
             break;
         }
@@ -547,9 +611,13 @@ void runners_drain(kf_agent *a, krunner *r)
         Kfleet__Envelope *env = kf_wire_unpack(p + 4, len, &err);
         off += 4 + len;
         if (!env) {
-            kf_error("runner.bad_frame", "task=0x%llx error=\"%s\"", (unsigned long long)r->task_id,
+            kill_for(r,
+                     "kfleet killed the runner: a message on its channel does not decode (%s); "
+                     "the kernel's stdout and stderr are not that channel, so code in the "
+                     "runner's process wrote into the channel itself",
                      err.msg);
-            continue;
+            off = r->in.len;
+            break;
         }
         if (env->body_case == KFLEET__ENVELOPE__BODY_SAMPLES && !r->got_result) {
             env->samples->task_id = r->task_id;
@@ -566,6 +634,9 @@ void runners_drain(kf_agent *a, krunner *r)
             if (r->cancelled)
                 res->state = KFLEET__TASK_STATE__CANCELLED;
             char *runner_error = res->error;
+            ProtobufCBinaryData runner_output = res->kernel_output;
+            kf_buf output = KF_BUF_INIT;
+            attach_output(r, res, &output);
             if (r->verdict_fd >= 0)
                 kf_verdict_apply(r->verdict_fd, r->want_checks, res, r->verdict_why,
                                  sizeof r->verdict_why);
@@ -576,6 +647,8 @@ void runners_drain(kf_agent *a, krunner *r)
             r->got_result = 1;
             res->agent_id = runner_agent; /* ours is not the decoder's to free */
             res->error = runner_error;
+            res->kernel_output = runner_output;
+            kf_buf_release(&output);
             if (r->in_fd >= 0 && res->runner_stays && !r->cancelled &&
                 res->state == KFLEET__TASK_STATE__SUCCEEDED) {
                 /* Waits for its kernel's next task, its slot free. */
@@ -617,6 +690,9 @@ static void free_runner(kf_agent *a, krunner *r)
         close(r->in_fd);
     if (r->verdict_fd >= 0)
         close(r->verdict_fd);
+    if (r->kout_fd >= 0)
+        close(r->kout_fd);
+    kf_kout_destroy(&r->kout);
     if (!a->cfg.keep_tmp)
         remove_dirs(r);
     kf_buf_release(&r->in);
@@ -630,37 +706,8 @@ static void finish_runner(kf_agent *a, size_t idx)
         char why[3072], tail[2048], logp[PATH_MAX + 16];
         snprintf(logp, sizeof logp, "%s/runner.log", r->dir);
         tail_of(logp, tail, sizeof tail);
-        int state = KFLEET__TASK_STATE__FAILED, infra = 0;
-        int sig = WIFSIGNALED(r->status) ? WTERMSIG(r->status) : 0;
-        if (r->timed_out) {
-            state = KFLEET__TASK_STATE__TIMED_OUT;
-            snprintf(why, sizeof why,
-                     "timed out: the task ran past its limit of %.1f s and was "
-                     "killed",
-                     r->limit_s);
-        } else if (r->cancelled) {
-            state = KFLEET__TASK_STATE__CANCELLED;
-            snprintf(why, sizeof why, "cancelled by the coordinator");
-        } else if (sig == SIGKILL || sig == SIGTERM || sig == SIGHUP || sig == SIGINT) {
-            /* Not a signal a kernel raises on itself, and not ours (a time
-             * limit or a cancel is said above): the OS or a person killed
-             * it, typically the out-of-memory killer. Tried again. */
-            infra = 1;
-            snprintf(why, sizeof why,
-                     "the runner was killed by signal %d (%s), not by kfleet (the out-of-memory "
-                     "killer? the node's kernel log says); tried again while attempts remain%s%s",
-                     sig, strsignal(sig), *tail ? "\n" : "", tail);
-        } else if (sig) {
-            snprintf(why, sizeof why, "the kernel crashed: runner killed by signal %d (%s)%s%s",
-                     sig, strsignal(sig), *tail ? "\n" : "", tail);
-        } else if (WIFEXITED(r->status) && WEXITSTATUS(r->status) == 127) {
-            infra = 1; /* exec failed: the node, not the kernel */
-            snprintf(why, sizeof why, "the runner could not start (exit 127)%s%s",
-                     *tail ? "\n" : "", tail);
-        } else {
-            snprintf(why, sizeof why, "runner exited with status %d without a result%s%s",
-                     WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1, *tail ? "\n" : "", tail);
-        }
+        int state, infra;
+        ending_explain(r, ending_oom_kills(), tail, why, sizeof why, &state, &infra);
         send_result(a, r, state, infra, why);
     }
     if (!r->idle) /* an idle runner's task ended with its result */
@@ -676,11 +723,13 @@ void runners_reap(kf_agent *a)
 {
     int status;
     pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    struct rusage ru;
+    while ((pid = wait4(-1, &status, WNOHANG, &ru)) > 0) {
         for (size_t i = 0; i < a->nrunners; i++) {
             if (a->runners[i]->pid == pid) {
                 a->runners[i]->exited = 1;
                 a->runners[i]->status = status;
+                a->runners[i]->maxrss_kb = ru.ru_maxrss;
             }
         }
         warms_reaped(a->warms, pid, status);

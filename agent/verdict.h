@@ -8,14 +8,15 @@
 #define KF_VERDICT_H
 
 #include "common/taskkind.h"
+#include "runner/channel.h"
 #include "proto/kfleet.pb-c.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 /* The descriptor a candidate's runner finds its checker's verdict pipe on
- * (runner/hctx.h's HCTX_VERDICT_FD, the same number). */
-#define KF_VERDICT_FD 3
+ * (runner/channel.h). */
+#define KF_VERDICT_FD KF_RUNNER_FD_VERDICT
 
 /* Whether an assignment is a candidate's validate or profile, which gets a
  * verdict pipe and a runner of its own (runner/candidate.c). */

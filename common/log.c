@@ -2,6 +2,7 @@
 #include "common/log.h"
 #include "common/text.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,7 +15,13 @@ static struct {
     kf_log_level level;
     FILE *file; /* a second sink, NULL: none */
     kf_log_level file_level;
-} g_log = {"kfleet", KF_LOG_INFO, NULL, KF_LOG_OFF};
+    int fd; /* the first sink: stderr, or a runner's log descriptor */
+} g_log = {"kfleet", KF_LOG_INFO, NULL, KF_LOG_OFF, 2};
+
+void kf_log_set_fd(int fd)
+{
+    g_log.fd = fd;
+}
 
 int kf_log_to_file(const char *path, kf_log_level level)
 {
@@ -89,8 +96,14 @@ void kf_log(kf_log_level level, const char *event, const char *fmt, ...)
         line[len++] = '\n';
         line[len] = '\0';
     }
-    if (to_err)
-        fputs(line, stderr);
+    for (size_t off = 0; to_err && off < len;) {
+        ssize_t w = write(g_log.fd, line + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break; /* a log that cannot be written is not worth a failure */
+        off += (size_t)w;
+    }
     if (to_file)
         fputs(line, g_log.file);
 }

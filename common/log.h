@@ -15,6 +15,9 @@ void kf_log_setup(const char *program, kf_log_level level);
  * 0, or -1 with errno when the file cannot be opened. */
 int kf_log_to_file(const char *path, kf_log_level level);
 kf_log_level kf_log_get_level(void);
+/* Where the events go instead of stderr (descriptor 2): a runner's stderr
+ * is its kernel's, so its own events go to the log the agent gave it. */
+void kf_log_set_fd(int fd);
 /* Parses "debug|info|warn|error|off"; returns -1 when unknown. */
 int kf_log_parse_level(const char *s);
 

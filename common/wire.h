@@ -10,6 +10,7 @@
 
 #include "common/buf.h"
 #include "common/err.h"
+#include "proto/control.pb-c.h"
 #include "proto/kfleet.pb-c.h"
 
 #include <stddef.h>

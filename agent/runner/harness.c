@@ -11,6 +11,7 @@
  * (hctx.h). */
 #include "runner/harness.h"
 #include "runner/build.h"
+#include "runner/channel.h"
 #include "runner/cudrv.h"
 #include "runner/nvml.h"
 #include "common/stats.h"
@@ -27,6 +28,7 @@
 #include "runner/artifact.h"
 #include "runner/confine.h"
 #include "runner/proc.h"
+#include "runner/pykernel.h"
 #include "runner/sandbox.h"
 
 #include <dlfcn.h>
@@ -417,6 +419,11 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
     res.phases = pp;
     res.sample_count = h.seq;
     res.finished_ns = kf_now_ns();
+    /* What the kernel printed, out of its buffers before its Result: the
+     * agent attaches the output written up to the Result (agent/kout.h). */
+    kf_pyk_flush();
+    fflush(stdout);
+    fflush(stderr);
     Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
     env.body_case = KFLEET__ENVELOPE__BODY_RESULT;
     env.result = &res;
@@ -473,22 +480,41 @@ static uint8_t *read_all_wiped(int fd, size_t *len)
     return p;
 }
 
-int kf_runner_main(const char *workdir, const char *scratch)
+/* The runner's descriptors (harness.h): with the channel, its own, marked
+ * close-on-exec so that no compiler, tool or process of the kernel's
+ * inherits them, and the log there; else stdin, stdout and stderr. */
+static void take_channel(int channel, int *task_fd, int *frames_fd)
+{
+    *task_fd = 0;
+    *frames_fd = 1;
+    if (!channel)
+        return;
+    *task_fd = KF_RUNNER_FD_TASK;
+    *frames_fd = KF_RUNNER_FD_FRAMES;
+    fcntl(KF_RUNNER_FD_TASK, F_SETFD, FD_CLOEXEC);
+    fcntl(KF_RUNNER_FD_FRAMES, F_SETFD, FD_CLOEXEC);
+    fcntl(KF_RUNNER_FD_LOG, F_SETFD, FD_CLOEXEC);
+    kf_log_set_fd(KF_RUNNER_FD_LOG);
+}
+
+int kf_runner_main(const char *workdir, const char *scratch, int channel)
 {
     struct rlimit nocore = {0, 0};
     setrlimit(RLIMIT_CORE, &nocore);
+    int task_fd, frames_fd;
+    take_channel(channel, &task_fd, &frames_fd);
     size_t len = 0;
-    uint8_t *in = read_all_wiped(0, &len);
+    uint8_t *in = read_all_wiped(task_fd, &len);
     Kfleet__TaskAssign *ta = in ? kfleet__task_assign__unpack(NULL, len, in) : NULL;
     if (in)
         explicit_bzero(in, len);
     free(in);
     if (!ta) {
-        fprintf(stderr, "runner: the task on stdin does not decode\n");
+        kf_error("runner.bad_task", "error=\"the task does not decode\"");
         return 1;
     }
     int python = ta->spec && ta->spec->python && !kf_task_kind_at(ta->spec->kind)->builds;
-    int rc = run_task(ta, workdir, scratch, 1, NULL, NULL);
+    int rc = run_task(ta, workdir, scratch, frames_fd, NULL, NULL);
     kfleet__task_assign__free_unpacked(ta, NULL);
     /* A runner that hosted Python leaves without finalizing it: its
      * frames are written, and finalizing an interpreter with torch or CUDA
@@ -514,33 +540,35 @@ static int read_full(int fd, uint8_t *p, size_t n)
     return 1;
 }
 
-int kf_runner_serve(const char *workdir, const char *scratch)
+int kf_runner_serve(const char *workdir, const char *scratch, int channel)
 {
     struct rlimit nocore = {0, 0};
     setrlimit(RLIMIT_CORE, &nocore);
+    int task_fd, frames_fd;
+    take_channel(channel, &task_fd, &frames_fd);
     hkeep keep = {0};
     int rc = 0, python = 0;
     for (;;) {
         uint8_t hdr[4];
-        int got = read_full(0, hdr, sizeof hdr);
+        int got = read_full(task_fd, hdr, sizeof hdr);
         if (got == 0)
             break; /* the agent closed our stdin: no more tasks */
         uint32_t len = kf_frame_len_get(hdr);
         uint8_t *body = got > 0 && len <= KF_MAX_FRAME ? malloc(len ? len : 1) : NULL;
-        Kfleet__TaskAssign *ta = body && read_full(0, body, len) > 0
+        Kfleet__TaskAssign *ta = body && read_full(task_fd, body, len) > 0
                                      ? kfleet__task_assign__unpack(NULL, len, body)
                                      : NULL;
         if (body) /* a candidate's references: see read_all_wiped */
             explicit_bzero(body, len);
         free(body);
         if (!ta) {
-            fprintf(stderr, "runner: a task on stdin is cut short or does not decode\n");
+            kf_error("runner.bad_task", "error=\"a task is cut short or does not decode\"");
             rc = 1;
             break;
         }
         python |= ta->spec && ta->spec->python && !kf_task_kind_at(ta->spec->kind)->builds;
         int stays = 0;
-        int wrc = run_task(ta, workdir, scratch, 1, &keep, &stays);
+        int wrc = run_task(ta, workdir, scratch, frames_fd, &keep, &stays);
         kfleet__task_assign__free_unpacked(ta, NULL);
         if (wrc != KF_OK) {
             rc = 1;

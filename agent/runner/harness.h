@@ -50,20 +50,21 @@
  * frame was written (whatever the task's outcome), else a KF_E* code. */
 int kf_harness_run(const Kfleet__TaskAssign *assign, const char *workdir, int out_fd);
 
-/* Entry point of `kfleet-agent --runner --workdir DIR [--scratch DIR]`:
- * reads the TaskAssign from stdin, runs it, writes frames to stdout. With a
- * scratch dir (the agent always gives one) the runner is sandboxed
+/* Entry point of `kfleet-agent --runner --workdir DIR [--scratch DIR]
+ * [--channel]`: reads the TaskAssign, runs it, writes its frames (above,
+ * on the descriptors of channel.h with --channel).
+ * With a scratch dir (the agent always gives one) the runner is sandboxed
  * (confine.h): a validate or profile before its kernel is loaded, a
  * build's tools each. */
-int kf_runner_main(const char *workdir, const char *scratch);
+int kf_runner_main(const char *workdir, const char *scratch, int channel);
 
 /* Entry point of `kfleet-agent --runner --serve --workdir DIR`: a runner
- * that serves one kernel. Tasks come on stdin as frames (u32 little-endian
- * length, packed TaskAssign), each run as kf_runner_main runs its one; the
- * runner keeps the kernel loaded and its CUDA context between them, and
- * leaves at EOF or after a task whose Result says runner_stays = false.
- * Returns the exit status. */
-int kf_runner_serve(const char *workdir, const char *scratch);
+ * that serves one kernel. Tasks come as frames (u32 little-endian length,
+ * packed TaskAssign), each run as kf_runner_main runs its one; the runner
+ * keeps the kernel loaded and its CUDA context between them, and leaves at
+ * EOF or after a task whose Result says runner_stays = false. Returns the
+ * exit status. */
+int kf_runner_serve(const char *workdir, const char *scratch, int channel);
 
 /* Writes one framed envelope to fd (handles short writes). */
 int kf_harness_write_frame(int fd, Kfleet__Envelope *env);

@@ -13,6 +13,7 @@
 #include "kf_kernel.h"
 #include "proto/kfleet.pb-c.h"
 #include "runner/cudrv.h"
+#include "runner/channel.h"
 #include "runner/nvml.h"
 
 #include <stddef.h>
@@ -228,7 +229,7 @@ void hctx_reference_free(Kfleet__Result *res);
  * HCTX_VERDICT_FD, then loads the candidate; L then drives problem and
  * candidate as one kernel whose reference() is the stored value of the
  * state's seed. 0, or -1 with the task failed. */
-#define HCTX_VERDICT_FD 3 /* agent/verdict.h's KF_VERDICT_FD */
+#define HCTX_VERDICT_FD KF_RUNNER_FD_VERDICT
 int hctx_candidate_load(hctx *h, loaded *L);
 /* Whether the task is a candidate's (its spec names a problem). */
 int hctx_is_candidate(const Kfleet__TaskSpec *spec);

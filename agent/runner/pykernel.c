@@ -7,6 +7,7 @@
  * function that returns a str (a payload, or "E" and a message), so this
  * file handles no Python exception objects. */
 #include "runner/pykernel.h"
+#include "common/log.h"
 #include "runner/pysrc.h"
 
 #include <dlfcn.h>
@@ -392,6 +393,13 @@ void kf_pyk_after_fork_child(void)
     char err[512];
     if (glue_call(the_host, "after_fork", "", NULL, 0, err, sizeof err) != 0)
         fprintf(stderr, "kfleet python kernel: after_fork: %s\n", err);
+}
+
+void kf_pyk_flush(void)
+{
+    char err[256];
+    if (the_host && glue_call(the_host, "flush", "", NULL, 0, err, sizeof err) != 0)
+        kf_warn("python.flush", "error=\"%s\"", err);
 }
 
 int kf_pyk_load(const kf_pyenv *py, const char *path, const char *filename, const char *name,

@@ -62,4 +62,10 @@ void kf_pyk_before_fork(void);
 void kf_pyk_after_fork_parent(void);
 void kf_pyk_after_fork_child(void);
 
+/* Writes out what the kernel printed that Python still holds (sys.stdout
+ * and sys.stderr are block-buffered on the agent's pipe, and a runner
+ * with an interpreter leaves by _exit): before each Result, so that a
+ * task's output comes with it. Nothing without an interpreter. */
+void kf_pyk_flush(void);
+
 #endif

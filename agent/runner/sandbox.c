@@ -558,3 +558,26 @@ void kf_sandbox_close_fds(int from)
     for (int fd = from; fd < max; fd++)
         close(fd);
 }
+
+int kf_sandbox_place_fds(const int *src, int n)
+{
+    int tmp[16];
+    if (n < 0 || n > 16) {
+        errno = EINVAL;
+        return -1;
+    }
+    /* Copies above every target first, so no dup2 below clobbers a source. */
+    for (int i = 0; i < n; i++) {
+        tmp[i] = src[i] >= 0 ? fcntl(src[i], F_DUPFD_CLOEXEC, n) : -1;
+        if (src[i] >= 0 && tmp[i] < 0)
+            return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (tmp[i] < 0)
+            close(i);
+        else if (dup2(tmp[i], i) < 0)
+            return -1;
+    }
+    kf_sandbox_close_fds(n);
+    return 0;
+}

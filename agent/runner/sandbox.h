@@ -127,4 +127,10 @@ int kf_sandbox_threads(void);
 /* Closes every file descriptor from `from` up (a child before exec). */
 void kf_sandbox_close_fds(int from);
 
+/* In a child about to exec: puts src[i] at descriptor i for each i < n
+ * (src[i] -1: descriptor i closed), whatever numbers the sources have (one
+ * may be another's target), then closes every descriptor from n up. n is
+ * at most 16. 0, or -1 with errno. */
+int kf_sandbox_place_fds(const int *src, int n);
+
 #endif

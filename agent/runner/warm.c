@@ -1,6 +1,7 @@
 /* warm — see warm.h. */
 #include "runner/warm.h"
 #include "common/log.h"
+#include "runner/channel.h"
 #include "runner/harness.h"
 #include "runner/hctx.h"
 #include "runner/pykernel.h"
@@ -53,7 +54,7 @@ static int receive(kf_warm_req *req, int fds[KF_WARM_MAX_FDS])
         }
     }
     int ok = (size_t)n == sizeof *req && !(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
-             req->nfds >= 3 && req->nfds <= KF_WARM_MAX_FDS && got == req->nfds &&
+             req->nfds >= KF_WARM_FD_VERDICT && req->nfds <= KF_WARM_MAX_FDS && got == req->nfds &&
              memchr(req->scratch, '\0', sizeof req->scratch);
     if (!ok) {
         for (size_t i = 0; i < got; i++)
@@ -91,24 +92,26 @@ static void be_runner(const char *workdir, const kf_warm_req *req, const int *fd
     }
     prctl(PR_SET_DUMPABLE, 1);
     kf_pyk_after_fork_child();
-    /* The received descriptors are all above 2 (0-2 are the warm's own),
-     * so these dup2s clobber none of them. */
-    dup2(fds[KF_WARM_FD_TASK], 0);
-    dup2(fds[KF_WARM_FD_OUT], 1);
-    dup2(fds[KF_WARM_FD_LOG], 2);
-    int vfd = req->nfds > KF_WARM_FD_VERDICT ? fds[KF_WARM_FD_VERDICT] : -1;
-    if (vfd >= 0) {
-        if (vfd == HCTX_VERDICT_FD)
-            fcntl(HCTX_VERDICT_FD, F_SETFD, 0);
-        else
-            dup2(vfd, HCTX_VERDICT_FD);
-    }
-    /* The socket to the agent and every other descriptor of the warm
+    /* The runner's channel (harness.h), from the received descriptors;
+     * the socket to the agent and every other descriptor of the warm
      * process's go: the runner has what a forked runner has. */
-    kf_sandbox_close_fds(vfd >= 0 ? HCTX_VERDICT_FD + 1 : 3);
+    int null = open("/dev/null", O_RDONLY);
+    int vfd = req->nfds > KF_WARM_FD_VERDICT ? fds[KF_WARM_FD_VERDICT] : -1;
+    int place[KF_RUNNER_FD_VERDICT + 1] = {null,
+                                           fds[KF_WARM_FD_KOUT],
+                                           fds[KF_WARM_FD_KOUT],
+                                           fds[KF_WARM_FD_TASK],
+                                           fds[KF_WARM_FD_OUT],
+                                           fds[KF_WARM_FD_LOG],
+                                           vfd};
+    if (kf_sandbox_place_fds(place, KF_RUNNER_FD_VERDICT + 1) != 0) {
+        dprintf(fds[KF_WARM_FD_LOG], "warm runner: cannot place the runner's descriptors: %s\n",
+                strerror(errno));
+        _exit(1);
+    }
     kf_debug("warm.runner", "task=0x%llx attempt=%u pid=%d warm=%d",
              (unsigned long long)req->task_id, req->attempt, (int)getpid(), (int)getppid());
-    int rc = kf_runner_main(workdir, req->scratch[0] ? req->scratch : NULL);
+    int rc = kf_runner_main(workdir, req->scratch[0] ? req->scratch : NULL, 1);
     _exit(rc); /* a copy of an interpreter: never finalized (pykernel.h) */
 }
 

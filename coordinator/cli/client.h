@@ -8,6 +8,7 @@
 #define KF_CLIENT_H
 
 #include "common/err.h"
+#include "proto/control.pb-c.h"
 #include "proto/kfleet.pb-c.h"
 #include "common/paths.h"
 #include "core/sweep.h"

@@ -11,6 +11,7 @@
 #define KF_CTLSOCK_H
 
 #include "common/err.h"
+#include "proto/control.pb-c.h"
 #include "proto/kfleet.pb-c.h"
 
 /* Encodes req and sends it on sock (a connected DEALER). 0, or KF_EIO with

@@ -7,6 +7,7 @@
 
 #include "common/err.h"
 #include "fleet/fleet.h"
+#include "proto/control.pb-c.h"
 #include "proto/kfleet.pb-c.h"
 
 /* Fills x (initialised here) from h; x's strings and provider part are

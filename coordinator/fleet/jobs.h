@@ -6,6 +6,7 @@
 #ifndef KF_JOBS_H
 #define KF_JOBS_H
 
+#include "proto/control.pb-c.h"
 #include "proto/kfleet.pb-c.h"
 
 #include <stdint.h>

@@ -8,6 +8,7 @@
 #include "common/err.h"
 #include "fleet/launch.h"
 #include "fleet/ssh.h"
+#include "proto/control.pb-c.h"
 #include "proto/kfleet.pb-c.h"
 
 #include <pthread.h>

@@ -10,6 +10,7 @@
 #define KF_LAUNCHES_H
 
 #include "common/err.h"
+#include "proto/control.pb-c.h"
 #include "proto/kfleet.pb-c.h"
 
 #include <stdint.h>

@@ -19,6 +19,7 @@
 
 #include "common/err.h"
 #include "core/yamldoc.h"
+#include "proto/control.pb-c.h"
 #include "proto/kfleet.pb-c.h"
 
 #include <stddef.h>

@@ -9,6 +9,7 @@
 
 #include "fleet/fleet.h"
 #include "fleet/launch.h"
+#include "proto/control.pb-c.h"
 #include "proto/kfleet.pb-c.h"
 
 #include <stddef.h>

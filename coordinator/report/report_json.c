@@ -5,6 +5,7 @@
 #include "report/report_json.h"
 #include "report/report_rank.h"
 #include "common/taskkind.h"
+#include "common/text.h"
 #include "common/xalloc.h"
 
 #include <jansson.h>
@@ -59,6 +60,21 @@ static json_t *json_task_common(const rtask *rt)
     set(o, "checks_on",
         rt->res && rt->res->compare && *rt->res->compare ? json_string(rt->res->compare)
                                                          : json_null());
+    /* What the kernel wrote on its stdout and stderr (agent/kout.h): every
+     * byte counted, the first and last part kept, made inert (not always
+     * UTF-8); null when it wrote nothing. */
+    if (rt->res && rt->res->kernel_output_bytes) {
+        json_t *out = json_object();
+        kf_buf text = KF_BUF_INIT;
+        kf_text_inert_n(&text, (const char *)rt->res->kernel_output.data,
+                        rt->res->kernel_output.len, KF_TEXT_BLOCK);
+        set(out, "bytes", json_integer((json_int_t)rt->res->kernel_output_bytes));
+        set(out, "kept", json_string(text.data ? text.data : ""));
+        kf_buf_release(&text);
+        set(o, "output", out);
+    } else {
+        set(o, "output", json_null());
+    }
     json_t *ph = json_object();
     for (size_t i = 0; rt->res && i < rt->res->n_phases; i++)
         set(ph, rt->res->phases[i]->name, jnum(rt->res->phases[i]->seconds));

@@ -18,6 +18,7 @@
 #include "common/taskkind.h"
 #include "common/text.h"
 #include "common/xalloc.h"
+#include "report/report_output.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -55,15 +56,6 @@ static const char *E(esc *e, const char *s)
 static const char *state_text(int st)
 {
     return st == KFLEET__TASK_STATE__TIMED_OUT ? "timed out" : kf_rep_state_name(st);
-}
-
-static void params_str(const Kfleet__Task *t, char *out, size_t len)
-{
-    size_t off = 0;
-    out[0] = '\0';
-    for (size_t i = 0; i < t->n_params && off < len; i++)
-        off += (size_t)snprintf(out + off, len - off, "%s%s=%lld", i ? " " : "",
-                                kf_rep_nz(t->params[i]->name), (long long)t->params[i]->value);
 }
 
 /* Copies the first line of s, cut to at most max bytes on a UTF-8 boundary
@@ -372,7 +364,7 @@ static void row_cells(const rep *r, const rrow *w, char (*cells)[CELL])
         snprintf(cells[R_KERNEL], CELL, "%s%s (%s)", place, w->kernel_name, declared);
     else
         snprintf(cells[R_KERNEL], CELL, "%s%s", place, w->kernel_name);
-    params_str(any->task, cells[R_PARAMS], CELL);
+    kf_rep_task_params(any->task, cells[R_PARAMS], CELL);
     snprintf(cells[R_NODE], CELL, "%s", *w->node ? w->node : "-");
     snprintf(cells[R_DEVICE], CELL, "%s", w->device);
     validation_str(w, cells[R_VALID], CELL);
@@ -626,7 +618,7 @@ static void render_provenance(const rep *r, esc *e, kf_buf *out)
         const Kfleet__TelemetrySummary *ts =
             w->profile && w->profile->res ? w->profile->res->telemetry : NULL;
         char params[256];
-        params_str(any->task, params, sizeof params);
+        kf_rep_task_params(any->task, params, sizeof params);
         kf_buf_addf(out, "%s%s %s on %s:", md ? "- " : "  ", E(e, w->kernel_name), E(e, params),
                     E(e, *w->node ? w->node : "-"));
         if (a && a->n_gpus)
@@ -751,7 +743,7 @@ int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
             kf_buf_adds(out, md ? "\n## Failures\n" : "\nfailures:\n");
         any = 1;
         char params[256];
-        params_str(rt->task, params, sizeof params);
+        kf_rep_task_params(rt->task, params, sizeof params);
         kf_buf_addf(out, "%s%s %s%s%s%s on %s, task 0x%llx: %s\n", md ? "\n- " : "  ",
                     kf_rep_kind_name((int)rt->task->kind),
                     E(&e, kf_rep_kernel_name(r, rt->task->kernel_index)), *params ? " [" : "",
@@ -770,7 +762,7 @@ int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
             kf_buf_adds(out, md ? "\n## Attempts\n" : "\nattempts:\n");
         tried = 1;
         char params[256];
-        params_str(rt->task, params, sizeof params);
+        kf_rep_task_params(rt->task, params, sizeof params);
         kf_buf_addf(out, "%s%s %s%s%s%s, task 0x%llx:\n", md ? "\n- " : "  ",
                     kf_rep_kind_name((int)rt->task->kind),
                     E(&e, kf_rep_kernel_name(r, rt->task->kernel_index)), *params ? " [" : "",
@@ -784,6 +776,7 @@ int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
                         E_n(&e, note, nl));
         }
     }
+    kf_rep_render_output(r, md, out);
     for (size_t i = 0; i < 8; i++)
         kf_buf_release(&e.ring[i]);
     return 0;

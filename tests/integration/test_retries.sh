@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Which failures are tried again (docs/sweep-format.md, `attempts:`):
-# infrastructure — the agent lost, the runner killed by the OS (SIGKILL not
-# sent by kfleet, as the out-of-memory killer does), a runner that cannot
-# start — while attempts remain; never the kernel's own failure (a crash, a
+# infrastructure — the agent lost, the runner killed from outside (a SIGKILL
+# kfleet did not send, with no out-of-memory kill counted), a runner that
+# cannot start — while attempts remain; never the kernel's own failure (a crash, a
 # wrong result, its time limit), which ends the task at once. The report
 # names why each attempt ended.
 source "$(dirname "$0")/lib.sh"
@@ -40,7 +40,7 @@ k = rows["killed_once"]
 if k["validation"]["passed"] is not True:
     bad.append(f"killed_once: {k['validation']}")
 ka = attempts("killed_once")
-if len(ka) != 2 or ka[0]["state"] != "failed" or "not by kfleet" not in ka[0]["note"] or ka[1]["state"] != "succeeded":
+if len(ka) != 2 or ka[0]["state"] != "failed" or "from outside kfleet" not in ka[0]["note"] or ka[1]["state"] != "succeeded":
     bad.append(f"killed_once attempts: {ka}")
 for name in ("crash", "wrong", "hang"):
     n = rows[name]["attempt_count"]
@@ -52,8 +52,8 @@ if bad:
 print("killed_once:", " then ".join(f"{a['state']} ({a['note'][:60]})" for a in ka))
 PY
 pass "SIGKILL from outside: tried again and passed; crash, wrong result and time limit: one attempt each"
-grep -q 'not by kfleet' "$T/report.txt" 2>/dev/null || "$KFLEET" report "$id" >"$T/report.txt"
-grep -q 'attempt 1 .*not by kfleet' "$T/report.txt" || fail "the text report does not say why attempt 1 ended: $(grep -A3 killed_once "$T/report.txt" | head -5)"
+grep -q 'from outside kfleet' "$T/report.txt" 2>/dev/null || "$KFLEET" report "$id" >"$T/report.txt"
+grep -q 'attempt 1 .*from outside kfleet' "$T/report.txt" || fail "the text report does not say why attempt 1 ended: $(grep -A3 killed_once "$T/report.txt" | head -5)"
 pass "the report names why each attempt ended"
 
 # attempts: 1 — the same kill is not tried again, and the reason says so.

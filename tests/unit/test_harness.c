@@ -555,7 +555,9 @@ static void test_profile_precision(void **state)
     print_message("1e-9 %%: %u samples, precision %.3g %%\n", ps->samples, ps->precision_pct);
     assert_false(ps->converged);
     assert_true(ps->precision_target_pct == 1e-9);
-    assert_true(ps->precision_pct > 1e-9);
+    /* -1: too few samples per input set for an interval (a loaded
+     * machine's 0.3 s), which is not the target either. */
+    assert_true(ps->precision_pct > 1e-9 || ps->precision_pct == -1);
     free_outcome(o);
     free_task(&t);
 }
@@ -638,7 +640,7 @@ static int serve(Kfleet__TaskAssign **tas, size_t n, int cut_short, Kfleet__Resu
         dup2(in[0], 0);
         dup2(out, 1);
         close(in[1]);
-        _exit(kf_runner_serve(workdir, NULL));
+        _exit(kf_runner_serve(workdir, NULL, 0));
     }
     close(in[0]);
     close(out);

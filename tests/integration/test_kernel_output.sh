@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# A kernel's stdout and stderr are its own text (issue 41): a C kernel that
+# printf()s on every run, one that writes 16 MiB of zero bytes, a Python
+# kernel and a problem's candidate that print all pass, their output kept
+# (bounded) and shown with their tasks; a kernel that writes on the
+# runner's message channel is killed, said so, and not tried again.
+source "$(dirname "$0")/lib.sh"
+
+export KF_PYTHON=/usr/bin/python3
+"$KF_PYTHON" -c 'import numpy' 2>"$T/numpy.err" ||
+  fail "$KF_PYTHON has no numpy (make test-build installs python3-numpy): $(tail -1 "$T/numpy.err")"
+
+set +e
+"$KFLEET" run "$KF_SRC/tests/data/sweeps/kernel_output.yaml" >"$T/run.out" 2>"$T/run.log"
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "kfleet run of kernel_output.yaml should exit 1 (the forger fails), got $rc"
+"$KFLEET" report --format json >"$T/r.json" || fail "report"
+python3 - "$T/r.json" <<'PY' || fail "the kernels' output is not what they wrote"
+import json, sys
+rows = {w["kernel"]: w for w in json.load(open(sys.argv[1]))["rows"]}
+for k in ("chatty", "flood", "py_chatty"):
+    w = rows[k]
+    assert w["validation"]["state"] == "succeeded", (k, w["validation"]["error"])
+    assert w["profile"]["state"] == "succeeded", (k, w["profile"]["error"])
+out = rows["chatty"]["validation"]["output"]
+assert "chatty: setup of 4096 elements" in out["kept"] and "chatty: run 1," in out["kept"], out
+assert out["bytes"] == len(out["kept"].encode()), out
+prof = rows["chatty"]["profile"]["output"]
+assert prof["bytes"] > 16384 and "bytes not kept]" in prof["kept"], prof["bytes"]
+py = rows["py_chatty"]["profile"]["output"]["kept"]
+assert "py_chatty: setup n=4096" in py and "py_chatty: run" in py, py[:200]
+# 16 MiB of zero bytes a setup (2 seeds): every byte counted, 8 KiB kept.
+fl = rows["flood"]["validation"]["output"]
+assert fl["bytes"] == 2 * 16 * 1048576, fl["bytes"]
+assert fl["kept"].count("\\x00") == 8192, fl["kept"].count("\\x00")
+v = rows["forger"]["validation"]
+assert v["state"] == "failed" and v["attempt"] == 1, (v["state"], v["attempt"])
+assert "kfleet killed the runner: its message channel carried a frame" in v["error"], v["error"]
+assert "out-of-memory" not in v["error"], v["error"]
+print("ok - chatty %d bytes, flood %d bytes (kept %d escapes), forger: %s" % (
+    prof["bytes"], fl["bytes"], fl["kept"].count("\\x00"), v["error"][:60]))
+PY
+grep -q "kernel output (stdout and stderr):" "$T/run.out" || fail "no kernel output section in the text report"
+grep -q "chatty: run 1, out" "$T/run.out" || fail "the text report lacks chatty's lines"
+grep -q "forger.*kfleet killed the runner" "$T/run.out" || fail "the forger's failure is not named"
+pass "printing kernels pass with their output shown; the channel's forger is killed, not retried"
+# The flood cost the agents' logs nothing.
+logs=$(find "$KFLEET_HOME" -name '*.log' -printf '%s\n' | awk '{s += $1} END {print s + 0}')
+[ "$logs" -lt 1048576 ] || fail "the logs grew to $logs bytes with the kernels' output"
+pass "the logs hold $logs bytes"
+
+rm -rf "$KFLEET_HOME"
+"$KFLEET" run "$KF_SRC/tests/data/sweeps/problem_print.yaml" >"$T/p.out" 2>"$T/p.log" ||
+  fail "kfleet run of problem_print.yaml exited $?"
+"$KFLEET" report --format json >"$T/p.json" || fail "report"
+python3 - "$T/p.json" <<'PY' || fail "the printing candidate's output or verdict is wrong"
+import json, sys
+rows = {w["kernel"]: w for w in json.load(open(sys.argv[1]))["rows"]}
+w = rows["cand_print"]
+assert w["validation"]["state"] == "succeeded" and w["profile"]["state"] == "succeeded"
+assert "cand_print: rows=64" in w["validation"]["output"]["kept"], w["validation"]["output"]
+assert rows["numpy_naive"]["validation"]["output"] is None
+print("ok - cand_print passed, %d bytes of output" % w["profile"]["output"]["bytes"])
+PY
+grep -q "cand_print: rows=64" "$T/p.out" || fail "the candidate's output is not in the text report"
+pass "a printing candidate is judged as any other, its output shown"
