@@ -24,6 +24,7 @@
 #include "common/util.h"
 #include "common/wire.h"
 #include "agent/agent_int.h"
+#include "agent/refstore.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -384,6 +385,10 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
     snprintf(dir, sizeof dir, "%s/tmp", a->workdir);
     if ((rc = kf_mkdirs(dir, 0700, err)))
         goto fail;
+    if (!(a->refs = kf_refstore_open(a->workdir, err))) {
+        rc = err->code;
+        goto fail;
+    }
     if ((rc = kf_inventory_collect(cfg->agent_id, a->workdir, &a->info, err)))
         goto fail;
     if (cfg->cpu_slots)
@@ -480,6 +485,7 @@ void kf_agent_destroy(kf_agent **self)
     if (a->zctx)
         zmq_ctx_term(a->zctx);
     kf_outbox_close(&a->outbox);
+    kf_refstore_close(&a->refs);
     kf_inventory_free(&a->info);
     free(a->pending);
     kf_buf_release(&a->scratch);

@@ -59,6 +59,17 @@ typedef struct krunner {
     char killed_why[512];
     uint64_t oom_kills0; /* the node's OOM kill count when it started */
     long maxrss_kb;      /* its peak resident memory, from wait4 */
+    int slot_held;       /* it holds its GPU or CPU slot now */
+    /* A candidate's checker (checkers.h): its pid (0: none, or reaped). */
+    pid_t checker_pid;
+    /* A runner that computes the references a candidate's task lacks on
+     * this agent (checkers.h): the candidate's assignment, packed, which
+     * starts once they are here; `handed_off` once it has. */
+    uint8_t *then;
+    size_t then_len;
+    int handed_off;
+    /* A candidate's runner after such a computation: the Result's counts. */
+    uint32_t refs_recomputed, refs_differ;
 } krunner;
 
 typedef struct kpending {
@@ -96,8 +107,9 @@ struct kf_agent {
     double hb_interval_s;
     krunner *runners[MAX_RUNNERS];
     size_t nrunners;
-    struct kwarms *warms; /* warms.h: candidates' warm runners; NULL until the first */
-    int warms_off;        /* they cannot be had here (said once): fresh runners */
+    struct kwarms *warms;     /* warms.h: candidates' warm runners; NULL until the first */
+    struct kf_refstore *refs; /* refstore.h: the references candidates are judged by */
+    int warms_off;            /* they cannot be had here (said once): fresh runners */
     uint32_t cpu_used;
     uint8_t gpu_busy[64];
     kpending *pending;

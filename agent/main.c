@@ -11,7 +11,8 @@
  * outbox again. (`--runner`, with `--serve` for a runner that takes
  * several tasks, `--warm` for a candidate's warm runner (runner/warm.h)
  * and `--scratch` for its sandbox's scratch dir and `--channel` for its
- * descriptors (runner/harness.h), is internal: the agent
+ * descriptors (runner/channel.h), and `--checker` for a candidate's judge
+ * (runner/checker.h), are internal: the agent
  * execs itself with it.)
  *
  * The link is CurveZMQ. The agent's key pair is WORKDIR/agent.key (made on
@@ -24,6 +25,7 @@
 #include "runner/doctor.h"
 #include "agent/agent.h"
 #include "common/buf.h"
+#include "runner/checker.h"
 #include "runner/harness.h"
 #include "runner/warm.h"
 #include "common/keys.h"
@@ -160,7 +162,7 @@ typedef struct {
     const char *coordinator, *home, *workdir, *name, *level, *server_key, *scratch;
     long cpu_slots;
     double price;
-    int runner, serve, warm, channel, keep_tmp, doctor, doctor_gpu, show_key;
+    int runner, serve, warm, channel, checker, keep_tmp, doctor, doctor_gpu, show_key;
 } agent_args;
 
 /* The phases of main below return -1 to go on, else the exit status. */
@@ -204,6 +206,7 @@ static int parse_args(int argc, char **argv, agent_args *a)
                                          {"warm", no_argument, 0, 'W'},
                                          {"scratch", required_argument, 0, 'T'},
                                          {"channel", no_argument, 0, 'C'},
+                                         {"checker", no_argument, 0, 'J'},
                                          {"keep-tmp", no_argument, 0, 'k'},
                                          {"doctor", no_argument, 0, 'D'},
                                          {"gpu", no_argument, 0, 'G'},
@@ -244,6 +247,9 @@ static int parse_args(int argc, char **argv, agent_args *a)
             break;
         case 'C':
             a->channel = 1;
+            break;
+        case 'J':
+            a->checker = 1;
             break;
         case 'k':
             a->keep_tmp = 1;
@@ -300,6 +306,8 @@ static int run_modes(const agent_args *a)
         kf_doctor_print(&d, 1);
         return 0;
     }
+    if (a->checker) /* a candidate's judge (runner/checker.h) */
+        return kf_checker_main();
     if (a->runner) {
         if (!a->workdir) {
             fprintf(stderr, "kfleet-agent: --runner needs --workdir\n");

@@ -11,8 +11,10 @@
  * did not send ends its attempt as an infrastructure failure
  * (Result.infra: tried again), a crash as the kernel's own. */
 #include "agent/agent_int.h"
+#include "agent/checkers.h"
 #include "agent/ending.h"
 #include "agent/kout.h"
+#include "agent/results.h"
 #include "common/log.h"
 #include "common/taskkind.h"
 #include "common/util.h"
@@ -49,34 +51,10 @@ static void close_pair(int p[2])
 krunner *runners_find(kf_agent *a, uint64_t task, uint32_t attempt)
 {
     for (size_t i = 0; i < a->nrunners; i++)
-        if (a->runners[i]->task_id == task && a->runners[i]->attempt == attempt)
+        if (a->runners[i]->task_id == task && a->runners[i]->attempt == attempt &&
+            !a->runners[i]->handed_off)
             return a->runners[i];
     return NULL;
-}
-
-static void attach_output(krunner *r, Kfleet__Result *res, kf_buf *keep);
-
-static void send_result(kf_agent *a, krunner *r, int state, int infra, const char *error)
-{
-    Kfleet__Result res = KFLEET__RESULT__INIT;
-    res.infra = infra;
-    res.task_id = r->task_id;
-    res.attempt = r->attempt;
-    res.state = (Kfleet__TaskState)state;
-    res.error = (char *)error;
-    res.agent_id = a->info->agent_id;
-    res.elapsed_s = (double)(kf_mono_ns() - r->started_mono) / 1e9;
-    res.sample_count = r->nsamples;
-    res.finished_ns = kf_now_ns();
-    kf_buf output = KF_BUF_INIT;
-    if (r->kout) /* what it wrote says why, as often as not */
-        attach_output(r, &res, &output);
-    Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
-    env.body_case = KFLEET__ENVELOPE__BODY_RESULT;
-    env.result = &res;
-    link_emit(a, &env, r->task_id, r->attempt, 1);
-    kf_buf_release(&output);
-    r->got_result = 1;
 }
 
 void runners_fail_assignment(kf_agent *a, const Kfleet__TaskAssign *ta, const char *why)
@@ -87,7 +65,7 @@ void runners_fail_assignment(kf_agent *a, const Kfleet__TaskAssign *ta, const ch
     tmp.attempt = ta->attempt;
     tmp.started_mono = kf_mono_ns();
     /* The runner never ran: nothing the kernel did. */
-    send_result(a, &tmp, KFLEET__TASK_STATE__FAILED, 1, why);
+    results_send(a, &tmp, KFLEET__TASK_STATE__FAILED, 1, why);
 }
 
 /* The CUDA_VISIBLE_DEVICES entry for the agent's GPU `index`: the agent
@@ -130,16 +108,22 @@ static int on_gpu(const Kfleet__TaskAssign *ta)
     return ta->spec && ta->spec->device_cuda && !kf_task_kind_at(ta->spec->kind)->builds;
 }
 
-static void take_slot(kf_agent *a, const krunner *r)
+static void take_slot(kf_agent *a, krunner *r)
 {
+    if (r->slot_held)
+        return;
+    r->slot_held = 1;
     if (r->gpu && r->gpu_index < 64)
         a->gpu_busy[r->gpu_index] = 1;
     else
         a->cpu_used++;
 }
 
-static void free_slot(kf_agent *a, const krunner *r)
+static void free_slot(kf_agent *a, krunner *r)
 {
+    if (!r->slot_held)
+        return;
+    r->slot_held = 0;
     if (r->gpu && r->gpu_index < 64)
         a->gpu_busy[r->gpu_index] = 0;
     else if (a->cpu_used > 0)
@@ -343,10 +327,10 @@ static int wants_warm(kf_agent *a, const Kfleet__TaskAssign *ta)
     return warms_ready(a->warms, on_gpu(ta), ta->gpu_index, s->problem_hash);
 }
 
-int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
+/* Starts a runner for ta (a fresh or a warm runner's child): the runner,
+ * in a->runners, or NULL with err. */
+static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
 {
-    if (reuse(a, ta))
-        return KF_OK;
     int serve = serves(ta);
     krunner *r = kf_xcalloc(1, sizeof *r);
     kf_buf_init(&r->in);
@@ -382,15 +366,15 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
     }
     snprintf(path, sizeof path, "%s/runner.log", r->dir);
     int log_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    int pfd[2] = {-1, -1}, vfd[2] = {-1, -1}, ofd[2] = {-1, -1};
-    /* A candidate's checker writes its verdicts where only it and this
-     * agent reach (runner/candidate.c). */
-    int cand = kf_verdict_wanted(ta->spec);
-    if (in_fd < 0 || log_fd < 0 || (cand && pipe2(vfd, O_CLOEXEC) != 0) ||
-        pipe2(pfd, O_CLOEXEC) != 0 || pipe2(ofd, O_CLOEXEC) != 0) {
+    int pfd[2] = {-1, -1}, ofd[2] = {-1, -1}, cfd = -1;
+    if (in_fd < 0 || log_fd < 0 || pipe2(pfd, O_CLOEXEC) != 0 || pipe2(ofd, O_CLOEXEC) != 0)
         rc =
             kf_err_set(err, KF_EIO, "cannot prepare the runner in %s: %s", r->dir, strerror(errno));
-        close_pair(vfd);
+    /* A candidate's checker, started here beside its runner (checkers.h). */
+    else if (kf_verdict_wanted(ta->spec))
+        rc = checkers_start(a, r, ta, &cfd, err);
+    if (rc != KF_OK) {
+        close_pair(ofd);
         close_pair(pfd);
         if (in_fd >= 0)
             close(in_fd);
@@ -407,10 +391,10 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
         memset(&req, 0, sizeof req);
         req.task_id = ta->task_id;
         req.attempt = ta->attempt;
-        req.nfds = vfd[1] >= 0 ? KF_WARM_FD_VERDICT + 1 : KF_WARM_FD_VERDICT;
+        req.nfds = cfd >= 0 ? KF_WARM_FD_CHECKER + 1 : KF_WARM_FD_CHECKER;
         if (kf_sandbox_enabled())
             snprintf(req.scratch, sizeof req.scratch, "%s", r->dir);
-        int fds[KF_WARM_MAX_FDS] = {in_fd, pfd[1], log_fd, ofd[1], vfd[1]};
+        int fds[KF_WARM_MAX_FDS] = {in_fd, pfd[1], log_fd, ofd[1], cfd};
         pid = warms_spawn(a->warms, r->gpu, r->gpu_index, ta->spec->problem_hash, &req, fds,
                           &warm_pid, err);
         if (pid < 0 && err->code == KF_EUNAVAIL) {
@@ -430,8 +414,9 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
             close(task_fd[1]);
         close(log_fd);
         close_pair(pfd);
-        close_pair(vfd);
         close_pair(ofd);
+        if (cfd >= 0)
+            close(cfd);
         goto fail;
     }
     if (pid == 0) {
@@ -441,14 +426,14 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         /* The runner's channel (runner/harness.h): stdin nothing, stdout
          * and stderr the kernel's output, which this agent keeps as text;
-         * the task, the frames, the runner's log and a candidate's verdict
-         * pipe on descriptors of their own. Nothing else of the agent's
+         * the task, the frames, the runner's log and a candidate's socket
+         * to its checker on descriptors of their own. Nothing else of the agent's
          * reaches the kernel: not its socket, its outbox or other runners'
          * pipes, no KFLEET_* variable, no SSH agent; the runner's sandbox
          * does the rest. */
         int null = open("/dev/null", O_RDONLY);
-        int place[KF_RUNNER_FD_VERDICT + 1] = {null, ofd[1], ofd[1], in_fd, pfd[1], log_fd, vfd[1]};
-        if (kf_sandbox_place_fds(place, KF_RUNNER_FD_VERDICT + 1) != 0) {
+        int place[KF_RUNNER_FD_CHECKER + 1] = {null, ofd[1], ofd[1], in_fd, pfd[1], log_fd, cfd};
+        if (kf_sandbox_place_fds(place, KF_RUNNER_FD_CHECKER + 1) != 0) {
             dprintf(log_fd, "cannot place the runner's descriptors: %s\n", strerror(errno));
             _exit(127);
         }
@@ -478,10 +463,8 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
     fcntl(pfd[0], F_SETFL, O_NONBLOCK);
     fcntl(ofd[0], F_SETFL, O_NONBLOCK);
     r->kout_fd = ofd[0];
-    if (vfd[0] >= 0) {
-        close(vfd[1]);
-        fcntl(vfd[0], F_SETFL, O_NONBLOCK);
-        r->verdict_fd = vfd[0];
+    if (cfd >= 0) {
+        close(cfd);
         r->want_checks = /* a profile re-checks during its samples and after them */
             kf_task_kind_at(ta->spec->kind)->report == KF_REPORT_VALIDATION
                 ? (uint32_t)ta->spec->n_seeds
@@ -496,37 +479,48 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
         /* It dies at once; the reaper reports the attempt failed, as a
          * runner that could not start. */
         kill(-pid, SIGKILL);
-        return KF_OK;
+        return r;
     }
     log_start(r, ta);
-    return KF_OK;
+    return r;
 fail:
+    checkers_stop(r);
+    if (r->verdict_fd >= 0)
+        close(r->verdict_fd);
+    kf_kout_destroy(&r->kout);
     kf_buf_release(&r->in);
     free(r);
-    return rc;
+    return NULL;
 }
 
-static void tail_of(const char *path, char *out, size_t len)
+int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
 {
-    out[0] = '\0';
-    kf_buf b = KF_BUF_INIT;
-    if (kf_buf_read_file(&b, path) != KF_OK) {
-        kf_buf_release(&b);
-        return;
+    if (reuse(a, ta))
+        return KF_OK;
+    /* A candidate whose references this agent lacks: a runner that loads
+     * only the problem computes them first (checkers.h). */
+    if (kf_verdict_wanted(ta->spec) && checkers_missing(a, ta->spec) > 0) {
+        uint8_t *packed;
+        size_t len;
+        int rc = checkers_prestage(a, ta, &packed, &len, err);
+        Kfleet__TaskAssign *pre =
+            rc == KF_OK ? kfleet__task_assign__unpack(NULL, len, packed) : NULL;
+        free(packed);
+        if (!pre)
+            return rc != KF_OK ? rc : kf_err_set(err, KF_EINVAL, "internal: a prestage task");
+        krunner *r = start_runner(a, pre, err);
+        kfleet__task_assign__free_unpacked(pre, NULL);
+        if (!r)
+            return err->code ? err->code : KF_EIO;
+        r->then_len = kfleet__task_assign__get_packed_size(ta);
+        r->then = kf_xmalloc(r->then_len ? r->then_len : 1);
+        kfleet__task_assign__pack(ta, r->then);
+        kf_info("refs.compute", "task=0x%llx attempt=%u missing=%zu of %zu",
+                (unsigned long long)ta->task_id, ta->attempt, checkers_missing(a, ta->spec),
+                ta->spec->n_references);
+        return KF_OK;
     }
-    /* The last 10 lines, at most len-1 bytes. */
-    size_t start = b.len, lines = 0;
-    while (start > 0 && lines <= 10) {
-        start--;
-        if (b.data[start] == '\n' && start + 1 < b.len)
-            lines++;
-    }
-    if (lines > 10)
-        start++;
-    if (b.len - start >= len)
-        start = b.len - (len - 1);
-    snprintf(out, len, "%s", b.data + start);
-    kf_buf_release(&b);
+    return start_runner(a, ta, err) ? KF_OK : (err->code ? err->code : KF_EIO);
 }
 
 /* At most this much of a runner's frames, or of its kernel's output, is
@@ -534,39 +528,79 @@ static void tail_of(const char *path, char *out, size_t len)
  * loop (its heartbeats, its other runners) waiting; the rest is read on the
  * next turn of the loop. */
 #define DRAIN_MAX (4u << 20)
-/* What is read of the kernel's output when its task's Result arrives:
- * everything it wrote before, unless a process of the kernel's goes on
- * writing; then the Result goes without the rest (it is counted with the
- * next task's, or dropped with the runner). */
-#define RESULT_DRAIN_MAX (64u << 20)
 
-/* kfleet kills runner r for a reason its attempt's error gives (the first
- * such reason stays). */
-static void kill_for(krunner *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void kill_for(krunner *r, const char *fmt, ...)
+/* The Result runner r wrote, sent; then a serving runner waits for its
+ * kernel's next task, its slot free, or leaves. */
+static void result_in(kf_agent *a, krunner *r, Kfleet__Envelope *env)
 {
-    if (!r->killed_why[0]) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(r->killed_why, sizeof r->killed_why, fmt, ap);
-        va_end(ap);
+    results_relay(a, r, env);
+    const Kfleet__Result *res = env->result;
+    if (r->in_fd >= 0 && res->runner_stays && !r->cancelled &&
+        res->state == KFLEET__TASK_STATE__SUCCEEDED) {
+        r->idle = 1;
+        r->idle_mono = kf_mono_ns();
+        free_slot(a, r);
+        kf_debug("runner.end", "task=0x%llx attempt=%u status=0 pid=%d stays=1",
+                 (unsigned long long)r->task_id, r->attempt, (int)r->pid);
+    } else if (r->in_fd >= 0) {
+        close(r->in_fd); /* it leaves after this task */
+        r->in_fd = -1;
+        if (res->state == KFLEET__TASK_STATE__SUCCEEDED && !r->cancelled) {
+            /* It said why in its log (runner.not_kept). */
+            char tail[512];
+            results_log_tail(r, tail, sizeof tail);
+            for (char *c = tail; *c; c++)
+                *c = *c == '\n' || *c == '"' ? ' ' : *c;
+            kf_info("runner.leaves", "task=0x%llx pid=%d tasks=%u log=\"%s\"",
+                    (unsigned long long)r->task_id, (int)r->pid, r->tasks, tail);
+        }
     }
-    kf_error("runner.killed", "task=0x%llx pid=%d why=\"%s\"", (unsigned long long)r->task_id,
-             (int)r->pid, r->killed_why);
-    kill(-r->pid, SIGKILL);
 }
 
-/* The kernel's output of r's task so far into res (pointing into *keep,
- * which must outlive the frame), and r's record of it started afresh. */
-static void attach_output(krunner *r, Kfleet__Result *res, kf_buf *keep)
+/* The Result of a runner that computed a candidate's missing references
+ * (r->then): kept, then the candidate's own runner starts in the slot; a
+ * failure there is the candidate task's. Nothing of it is sent. */
+static void hand_off(kf_agent *a, krunner *r, const Kfleet__Result *res)
 {
-    if (r->kout_fd >= 0)
-        kf_kout_read(r->kout, &r->kout_fd, RESULT_DRAIN_MAX);
-    res->kernel_output_bytes = kf_kout_total(r->kout);
-    kf_kout_render(r->kout, keep);
-    res->kernel_output.data = (uint8_t *)keep->data;
-    res->kernel_output.len = keep->len;
-    kf_kout_reset(r->kout);
+    kf_err err;
+    char why[3600];
+    int infra = res->infra;
+    Kfleet__TaskAssign *ta = NULL;
+    uint32_t recomputed = 0, differ = 0;
+    if (r->cancelled) {
+        results_send(a, r, KFLEET__TASK_STATE__CANCELLED, 0, "cancelled by the coordinator");
+        return;
+    }
+    if (res->state != KFLEET__TASK_STATE__SUCCEEDED) {
+        snprintf(why, sizeof why,
+                 "the problem's reference for this configuration could not be computed on this "
+                 "agent, which lacked it: %s",
+                 res->error ? res->error : "");
+        results_send(a, r, res->state, infra, why);
+        return;
+    }
+    ta = checkers_handoff(a, r, res, &recomputed, &differ, &err);
+    /* Its work is done: the slot goes to the candidate, the process (and
+     * its context on the GPU) away. */
+    r->handed_off = 1;
+    r->got_result = 1;
+    free_slot(a, r);
+    kill(-r->pid, SIGKILL);
+    krunner *next = ta ? start_runner(a, ta, &err) : NULL;
+    if (next) {
+        next->refs_recomputed = recomputed;
+        next->refs_differ = differ;
+        if (differ)
+            kf_info("refs.differ", "task=0x%llx recomputed=%u differ=%u",
+                    (unsigned long long)ta->task_id, recomputed, differ);
+    } else {
+        snprintf(why, sizeof why, "the candidate could not start after its references: %s",
+                 err.msg);
+        r->got_result = 0;
+        results_send(a, r, KFLEET__TASK_STATE__FAILED, 1, why);
+    }
+    if (ta)
+        kfleet__task_assign__free_unpacked(ta, NULL);
 }
 
 /* Handles the frames a runner wrote so far, and keeps its kernel's output. */
@@ -597,11 +631,12 @@ void runners_drain(kf_agent *a, krunner *r)
             /* The channel is the runner's alone (its kernel's stdout is
              * not it): something in its process wrote there. Nothing after
              * can be read in step, so the runner goes. */
-            kill_for(r,
-                     "kfleet killed the runner: its message channel carried a frame of %u bytes "
-                     "(at most %u); the kernel's stdout and stderr are not that channel, so code "
-                     "in the runner's process wrote into the channel itself",
-                     len, (unsigned)KF_MAX_FRAME);
+            results_kill(
+                r,
+                "kfleet killed the runner: its message channel carried a frame of %u bytes "
+                "(at most %u); the kernel's stdout and stderr are not that channel, so code "
+                "in the runner's process wrote into the channel itself",
+                len, (unsigned)KF_MAX_FRAME);
             off = r->in.len;
             break;
         }
@@ -611,11 +646,11 @@ void runners_drain(kf_agent *a, krunner *r)
         Kfleet__Envelope *env = kf_wire_unpack(p + 4, len, &err);
         off += 4 + len;
         if (!env) {
-            kill_for(r,
-                     "kfleet killed the runner: a message on its channel does not decode (%s); "
-                     "the kernel's stdout and stderr are not that channel, so code in the "
-                     "runner's process wrote into the channel itself",
-                     err.msg);
+            results_kill(r,
+                         "kfleet killed the runner: a message on its channel does not decode (%s); "
+                         "the kernel's stdout and stderr are not that channel, so code in the "
+                         "runner's process wrote into the channel itself",
+                         err.msg);
             off = r->in.len;
             break;
         }
@@ -625,52 +660,10 @@ void runners_drain(kf_agent *a, krunner *r)
             r->nsamples += (uint32_t)env->samples->n_samples;
             link_emit(a, env, r->task_id, r->attempt, 0);
         } else if (env->body_case == KFLEET__ENVELOPE__BODY_RESULT && !r->got_result) {
-            Kfleet__Result *res = env->result;
-            char *runner_agent = res->agent_id;
-            res->task_id = r->task_id;
-            res->attempt = r->attempt;
-            res->agent_id = a->info->agent_id;
-            res->sample_count = r->nsamples;
-            if (r->cancelled)
-                res->state = KFLEET__TASK_STATE__CANCELLED;
-            char *runner_error = res->error;
-            ProtobufCBinaryData runner_output = res->kernel_output;
-            kf_buf output = KF_BUF_INIT;
-            attach_output(r, res, &output);
-            if (r->verdict_fd >= 0)
-                kf_verdict_apply(r->verdict_fd, r->want_checks, res, r->verdict_why,
-                                 sizeof r->verdict_why);
-            if (res->artifact_stale) /* the runner's log goes with its scratch dir */
-                kf_warn("runner.artifact_stale", "task=0x%llx error=\"%.300s\"",
-                        (unsigned long long)r->task_id, res->error ? res->error : "");
-            link_emit(a, env, r->task_id, r->attempt, 1);
-            r->got_result = 1;
-            res->agent_id = runner_agent; /* ours is not the decoder's to free */
-            res->error = runner_error;
-            res->kernel_output = runner_output;
-            kf_buf_release(&output);
-            if (r->in_fd >= 0 && res->runner_stays && !r->cancelled &&
-                res->state == KFLEET__TASK_STATE__SUCCEEDED) {
-                /* Waits for its kernel's next task, its slot free. */
-                r->idle = 1;
-                r->idle_mono = kf_mono_ns();
-                free_slot(a, r);
-                kf_debug("runner.end", "task=0x%llx attempt=%u status=0 pid=%d stays=1",
-                         (unsigned long long)r->task_id, r->attempt, (int)r->pid);
-            } else if (r->in_fd >= 0) {
-                close(r->in_fd); /* it leaves after this task */
-                r->in_fd = -1;
-                if (res->state == KFLEET__TASK_STATE__SUCCEEDED && !r->cancelled) {
-                    /* It said why on its stderr (runner.not_kept). */
-                    char logp[PATH_MAX + 16], tail[512];
-                    snprintf(logp, sizeof logp, "%s/runner.log", r->dir);
-                    tail_of(logp, tail, sizeof tail);
-                    for (char *c = tail; *c; c++)
-                        *c = *c == '\n' || *c == '"' ? ' ' : *c;
-                    kf_info("runner.leaves", "task=0x%llx pid=%d tasks=%u log=\"%s\"",
-                            (unsigned long long)r->task_id, (int)r->pid, r->tasks, tail);
-                }
-            }
+            if (r->then)
+                hand_off(a, r, env->result);
+            else
+                result_in(a, r, env);
         }
         kf_wire_free(env);
     }
@@ -693,6 +686,8 @@ static void free_runner(kf_agent *a, krunner *r)
     if (r->kout_fd >= 0)
         close(r->kout_fd);
     kf_kout_destroy(&r->kout);
+    checkers_stop(r);
+    free(r->then);
     if (!a->cfg.keep_tmp)
         remove_dirs(r);
     kf_buf_release(&r->in);
@@ -703,12 +698,11 @@ static void finish_runner(kf_agent *a, size_t idx)
 {
     krunner *r = a->runners[idx];
     if (!r->got_result) {
-        char why[3072], tail[2048], logp[PATH_MAX + 16];
-        snprintf(logp, sizeof logp, "%s/runner.log", r->dir);
-        tail_of(logp, tail, sizeof tail);
+        char why[3072], tail[2048];
+        results_log_tail(r, tail, sizeof tail);
         int state, infra;
         ending_explain(r, ending_oom_kills(), tail, why, sizeof why, &state, &infra);
-        send_result(a, r, state, infra, why);
+        results_send(a, r, state, infra, why);
     }
     if (!r->idle) /* an idle runner's task ended with its result */
         kf_debug("runner.end", "task=0x%llx attempt=%u status=%d", (unsigned long long)r->task_id,
@@ -731,6 +725,8 @@ void runners_reap(kf_agent *a)
                 a->runners[i]->status = status;
                 a->runners[i]->maxrss_kb = ru.ru_maxrss;
             }
+            if (a->runners[i]->checker_pid == pid)
+                a->runners[i]->checker_pid = 0; /* reaped: its pid is not ours to kill */
         }
         warms_reaped(a->warms, pid, status);
     }

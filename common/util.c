@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 uint64_t kf_now_ns(void)
@@ -284,4 +286,9 @@ int kf_version_cmp(const char *a, const char *b)
         a = ma ? ea + 1 : ea;
         b = mb ? eb + 1 : eb;
     }
+}
+
+int kf_memfd(const char *name)
+{
+    return (int)syscall(SYS_memfd_create, name, MFD_CLOEXEC);
 }

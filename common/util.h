@@ -64,6 +64,11 @@ int kf_exe_dir(char *out, size_t len);
  * KF_EIO with errno saying why. */
 int kf_write_all(int fd, const void *p, size_t n);
 
+/* A new anonymous memory file (memfd_create, close-on-exec) named `name`
+ * in /proc: a buffer two processes map, or a file nobody can reach by
+ * path. The descriptor, or -1 with errno. */
+int kf_memfd(const char *name);
+
 /* Writes data to path atomically (a temporary made O_EXCL under a random
  * name, then rename), mode applied; a symlink at path is replaced, never
  * followed. */

@@ -3,27 +3,19 @@
  * kf_kernel that validate.c, profile.c and guard.c drive as they drive any
  * kernel.
  *
- * The order is the design: the problem is loaded first (setup, output,
- * inputs, tolerances, bytes, flops; its reference() is never called here),
- * then the checker is forked with the stored references of the task's seeds
- * and the problem's tolerances, on the verdict descriptor the agent gave
- * this runner (HCTX_VERDICT_FD), and only then is the candidate's code
- * loaded. Every output validation and the profile's re-checks fetch goes
- * to the checker too (validate.c); the agent reads the verdicts, so what
- * the candidate does to this process (a monkeypatched reference, a
- * reference buffer written over, a Result rewritten) cannot make a wrong
- * output pass.
- *
- * Once the checker holds the stored references, this process keeps none:
- * they are wiped (explicit_bzero) and freed before the candidate loads, so
- * a candidate that searches its memory for the answer to copy finds
- * nothing. Its validation, re-checks and the guard's spot checks take the
- * checker's answers (h->judge, h->spot); the composed kernel's reference()
- * only fails. Its setup() makes the problem's state from a seed of the
- * pool and the candidate's prepare(); run() is the candidate's. kf_kernel's callbacks
- * carry no context, so the composition is one static of this file: a
- * runner takes one candidate task and exits (the agent never keeps a
- * candidate's runner serving). */
+ * This process holds no reference and no tolerance that judges: the
+ * checker does (checker.h), a process the agent started beside this
+ * runner, outside its process tree and sandbox, with the references from
+ * the agent's store. This process only reaches it on its socket
+ * (KF_RUNNER_FD_CHECKER): every output validation and the profile's
+ * re-checks fetch goes there (h->judge), and so do the guard's spot checks
+ * (h->spot), and each gets PASS or FAIL back, nothing that depends on a
+ * reference value; the numbers go to the agent. The composed kernel's
+ * reference() only fails. Its setup() makes the problem's state from a
+ * seed of the pool and the candidate's prepare(); run() is the
+ * candidate's. kf_kernel's callbacks carry no context, so the composition
+ * is one static of this file: a runner takes one candidate task and exits
+ * (the agent never keeps a candidate's runner serving). */
 #include "runner/hctx.h"
 
 #include "common/taskkind.h"
@@ -38,6 +30,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,23 +63,28 @@ int hctx_is_candidate(const Kfleet__TaskSpec *spec)
 }
 
 /* hctx.judge: the output of a state to the checker, against the stored
- * reference of the state's seed; its answer is the check. */
+ * reference of the state's seed; its PASS or FAIL is the check. The
+ * measures stay the checker's (the agent puts them in the Result). */
 static int judge(hctx *h, const void *state, const void *out, const kf_view *v, hctx_check *c)
 {
     kf_err err;
-    if (kf_checker_check(h->checker, ((const cstate *)state)->ref, out, v->dtype, v->count, c,
+    int passed = 0;
+    if (kf_checker_check(h->checker, ((const cstate *)state)->ref, out, v->dtype, v->count, &passed,
                          &err) != KF_OK)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "candidate %s: %s", h->spec->kernel,
                          err.msg);
+    *c = (hctx_check){
+        .nonfinite = 0, .ref_nonzero = 1, .max_abs = NAN, .rel = NAN, .passed = passed};
     return 0;
 }
 
 /* hctx.spot: the guard's spot check of a state, by the checker. */
 static int spot(hctx *h, const void *state, const uint64_t *at, const double *values, size_t n,
-                hctx_check *c)
+                int *passed)
 {
     kf_err err;
-    if (kf_checker_spot(h->checker, ((const cstate *)state)->ref, at, values, n, c, &err) != KF_OK)
+    if (kf_checker_spot(h->checker, ((const cstate *)state)->ref, at, values, n, passed, &err) !=
+        KF_OK)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "candidate %s: %s", h->spec->kernel,
                          err.msg);
     return 0;
@@ -207,61 +205,22 @@ static int load_problem(hctx *h, loaded *P)
     return rc;
 }
 
-/* The stored references out of this process: the checker has its copy.
- * explicit_bzero, which the compiler keeps, before the free; the spec is
- * the runner's own decoded copy (harness.c), and protobuf-c allocates each
- * bytes field by itself, so each is freed alone (len 0: nothing to free
- * again when the spec is). */
-static void wipe_references(const Kfleet__TaskSpec *sp)
-{
-    for (size_t i = 0; i < sp->n_references; i++) {
-        Kfleet__Reference *r = sp->references[i];
-        if (r->values.data) {
-            explicit_bzero(r->values.data, r->values.len);
-            free(r->values.data);
-        }
-        r->values.data = NULL;
-        r->values.len = 0;
-    }
-}
-
-static int start_checker(hctx *h, const kf_kernel *problem)
+/* The checker the agent started for this task, on its socket. */
+static int start_checker(hctx *h)
 {
     const Kfleet__TaskSpec *sp = h->spec;
-    size_t n = sp->n_references;
-    if (n == 0 || n != sp->n_seeds)
+    if (sp->n_references == 0 || sp->n_references != sp->n_seeds)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
                          "candidate %s: the assignment carries %zu seeds and %zu stored "
                          "references; it cannot be judged",
-                         sp->kernel, sp->n_seeds, n);
-    if (fcntl(HCTX_VERDICT_FD, F_GETFD) < 0)
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
-                         "candidate %s: no verdict descriptor (fd %d) from the agent; the "
-                         "checker has nowhere to write",
-                         sp->kernel, HCTX_VERDICT_FD);
-    const double **refs = calloc(n, sizeof *refs);
-    size_t *counts = calloc(n, sizeof *counts);
-    int rc = refs && counts ? 0 : hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory");
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        const Kfleet__Reference *r = sp->references[i];
-        if (r->values.len != r->count * sizeof(double))
-            rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED,
-                           "stored reference %zu has %zu bytes for %llu elements", i, r->values.len,
-                           (unsigned long long)r->count);
-        refs[i] = (const double *)(const void *)r->values.data;
-        counts[i] = (size_t)r->count;
-    }
+                         sp->kernel, sp->n_seeds, sp->n_references);
     kf_err err;
-    if (rc == 0 && kf_checker_start(refs, counts, n, problem->tol_abs, problem->tol_rel,
-                                    HCTX_VERDICT_FD, &h->checker, &err) != KF_OK)
-        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
+    h->checker = kf_checker_connect(KF_RUNNER_FD_CHECKER, &err);
+    if (!h->checker)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "candidate %s: %s", sp->kernel, err.msg);
     h->judge = judge;
     h->spot = spot;
-    free(refs);
-    free(counts);
-    if (rc == 0)
-        wipe_references(h->spec);
-    return rc;
+    return 0;
 }
 
 static int load_candidate(hctx *h, loaded *P, loaded *L)
@@ -337,14 +296,16 @@ int hctx_candidate_load(hctx *h, loaded *L)
     loaded P = {0};
     if (load_problem(h, &P) != 0)
         return -1;
-    /* Before any of the candidate's code is in this process. */
-    if (start_checker(h, P.k) != 0)
+    if (start_checker(h) != 0)
         return -1;
     return load_candidate(h, &P, L);
 }
 
 void hctx_candidate_finish(hctx *h)
 {
-    if (h->checker)
-        kf_checker_finish(&h->checker);
+    if (h->checker && kf_checker_finish(&h->checker) != KF_OK &&
+        h->res->state == KFLEET__TASK_STATE__SUCCEEDED)
+        hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                  "candidate %s: its checker did not answer the end of its checks",
+                  h->spec->kernel);
 }

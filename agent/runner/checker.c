@@ -1,23 +1,19 @@
-/* checker — a candidate's outputs judged in a process the candidate's code
- * never runs in; see checker.h and docs/problems.md.
+/* checker — the candidate's judge, a process of the agent's; see checker.h.
  *
- * How: kf_checker_start allocates the receive buffer, then forks. The
- * child keeps only the read end of the data pipe, verdict_fd and stderr
- * (every other inherited descriptor is closed, the runner's frame stream
- * included), and loops: a header (u32 ref index, u32 dtype, u64 count,
- * little-endian as the host writes it: both ends are one binary), the
- * output's bytes, then hctx_compare on one thread (no thread is started in
- * a child forked from a threaded runner), a verdict line and the same
- * answer, binary, on the answer pipe back to the runner. A spot frame
- * (dtype SPOT: count positions, then their values as doubles) gets an
- * answer only: the guard's per-sample check, which is not a verdict. The
- * child's references are its copy-on-write copy as of the fork: nothing
- * the parent writes afterwards reaches them, and the parent wipes its own
- * (candidate.c), so the candidate's process holds none to copy. */
+ * The runner's side keeps the output buffer it shares with the checker (a
+ * memfd, mapped read-write here and read-only there), sends it once (again
+ * when an output needs a larger one), and then sends one small message a
+ * check. The checker's side maps the references the agent opened for it,
+ * checks their digests (unless the agent saw this one hashed before),
+ * enters a sandbox that grants no file, and answers. */
 #include "runner/checker.h"
 
+#include "common/log.h"
 #include "common/util.h"
+#include "runner/compare.h"
 #include "runner/hctx.h"
+#include "runner/reffile.h"
+#include "runner/sandbox.h"
 
 #include <errno.h>
 #include <math.h>
@@ -26,271 +22,427 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/wait.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+enum { MSG_MAP = 1, MSG_CHECK, MSG_SPOT, MSG_FINISH };
+
+typedef struct msg {
+    uint32_t type, ref, dtype, n;
+    uint64_t count; /* MSG_MAP: the buffer's bytes; MSG_CHECK: elements */
+    uint64_t offset;
+} msg;
+
+typedef struct reply {
+    int32_t passed, bad;
+} reply;
+
+#define MSG_MAX (sizeof(msg) + KF_CHECKER_SPOT_MAX * 16)
+
+/* ---- the runner's side ---- */
+
 struct kf_checker {
-    pid_t pid;
-    int data_fd;   /* the write end of the data pipe */
-    int answer_fd; /* the read end of the answer pipe */
-    uint64_t seq;
+    int fd;
+    int mfd; /* the shared buffer's memfd, -1 before the first output */
+    void *stage;
+    size_t stage_len;
 };
 
-/* A frame's dtype for a spot check: beyond every kf_dtype. */
-#define SPOT 0x5350u
-/* Elements of one spot frame at most: 16 bytes each, within the buffer. */
-#define SPOT_MAX 256
-#define MIN_CAP (SPOT_MAX * 16)
-
-typedef struct answer {
-    uint64_t nonfinite, ref_nonzero;
-    double max_abs, rel;
-    int32_t passed, bad;
-} answer;
-
-typedef struct frame_head {
-    uint32_t ref_index;
-    uint32_t dtype;
-    uint64_t count;
-} frame_head;
-
-/* Reads exactly n bytes; 1 at a clean EOF before any byte, 0 done, -1 error. */
-static int read_full(int fd, void *p, size_t n)
+kf_checker *kf_checker_connect(int fd, kf_err *err)
 {
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, (char *)p + got, n - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return r == 0 && got == 0 ? 1 : -1;
-        got += (size_t)r;
+    int type = 0;
+    socklen_t tl = sizeof type;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_SEQPACKET) {
+        kf_err_set(err, KF_EIO,
+                   "no checker socket on descriptor %d (the agent starts a candidate's checker "
+                   "and gives its runner the socket): the candidate cannot be judged",
+                   fd);
+        return NULL;
     }
-    return 0;
-}
-
-static int verdict(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int verdict(int fd, const char *fmt, ...)
-{
-    char line[256];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    return kf_write_all(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
-}
-
-static void close_others(int keep1, int keep2, int keep3)
-{
-    long max = sysconf(_SC_OPEN_MAX);
-    if (max < 0 || max > 65536)
-        max = 65536;
-    for (int fd = 3; fd < max; fd++)
-        if (fd != keep1 && fd != keep2 && fd != keep3)
-            close(fd);
-}
-
-/* The spot frame in buf (n positions, then n values) against ref: the
- * guard's measures (guard.c), nonfinite counting non-finite outputs. */
-static void spot(const void *buf, size_t n, const double *ref, size_t count, answer *a)
-{
-    const uint64_t *at = buf;
-    const double *val = (const double *)(const void *)((const char *)buf + n * sizeof(uint64_t));
-    double diff2 = 0, ref2 = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (at[i] >= count) {
-            a->bad = 1;
-            return;
-        }
-        double o = val[i], r = ref[at[i]];
-        if (!isfinite(o)) {
-            a->nonfinite++;
-            continue;
-        }
-        double d = fabs(o - r);
-        a->max_abs = d > a->max_abs ? d : a->max_abs;
-        a->ref_nonzero += r != 0;
-        diff2 += d * d;
-        ref2 += r * r;
-    }
-    a->rel = ref2 > 0 ? sqrt(diff2 / ref2) : 0;
-}
-
-static void child_main(int in_fd, int out_fd, int ans_fd, const double *const *refs,
-                       const size_t *counts, size_t nrefs, double tol_abs, double tol_rel,
-                       void *buf, size_t cap)
-{
-    close_others(in_fd, out_fd, ans_fd);
-    signal(SIGPIPE, SIG_DFL);
-    /* Not dumpable: the candidate's process, our parent, then cannot write
-     * our memory through /proc/PID/mem or ptrace us. */
-    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    uint64_t seq = 0, failed = 0;
-    for (;;) {
-        frame_head fh;
-        int r = read_full(in_fd, &fh, sizeof fh);
-        if (r == 1)
-            break;
-        if (r < 0)
-            _exit(3);
-        if (fh.dtype == SPOT) {
-            answer a = {0};
-            if (fh.count > SPOT_MAX || read_full(in_fd, buf, (size_t)fh.count * 16) != 0)
-                _exit(3);
-            if (fh.ref_index >= nrefs)
-                a.bad = 1;
-            else
-                spot(buf, (size_t)fh.count, refs[fh.ref_index], counts[fh.ref_index], &a);
-            if (kf_write_all(ans_fd, &a, sizeof a) != 0)
-                _exit(3);
-            continue;
-        }
-        size_t esz = fh.dtype <= KF_DTYPE_I32 ? hctx_dtype_size((kf_dtype)fh.dtype) : 0;
-        size_t bytes = esz ? (size_t)fh.count * esz : 0;
-        int fits = esz && fh.count <= cap / esz;
-        /* Consume the output's bytes even when it cannot be checked, so the
-         * next frame is read where it starts. */
-        for (size_t left = fits ? 0 : bytes; left > 0;) {
-            size_t chunk = left < cap ? left : cap;
-            if (read_full(in_fd, buf, chunk) != 0)
-                _exit(3);
-            left -= chunk;
-        }
-        if (fits && read_full(in_fd, buf, bytes) != 0)
-            _exit(3);
-        if (!fits || fh.ref_index >= nrefs || counts[fh.ref_index] != fh.count) {
-            failed++;
-            answer a = {.bad = 1};
-            if (verdict(out_fd, "check %llu ref %u bad\n", (unsigned long long)seq++,
-                        fh.ref_index) != 0 ||
-                kf_write_all(ans_fd, &a, sizeof a) != 0)
-                _exit(3);
-            continue;
-        }
-        hctx_check c = {0};
-        hctx_compare(buf, (kf_dtype)fh.dtype, refs[fh.ref_index], (size_t)fh.count, 1, &c);
-        int pass =
-            c.nonfinite == 0 && c.ref_nonzero > 0 && c.max_abs <= tol_abs && c.rel <= tol_rel;
-        failed += !pass;
-        if (verdict(out_fd, "check %llu ref %u pass %d nonfinite %llu max_abs %.17g rel %.17g\n",
-                    (unsigned long long)seq++, fh.ref_index, pass, (unsigned long long)c.nonfinite,
-                    c.max_abs, c.rel) != 0)
-            _exit(3);
-        answer a = {c.nonfinite, c.ref_nonzero, c.max_abs, c.rel, pass, 0};
-        if (kf_write_all(ans_fd, &a, sizeof a) != 0)
-            _exit(3);
-    }
-    verdict(out_fd, "done checks %llu failed %llu\n", (unsigned long long)seq,
-            (unsigned long long)failed);
-    _exit(0);
-}
-
-int kf_checker_start(const double *const *refs, const size_t *counts, size_t nrefs, double tol_abs,
-                     double tol_rel, int verdict_fd, kf_checker **out, kf_err *err)
-{
-    *out = NULL;
-    size_t cap = MIN_CAP;
-    for (size_t i = 0; i < nrefs; i++)
-        if (counts[i] * sizeof(double) > cap)
-            cap = counts[i] * sizeof(double);
     kf_checker *c = calloc(1, sizeof *c);
-    void *buf = malloc(cap);
-    int p[2] = {-1, -1}, q[2] = {-1, -1};
-    if (!c || !buf || pipe(p) != 0 || pipe(q) != 0) {
-        free(c);
-        free(buf);
-        for (int i = 0; i < 2; i++) {
-            if (p[i] >= 0)
-                close(p[i]);
-            if (q[i] >= 0)
-                close(q[i]);
-        }
-        close(verdict_fd);
-        return kf_err_set(err, KF_EIO,
-                          "checker: cannot start (%s); the node is short of memory "
-                          "or descriptors",
-                          strerror(errno ? errno : ENOMEM));
+    if (!c) {
+        kf_err_set(err, KF_ENOMEM, "out of memory");
+        return NULL;
     }
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(p[1]);
-        close(q[0]);
-        child_main(p[0], verdict_fd, q[1], refs, counts, nrefs, tol_abs, tol_rel, buf, cap);
+    c->fd = fd;
+    c->mfd = -1;
+    return c;
+}
+
+static int ask(kf_checker *c, const msg *m, const void *payload, size_t plen, int pass_fd, reply *r,
+               kf_err *err)
+{
+    struct iovec iov[2] = {{(void *)m, sizeof *m}, {(void *)payload, plen}};
+    char cbuf[CMSG_SPACE(sizeof(int))];
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = plen ? 2 : 1};
+    if (pass_fd >= 0) {
+        memset(cbuf, 0, sizeof cbuf);
+        mh.msg_control = cbuf;
+        mh.msg_controllen = sizeof cbuf;
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
     }
-    int saved = errno;
-    free(buf);
-    close(p[0]);
-    close(q[1]);
-    close(verdict_fd); /* only the checker holds it now */
-    if (pid < 0) {
-        close(p[1]);
-        close(q[0]);
-        free(c);
-        return kf_err_set(err, KF_EIO, "checker: fork failed: %s", strerror(saved));
-    }
-    c->pid = pid;
-    c->data_fd = p[1];
-    c->answer_fd = q[0];
-    *out = c;
+    ssize_t n;
+    do
+        n = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return kf_err_set(err, KF_EIO, "checker: cannot send to it: %s", strerror(errno));
+    do
+        n = recv(c->fd, r, sizeof *r, 0);
+    while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof *r)
+        return kf_err_set(err, KF_EIO, "checker: no answer (%s): it is gone",
+                          n < 0 ? strerror(errno) : "closed");
     return KF_OK;
 }
 
-/* The checker's answer to the frame just sent into *ans. */
-static int read_answer(kf_checker *c, const char *what, hctx_check *ans, kf_err *err)
+/* The shared buffer with room for n bytes, sent to the checker when new. */
+static void *stage(kf_checker *c, size_t n, kf_err *err)
 {
-    answer a;
-    int r = read_full(c->answer_fd, &a, sizeof a);
-    if (r != 0)
-        return kf_err_set(err, KF_EIO, "checker: no answer to %s %llu (%s): it died", what,
-                          (unsigned long long)c->seq, r < 0 ? strerror(errno) : "EOF");
-    if (a.bad)
-        return kf_err_set(err, KF_EINVAL,
-                          "checker: %s %llu is not the problem's output (another element count "
-                          "or position, or no such reference)",
-                          what, (unsigned long long)c->seq);
-    *ans = (hctx_check){a.nonfinite, a.ref_nonzero, a.max_abs, a.rel, a.passed};
-    return KF_OK;
+    if (c->stage && c->stage_len >= n)
+        return c->stage;
+    if (c->stage)
+        munmap(c->stage, c->stage_len);
+    if (c->mfd >= 0)
+        close(c->mfd);
+    c->stage = NULL;
+    c->mfd = kf_memfd("kfleet-output");
+    if (c->mfd < 0 || ftruncate(c->mfd, (off_t)n) != 0) {
+        kf_err_set(err, KF_EIO, "checker: cannot make a %zu-byte buffer for the output: %s", n,
+                   strerror(errno));
+        return NULL;
+    }
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, c->mfd, 0);
+    if (p == MAP_FAILED) {
+        kf_err_set(err, KF_EIO, "checker: cannot map a %zu-byte buffer: %s", n, strerror(errno));
+        return NULL;
+    }
+    msg m = {.type = MSG_MAP, .count = n};
+    reply r;
+    if (ask(c, &m, NULL, 0, c->mfd, &r, err) != KF_OK) {
+        munmap(p, n);
+        return NULL;
+    }
+    if (!r.passed) {
+        munmap(p, n);
+        kf_err_set(err, KF_EIO, "checker: it cannot map the output buffer");
+        return NULL;
+    }
+    c->stage = p;
+    c->stage_len = n;
+    return p;
 }
 
 int kf_checker_check(kf_checker *c, uint32_t ref_index, const void *out, kf_dtype dtype,
-                     size_t count, hctx_check *ans, kf_err *err)
+                     size_t count, int *passed, kf_err *err)
 {
-    frame_head fh = {ref_index, (uint32_t)dtype, count};
-    if (kf_write_all(c->data_fd, &fh, sizeof fh) != 0 ||
-        kf_write_all(c->data_fd, out, count * hctx_dtype_size(dtype)) != 0)
-        return kf_err_set(err, KF_EIO, "checker: cannot send output %llu: %s",
-                          (unsigned long long)c->seq, strerror(errno));
-    int rc = read_answer(c, "output", ans, err);
-    c->seq++;
-    return rc;
+    size_t bytes = count * hctx_dtype_size(dtype);
+    void *buf = stage(c, bytes ? bytes : 1, err);
+    if (!buf)
+        return err->code;
+    if (out != buf)
+        memcpy(buf, out, bytes);
+    msg m = {.type = MSG_CHECK, .ref = ref_index, .dtype = (uint32_t)dtype, .count = count};
+    reply r;
+    int rc = ask(c, &m, NULL, 0, -1, &r, err);
+    if (rc != KF_OK)
+        return rc;
+    if (r.bad)
+        return kf_err_set(err, KF_EINVAL,
+                          "checker: the output is not the problem's (another element count, or "
+                          "no such reference)");
+    *passed = r.passed;
+    return KF_OK;
 }
 
 int kf_checker_spot(kf_checker *c, uint32_t ref_index, const uint64_t *at, const double *values,
-                    size_t n, hctx_check *ans, kf_err *err)
+                    size_t n, int *passed, kf_err *err)
 {
-    if (n > SPOT_MAX)
+    if (n > KF_CHECKER_SPOT_MAX)
         return kf_err_set(err, KF_EINVAL, "checker: a spot check of %zu elements (at most %d)", n,
-                          SPOT_MAX);
-    frame_head fh = {ref_index, SPOT, n};
-    if (kf_write_all(c->data_fd, &fh, sizeof fh) != 0 ||
-        kf_write_all(c->data_fd, at, n * sizeof *at) != 0 ||
-        kf_write_all(c->data_fd, values, n * sizeof *values) != 0)
-        return kf_err_set(err, KF_EIO, "checker: cannot send a spot check: %s", strerror(errno));
-    return read_answer(c, "spot check after output", ans, err);
+                          KF_CHECKER_SPOT_MAX);
+    unsigned char payload[KF_CHECKER_SPOT_MAX * 16];
+    memcpy(payload, at, n * 8);
+    memcpy(payload + n * 8, values, n * 8);
+    msg m = {.type = MSG_SPOT, .ref = ref_index, .n = (uint32_t)n};
+    reply r;
+    int rc = ask(c, &m, payload, n * 16, -1, &r, err);
+    if (rc != KF_OK)
+        return rc;
+    if (r.bad)
+        return kf_err_set(err, KF_EINVAL, "checker: a spot check outside the problem's output");
+    *passed = r.passed;
+    return KF_OK;
 }
 
 int kf_checker_finish(kf_checker **self)
 {
     if (!self || !*self)
-        return -1;
+        return KF_EIO;
     kf_checker *c = *self;
-    close(c->data_fd);
-    close(c->answer_fd);
-    int st = 0;
-    while (waitpid(c->pid, &st, 0) < 0 && errno == EINTR)
-        ;
+    msg m = {.type = MSG_FINISH};
+    reply r;
+    kf_err err;
+    int rc = ask(c, &m, NULL, 0, -1, &r, &err);
+    if (c->stage)
+        munmap(c->stage, c->stage_len);
+    if (c->mfd >= 0)
+        close(c->mfd);
+    close(c->fd);
     free(c);
     *self = NULL;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return rc;
+}
+
+/* ---- the checker's side ---- */
+
+typedef struct server {
+    kf_tols tol;
+    kf_reffile refs[KF_CHECKER_MAX_REFS];
+    char digests[KF_CHECKER_MAX_REFS][KF_REFFILE_DIGEST_HEX];
+    size_t nrefs;
+    const void *map; /* the runner's output buffer, read-only */
+    size_t map_len;
+    unsigned long long checks, failed, spots, spot_failed;
+} server;
+
+static void verdict(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void verdict(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        kf_write_all(KF_CHECKER_FD_VERDICTS, line,
+                     (size_t)n < sizeof line ? (size_t)n : sizeof line);
+}
+
+/* The configuration on fd 0 and the reference files from fd 5 on. 0, or -1
+ * with an "error" or "damaged" line written. */
+static int configure(server *s)
+{
+    char text[KF_CHECKER_MAX_REFS * 128 + 256];
+    size_t len = 0;
+    for (ssize_t n;
+         len < sizeof text - 1 && (n = read(0, text + len, sizeof text - 1 - len)) != 0;) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        len += (size_t)n;
+    }
+    text[len] = '\0';
+    int have_tol = 0;
+    for (char *line = text, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        unsigned long long count;
+        int verify, is_close;
+        char digest[KF_REFFILE_DIGEST_HEX + 1];
+        if (sscanf(line, "tol %lg %lg %d %lg %lg", &s->tol.abs, &s->tol.rel, &is_close,
+                   &s->tol.atol, &s->tol.rtol) == 5) {
+            s->tol.close = is_close;
+            have_tol = 1;
+        } else if (sscanf(line, "ref %llu %64s %d", &count, digest, &verify) == 3 &&
+                   s->nrefs < KF_CHECKER_MAX_REFS) {
+            size_t i = s->nrefs++;
+            snprintf(s->digests[i], sizeof s->digests[i], "%s", digest);
+            kf_err err;
+            int rc = kf_reffile_map(KF_CHECKER_FD_REFS + (int)i, count, digest, verify, &s->refs[i],
+                                    &err);
+            close(KF_CHECKER_FD_REFS + (int)i); /* the mapping stays */
+            if (rc == KF_EINVAL) {
+                verdict("damaged %s %s\n", digest, err.msg);
+                return -1;
+            }
+            if (rc != KF_OK) {
+                verdict("error %s\n", err.msg);
+                return -1;
+            }
+            if (verify)
+                verdict("verified %s\n", digest);
+        } else {
+            verdict("error the checker's configuration has a line it does not know: %.100s\n",
+                    line);
+            return -1;
+        }
+    }
+    if (!have_tol || s->nrefs == 0) {
+        verdict("error the checker got no %s\n", have_tol ? "reference" : "tolerances");
+        return -1;
+    }
+    return 0;
+}
+
+/* The runner's output buffer, passed with a MSG_MAP. */
+static int take_map(server *s, int fd, size_t len)
+{
+    if (s->map)
+        munmap((void *)s->map, s->map_len);
+    s->map = NULL;
+    void *p = fd >= 0 && len ? mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+    if (fd >= 0)
+        close(fd);
+    if (p == MAP_FAILED)
+        return 0;
+    s->map = p;
+    s->map_len = len;
+    return 1;
+}
+
+static reply check(server *s, const msg *m)
+{
+    size_t esz = m->dtype <= KF_DTYPE_I32 ? hctx_dtype_size((kf_dtype)m->dtype) : 0;
+    unsigned long long seq = s->checks++;
+    if (!esz || m->ref >= s->nrefs || m->count != s->refs[m->ref].count || !s->map ||
+        m->count > s->map_len / esz) {
+        s->failed++;
+        verdict("check %llu ref %u bad\n", seq, m->ref);
+        return (reply){0, 1};
+    }
+    const kf_reffile *r = &s->refs[m->ref];
+    kf_cmp c;
+    kf_cmp_run(s->map, (kf_dtype)m->dtype, r->values, r->dtype, (size_t)m->count, &s->tol,
+               kf_cpus(), &c);
+    int pass = kf_cmp_passed(&c, &s->tol);
+    s->failed += !pass;
+    verdict("check %llu ref %u pass %d nonfinite %llu max_abs %.17g rel %.17g not_close %llu\n",
+            seq, m->ref, pass, (unsigned long long)c.nonfinite, c.max_abs, c.rel,
+            (unsigned long long)c.not_close);
+    if (!pass) {
+        char why[512];
+        kf_cmp_why(&c, &s->tol, why, sizeof why);
+        verdict("why %llu %s\n", seq, why);
+    }
+    return (reply){pass, 0};
+}
+
+static reply spot(server *s, const msg *m, const unsigned char *payload, size_t plen)
+{
+    unsigned long long seq = s->spots++;
+    if (m->ref >= s->nrefs || m->n > KF_CHECKER_SPOT_MAX || plen != (size_t)m->n * 16) {
+        s->spot_failed++;
+        verdict("spot %llu ref %u fail a spot check outside the problem's output\n", seq, m->ref);
+        return (reply){0, 1};
+    }
+    const kf_reffile *r = &s->refs[m->ref];
+    uint64_t nonfinite = 0, not_close = 0;
+    double max_abs = 0, diff2 = 0, ref2 = 0;
+    for (uint32_t i = 0; i < m->n; i++) {
+        uint64_t at;
+        double o;
+        memcpy(&at, payload + 8 * i, 8);
+        memcpy(&o, payload + 8 * m->n + 8 * i, 8);
+        if (at >= r->count) {
+            s->spot_failed++;
+            verdict("spot %llu ref %u fail position %llu past the output\n", seq, m->ref,
+                    (unsigned long long)at);
+            return (reply){0, 1};
+        }
+        double ref = kf_reffile_at(r, (size_t)at);
+        if (!isfinite(o)) {
+            nonfinite++;
+            continue;
+        }
+        double d = fabs(o - ref);
+        max_abs = d > max_abs ? d : max_abs;
+        not_close += s->tol.close && d > s->tol.atol + s->tol.rtol * fabs(ref);
+        diff2 += d * d;
+        ref2 += ref * ref;
+    }
+    /* The guard's bounds (guard.c): an honest output meets the absolute and
+     * close tolerances at every element; over a few chunks its relative
+     * error can exceed tol_rel where the reference is small, so that bound
+     * is loose: an output of other inputs is off by ~1 relative. */
+    double rel = ref2 > 0 ? sqrt(diff2 / ref2) : 0, rel_bound = fmax(0.25, 10 * s->tol.rel);
+    int pass = nonfinite == 0 && max_abs <= s->tol.abs && rel <= rel_bound && not_close == 0;
+    if (!pass) {
+        s->spot_failed++;
+        verdict("spot %llu ref %u fail of %u elements at secret positions, %llu still the poison "
+                "or non-finite, %llu outside atol + rtol |ref|, max abs error %.3g (tolerance "
+                "%.3g), relative error %.3g (bound %.3g)\n",
+                seq, m->ref, m->n, (unsigned long long)nonfinite, (unsigned long long)not_close,
+                max_abs, s->tol.abs, rel, rel_bound);
+    }
+    return (reply){pass, 0};
+}
+
+/* Confines the checker: no file, no network, no new privileges. */
+static int confine(void)
+{
+    if (!kf_sandbox_enabled())
+        return 0;
+    kf_sandbox *sb = kf_sandbox_new();
+    unsigned missing = 0;
+    kf_err err;
+    int rc = kf_sandbox_enter(sb, &missing, &err);
+    kf_sandbox_destroy(&sb);
+    if (rc != KF_OK)
+        verdict("error the checker cannot enter its sandbox: %s\n", err.msg);
+    return rc == KF_OK ? 0 : -1;
+}
+
+int kf_checker_main(void)
+{
+    /* Before anything is read: no process of this user without
+     * CAP_SYS_PTRACE can attach to it or read its memory. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    signal(SIGPIPE, SIG_IGN);
+    server s;
+    memset(&s, 0, sizeof s);
+    if (configure(&s) != 0 || confine() != 0)
+        return 1;
+    unsigned char buf[MSG_MAX];
+    for (;;) {
+        struct iovec iov = {buf, sizeof buf};
+        char cbuf[CMSG_SPACE(sizeof(int))];
+        struct msghdr mh = {
+            .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+        ssize_t n = recvmsg(KF_CHECKER_FD_SOCK, &mh, MSG_CMSG_CLOEXEC);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break; /* the runner is gone: no summary, so the task does not pass */
+        int fd = -1;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+                cm->cmsg_len == CMSG_LEN(sizeof(int)))
+                memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+        msg m;
+        reply r = {0, 1};
+        if ((size_t)n < sizeof m) {
+            if (fd >= 0)
+                close(fd);
+        } else {
+            memcpy(&m, buf, sizeof m);
+            if (m.type != MSG_MAP && fd >= 0)
+                close(fd);
+            if (m.type == MSG_MAP)
+                r = (reply){take_map(&s, fd, (size_t)m.count), 0};
+            else if (m.type == MSG_CHECK)
+                r = check(&s, &m);
+            else if (m.type == MSG_SPOT)
+                r = spot(&s, &m, buf + sizeof m, (size_t)n - sizeof m);
+            else if (m.type == MSG_FINISH) {
+                verdict("done checks %llu failed %llu spots %llu spot_failed %llu\n", s.checks,
+                        s.failed, s.spots, s.spot_failed);
+                r = (reply){1, 0};
+                kf_write_all(KF_CHECKER_FD_SOCK, &r, sizeof r);
+                return 0;
+            }
+        }
+        if (kf_write_all(KF_CHECKER_FD_SOCK, &r, sizeof r) != 0)
+            break;
+    }
+    return 0;
 }

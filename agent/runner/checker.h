@@ -1,65 +1,92 @@
-/* checker — the judgement of a candidate's outputs in a process of its own
- * (docs/problems.md): the runner forks it, with the problem's stored
- * references and tolerances, BEFORE it loads the candidate's code. After
- * that the runner (and the candidate in it) only sends outputs down a pipe;
- * the checker compares each with its own copy of the reference (the
- * runner's same comparison, hctx_compare) and writes its verdict on a
- * descriptor the runner gave away at the fork, which the candidate's process
- * then no longer holds. A candidate that writes over the reference in its
- * own process, or over the comparison code there, changes neither the
- * checker's data nor its verdicts.
+/* checker — a candidate's outputs judged by a process the candidate can
+ * neither reach nor learn from (docs/problems.md, issues 41 and 43).
  *
- * Verdicts are text lines on verdict_fd, one per check:
- *   check SEQ ref I pass 0|1 nonfinite N max_abs X rel Y
- * (I out of range: "check SEQ ref I bad"), and at the end
- *   done checks N failed F
- * The agent is the reader that makes them binding (agent/runners.c).
+ * The agent starts it (`kfleet-agent --checker`, agent/checkers.h) beside a
+ * candidate's runner, not from it: it is outside the candidate's process
+ * tree, user namespace and Landlock domain, not dumpable (no ptrace, no
+ * /proc/PID/mem for a process of its user without CAP_SYS_PTRACE), and
+ * holds the only copy of the references (the agent's files, opened by the
+ * agent, mapped read-only, their digests checked) and the problem's
+ * tolerances (from the stored references' records, never from the
+ * candidate's process). It then confines itself (a sandbox granting no
+ * file) and serves the runner on a socket:
  *
- * The runner gets each verdict back too, as its own answer (a pipe only
- * the checker writes): the candidate's process keeps no reference to
- * compare with (candidate.c wipes its copy once the checker has one), so
- * its validation, its re-checks and the guard's per-sample spot checks all
- * take the checker's answers. */
+ *   - an output to check is put in a buffer the runner shares with it (a
+ *     memfd it maps read-only), the runner sends which reference it is
+ *     against, and the checker answers PASS or FAIL, nothing else: no
+ *     error, no element, no value that depends on the reference; its
+ *     numbers (max abs and relative errors, the worst element of each
+ *     bound) go only to the agent, on a pipe the candidate does not hold;
+ *   - the guard's spot check after each timed sample sends the values at
+ *     its secret positions and gets PASS or FAIL; a failed spot check is a
+ *     verdict the agent counts (it fails the task);
+ *   - the runner's FINISH gets the summary written before the answer, so
+ *     that every verdict is on the agent's pipe when the runner's Result
+ *     arrives.
+ * A candidate that holds the socket can therefore send outputs of its
+ * choosing and learn one bit each, and its first FAIL fails its task: it
+ * cannot search for the reference. A checker that dies or is killed
+ * leaves no "done" line: the agent fails the task.
+ *
+ * Its descriptors: 0 its configuration, text lines
+ *     tol ABS REL CLOSE ATOL RTOL
+ *     ref COUNT DIGEST VERIFY      (one per reference, in the task's order)
+ * 3 its socket to the runner (SOCK_SEQPACKET), 4 the verdict pipe, 5 on the
+ * reference files in that order. Its verdict lines:
+ *     verified DIGEST              (a file hashed whole and found right)
+ *     damaged DIGEST WHY           (a file that is not its digest: dropped)
+ *     error WHY                    (it cannot judge: the task fails)
+ *     check SEQ ref I pass P nonfinite N max_abs X rel Y not_close K
+ *     check SEQ ref I bad          (not the problem's output)
+ *     why SEQ SENTENCE             (after a failed check: the bound broken)
+ *     spot SEQ ref I fail ...      (a failed spot check, with why)
+ *     done checks N failed F spots S spot_failed G */
 #ifndef KF_CHECKER_H
 #define KF_CHECKER_H
 
 #include "common/err.h"
 #include "kf_kernel.h"
-#include "runner/hctx.h"
 
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
+
+#define KF_CHECKER_FD_SOCK 3
+#define KF_CHECKER_FD_VERDICTS 4
+#define KF_CHECKER_FD_REFS 5
+/* The most references a checker takes: a seed pool's largest. */
+#define KF_CHECKER_MAX_REFS 64
+/* The most elements of one spot check. */
+#define KF_CHECKER_SPOT_MAX 256
+
+/* The checker process (`kfleet-agent --checker`): returns its exit status
+ * (0 after FINISH or the runner's end, 1 when it could not start). */
+int kf_checker_main(void);
+
+/* ---- the runner's side ---- */
 
 typedef struct kf_checker kf_checker;
 
-/* Forks the checker with nrefs references (refs[i] of counts[i] doubles)
- * and the problem's tolerances. It takes verdict_fd: the caller's copy is
- * closed here, after the fork. Call it before any candidate code is loaded.
- * Returns 0 with *out, or a KF_E* code with err filled (verdict_fd closed). */
-int kf_checker_start(const double *const *refs, const size_t *counts, size_t nrefs, double tol_abs,
-                     double tol_rel, int verdict_fd, kf_checker **out, kf_err *err);
+/* The checker on the runner's socket fd (channel.h's KF_RUNNER_FD_CHECKER),
+ * taken over (closed by kf_checker_finish). NULL with err. */
+kf_checker *kf_checker_connect(int fd, kf_err *err);
 
-/* Sends one output (count elements of dtype, host memory) to be checked
- * against reference ref_index, and waits for the checker's answer: *ans as
- * hctx_compare fills it, `passed` by the problem's tolerances. The verdict
- * line goes to the agent too. KF_EIO when the checker is gone, KF_EINVAL
- * when the output is not the reference's size or ref_index is none. */
+/* Sends one output (count elements of dtype, host memory; copied into the
+ * shared buffer unless it is already there) to be judged against
+ * reference ref_index; *passed is the checker's answer. KF_EIO when the
+ * checker is gone, KF_EINVAL when it says the output is not the problem's
+ * (another element count, or no such reference). */
 int kf_checker_check(kf_checker *c, uint32_t ref_index, const void *out, kf_dtype dtype,
-                     size_t count, hctx_check *ans, kf_err *err);
+                     size_t count, int *passed, kf_err *err);
 
-/* The guard's spot check (guard.c): n <= 256 output values (as doubles) at
- * element positions `at` against reference ref_index. *ans: nonfinite
- * values, max_abs and rel (relative L2) over the finite ones, ref_nonzero;
- * `passed` is 0 (the guard applies its own bounds). No verdict line: a spot
- * check is not one of the outputs the agent counts. KF_EIO when the checker
- * is gone, KF_EINVAL for a position past the output. */
+/* The guard's spot check: n <= KF_CHECKER_SPOT_MAX output values (as
+ * doubles) at element positions `at` against reference ref_index, under
+ * the spot bounds (every value finite and within the absolute and close
+ * tolerances, the chunks' relative error under max(0.25, 10 tol_rel)). */
 int kf_checker_spot(kf_checker *c, uint32_t ref_index, const uint64_t *at, const double *values,
-                    size_t n, hctx_check *ans, kf_err *err);
+                    size_t n, int *passed, kf_err *err);
 
-/* Ends the checker (it writes its summary line and exits), waits for it,
- * frees c and NULLs the pointer. Returns its exit status, -1 when it died
- * of a signal. */
+/* Every output sent: the checker writes its summary, answers, and leaves.
+ * Frees c and NULLs the pointer. 0, or KF_EIO when it did not answer. */
 int kf_checker_finish(kf_checker **c);
 
 #endif

@@ -97,14 +97,16 @@ typedef struct hctx {
     int loading_problem;
     struct kf_checker *checker;
     /* Sends an output of a candidate's state to the checker (candidate.c
-     * sets it when it starts one) and fills *c with its answer, which is
-     * the check: 0, or -1 with the task failed. */
+     * sets it when it connects to one) and fills *c with its answer, which
+     * is the check (PASS or FAIL: its measures NaN, they are the agent's):
+     * 0, or -1 with the task failed. */
     int (*judge)(struct hctx *h, const void *state, const void *out, const kf_view *v,
                  struct hctx_check *c);
     /* The guard's spot check of a candidate's state by the checker
-     * (kf_checker_spot): n values at positions `at`; 0, or -1 failed. */
+     * (kf_checker_spot): n values at positions `at`, *passed its answer;
+     * 0, or -1 with the task failed. */
     int (*spot)(struct hctx *h, const void *state, const uint64_t *at, const double *values,
-                size_t n, struct hctx_check *c);
+                size_t n, int *passed);
     /* The comparison on the GPU (devcmp.h), loaded at the first device
      * check of the task; harness.c destroys it with the task. */
     struct kf_devcmp *devcmp;
@@ -224,16 +226,14 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps);
 int hctx_reference(hctx *h, const loaded *L);
 void hctx_reference_free(Kfleet__Result *res);
 /* candidate.c: a candidate's validate or profile (docs/problems.md). Loads
- * the problem (its setup, output, inputs), starts the checker with the
- * stored references and the problem's tolerances on verdict descriptor
- * HCTX_VERDICT_FD, then loads the candidate; L then drives problem and
- * candidate as one kernel whose reference() is the stored value of the
- * state's seed. 0, or -1 with the task failed. */
-#define HCTX_VERDICT_FD KF_RUNNER_FD_VERDICT
+ * the problem (its setup, output, inputs), connects to the checker the
+ * agent started (KF_RUNNER_FD_CHECKER), then loads the candidate; L then
+ * drives problem and candidate as one kernel whose outputs the checker
+ * judges. 0, or -1 with the task failed. */
 int hctx_candidate_load(hctx *h, loaded *L);
 /* Whether the task is a candidate's (its spec names a problem). */
 int hctx_is_candidate(const Kfleet__TaskSpec *spec);
-/* Ends the checker: every verdict written before the Result. */
+/* Ends the checker's checks: every verdict written before the Result. */
 void hctx_candidate_finish(hctx *h);
 void hctx_summarize_telemetry(hctx *h, Kfleet__TelemetrySummary *ts);
 /* The run a tool watches: setup, a warm-up, then `runs` launches inside the

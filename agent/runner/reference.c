@@ -2,22 +2,29 @@
  * outputs for the seeds of its secret pool, computed in a runner that loads
  * only the problem, so no candidate's code is ever in the process that
  * computes them. For each seed of TaskSpec.seeds: setup(params, seed), the
- * output view (for the element count), reference() into doubles, teardown;
- * one Result.references entry each, in the seeds' order. A reference with a
- * non-finite element, or of all zeros (which an output of zeros would meet),
- * fails the task: a stored reference must be able to judge. The coordinator
- * stores the values once per (problem hash, configuration, seed). */
+ * output view (for the element count), reference() into doubles, teardown,
+ * and the values written to a file in the runner's scratch dir
+ * (reffile.h), which the agent moves into its store; one
+ * Result.references entry each, in the seeds' order, with the file's
+ * digest and no values: a reference of any size, never in a frame. A
+ * reference with a non-finite element, or of all zeros (which an output of
+ * zeros would meet), fails the task: a stored reference must be able to
+ * judge. The coordinator stores the digest once per (problem hash,
+ * configuration, seed). */
 #include "runner/hctx.h"
 
 #include "common/util.h"
+#include "runner/reffile.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* One seed's reference into r (values malloc'd: the caller frees them).
  * 0, or -1 with the task failed. */
-static int one_seed(hctx *h, const loaded *L, uint64_t seed, Kfleet__Reference *r)
+static int one_seed(hctx *h, const loaded *L, size_t index, uint64_t seed, Kfleet__Reference *r)
 {
     void *state = NULL;
     uint64_t t0 = kf_mono_ns();
@@ -65,11 +72,30 @@ static int one_seed(hctx *h, const loaded *L, uint64_t seed, Kfleet__Reference *
                                      "make setup's inputs give a nonzero reference",
                          h->spec->kernel, nonfinite, v.count);
     }
+    char path[PATH_MAX + 64];
+    kf_reffile_scratch_path(path, sizeof path, h->tmpdir, h->ta->task_id, h->ta->attempt, index);
     kfleet__reference__init(r);
+    r->digest = malloc(KF_REFFILE_DIGEST_HEX);
+    kf_err err;
+    t0 = kf_mono_ns();
+    unlink(path); /* a runner of an earlier attempt's, in a shared tmp */
+    int wrc = r->digest ? kf_reffile_write(path, ref, v.count, kf_reffile_dtype(v.dtype, v.count),
+                                           r->digest, &err)
+                        : kf_err_set(&err, KF_ENOMEM, "out of memory");
+    hctx_phase_add(h, HCTX_PH_REFERENCE, t0);
+    free(ref);
+    if (wrc != KF_OK) {
+        free(r->digest);
+        r->digest = NULL;
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "problem %s: %s", h->spec->kernel, err.msg);
+    }
     r->seed = seed;
-    r->values.data = (uint8_t *)ref;
-    r->values.len = v.count * sizeof *ref;
     r->count = v.count;
+    r->dtype = (uint32_t)kf_reffile_dtype(v.dtype, v.count);
+    /* What its candidates' checker judges by: the problem's own, read here
+     * where only the problem is loaded. */
+    r->tol_abs = L->k->tol_abs;
+    r->tol_rel = L->k->tol_rel;
     return 0;
 }
 
@@ -79,6 +105,10 @@ int hctx_reference(hctx *h, const loaded *L)
     if (spec->n_seeds == 0)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
                          "internal: a reference task for %s without seeds", spec->kernel);
+    /* Tolerances that pass anything judge nothing: refused before a
+     * reference is stored for them. */
+    if (hctx_refuse_vacuous(h, L) != 0)
+        return -1;
     Kfleet__Reference **refs = calloc(spec->n_seeds, sizeof *refs);
     if (!refs)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory");
@@ -87,7 +117,7 @@ int hctx_reference(hctx *h, const loaded *L)
         Kfleet__Reference *r = malloc(sizeof *r);
         if (!r)
             return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory");
-        if (one_seed(h, L, spec->seeds[i], r) != 0) {
+        if (one_seed(h, L, i, spec->seeds[i], r) != 0) {
             free(r);
             return -1;
         }
@@ -99,7 +129,7 @@ int hctx_reference(hctx *h, const loaded *L)
 void hctx_reference_free(Kfleet__Result *res)
 {
     for (size_t i = 0; i < res->n_references; i++) {
-        free(res->references[i]->values.data);
+        free(res->references[i]->digest);
         free(res->references[i]);
     }
     free(res->references);

@@ -561,8 +561,8 @@ void kf_sandbox_close_fds(int from)
 
 int kf_sandbox_place_fds(const int *src, int n)
 {
-    int tmp[16];
-    if (n < 0 || n > 16) {
+    int tmp[KF_SANDBOX_PLACE_MAX];
+    if (n < 0 || n > KF_SANDBOX_PLACE_MAX) {
         errno = EINVAL;
         return -1;
     }

@@ -130,7 +130,8 @@ void kf_sandbox_close_fds(int from);
 /* In a child about to exec: puts src[i] at descriptor i for each i < n
  * (src[i] -1: descriptor i closed), whatever numbers the sources have (one
  * may be another's target), then closes every descriptor from n up. n is
- * at most 16. 0, or -1 with errno. */
+ * at most KF_SANDBOX_PLACE_MAX. 0, or -1 with errno. */
+#define KF_SANDBOX_PLACE_MAX 128
 int kf_sandbox_place_fds(const int *src, int n);
 
 #endif

@@ -73,7 +73,7 @@ int kf_tools_run_nested(const char *runner, const char *workdir, const char *tmp
     size_t n = kfleet__task_assign__get_packed_size(&copy);
     uint8_t *buf = kf_xmalloc(n ? n : 1);
     kfleet__task_assign__pack(&copy, buf);
-    int in = (int)syscall(SYS_memfd_create, "kfleet-nested-task", MFD_CLOEXEC);
+    int in = kf_memfd("kfleet-nested-task");
     rc = in >= 0 && kf_write_all(in, buf, n) == 0 && lseek(in, 0, SEEK_SET) == 0
              ? KF_OK
              : kf_err_set(err, KF_EIO, "cannot hand the nested run its task: %s", strerror(errno));

@@ -14,6 +14,7 @@
  * with KF_COMPARE=host, is fetched and compared on host threads. */
 #include "runner/hctx.h"
 #include "common/tolerance.h"
+#include "runner/compare.h"
 #include "runner/devcmp.h"
 #include "runner/harness.h"
 #include "common/buf.h"
@@ -22,113 +23,10 @@
 #include "common/xalloc.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* Threads a big comparison may use: the node's other work (builds, the
- * CPU agents' tasks) keeps the rest. */
-#define COMPARE_THREADS 8
-#define COMPARE_SPLIT_MIN (1u << 20)
-
-/* Work split over up to COMPARE_THREADS threads by index range: fn(ctx,
- * part, lo, hi) for each part, part 0 on the calling thread. A thread that
- * cannot start runs its part here, after the others. */
-typedef void (*range_fn)(void *ctx, unsigned part, size_t lo, size_t hi);
-
-typedef struct range_job {
-    range_fn fn;
-    void *ctx;
-    unsigned part;
-    size_t lo, hi;
-} range_job;
-
-static void *range_main(void *arg)
-{
-    range_job *j = arg;
-    j->fn(j->ctx, j->part, j->lo, j->hi);
-    return NULL;
-}
-
-/* The number of parts par_ranges splits n into. */
-static unsigned range_parts(size_t n, unsigned threads)
-{
-    unsigned nt = n >= COMPARE_SPLIT_MIN && threads > 1 ? threads : 1;
-    return nt > COMPARE_THREADS ? COMPARE_THREADS : nt;
-}
-
-static void par_ranges(size_t n, unsigned threads, range_fn fn, void *ctx)
-{
-    range_job jobs[COMPARE_THREADS];
-    pthread_t tid[COMPARE_THREADS];
-    int started[COMPARE_THREADS] = {0};
-    unsigned nt = range_parts(n, threads);
-    for (unsigned t = 0; t < nt; t++) {
-        jobs[t] = (range_job){fn, ctx, t, n * t / nt, n * (t + 1) / nt};
-        started[t] = t > 0 && pthread_create(&tid[t], NULL, range_main, &jobs[t]) == 0;
-    }
-    range_main(&jobs[0]);
-    for (unsigned t = 1; t < nt; t++) {
-        if (started[t])
-            pthread_join(tid[t], NULL);
-        else
-            range_main(&jobs[t]);
-    }
-}
-
-static unsigned cpus(void)
-{
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    return ncpu > 0 ? (unsigned)ncpu : 1;
-}
-
-typedef struct cmp_part {
-    uint64_t nonfinite, ref_nonzero;
-    double max_abs, diff2, ref2;
-} cmp_part;
-
-typedef struct cmp_ctx {
-    const void *out;
-    const double *ref;
-    kf_dtype dtype;
-    cmp_part parts[COMPARE_THREADS];
-} cmp_ctx;
-
-/* Sums in locals, stored once: the parts share cache lines, and a store
- * per element to them would bounce those lines between the threads. */
-static void compare_range(void *arg, unsigned part, size_t lo, size_t hi)
-{
-    cmp_ctx *c = arg;
-    const void *out = c->out;
-    const double *ref = c->ref;
-    kf_dtype dtype = c->dtype;
-    uint64_t nonfinite = 0, ref_nonzero = 0;
-    double max_abs = 0, diff2 = 0, ref2 = 0;
-    for (size_t i = lo; i < hi; i++) {
-        double o = hctx_elem(out, dtype, i);
-        ref_nonzero += ref[i] != 0;
-        if (!isfinite(o)) {
-            nonfinite++;
-            continue;
-        }
-        double d = fabs(o - ref[i]);
-        if (d > max_abs)
-            max_abs = d;
-        diff2 += d * d;
-        ref2 += ref[i] * ref[i];
-    }
-    c->parts[part] = (cmp_part){nonfinite, ref_nonzero, max_abs, diff2, ref2};
-}
-
-/* ||out - ref|| / ||ref||, or ||out - ref|| when the reference is all
- * zeros (the check is then vacuous and fails anyway): one definition for
- * the host and the device comparisons. */
-static double rel_error(double diff2, double ref2)
-{
-    return ref2 > 0 ? sqrt(diff2 / ref2) : sqrt(diff2);
-}
 
 /* The verdict rule, the same wherever the comparison ran. */
 static void judge_check(hctx_check *c, const kf_kernel *k)
@@ -140,21 +38,13 @@ static void judge_check(hctx_check *c, const kf_kernel *k)
 void hctx_compare(const void *out, kf_dtype dtype, const double *ref, size_t n, unsigned threads,
                   hctx_check *c)
 {
-    cmp_ctx cc = {.out = out, .ref = ref, .dtype = dtype};
-    par_ranges(n, threads, compare_range, &cc);
-    double diff2 = 0, ref2 = 0;
-    c->nonfinite = 0;
-    c->ref_nonzero = 0;
-    c->max_abs = 0;
-    for (unsigned t = 0; t < range_parts(n, threads); t++) {
-        c->nonfinite += cc.parts[t].nonfinite;
-        c->ref_nonzero += cc.parts[t].ref_nonzero;
-        if (cc.parts[t].max_abs > c->max_abs)
-            c->max_abs = cc.parts[t].max_abs;
-        diff2 += cc.parts[t].diff2;
-        ref2 += cc.parts[t].ref2;
-    }
-    c->rel = rel_error(diff2, ref2);
+    kf_tols t = {.abs = INFINITY, .rel = INFINITY};
+    kf_cmp m;
+    kf_cmp_run(out, dtype, ref, KF_DTYPE_F64, n, &t, threads, &m);
+    c->nonfinite = m.nonfinite;
+    c->ref_nonzero = m.ref_nonzero;
+    c->max_abs = m.max_abs;
+    c->rel = m.rel;
 }
 
 /* All ones: a NaN in every element the reference leaves unwritten. Split
@@ -179,7 +69,7 @@ static void swap_host_buffers(hctx *h)
 
 void hctx_nan_fill(double *ref, size_t n)
 {
-    par_ranges(n, cpus(), fill_range, ref);
+    kf_par_ranges(n, kf_cpus(), fill_range, ref);
 }
 
 int hctx_compare_on_device(hctx *h, const loaded *L, const kf_view *v)
@@ -283,7 +173,8 @@ static int check_on_device(hctx *h, const loaded *L, void *state, const kf_view 
     c->nonfinite = sum.nonfinite;
     c->ref_nonzero = sum.ref_nonzero;
     c->max_abs = sum.max_abs;
-    c->rel = rel_error(sum.diff2, sum.ref2);
+    /* As the host's comparison (compare.c): a reference of zeros fails anyway. */
+    c->rel = sum.ref2 > 0 ? sqrt(sum.diff2 / sum.ref2) : sqrt(sum.diff2);
     judge_check(c, L->k);
     return 0;
 }
@@ -346,7 +237,7 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
         }
         return 0;
     }
-    hctx_compare(*out, v->dtype, known ? known : ref, v->count, cpus(), c);
+    hctx_compare(*out, v->dtype, known ? known : ref, v->count, kf_cpus(), c);
     judge_check(c, L->k);
     hctx_phase_add(h, HCTX_PH_COMPARE, t0);
     return 0;
@@ -456,6 +347,11 @@ int hctx_validate(hctx *h, const loaded *L)
                      "elements), so the relative error measures nothing and an output of zeros "
                      "would pass; make setup's inputs give a nonzero reference",
                      (unsigned long long)t->seed, v.count);
+        } else if (!t->passed && all_pass && cand) {
+            all_pass = 0; /* the checker's numbers are the agent's to give */
+            snprintf(first_bad, sizeof first_bad,
+                     "validation failed (pool seed %llu): the checker failed the output",
+                     (unsigned long long)t->seed);
         } else if (!t->passed && all_pass) {
             all_pass = 0;
             snprintf(first_bad, sizeof first_bad,

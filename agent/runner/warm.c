@@ -54,7 +54,7 @@ static int receive(kf_warm_req *req, int fds[KF_WARM_MAX_FDS])
         }
     }
     int ok = (size_t)n == sizeof *req && !(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
-             req->nfds >= KF_WARM_FD_VERDICT && req->nfds <= KF_WARM_MAX_FDS && got == req->nfds &&
+             req->nfds >= KF_WARM_FD_CHECKER && req->nfds <= KF_WARM_MAX_FDS && got == req->nfds &&
              memchr(req->scratch, '\0', sizeof req->scratch);
     if (!ok) {
         for (size_t i = 0; i < got; i++)
@@ -96,15 +96,15 @@ static void be_runner(const char *workdir, const kf_warm_req *req, const int *fd
      * the socket to the agent and every other descriptor of the warm
      * process's go: the runner has what a forked runner has. */
     int null = open("/dev/null", O_RDONLY);
-    int vfd = req->nfds > KF_WARM_FD_VERDICT ? fds[KF_WARM_FD_VERDICT] : -1;
-    int place[KF_RUNNER_FD_VERDICT + 1] = {null,
+    int vfd = req->nfds > KF_WARM_FD_CHECKER ? fds[KF_WARM_FD_CHECKER] : -1;
+    int place[KF_RUNNER_FD_CHECKER + 1] = {null,
                                            fds[KF_WARM_FD_KOUT],
                                            fds[KF_WARM_FD_KOUT],
                                            fds[KF_WARM_FD_TASK],
                                            fds[KF_WARM_FD_OUT],
                                            fds[KF_WARM_FD_LOG],
                                            vfd};
-    if (kf_sandbox_place_fds(place, KF_RUNNER_FD_VERDICT + 1) != 0) {
+    if (kf_sandbox_place_fds(place, KF_RUNNER_FD_CHECKER + 1) != 0) {
         dprintf(fds[KF_WARM_FD_LOG], "warm runner: cannot place the runner's descriptors: %s\n",
                 strerror(errno));
         _exit(1);

@@ -25,14 +25,14 @@
 
 /* The descriptors of a request, in this order, as SCM_RIGHTS: the task,
  * the frames, the runner's log, the kernel's output (its stdout and
- * stderr), and for a candidate the checker's verdict descriptor: the
+ * stderr), and for a candidate its socket to the checker: the
  * runner's channel (harness.h). */
 enum {
     KF_WARM_FD_TASK,
     KF_WARM_FD_OUT,
     KF_WARM_FD_LOG,
     KF_WARM_FD_KOUT,
-    KF_WARM_FD_VERDICT,
+    KF_WARM_FD_CHECKER,
     KF_WARM_MAX_FDS
 };
 
@@ -40,7 +40,7 @@ enum {
 typedef struct kf_warm_req {
     uint64_t task_id; /* for the warm's log only */
     uint32_t attempt;
-    uint32_t nfds;          /* 4, or 5 with the verdict descriptor */
+    uint32_t nfds;          /* 4, or 5 with the checker's socket */
     char scratch[PATH_MAX]; /* the runner's scratch dir (turns the sandbox on), "" for none */
 } kf_warm_req;
 

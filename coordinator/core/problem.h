@@ -38,8 +38,8 @@ int kf_problem_missing_refs(kf_txn *t, const Kfleet__SeedPool *p, const uint8_t 
 /* Stores a computed reference under pool p: r->generation is set from p.
  * *dup = 1 (nothing written) when that configuration and seed has one:
  * the first computation stays. KF_EINVAL when r's seed is not in p (a late
- * result for a retired seed is not kept) or r's values are not `count`
- * doubles. */
+ * result for a retired seed is not kept), or r has no elements or no
+ * digest (64 hex digits: the values stay on the agents, issue 41). */
 int kf_problem_store_ref(kf_txn *t, const Kfleet__SeedPool *p, Kfleet__Reference *r, int *dup);
 
 /* What a reference task sent (Result.references, one per seed) stored

@@ -75,6 +75,16 @@ static json_t *json_task_common(const rtask *rt)
     } else {
         set(o, "output", json_null());
     }
+    /* A candidate's agent that lacked the stored references computed them
+     * first (agent/checkers.h); differ: not bitwise the stored ones. */
+    if (rt->res && rt->res->references_recomputed) {
+        json_t *rc = json_object();
+        set(rc, "count", json_integer(rt->res->references_recomputed));
+        set(rc, "differ", json_integer(rt->res->references_differ));
+        set(o, "references_computed_here", rc);
+    } else {
+        set(o, "references_computed_here", json_null());
+    }
     json_t *ph = json_object();
     for (size_t i = 0; rt->res && i < rt->res->n_phases; i++)
         set(ph, rt->res->phases[i]->name, jnum(rt->res->phases[i]->seconds));

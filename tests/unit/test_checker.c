@@ -1,10 +1,11 @@
-/* test_checker — a candidate's outputs judged in the checker process
- * (runner/checker.c): right outputs pass, wrong ones fail, and a candidate
- * that writes over the reference in its own process after the checker
- * started (a C kernel writing over the reference buffer) still fails; the
- * runner gets each verdict back as its answer, and the guard's spot checks
- * are answered from the checker's references, which the runner no longer
- * needs to hold. */
+/* test_checker — a candidate's judge (runner/checker.c) as the agent runs
+ * it: a process of its own, its references files it maps and verifies, a
+ * socket to the runner on which it answers PASS or FAIL only, and its
+ * numbers on the agent's pipe. Right outputs pass, wrong ones fail with
+ * the element that breaks the bound, spot checks are answered and a failed
+ * one is a verdict, allclose tolerances judge element by element, a
+ * reference file that is not its digest is refused, and the summary is
+ * written before FINISH is answered. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,112 +13,228 @@
 
 #include <cmocka.h>
 
+#include "common/util.h"
 #include "runner/checker.h"
+#include "runner/reffile.h"
+#include "runner/sandbox.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define N 4096
 
-/* All the checker wrote, once it has finished. */
-static void read_verdicts(int fd, char *out, size_t len)
+static char dir[] = "/tmp/kf-test-checker.XXXXXX";
+
+typedef struct judge {
+    pid_t pid;
+    kf_checker *c;
+    int verdicts;
+} judge;
+
+/* References of N elements: ref0[i] = 1 + i/N, ref1[i] = -2 + i/7. */
+static void make_refs(char digests[2][KF_REFFILE_DIGEST_HEX], kf_dtype dtype)
 {
-    size_t got = 0;
-    ssize_t r;
-    while (got + 1 < len && (r = read(fd, out + got, len - 1 - got)) > 0)
-        got += (size_t)r;
-    out[got] = '\0';
-    close(fd);
+    double *ref = malloc(N * sizeof *ref);
+    char path[256];
+    kf_err err;
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = 0; i < N; i++)
+            ref[i] = k == 0 ? 1.0 + (double)i / N : -2.0 + (double)i / 7.0;
+        snprintf(path, sizeof path, "%s/ref%d", dir, k);
+        unlink(path);
+        assert_int_equal(kf_reffile_write(path, ref, N, dtype, digests[k], &err), KF_OK);
+    }
+    free(ref);
 }
 
-static void test_outputs_judged_outside(void **state)
+/* Starts the checker as the agent does (checkers.c), on the config text. */
+static judge start(const char *config)
+{
+    judge j;
+    int sv[2], vp[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+    assert_int_equal(pipe(vp), 0);
+    int cfg = kf_memfd("test-config");
+    assert_true(cfg >= 0);
+    assert_int_equal(kf_write_all(cfg, config, strlen(config)), 0);
+    lseek(cfg, 0, SEEK_SET);
+    j.pid = fork();
+    assert_true(j.pid >= 0);
+    if (j.pid == 0) {
+        char path[256];
+        int place[7] = {cfg, open("/dev/null", O_WRONLY), 2, sv[0], vp[1], -1, -1};
+        for (int k = 0; k < 2; k++) {
+            snprintf(path, sizeof path, "%s/ref%d", dir, k);
+            place[5 + k] = open(path, O_RDONLY);
+        }
+        if (kf_sandbox_place_fds(place, 7) != 0)
+            _exit(99);
+        _exit(kf_checker_main());
+    }
+    close(cfg);
+    close(sv[0]);
+    close(vp[1]);
+    kf_err err;
+    j.c = kf_checker_connect(sv[1], &err);
+    assert_non_null(j.c);
+    j.verdicts = vp[0];
+    return j;
+}
+
+/* FINISH, then everything the checker wrote, and its exit status. */
+static int finish(judge *j, char *out, size_t len)
+{
+    int rc = kf_checker_finish(&j->c);
+    size_t got = 0;
+    ssize_t r;
+    while (got + 1 < len && (r = read(j->verdicts, out + got, len - 1 - got)) > 0)
+        got += (size_t)r;
+    out[got] = '\0';
+    close(j->verdicts);
+    int st = 0;
+    waitpid(j->pid, &st, 0);
+    return rc == KF_OK && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void config(char *out, size_t len, const char *tol, char digests[2][KF_REFFILE_DIGEST_HEX],
+                   int verify)
+{
+    snprintf(out, len, "%s\nref %d %s %d\nref %d %s %d\n", tol, N, digests[0], verify, N,
+             digests[1], verify);
+}
+
+static void test_judged_outside(void **state)
 {
     (void)state;
-    double *ref0 = malloc(N * sizeof *ref0), *ref1 = malloc(N * sizeof *ref1);
+    char digests[2][KF_REFFILE_DIGEST_HEX], cfg[512], text[8192];
+    make_refs(digests, KF_DTYPE_F64);
+    config(cfg, sizeof cfg, "tol 1e-5 1e-5 0 0 0", digests, 1);
+    judge j = start(cfg);
     float *right = malloc(N * sizeof *right), *zeros = calloc(N, sizeof *zeros);
-    for (size_t i = 0; i < N; i++) {
-        ref0[i] = 1.0 + (double)i / N;
-        ref1[i] = -2.0 + (double)i / 7.0;
-        right[i] = (float)ref0[i];
-    }
-    const double *refs[] = {ref0, ref1};
-    size_t counts[] = {N, N};
-    int vp[2];
-    assert_int_equal(pipe(vp), 0);
-    kf_checker *c = NULL;
+    for (size_t i = 0; i < N; i++)
+        right[i] = (float)(1.0 + (double)i / N);
     kf_err err;
-    assert_int_equal(kf_checker_start(refs, counts, 2, 1e-5, 1e-6, vp[1], &c, &err), KF_OK);
-    /* The verdict descriptor is the checker's alone now. */
-    assert_int_equal(write(vp[1], "x", 1), -1);
-
-    /* 0: the right output of set 0 passes, and the runner is told so. */
-    hctx_check a;
-    assert_int_equal(kf_checker_check(c, 0, right, KF_DTYPE_F32, N, &a, &err), KF_OK);
-    assert_int_equal(a.passed, 1);
-    assert_int_equal(a.nonfinite, 0);
-    assert_int_equal(a.ref_nonzero, N);
-    /* 1: zeros for set 1 fail. */
-    assert_int_equal(kf_checker_check(c, 1, zeros, KF_DTYPE_F32, N, &a, &err), KF_OK);
-    assert_int_equal(a.passed, 0);
-    assert_true(a.max_abs > 1);
-    /* 2: the "candidate" writes its zeros over the references in its own
-     * process, as a C kernel overwriting the reference buffer would, and
-     * sends zeros again: the checker's copy is untouched, so it fails. */
-    memset(ref0, 0, N * sizeof *ref0);
-    memset(ref1, 0, N * sizeof *ref1);
-    assert_int_equal(kf_checker_check(c, 0, zeros, KF_DTYPE_F32, N, &a, &err), KF_OK);
-    assert_int_equal(a.passed, 0);
-    /* Spot checks (no verdict line): values at positions of set 1 are
-     * answered from the checker's copy, which the zeros above never
-     * reached: the right values are exact, a NaN counts, zeros are off. */
-    uint64_t at[3] = {0, 7, N - 1};
-    double vals[3] = {-2.0, -2.0 + 1.0, -2.0 + (double)(N - 1) / 7.0};
-    assert_int_equal(kf_checker_spot(c, 1, at, vals, 3, &a, &err), KF_OK);
-    assert_int_equal(a.nonfinite, 0);
-    assert_true(a.max_abs == 0 && a.rel == 0);
-    vals[1] = NAN;
-    vals[2] = 0;
-    assert_int_equal(kf_checker_spot(c, 1, at, vals, 3, &a, &err), KF_OK);
-    assert_int_equal(a.nonfinite, 1);
-    assert_true(a.max_abs > 500);
-    at[2] = N; /* past the output */
-    assert_int_equal(kf_checker_spot(c, 1, at, vals, 3, &a, &err), KF_EINVAL);
-    assert_int_equal(kf_checker_spot(c, 9, at, vals, 3, &a, &err), KF_EINVAL);
-    /* 3: one NaN (an unwritten, poisoned element) fails. */
-    right[17] = NAN;
-    assert_int_equal(kf_checker_check(c, 0, right, KF_DTYPE_F32, N, &a, &err), KF_OK);
-    assert_int_equal(a.nonfinite, 1);
-    assert_int_equal(a.passed, 0);
-    /* 4: a reference that does not exist, 5: a short output: bad, to the
-     * runner too. */
-    assert_int_equal(kf_checker_check(c, 9, zeros, KF_DTYPE_F32, N, &a, &err), KF_EINVAL);
-    assert_int_equal(kf_checker_check(c, 0, zeros, KF_DTYPE_F32, N - 1, &a, &err), KF_EINVAL);
-    assert_int_equal(kf_checker_finish(&c), 0);
-    assert_null(c);
-
-    char v[4096];
-    read_verdicts(vp[0], v, sizeof v);
-    printf("%s", v);
-    assert_non_null(strstr(v, "check 0 ref 0 pass 1 nonfinite 0 "));
-    assert_non_null(strstr(v, "check 1 ref 1 pass 0 nonfinite 0 "));
-    assert_non_null(strstr(v, "check 2 ref 0 pass 0 nonfinite 0 "));
-    assert_non_null(strstr(v, "check 3 ref 0 pass 0 nonfinite 1 "));
-    assert_non_null(strstr(v, "check 4 ref 9 bad\n"));
-    assert_non_null(strstr(v, "check 5 ref 0 bad\n"));
-    assert_non_null(strstr(v, "done checks 6 failed 5\n"));
-    free(ref0);
-    free(ref1);
+    int passed = -1;
+    assert_int_equal(kf_checker_check(j.c, 0, right, KF_DTYPE_F32, N, &passed, &err), KF_OK);
+    assert_int_equal(passed, 1);
+    assert_int_equal(kf_checker_check(j.c, 0, zeros, KF_DTYPE_F32, N, &passed, &err), KF_OK);
+    assert_int_equal(passed, 0);
+    /* Against the other reference, the right output of the first is wrong. */
+    assert_int_equal(kf_checker_check(j.c, 1, right, KF_DTYPE_F32, N, &passed, &err), KF_OK);
+    assert_int_equal(passed, 0);
+    /* Another element count: not the problem's output. */
+    assert_int_equal(kf_checker_check(j.c, 0, right, KF_DTYPE_F32, N - 1, &passed, &err),
+                     KF_EINVAL);
+    /* Spot checks: the values at secret positions. */
+    uint64_t at[3] = {0, 17, N - 1};
+    double vals[3] = {1.0, 1.0 + 17.0 / N, 1.0 + (N - 1.0) / N};
+    assert_int_equal(kf_checker_spot(j.c, 0, at, vals, 3, &passed, &err), KF_OK);
+    assert_int_equal(passed, 1);
+    vals[1] = NAN; /* the poison still there */
+    assert_int_equal(kf_checker_spot(j.c, 0, at, vals, 3, &passed, &err), KF_OK);
+    assert_int_equal(passed, 0);
+    assert_int_equal(finish(&j, text, sizeof text), 0);
+    print_message("%s", text);
+    assert_non_null(strstr(text, "verified "));
+    assert_non_null(strstr(text, "check 0 ref 0 pass 1 nonfinite 0"));
+    assert_non_null(strstr(text, "check 1 ref 0 pass 0 nonfinite 0 max_abs 1.99"));
+    /* The broken bound with its element, for the agent only. */
+    assert_non_null(strstr(text, "why 1 max abs error 2 (tolerance 1e-05) at element 4095"));
+    assert_non_null(strstr(text, "check 3 ref 0 bad"));
+    assert_non_null(strstr(text, "spot 1 ref 0 fail of 3 elements at secret positions, 1 still"));
+    assert_non_null(strstr(text, "done checks 4 failed 3 spots 2 spot_failed 1"));
     free(right);
     free(zeros);
+}
+
+/* KernelBench's check, atol = rtol = 1e-2, on a reference kept in f32: a
+ * TF32-like output (1e-3 relative off everywhere) passes, one element off
+ * by 2e-2 beyond its bound fails, named. */
+static void test_allclose(void **state)
+{
+    (void)state;
+    char digests[2][KF_REFFILE_DIGEST_HEX], cfg[512], text[8192];
+    make_refs(digests, KF_DTYPE_F32);
+    config(cfg, sizeof cfg, "tol inf 0.5 1 0.01 0.01", digests, 0);
+    judge j = start(cfg);
+    float *out = malloc(N * sizeof *out);
+    for (size_t i = 0; i < N; i++)
+        out[i] = (float)((-2.0 + (double)i / 7.0) * (1 + 1e-3));
+    kf_err err;
+    int passed = -1;
+    assert_int_equal(kf_checker_check(j.c, 1, out, KF_DTYPE_F32, N, &passed, &err), KF_OK);
+    assert_int_equal(passed, 1);
+    /* Element 14 (reference 0): its bound is atol = 1e-2; 2e-2 breaks it. */
+    out[14] = 0.02f;
+    assert_int_equal(kf_checker_check(j.c, 1, out, KF_DTYPE_F32, N, &passed, &err), KF_OK);
+    assert_int_equal(passed, 0);
+    /* Zeros: every element of this reference but a few is outside. */
+    memset(out, 0, N * sizeof *out);
+    assert_int_equal(kf_checker_check(j.c, 1, out, KF_DTYPE_F32, N, &passed, &err), KF_OK);
+    assert_int_equal(passed, 0);
+    assert_int_equal(finish(&j, text, sizeof text), 0);
+    print_message("%s", text);
+    assert_non_null(strstr(text, "check 0 ref 1 pass 1 nonfinite 0"));
+    assert_non_null(strstr(text, "not_close 0\n"));
+    assert_non_null(strstr(text, "check 1 ref 1 pass 0"));
+    assert_non_null(strstr(text, "not_close 1\n"));
+    assert_non_null(strstr(text, "why 1 1 of 4096 elements are outside atol + rtol |ref| (atol "
+                                 "0.01, rtol 0.01); the worst, element 14: 0.0199999996 against "
+                                 "0, 2 times its bound"));
+    assert_non_null(strstr(text, "done checks 3 failed 2 spots 0 spot_failed 0"));
+    free(out);
+}
+
+/* A reference file that is not its digest is refused: the checker says so
+ * and judges nothing. */
+static void test_damaged_reference(void **state)
+{
+    (void)state;
+    char digests[2][KF_REFFILE_DIGEST_HEX], cfg[512], text[4096], path[256];
+    make_refs(digests, KF_DTYPE_F64);
+    snprintf(path, sizeof path, "%s/ref1", dir);
+    int fd = open(path, O_WRONLY);
+    assert_true(fd >= 0);
+    double wrong = 42;
+    assert_int_equal(pwrite(fd, &wrong, sizeof wrong, KF_REFFILE_HEADER + 8 * 100), 8);
+    close(fd);
+    config(cfg, sizeof cfg, "tol 1e-5 1e-5 0 0 0", digests, 1);
+    judge j = start(cfg);
+    int st = finish(&j, text, sizeof text);
+    print_message("%s", text);
+    assert_int_equal(st, -1); /* no answer to FINISH: it left */
+    char want[128];
+    snprintf(want, sizeof want, "damaged %s the reference file %s is damaged", digests[1],
+             digests[1]);
+    assert_non_null(strstr(text, want));
+    assert_null(strstr(text, "done checks"));
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    kf_remove_tree(dir);
+    return 0;
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_outputs_judged_outside),
+        cmocka_unit_test(test_judged_outside),
+        cmocka_unit_test(test_allclose),
+        cmocka_unit_test(test_damaged_reference),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -9,6 +9,7 @@
 #include "common/buf.h"
 #include "runner/build.h"
 #include "runner/harness.h"
+#include "runner/reffile.h"
 #include "runner/tools.h"
 #include "common/util.h"
 #include "common/wire.h"
@@ -366,16 +367,27 @@ static void test_reference(void **state)
         const Kfleet__Reference *r = o->res->references[i];
         assert_true(r->seed == seeds[i]);
         assert_int_equal(r->count, 64 * 64);
-        assert_int_equal(r->values.len, 64 * 64 * sizeof(double));
+        assert_int_equal(r->values.len, 0);       /* the values are a file (reffile.h) */
+        assert_int_equal(r->dtype, KF_DTYPE_F64); /* f32 only past 2 GiB of doubles */
+        assert_true(r->tol_abs > 0 && r->tol_rel > 0);
+        /* The file the runner wrote is that reference, its digest right. */
+        char path[PATH_MAX + 64], tmpdir[128];
+        snprintf(tmpdir, sizeof tmpdir, "%s/tmp", workdir); /* a runner without scratch */
+        kf_reffile_scratch_path(path, sizeof path, tmpdir, t.ta.task_id, t.ta.attempt, i);
+        int fd = open(path, O_RDONLY);
+        assert_true(fd >= 0);
+        kf_reffile rf;
+        kf_err err;
+        assert_int_equal(kf_reffile_map(fd, r->count, r->digest, 1, &rf, &err), KF_OK);
+        close(fd);
+        kf_reffile_unmap(&rf);
     }
-    assert_memory_not_equal(o->res->references[0]->values.data, o->res->references[1]->values.data,
-                            o->res->references[0]->values.len);
+    assert_string_not_equal(o->res->references[0]->digest, o->res->references[1]->digest);
     /* The same seed again: the same bytes. */
     seeds[1] = seeds[0];
     outcome *o2 = run_task(&t.ta);
     assert_int_equal(o2->res->n_references, 2);
-    assert_memory_equal(o->res->references[0]->values.data, o2->res->references[1]->values.data,
-                        o->res->references[0]->values.len);
+    assert_string_equal(o->res->references[0]->digest, o2->res->references[1]->digest);
     free_outcome(o2);
     free_outcome(o);
     /* No seeds: refused. */

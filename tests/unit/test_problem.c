@@ -85,14 +85,14 @@ static void config_key(int which, uint8_t key[KF_STORE_CONFIG_KEY])
 static int store_ref(kf_txn *t, const Kfleet__SeedPool *p, const uint8_t *key, uint64_t seed,
                      int *dup)
 {
-    double values[4] = {1.0, 2.0, 3.0, (double)(seed & 0xFFFF)};
+    char digest[65];
+    snprintf(digest, sizeof digest, "%064llx", (unsigned long long)seed);
     Kfleet__Reference r = KFLEET__REFERENCE__INIT;
     r.problem_hash = HASH;
     r.config_key.data = (uint8_t *)key;
     r.config_key.len = KF_STORE_CONFIG_KEY;
     r.seed = seed;
-    r.values.data = (uint8_t *)values;
-    r.values.len = sizeof values;
+    r.digest = digest;
     r.count = 4;
     return kf_problem_store_ref(t, p, &r, dup);
 }
@@ -245,8 +245,9 @@ static void test_pool_size_change_renews(void **state)
 }
 
 /* A reference task's Result, as the coordinator receives it: the
- * references of the pool's seeds stored with their provenance, one for a
- * seed outside the pool dropped, the values stripped from the Result. */
+ * references of the pool's seeds stored with their provenance and digest
+ * (the values stay on the agents), one for a seed outside the pool
+ * dropped, one without a digest refused. */
 static void test_store_result(void **state)
 {
     (void)state;
@@ -254,19 +255,24 @@ static void test_store_result(void **state)
     Kfleet__SeedPool *p = NULL;
     int renewed = 0;
     assert_int_equal(kf_problem_seed_pool(t, "resultproblem", 2, RENEW_S, T0, &p, &renewed), KF_OK);
-    double v0[3] = {1, 2, 3}, v1[3] = {4, 5, 6};
-    Kfleet__Reference r0 = KFLEET__REFERENCE__INIT, r1 = KFLEET__REFERENCE__INIT;
+    char *d0 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    Kfleet__Reference r0 = KFLEET__REFERENCE__INIT, r1 = KFLEET__REFERENCE__INIT,
+                      r2 = KFLEET__REFERENCE__INIT;
     r0.seed = p->seeds[1];
-    r0.values = (ProtobufCBinaryData){sizeof v0, (uint8_t *)v0};
+    r0.digest = d0;
     r0.count = 3;
+    r0.tol_abs = 1e-4;
     r1.seed = p->seeds[0] + 1; /* not in the pool */
-    r1.values = (ProtobufCBinaryData){sizeof v1, (uint8_t *)v1};
+    r1.digest = d0;
     r1.count = 3;
-    Kfleet__Reference *refs[] = {&r0, &r1};
+    r2.seed = p->seeds[0];
+    r2.digest = "not a digest";
+    r2.count = 3;
+    Kfleet__Reference *refs[] = {&r0, &r1, &r2};
     Kfleet__Result res = KFLEET__RESULT__INIT;
     res.task_id = 0x700000002ull;
     res.references = refs;
-    res.n_references = 2;
+    res.n_references = 3;
     Kfleet__Param n = KFLEET__PARAM__INIT;
     n.name = "n";
     n.value = 4096;
@@ -276,8 +282,6 @@ static void test_store_result(void **state)
         kf_problem_store_result(t, "resultproblem", params, 1, "agent-7", T0 + 5, &res, &stored),
         KF_OK);
     assert_int_equal(stored, 1);
-    assert_int_equal(r0.values.len, 0);
-    assert_int_equal(r1.values.len, 0);
     uint8_t key[KF_STORE_CONFIG_KEY];
     kf_problem_config_key(params, 1, key);
     Kfleet__Reference *got = NULL;
@@ -286,9 +290,12 @@ static void test_store_result(void **state)
     assert_string_equal(got->agent_id, "agent-7");
     assert_int_equal(got->n_params, 1);
     assert_int_equal(got->generation, 1);
-    assert_int_equal(got->values.len, sizeof v0);
-    assert_memory_equal(got->values.data, v0, sizeof v0);
+    assert_string_equal(got->digest, d0);
+    assert_int_equal(got->count, 3);
+    assert_true(got->tol_abs == 1e-4);
     kfleet__reference__free_unpacked(got, NULL);
+    assert_int_equal(kf_store_get_reference(t, "resultproblem", key, p->seeds[0], &got),
+                     KF_ENOTFOUND);
     /* A problem without a pool: not found. */
     assert_int_equal(kf_problem_store_result(t, "nopool", params, 1, "a", T0, &res, &stored),
                      KF_ENOTFOUND);

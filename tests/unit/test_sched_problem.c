@@ -35,7 +35,6 @@ static void store_refs(kf_coord *c, const char *hash, Kfleet__Param **params, si
                      KF_OK);
     assert_int_equal(renewed, 0);
     uint8_t key[KF_STORE_CONFIG_KEY];
-    double vals[2] = {1.0, 2.0};
     for (size_t i = 0; i < pool->n_seeds; i++) {
         Kfleet__Reference r = KFLEET__REFERENCE__INIT;
         r.problem_hash = (char *)hash;
@@ -45,8 +44,9 @@ static void store_refs(kf_coord *c, const char *hash, Kfleet__Param **params, si
         kf_problem_config_key(params, np, key);
         r.config_key.data = key;
         r.config_key.len = sizeof key;
-        r.values.data = (uint8_t *)vals;
-        r.values.len = sizeof vals;
+        char digest[65];
+        snprintf(digest, sizeof digest, "%064llx", (unsigned long long)pool->seeds[i]);
+        r.digest = digest;
         r.count = 2;
         int dup = 1;
         assert_int_equal(kf_problem_store_ref(txn, pool, &r, &dup), KF_OK);

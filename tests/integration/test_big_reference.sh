@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# References of any size (issue 41): a numpy problem whose reference is
+# 64 MiB per seed (192 MiB for its 3 seeds, past the 16 MiB frame) is judged
+# on two local agents. The reference task's agent keeps the files it
+# computed; the other agent computes the ones it lacks before its first
+# candidate (bitwise the same here); the coordinator stores digests only;
+# the right candidate passes and the one off by 1e-6 at one element fails,
+# the element named.
+source "$(dirname "$0")/lib.sh"
+
+export KF_PYTHON=/usr/bin/python3
+"$KF_PYTHON" -c 'import numpy' 2>"$T/numpy.err" ||
+  fail "$KF_PYTHON has no numpy (make test-build installs python3-numpy): $(tail -1 "$T/numpy.err")"
+
+set +e
+"$KFLEET" run "$KF_SRC/tests/data/problems/bigref/sweep.yaml" --agents 2 >"$T/run.out" 2>"$T/run.log"
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "kfleet run of bigref should exit 1 (its wrong candidate fails), got $rc"
+"$KFLEET" report --format json >"$T/r.json" || fail "report"
+python3 - "$T/r.json" <<'PY' || fail "the big reference's verdicts are wrong"
+import json, sys
+rows = {w["kernel"]: w for w in json.load(open(sys.argv[1]))["rows"]}
+ok, bad = rows["np_tanh"], rows["np_wrong"]
+assert ok["validation"]["state"] == "succeeded", ok["validation"]["error"]
+assert ok["profile"]["state"] == "succeeded", ok["profile"]["error"]
+assert [t["passed"] for t in ok["validation"]["trials"]] == [True] * 3, ok["validation"]["trials"]
+v = bad["validation"]
+assert v["state"] == "failed" and v["attempt"] == 1, (v["state"], v["attempt"])
+assert "at element 12345" in v["error"] and "max abs error 1e-06" in v["error"], v["error"]
+print("ok - np_tanh passed 3 seeds; np_wrong:", v["error"][:160])
+PY
+# The references are files on the agents, one per seed and configuration.
+n=0
+for f in "$KFLEET_HOME"/state/agents/*/refs/*.ref; do
+  [ -f "$f" ] || continue
+  size=$(stat -c %s "$f")
+  [ "$size" -eq $((24 + 4096 * 2048 * 8)) ] || fail "$f holds $size bytes"
+  n=$((n + 1))
+done
+[ "$n" -ge 3 ] || fail "$n reference files on the agents, want at least 3"
+if [ "$n" -eq 6 ]; then
+  # Both agents judged a candidate: the one without the reference task
+  # computed the references first, bitwise the stored ones.
+  python3 - "$T/r.json" <<'PY' || fail "the references computed on the second agent are not said"
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+here = [t["references_computed_here"] for w in rows for t in (w["validation"], w["profile"])
+        if t and t.get("references_computed_here")]
+assert {"count": 3, "differ": 0} in here, here
+PY
+fi
+pass "$n reference files of 64 MiB on the agents"
+# The coordinator stored digests, not values.
+store=$(du -k "$KFLEET_HOME/state/store/data.mdb" | cut -f1)
+[ "$store" -lt 8192 ] || fail "the coordinator's store holds $store KiB for 192 MiB of references"
+pass "the coordinator's store holds ${store} KiB"
