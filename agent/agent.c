@@ -9,6 +9,7 @@
  * On every Welcome all unacked outbox entries are due for resending.
  */
 #include "runner/doctor.h"
+#include "common/json.h"
 #include "common/xalloc.h"
 #include "agent/agent.h"
 #include "common/buf.h"
@@ -266,8 +267,8 @@ static json_t *torch_answer(kf_agent *a, const kf_pyenv *py, const char *key, ch
                  st == -2 ? "took more than 120 s" : "failed: ", st == -2 ? 0 : (int)(tail - line),
                  line);
     } else {
-        json_object_set_new(j, "key", json_string(key));
-        char *dump = json_dumps(j, JSON_COMPACT);
+        json_object_set_new(j, "key", kf_json_str(key));
+        char *dump = kf_json_dumps(j, JSON_COMPACT);
         kf_err err;
         if (dump && kf_write_file(path, dump, strlen(dump), 0600, &err) != KF_OK)
             kf_warn("agent.torch_cache", "error=\"%s\"", err.msg);

@@ -109,6 +109,35 @@ void kf_text_inert_n(kf_buf *out, const char *s, size_t n, kf_text_mode mode)
     }
 }
 
+void kf_text_utf8_n(kf_buf *out, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t len = utf8_at(p + i, n - i, &cp);
+        if (len == 0) {
+            kf_buf_addf(out, "\\x%02x", p[i++]);
+            continue;
+        }
+        kf_buf_add(out, p + i, len);
+        i += len;
+    }
+}
+
+void kf_text_json_escape(kf_buf *out, const char *json, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)json;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t len = utf8_at(p + i, n - i, &cp);
+        if (len && (cp == 0x7F || unicode_control(cp)))
+            kf_buf_addf(out, "\\u%04X", (unsigned)cp); /* upper case, as jansson writes C0 */
+        else /* a byte that is not UTF-8 did not come from a JSON writer: kept */
+            kf_buf_add(out, p + i, len ? len : 1);
+        i += len ? len : 1;
+    }
+}
+
 void kf_text_inert(kf_buf *out, const char *s, kf_text_mode mode)
 {
     if (s)

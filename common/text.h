@@ -43,6 +43,20 @@ typedef enum kf_text_mode {
 void kf_text_inert_n(kf_buf *out, const char *s, size_t n, kf_text_mode mode);
 /* The same for a NUL-terminated s (NULL: nothing). */
 void kf_text_inert(kf_buf *out, const char *s, kf_text_mode mode);
+/* Appends the n bytes at s to out as valid UTF-8, the text kept as
+ * written: each byte that is not part of a valid UTF-8 character becomes
+ * the text "\xff", and nothing else changes (controls included). For a
+ * place that needs UTF-8 but shows the text as it was (a JSON string:
+ * kf_json_str), where the old way was to drop the whole text. */
+void kf_text_utf8_n(kf_buf *out, const char *s, size_t n);
+/* Appends JSON text (n bytes of valid UTF-8, as a JSON writer made it) to
+ * out with DEL, the C1 controls and the Unicode controls named above
+ * written as JSON escapes ("\u007F", "\u009B", "\u202E": upper case, as
+ * jansson writes C0). JSON holds such characters only inside strings,
+ * where the escape is the same character: a program reads the text as
+ * the kernel wrote it, while a terminal, an editor or a browser showing
+ * the file is not steered by it. */
+void kf_text_json_escape(kf_buf *out, const char *json, size_t n);
 /* The number of backticks (at least 3) of a Markdown code fence that the
  * text s cannot close: one more than its longest run of backticks. Lines
  * inside the fence are shown literally, so they need only KF_TEXT_LINE. */

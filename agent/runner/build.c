@@ -11,6 +11,7 @@
  * finished .so reaches the cache by rename, after its JSON sidecar, so a
  * reader sees either no artifact or a complete one with its record. */
 #include "runner/build.h"
+#include "common/json.h"
 #include "common/xalloc.h"
 #include "runner/cudrv.h"
 #include "runner/proc.h"
@@ -437,22 +438,22 @@ static int write_sidecar(const Kfleet__TaskSpec *sp, const char *workdir, const 
 {
     json_t *o = json_object(), *flags = json_array();
     for (size_t i = 0; o && flags && i < sp->n_flags; i++)
-        json_array_append_new(flags, json_string(sp->flags[i]));
-    json_object_set_new(o, "kernel", json_string(sp->kernel ? sp->kernel : ""));
-    json_object_set_new(o, "kernel_hash", json_string(sp->kernel_hash));
-    json_object_set_new(o, "key", json_string(bi->key));
-    json_object_set_new(o, "artifact_hash", json_string(bi->artifact_hash));
-    json_object_set_new(o, "compiler", json_string(bi->compiler));
+        json_array_append_new(flags, kf_json_str(sp->flags[i]));
+    json_object_set_new(o, "kernel", kf_json_str(sp->kernel ? sp->kernel : ""));
+    json_object_set_new(o, "kernel_hash", kf_json_str(sp->kernel_hash));
+    json_object_set_new(o, "key", kf_json_str(bi->key));
+    json_object_set_new(o, "artifact_hash", kf_json_str(bi->artifact_hash));
+    json_object_set_new(o, "compiler", kf_json_str(bi->compiler));
     json_object_set_new(o, "flags", flags);
     json_object_set_new(o, "compile_s", json_real(bi->compile_s));
-    json_object_set_new(o, "forward_compat", json_string(bi->forward_compat));
-    json_object_set_new(o, "torch_extension", json_string(bi->torch_ext));
-    json_object_set_new(o, "built_by", json_string(bi->built_by));
+    json_object_set_new(o, "forward_compat", kf_json_str(bi->forward_compat));
+    json_object_set_new(o, "torch_extension", kf_json_str(bi->torch_ext));
+    json_object_set_new(o, "built_by", kf_json_str(bi->built_by));
     json_object_set_new(o, "registers", json_integer(bi->registers));
     json_object_set_new(o, "shared_bytes", json_integer(bi->shared_bytes));
     json_object_set_new(o, "stack_bytes", json_integer(bi->stack_bytes));
     json_object_set_new(o, "spill_bytes", json_integer(bi->spill_bytes));
-    char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
+    char *text = o ? kf_json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     if (!text)
         return kf_err_set(err, KF_ENOMEM, "out of memory for the build record");

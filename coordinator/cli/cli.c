@@ -1,6 +1,7 @@
 /* cli — the home, sweep ids, sweep files and the stop flag, for every
  * command; see cli.h. */
 #include "cli/cli.h"
+#include "common/json.h"
 #include "cli/client.h"
 #include "common/signals.h"
 #include "common/util.h"
@@ -68,7 +69,7 @@ int kf_cli_parse_sweep(const char *cmdname, const char *file, kf_sweep_spec **sp
 
 int kf_cli_print_json(json_t *o, size_t flags)
 {
-    char *s = o ? json_dumps(o, flags | JSON_PRESERVE_ORDER) : NULL;
+    char *s = o ? kf_json_dumps(o, flags | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     if (!s) {
         fprintf(stderr, "kfleet: out of memory\n");

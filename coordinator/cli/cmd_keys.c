@@ -5,6 +5,7 @@
  * allow list when it changes (within its 200 ms check), so a revocation
  * needs no control request and works whether or not it is running. */
 #include "cli/cli.h"
+#include "common/json.h"
 #include "common/buf.h"
 #include "cli/options.h"
 #include "common/keys.h"
@@ -97,8 +98,8 @@ static int key_list_cmd(int argc, char **argv, const char *home)
     if (json) {
         json_t *arr = json_array();
         for (size_t i = 0; i < a.n; i++)
-            json_array_append_new(arr,
-                                  json_pack("{s:s,s:s}", "name", a.e[i].name, "key", a.e[i].pub));
+            json_array_append_new(
+                arr, json_pack("{s:o,s:s}", "name", kf_json_str(a.e[i].name), "key", a.e[i].pub));
         rc = kf_cli_print_json(arr, JSON_INDENT(2));
     } else if (a.n == 0) {
         printf("no agent keys accepted yet (%s)\n", p.allow);

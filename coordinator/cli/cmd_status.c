@@ -2,6 +2,7 @@
  * sweeps, as a table or as JSON (schema kfleet.status/2), from one status
  * control request. */
 #include "cli/cli.h"
+#include "common/json.h"
 #include "cli/client.h"
 #include "cli/options.h"
 #include "common/text.h"
@@ -65,52 +66,52 @@ static const char *job_provider(const Kfleet__StatusReply *st, const Kfleet__Age
 static json_t *agent_json(const Kfleet__StatusReply *st, const Kfleet__AgentInfo *a)
 {
     json_t *ja = json_object();
-    json_object_set_new(ja, "agent_id", json_string(a->agent_id));
-    json_object_set_new(ja, "hostname", json_string(a->hostname));
-    json_object_set_new(ja, "state", json_string(agent_state(a, 0)));
+    json_object_set_new(ja, "agent_id", kf_json_str(a->agent_id));
+    json_object_set_new(ja, "hostname", kf_json_str(a->hostname));
+    json_object_set_new(ja, "state", kf_json_str(agent_state(a, 0)));
     json_object_set_new(ja, "last_seen_ns", json_integer((json_int_t)a->last_seen_ns));
     json_object_set_new(ja, "cpu_slots", json_integer(a->cpu_slots));
     json_object_set_new(ja, "gpu_slots", json_integer(a->gpu_slots));
-    json_object_set_new(ja, "cpu_model", json_string(a->cpu_model));
-    json_object_set_new(ja, "driver_version", json_string(a->driver_version));
+    json_object_set_new(ja, "cpu_model", kf_json_str(a->cpu_model));
+    json_object_set_new(ja, "driver_version", kf_json_str(a->driver_version));
     json_object_set_new(ja, "cuda_driver_version", json_integer(a->cuda_driver_version));
-    json_object_set_new(ja, "nvcc_version", json_string(a->nvcc_version));
+    json_object_set_new(ja, "nvcc_version", kf_json_str(a->nvcc_version));
     json_object_set_new(ja, "workdir_free_bytes", json_integer((json_int_t)a->workdir_free_bytes));
     if (a->python) {
         const Kfleet__PythonFacts *py = a->python;
         json_t *jp = json_object();
-        json_object_set_new(jp, "version", json_string(py->version));
-        json_object_set_new(jp, "executable", json_string(py->executable));
-        json_object_set_new(jp, "numpy", json_string(py->numpy));
-        json_object_set_new(jp, "torch", json_string(py->torch));
-        json_object_set_new(jp, "torch_cuda", json_string(py->torch_cuda));
-        json_object_set_new(jp, "triton", json_string(py->triton));
-        json_object_set_new(jp, "cupy", json_string(py->cupy));
-        json_object_set_new(jp, "error", json_string(py->error));
+        json_object_set_new(jp, "version", kf_json_str(py->version));
+        json_object_set_new(jp, "executable", kf_json_str(py->executable));
+        json_object_set_new(jp, "numpy", kf_json_str(py->numpy));
+        json_object_set_new(jp, "torch", kf_json_str(py->torch));
+        json_object_set_new(jp, "torch_cuda", kf_json_str(py->torch_cuda));
+        json_object_set_new(jp, "triton", kf_json_str(py->triton));
+        json_object_set_new(jp, "cupy", kf_json_str(py->cupy));
+        json_object_set_new(jp, "error", kf_json_str(py->error));
         json_object_set_new(jp, "torch_gpus", json_integer(py->torch_gpus));
-        json_object_set_new(jp, "torch_note", json_string(py->torch_note ? py->torch_note : ""));
+        json_object_set_new(jp, "torch_note", kf_json_str(py->torch_note ? py->torch_note : ""));
         json_object_set_new(ja, "python", jp);
     }
-    json_object_set_new(ja, "cuda_compat", json_string(a->cuda_compat ? a->cuda_compat : ""));
+    json_object_set_new(ja, "cuda_compat", kf_json_str(a->cuda_compat ? a->cuda_compat : ""));
     json_object_set_new(ja, "cuda_compat_error",
-                        json_string(a->cuda_compat_error ? a->cuda_compat_error : ""));
+                        kf_json_str(a->cuda_compat_error ? a->cuda_compat_error : ""));
     json_t *gpus = json_array();
     for (size_t g = 0; g < a->n_gpus; g++) {
         json_t *jg = json_object();
         json_object_set_new(jg, "index", json_integer(a->gpus[g]->index));
-        json_object_set_new(jg, "name", json_string(a->gpus[g]->name));
-        json_object_set_new(jg, "uuid", json_string(a->gpus[g]->uuid));
+        json_object_set_new(jg, "name", kf_json_str(a->gpus[g]->name));
+        json_object_set_new(jg, "uuid", kf_json_str(a->gpus[g]->uuid));
         json_object_set_new(jg, "memory_bytes", json_integer((json_int_t)a->gpus[g]->memory_bytes));
         char cc[16];
         snprintf(cc, sizeof cc, "%u.%u", a->gpus[g]->cc_major, a->gpus[g]->cc_minor);
-        json_object_set_new(jg, "compute_capability", json_string(cc));
+        json_object_set_new(jg, "compute_capability", kf_json_str(cc));
         json_array_append_new(gpus, jg);
     }
     json_object_set_new(ja, "gpus", gpus);
-    json_object_set_new(ja, "job_id", json_string(a->job_id ? a->job_id : ""));
-    json_object_set_new(ja, "job_provider", json_string(job_provider(st, a)));
+    json_object_set_new(ja, "job_id", kf_json_str(a->job_id ? a->job_id : ""));
+    json_object_set_new(ja, "job_provider", kf_json_str(job_provider(st, a)));
     json_object_set_new(ja, "sandbox_missing",
-                        json_string(a->sandbox_missing ? a->sandbox_missing : ""));
+                        kf_json_str(a->sandbox_missing ? a->sandbox_missing : ""));
     return ja;
 }
 
@@ -118,7 +119,7 @@ static json_t *sweep_json(const Kfleet__SweepProgress *s)
 {
     json_t *js = json_object();
     json_object_set_new(js, "sweep_id", json_integer(s->sweep_id));
-    json_object_set_new(js, "name", json_string(s->name));
+    json_object_set_new(js, "name", kf_json_str(s->name));
     json_object_set_new(js, "total", json_integer(s->total));
     json_object_set_new(js, "pending", json_integer(s->pending));
     json_object_set_new(js, "running", json_integer(s->running));
@@ -142,9 +143,9 @@ static int print_json(const Kfleet__StatusReply *st)
 {
     json_t *root = json_object();
     json_object_set_new(root, "schema", json_string("kfleet.status/2"));
-    json_object_set_new(root, "version", json_string(st->version));
+    json_object_set_new(root, "version", kf_json_str(st->version));
     json_object_set_new(root, "pid", json_integer(st->pid));
-    json_object_set_new(root, "agent_endpoint", json_string(st->agent_endpoint));
+    json_object_set_new(root, "agent_endpoint", kf_json_str(st->agent_endpoint));
     json_object_set_new(root, "heartbeat_timeout_s", json_real(st->heartbeat_timeout_ms / 1000.0));
     json_t *agents = json_array();
     for (size_t i = 0; i < st->n_agents; i++)
@@ -158,12 +159,12 @@ static int print_json(const Kfleet__StatusReply *st)
     for (size_t i = 0; i < st->n_provider_jobs; i++) {
         const Kfleet__ProviderJob *j = st->provider_jobs[i];
         json_t *jj = json_object();
-        json_object_set_new(jj, "provider", json_string(j->provider));
-        json_object_set_new(jj, "host", json_string(j->host));
-        json_object_set_new(jj, "agent_id", json_string(j->agent_id));
-        json_object_set_new(jj, "job_id", json_string(j->job_id));
-        json_object_set_new(jj, "state", json_string(j->state));
-        json_object_set_new(jj, "reason", json_string(j->reason));
+        json_object_set_new(jj, "provider", kf_json_str(j->provider));
+        json_object_set_new(jj, "host", kf_json_str(j->host));
+        json_object_set_new(jj, "agent_id", kf_json_str(j->agent_id));
+        json_object_set_new(jj, "job_id", kf_json_str(j->job_id));
+        json_object_set_new(jj, "state", kf_json_str(j->state));
+        json_object_set_new(jj, "reason", kf_json_str(j->reason));
         json_object_set_new(jj, "seen_ns", json_integer((json_int_t)j->seen_ns));
         json_array_append_new(jobs, jj);
     }

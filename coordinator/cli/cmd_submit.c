@@ -2,6 +2,7 @@
  * and with --follow its progress until it ends. The file is parsed here,
  * so its errors are FILE:LINE:COL before anything is sent. */
 #include "cli/cli.h"
+#include "common/json.h"
 #include "cli/client.h"
 #include "cli/follow.h"
 #include "common/util.h"
@@ -50,8 +51,8 @@ static int stream_rows(void *ctx, uint32_t sweep_id, int finished, kf_err *err)
 static int print_receipt(int json, uint32_t id, const char *name, size_t ntasks)
 {
     if (json)
-        return kf_cli_print_json(json_pack("{s:I,s:s,s:I}", "sweep_id", (json_int_t)id, "name",
-                                           name, "configurations", (json_int_t)ntasks),
+        return kf_cli_print_json(json_pack("{s:I,s:o,s:I}", "sweep_id", (json_int_t)id, "name",
+                                           kf_json_str(name), "configurations", (json_int_t)ntasks),
                                  0);
     printf("submitted sweep %u (%s): %zu configurations; `kfleet report %u` when done\n", id, name,
            ntasks, id);

@@ -1,6 +1,7 @@
 /* compare — two sweeps side by side, correctness first; see compare.h for
  * the rules. */
 #include "report/compare.h"
+#include "common/json.h"
 #include "common/text.h"
 #include "common/xalloc.h"
 #include "report/report_model.h"
@@ -440,13 +441,13 @@ static json_t *jcfg(const cfg *c)
     if (!c)
         return json_null();
     json_t *o = json_object();
-    json_object_set_new(o, "kernel", json_string(c->kernel));
-    json_object_set_new(o, "source_hash", *c->hash ? json_string(c->hash) : json_null());
-    json_object_set_new(o, "node", json_string(c->node));
-    json_object_set_new(o, "device", json_string(c->device));
+    json_object_set_new(o, "kernel", kf_json_str(c->kernel));
+    json_object_set_new(o, "source_hash", *c->hash ? kf_json_str(c->hash) : json_null());
+    json_object_set_new(o, "node", kf_json_str(c->node));
+    json_object_set_new(o, "device", kf_json_str(c->device));
     json_object_set_new(o, "passed", json_boolean(c->ok));
-    json_object_set_new(o, "validation", json_string(c->vstate));
-    json_object_set_new(o, "why", c->ok ? json_null() : json_string(c->why));
+    json_object_set_new(o, "validation", kf_json_str(c->vstate));
+    json_object_set_new(o, "why", c->ok ? json_null() : kf_json_str(c->why));
     json_object_set_new(o, "median_s", isnan(c->median) ? json_null() : json_real(c->median));
     json_object_set_new(o, "noise_pct", json_real(c->noise));
     return o;
@@ -467,8 +468,8 @@ static int render_json(const side *a, const side *b, const pair *p, size_t np,
                     continue;
                 const cfg *c = any_of(&p[i]);
                 json_t *r = json_object();
-                json_object_set_new(r, "kernel", json_string(c->kernel));
-                json_object_set_new(r, "params", json_string(c->params));
+                json_object_set_new(r, "kernel", kf_json_str(c->kernel));
+                json_object_set_new(r, "params", kf_json_str(c->params));
                 json_object_set_new(r, "a", jcfg(p[i].a));
                 json_object_set_new(r, "b", jcfg(p[i].b));
                 json_object_set_new(r, "change_pct",
@@ -476,8 +477,8 @@ static int render_json(const side *a, const side *b, const pair *p, size_t np,
                                                            : json_real(p[i].change_pct));
                 json_object_set_new(r, "noise_band_pct",
                                     isnan(p[i].band_pct) ? json_null() : json_real(p[i].band_pct));
-                json_object_set_new(r, "verdict", json_string(outcome_name[oc]));
-                json_object_set_new(r, "why", p[i].why[0] ? json_string(p[i].why) : json_null());
+                json_object_set_new(r, "verdict", kf_json_str(outcome_name[oc]));
+                json_object_set_new(r, "why", p[i].why[0] ? kf_json_str(p[i].why) : json_null());
                 json_object_set_new(r, "regression", json_boolean(p[i].regression));
                 json_array_append_new(rows, r);
             }
@@ -496,7 +497,7 @@ static int render_json(const side *a, const side *b, const pair *p, size_t np,
     json_object_set_new(sum, "not_ended", json_integer((json_int_t)res->pending));
     json_object_set_new(sum, "regressions", json_integer((json_int_t)res->regressions));
     json_object_set_new(o, "summary", sum);
-    char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    char *s = kf_json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(o);
     if (!s)
         return kf_err_set(err, KF_EIO, "cannot write the comparison as JSON");

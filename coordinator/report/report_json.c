@@ -3,6 +3,7 @@
  * that does not apply is null, never 0; numbers that are not finite are
  * null too. */
 #include "report/report_json.h"
+#include "common/json.h"
 #include "report/report_rank.h"
 #include "common/taskkind.h"
 #include "common/text.h"
@@ -16,7 +17,7 @@
 
 static json_t *jstr(const char *s)
 {
-    return json_string(kf_rep_nz(s));
+    return kf_json_str(kf_rep_nz(s));
 }
 
 /* A number, or null where there is none: JSON has no NaN. */
@@ -27,14 +28,14 @@ static json_t *jnum(double v)
 
 static json_t *jstr_or_null(const char *s)
 {
-    return s && *s ? json_string(s) : json_null();
+    return s && *s ? kf_json_str(s) : json_null();
 }
 
 static void set(json_t *o, const char *key, json_t *v)
 {
-    /* jansson returns NULL only for invalid UTF-8 or out of memory; an
-     * agent's odd bytes must not drop the key silently. */
-    json_object_set_new(o, key, v ? v : json_string("<not UTF-8>"));
+    /* v is NULL only out of memory (kf_json_str writes an agent's odd
+     * bytes as "\xff"): null then, never a key dropped silently. */
+    json_object_set_new(o, key, v ? v : json_null());
 }
 
 /* A task id as every format writes it: "0x" and hex (sweep << 32 | index),
@@ -43,14 +44,14 @@ static json_t *jtask(uint64_t id)
 {
     char s[24];
     snprintf(s, sizeof s, "0x%llx", (unsigned long long)id);
-    return json_string(s);
+    return kf_json_str(s);
 }
 
 static json_t *json_task_common(const rtask *rt)
 {
     json_t *o = json_object();
     set(o, "task_id", jtask(rt->task->task_id));
-    set(o, "state", json_string(kf_rep_state_name(kf_rep_state_of(rt))));
+    set(o, "state", kf_json_str(kf_rep_state_name(kf_rep_state_of(rt))));
     set(o, "attempt", rt->res ? json_integer(rt->res->attempt) : json_null());
     set(o, "agent_id", jstr_or_null(rt->res ? rt->res->agent_id : rt->task->agent_id));
     set(o, "elapsed_s", rt->res ? jnum(rt->res->elapsed_s) : json_null());
@@ -58,7 +59,7 @@ static json_t *json_task_common(const rtask *rt)
     /* Where the task's checks ran ("device", or "host: " and why) and where
      * its runner's time went: what a row's checks cost, row by row. */
     set(o, "checks_on",
-        rt->res && rt->res->compare && *rt->res->compare ? json_string(rt->res->compare)
+        rt->res && rt->res->compare && *rt->res->compare ? kf_json_str(rt->res->compare)
                                                          : json_null());
     /* What the kernel wrote on its stdout and stderr (agent/kout.h): every
      * byte counted, the first and last part kept, made inert (not always
@@ -69,7 +70,7 @@ static json_t *json_task_common(const rtask *rt)
         kf_text_inert_n(&text, (const char *)rt->res->kernel_output.data,
                         rt->res->kernel_output.len, KF_TEXT_BLOCK);
         set(out, "bytes", json_integer((json_int_t)rt->res->kernel_output_bytes));
-        set(out, "kept", json_string(text.data ? text.data : ""));
+        set(out, "kept", kf_json_str(text.data ? text.data : ""));
         kf_buf_release(&text);
         set(o, "output", out);
     } else {
@@ -94,7 +95,7 @@ static json_t *json_task_common(const rtask *rt)
 
 static json_t *jtol(double x)
 {
-    return isfinite(x) ? json_real(x) : json_string(isnan(x) ? "nan" : x > 0 ? "inf" : "-inf");
+    return isfinite(x) ? json_real(x) : kf_json_str(isnan(x) ? "nan" : x > 0 ? "inf" : "-inf");
 }
 
 /* secret: a problem sweep's trial, whose seed came from the problem's
@@ -110,7 +111,7 @@ static json_t *json_validation(const rtask *vt, int secret)
         json_t *jt = json_object();
         char seed[24]; /* uint64: past 2^63 a JSON integer reads as negative */
         snprintf(seed, sizeof seed, "%llu", (unsigned long long)t->seed);
-        set(jt, "seed", secret ? json_null() : json_string(seed));
+        set(jt, "seed", secret ? json_null() : kf_json_str(seed));
         set(jt, "max_abs_err", jnum(t->max_abs_err));
         set(jt, "rel_err", jnum(t->rel_err));
         set(jt, "nonfinite", json_integer((json_int_t)t->nonfinite));
@@ -129,7 +130,7 @@ static json_t *json_validation(const rtask *vt, int secret)
         set(v, "tol_rel", jtol(res->tol_rel));
     }
     set(v, "sanitizer",
-        res && res->sanitizer && *res->sanitizer ? json_string(res->sanitizer) : json_null());
+        res && res->sanitizer && *res->sanitizer ? kf_json_str(res->sanitizer) : json_null());
     set(v, "trials", trials);
     return v;
 }
@@ -144,7 +145,7 @@ static json_t *json_profile(const rrow *w, int with_samples)
     set(p, "throttled_samples", json_integer((json_int_t)pt->nthrottled));
     set(p, "discarded_samples", json_integer((json_int_t)pt->ndiscarded));
     set(p, "throttle_policy",
-        ps ? json_string(ps->throttle_keep ? "keep" : "discard") : json_null());
+        ps ? kf_json_str(ps->throttle_keep ? "keep" : "discard") : json_null());
     set(p, "clock_threshold_mhz",
         ps && ps->clock_threshold_mhz ? json_integer(ps->clock_threshold_mhz) : json_null());
     set(p, "default_sm_clock_mhz",
@@ -153,7 +154,7 @@ static json_t *json_profile(const rrow *w, int with_samples)
     set(p, "power_median_w", w->power_mw ? jnum(w->power_mw / 1e3) : json_null());
     set(p, "sustained_at_power_cap", json_boolean(w->at_power_cap));
     set(p, "outside_stream_s", w->outside_stream_s > 0 ? jnum(w->outside_stream_s) : json_null());
-    set(p, "timer", ps && ps->timer && *ps->timer ? json_string(ps->timer) : json_null());
+    set(p, "timer", ps && ps->timer && *ps->timer ? kf_json_str(ps->timer) : json_null());
     set(p, "event_median_s", ps && ps->event_median_s > 0 ? jnum(ps->event_median_s) : json_null());
     set(p, "median_s", jnum(w->st.median));
     set(p, "mean_s", jnum(w->st.mean));
@@ -179,7 +180,7 @@ static json_t *json_profile(const rrow *w, int with_samples)
     set(p, "imprecise", json_boolean(w->imprecise));
     if (ps && ps->thermal && *ps->thermal) {
         json_t *th = json_object();
-        set(th, "protocol", json_string(ps->thermal));
+        set(th, "protocol", kf_json_str(ps->thermal));
         set(th, "warmup_s", jnum(ps->warmup_s));
         set(th, "warmup_samples", json_integer(ps->warmup_samples));
         set(th, "steady_sm_clock_mhz",
@@ -261,9 +262,9 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     const rtask *any = w->profile ? w->profile : w->validate;
     const Kfleet__KernelRef *k = w->kref;
     const Kfleet__AgentInfo *a = w->agent;
-    set(o, "kernel", json_string(w->kernel_name));
+    set(o, "kernel", kf_json_str(w->kernel_name));
     /* The name the kernel declares itself, when that is another. */
-    set(o, "declared_name", w->declared ? json_string(w->declared) : json_null());
+    set(o, "declared_name", w->declared ? kf_json_str(w->declared) : json_null());
     set(o, "kernel_index", json_integer(w->kernel));
     set(o, "config_index", json_integer(w->config));
     json_t *params = json_object();
@@ -272,7 +273,7 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
             json_integer(any->task->params[i]->value));
     set(o, "params", params);
     set(o, "node", jstr_or_null(w->node));
-    set(o, "device", json_string(w->device));
+    set(o, "device", kf_json_str(w->device));
 
     json_t *prov = json_object();
     set(prov, "agent_id", jstr_or_null(w->node));
@@ -293,20 +294,20 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     set(prov, "agent_version", a ? jstr_or_null(a->version) : json_null());
     const Kfleet__BuildInfo *b = w->build;
     set(prov, "sass_archs",
-        b && b->sass_archs && *b->sass_archs ? json_string(b->sass_archs) : json_null());
+        b && b->sass_archs && *b->sass_archs ? kf_json_str(b->sass_archs) : json_null());
     set(prov, "has_ptx", b && k && k->cuda ? json_boolean(b->has_ptx) : json_null());
     set(prov, "jit_fallback", b && k && k->cuda ? json_boolean(b->jit_fallback) : json_null());
     set(prov, "registers", b && k && k->cuda ? json_integer(b->registers) : json_null());
     set(prov, "spill_bytes", b && k && k->cuda ? json_integer(b->spill_bytes) : json_null());
     set(prov, "nvcc_cuda",
-        b && b->nvcc_cuda && *b->nvcc_cuda ? json_string(b->nvcc_cuda) : json_null());
+        b && b->nvcc_cuda && *b->nvcc_cuda ? kf_json_str(b->nvcc_cuda) : json_null());
     set(prov, "driver_cuda",
-        b && b->driver_cuda && *b->driver_cuda ? json_string(b->driver_cuda) : json_null());
+        b && b->driver_cuda && *b->driver_cuda ? kf_json_str(b->driver_cuda) : json_null());
     set(prov, "forward_compat",
-        b && b->forward_compat && *b->forward_compat ? json_string(b->forward_compat)
+        b && b->forward_compat && *b->forward_compat ? kf_json_str(b->forward_compat)
                                                      : json_null());
     set(prov, "torch_extension",
-        b && b->torch_extension && *b->torch_extension ? json_string(b->torch_extension)
+        b && b->torch_extension && *b->torch_extension ? kf_json_str(b->torch_extension)
                                                        : json_null());
     /* Which task of its runner process each ran as (1: a fresh runner;
      * more: a serving runner that had the kernel and context loaded). */
@@ -333,11 +334,11 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
         for (size_t i = 0; i < rt->natt; i++) {
             const rattempt *x = &rt->att[i];
             json_t *e = json_object();
-            set(e, "task", json_string(kf_rep_kind_name((int)rt->task->kind)));
+            set(e, "task", kf_json_str(kf_rep_kind_name((int)rt->task->kind)));
             set(e, "attempt", json_integer(x->attempt));
             set(e, "agent", jstr_or_null(x->agent));
-            set(e, "state", json_string(kf_rep_state_name(x->state)));
-            set(e, "note", json_string(x->note ? x->note : ""));
+            set(e, "state", kf_json_str(kf_rep_state_name(x->state)));
+            set(e, "note", kf_json_str(x->note ? x->note : ""));
             json_array_append_new(atts, e);
         }
     }
@@ -350,7 +351,7 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     set(o, "profile", w->profile ? json_profile(w, with_samples) : json_null());
     char verdict[64];
     kf_rep_verdict(w, verdict, sizeof verdict);
-    set(o, "verdict", json_string(verdict));
+    set(o, "verdict", kf_json_str(verdict));
     set(o, "rank", w->rank ? json_integer(w->rank) : json_null());
     set(o, "speedup", jnum(w->speedup));
     set(o, "speedup_err", jnum(w->speedup_err));
@@ -358,7 +359,7 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     set(o, "baseline_median_s", jnum(w->base_median));
     if (w->impossible_of) {
         json_t *im = json_object();
-        set(im, "of", json_string(w->impossible_of));
+        set(im, "of", kf_json_str(w->impossible_of));
         set(im, "times_ceiling", jnum(w->impossible_x));
         set(o, "impossible", im);
     } else {
@@ -408,12 +409,12 @@ static json_t *json_sweep(const rep *r)
     set(o, "file", jstr(s->file));
     set(o, "created_ns", json_integer((json_int_t)s->created_ns));
     kf_rep_fmt_iso(s->created_ns, iso, sizeof iso);
-    set(o, "created", s->created_ns ? json_string(iso) : json_null());
+    set(o, "created", s->created_ns ? kf_json_str(iso) : json_null());
     set(o, "finished_ns", s->finished_ns ? json_integer((json_int_t)s->finished_ns) : json_null());
     kf_rep_fmt_iso(s->finished_ns, iso, sizeof iso);
-    set(o, "finished", s->finished_ns ? json_string(iso) : json_null());
+    set(o, "finished", s->finished_ns ? kf_json_str(iso) : json_null());
     set(o, "cancelled", json_boolean(s->cancelled));
-    set(o, "nodes", json_string(s->nodes_all ? "all" : "any"));
+    set(o, "nodes", kf_json_str(s->nodes_all ? "all" : "any"));
     set(o, "baseline", jstr_or_null(s->baseline));
     set(o, "max_attempts", json_integer(s->max_attempts));
     json_t *kernels = json_array();
@@ -437,7 +438,7 @@ static json_t *json_cost_one(const kf_rep_cost *c, int gpu)
 {
     json_t *o = json_object();
     if (c->node)
-        set(o, "node", json_string(c->node));
+        set(o, "node", kf_json_str(c->node));
     set(o, "evaluations", json_integer(c->evaluations));
     set(o, "slot_hours", jnum(c->slot_hours));
     set(o, "evaluations_per_slot_hour", jnum(c->per_slot_hour));
@@ -455,7 +456,7 @@ static json_t *json_cost(const rep *r)
     size_t n = kf_rep_costs(r, c, r->nagents + 1);
     int gpu = r->sched.gpu_attempts > 0;
     json_t *o = json_cost_one(&c[0], gpu);
-    set(o, "slots", json_string(gpu ? "gpu" : "cpu"));
+    set(o, "slots", kf_json_str(gpu ? "gpu" : "cpu"));
     json_t *nodes = json_array();
     for (size_t i = 1; i < n; i++)
         json_array_append_new(nodes, json_cost_one(&c[i], gpu));
@@ -584,13 +585,13 @@ static json_t *json_build(const rep *r, const rtask *rt)
     const Kfleet__KernelRef *k = kf_rep_kref(r, rt->task->kernel_index);
     json_t *b = json_task_common(rt);
     set(b, "kind", json_string("build"));
-    set(b, "kernel", json_string(kf_rep_kernel_name(r, rt->task->kernel_index)));
+    set(b, "kernel", kf_json_str(kf_rep_kernel_name(r, rt->task->kernel_index)));
     set(b, "kernel_hash", k ? jstr_or_null(k->hash) : json_null());
     set(b, "node", jstr_or_null(kf_rep_node_of(rt)));
     set(b, "cached", bi ? json_boolean(bi->cached) : json_null());
     set(b, "compile_s", bi ? jnum(bi->compile_s) : json_null());
     set(b, "built_by",
-        bi && bi->built_by && *bi->built_by ? json_string(bi->built_by) : json_null());
+        bi && bi->built_by && *bi->built_by ? kf_json_str(bi->built_by) : json_null());
     set(b, "compiler", bi ? jstr_or_null(bi->compiler) : json_null());
     set(b, "artifact_hash", bi ? jstr_or_null(bi->artifact_hash) : json_null());
     set(b, "registers", bi ? json_integer(bi->registers) : json_null());
@@ -599,7 +600,7 @@ static json_t *json_build(const rep *r, const rtask *rt)
     set(b, "spill_bytes", bi ? json_integer(bi->spill_bytes) : json_null());
     set(b, "warnings", bi ? jstr_or_null(bi->warnings) : json_null());
     set(b, "torch_extension",
-        bi && bi->torch_extension && *bi->torch_extension ? json_string(bi->torch_extension)
+        bi && bi->torch_extension && *bi->torch_extension ? kf_json_str(bi->torch_extension)
                                                           : json_null());
     return b;
 }
@@ -607,8 +608,8 @@ static json_t *json_build(const rep *r, const rtask *rt)
 static json_t *json_failure(const rep *r, const rtask *rt)
 {
     json_t *f = json_task_common(rt), *params = json_object();
-    set(f, "kind", json_string(kf_rep_kind_name((int)rt->task->kind)));
-    set(f, "kernel", json_string(kf_rep_kernel_name(r, rt->task->kernel_index)));
+    set(f, "kind", kf_json_str(kf_rep_kind_name((int)rt->task->kind)));
+    set(f, "kernel", kf_json_str(kf_rep_kernel_name(r, rt->task->kernel_index)));
     for (size_t i = 0; i < rt->task->n_params; i++)
         set(params, kf_rep_nz(rt->task->params[i]->name), json_integer(rt->task->params[i]->value));
     set(f, "params", params);
@@ -632,7 +633,7 @@ static json_t *json_problem(const rep *r)
     set(pol, "renew_s", p->seed_renew_s > 0 ? jnum(p->seed_renew_s) : json_null());
     set(pol, "generation", p->generation ? json_integer(p->generation) : json_null());
     kf_rep_fmt_iso(p->drawn_ns, iso, sizeof iso);
-    set(pol, "pool_drawn", p->generation && p->drawn_ns ? json_string(iso) : json_null());
+    set(pol, "pool_drawn", p->generation && p->drawn_ns ? kf_json_str(iso) : json_null());
     set(o, "seed_policy", pol);
     set(refs, "stored", json_integer((json_int_t)p->nrefs));
     set(refs, "configurations", json_integer((json_int_t)p->nconfigs));
@@ -645,14 +646,14 @@ static json_t *json_problem(const rep *r)
 json_t *kf_rep_json_doc(const rep *r, int with_samples)
 {
     json_t *root = json_object();
-    set(root, "schema", json_string(KF_REPORT_SCHEMA));
-    set(root, "kfleet_version", json_string(KF_VERSION));
+    set(root, "schema", kf_json_str(KF_REPORT_SCHEMA));
+    set(root, "kfleet_version", kf_json_str(KF_VERSION));
     set(root, "sweep", json_sweep(r));
     set(root, "schedule", json_schedule(r));
     set(root, "cost", json_cost(r));
     char th[48];
     kf_rep_thermal(r, th, sizeof th);
-    set(root, "thermal_protocol", *th ? json_string(th) : json_null());
+    set(root, "thermal_protocol", *th ? kf_json_str(th) : json_null());
     set(root, "problem", json_problem(r));
     json_t *tot = json_object();
     set(tot, "tasks", json_integer((json_int_t)r->ntasks));
@@ -684,7 +685,7 @@ json_t *kf_rep_json_doc(const rep *r, int with_samples)
 int kf_rep_json_write(const json_t *doc, kf_buf *out)
 {
     /* Default real precision (17 digits): sample times round-trip exactly. */
-    char *s = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    char *s = kf_json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (!s)
         return KF_ENOMEM;
     kf_buf_adds(out, s);

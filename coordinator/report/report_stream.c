@@ -7,6 +7,7 @@
  * A poll costs one collection; the caller polls when the sweep's count of
  * ended tasks moved, not on a timer. */
 #include "report/report_stream.h"
+#include "common/json.h"
 
 #include "common/xalloc.h"
 #include "report/report_json.h"
@@ -87,13 +88,13 @@ int kf_report_stream_poll(kf_report_stream *s, kf_txn *t, kf_buf *out, size_t *n
         json_t *row = kf_rep_row_json(&r, w, 0), *o = json_object();
         char verdict[64];
         kf_rep_verdict(w, verdict, sizeof verdict);
-        json_object_set_new(o, "schema", json_string(KF_ROW_SCHEMA));
+        json_object_set_new(o, "schema", kf_json_str(KF_ROW_SCHEMA));
         json_object_set_new(o, "sweep_id", json_integer(s->sweep_id));
-        json_object_set_new(o, "verdict", json_string(verdict));
+        json_object_set_new(o, "verdict", kf_json_str(verdict));
         json_object_set_new(o, "median_s", w->st.n ? json_real(w->st.median) : json_null());
         json_object_update(o, row);
         json_decref(row);
-        char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        char *line = kf_json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
         json_decref(o);
         if (!line) {
             rc = kf_err_set(err, KF_ENOMEM, "sweep %u: out of memory streaming a row", s->sweep_id);

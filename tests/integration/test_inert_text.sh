@@ -4,7 +4,9 @@
 # carry ESC/BEL/CR sequences, an OSC title, a C1 CSI, a bidi override,
 # `<script>`, `</td>`, `|` and backticks: `kfleet run`'s terminal output, the
 # text report, the Markdown report, the HTML report and the logs show it as
-# text. Beside it, a kernel raising in its own frames and one with a syntax
+# text. A C kernel whose error holds a byte that is not UTF-8, a C1 CSI, a
+# bidi override and DEL (issue 44): every output shows the byte as \xff and
+# keeps the rest; the JSON escapes DEL, C1 and bidi controls. Beside it, a kernel raising in its own frames and one with a syntax
 # error: the text report shows the frames, and the file, line, caret and
 # message of the syntax error; a validation that raised shows no error
 # figure it did not measure.
@@ -34,6 +36,17 @@ errs = [(r.get("validation") or {}).get("error") or "" for r in d["rows"]]
 raw = [e for e in errs if "KFPAY" in e]
 assert raw and "\x1b[2K" in raw[0] and "<script>" in raw[0], errs
 print("ok - the JSON carries the kernel's error as it was raised (escapes included)")
+# Issue 44: a C kernel's error that is not UTF-8 keeps its text, the odd
+# byte written "\xff" (not replaced by "<not UTF-8>"), and the file holds
+# no raw DEL, C1 or bidi control: JSON escapes (\u009B, \u202E) that read
+# back as the characters the kernel wrote.
+c = [e for e in errs if "KFBYTES" in e]
+assert c and "KFBYTES \\xff not UTF-8 \u009b31m \u202eevil\x7f done" in c[0], errs
+b = read(os.path.join(T, "report.json"))
+bad = [ch for ch in ("\x7f", "\u009b", "\u202e") if ch.encode() in b]
+assert not bad, f"raw controls {bad} in the JSON"
+assert b"\\u009B" in b and b"\\u202E" in b and b"\\u007F" in b, "the JSON lost the controls"
+print("ok - the JSON keeps a non-UTF-8 error's text (\\xff) and escapes DEL, C1 and bidi controls")
 
 # Terminal outputs and logs: no control byte but newline (and the colour
 # codes kfleet adds itself are not asked for: stdout is not a terminal).
@@ -49,6 +62,7 @@ for p in outs + logs:
 txt = read(os.path.join(T, "report.txt")).decode()
 assert "KFPAY" in txt and "\\x1b[2K" in txt and "\\x07" in txt, "the text report hides the error:\n" + txt
 assert "\\u202e" in txt and "\\u009b" in txt, txt
+assert "KFBYTES \\xff not UTF-8 \\u009b31m \\u202eevil\\x7f done" in txt, txt
 print("ok - run's output, the text report and %d logs hold no control byte; escapes show as \\x1b" % len(logs))
 
 # Markdown: outside code fences, no raw HTML from the kernel and every table
@@ -76,6 +90,7 @@ for line in md.split("\n"):
         header = None
 assert fence is None, "a code fence left open"
 assert "KFPAY <script>" in md and "&lt;b&gt;" in md and "\\|" in md, "the Markdown hides the error"
+assert "KFBYTES \\xff not UTF-8 \\u009b31m \\u202eevil\\x7f done" in md, "the Markdown hides bad_text"
 print("ok - the Markdown has no raw kernel HTML, every table row keeps its cells, fences close")
 
 html = read(os.path.join(T, "report.html")).decode()

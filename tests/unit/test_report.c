@@ -30,12 +30,16 @@
 
 static char dir[64];
 static kf_store *store;
-static uint32_t sweep1, sweep2, sweep3, sweep4, sweep5, sweep6;
+static uint32_t sweep1, sweep2, sweep3, sweep4, sweep5, sweep6, sweep7;
 
 #define HASH_BASE "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0"
 #define HASH_FAST "fafafafafafafafafafafafafafafafafafafafafafafafafafafafafafafafa"
 #define ART_BASE "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1"
 #define ART_FAST "a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2"
+#define BAD_BYTES                                                                                  \
+    "KFBYTES \xff not UTF-8 \xc2\x9b"                                                              \
+    "31m \xe2\x80\xae"                                                                             \
+    "evil\x7f done"
 #define FAIL_ERR                                                                                   \
     "max abs error 0.5 exceeds tolerance 1e-06 (seed 7)\nat index 12\nexpected 1.0\ngot 1.5"
 
@@ -380,6 +384,18 @@ static int setup(void **state)
                     "\";\"\n1 error detected in the compilation of \"k.cu\".";
         put_result(t, &rb6, sweep6, 1, KFLEET__TASK_STATE__FAILED);
     }
+    /* A C kernel's error that is not UTF-8, with a C1 CSI, a bidi override
+     * and DEL (issue 44). */
+    assert_int_equal(kf_store_next_sweep_id(t, &sweep7), 0);
+    put_sweep(t, sweep7, "bad-bytes", 0);
+    {
+        const tspec ts7 = {KFLEET__TASK_KIND__VALIDATE, 0,   0, 1024, 32, "n1",
+                           KFLEET__TASK_STATE__FAILED,  NULL};
+        put_task(t, sweep7, 0, &ts7);
+        Kfleet__Result r7 = KFLEET__RESULT__INIT;
+        r7.error = BAD_BYTES;
+        put_result(t, &r7, sweep7, 0, KFLEET__TASK_STATE__FAILED);
+    }
     assert_int_equal(kf_store_commit(&t, &err), 0);
     return 0;
 }
@@ -701,6 +717,37 @@ static void test_long_error(void **state)
     free(s);
 }
 
+/* Issue 44: an error that is not UTF-8 keeps its text in every format,
+ * the odd byte shown as \xff (the JSON no longer says "<not UTF-8>"); the
+ * JSON escapes DEL, C1 and bidi controls (\u009B), so the file holds none
+ * raw and reads back as the kernel's characters; the table and Markdown
+ * show them escaped. */
+static void test_bad_bytes(void **state)
+{
+    (void)state;
+    char *s = render(sweep7, KF_REPORT_JSON, 0);
+    for (const char *c = s; *c; c++)
+        if (strncmp(c, "\xc2\x9b", 2) == 0 || strncmp(c, "\xe2\x80\xae", 3) == 0 || *c == 0x7f)
+            fail_msg("a raw control in the JSON at byte %zu", (size_t)(c - s));
+    assert_non_null(strstr(s, "KFBYTES \\\\xff not UTF-8 \\u009B31m \\u202Eevil\\u007F done"));
+    json_t *root = json_loads(s, 0, NULL);
+    assert_non_null(root);
+    const json_t *f0 = json_array_get(json_object_get(root, "failures"), 0);
+    assert_string_equal(str(f0, "error"), "KFBYTES \\xff not UTF-8 \xc2\x9b"
+                                          "31m \xe2\x80\xae"
+                                          "evil\x7f done");
+    json_decref(root);
+    free(s);
+    const char *escaped = "KFBYTES \\xff not UTF-8 \\u009b31m \\u202eevil\\x7f done";
+    kf_report_format fmts[] = {KF_REPORT_TABLE, KF_REPORT_MD};
+    for (int i = 0; i < 2; i++) {
+        s = render(sweep7, fmts[i], 0);
+        if (!strstr(s, escaped))
+            fail_msg("format %d hides or passes the error raw:\n%s", i, s);
+        free(s);
+    }
+}
+
 static void test_nodes_any(void **state)
 {
     (void)state;
@@ -1004,6 +1051,7 @@ int main(void)
         cmocka_unit_test(test_outlier_nodes), cmocka_unit_test(test_csv),
         cmocka_unit_test(test_options),       cmocka_unit_test(test_throttle_policy),
         cmocka_unit_test(test_impossible),    cmocka_unit_test(test_long_error),
+        cmocka_unit_test(test_bad_bytes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

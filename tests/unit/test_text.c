@@ -68,6 +68,36 @@ static void test_html(void **state)
     kf_buf_release(&b);
 }
 
+/* UTF-8 for a JSON string (issue 44): a kernel's error with one byte that
+ * is not UTF-8 keeps all its text, the byte shown as "\xff"; nothing else
+ * changes, controls included (JSON escapes those itself). */
+static void test_utf8(void **state)
+{
+    (void)state;
+    kf_buf b = KF_BUF_INIT;
+    const char *s = "bad \xff byte, \xe2\x80 cut, \x1b[1m \xc2\x9b µs";
+    kf_text_utf8_n(&b, s, strlen(s));
+    assert_string_equal(b.data, "bad \\xff byte, \\xe2\\x80 cut, \x1b[1m \xc2\x9b µs");
+    kf_buf_release(&b);
+}
+
+/* JSON text as a writer made it: DEL, C1 and the bidi and line controls
+ * become \u escapes, which are the same characters to a JSON reader;
+ * everything else, valid UTF-8 included, stays. */
+static void test_json_escape(void **state)
+{
+    (void)state;
+    kf_buf b = KF_BUF_INIT;
+    const char *json = "{\"e\": \"a\x7f \xc2\x80\xc2\x9b\xc2\x9f \xe2\x80\x8e\xe2\x80\x8f "
+                       "\xe2\x80\xaa\xe2\x80\xae \xe2\x81\xa6\xe2\x81\xa9 \xe2\x80\xa8 µs "
+                       "\xc2\xa0 \xe2\x80\x8d\"}";
+    kf_text_json_escape(&b, json, strlen(json));
+    assert_string_equal(b.data, "{\"e\": \"a\\u007F \\u0080\\u009B\\u009F \\u200E\\u200F "
+                                "\\u202A\\u202E \\u2066\\u2069 \\u2028 µs \xc2\xa0 "
+                                "\xe2\x80\x8d\"}");
+    kf_buf_release(&b);
+}
+
 /* The head of an error or a log: the one helper the scheduler, the
  * report and the runner share. */
 static void test_first_lines(void **state)
@@ -92,8 +122,10 @@ static void test_first_lines(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_line), cmocka_unit_test(test_block),       cmocka_unit_test(test_md),
-        cmocka_unit_test(test_html), cmocka_unit_test(test_first_lines),
+        cmocka_unit_test(test_line),        cmocka_unit_test(test_block),
+        cmocka_unit_test(test_md),          cmocka_unit_test(test_html),
+        cmocka_unit_test(test_first_lines), cmocka_unit_test(test_utf8),
+        cmocka_unit_test(test_json_escape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
