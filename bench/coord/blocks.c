@@ -9,9 +9,16 @@
  *   lmdb: an environment opened as the coordinator opens its store (no
  *         MDB_NOSYNC: every commit is fsync'd); puts/s in transactions of
  *         `batch` puts, and commits/s (with the median commit time) of one put
- *         a transaction. Keys are big-endian counters as in the store. */
+ *         a transaction. Keys are big-endian counters as in the store.
+ *   open: the store of a home opened as `kfleet serve` opens it
+ *         (kf_store_open, writable: the file, its length and its pages
+ *         checked before any table is read), `runs` times, closed after
+ *         each; the median time, with the store's size. Run after ingest,
+ *         on its store: what the check at open costs a large store. */
 #include "coordbench.h"
+#include "common/paths.h"
 #include "common/util.h"
+#include "core/store.h"
 
 #include <errno.h>
 #include <lmdb.h>
@@ -19,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zmq.h>
 
 #define ZMQ_PAYLOAD 128 /* about a Result envelope */
@@ -197,5 +205,35 @@ int kfb_lmdb(const kfb_opts *o, kf_err *err)
     printf("RESULT bench=lmdb batch=%u value_bytes=%zu puts_per_s=%.0f commits_per_s=%.0f "
            "commit_p50_us=%.0f commit_p99_us=%.0f\n",
            batch, sizeof val, put_rate, commit_rate, p50, p99);
+    return KF_OK;
+}
+
+int kfb_open(const kfb_opts *o, kf_err *err)
+{
+    kf_paths p;
+    struct stat st;
+    int rc = kf_paths_resolve(&p, o->home, 0, err);
+    if (rc)
+        return rc;
+    char data[PATH_MAX + 16];
+    snprintf(data, sizeof data, "%s/data.mdb", p.store);
+    if (stat(data, &st) != 0)
+        return kf_err_set(err, KF_ENOTFOUND, "no store at %s (run ingest on this home first)",
+                          data);
+    unsigned runs = o->runs ? o->runs : 5;
+    double *ms = calloc(runs, sizeof *ms);
+    for (unsigned i = 0; i < runs && rc == KF_OK; i++) {
+        kf_store *s = NULL;
+        uint64_t t0 = kf_mono_ns();
+        rc = kf_store_open(p.store, 0, &s, err);
+        ms[i] = (double)(kf_mono_ns() - t0) / 1e6;
+        kf_store_close(&s);
+    }
+    double p50 = kfb_percentile(ms, runs, 50), max = kfb_percentile(ms, runs, 100);
+    free(ms);
+    if (rc)
+        return rc;
+    printf("RESULT bench=open store_mib=%.1f runs=%u open_ms_p50=%.2f open_ms_max=%.2f\n",
+           (double)st.st_size / (1 << 20), runs, p50, max);
     return KF_OK;
 }

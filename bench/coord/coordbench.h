@@ -30,6 +30,7 @@ int kfb_scale(const kfb_opts *o, kf_err *err);
 /* blocks.c: the ceilings */
 int kfb_zmq(const kfb_opts *o, kf_err *err);
 int kfb_lmdb(const kfb_opts *o, kf_err *err);
+int kfb_open(const kfb_opts *o, kf_err *err);
 
 /* peers.c: the same no-op job workload through other job queues */
 int kfb_beanstalk(const kfb_opts *o, kf_err *err);

@@ -7,6 +7,7 @@
  *   kfbench scale     --home H [--agents N] [--tasks T] [--task-ms MS] [--idle S]
  *   kfbench zmq       [--seconds S]
  *   kfbench lmdb      --dir D [--batch B] [--seconds S]
+ *   kfbench open      --home H [--runs R]
  *   kfbench beanstalk --port P [--tasks T] [--workers W] [--runs R] [--label L]
  *   kfbench gearman   --port P [--tasks T] [--workers W] [--runs R] [--label L] */
 #include "coordbench.h"
@@ -23,18 +24,18 @@ static const struct {
 } cmds[] = {
     {"dispatch", kfb_dispatch},   {"latency", kfb_latency}, {"ingest", kfb_ingest},
     {"scale", kfb_scale},         {"zmq", kfb_zmq},         {"lmdb", kfb_lmdb},
-    {"beanstalk", kfb_beanstalk}, {"gearman", kfb_gearman},
+    {"beanstalk", kfb_beanstalk}, {"gearman", kfb_gearman}, {"open", kfb_open},
 };
 
 static int usage(FILE *f)
 {
-    fprintf(f, "usage: kfbench dispatch|latency|ingest|scale|zmq|lmdb|beanstalk|gearman "
+    fprintf(f, "usage: kfbench dispatch|latency|ingest|scale|zmq|lmdb|open|beanstalk|gearman "
                "[options]\n"
                "  --home DIR      the `kfleet serve --home DIR` under test\n"
                "  --agents N      emulated agents (dispatch 8, ingest 4, scale 1000)\n"
                "  --slots N       CPU slots each agent announces (1)\n"
                "  --tasks N       tasks of a sweep, or jobs of a peer run (10000)\n"
-               "  --runs N        runs whose median is reported (5)\n"
+               "  --runs N        runs whose median is reported (5); open: opens timed\n"
                "  --iterations N  latency: tasks one at a time (1000)\n"
                "  --samples N     ingest: samples in all (2000000)\n"
                "  --batch N       ingest: samples a batch; lmdb: puts a transaction (1000)\n"

@@ -125,6 +125,8 @@ bench_ingest() {
   start_coord
   kfb ingest --home "$HOME_DIR" --agents 4 --samples 2000000 --batch 1000 --window 8
   stop_coord
+  say "open: the 2,000,000-sample store opened as kfleet serve opens it (its pages checked)"
+  kfb open --home "$HOME_DIR" --runs 5
 }
 
 bench_scale() {

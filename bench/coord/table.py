@@ -97,6 +97,12 @@ def main():
         add(f"| ingest, {ing['agents']} agents, batches of {ing['batch']} (samples/s committed) | "
             f"{fmt(r)} ({ing['coord_cpu_s_per_million']} coordinator CPU s per million) | "
             f"≥ 1,000,000 | {verdict(r >= 1e6)} |")
+    op = find(rows, bench="open")
+    if op:
+        ms = num(op["open_ms_p50"])
+        add(f"| store open after ingest, {num(op['store_mib']):.0f} MiB, every page checked "
+            f"(median of {op['runs']}) | {ms:.0f} ms (max {num(op['open_ms_max']):.0f}) | "
+            f"< 1 s | {verdict(ms < 1000)} |")
     sc = find(rows, bench="scale")
     if sc:
         cpu = num(sc["idle_cpu_pct"])

@@ -1,13 +1,17 @@
 /* cmd_verify — `kfleet verify`: the store's own check of a sweep (every
  * task ended in exactly one terminal record, every sample stored once);
- * exit 1 on any violation. The check is coordinator/report/verify.c's. */
+ * exit 1 on any violation. The check is coordinator/report/verify.c's.
+ * `kfleet verify --store` checks the whole store for damage instead (its
+ * pages, every record, the seals: kf_store_check). */
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "report/verify.h"
 #include "core/seal.h"
+#include "common/json.h"
 #include "common/keys.h"
 
 #include <jansson.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -47,12 +51,106 @@ static int print_json(uint32_t id, const kf_verify_summary *s)
     return kf_cli_print_json(o, 0);
 }
 
+/* The seals' key comes from the coordinator's secret (store.h): 1 and
+ * sec filled, or 0 with why. */
+static int seal_secret(const kf_paths *p, char *sec, size_t len, char *why, size_t wlen)
+{
+    kf_keypair kp;
+    kf_err err;
+    int ok = kf_keys_load(p->coord_key, 0, &kp, &err) == KF_OK;
+    if (ok)
+        snprintf(sec, len, "%s", kp.sec);
+    else
+        snprintf(why, wlen, "%s", err.msg);
+    memset(&kp, 0, sizeof kp);
+    return ok;
+}
+
+/* Problems --store lists; past them, it counts. */
+#define LISTED 1000u
+
+/* --store's findings as one JSON object (kfleet.verify-store/1). */
+static int print_store_json(const kf_paths *p, const kf_store_check_stats *st, int have_key,
+                            const kf_buf *problems)
+{
+    json_t *o = json_pack(
+        "{s:s,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:I}", "schema", "kfleet.verify-store/1", "store",
+        kf_json_str(p->store), "tables", (json_int_t)st->tables, "pages", (json_int_t)st->pages,
+        "records", (json_int_t)st->records, "decoded", (json_int_t)st->decoded, "free_pages",
+        (json_int_t)st->free_pages, "sealed_records", (json_int_t)st->sealed, "seals",
+        !have_key     ? "not checked: no key"
+        : st->damaged ? "not checked: damaged pages"
+                      : "checked",
+        "damaged", (json_int_t)st->damaged);
+    json_t *list = json_array();
+    for (const char *line = problems->data, *nl; *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        json_array_append_new(list, json_stringn(line, (size_t)(nl - line)));
+    }
+    json_object_set_new(o, "problems", list);
+    return kf_cli_print_json(o, JSON_INDENT(2));
+}
+
+/* --store's findings for a person: the counts, then each problem and what
+ * to do. why: why the seals were not checked ("" when they were). */
+static void print_store_table(const kf_paths *p, const kf_store_check_stats *st, const char *why,
+                              const kf_buf *problems)
+{
+    printf("store %s: %u tables, %llu pages, %llu records%s\n", p->store, st->tables,
+           (unsigned long long)st->pages, (unsigned long long)st->records,
+           st->pages_unchecked ? " (pages not checked: this host's LMDB layout is not the one "
+                                 "kfleet knows)"
+                               : "");
+    if (!st->damaged) {
+        printf("  every record decoded (%llu)\n", (unsigned long long)st->decoded);
+        if (*why)
+            printf("  seals not checked: %s\n", why);
+        else
+            printf("  %llu samples and results matched their seals\n",
+                   (unsigned long long)st->sealed);
+        printf("  damage: none\n");
+        return;
+    }
+    printf("  damage: %u problem%s\n", st->damaged, st->damaged == 1 ? "" : "s");
+    for (const char *line = problems->data, *nl; *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        printf("    %.*s\n", (int)(nl - line), line);
+    }
+    if (st->damaged > LISTED)
+        printf("    (and %u more)\n", st->damaged - LISTED);
+    printf("The store is damaged: kfleet will not serve it. Restore it from a backup, or move it "
+           "aside (mv %s %s.damaged) to start a new one.\n",
+           p->store, p->store);
+}
+
+/* --store: the whole store's check; 0 whole, 1 damaged or unreadable. */
+static int verify_store(const kf_paths *p, int json)
+{
+    char sec[128] = "", why[600] = "";
+    int have_key = seal_secret(p, sec, sizeof sec, why, sizeof why);
+    kf_buf problems = KF_BUF_INIT;
+    kf_store_check_stats st;
+    kf_err err;
+    int rc = kf_store_check(p->store, 1, have_key ? sec : NULL, LISTED, &problems, &st, &err);
+    sodium_memzero(sec, sizeof sec);
+    if (rc)
+        fprintf(stderr, "kfleet verify --store: %s\n", err.msg);
+    else if (json)
+        rc = print_store_json(p, &st, have_key, &problems);
+    else
+        print_store_table(p, &st, why, &problems);
+    kf_buf_release(&problems);
+    return rc || st.damaged ? 1 : 0;
+}
+
 static int cmd_verify(int argc, char **argv, const char *home)
 {
     const kf_cmd_entry *self = &kf_cmd_verify;
-    int json = 0;
-    static const struct option opts[] = {
-        {"format", required_argument, 0, 'F'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int json = 0, whole = 0;
+    static const struct option opts[] = {{"format", required_argument, 0, 'F'},
+                                         {"store", no_argument, 0, 's'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     int ch, rc;
     while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
         switch (ch) {
@@ -62,12 +160,17 @@ static int cmd_verify(int argc, char **argv, const char *home)
             if (kf_opt_format(self, optarg, (const char *const[]){"table", "json", NULL}, &json))
                 return 2;
             break;
+        case 's':
+            whole = 1;
+            break;
         default:
             return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
         }
     }
     uint32_t id = 0;
     int have_id = 0;
+    if (whole && optind < argc)
+        return kf_opt_error(self, "--store checks the whole store: it takes no sweep id");
     if (optind < argc) {
         if (kf_cli_sweep_id(argv[optind], &id))
             return kf_opt_error(self, "a sweep id is a positive number, got '%s'", argv[optind]);
@@ -83,18 +186,29 @@ static int cmd_verify(int argc, char **argv, const char *home)
                 p.store);
         return 1;
     }
+    if (whole)
+        return verify_store(&p, json);
+    /* A sweep's check reads through LMDB, which reads a damaged page as it
+     * is: the pages are checked first, as the coordinator's open does. */
+    kf_store_check_stats st;
+    kf_buf first = KF_BUF_INIT;
+    if (kf_store_check(p.store, 0, NULL, 1, &first, &st, &err) == KF_OK && st.damaged) {
+        fprintf(stderr,
+                "kfleet verify: the store %s is damaged: %s`kfleet verify --store` lists all the "
+                "damage\n",
+                p.store, first.data);
+        kf_buf_release(&first);
+        return 1;
+    }
+    kf_buf_release(&first);
     if (kf_store_open(p.store, 1, &s, &err) != KF_OK) {
         fprintf(stderr, "kfleet verify: %s\n", err.msg);
         return 1;
     }
-    /* The seals' key comes from the coordinator's secret (store.h). */
-    kf_keypair kp;
-    char seal_why[600] = "";
-    if (kf_keys_load(p.coord_key, 0, &kp, &err) == KF_OK)
-        kf_seal_key(s, kp.sec, NULL);
-    else
-        snprintf(seal_why, sizeof seal_why, "%s", err.msg);
-    memset(&kp, 0, sizeof kp);
+    char sec[128], seal_why[600] = "";
+    if (seal_secret(&p, sec, sizeof sec, seal_why, sizeof seal_why))
+        kf_seal_key(s, sec, NULL);
+    sodium_memzero(sec, sizeof sec);
     kf_txn *t = NULL;
     rc = kf_store_begin(s, 1, &t, &err);
     if (rc == KF_OK && !have_id)
@@ -151,9 +265,11 @@ const kf_cmd_entry kf_cmd_verify = {
     "verify",
     cmd_verify,
     "Checks a sweep's records in the store; exit 1 on any violation.",
-    "verify [SWEEP_ID] [--format table|json]",
+    "verify [SWEEP_ID | --store] [--format table|json]",
     "Checks a sweep's records in the store (the latest when no id is given): every task\n"
     "ended in exactly one terminal record, every successful profile has all its samples\n"
     "stored once with contiguous sequence numbers. Exit 1 on any violation.\n\n"
+    "  --store        check the whole store for damage instead: every page of every table,\n"
+    "                 every record decoded, the seals; lists what is damaged; exit 1 if any\n"
     "  --format FMT   table or json",
 };

@@ -7,6 +7,7 @@
  * numeric order, which lets "all tasks of sweep S" and "all samples of an
  * attempt" be a single range scan. */
 #include "core/store.h"
+#include "core/pagecheck.h"
 #include "core/tables.h"
 #include "common/xalloc.h"
 #include "common/util.h"
@@ -18,46 +19,17 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-static const char *db_names[DB_COUNT] = {"meta",  "sweeps",    "tasks",  "attempts", "results",
-                                         "late",  "samples",   "agents", "builds",   "telemetry",
-                                         "seals", "seedpools", "refs"};
+const char *const kf_store_tables[DB_COUNT] = {
+    "meta",   "sweeps", "tasks",     "attempts", "results",   "late", "samples",
+    "agents", "builds", "telemetry", "seals",    "seedpools", "refs"};
 
 #define KF_STORE_INITIAL_MAP (256ull << 20)
-
-/* A data file LMDB would map past its end (pages the meta page counts,
- * missing from the file) dies with SIGBUS at the first read there; an empty
- * one would be taken for a new store, reusing sweep ids. Both are refused,
- * naming the file, before anything maps it. size < 0: no file yet. */
-static int check_data_file(const char *dir, long long *size, kf_err *err)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/data.mdb", dir);
-    struct stat st;
-    *size = -1;
-    if (stat(path, &st) != 0)
-        return errno == ENOENT ? KF_OK
-                               : kf_err_set(err, errno == EACCES ? KF_EINVAL : KF_ESTORE,
-                                            "cannot read the store %s: %s", path, strerror(errno));
-    *size = (long long)st.st_size;
-    if (!S_ISREG(st.st_mode))
-        return kf_err_set(err, KF_ESTORE, "the store %s is not a regular file; move it aside",
-                          path);
-    if (st.st_size == 0)
-        return kf_err_set(err, KF_ESTORE,
-                          "the store %s is empty (0 bytes): it was truncated, or its first write "
-                          "never finished. kfleet will not take it for a new store (that would "
-                          "reuse sweep ids). Restore it from a backup, or move the directory "
-                          "aside to start a new one",
-                          path);
-    return KF_OK;
-}
 
 int kf_store_open(const char *dir, int readonly, kf_store **out, kf_err *err)
 {
     long long fsize = -1;
-    int crc = check_data_file(dir, &fsize, err);
+    int crc = kf_pagecheck_file(dir, &fsize, err);
     if (crc)
         return crc;
     kf_store *s = kf_xcalloc(1, sizeof *s);
@@ -85,37 +57,19 @@ int kf_store_open(const char *dir, int readonly, kf_store **out, kf_err *err)
     MDB_envinfo info;
     mdb_env_info(s->env, &info);
     s->map_size = info.me_mapsize;
-    /* mdb_env_open read the meta pages with read(), not through the map:
-     * compare the file with what they say it holds before any page is
-     * touched. The size is read again now, after the meta: a coordinator
-     * writing meanwhile grows the file before it writes the meta that
-     * needs the growth, so the size read first may be older than the
-     * meta (a store read by `kfleet verify` mid-sweep is not damaged). */
-    MDB_stat est;
-    if (fsize >= 0) {
-        char path[4096];
-        struct stat fst;
-        snprintf(path, sizeof path, "%s/data.mdb", dir);
-        if (stat(path, &fst) == 0)
-            fsize = (long long)fst.st_size;
-    }
-    if (fsize >= 0 && mdb_env_stat(s->env, &est) == 0 &&
-        (unsigned long long)fsize < ((unsigned long long)info.me_last_pgno + 1) * est.ms_psize) {
-        unsigned long long need = ((unsigned long long)info.me_last_pgno + 1) * est.ms_psize;
+    /* Damage LMDB does not see is looked for before it reads any table
+     * (pagecheck.h): in every table when the coordinator opens the store. */
+    if ((crc = kf_pagecheck_open(s->env, dir, fsize, !readonly, err))) {
         mdb_env_close(s->env);
         free(s);
-        return kf_err_set(err, KF_ESTORE,
-                          "the store %s/data.mdb is damaged: %lld bytes on disk, its records "
-                          "need %llu (the file was truncated or copied while written). Restore "
-                          "it from a backup, or move the directory aside to start a new one",
-                          dir, fsize, need);
+        return crc;
     }
 
     MDB_txn *txn;
     if ((rc = mdb_txn_begin(s->env, NULL, readonly ? MDB_RDONLY : 0, &txn)))
         goto fail;
     for (int i = 0; i < DB_COUNT; i++) {
-        rc = mdb_dbi_open(txn, db_names[i], readonly ? 0 : MDB_CREATE, &s->dbi[i]);
+        rc = mdb_dbi_open(txn, kf_store_tables[i], readonly ? 0 : MDB_CREATE, &s->dbi[i]);
         if (rc == MDB_NOTFOUND && readonly && i >= DB_FIRST_OPTIONAL) {
             s->absent[i] = 1; /* a store before problems: read as empty */
             continue;
@@ -131,7 +85,7 @@ int kf_store_open(const char *dir, int readonly, kf_store **out, kf_err *err)
                 return kf_err_set(err, KF_ENOTFOUND,
                                   "store %s has no '%s' table: it was never written by a "
                                   "coordinator",
-                                  dir, db_names[i]);
+                                  dir, kf_store_tables[i]);
             }
             goto fail;
         }

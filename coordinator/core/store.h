@@ -29,6 +29,7 @@
 #ifndef KF_STORE_H
 #define KF_STORE_H
 
+#include "common/buf.h"
 #include "common/err.h"
 #include "proto/kfleet.pb-c.h"
 
@@ -49,7 +50,10 @@ static inline uint32_t kf_task_sweep(uint64_t task_id)
     return (uint32_t)(task_id >> 32);
 }
 
-/* Opens (creating when !readonly) the store in directory dir. */
+/* Opens (creating when !readonly) the store in directory dir. An existing
+ * store's pages are checked first (docs/storage.md, "Damage"): a damaged
+ * one is refused with KF_ESTORE and a message that says what is damaged,
+ * where, and what to do, and nothing in it is changed. */
 int kf_store_open(const char *dir, int readonly, kf_store **out, kf_err *err);
 void kf_store_close(kf_store **self);
 /* Doubles the map size; no transaction may be open in this process. */
@@ -57,6 +61,30 @@ int kf_store_grow(kf_store *s, kf_err *err);
 size_t kf_store_map_size(const kf_store *s);
 /* Bytes of the map in use (last page written). */
 size_t kf_store_used(const kf_store *s);
+
+/* What kf_store_check found. */
+typedef struct kf_store_check {
+    uint64_t pages;      /* pages the tables use, checked */
+    uint64_t records;    /* records in the tables */
+    uint64_t free_pages; /* pages on LMDB's free list */
+    uint64_t decoded;    /* records read and decoded as their table's message */
+    uint64_t sealed;     /* samples and results whose seal matched */
+    uint32_t tables;
+    uint32_t damaged;    /* problems found */
+    int pages_unchecked; /* 1: this host's LMDB layout is not known: pages not checked */
+    int seals_checked;   /* a seal key was given */
+} kf_store_check_stats;
+
+/* Checks the whole store in dir, for `kfleet verify`: its pages (what the
+ * coordinator's open checks, but listing every problem), then, when they
+ * are whole and `records` is set (`kfleet verify --store`), every record: its key has its table's
+ * layout, its value decodes as the table's message, and, given the coordinator's secret key (Z85;
+ * NULL: seals not checked), each sealed result and its attempt's samples
+ * match their seals (seal.h). Each problem is one line in problems, at
+ * most max. KF_OK when the store was read (out->damaged counts the
+ * problems), KF_ENOTFOUND when there is no store, or a store error. */
+int kf_store_check(const char *dir, int records, const char *seal_secret, unsigned max,
+                   kf_buf *problems, kf_store_check_stats *out, kf_err *err);
 
 int kf_store_begin(kf_store *s, int readonly, kf_txn **out, kf_err *err);
 /* Commits and frees the txn; on failure it is aborted and freed. */

@@ -33,6 +33,9 @@ enum {
 
 #define SEAL_LEN 16
 
+/* The tables' names in the environment, by DB_ index. */
+extern const char *const kf_store_tables[DB_COUNT];
+
 struct kf_store {
     MDB_env *env;
     MDB_dbi dbi[DB_COUNT];

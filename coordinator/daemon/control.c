@@ -320,21 +320,37 @@ static void handle_status(kf_coord *c, const void *peer, size_t peer_len)
     }
     st.agents = agents;
 
+    /* A sweep the store cannot give back is an error said, never a sweep
+     * left out: a status of "no sweep yet" over a damaged store hid it
+     * (issue 44). */
     struct recent rs = {{0}, 0};
     kf_txn *txn;
-    if (coord_txn(c, &txn) == KF_OK)
-        kf_store_foreach_sweep(txn, recent_cb, &rs);
+    int rc = coord_txn(c, &txn);
+    if (rc == KF_OK)
+        rc = kf_store_foreach_sweep(txn, recent_cb, &rs);
     Kfleet__SweepProgress *progs = kf_xcalloc(rs.n ? rs.n : 1, sizeof *progs);
     Kfleet__SweepProgress **pp = kf_xcalloc(rs.n ? rs.n : 1, sizeof *pp);
     char(*names)[128] = kf_xcalloc(rs.n ? rs.n : 1, sizeof *names);
-    for (size_t i = 0; i < rs.n; i++) {
+    for (size_t i = 0; i < rs.n && rc == KF_OK; i++) {
         kfleet__sweep_progress__init(&progs[i]);
-        if (sweep_progress(c, rs.ids[i], &progs[i], names[i], sizeof names[i], NULL, 0) == KF_OK) {
-            progs[i].name = names[i];
-            pp[st.n_sweeps++] = &progs[i];
-        }
+        rc = sweep_progress(c, rs.ids[i], &progs[i], names[i], sizeof names[i], NULL, 0);
+        progs[i].name = names[i];
+        pp[st.n_sweeps++] = &progs[i];
     }
     st.sweeps = pp;
+    if (rc) {
+        char msg[4400]; /* the path and the words */
+        snprintf(msg, sizeof msg,
+                 "cannot read the sweeps in the store %s (%s): it may be damaged; `kfleet verify "
+                 "--store` checks it",
+                 c->cfg.store_dir, kf_strerror(rc));
+        control_reply_error(c, peer, peer_len, rc, msg);
+        free(agents);
+        free(progs);
+        free(pp);
+        free(names);
+        return;
+    }
     if (c->launches)
         kf_launches_status(c->launches, &st);
     Kfleet__ControlReply rep = KFLEET__CONTROL_REPLY__INIT;
@@ -356,8 +372,14 @@ static void handle_progress(kf_coord *c, const void *peer, size_t peer_len, uint
     int rc = sweep_progress(c, id, &p, name, sizeof name, why, sizeof why);
     if (rc) {
         char msg[200];
-        snprintf(msg, sizeof msg, "no sweep %u on this coordinator; `kfleet status` lists them",
-                 id);
+        if (rc == KF_ENOTFOUND)
+            snprintf(msg, sizeof msg, "no sweep %u on this coordinator; `kfleet status` lists them",
+                     id);
+        else
+            snprintf(msg, sizeof msg,
+                     "cannot read sweep %u from the store (%s): it may be damaged; `kfleet verify "
+                     "--store` checks it",
+                     id, kf_strerror(rc));
         control_reply_error(c, peer, peer_len, rc, msg);
         return;
     }
