@@ -74,13 +74,25 @@ path, t0, t1, n, wrong, agents, hwm, rss, rc = sys.argv[1:]
 lines = [json.loads(l) for l in open(path) if l.strip()]
 receipt, rows = lines[0], lines[1:]
 secs = float(t1) - float(t0)
-verdicts = {}
+# A row is a (candidate, configuration, node): the baseline's configuration
+# is also measured on each other agent that runs a candidate of it (issue
+# 41), so a candidate-configuration is counted once, at its first row.
+seen, evals, baseline_rows = set(), [], 0
 for r in rows:
+    key = (r.get("kernel"), json.dumps(r.get("params"), sort_keys=True))
+    if key in seen:
+        baseline_rows += 1
+        continue
+    seen.add(key)
+    evals.append(r)
+verdicts = {}
+for r in evals:
     verdicts[r.get("verdict")] = verdicts.get(r.get("verdict"), 0) + 1
 print("problems bench (numpy, this machine: %s agents on %s cores)" % (agents, __import__("os").cpu_count()))
 print("  candidates %s (%s wrong on purpose), one request; submit exit %s" % (n, wrong, rc))
-print("  candidate-evaluations %d in %.1f s = %.0f per minute" % (len(rows), secs, len(rows) / secs * 60))
+print("  candidate-evaluations %d in %.1f s = %.0f per minute" % (len(evals), secs, len(evals) / secs * 60))
 print("  verdicts " + ", ".join("%s %d" % (k, v) for k, v in sorted(verdicts.items(), key=str)))
+print("  the baseline's rows on further agents %d" % baseline_rows)
 print("  coordinator peak RSS %.1f MiB, at the end %.1f MiB" % (int(hwm) / 1024, int(rss) / 1024))
 PY
 echo "  warm runners started $(cat "$W"/agent-*.log | grep -c 'warm.start ' || true) (KF_WARM=${KF_WARM:-1})"

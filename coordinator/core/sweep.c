@@ -87,6 +87,19 @@ static int parse_baselines(ctx *c, const yaml_node_t *v, kf_sweep_spec *s)
     return KF_OK;
 }
 
+int kf_sweep_is_baseline(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        p = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
 static int parse_kernels(ctx *c, const yaml_node_t *n, const kf_sweep_axis *top, size_t ntop,
                          kf_sweep_spec *s)
 {

@@ -140,6 +140,11 @@ int kf_sweep_parse_string(const char *text, size_t len, const char *filename, co
                           const char *kernels_dir, kf_sweep_spec **out, kf_err *err);
 void kf_sweep_destroy(kf_sweep_spec **self);
 
+/* Whether kernel `name` is one of the baselines of `list` (kf_sweep_spec's
+ * baseline, the wire's Sweep.baseline: one name, or several separated by
+ * commas); 0 for a NULL list. */
+int kf_sweep_is_baseline(const char *list, const char *name);
+
 /* Number of configurations of a kernel (product of its axis sizes; 1 with none). */
 size_t kf_sweep_kernel_configs(const kf_sweep_kernel *k);
 /* The idx-th configuration: names point into k, values written to values[].

@@ -20,6 +20,7 @@
 #define KF_MAX_SLOTS 64
 
 typedef struct sched_order sched_order;
+typedef struct sched_base sched_base;
 
 typedef struct ktask {
     Kfleet__Task *rec;      /* owned; the stored record */
@@ -54,6 +55,9 @@ typedef struct ksweep {
     /* The order its pending tasks are offered in (sched_order.c); NULL
      * until planned. */
     struct sched_order *order;
+    /* Its baseline's configurations and the agents they run on
+     * (sched_baseline.c); NULL until first used. */
+    struct sched_base *base;
 } ksweep;
 
 /* What the coordinator knows of one kernel's build on one agent. */
@@ -113,6 +117,9 @@ typedef struct kagent {
     /* What its builds depend on (sched_toolchain), as it last registered:
      * builds recorded under another one are not its artifacts. */
     char toolchain[65];
+    /* Registered or lost since the dispatcher last looked: its baseline
+     * tasks are to be made again, or ended (sched_baseline.c). */
+    int baseline_recheck;
 } kagent;
 
 /* A message to send once the batch is committed. */

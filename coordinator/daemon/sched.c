@@ -177,13 +177,16 @@ ktask *sched_add_task(kf_coord *c, ksweep *sw, Kfleet__Task *rec)
         t->pin = sched_agent_index(c, sched_agent(c, rec->pin_agent, 1));
     /* The task a kind is gated_by comes just before it (a sweep's tasks
      * are made configuration by configuration in the table's order; nodes:
-     * all, agent by agent): link the two, so this one waits for it. */
+     * all, agent by agent): link the two, so this one waits for it. One
+     * pinned nowhere gates one pinned to an agent: a baseline profile
+     * pinned to the agent that first needed it (sched_baseline.c). */
     Kfleet__TaskKind gate = kf_task_kind_at(rec->kind)->gated_by;
     if (gate) {
         for (uint32_t back = 1; back <= 64 && back < sw->ntasks; back++) {
             ktask *v = &sw->tasks[sw->ntasks - 1 - back];
             if (v->rec->kind == gate && v->rec->kernel_index == rec->kernel_index &&
-                v->rec->config_index == rec->config_index && v->pin == t->pin && v->dependent < 0) {
+                v->rec->config_index == rec->config_index && (v->pin == t->pin || v->pin < 0) &&
+                v->dependent < 0) {
                 t->gate = (int32_t)(sw->ntasks - 1 - back);
                 v->dependent = (int32_t)(sw->ntasks - 1);
                 break;
@@ -208,6 +211,7 @@ void sched_free_sweep(ksweep *sw)
         kfleet__task__free_unpacked(sw->tasks[i].rec, NULL);
     free(sw->tasks);
     sched_order_free(&sw->order);
+    sched_baseline_free(&sw->base);
     kfleet__sweep__free_unpacked(sw->rec, NULL);
     free(sw);
 }
@@ -729,6 +733,8 @@ void sched_agent_lost(kf_coord *c, kagent *a, const char *why)
 {
     uint64_t silent = kf_mono_ns() - a->last_seen_mono;
     a->lost = 1;
+    a->baseline_recheck = 1; /* the dispatcher ends its baseline tasks */
+    c->dispatch_needed = 1;
     /* An agent that said goodbye stopped as asked: not a warning. */
     kf_log(a->stopped ? KF_LOG_INFO : KF_LOG_WARN, a->stopped ? "agent.stopped" : "agent.lost",
            "agent=%s silent_s=%.1f running=%zu why=\"%s\"", a->id, (double)silent / 1e9,

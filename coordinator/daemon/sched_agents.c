@@ -205,6 +205,7 @@ static int on_register(void *ctx, const kf_peer *peer, const Kfleet__Envelope *e
     a->info->stopped = 0;
     a->registered = 1;
     a->lost = 0;
+    a->baseline_recheck = 1; /* back: the baseline where its candidates ran */
     a->stopped = 0;
     a->revoked = 0; /* its key passed the allow list on this very frame */
     memcpy(a->route, peer->id, peer->id_len);

@@ -3,7 +3,9 @@
  * requeued; assignments never confirmed within the grace are requeued; the
  * dispatcher gives each agent with a free slot its next task, creating the
  * kernel's build on that agent first (on a free CPU slot while its GPU is
- * busy, so the GPU does not wait for nvcc). */
+ * busy, so the GPU does not wait for nvcc), and gives an agent that is
+ * assigned a profile the baseline of its configuration too (the decisions
+ * are sched_baseline.c's: this file makes, pins and ends the tasks). */
 #include "daemon/sched_int.h"
 #include "common/taskkind.h"
 #include "common/log.h"
@@ -55,6 +57,8 @@ void sched_check_agents(kf_coord *c)
 /* Up to how many tasks past the first startable GPU task pick_in looks
  * for one of the kernel the slot ran last. */
 #define KF_AFFINITY_AHEAD 128
+
+static void give_baseline(kf_coord *c, ksweep *sw, uint32_t idx, kagent *a);
 
 static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
 {
@@ -169,6 +173,21 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
         free(seeds);
     kf_debug("task.assign", "task=0x%llx attempt=%u agent=%s kind=%d",
              (unsigned long long)t->rec->task_id, t->rec->attempts, a->id, t->rec->kind);
+    give_baseline(c, sw, (uint32_t)(t - sw->tasks), a);
+}
+
+/* A task made while the sweep runs (rec, owned from here: a build, a
+ * baseline's task), kept and stored with the sweep's new count. */
+static ktask *add_made(kf_coord *c, ksweep *sw, Kfleet__Task *rec)
+{
+    ktask *t = sched_add_task(c, sw, rec);
+    sw->rec->task_count = sw->ntasks;
+    kf_txn *txn;
+    if (coord_txn(c, &txn) == KF_OK) {
+        kf_store_put_task(txn, rec);
+        kf_store_put_sweep(txn, sw->rec);
+    }
+    return t;
 }
 
 /* Creates the build task of kernel ki pinned to agent a; with `share`
@@ -186,14 +205,8 @@ static ktask *new_build(kf_coord *c, ksweep *sw, uint32_t ki, kagent *a, const k
     rec->error = kf_xstrdup("");
     rec->state = KFLEET__TASK_STATE__PENDING;
     rec->created_ns = rec->updated_ns = kf_now_ns();
-    ktask *t = sched_add_task(c, sw, rec);
+    ktask *t = add_made(c, sw, rec);
     t->share_task = share ? share->task_id : 0;
-    sw->rec->task_count = sw->ntasks;
-    kf_txn *txn;
-    if (coord_txn(c, &txn) == KF_OK) {
-        kf_store_put_task(txn, rec);
-        kf_store_put_sweep(txn, sw->rec);
-    }
     sched_set_build(c, a, sw->rec->kernels[ki]->hash, KFLEET__TASK_STATE__ASSIGNED, rec->task_id,
                     NULL, NULL, NULL);
     return t;
@@ -397,8 +410,117 @@ static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
     return NULL;
 }
 
+/* ---- the baseline on every node (sched_baseline.c) ---- */
+
+/* Whether agent a can run task t's kernel (else why): a Python kernel's
+ * imports (sched_match), a GPU for a CUDA kernel's validate or profile. */
+static int runs_on(const ksweep *sw, const ktask *t, const kagent *a, char *why, size_t len)
+{
+    if (!sched_can_run(a, sw->rec->kernels[t->rec->kernel_index], why, len))
+        return 0;
+    if (sched_needs_gpu(sw, t) && a->gpu_slots == 0) {
+        snprintf(why, len, "%s has no GPU", a->id);
+        return 0;
+    }
+    return 1;
+}
+
+/* A copy of task tmpl (its kind, kernel and configuration), new and
+ * pinned to a; its index. */
+static uint32_t made_like(kf_coord *c, ksweep *sw, uint32_t tmpl, const kagent *a)
+{
+    Kfleet__Task *rec = kf_pb_copy(&sw->tasks[tmpl].rec->base);
+    rec->task_id = kf_task_id(sw->rec->sweep_id, sw->ntasks);
+    rec->state = KFLEET__TASK_STATE__PENDING;
+    rec->attempts = 0;
+    sched_set_str(&rec->pin_agent, a->id);
+    sched_set_str(&rec->agent_id, "");
+    sched_set_str(&rec->error, "");
+    rec->created_ns = rec->updated_ns = kf_now_ns();
+    add_made(c, sw, rec);
+    return sw->ntasks - 1;
+}
+
+/* Gives agent a what it lacks of a baseline (need): the unplaced
+ * submitted profile pinned to it, or a validate and a profile of its own;
+ * those are skipped at once, saying why, on an agent that cannot run the
+ * baseline, so that its candidates' rows say why they have no speedup. */
+static void give_need(kf_coord *c, ksweep *sw, const sched_bneed *need, kagent *a)
+{
+    char why[700];
+    int runs = runs_on(sw, &sw->tasks[need->profile], a, why, sizeof why);
+    if (runs && need->unplaced >= 0) {
+        ktask *p = &sw->tasks[need->unplaced];
+        p->pin = sched_agent_index(c, a);
+        sched_set_str(&p->rec->pin_agent, a->id);
+        sched_put_task(c, p);
+        kf_info("baseline.pinned", "task=0x%llx agent=%s", (unsigned long long)p->rec->task_id,
+                a->id);
+        return;
+    }
+    uint32_t v = need->validate >= 0 ? made_like(c, sw, (uint32_t)need->validate, a) : UINT32_MAX;
+    uint32_t p = made_like(c, sw, need->profile, a);
+    kf_info("baseline.made", "task=0x%llx agent=%s kernel=%s config=%u%s%s",
+            (unsigned long long)sw->tasks[p].rec->task_id, a->id,
+            sw->rec->kernels[sw->tasks[p].rec->kernel_index]->name, sw->tasks[p].rec->config_index,
+            runs ? "" : " skipped: ", runs ? "" : why);
+    if (runs)
+        return;
+    char msg[800];
+    snprintf(msg, sizeof msg, "skipped: the baseline cannot run on this agent: %s", why);
+    sched_finish(c, sw, &sw->tasks[p], KFLEET__TASK_STATE__SKIPPED, msg);
+    if (v != UINT32_MAX)
+        sched_finish(c, sw, &sw->tasks[v], KFLEET__TASK_STATE__SKIPPED, msg);
+}
+
+/* Task idx, just assigned to a: a profile whose configuration has a
+ * baseline gets that baseline measured on a too. */
+static void give_baseline(kf_coord *c, ksweep *sw, uint32_t idx, kagent *a)
+{
+    sched_bneed need[8];
+    size_t n = sched_baseline_placed(c, sw, idx, sched_agent_index(c, a), need, 8);
+    for (size_t i = 0; i < n; i++)
+        give_need(c, sw, &need[i], a);
+}
+
+/* An agent that registered or was lost since the last dispatch: back, it
+ * gets again the baselines of the configurations its candidates ran (those
+ * it held were cancelled when it was lost); lost, the baseline tasks
+ * pinned to it are cancelled, so that the sweep can end without them. */
+static void baseline_recheck(kf_coord *c, kagent *a)
+{
+    a->baseline_recheck = 0;
+    int ai = sched_agent_index(c, a);
+    char why[300];
+    snprintf(why, sizeof why, "baseline not measured here: agent %s was lost", a->id);
+    for (size_t s = c->nsweeps; s-- > 0;) { /* a sweep may end (and go) */
+        ksweep *sw = c->sweeps[s];
+        if (!a->lost) {
+            sched_bneed *need = NULL;
+            size_t n = sched_baseline_wanted(c, sw, ai, &need);
+            for (size_t i = 0; i < n; i++)
+                give_need(c, sw, &need[i], a);
+            free(need);
+            continue;
+        }
+        uint32_t *idx = NULL;
+        size_t n = sched_baseline_pinned(c, sw, ai, &idx);
+        for (size_t i = 0; i < n; i++)
+            if (!kf_state_terminal(sw->tasks[idx[i]].rec->state))
+                sched_finish(c, sw, &sw->tasks[idx[i]], KFLEET__TASK_STATE__CANCELLED, why);
+        free(idx);
+        if (n)
+            sched_maybe_finish_sweep(c, sw);
+    }
+}
+
 void sched_dispatch(kf_coord *c)
 {
+    if (c->nsweeps == 0)
+        return;
+    for (size_t i = 0; i < c->nagents; i++)
+        if (c->agents[i]->baseline_recheck)
+            baseline_recheck(c, c->agents[i]);
     if (c->nsweeps == 0)
         return;
     /* Round-robin start so that no agent is always served first. */

@@ -120,4 +120,30 @@ int sched_order_long(const ksweep *sw, uint32_t idx);
 double sched_order_expected(const ksweep *sw, uint32_t idx);
 void sched_order_free(sched_order **self);
 
+/* sched_baseline.c: the baseline measured on every agent that runs a
+ * profile of its configuration, in a `nodes: any` sweep (the file-top
+ * comment says how). What an agent lacks of one configuration's baseline:
+ * the submitted baseline profile when it is pending and pinned nowhere
+ * (unplaced: its index; the dispatcher pins it to the agent), else (-1) a
+ * validate like task `validate` (-1: the sweep validates none) and a
+ * profile like task `profile`, both pinned to the agent. */
+typedef struct sched_bneed {
+    int32_t unplaced, validate;
+    uint32_t profile;
+} sched_bneed;
+/* Profile task idx of sw was just assigned to agent ai: what ai lacks of
+ * the baselines of its configuration (at most max, one per baseline
+ * kernel), into out; returns how many. Nothing for a baseline's own
+ * profile, a sweep without a baseline or one of `nodes: all`. */
+size_t sched_baseline_placed(kf_coord *c, ksweep *sw, uint32_t idx, int ai, sched_bneed *out,
+                             size_t max);
+/* What agent ai lacks of the baselines of the configurations whose
+ * candidates' profiles it was given (it came back after it was lost):
+ * *out (the caller frees it), and how many. */
+size_t sched_baseline_wanted(kf_coord *c, ksweep *sw, int ai, sched_bneed **out);
+/* The open baseline tasks pinned to agent ai (it is lost): their indices
+ * in *out (the caller frees it), the profiles first; how many. */
+size_t sched_baseline_pinned(kf_coord *c, ksweep *sw, int ai, uint32_t **out);
+void sched_baseline_free(sched_base **self);
+
 #endif

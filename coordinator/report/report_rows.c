@@ -26,6 +26,7 @@
 #include "common/taskkind.h"
 #include "common/xalloc.h"
 #include "common/stats.h"
+#include "core/sweep.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -407,21 +408,6 @@ static double median_rel_se(const kf_stats *st)
                : NAN;
 }
 
-/* Whether kernel `name` is one of the sweep's baselines (Sweep.baseline:
- * one name, or several separated by commas). */
-static int is_baseline(const char *list, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *p = list; p && *p;) {
-        const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len == n && strncmp(p, name, n) == 0)
-            return 1;
-        p = e ? e + 1 : NULL;
-    }
-    return 0;
-}
-
 /* Past a ceiling by this factor a row is impossible. The ceilings are the
  * doctor's measurements (one median each), below the hardware's peak: a
  * device memcpy reaches ~85-90 % of HBM peak, so a well-tuned kernel may
@@ -472,7 +458,7 @@ static void compare_baseline(rep *r)
     for (size_t j = 0; j < r->nrows; j++) {
         const rrow *b = &r->rows[j];
         if (b->st.n && b->st.median > 0 && !b->impossible_of &&
-            is_baseline(r->sw->baseline, kf_rep_kernel_name(r, b->kernel)))
+            kf_sweep_is_baseline(r->sw->baseline, kf_rep_kernel_name(r, b->kernel)))
             base[nb++] = b;
     }
     for (size_t i = 0; i < r->nrows; i++) {
@@ -482,7 +468,7 @@ static void compare_baseline(rep *r)
         for (size_t j = 0; j < nb; j++) {
             const rrow *b = base[j];
             if (strcmp(b->node, w->node) != 0 || !same_config(b, w) ||
-                (is_baseline(r->sw->baseline, kf_rep_kernel_name(r, w->kernel)) && b != w))
+                (kf_sweep_is_baseline(r->sw->baseline, kf_rep_kernel_name(r, w->kernel)) && b != w))
                 continue;
             w->base_median = b->st.median;
             w->speedup = b->st.median / w->st.median;

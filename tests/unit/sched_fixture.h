@@ -43,6 +43,16 @@ static inline kf_coord *coord(void)
     return coord_open();
 }
 
+/* A coordinator on the same store, its state loaded from it (a restart). */
+static inline kf_coord *reopen(kf_coord *c)
+{
+    kf_coord_destroy(&c);
+    c = coord_open();
+    kf_err err;
+    assert_int_equal(sched_load(c, &err), KF_OK);
+    return c;
+}
+
 static inline void done(kf_coord **c)
 {
     kf_coord_destroy(c);

@@ -152,16 +152,6 @@ static void run_v3(kf_coord *c)
     assert_int_equal(c->nsweeps, 0);
 }
 
-/* A coordinator on the same store, its state loaded from it (a restart). */
-static kf_coord *reopen(kf_coord *c)
-{
-    kf_coord_destroy(&c);
-    c = coord_open();
-    kf_err err;
-    assert_int_equal(sched_load(c, &err), KF_OK);
-    return c;
-}
-
 /* An earlier sweep's durations of the same kernel and configurations set
  * the order, against what the parameters alone say (4K, 2K, 1K); after a
  * restart before any dispatch the order is planned again, the same. */

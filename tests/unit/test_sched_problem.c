@@ -203,7 +203,8 @@ static void test_reference_task_seeds(void **state)
     result(c, "p1", s[1].task, s[1].attempt, KFLEET__TASK_STATE__SUCCEEDED);
     reg_numpy(c, "p2", 2);
     int problem_built[2] = {1, 0}; /* p1 built it for the reference tasks */
-    size_t judged = 0, problem_builds_p2 = 0;
+    size_t judged = 0, problem_builds_p2 = 0, baseline_made = 0;
+    uint32_t submitted = sw->ntasks; /* the sweep as submitted: tasks made later come after */
     for (int round = 0; round < 20; round++) {
         c->dispatch_needed = 1;
         turn(c);
@@ -223,12 +224,22 @@ static void test_reference_task_seeds(void **state)
                 assert_string_equal(s[i].problem_hash, hash);
                 assert_int_equal(s[i].nseeds, 3);
                 assert_int_equal(s[i].nrefs, 3);
-                judged++;
+                /* The baseline (numpy_naive, kernel 0) on each agent that
+                 * runs a candidate's profile of its configuration
+                 * (sched_baseline.c): made for that agent, pinned to it. */
+                if ((uint32_t)s[i].task >= submitted) {
+                    assert_int_equal(t->rec->kernel_index, 0);
+                    assert_string_equal(t->rec->pin_agent, s[i].agent);
+                    baseline_made++;
+                } else {
+                    judged++;
+                }
             }
             result(c, s[i].agent, s[i].task, s[i].attempt, KFLEET__TASK_STATE__SUCCEEDED);
         }
     }
     assert_int_equal(judged, 3 * 2 * 2); /* 3 candidates x 2 configurations x validate, profile */
+    assert_int_equal(baseline_made % 2, 0); /* a validate and a profile each */
     assert_int_equal(problem_builds_p2, 1);
     done(&c);
 }

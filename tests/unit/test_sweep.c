@@ -501,6 +501,13 @@ static void test_lookup(void **state)
      * configuration; carried as one comma-separated string. */
     s = parse_ok(f, "kernels: [foo, bar, both]\nbaseline: [bar, both]\n");
     assert_string_equal(s->baseline, "bar,both");
+    /* Whole names only: "bo" and "bar,both" are no baselines. */
+    assert_true(kf_sweep_is_baseline(s->baseline, "bar"));
+    assert_true(kf_sweep_is_baseline(s->baseline, "both"));
+    assert_false(kf_sweep_is_baseline(s->baseline, "bo"));
+    assert_false(kf_sweep_is_baseline(s->baseline, "foo"));
+    assert_false(kf_sweep_is_baseline(s->baseline, "bar,both"));
+    assert_false(kf_sweep_is_baseline(NULL, "bar"));
     kf_sweep_destroy(&s);
 
     /* A name with no kernels_dir cannot be found. */
