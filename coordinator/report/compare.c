@@ -4,6 +4,7 @@
 #include "common/json.h"
 #include "common/text.h"
 #include "common/xalloc.h"
+#include "core/sweep.h"
 #include "report/report_model.h"
 
 #include <jansson.h>
@@ -30,6 +31,9 @@ typedef struct cfg {
      * problem of that hash (the side's). */
     int candidate;
     const char *problem_hash;
+    /* A row of a `nodes: any` sweep's baseline, which runs on every agent
+     * that ran a candidate of its configuration (sched_baseline.c). */
+    int baseline_any;
 } cfg;
 
 typedef struct side {
@@ -148,7 +152,10 @@ static int load_side(kf_txn *t, uint32_t id, side *s, kf_err *err)
     s->name = json_string_value(json_object_get(json_object_get(s->report, "sweep"), "name"));
     const json_t *prob = json_object_get(s->report, "problem");
     s->problem_hash = json_is_object(prob) ? str_of(prob, "hash") : "";
-    const json_t *rows = json_object_get(s->report, "rows");
+    const json_t *sw = json_object_get(s->report, "sweep"),
+                 *rows = json_object_get(s->report, "rows");
+    int any = strcmp(str_of(sw, "nodes"), "any") == 0;
+    const char *baseline = str_of(sw, "baseline");
     s->c = kf_xcalloc(json_array_size(rows) + 1, sizeof *s->c);
     size_t i;
     json_t *r;
@@ -170,6 +177,7 @@ static int load_side(kf_txn *t, uint32_t id, side *s, kf_err *err)
         judgement_of(s->report, r, c);
         c->candidate = json_is_object(prob);
         c->problem_hash = s->problem_hash;
+        c->baseline_any = any && kf_sweep_is_baseline(baseline, c->kernel);
     }
     return KF_OK;
 }
@@ -208,6 +216,21 @@ static cfg *match(side *a, const cfg *b, int by)
         if (!a->c[i].matched && same_cfg(&a->c[i], b, by) && strcmp(a->c[i].device, b->device) == 0)
             return &a->c[i];
     return NULL;
+}
+
+/* Whether c, without a counterpart, is a further node's row of a
+ * configuration compared already: a `nodes: any` baseline's, made on each
+ * agent that ran a candidate of it, so that how many nodes it ran on
+ * follows the fleet and the placement, not the sweep. Such a row on a node
+ * the other sweep lacks is not a configuration missing (nor new), and is
+ * left out. */
+static int further_copy(const side *s, const cfg *c)
+{
+    for (size_t i = 0; c->baseline_any && i < s->n; i++)
+        if (&s->c[i] != c && s->c[i].matched && strcmp(s->c[i].kernel, c->kernel) == 0 &&
+            strcmp(s->c[i].key, c->key) == 0)
+            return 1;
+    return 0;
 }
 
 /* What a pair (or a lone configuration) comes to; the order is the table's. */
@@ -529,8 +552,13 @@ int kf_compare_render(kf_txn *t, uint32_t a, uint32_t b, double threshold_pct, u
                 common++;
             }
         }
+    size_t kept = 0;
+    for (size_t i = 0; i < np; i++)
+        if (p[i].a || !further_copy(&sb, p[i].b))
+            p[kept++] = p[i];
+    np = kept;
     for (size_t i = 0; rc == KF_OK && i < sa.n; i++)
-        if (!sa.c[i].matched)
+        if (!sa.c[i].matched && !further_copy(&sa, &sa.c[i]))
             p[np++].a = &sa.c[i];
     if (rc == KF_OK && common == 0)
         rc = kf_err_set(err, KF_EINVAL,

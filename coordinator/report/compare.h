@@ -9,7 +9,11 @@
  * is a candidate, and candidates pair by what they are: first the same name
  * and source hash, then the same source under another name (renamed or
  * moved: the pair says so), then the same name with another source (edited);
- * each pass over all of B before the next. A candidate's new source is not a
+ * each pass over all of B before the next. A `nodes: any` sweep's baseline
+ * has a row on each node that ran a candidate of its configuration (issue
+ * 41): its rows pair by node as any, and one on a node the other sweep
+ * lacks, its configuration compared on another node, is left out rather
+ * than called missing. A candidate's new source is not a
  * changed check there (the problem judges it, not the candidate), but
  * another problem hash is: every pair that passes is then "changed". A configuration passes when
  * every task of it (its validation, its profile) succeeded. Then, per configuration:

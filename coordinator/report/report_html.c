@@ -211,9 +211,14 @@ static void td_flags(kf_buf *b, const json_t *row, int failed)
         snprintf(f, sizeof f, "SM %.0f MHz %.0f W", x, kf_rep_num_or(p, "power_median_w", 0));
         add_flag(s, sizeof s, f);
     }
-    const char *pst = kf_rep_str_at(p, "state");
+    const char *pst = kf_rep_str_at(p, "state"), *ns = kf_rep_str_at(row, "no_speedup");
     if (pst && strcmp(pst, "skipped") == 0)
         add_flag(s, sizeof s, "profile skipped: validation did not pass");
+    if (ns) {
+        snprintf(f, sizeof f, "no speedup: %s", ns);
+        kf_rep_cut(f, sizeof f, 90);
+        add_flag(s, sizeof s, f);
+    }
     const char *const kinds[2] = {"validation", "profile"};
     for (int k = 0; k < 2; k++) {
         const json_t *t = kf_rep_obj_at(row, kinds[k]);

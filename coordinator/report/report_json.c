@@ -357,6 +357,9 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     set(o, "speedup_err", jnum(w->speedup_err));
     set(o, "outlier_pct", jnum(w->outlier_pct));
     set(o, "baseline_median_s", jnum(w->base_median));
+    char why[400];
+    kf_rep_no_speedup(r, w, why, sizeof why);
+    set(o, "no_speedup", *why ? json_string(why) : json_null());
     if (w->impossible_of) {
         json_t *im = json_object();
         set(im, "of", kf_json_str(w->impossible_of));

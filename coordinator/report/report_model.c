@@ -1,10 +1,10 @@
 /* report_model — one report, built once; see report_model.h.
  *
- * The build is three steps over the store's records, each in its module:
- * collect the rows (report_rows.c), the problem's provenance
- * (report_problem.c, which also takes the problem's own rows out), the
- * ranks (report_rank.c); then the document tree (report_json.c) from
- * them. */
+ * The build is four steps over the store's records, each in its module:
+ * collect the rows (report_rows.c), their speedups (report_speedup.c), the
+ * problem's provenance (report_problem.c, which also takes the problem's
+ * own rows out), the ranks (report_rank.c); then the document tree
+ * (report_json.c) from them. */
 #include "report/report_model.h"
 #include "common/xalloc.h"
 #include "report/report_json.h"
@@ -28,6 +28,7 @@ int kf_report_model_new(kf_txn *t, uint32_t sweep_id, const kf_report_opts *opts
         free(m);
         return rc;
     }
+    kf_rep_speedups(&m->rows);
     rc = kf_rep_problem_collect(&m->rows, err);
     if (rc == KF_OK) {
         if (m->rows.problem.k && !opts->group_set)

@@ -3,9 +3,10 @@
  *
  * How: one key per row (its parameters sorted by name, "name=value,...",
  * then its device), an index sorted by (key, ranked first, median, kernel,
- * node), ranks counted along each run of one key. A sort, not a pairwise
- * walk: a problem with 1,000 candidates over a few configurations is a few
- * thousand rows. */
+ * node); a run of one key where a row has a speedup is sorted again by
+ * speedup, its rows without one left unranked; ranks are counted along
+ * each run. A sort, not a pairwise walk: a problem with 1,000 candidates
+ * over a few configurations is a few thousand rows. */
 #include "report/report_rank.h"
 
 #include "common/buf.h"
@@ -20,7 +21,7 @@ typedef struct rank_item {
     size_t row;
     char *key;
     int ranked;
-    double median;
+    double median, speedup;
     uint32_t kernel;
     const char *node;
 } rank_item;
@@ -68,6 +69,36 @@ static int cmp_items(const void *a, const void *b)
     return strcmp(x->node, y->node);
 }
 
+/* Within one key: ranked first, the highest speedup first, then as
+ * cmp_items. */
+static int cmp_speedups(const void *a, const void *b)
+{
+    const rank_item *x = a, *y = b;
+    if (x->ranked != y->ranked)
+        return x->ranked ? -1 : 1;
+    if (x->ranked && x->speedup != y->speedup)
+        return x->speedup > y->speedup ? -1 : 1;
+    return cmp_items(a, b);
+}
+
+/* A configuration whose rows have speedups ranks by them: each against the
+ * baseline on its own node (report_speedup.c), where medians of two nodes
+ * of one GPU model would also compare the nodes. A row without one there
+ * (its node's baseline failed or was not measured) is compared with
+ * nothing: unranked, and its no_speedup says why. The run it[0..n) shares
+ * a key. */
+static void by_speedup(rank_item *it, size_t n)
+{
+    int any = 0;
+    for (size_t i = 0; i < n && !any; i++)
+        any = it[i].ranked && isfinite(it[i].speedup);
+    if (!any)
+        return;
+    for (size_t i = 0; i < n; i++)
+        it[i].ranked = it[i].ranked && isfinite(it[i].speedup);
+    qsort(it, n, sizeof *it, cmp_speedups);
+}
+
 void kf_rep_rank(rep *r)
 {
     if (r->nrows == 0)
@@ -75,10 +106,15 @@ void kf_rep_rank(rep *r)
     rank_item *it = kf_xcalloc(r->nrows, sizeof *it);
     for (size_t i = 0; i < r->nrows; i++) {
         rrow *w = &r->rows[i];
-        it[i] = (rank_item){i,         row_key(r, w),         is_ranked(w), w->st.median,
-                            w->kernel, w->node ? w->node : ""};
+        it[i] = (rank_item){i,          row_key(r, w), is_ranked(w),          w->st.median,
+                            w->speedup, w->kernel,     w->node ? w->node : ""};
     }
     qsort(it, r->nrows, sizeof *it, cmp_items);
+    for (size_t g = 0, e; g < r->nrows; g = e) {
+        for (e = g + 1; e < r->nrows && strcmp(it[e].key, it[g].key) == 0; e++)
+            ;
+        by_speedup(&it[g], e - g);
+    }
     uint32_t rank = 0;
     for (size_t i = 0; i < r->nrows; i++) {
         if (i == 0 || strcmp(it[i].key, it[i - 1].key) != 0)

@@ -10,15 +10,15 @@
  * Rows: one per (kernel, configuration, node), joining the configuration's
  * validate and profile tasks. With `nodes: all` the node is the pin; with
  * `nodes: any` it is the agent that ran the profile (or the validation when
- * there is no profile). Statistics are recomputed from the stored samples
+ * there is no profile), and a baseline's tasks pinned to an agent where a
+ * candidate of the configuration ran (sched_baseline.c) make that node's
+ * row: the submitted pair's tasks come first, so its validation, pinned
+ * nowhere, joins the row of its own profile. Statistics are recomputed from the stored samples
  * (stats.h); the count shown is the stored one, and a profile whose agent
- * claimed another count is flagged samples-mismatch. Speedup compares a row
- * with the baseline kernel's row of the same configuration on the same node
- * (every axis of the baseline present with the same value); a kernel with
- * other axes has no speedup rather than one against a different problem.
- * A row faster than its node can move its declared bytes or do its declared
- * FLOPs (judge_possible) is flagged impossible and has no speedup, nor do
- * rows against an impossible baseline.
+ * claimed another count is flagged samples-mismatch. A row faster than its
+ * node can move its declared bytes or do its declared FLOPs
+ * (judge_possible) is flagged impossible. Speedups against the baseline on
+ * each row's node are report_speedup.c's, after the collection.
  *
  * The renderers (report_text.c, report_json.c) read these rows and nothing
  * else, so the formats cannot disagree; report.c picks the renderer. */
@@ -26,7 +26,6 @@
 #include "common/taskkind.h"
 #include "common/xalloc.h"
 #include "common/stats.h"
-#include "core/sweep.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -373,35 +372,7 @@ static int cmp_rows(const void *a, const void *b, void *ctx)
     return strcmp(x->node, y->node);
 }
 
-/* The parameters of a row's task (profile, else validation). */
-static const Kfleet__Task *task_of(const rrow *w)
-{
-    return (w->profile ? w->profile : w->validate)->task;
-}
-
-/* Whether baseline row b runs the configuration row w runs: every axis of
- * b is an axis of w with the same value, and they share at least one. So
- * gemm_bf16 {m, n, k, impl} compares with gemm_cublas {m, n, k}, and a
- * kernel with other axes (copy {bytes}) has no baseline rather than a
- * meaningless one. */
-static int same_config(const rrow *b, const rrow *w)
-{
-    const Kfleet__Task *tb = task_of(b), *tw = task_of(w);
-    if (tb->n_params == 0)
-        return 0;
-    for (size_t i = 0; i < tb->n_params; i++) {
-        size_t j = 0;
-        while (j < tw->n_params && strcmp(tw->params[j]->name, tb->params[i]->name) != 0)
-            j++;
-        if (j == tw->n_params || tw->params[j]->value != tb->params[i]->value)
-            return 0;
-    }
-    return 1;
-}
-
-/* The standard error of a median relative to it, from the robust noise:
- * 1.2533 sigma / sqrt(n), sigma = noise * median. */
-static double median_rel_se(const kf_stats *st)
+double kf_rep_median_rel_se(const kf_stats *st)
 {
     return st->n >= 2 && isfinite(st->noise_pct)
                ? 1.2533 * st->noise_pct / 100 / sqrt((double)st->n)
@@ -445,42 +416,6 @@ static void judge_possible(rrow *w, int cuda, const Kfleet__AgentInfo *a)
     }
 }
 
-/* Speedup of each row against the baseline kernel's row of the same
- * configuration on the same node (of the sweep's baselines, the one that
- * runs that configuration), with the uncertainty of the ratio. The baselines' rows
- * are gathered first: rows x baseline rows, not rows^2. */
-static void compare_baseline(rep *r)
-{
-    const rrow **base = malloc((r->nrows ? r->nrows : 1) * sizeof *base);
-    size_t nb = 0;
-    if (!base)
-        return; /* no speedups: the report stands without them */
-    for (size_t j = 0; j < r->nrows; j++) {
-        const rrow *b = &r->rows[j];
-        if (b->st.n && b->st.median > 0 && !b->impossible_of &&
-            kf_sweep_is_baseline(r->sw->baseline, kf_rep_kernel_name(r, b->kernel)))
-            base[nb++] = b;
-    }
-    for (size_t i = 0; i < r->nrows; i++) {
-        rrow *w = &r->rows[i];
-        if (!w->st.n || !(w->st.median > 0) || w->impossible_of)
-            continue;
-        for (size_t j = 0; j < nb; j++) {
-            const rrow *b = base[j];
-            if (strcmp(b->node, w->node) != 0 || !same_config(b, w) ||
-                (kf_sweep_is_baseline(r->sw->baseline, kf_rep_kernel_name(r, w->kernel)) && b != w))
-                continue;
-            w->base_median = b->st.median;
-            w->speedup = b->st.median / w->st.median;
-            double eb = median_rel_se(&b->st), ew = median_rel_se(&w->st);
-            /* The baseline against itself is the same samples: exactly 1. */
-            w->speedup_err = b == w ? 0 : w->speedup * sqrt(eb * eb + ew * ew);
-            break;
-        }
-    }
-    free(base);
-}
-
 /* Outlier nodes: a configuration that ran on three or more nodes, and a
  * node whose median is slower than the nodes' median by more than its
  * noise allows (3 standard errors of its median, and at least 2 %). Rows
@@ -505,7 +440,7 @@ static void mark_outliers(rep *r)
         for (size_t i = g; i < e; i++) {
             rrow *w = &r->rows[i];
             double slower = w->st.n ? w->st.median / fleet - 1 : NAN;
-            if (slower > fmax(0.02, 3 * median_rel_se(&w->st)))
+            if (slower > fmax(0.02, 3 * kf_rep_median_rel_se(&w->st)))
                 w->outlier_pct = 100 * slower;
         }
     }
@@ -579,8 +514,6 @@ static int build_rows(rep *r)
     if (rc)
         return rc;
     mark_outliers(r);
-    if (r->sw->baseline && *r->sw->baseline)
-        compare_baseline(r);
     return 0;
 }
 

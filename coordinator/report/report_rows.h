@@ -42,6 +42,19 @@ typedef struct rtask {
     size_t ndiscarded; /* samples the throttle policy discarded */
 } rtask;
 
+/* A row's missing speedup (rrow.nobase): the baseline was not measured
+ * on the row's node (MISSING), its row there did not pass (FAILED: v and
+ * p its validate and profile, either NULL), or is impossible (IMPOSSIBLE:
+ * by x times the node's `of`). */
+enum { KF_REP_NOBASE_MISSING = 1, KF_REP_NOBASE_FAILED, KF_REP_NOBASE_IMPOSSIBLE };
+typedef struct rnobase {
+    int why;
+    uint32_t kernel; /* the baseline kernel */
+    const rtask *v, *p;
+    double x;
+    const char *of;
+} rnobase;
+
 typedef struct rrow {
     uint32_t kernel, config;
     const char *node; /* points into a task or result of the rep */
@@ -57,6 +70,10 @@ typedef struct rrow {
     kf_stats st;                               /* st.n == 0: no successful profile */
     double gbps, gflops, speedup, base_median; /* NAN when not applicable */
     double speedup_err;                        /* one standard error of the speedup */
+    /* Why a row with a timed, possible profile has no speedup although a
+     * baseline runs its configuration (report_speedup.c); why 0: it has
+     * one, or no baseline runs its configuration. */
+    rnobase nobase;
     double outlier_pct; /* slower than the nodes' median by this much; NAN: not an outlier */
     /* % of the node's measured ceilings (doctor): copy bandwidth, bf16
      * matrix rate; NAN when the node has none or the row has no figure. */
@@ -211,6 +228,19 @@ void kf_rep_thermal(const rep *r, char *out, size_t len);
 /* What each protocol named in `protocols` (kf_rep_thermal's) means, once
  * each, for the text report's line. */
 void kf_rep_thermal_why(const char *protocols, char *out, size_t len);
+
+/* The standard error of a median relative to it, from the robust noise:
+ * 1.2533 sigma / sqrt(n), sigma = noise * median; NAN under 2 samples. */
+double kf_rep_median_rel_se(const kf_stats *st);
+
+/* report_speedup.c: each row's speedup against the baseline on its own
+ * node, or why it has none (rrow.nobase); after kf_rep_collect, before
+ * the ranks. */
+void kf_rep_speedups(rep *r);
+/* Why row w has no speedup, for every format ("baseline triad not measured
+ * on local-1", "baseline triad on local-1: validate failed: ..."), or ""
+ * when w->nobase says nothing. */
+void kf_rep_no_speedup(const rep *r, const rrow *w, char *out, size_t len);
 
 /* "" for NULL. */
 const char *kf_rep_nz(const char *s);

@@ -81,6 +81,7 @@ int kf_report_stream_poll(kf_report_stream *s, kf_txn *t, kf_buf *out, size_t *n
     int rc = kf_rep_collect(t, s->sweep_id, &opts, &r, err);
     if (rc)
         return rc;
+    kf_rep_speedups(&r);
     for (size_t i = 0; i < r.nrows && rc == KF_OK; i++) {
         const rrow *w = &r.rows[i];
         if (!row_finished(w) || was_sent(s, w))

@@ -281,7 +281,7 @@ static void validation_str(const rrow *w, char *out, size_t len)
 
 /* The flags of a row, for people: "failed: <first line>" names the task that
  * failed and why. */
-static void flags_str(const rrow *w, char *out, size_t len)
+static void flags_str(const rep *r, const rrow *w, char *out, size_t len)
 {
     size_t off = 0;
     out[0] = '\0';
@@ -317,6 +317,10 @@ static void flags_str(const rrow *w, char *out, size_t len)
             w->outside_stream_s * 1e6);
     if (w->impossible_of)
         ADD("IMPOSSIBLE: %.1fx the node's %s, no speedup", w->impossible_x, w->impossible_of);
+    char nobase[400];
+    kf_rep_no_speedup(r, w, nobase, sizeof nobase);
+    if (*nobase)
+        ADD("no speedup: %s", nobase);
     if (w->sm_clock_mhz)
         ADD("SM %u MHz %.0f W", w->sm_clock_mhz, w->power_mw / 1e3);
     if (w->mismatch)
@@ -397,7 +401,7 @@ static void row_cells(const rep *r, const rrow *w, char (*cells)[CELL])
         snprintf(cells[R_SPEEDUP], CELL, "%.2fx \xC2\xB1%.2f", w->speedup, w->speedup_err);
     else if (isfinite(w->speedup))
         snprintf(cells[R_SPEEDUP], CELL, "%.2fx", w->speedup);
-    flags_str(w, cells[R_FLAGS], CELL);
+    flags_str(r, w, cells[R_FLAGS], CELL);
 }
 
 enum { B_KERNEL, B_NODE, B_STATUS, B_CACHED, B_COMPILE, B_ARTIFACT, B_ERROR, B_N };

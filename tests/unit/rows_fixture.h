@@ -26,9 +26,10 @@ static inline int rm_cb(const char *p, const struct stat *s, int f, struct FTW *
     return remove(p);
 }
 
-/* Task idx of sweep, n=1024 on agent n1. */
-static inline void put_task_of(kf_txn *t, uint32_t sweep, uint32_t idx, Kfleet__TaskKind kind,
-                               uint32_t kernel, Kfleet__TaskState st)
+/* Task idx of sweep, n=1024, pinned to `pin` ("": none), run on agent. */
+static inline void put_task_on(kf_txn *t, uint32_t sweep, uint32_t idx, Kfleet__TaskKind kind,
+                               uint32_t kernel, Kfleet__TaskState st, const char *pin,
+                               const char *agent)
 {
     Kfleet__Param pn = KFLEET__PARAM__INIT;
     Kfleet__Param *params[1] = {&pn};
@@ -41,11 +42,19 @@ static inline void put_task_of(kf_txn *t, uint32_t sweep, uint32_t idx, Kfleet__
     task.kernel_index = kernel;
     task.n_params = 1;
     task.params = params;
-    task.agent_id = "n1";
+    task.pin_agent = (char *)pin;
+    task.agent_id = (char *)agent;
     task.state = st;
     task.attempts = 1;
     task.error = "";
     assert_int_equal(kf_store_put_task(t, &task), 0);
+}
+
+/* Task idx of sweep, n=1024 on agent n1. */
+static inline void put_task_of(kf_txn *t, uint32_t sweep, uint32_t idx, Kfleet__TaskKind kind,
+                               uint32_t kernel, Kfleet__TaskState st)
+{
+    put_task_on(t, sweep, idx, kind, kernel, st, "", "n1");
 }
 
 static inline void put_task(kf_txn *t, uint32_t idx, Kfleet__TaskKind kind, uint32_t kernel,
@@ -54,9 +63,10 @@ static inline void put_task(kf_txn *t, uint32_t idx, Kfleet__TaskKind kind, uint
     put_task_of(t, SWEEP, idx, kind, kernel, st);
 }
 
-/* The terminal record of task idx; a profile's with its samples (ms). */
-static inline void put_end_of(kf_txn *t, uint32_t sweep, uint32_t idx, Kfleet__TaskState st,
-                              const double *ms, size_t n)
+/* The terminal record of task idx, from agent; a profile's with its
+ * samples (ms); error "" unless it failed. */
+static inline void put_end_on(kf_txn *t, uint32_t sweep, uint32_t idx, Kfleet__TaskState st,
+                              const double *ms, size_t n, const char *agent, const char *error)
 {
     Kfleet__ProfileStats ps = KFLEET__PROFILE_STATS__INIT;
     ps.samples = (uint32_t)n;
@@ -65,7 +75,8 @@ static inline void put_end_of(kf_txn *t, uint32_t sweep, uint32_t idx, Kfleet__T
     r.task_id = kf_task_id(sweep, idx);
     r.attempt = 1;
     r.state = st;
-    r.agent_id = "n1";
+    r.agent_id = (char *)agent;
+    r.error = (char *)error;
     if (ms) {
         r.profile = &ps;
         r.sample_count = (uint32_t)n;
@@ -78,6 +89,12 @@ static inline void put_end_of(kf_txn *t, uint32_t sweep, uint32_t idx, Kfleet__T
         s.seconds = ms[i] / 1000.0;
         assert_int_equal(kf_store_put_sample(t, kf_task_id(sweep, idx), 1, &s, &dup), 0);
     }
+}
+
+static inline void put_end_of(kf_txn *t, uint32_t sweep, uint32_t idx, Kfleet__TaskState st,
+                              const double *ms, size_t n)
+{
+    put_end_on(t, sweep, idx, st, ms, n, "n1", "");
 }
 
 static inline void put_end(kf_txn *t, uint32_t idx, Kfleet__TaskState st, const double *ms,

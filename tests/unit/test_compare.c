@@ -36,6 +36,8 @@ static char home[64], dir[128]; /* dir: HOME/state/store, as `kfleet --home HOME
 static kf_store *store;
 static double next_bytes;            /* the next profile's declared bytes */
 static const char *next_hash = "aa"; /* the next sweep's kernel hash */
+static uint32_t next_kernel;         /* the next task's kernel */
+static const char *next_pin = "";    /* the next task's pin */
 
 static int rm_cb(const char *p, const struct stat *s, int f, struct FTW *w)
 {
@@ -57,6 +59,8 @@ static void put_task(kf_txn *t, uint32_t sweep, uint32_t idx, uint32_t config,
     task.task_id = kf_task_id(sweep, idx);
     task.sweep_id = sweep;
     task.kind = kind;
+    task.kernel_index = next_kernel;
+    task.pin_agent = (char *)next_pin;
     task.config_index = config;
     task.n_params = 1;
     task.params = params;
@@ -379,12 +383,65 @@ static void test_exit_codes(void **state)
     assert_int_equal(cli("3 7 --accept-changed-source"), 0);
 }
 
+/* A `nodes: any` sweep's baseline runs on each agent that ran a candidate
+ * of its configuration (issue 41): A (sweep 10) ran on n1 and n2, so its
+ * baseline has a row on each; B (sweep 11) on n1 alone. The baseline's
+ * row on n2 is no configuration missing from B (nor, the other way, new):
+ * left out, where it would be "broken", a regression. */
+static void test_baseline_on_more_nodes(void **state)
+{
+    (void)state;
+    kf_err err;
+    kf_txn *t = NULL;
+    assert_int_equal(kf_store_begin(store, 0, &t, &err), 0);
+    Kfleet__KernelRef kb = KFLEET__KERNEL_REF__INIT, kc = KFLEET__KERNEL_REF__INIT;
+    Kfleet__KernelRef *kernels[2] = {&kb, &kc};
+    kb.name = "base";
+    kc.name = "cand";
+    kb.hash = kc.hash = "aa";
+    static const double ten[5] = {10, 10, 10, 10, 10}, five[5] = {5, 5, 5, 5, 5};
+    for (uint32_t id = 10; id <= 11; id++) {
+        Kfleet__Sweep sw = KFLEET__SWEEP__INIT;
+        sw.sweep_id = id;
+        sw.name = "nodes";
+        sw.n_kernels = 2;
+        sw.kernels = kernels;
+        sw.baseline = "base";
+        assert_int_equal(kf_store_put_sweep(t, &sw), 0);
+        next_kernel = 0;
+        put_profile(t, id, 0, 1, "n1", ten, 5);
+        next_kernel = 1;
+        put_profile(t, id, 1, 1, id == 10 ? "n2" : "n1", five, 5);
+        if (id == 10) { /* the baseline made for n2 */
+            next_kernel = 0;
+            next_pin = "n2";
+            put_profile(t, id, 2, 1, "n2", ten, 5);
+            next_pin = "";
+        }
+    }
+    next_kernel = 0;
+    assert_int_equal(kf_store_commit(&t, &err), 0);
+    kf_compare_result res;
+    for (int way = 0; way < 2; way++) {
+        char *s = compare(way ? 11 : 10, way ? 10 : 11, 5, KF_COMPARE_JSON, &res);
+        assert_int_equal(res.regressions, 0);
+        assert_int_equal(res.broken, 0);
+        assert_int_equal(res.only_b, 0);
+        assert_int_equal(res.same, 2); /* base on n1, cand (n2 against n1: one device) */
+        json_error_t je;
+        json_t *root = json_loads(s, 0, &je);
+        assert_int_equal(json_array_size(json_object_get(root, "rows")), 2);
+        json_decref(root);
+        free(s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),      cmocka_unit_test(test_json),
         cmocka_unit_test(test_judgement),  cmocka_unit_test(test_missing),
-        cmocka_unit_test(test_exit_codes),
+        cmocka_unit_test(test_exit_codes), cmocka_unit_test(test_baseline_on_more_nodes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
