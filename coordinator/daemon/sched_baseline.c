@@ -17,7 +17,10 @@
  *    stays where it is, or runs on any agent, as `nodes: any` lets it);
  *  - else a new validate (when the sweep validates) and profile of the
  *    baseline, pinned to that agent, as `nodes: all` would have made them:
- *    the validate gates the profile, and both wait for its build there.
+ *    the validate gates the profile, and both wait for its build there;
+ *    on an agent that cannot run the baseline (an import its Python lacks,
+ *    no GPU for a CUDA baseline) both are skipped at once, saying why, so
+ *    that the rows there say why they have no speedup.
  * Nothing else changes: no task is made for an agent that runs no
  * candidate of the configuration, and `nodes: all` sweeps already measure
  * every configuration on every agent. The agents that ran a candidate's

@@ -2,7 +2,9 @@
  * slots, builds and how attempts and tasks end; sched_agents.c: the
  * handlers of what agents send; sched_dispatch.c: who runs what, and the
  * periodic checks). The two callers depend on sched.c, never on each
- * other. Not a header for anything outside daemon/. */
+ * other; the helpers below them (sched_order.c, sched_share.c,
+ * sched_baseline.c) call none of the three back. Not a header for anything
+ * outside daemon/. */
 #ifndef KF_SCHED_INT_H
 #define KF_SCHED_INT_H
 
