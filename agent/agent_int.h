@@ -70,6 +70,10 @@ typedef struct krunner {
     int handed_off;
     /* A candidate's runner after such a computation: the Result's counts. */
     uint32_t refs_recomputed, refs_differ;
+    /* A candidate's bounds, as its checker holds them (the stored
+     * references'): its Result says these, not its process's. */
+    int has_tols, tol_close;
+    double tol_abs, tol_rel, atol, rtol;
 } krunner;
 
 typedef struct kpending {

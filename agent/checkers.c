@@ -266,6 +266,13 @@ int checkers_start(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta, int *r
     fcntl(vp[0], F_SETFL, O_NONBLOCK);
     r->verdict_fd = vp[0];
     r->checker_pid = pid;
+    const Kfleet__Reference *r0 = s->references[0];
+    r->has_tols = 1;
+    r->tol_abs = r0->tol_abs;
+    r->tol_rel = r0->tol_rel;
+    r->tol_close = r0->close;
+    r->atol = r0->atol;
+    r->rtol = r0->rtol;
     *runner_fd = sv[1];
     kf_debug("checker.start", "task=0x%llx pid=%d refs=%zu", (unsigned long long)ta->task_id,
              (int)pid, n);

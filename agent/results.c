@@ -129,6 +129,13 @@ void results_relay(kf_agent *a, krunner *r, Kfleet__Envelope *env)
         res->state = KFLEET__TASK_STATE__CANCELLED;
     kf_buf output = KF_BUF_INIT;
     attach_output(r, res, &output);
+    if (r->has_tols) { /* the checker's bounds, not the candidate process's */
+        res->tol_abs = r->tol_abs;
+        res->tol_rel = r->tol_rel;
+        res->close = r->tol_close;
+        res->atol = r->atol;
+        res->rtol = r->rtol;
+    }
     if (r->verdict_fd >= 0)
         apply_verdicts(a, r, res);
     res->references_recomputed = r->refs_recomputed;

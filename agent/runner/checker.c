@@ -315,9 +315,12 @@ static reply check(server *s, const msg *m)
                kf_cpus(), &c);
     int pass = kf_cmp_passed(&c, &s->tol);
     s->failed += !pass;
-    verdict("check %llu ref %u pass %d nonfinite %llu max_abs %.17g rel %.17g not_close %llu\n",
+    verdict("check %llu ref %u pass %d nonfinite %llu max_abs %.17g rel %.17g not_close %llu at "
+            "%llu out %.17g ref %.17g close_ratio %.17g close_at %llu close_out %.17g close_ref "
+            "%.17g\n",
             seq, m->ref, pass, (unsigned long long)c.nonfinite, c.max_abs, c.rel,
-            (unsigned long long)c.not_close);
+            (unsigned long long)c.not_close, (unsigned long long)c.max_abs_at, c.max_abs_out,
+            c.max_abs_ref, c.close_ratio, (unsigned long long)c.close_at, c.close_out, c.close_ref);
     if (!pass) {
         char why[512];
         kf_cmp_why(&c, &s->tol, why, sizeof why);

@@ -14,6 +14,7 @@
 #include "proto/kfleet.pb-c.h"
 #include "runner/cudrv.h"
 #include "runner/channel.h"
+#include "runner/compare.h"
 #include "runner/nvml.h"
 
 #include <stddef.h>
@@ -113,6 +114,10 @@ typedef struct hctx {
     /* Where the task's checks run (Result.compare), set and logged
      * (runner.compare) at its first: "device", or "host: " and why. */
     char compare[96];
+    /* The bounds of this task's checks (hctx_tolerances), for its
+     * configuration and output dtype; tol_set once known. */
+    kf_tols tol;
+    int tol_set;
 } hctx;
 
 /* *buf with room for n bytes (content not kept when it grows), or NULL out
@@ -135,6 +140,10 @@ typedef struct loaded {
     /* The kernel's kf_reference_device (kf_kernel.h), NULL when it has
      * none (and for every Python kernel and candidate). */
     kf_reference_device_fn refdev;
+    /* Its tolerances for a configuration and dtype (kf_kernel.h's
+     * kf_tolerances; a Python kernel's atol, rtol and tolerances()), NULL
+     * when its tol_abs and tol_rel are all. */
+    kf_tolerances_fn tolfn;
 } loaded;
 
 /* kernel_ops.c */
@@ -179,14 +188,25 @@ typedef struct hctx_check {
     uint64_t ref_nonzero; /* reference elements != 0: none makes the check vacuous */
     double max_abs, rel;
     int passed;
+    /* A host comparison's whole measure (compare.h): the element of each
+     * bound, the elements outside atol + rtol |ref|; located = 1 then. */
+    kf_cmp m;
+    int located;
 } hctx_check;
-/* The comparison of n output elements with the reference: c->nonfinite,
- * max_abs and rel (not `passed`). Outputs of a million elements or more are
- * split over up to `threads` threads, 8 at most (the CPU work a validation
- * holds its GPU slot for); the partial sums are added in a fixed order, so a given
+/* The comparison of n output elements with the reference under t (NULL:
+ * no close bound): c->nonfinite, max_abs, rel and the located measure m
+ * (not `passed`). Outputs of a million elements or more are split over up
+ * to `threads` threads, 8 at most (the CPU work a validation holds its GPU
+ * slot for); the partial sums are added in a fixed order, so a given
  * thread count gives one answer. */
 void hctx_compare(const void *out, kf_dtype dtype, const double *ref, size_t n, unsigned threads,
-                  hctx_check *c);
+                  const kf_tols *t, hctx_check *c);
+/* The task's tolerances for output dtype `out` into h->tol (once): the
+ * kernel's tol_abs and tol_rel, changed for this configuration and dtype
+ * by its L->tolfn; refused when they cannot fail (common/tolerance.h).
+ * Result.tol_abs, tol_rel, close, atol, rtol set. 0, or -1 with the task
+ * failed. */
+int hctx_tolerances(hctx *h, const loaded *L, kf_dtype out);
 /* Sets n doubles to NaN (all bits one), split over threads as the
  * comparison is: a reference is NaN wherever reference() writes nothing. */
 void hctx_nan_fill(double *ref, size_t n);

@@ -4,6 +4,7 @@
  * from a seed, one run waited for (device faults surface with the driver's
  * name), the output view fetched to the host, poisoned before a run. */
 #include "runner/hctx.h"
+#include "runner/compare.h"
 #include "runner/harness.h"
 #include "common/taskkind.h"
 #include "common/buf.h"
@@ -148,6 +149,8 @@ int hctx_load_kernel(hctx *h, loaded *L)
         if (kf_pyk_load(py, so, file, h->spec->kernel, h->spec->device_cuda, ext, mod, files,
                         problem, &L->k, perr, sizeof perr) != 0)
             return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", perr);
+        if (kf_pyk_per_config()) /* atol, rtol, tolerances(): the glue's */
+            L->tolfn = kf_pyk_tolerances;
     } else {
         L->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
         if (!L->dl)
@@ -159,6 +162,7 @@ int hctx_load_kernel(hctx *h, loaded *L)
         L->k = get();
         /* Optional (kf_kernel.h): absent, the host reference as before. */
         *(void **)&L->refdev = dlsym(L->dl, KF_REFERENCE_DEVICE_SYMBOL);
+        *(void **)&L->tolfn = dlsym(L->dl, KF_TOLERANCES_SYMBOL);
     }
     if (!L->k || L->k->abi_version != KF_KERNEL_ABI_VERSION)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
@@ -182,42 +186,12 @@ int hctx_load_kernel(hctx *h, loaded *L)
 
 size_t hctx_dtype_size(kf_dtype t)
 {
-    switch (t) {
-    case KF_DTYPE_F64:
-        return 8;
-    case KF_DTYPE_F16:
-    case KF_DTYPE_BF16:
-        return 2;
-    default:
-        return 4;
-    }
-}
-
-static double half_to_double(uint16_t h)
-{
-    int e = (h >> 10) & 31, m = h & 1023;
-    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
-    return (h & 0x8000) ? -v : v;
+    return kf_cmp_dtype_size(t);
 }
 
 double hctx_elem(const void *data, kf_dtype t, size_t i)
 {
-    switch (t) {
-    case KF_DTYPE_F64:
-        return ((const double *)data)[i];
-    case KF_DTYPE_I32:
-        return ((const int32_t *)data)[i];
-    case KF_DTYPE_F16:
-        return half_to_double(((const uint16_t *)data)[i]);
-    case KF_DTYPE_BF16: {
-        uint32_t u = (uint32_t)((const uint16_t *)data)[i] << 16;
-        float f;
-        memcpy(&f, &u, 4);
-        return f;
-    }
-    default:
-        return ((const float *)data)[i];
-    }
+    return kf_cmp_elem(data, t, i);
 }
 
 void *hctx_host_buffer(void **buf, size_t *cap, size_t n)

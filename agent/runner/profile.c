@@ -224,8 +224,8 @@ static int recheck(hctx *h, const loaded *L, void *const *states, size_t set,
                      "%.3g), relative error %.3g (tolerance %.3g). The kernel passed validation "
                      "but not while timed (does it skip work it thinks was done, or detect the "
                      "profile?): its timings are not a measurement",
-                     when, (unsigned long long)chk.nonfinite, v.count, chk.max_abs, L->k->tol_abs,
-                     chk.rel, L->k->tol_rel);
+                     when, (unsigned long long)chk.nonfinite, v.count, chk.max_abs, h->tol.abs,
+                     chk.rel, h->tol.rel);
 }
 
 /* Work a kernel leaves on a stream of its own (a non-blocking one, as
@@ -434,6 +434,16 @@ static int sets_open(prof *p)
         if (hctx_setup(p->h, L, seeds[i], &p->states[i]) != 0)
             return -1;
     }
+    /* The bounds the guard and the re-checks judge by: this
+     * configuration's, for its output's dtype (a candidate's: its
+     * checker's). */
+    kf_view v0 = {0};
+    if (!p->h->judge &&
+        (L->k->output(p->states[0], &v0) != 0 || hctx_tolerances(p->h, L, v0.dtype) != 0))
+        return p->h->res->state == KFLEET__TASK_STATE__SUCCEEDED
+                   ? hctx_fail(p->h, KFLEET__TASK_STATE__FAILED, "kernel %s has no output view",
+                               p->h->spec->kernel)
+                   : -1;
     if (hctx_guard_new(p->h, L, p->states, nsets, &p->guard) != 0)
         return -1;
     /* Every run of the profile, from the warm-up on, goes to the next set
@@ -555,11 +565,27 @@ static int keep_sample(prof *p, double secs, size_t first, int throttled, const 
     return 0;
 }
 
+/* The re-check during the samples, once: on the set the last run used, so
+ * that the next sample's run still follows a run on other inputs. 0, or -1
+ * with the task failed. */
+static int mid_recheck(prof *p, int *rechecked)
+{
+    if (*rechecked)
+        return 0;
+    *rechecked = 1;
+    uint64_t tr = kf_mono_ns();
+    int rc = recheck(p->h, p->L, p->states, (p->rot.next + p->nsets - 1) % p->nsets, p->guard,
+                     "during the samples");
+    p->recheck_s += (double)(kf_mono_ns() - tr) / 1e9;
+    return rc;
+}
+
 /* The samples, each guarded, until the median is precise enough (past the
  * floors: samples, timed seconds, and on a GPU the wall time they span) or
- * the timeout; the re-check at a sample index the kernel cannot predict
- * (before the minimum is reached, so every profile has one). 0, or -1
- * with the task failed. */
+ * the timeout; the re-check at a sample index the kernel cannot predict,
+ * before the minimum is reached, and where the timeout comes first (a
+ * loaded node's few samples) before the loop ends: every profile has one,
+ * as its checker counts (agent/verdict.c). 0, or -1 with the task failed. */
 static int sample_loop(prof *p)
 {
     hctx *h = p->h;
@@ -569,17 +595,8 @@ static int sample_loop(prof *p)
     uint64_t start = kf_mono_ns();
     for (;;) {
         size_t first = p->rot.next % nsets;
-        if (p->n == recheck_at && !rechecked) {
-            rechecked = 1;
-            uint64_t tr = kf_mono_ns();
-            /* On the set the last run used, so that the next sample's run
-             * still follows a run on other inputs. */
-            int rc = recheck(h, p->L, p->states, (p->rot.next + nsets - 1) % nsets, p->guard,
-                             "during the samples");
-            p->recheck_s += (double)(kf_mono_ns() - tr) / 1e9;
-            if (rc != 0)
-                return -1;
-        }
+        if (p->n == recheck_at && mid_recheck(p, &rechecked) != 0)
+            return -1;
         /* The poison first, the flush after it: a cold sample finds its
          * output out of the cache as it did before the guard. */
         if (hctx_guard_before(p->guard, h, first, p->batch) != 0)
@@ -604,7 +621,7 @@ static int sample_loop(prof *p)
                                  "cannot stream samples to the agent");
             kf_thermal_wait(&p->tp, p->timed_all);
             if ((double)(kf_mono_ns() - start) / 1e9 >= p->timeout)
-                return 0;
+                return mid_recheck(p, &rechecked);
             continue;
         }
         if (keep_sample(p, secs, first, throttled, &at) != 0)
@@ -624,7 +641,7 @@ static int sample_loop(prof *p)
             }
         }
         if ((double)(kf_mono_ns() - start) / 1e9 >= p->timeout)
-            return 0;
+            return mid_recheck(p, &rechecked);
     }
 }
 

@@ -18,6 +18,7 @@ _alias = ["", "", ""]  # the cached file's path, the user's file name, the files
 _states = {}
 _next = [1]
 _shapes = {}  # handle -> shape of the last output()
+_tol = {}  # the kernel's module-level tol_abs, tol_rel, atol, rtol (load)
 
 # Element types the harness compares, by kf_dtype code (kf_kernel.h).
 _DTYPES = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 3, "int32": 4}
@@ -164,19 +165,36 @@ def load(path, filename, name, want_cuda, ext_dir="", ext_module="", files_dir="
         return ("Ekernel %s: device is %r when imported but the sweep read it as %r from the "
                 "source; write device = \"cuda\" (or \"cpu\") as a plain top-level line"
                 % (name, device, "cuda" if want_cuda else "cpu"))
-    tol = []
-    for t in ("tol_abs", "tol_rel"):
+    # Its tolerances: tol_abs and tol_rel (max abs, relative L2), and/or
+    # atol and rtol (numpy.isclose, element by element), and/or
+    # tolerances(params, dtype) for each configuration (kf_kernel.h).
+    names = {"tol_abs": "absolute", "tol_rel": "relative L2",
+             "atol": "absolute (numpy.isclose's atol)", "rtol": "relative (numpy.isclose's rtol)"}
+    _tol.clear()
+    for t in names:
         v = getattr(mod, t, None)
+        if v is None and t in ("atol", "rtol"):
+            continue
+        if v is None and (callable(getattr(mod, "tolerances", None)) or
+                          getattr(mod, "atol", None) is not None or
+                          getattr(mod, "rtol", None) is not None):
+            continue
         if not isinstance(v, (int, float)) or v != v or v < 0:
             return ("Ekernel %s: %s is %r; set it to the largest %s error the output may "
-                    "have (a number >= 0)" % (name, t, v, "absolute" if t == "tol_abs"
-                                               else "relative L2"))
-        tol.append(float(v))
+                    "have (a number >= 0)" % (name, t, v, names[t]))
+        _tol[t] = float(v)
+    tol = _tol_line(_tol).split()
     _mod = mod
     desc = str(getattr(mod, "description", "") or (mod.__doc__ or "").strip().split("\n")[0])
-    return "%r %r %d %s\n%s" % (tol[0], tol[1], 1 if getattr(mod, "deterministic", False) else 0,
-                                str(getattr(mod, "name", name)).replace("\n", " "),
-                                desc.replace("\n", " "))
+    # Whether the runner asks tolerances() per configuration: with atol,
+    # rtol or tolerances(); a kernel with only tol_abs and tol_rel is
+    # judged by those, refused before any run when they cannot fail.
+    per_config = 1 if (callable(getattr(mod, "tolerances", None)) or "atol" in _tol or
+                       "rtol" in _tol) else 0
+    det = 1 if getattr(mod, "deterministic", False) else 0
+    return "%s %s %d %d %s\n%s" % (tol[0], tol[1], det, per_config,
+                                   str(getattr(mod, "name", name)).replace("\n", " "),
+                                   desc.replace("\n", " "))
 
 
 def _params(text):
@@ -315,6 +333,42 @@ def reference(h, ptr, count):
     ctypes.memmove(ptr, addr, n * 8)
     del keep
     return ""
+
+
+def _tol_line(t):
+    """'tol_abs tol_rel close atol rtol' from the stated ones: with atol or
+    rtol (the other 0), tol_abs defaults to inf and tol_rel to 0.5, so the
+    element-wise bound decides and an output of zeros (relative L2 1)
+    still fails."""
+    close = "atol" in t or "rtol" in t
+    return "%r %r %d %r %r" % (t.get("tol_abs", float("inf") if close else 0.0),
+                               t.get("tol_rel", 0.5 if close else 0.0), 1 if close else 0,
+                               t.get("atol", 0.0), t.get("rtol", 0.0))
+
+
+def tolerances(arg):
+    """The kernel's tolerances for one configuration and output dtype
+    ("DTYPE a=1,b=2"): its module-level ones, changed by its
+    tolerances(params, dtype) where it has one; 'E' and why."""
+    dtype, _, params = arg.partition(" ")
+    t = dict(_tol)
+    fn = getattr(_mod, "tolerances", None)
+    if callable(fn):
+        try:
+            got = fn(_params(params), dtype)
+        except BaseException:
+            return _fail("tolerances()")
+        if not isinstance(got, dict) or set(got) - {"tol_abs", "tol_rel", "atol", "rtol"}:
+            return ("Etolerances(params, dtype) returned %r; return a dict of any of tol_abs, "
+                    "tol_rel, atol, rtol" % (got,))
+        for k, v in got.items():
+            if not isinstance(v, (int, float)) or v != v or v < 0:
+                return "Etolerances(params, dtype) returned %s = %r; a number >= 0" % (k, v)
+            t[k] = float(v)
+    if not t:
+        return ("Ethe kernel states no tolerance: set tol_abs and tol_rel, or atol and rtol, or "
+                "define tolerances(params, dtype)")
+    return _tol_line(t)
 
 
 def flush(_unused):

@@ -39,6 +39,12 @@ static int one_seed(hctx *h, const loaded *L, size_t index, uint64_t seed, Kflee
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "problem %s has no output view",
                          h->spec->kernel);
     }
+    /* The bounds its candidates are judged by, for this configuration and
+     * the output's dtype: read here, where only the problem is loaded. */
+    if (hctx_tolerances(h, L, v.dtype) != 0) {
+        L->k->teardown(state);
+        return -1;
+    }
     double *ref = malloc(v.count * sizeof *ref);
     if (!ref) {
         L->k->teardown(state);
@@ -94,8 +100,11 @@ static int one_seed(hctx *h, const loaded *L, size_t index, uint64_t seed, Kflee
     r->dtype = (uint32_t)kf_reffile_dtype(v.dtype, v.count);
     /* What its candidates' checker judges by: the problem's own, read here
      * where only the problem is loaded. */
-    r->tol_abs = L->k->tol_abs;
-    r->tol_rel = L->k->tol_rel;
+    r->tol_abs = h->tol.abs;
+    r->tol_rel = h->tol.rel;
+    r->close = h->tol.close;
+    r->atol = h->tol.atol;
+    r->rtol = h->tol.rtol;
     return 0;
 }
 

@@ -9,13 +9,13 @@
  * The candidate contract is checked here, at submit, from the source
  * without running it: a candidate brings only the computation, so one that
  * declares tolerances, a reference, its own inputs or seeds (a Python module
- * defining tol_abs, tol_rel, reference, setup, seed or seeds at its top
- * level; a C or CUDA file naming kf_kernel_get, tol_abs, tol_rel or a
- * .reference member) is refused with its file, line and the reason, and one
- * without its entry point (run, kf_candidate_get) is refused too. The scan
- * is by text, as sweep_python's is: what it cannot see (a name built at run
- * time) has no effect anyway, because the runner never asks a candidate for
- * any of those things and the comparison data comes from the store. */
+ * defining tol_abs, tol_rel, atol, rtol, tolerances, reference, setup,
+ * seed or seeds at its top level; a C or CUDA file naming kf_kernel_get,
+ * kf_tolerances, tol_abs, tol_rel or a .reference member) is refused with its file, line and the
+ * reason, and one without its entry point (run, kf_candidate_get) is refused too. The scan is by
+ * text, as sweep_python's is: what it cannot see (a name built at run time) has no effect anyway,
+ * because the runner never asks a candidate for any of those things and the comparison data comes
+ * from the store. */
 #include "common/buf.h"
 #include "common/limits.h"
 #include "core/sweep_int.h"
@@ -43,6 +43,10 @@ static const struct forbidden {
 } forbidden[] = {
     {"tol_abs", LANG_PY | LANG_C, 0, "declares a tolerance"},
     {"tol_rel", LANG_PY | LANG_C, 0, "declares a tolerance"},
+    {"atol", LANG_PY, 0, "declares a tolerance"},
+    {"rtol", LANG_PY, 0, "declares a tolerance"},
+    {"tolerances", LANG_PY, 0, "declares its tolerances"},
+    {"kf_tolerances", LANG_C, 0, "declares its tolerances"},
     {"reference", LANG_PY, 0, "declares a reference"},
     {"reference", LANG_C, 1, "declares a reference"},
     {"setup", LANG_PY, 0, "makes its own inputs (setup(params, seed) is the problem's)"},

@@ -116,6 +116,27 @@ static json_t *json_validation(const rtask *vt, int secret)
         set(jt, "rel_err", jnum(t->rel_err));
         set(jt, "nonfinite", json_integer((json_int_t)t->nonfinite));
         set(jt, "passed", json_boolean(t->passed));
+        /* Where each bound came closest to breaking (a host comparison). */
+        if (t->located) {
+            json_t *w = json_object();
+            set(w, "index", json_integer((json_int_t)t->max_abs_at));
+            set(w, "out", jnum(t->max_abs_out));
+            set(w, "ref", jnum(t->max_abs_ref));
+            set(jt, "worst_abs", w);
+        } else {
+            set(jt, "worst_abs", json_null());
+        }
+        if (t->located && res->close) {
+            json_t *w = json_object();
+            set(w, "not_close", json_integer((json_int_t)t->not_close));
+            set(w, "index", json_integer((json_int_t)t->close_at));
+            set(w, "out", jnum(t->close_out));
+            set(w, "ref", jnum(t->close_ref));
+            set(w, "ratio", jnum(t->close_ratio));
+            set(jt, "worst_close", w);
+        } else {
+            set(jt, "worst_close", json_null());
+        }
         json_array_append_new(trials, jt);
         mx = !(t->max_abs_err <= mx) ? t->max_abs_err : mx;
     }
@@ -129,6 +150,9 @@ static json_t *json_validation(const rtask *vt, int secret)
         set(v, "tol_abs", jtol(res->tol_abs));
         set(v, "tol_rel", jtol(res->tol_rel));
     }
+    /* numpy.isclose's bound where the kernel or problem states it. */
+    set(v, "atol", res && res->close ? jtol(res->atol) : json_null());
+    set(v, "rtol", res && res->close ? jtol(res->rtol) : json_null());
     set(v, "sanitizer",
         res && res->sanitizer && *res->sanitizer ? kf_json_str(res->sanitizer) : json_null());
     set(v, "trials", trials);

@@ -64,6 +64,13 @@ static int setup(void **state)
                          "const kf_candidate *kf_candidate_get(void) { return &c; }\n");
     /* The refused ones. */
     write_file("tol.py", "def run(s):\n    pass\ntol_rel = 0.5\n");
+    write_file("atol.py", "def run(s):\n    pass\natol = 1e-2\n");
+    write_file("tolfn.py", "def run(s):\n    pass\n\ndef tolerances(params, dtype):\n"
+                           "    return {'rtol': 1}\n");
+    write_file("ctolfn.c", "#include \"kf_kernel.h\"\n"
+                           "const kf_candidate *kf_candidate_get(void) { return 0; }\n"
+                           "int kf_tolerances(const kf_params *p, kf_dtype o, kf_tol *t,\n"
+                           "                  char *e, size_t n) { return 0; }\n");
     write_file("ref.py", "import numpy as np\n\ndef run(s):\n    pass\n\n"
                          "def reference(s):\n    return s['out']\n");
     write_file("own_inputs.py", "def setup(params, seed):\n    return {}\ndef run(s):\n    pass\n");
@@ -158,6 +165,12 @@ typedef struct refused {
 static const refused refusals[] = {
     {"problem: problem.py\ncandidates: [tol.py]\n",
      "tol.py:3: candidate 'tol' declares a tolerance (tol_rel), refused"},
+    {"problem: problem.py\ncandidates: [atol.py]\n",
+     "atol.py:3: candidate 'atol' declares a tolerance (atol), refused"},
+    {"problem: problem.py\ncandidates: [tolfn.py]\n",
+     "tolfn.py:4: candidate 'tolfn' declares its tolerances (tolerances), refused"},
+    {"problem: problem.py\ncandidates: [ctolfn.c]\n",
+     "ctolfn.c:3: candidate 'ctolfn' declares its tolerances (kf_tolerances)"},
     {"problem: problem.py\ncandidates: [fast.py, ref.py]\n",
      "ref.py:6: candidate 'ref' declares a reference (reference), refused"},
     {"problem: problem.py\ncandidates: [own_inputs.py]\n",
