@@ -118,6 +118,7 @@ typedef struct hctx {
      * configuration and output dtype; tol_set once known. */
     kf_tols tol;
     int tol_set;
+    int fit_checked; /* the configuration's size checked against the node (hctx_setup) */
 } hctx;
 
 /* *buf with room for n bytes (content not kept when it grows), or NULL out
@@ -255,6 +256,11 @@ int hctx_candidate_load(hctx *h, loaded *L);
 int hctx_is_candidate(const Kfleet__TaskSpec *spec);
 /* Ends the checker's checks: every verdict written before the Result. */
 void hctx_candidate_finish(hctx *h);
+/* telemetry.c: NVML at 20 Hz beside a GPU profile (without NVML the
+ * profile still runs, with no telemetry and nothing flagged); its readings
+ * streamed after each sample batch, and their summary. */
+void hctx_telemetry_start(hctx *h);
+int hctx_telemetry_drain(hctx *h);
 void hctx_summarize_telemetry(hctx *h, Kfleet__TelemetrySummary *ts);
 /* The run a tool watches: setup, a warm-up, then `runs` launches inside the
  * profiler range. */

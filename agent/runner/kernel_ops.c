@@ -331,9 +331,48 @@ static int setup_once(hctx *h, const loaded *L, uint64_t seed, void **state)
     return 0;
 }
 
+/* A configuration that cannot fit the node fails at once, saying what it
+ * needs and what the node has (issue 41), before any allocation an OOM
+ * killer could end: the bytes a problem says a run moves (its inputs
+ * read and its output written at least once) against the GPU's memory, or
+ * the host's for a host kernel. A lower bound of what it needs, so a
+ * configuration past it cannot fit; one under it may still fail its own
+ * allocation, with its framework's message. 0, or -1 with the task
+ * failed. */
+static int fits(hctx *h, const loaded *L)
+{
+    /* A problem's bytes() is its owner's word; a plain kernel's is the
+     * kernel's own, which may lie (cheat_bytes: it is judged impossible
+     * after its run, not refused on its word before). */
+    if (!(h->spec->problem_hash && *h->spec->problem_hash) &&
+        !kf_task_kind_at(h->spec->kind)->references)
+        return 0;
+    double need = L->k->bytes ? L->k->bytes(&L->params) : 0;
+    size_t free_b = 0, total_b = 0;
+    kf_err err;
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    if (h->cu && kf_cudrv_mem_info(h->cu, &free_b, &total_b, &err) != KF_OK)
+        return 0; /* not known: the allocation says */
+    double have = h->cu ? (double)total_b : pages > 0 && psize > 0 ? (double)pages * psize : 0;
+    if (!(need > have) || have <= 0)
+        return 0;
+    return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                     "kernel %s: this configuration cannot fit the node: it moves %.1f GiB a run "
+                     "(its bytes(), the inputs read and the output written at least once) and the "
+                     "%s has %.1f GiB in all; not run (a smaller configuration, or a node with "
+                     "more memory)",
+                     h->spec->kernel, need / 1073741824.0, h->cu ? "GPU" : "host",
+                     have / 1073741824.0);
+}
+
 int hctx_setup(hctx *h, const loaded *L, uint64_t seed, void **state)
 {
     *state = NULL;
+    if (!h->fit_checked) {
+        h->fit_checked = 1;
+        if (fits(h, L) != 0)
+            return -1;
+    }
     uint64_t t0 = kf_mono_ns();
     int rc = setup_once(h, L, seed, state);
     hctx_phase_add(h, HCTX_PH_SETUP, t0);

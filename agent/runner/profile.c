@@ -41,76 +41,6 @@ static void stats(const double *v, const uint32_t *set, size_t n, Kfleet__Profil
     ps->noise_pct = st.noise_pct;
 }
 
-/* NVML at 20 Hz beside the profile; without NVML the profile still runs,
- * with no telemetry and nothing flagged (the summary says 0 readings). */
-static void start_telemetry(hctx *h)
-{
-    kf_err err;
-    if (kf_cudrv_uuid(h->cu, h->uuid, sizeof h->uuid) != KF_OK) {
-        fprintf(stderr, "runner: no GPU UUID from the driver: no telemetry\n");
-        return;
-    }
-    if (kf_nvml_open(h->uuid, &h->nv, &err) != KF_OK) {
-        fprintf(stderr, "runner: %s: no telemetry\n", err.msg);
-        return;
-    }
-    if (kf_nvml_start(h->nv, 50, &err) != KF_OK) {
-        fprintf(stderr, "runner: %s\n", err.msg);
-        kf_nvml_close(&h->nv);
-    }
-}
-
-/* Streams what the sampler read after the last sample batch. */
-static int drain_telemetry(hctx *h)
-{
-    while (h->nv) {
-        kf_nvml_reading one;
-        if (kf_nvml_readings(h->nv, h->tel_sent, &one, 1) == 0)
-            return KF_OK;
-        int rc = hctx_flush_samples(h);
-        if (rc != KF_OK)
-            return rc;
-    }
-    return KF_OK;
-}
-
-static void minmax(uint32_t *lo, uint32_t *hi, uint32_t v)
-{
-    if (v < *lo)
-        *lo = v;
-    if (v > *hi)
-        *hi = v;
-}
-
-void hctx_summarize_telemetry(hctx *h, Kfleet__TelemetrySummary *ts)
-{
-    ts->gpu_uuid = h->uuid;
-    kf_nvml_reading r[256];
-    size_t from = 0, k;
-    uint64_t first = 0, last = 0;
-    while (h->nv && (k = kf_nvml_readings(h->nv, from, r, 256)) > 0) {
-        for (size_t i = 0; i < k; i++) {
-            if (ts->readings == 0) {
-                ts->sm_clock_min_mhz = ts->sm_clock_max_mhz = r[i].sm_mhz;
-                ts->mem_clock_min_mhz = ts->mem_clock_max_mhz = r[i].mem_mhz;
-                first = r[i].mono_ns;
-            }
-            minmax(&ts->sm_clock_min_mhz, &ts->sm_clock_max_mhz, r[i].sm_mhz);
-            minmax(&ts->mem_clock_min_mhz, &ts->mem_clock_max_mhz, r[i].mem_mhz);
-            if (r[i].power_mw > ts->power_max_mw)
-                ts->power_max_mw = r[i].power_mw;
-            if (r[i].temp_c > ts->temp_max_c)
-                ts->temp_max_c = r[i].temp_c;
-            ts->reasons_seen |= r[i].reasons;
-            ts->throttled_readings += (uint32_t)r[i].throttled;
-            ts->readings++;
-            last = r[i].mono_ns;
-        }
-        from += k;
-    }
-    ts->period_s = ts->readings > 1 ? (double)(last - first) / 1e9 / (ts->readings - 1) : 0;
-}
-
 #define KF_MAX_INPUT_SETS HCTX_MAX_SETS
 
 /* The host's largest cache level, for hot-sample input rotation. */
@@ -668,6 +598,36 @@ static void loop_phases(prof *p, double loop_s)
 }
 
 /* The stored summary of a profile with samples. */
+/* What a caller pays per call of a GPU kernel (ProfileStats.host_call_s):
+ * run() and a wait for the device, timed on the host, back to back over
+ * the input sets, HOST_CALLS times or for HOST_CALL_S at most, untimed for
+ * the verdict. The median goes in ps; 0 with the task failed on a fault. */
+#define HOST_CALLS 64
+#define HOST_CALL_S 0.2
+static int host_calls(prof *p, Kfleet__ProfileStats *ps)
+{
+    hctx *h = p->h;
+    double t[HOST_CALLS];
+    uint32_t n = 0;
+    char kerr[HCTX_KERR_LEN] = "";
+    kf_err err;
+    uint64_t start = kf_mono_ns();
+    while (n < HOST_CALLS && (double)(kf_mono_ns() - start) / 1e9 < HOST_CALL_S) {
+        uint64_t t0 = kf_mono_ns();
+        if (rotation_run(&p->rot, kerr, sizeof kerr) != 0)
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s failed: %s", h->spec->kernel,
+                             kerr);
+        if (kf_cudrv_sync(h->cu, &err) != KF_OK)
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel,
+                             err.msg);
+        t[n++] = (double)(kf_mono_ns() - t0) / 1e9;
+    }
+    kf_stats_sort(t, n);
+    ps->host_call_count = n;
+    ps->host_call_s = n ? kf_stats_quantile(t, n, 0.5) : 0;
+    return 0;
+}
+
 static void summarize(prof *p, Kfleet__ProfileStats *ps)
 {
     const loaded *L = p->L;
@@ -705,6 +665,10 @@ static void summarize(prof *p, Kfleet__ProfileStats *ps)
     ps->batch = p->batch;
     ps->input_sets = (uint32_t)p->nsets;
     ps->outside_stream_s = p->outside;
+    if (!p->h->cu) { /* a host sample is what its caller pays */
+        ps->host_call_s = ps->median_s;
+        ps->host_call_count = ps->samples;
+    }
 }
 
 static void prof_close(prof *p)
@@ -736,7 +700,7 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
         return -1;
     }
     if (h->cu)
-        start_telemetry(h);
+        hctx_telemetry_start(h);
     if (h->nv) {
         p.tp.default_mhz = kf_nvml_default_sm_mhz(h->nv);
         p.tp.threshold_mhz = (uint32_t)(p.tp.default_mhz * p.thr_pct / 100.0);
@@ -753,7 +717,7 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
         rc = recheck(h, L, p.states, (p.n - 1) % p.nsets, p.guard, "after the last sample");
     if (h->nv)
         kf_nvml_stop(h->nv);
-    if (rc == 0 && (hctx_flush_samples(h) != KF_OK || drain_telemetry(h) != KF_OK))
+    if (rc == 0 && (hctx_flush_samples(h) != KF_OK || hctx_telemetry_drain(h) != KF_OK))
         rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "cannot stream samples to the agent");
     if (rc == 0 && p.n == 0 && p.discarded > 0)
         rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED,
@@ -764,6 +728,11 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
                        p.discarded, p.tp.threshold_mhz, p.thr_pct, p.tp.default_mhz);
     if (rc == 0 && p.n > 0)
         summarize(&p, ps);
+    if (rc == 0 && p.n > 0 && h->cu) {
+        uint64_t tc = kf_mono_ns();
+        rc = host_calls(&p, ps);
+        hctx_phase_add(h, HCTX_PH_SAMPLING, tc);
+    }
     if (h->cu)
         kf_cudrv_until_idle(h->cu, 0);
     prof_close(&p);

@@ -20,6 +20,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 /* One seed's reference into r (values malloc'd: the caller frees them).
@@ -44,6 +45,19 @@ static int one_seed(hctx *h, const loaded *L, size_t index, uint64_t seed, Kflee
     if (hctx_tolerances(h, L, v.dtype) != 0) {
         L->k->teardown(state);
         return -1;
+    }
+    /* Too large for the node's disk: said at once, with both sizes. */
+    kf_dtype kept = kf_reffile_dtype(v.dtype, v.count);
+    double need = (double)v.count * (kept == KF_DTYPE_F64 ? 8 : 4) * (double)h->spec->n_seeds;
+    struct statvfs fs;
+    if (statvfs(h->tmpdir, &fs) == 0 && need > (double)fs.f_bavail * (double)fs.f_frsize) {
+        L->k->teardown(state);
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                         "problem %s: this configuration's references need %.1f GiB of disk (%zu "
+                         "seeds of %zu elements) and the agent's disk has %.1f GiB free; not "
+                         "computed (a smaller configuration, or a node with more disk)",
+                         h->spec->kernel, need / 1073741824.0, h->spec->n_seeds, v.count,
+                         (double)fs.f_bavail * (double)fs.f_frsize / 1073741824.0);
     }
     double *ref = malloc(v.count * sizeof *ref);
     if (!ref) {

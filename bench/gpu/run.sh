@@ -68,6 +68,12 @@
 #                 (bench/problems_gen.py triton: BLOCK, num_warps and
 #                 formulation varied, 5 wrong on purpose); evaluations per
 #                 GPU-hour and the verdict counts
+#   PART=kbsizes  issue 41: KernelBench's level1/1, 1/40 and 2/12 at their
+#                 own sizes (bench/gpu/kernelbench), torch's Model as the
+#                 candidate and the baseline; KB_BIG=1: level1/23's softmax at
+#                 4096 x 393216 (19.3 GB of references) alone; KB_EXAMPLE=1:
+#                 examples/problems/softmax first (Triton, CUDA C, a torch
+#                 extension, torch: the host time per call beside the GPU's)
 #   PART=devcompare issue 32 item 4: bench/gpu/devcompare.yaml with every
 #                 check on the host (KF_COMPARE=host), then, in a fresh store
 #                 (the same task ids, so the same seeds), on the GPU where the
@@ -528,6 +534,37 @@ PY
   done
   echo "triton100: $(cat "$W/triton100-wrong.txt") candidates wrong on purpose" | tee -a "$W/times.txt"
   ;;
+kbsizes) # issue 41: KernelBench problems at their own sizes
+  export KF_REFS_MAX_GB=${KF_REFS_MAX_GB:-40}
+  [ -n "${KB_EXAMPLE:-}" ] && SWEEP_LIMIT=150 sweep softmax "$ROOT/examples/problems/softmax/sweep.yaml"
+  names=${KB_NAMES:-"l1_1_matmul l1_40_layernorm l2_12_gemm"}
+  [ -n "${KB_BIG:-}" ] && names="l1_23_softmax"
+  for name in $names; do
+    rm -rf "$KFLEET_HOME" # each problem's references in a home of its own
+    SWEEP_LIMIT=${KB_LIMIT:-400} sweep "$name" "$ROOT/bench/gpu/kernelbench/$name/sweep.yaml"
+    du -sh "$KFLEET_HOME"/state/agents/*/refs 2>/dev/null | sed "s/^/$name references: /" |
+      tee -a "$W/times.txt"
+    schedule "$name"
+  done
+  for name in ${KB_EXAMPLE:+softmax} $names; do
+    python3 - "$W/$name.json" "$name" <<'PY' | tee -a "$W/times.txt"
+import json, sys
+d, name = json.load(open(sys.argv[1])), sys.argv[2]
+st = (d["schedule"].get("slot_time") or {}).get("phases_s") or {}
+for r in d["rows"]:
+    v, p = r.get("validation") or {}, r.get("profile") or {}
+    med, hc = p.get("median_s"), p.get("host_call_s")
+    print("%s %s %s: validate %s (%s), profile %s, median %s us, host call %s us, speedup %s, "
+          "speedup by host call %s; atol %s rtol %s; worst ratio %s"
+          % (name, r["kernel"], r["params"], v.get("state"), (v.get("error") or "")[:120],
+             p.get("state"), "%.1f" % (med * 1e6) if med else "-",
+             "%.1f" % (hc * 1e6) if hc else "-", r.get("speedup"), r.get("speedup_host"),
+             v.get("atol"), v.get("rtol"),
+             max((t.get("worst_close") or {}).get("ratio") or 0 for t in v.get("trials") or [{}])))
+print("%s slot time: %s" % (name, ", ".join("%s %.1f s" % kv for kv in sorted(st.items(), key=lambda kv: -kv[1])[:8])))
+PY
+  done
+  ;;
 torch) # examples/torch.yaml alone, with its schedule and runner tasks
   sweep torch "$ROOT/examples/torch.yaml"
   schedule torch
@@ -650,5 +687,6 @@ python3 "$ROOT/bench/gpu/summarize.py" "$W" >"$W/summary-$PART${KF_TAG:-}.md" 2>
 cp "$W/summary-$PART${KF_TAG:-}.md" "$OUT/"
 # Reports, progress, and the agents' and runners' logs, for the record.
 tar czf "$OUT/bench-$PART${KF_TAG:-}.tgz" --exclude='*/store/*' --exclude='*/outbox/*' --exclude='*.so' \
+  --exclude='*/refs/*' --exclude='*.ref' \
   -C /tmp "kf-bench-$PART${KF_TAG:-}" "kfh-$PART${KF_TAG:-}" 2>/dev/null
 cat "$W/summary-$PART${KF_TAG:-}.md"

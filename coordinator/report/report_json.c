@@ -180,6 +180,7 @@ static json_t *json_profile(const rrow *w, int with_samples)
     set(p, "outside_stream_s", w->outside_stream_s > 0 ? jnum(w->outside_stream_s) : json_null());
     set(p, "timer", ps && ps->timer && *ps->timer ? kf_json_str(ps->timer) : json_null());
     set(p, "event_median_s", ps && ps->event_median_s > 0 ? jnum(ps->event_median_s) : json_null());
+    set(p, "host_call_s", ps && ps->host_call_s > 0 ? jnum(ps->host_call_s) : json_null());
     set(p, "median_s", jnum(w->st.median));
     set(p, "mean_s", jnum(w->st.mean));
     set(p, "min_s", jnum(w->st.min));
@@ -379,6 +380,8 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     set(o, "rank", w->rank ? json_integer(w->rank) : json_null());
     set(o, "speedup", jnum(w->speedup));
     set(o, "speedup_err", jnum(w->speedup_err));
+    /* The speedup by what a caller pays per call (profile.host_call_s). */
+    set(o, "speedup_host", jnum(w->speedup_host));
     set(o, "outlier_pct", jnum(w->outlier_pct));
     set(o, "baseline_median_s", jnum(w->base_median));
     char why[400];

@@ -320,6 +320,7 @@ static rrow *row_for(rep *r, rtask *rt)
     w->impossible_x = NAN;
     w->impossible_of = NULL;
     w->speedup_err = w->outlier_pct = NAN;
+    w->host_call_s = w->speedup_host = NAN;
     kf_stats_compute(NULL, 0, &w->st);
     return w;
 }
@@ -494,6 +495,8 @@ static int build_rows(rep *r)
         w->at_power_cap =
             ps && ps->throttle_keep && p->nsamples && 2 * p->nthrottled >= p->nsamples;
         w->outside_stream_s = ps ? ps->outside_stream_s : 0;
+        if (ps && ps->host_call_s > 0)
+            w->host_call_s = ps->host_call_s;
         if (ps && w->st.n && w->st.median > 0) {
             if (ps->bytes > 0)
                 w->gbps = ps->bytes / w->st.median / 1e9;

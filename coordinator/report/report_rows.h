@@ -70,6 +70,10 @@ typedef struct rrow {
     kf_stats st;                               /* st.n == 0: no successful profile */
     double gbps, gflops, speedup, base_median; /* NAN when not applicable */
     double speedup_err;                        /* one standard error of the speedup */
+    /* What a caller pays per call (ProfileStats.host_call_s) and the
+     * speedup by it against the same baseline row (issue 41 item 5); NAN
+     * where either has none. */
+    double host_call_s, speedup_host;
     /* Why a row with a timed, possible profile has no speedup although a
      * baseline runs its configuration (report_speedup.c); why 0: it has
      * one, or no baseline runs its configuration. */

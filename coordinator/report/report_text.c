@@ -321,6 +321,13 @@ static void flags_str(const rep *r, const rrow *w, char *out, size_t len)
     kf_rep_no_speedup(r, w, nobase, sizeof nobase);
     if (*nobase)
         ADD("no speedup: %s", nobase);
+    /* Under 50 µs a GPU launch is a caller's cost too (issue 41 item 5). */
+    const Kfleet__ProfileStats *ps0 = w->profile && w->profile->res ? w->profile->res->profile : 0;
+    int gpu_short = ps0 && ps0->timer && *ps0->timer && w->st.n && w->st.median < 50e-6;
+    if (gpu_short && isfinite(w->host_call_s) && isfinite(w->speedup_host))
+        ADD("host call %.1f µs, speedup by it %.2fx", w->host_call_s * 1e6, w->speedup_host);
+    else if (gpu_short && isfinite(w->host_call_s))
+        ADD("host call %.1f µs", w->host_call_s * 1e6);
     if (w->sm_clock_mhz)
         ADD("SM %u MHz %.0f W", w->sm_clock_mhz, w->power_mw / 1e3);
     if (w->mismatch)
@@ -595,8 +602,9 @@ static void render_header(const rep *r, esc *e, kf_buf *out)
     }
     if (r->sw->baseline && *r->sw->baseline)
         kf_buf_addf(out,
-                    "%sspeedup: against %s in the same configuration on the same node "
-                    "(\xC2\xB1 one standard error)\n",
+                    "%sspeedup: against %s in the same configuration on the same node, by the "
+                    "median GPU span (\xC2\xB1 one standard error); under 50 \xC2\xB5s also by "
+                    "what a caller pays per call (flags: host call)\n",
                     md ? "- " : "  ", E(e, r->sw->baseline));
     if (r->problem.k) {
         char pol[160];
