@@ -74,6 +74,10 @@ typedef struct krunner {
      * references'): its Result says these, not its process's. */
     int has_tols, tol_close;
     double tol_abs, tol_rel, atol, rtol;
+    /* A problem's secret seeds of this task (a reference's or a
+     * candidate's): scrubbed from whatever text it sends (results.c). */
+    uint64_t seeds[64];
+    size_t nseeds;
 } krunner;
 
 typedef struct kpending {

@@ -138,6 +138,14 @@ static void begin_task(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta)
     r->kind = ta->spec ? ta->spec->kind : 0;
     r->got_result = r->timed_out = r->cancelled = r->idle = 0;
     r->nsamples = 0;
+    r->nseeds = 0;
+    const Kfleet__TaskSpec *sp = ta->spec;
+    if (sp && sp->problem_hash && *sp->problem_hash) /* a candidate's */
+        for (size_t i = 0; i < sp->n_seeds && r->nseeds < 64; i++)
+            r->seeds[r->nseeds++] = sp->seeds[i];
+    if (sp && kf_task_kind_at(sp->kind)->references) /* a reference task's */
+        for (size_t i = 0; i < sp->n_seeds && r->nseeds < 64; i++)
+            r->seeds[r->nseeds++] = sp->seeds[i];
     r->tasks++;
     r->started_mono = kf_mono_ns();
     r->oom_kills0 = ending_oom_kills();
@@ -655,6 +663,34 @@ void runners_drain(kf_agent *a, krunner *r)
             break;
         }
         if (env->body_case == KFLEET__ENVELOPE__BODY_SAMPLES && !r->got_result) {
+            /* A task's samples come numbered 0, 1, 2, ... (harness.h): one
+             * out of that order is a second writer on the runner's channel
+             * (issue 43: a forwarder that sent its own copies first), so
+             * nothing of the batch is kept and the runner goes. */
+            const Kfleet__SampleBatch *sb = env->samples;
+            size_t bad = 0;
+            while (bad < sb->n_samples && sb->samples[bad]->seq == r->nsamples + bad)
+                bad++;
+            if (kf_task_kind_at(r->kind)->report != KF_REPORT_TIMING && sb->n_samples) {
+                results_kill(r,
+                             "kfleet killed the runner: samples came from a task that takes "
+                             "none (a %s): something in the runner's process wrote samples on "
+                             "its channel",
+                             kf_task_kind_name(r->kind));
+                kf_wire_free(env);
+                off = r->in.len;
+                break;
+            }
+            if (bad < sb->n_samples) {
+                results_kill(r,
+                             "kfleet killed the runner: sample number %u came where %u was due (a "
+                             "duplicated or out-of-order sample: something in the runner's "
+                             "process wrote samples on its channel); no time of this task is kept",
+                             sb->samples[bad]->seq, (unsigned)(r->nsamples + bad));
+                kf_wire_free(env);
+                off = r->in.len;
+                break;
+            }
             env->samples->task_id = r->task_id;
             env->samples->attempt = r->attempt;
             r->nsamples += (uint32_t)env->samples->n_samples;
