@@ -99,6 +99,7 @@ struct kf_agent {
     char compat_dir[4096];      /* forward-compat libraries runners load first, "" when none */
     char compat_error[1024];    /* why the toolkit cannot run on the driver, "" when it can */
     char sandbox_missing[1024]; /* what the runner sandbox cannot enforce here, "" when all */
+    char host_lock[PATH_MAX];   /* the machine's host-profile lock, "" for none (harness.h) */
     void *zctx, *sock;
     void *monitor;             /* PAIR fed by the DEALER's monitor: handshakes and disconnects */
     int link_up;               /* a handshake succeeded and no disconnect since */

@@ -293,6 +293,12 @@ static void child_env(kf_agent *a, int gpu, uint32_t gpu_index)
         runners_visible_device(gpu_index, dev, sizeof dev);
         setenv("CUDA_VISIBLE_DEVICES", dev, 1);
     }
+    /* The machine's host-profile lock (runner/harness.h): its runners open
+     * it before their sandbox, whatever it lets them reach after. */
+    if (a->host_lock[0])
+        setenv("KF_HOST_LOCK", a->host_lock, 1);
+    else
+        unsetenv("KF_HOST_LOCK");
     /* The arch its cache key needs, from the agent's inventory: the
      * runner then starts no CUDA driver (threads the sandbox, entered
      * by one thread, would not hold) before its sandbox. A build takes
