@@ -165,6 +165,5 @@ void runners_reap(kf_agent *a);
 /* Kills every runner (and its process group) and removes its scratch dir. */
 void runners_stop_all(kf_agent *a);
 /* The CUDA_VISIBLE_DEVICES entry of the agent's GPU `index`. */
-void runners_visible_device(uint32_t index, char *out, size_t len);
 
 #endif

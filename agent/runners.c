@@ -12,6 +12,7 @@
  * (Result.infra: tried again), a crash as the kernel's own. */
 #include "agent/agent_int.h"
 #include "agent/checkers.h"
+#include "agent/childenv.h"
 #include "agent/ending.h"
 #include "agent/kout.h"
 #include "agent/results.h"
@@ -66,25 +67,6 @@ void runners_fail_assignment(kf_agent *a, const Kfleet__TaskAssign *ta, const ch
     tmp.started_mono = kf_mono_ns();
     /* The runner never ran: nothing the kernel did. */
     results_send(a, &tmp, KFLEET__TASK_STATE__FAILED, 1, why);
-}
-
-/* The CUDA_VISIBLE_DEVICES entry for the agent's GPU `index`: the agent
- * numbers the GPUs it sees, so when it was itself started with a subset
- * ("2,3"), its GPU 1 is the node's "3", not "1". */
-void runners_visible_device(uint32_t index, char *out, size_t len)
-{
-    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
-    snprintf(out, len, "%u", index);
-    if (!vis || !*vis)
-        return;
-    const char *p = vis;
-    for (uint32_t i = 0; i < index && p; i++) {
-        p = strchr(p, ',');
-        if (p)
-            p++;
-    }
-    if (p && *p)
-        snprintf(out, len, "%.*s", (int)strcspn(p, ","), p);
 }
 
 /* How long a serving runner waits idle for its kernel's next task. The
@@ -265,61 +247,12 @@ static int reuse(kf_agent *a, const Kfleet__TaskAssign *ta)
     return 0;
 }
 
-/* The environment of a process about to exec a runner (or a warm runner,
- * warms.h) of GPU slot gpu_index (gpu 0: the CPU), in the forked child. */
-static void child_env(kf_agent *a, int gpu, uint32_t gpu_index)
-{
-    if (kf_sandbox_enabled())
-        kf_sandbox_scrub_env();
-    /* In a sanitizer build, let a kernel's fault kill the runner by its
-     * signal (what the task reports) instead of ASan's own exit. */
-    const char *asan = getenv("ASAN_OPTIONS");
-    if (asan) {
-        char opts[1024];
-        snprintf(opts, sizeof opts, "%s:handle_segv=0:handle_sigbus=0:handle_sigfpe=0", asan);
-        setenv("ASAN_OPTIONS", opts, 1);
-    }
-    if (a->compat_dir[0]) {
-        /* The toolkit's libcuda before the system's (runner/compat.h). */
-        const char *old = getenv("LD_LIBRARY_PATH");
-        char libpath[8192];
-        snprintf(libpath, sizeof libpath, "%s%s%s", a->compat_dir, old && *old ? ":" : "",
-                 old ? old : "");
-        setenv("LD_LIBRARY_PATH", libpath, 1);
-        setenv("KF_CUDA_COMPAT_DIR", a->compat_dir, 1);
-    }
-    if (gpu) {
-        char dev[128];
-        runners_visible_device(gpu_index, dev, sizeof dev);
-        setenv("CUDA_VISIBLE_DEVICES", dev, 1);
-    }
-    /* The machine's host-profile lock (runner/harness.h): its runners open
-     * it before their sandbox, whatever it lets them reach after. */
-    if (a->host_lock[0])
-        setenv("KF_HOST_LOCK", a->host_lock, 1);
-    else
-        unsetenv("KF_HOST_LOCK");
-    /* The arch its cache key needs, from the agent's inventory: the
-     * runner then starts no CUDA driver (threads the sandbox, entered
-     * by one thread, would not hold) before its sandbox. A build takes
-     * GPU 0's, as the runner's own device 0 would be. */
-    const char *arch_env = getenv("KF_CUDA_ARCH");
-    uint32_t want = gpu ? gpu_index : 0;
-    for (size_t g = 0; (!arch_env || !*arch_env) && g < a->info->n_gpus; g++) {
-        const Kfleet__GpuInfo *gi = a->info->gpus[g];
-        if (gi->index == want && gi->cc_major > 0) {
-            char arch[32];
-            kf_build_arch_name((int)gi->cc_major, (int)gi->cc_minor, arch, sizeof arch);
-            setenv("KF_CUDA_ARCH", arch, 1);
-            break;
-        }
-    }
-}
-
 /* warms.h's warms_env_fn. */
 static void warm_env(void *ctx, int gpu, uint32_t gpu_index)
 {
-    child_env(ctx, gpu, gpu_index);
+    kf_agent *a = ctx;
+    kf_childenv e = {a->compat_dir, a->host_lock, a->info};
+    childenv_apply(&e, gpu, gpu_index);
 }
 
 /* Whether ta's runner comes from a warm runner (warms.h): a candidate's
@@ -452,7 +385,8 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
             _exit(127);
         }
         int sandboxed = kf_sandbox_enabled();
-        child_env(a, r->gpu, r->gpu_index);
+        kf_childenv e = {a->compat_dir, a->host_lock, a->info};
+        childenv_apply(&e, r->gpu, r->gpu_index);
         /* The scratch dir is what turns the runner's sandbox on. */
         char *argv[] = {"kfleet-agent", "--runner", "--workdir", a->workdir, "--channel",
                         NULL,           NULL,       NULL,        NULL};
