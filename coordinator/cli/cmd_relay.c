@@ -1,6 +1,6 @@
 /* cmd_relay — `kfleet relay`: fleet/relay.h's TCP relay as a command, the
- * one a Slurm launch starts on the cluster's login node (from the bundle)
- * so that compute nodes reach the coordinator's tunnel there. */
+ * one a cluster's launch starts on its login node (from the bundle) so
+ * that compute nodes reach the coordinator's tunnel there. */
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "fleet/relay.h"

@@ -52,7 +52,7 @@ static const Kfleet__ProviderJob *provider_job(const Kfleet__StatusReply *st,
 }
 
 /* Whose job carries agent a: what it said, or, for a record from before
- * agents said it (job_id alone, then always a Slurm job's), the provider
+ * agents said it (job_id alone: one provider had jobs then), the provider
  * of the watched job with its id; "" when neither tells. */
 static const char *job_provider(const Kfleet__StatusReply *st, const Kfleet__AgentInfo *a)
 {
@@ -198,7 +198,8 @@ static void python_line(FILE *o, const Kfleet__PythonFacts *py)
 
 /* The provider jobs that have no registered agent: pending ones with the
  * provider's reason, ended ones with how they ended; a header per
- * provider ("SLURM JOB (no agent)"), as the rows come grouped by it. */
+ * provider, its name in capitals ("NAME JOB (no agent)"), as the rows come
+ * grouped by it. */
 static void job_lines(FILE *o, const Kfleet__StatusReply *st)
 {
     const char *header = NULL;
