@@ -58,7 +58,11 @@ int checkers_prestage(const kf_agent *a, const Kfleet__TaskAssign *ta, uint8_t *
     spec.artifact_hash = s->problem_artifact_hash;
     spec.python = s->problem_python;
     spec.device_cuda = s->problem_cuda;
-    spec.n_extension = spec.n_files = 0;
+    spec.n_extension = 0;
+    spec.files = s->problem_files;
+    spec.n_files = s->n_problem_files;
+    spec.problem_files = NULL;
+    spec.n_problem_files = 0;
     spec.problem_kernel = spec.problem_hash = spec.problem_artifact_hash = "";
     spec.problem_python = spec.problem_cuda = 0;
     spec.seeds = seeds;

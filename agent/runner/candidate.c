@@ -185,7 +185,9 @@ static void problem_spec(const Kfleet__TaskSpec *sp, Kfleet__TaskSpec *ps)
     ps->artifact_hash = sp->problem_artifact_hash;
     ps->python = sp->problem_python;
     ps->device_cuda = sp->problem_cuda;
-    ps->n_extension = ps->n_files = 0;
+    ps->n_extension = 0;
+    ps->files = sp->problem_files; /* its own files, beside its build */
+    ps->n_files = sp->n_problem_files;
 }
 
 static int load_problem(hctx *h, loaded *P)

@@ -299,7 +299,9 @@ int kf_confine_runner(const Kfleet__TaskSpec *sp, const char *workdir, const cha
         ps.kernel_hash = sp->problem_hash;
         ps.python = sp->problem_python;
         ps.device_cuda = sp->problem_cuda;
-        ps.n_extension = ps.n_files = 0;
+        ps.n_extension = 0;
+        ps.files = sp->problem_files;
+        ps.n_files = sp->n_problem_files;
         own_artifact(s, &ps, workdir);
     }
     kernel_cache(s, sp, workdir);

@@ -145,6 +145,8 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
         spec.problem_hash = pk->hash;
         spec.problem_python = pk->python;
         spec.problem_cuda = pk->cuda;
+        spec.problem_files = pk->files;
+        spec.n_problem_files = pk->n_files;
         if (pb && pb->artifact_hash[0])
             spec.problem_artifact_hash = (char *)pb->artifact_hash;
         if (control_candidate_refs(txn, sw->rec, t->rec, kf_now_ns(), &seeds, &refs, &nrefs) !=
