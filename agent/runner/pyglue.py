@@ -129,6 +129,10 @@ def load_candidate(path, filename, name, ext_dir="", ext_module="", files_dir=""
     mod = _import(path, filename, name, "kfleet_candidate_", ext_dir, ext_module, files_dir)
     if isinstance(mod, str):
         return mod
+    try:
+        mod = _adapt_candidate(mod)  # pyformats.py: KernelBench's, GPU MODE's
+    except BaseException:
+        return _fail("candidate %s" % name)
     if not callable(getattr(mod, "run", None)):
         return ("Ecandidate %s does not define run(s); a Python candidate defines run(s) and "
                 "may define prepare(s) (docs/problems.md)" % name)
@@ -151,6 +155,11 @@ def load(path, filename, name, want_cuda, ext_dir="", ext_module="", files_dir="
         return ("Ekernel %s imported %s from %s, not the extension the build task built in %s "
                 "(a module of that name was already loaded)"
                 % (name, ext_module, getattr(ext, "__file__", "?"), ext_dir))
+    if problem:
+        try:
+            mod = _adapt_problem(mod, want_cuda)  # pyformats.py: KernelBench's, GPU MODE's
+        except BaseException:
+            return _fail("problem %s" % name)
     # A problem brings no run(): its candidates do.
     missing = [f for f in ("setup", "run", "output", "reference")
                if not callable(getattr(mod, f, None)) and not (problem and f == "run")]
