@@ -72,6 +72,10 @@ typedef struct kf_sweep_kernel {
      * travel with it, enter its hash, and sit beside it on the node. */
     char **files;
     size_t nfiles;
+    /* Where each of files is read from, relative to the kernel's
+     * directory, when that is not its name (NULL entries, or NULL): GPU
+     * MODE's task.yml names ../utils.py as utils.py. */
+    char **file_src;
     kf_sweep_axis *axes;
     size_t naxes;
     char **flags;
@@ -80,7 +84,13 @@ typedef struct kf_sweep_kernel {
     /* A candidate of the sweep's problem: it runs the problem's
      * configurations and is judged by the problem's reference. */
     int candidate;
+    /* A problem's format (KF_FORMAT_*): kfleet's own, or a KernelBench or
+     * GPU MODE file as it is (docs/problems.md); a candidate has its
+     * problem's. */
+    int format;
 } kf_sweep_kernel;
+
+enum { KF_FORMAT_KFLEET = 0, KF_FORMAT_KERNELBENCH = 1, KF_FORMAT_GPUMODE = 2 };
 
 /* The seed policy of a problem: how many secret seeds the coordinator keeps
  * in its pool, and after how long it draws new ones (the references of the

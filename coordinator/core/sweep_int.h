@@ -75,6 +75,20 @@ int kf_sweep_duration(kf_sweep_ctx *c, const yaml_node_t *n, const char *what, d
 int kf_sweep_parse_problem(kf_sweep_ctx *c, const yaml_node_t *root, const kf_sweep_axis *top,
                            size_t ntop, kf_sweep_spec *s);
 
+/* sweep_formats.c: the problem k's format (its `format:`, else what its
+ * source defines) into k->format, and for a KernelBench or GPU MODE file
+ * its device (`device:`, cuda by default) and, for GPU MODE, task.yml's
+ * files and, unless own (params: given), its cases as the axis `case`
+ * (*axes_set then 1). pn is the problem's node. KF_EINVAL with the place. */
+int kf_sweep_problem_format(kf_sweep_ctx *c, const yaml_node_t *pn, kf_sweep_kernel *k, int own,
+                            int *axes_set);
+/* Whether a candidate's source defines the entry point of a problem of
+ * `format` (run(s), class ModelNew or Model, custom_kernel); *says is
+ * what a candidate of that format defines, for a message. */
+int kf_sweep_candidate_entry(int format, const char *text, size_t len, const char **says);
+/* "kfleet", "kernelbench", "gpumode". */
+const char *kf_sweep_format_name(int format);
+
 /* KF_EINVAL, pointing at the kernel that crosses it, when the sweep has more
  * than KF_SWEEP_MAX_CONFIGS configurations in all. */
 int kf_sweep_count_configs(kf_sweep_ctx *c, const kf_sweep_spec *s);

@@ -266,7 +266,11 @@ void kf_sweep_kernel_free(kf_sweep_kernel *k)
     for (size_t i = 0; i < k->next; i++)
         free(k->ext[i]);
     free(k->ext);
-    for (size_t i = 0; i < k->nfiles; i++)
+    for (size_t i = 0; i < k->nfiles; i++) {
         free(k->files[i]);
+        if (k->file_src)
+            free(k->file_src[i]);
+    }
     free(k->files);
+    free(k->file_src);
 }

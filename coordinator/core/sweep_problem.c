@@ -204,10 +204,13 @@ static int check_candidate(kf_sweep_ctx *c, const yaml_node_t *n, const kf_sweep
     unsigned lang = k->python ? LANG_PY : LANG_C;
     const struct forbidden *bad = NULL;
     int bad_line = 0, has_entry = 0;
+    const char *says = NULL;
     if (lang == LANG_PY)
         scan_python(b.data ? b.data : "", b.len, &bad, &bad_line, &has_entry);
     else
         scan_c(b.data ? b.data : "", b.len, &bad, &bad_line, &has_entry);
+    if (lang == LANG_PY && k->format != KF_FORMAT_KFLEET) /* sweep_formats.c */
+        has_entry = kf_sweep_candidate_entry(k->format, b.data ? b.data : "", b.len, &says);
     kf_buf_release(&b);
     if (bad)
         return kf_yaml_fail(&c->y, n,
@@ -220,9 +223,13 @@ static int check_candidate(kf_sweep_ctx *c, const yaml_node_t *n, const kf_sweep
         return kf_yaml_fail(&c->y, n,
                             "%s: candidate '%s' defines no %s; a %s candidate %s "
                             "(docs/problems.md)",
-                            k->path, k->name, entry_of(lang), lang == LANG_PY ? "Python" : "C",
-                            lang == LANG_PY ? "defines run(s), the work on the problem's state"
-                                            : "defines kf_candidate_get (kernels/kf_kernel.h)");
+                            k->path, k->name, says ? "entry point" : entry_of(lang),
+                            says              ? kf_sweep_format_name(k->format)
+                            : lang == LANG_PY ? "Python"
+                                              : "C",
+                            says              ? says
+                            : lang == LANG_PY ? "defines run(s), the work on the problem's state"
+                                              : "defines kf_candidate_get (kernels/kf_kernel.h)");
     return KF_OK;
 }
 
@@ -250,7 +257,7 @@ static int parse_seed_policy(kf_sweep_ctx *c, const yaml_node_t *pn, kf_sweep_sp
 int kf_sweep_parse_problem(kf_sweep_ctx *c, const yaml_node_t *root, const kf_sweep_axis *top,
                            size_t ntop, kf_sweep_spec *s)
 {
-    static const char *const extra[] = {"seeds", "renew", NULL};
+    static const char *const extra[] = {"seeds", "renew", "format", "device", NULL};
     const yaml_node_t *pn = kf_yaml_map_get(&c->y, root, "problem");
     const yaml_node_t *kn = kf_yaml_map_get(&c->y, root, "kernels");
     const yaml_node_t *cn = kf_yaml_map_get(&c->y, root, "candidates");
@@ -275,10 +282,12 @@ int kf_sweep_parse_problem(kf_sweep_ctx *c, const yaml_node_t *root, const kf_sw
                             "sweeps of the same problem (the references are reused)",
                             MAX_CANDIDATES);
     s->problem = kf_xcalloc(1, sizeof *s->problem);
-    int own, rc = kf_sweep_parse_kernel(c, pn, extra, s->problem, &own);
+    int own, axes_set = 0, rc = kf_sweep_parse_kernel(c, pn, extra, s->problem, &own);
     if (rc)
         return rc;
-    if (!own && (rc = kf_sweep_axes_dup(c, top, ntop, s->problem)))
+    if ((rc = kf_sweep_problem_format(c, pn, s->problem, own, &axes_set)))
+        return rc;
+    if (!own && !axes_set && (rc = kf_sweep_axes_dup(c, top, ntop, s->problem)))
         return rc;
     if ((rc = parse_seed_policy(c, pn, s)))
         return rc;
@@ -290,6 +299,8 @@ int kf_sweep_parse_problem(kf_sweep_ctx *c, const yaml_node_t *root, const kf_sw
         if ((rc = kf_sweep_parse_kernel(c, it, NULL, k, &own)))
             return rc;
         k->candidate = 1;
+        if ((k->format = s->problem->format) != KF_FORMAT_KFLEET && k->python)
+            k->cuda = s->problem->cuda; /* such files say no device: the problem's */
         if (own)
             return kf_yaml_fail(&c->y, it,
                                 "candidate '%s' has params: of its own; a candidate runs the "
