@@ -209,8 +209,9 @@ static int check_candidate(kf_sweep_ctx *c, const yaml_node_t *n, const kf_sweep
         scan_python(b.data ? b.data : "", b.len, &bad, &bad_line, &has_entry);
     else
         scan_c(b.data ? b.data : "", b.len, &bad, &bad_line, &has_entry);
-    if (lang == LANG_PY && k->format != KF_FORMAT_KFLEET) /* sweep_formats.c */
-        has_entry = kf_sweep_candidate_entry(k->format, b.data ? b.data : "", b.len, &says);
+    if (k->format != KF_FORMAT_KFLEET) /* sweep_formats.c: a Python file of that format */
+        has_entry = kf_sweep_candidate_entry(k->format, b.data ? b.data : "", b.len, &says) &&
+                    lang == LANG_PY;
     kf_buf_release(&b);
     if (bad)
         return kf_yaml_fail(&c->y, n,

@@ -50,6 +50,7 @@ static int setup(void **state)
     write_file("relu_new.py", "import torch.nn as nn\n\nclass ModelNew(nn.Module):\n"
                               "    def forward(self, x):\n        return x.clamp_min(0)\n");
     write_file("run_only.py", "def run(s):\n    pass\n");
+    write_file("cand.c", "const void *kf_candidate_get(void) { return 0; }\n");
     write_file("utils.py", "def make_match_reference(reference, **kwargs):\n    pass\n");
     write_file("gm/reference.py", "import torch\nfrom utils import make_match_reference\n"
                                   "def ref_kernel(data):\n    return data[0] + data[1]\n"
@@ -171,6 +172,8 @@ static const struct {
      "ModelNew"},
     {"problem: gm/reference.py\ncandidates: [relu_new.py]\n",
      "a gpumode candidate defines custom_kernel(data)"},
+    {"problem: 19_ReLU.py\ncandidates: [cand.c]\n",
+     "candidate 'cand' defines no entry point; a kernelbench candidate defines class ModelNew"},
     {"problem: {path: gm/reference.py, format: kernelbench}\ncandidates: [relu_new.py]\n",
      "defines no top-level 'class Model'"},
 };
