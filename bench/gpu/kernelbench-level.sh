@@ -35,9 +35,9 @@ export PATH=$PATH:/usr/local/cuda/bin
 rm -rf "$KFLEET_HOME" "$OUT/agent" "$OUT/sweeps"
 mkdir -p "$OUT/sweeps" "$OUT/reports" "$KFLEET_HOME"
 
+AGENT=
 "$B/kfleet" serve >"$OUT/serve.out" 2>"$OUT/serve.log" &
-SERVE=$!
-trap '"$B/kfleet" stop >/dev/null 2>&1; kill $AGENT 2>/dev/null; wait' EXIT
+trap '"$B/kfleet" stop >/dev/null 2>&1; [ -n "$AGENT" ] && kill "$AGENT" 2>/dev/null; wait' EXIT
 for _ in $(seq 1 200); do [ -s "$KFLEET_HOME/run/agent-endpoint" ] && break; sleep 0.05; done
 EP=$(cat "$KFLEET_HOME/run/agent-endpoint") || { echo "kfleet serve did not start" >&2; exit 1; }
 "$B/kfleet-agent" --coordinator "$EP" --workdir "$OUT/agent" --name h200 2>"$OUT/agent.log" &
