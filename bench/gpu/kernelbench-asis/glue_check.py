@@ -5,7 +5,8 @@ ModelNew and zeros as candidates, each judged here with the problem's
 tolerances (atol + rtol |ref| and the relative-L2 0.5 kfleet keeps); and
 23_Softmax at 16 x 16384, where zeros are within KernelBench's atol.
 Run from the repository root: python3 bench/gpu/kernelbench-asis/glue_check.py
-[KB_LEVEL1_DIR] (default: tests/data/problems/kernelbench)."""
+[KB_LEVEL1_DIR] (default: tests/data/problems/kernelbench). Without a GPU it
+runs ReLU small on the CPU, with Model and zeros only."""
 import os
 import sys
 import time
@@ -29,7 +30,7 @@ def judge(out, ref, atol, rtol):
 
 def check(problem, params, cands, seed=0x5EED):
     glue["_cand"] = None
-    r = glue["load"](os.path.join(kb, problem), problem, problem[:-3], 1, "", "", "", 1)
+    r = glue["load"](os.path.join(kb, problem), problem, problem[:-3], CUDA, "", "", "", 1)
     assert not r.startswith("E"), r
     t = glue["tolerances"]("float32 " + params).split()
     atol, rtol = float(t[3]), float(t[4])
@@ -46,7 +47,8 @@ def check(problem, params, cands, seed=0x5EED):
         st["out"].fill_(float("nan"))
         e = glue["run"](h)
         assert e == "", e
-        torch.cuda.synchronize()
+        if CUDA:
+            torch.cuda.synchronize()
         close, rel = judge(st["out"], ref, atol, rtol)
         print("%-14s %-26s allclose(atol=%g, rtol=%g) %-5s rel-L2 %.3g -> %s  (%.1f s)"
               % (problem[:-3], os.path.basename(path), atol, rtol, close, rel,
@@ -55,7 +57,9 @@ def check(problem, params, cands, seed=0x5EED):
 
 
 os.environ.setdefault("TORCH_EXTENSIONS_DIR", "/tmp/kf-glue-ext")
-print(torch.__version__, torch.cuda.get_device_name())
-check("19_ReLU.py", "", ["19_ReLU.py"] + [os.path.join(here, f) for f in
-                         ("relu_inline.py", "relu_triton.py", "relu_zeros.py")])
+CUDA = int(torch.cuda.is_available())
+print(torch.__version__, torch.cuda.get_device_name() if CUDA else "no GPU: small sizes, no CUDA candidates")
+relu = ("relu_inline.py", "relu_triton.py", "relu_zeros.py") if CUDA else ("relu_zeros.py",)
+check("19_ReLU.py", "" if CUDA else "batch_size=16,dim=1024",
+      ["19_ReLU.py"] + [os.path.join(here, f) for f in relu])
 check("23_Softmax.py", "batch_size=16,dim=16384", ["23_Softmax.py", "softmax_zeros.py"])
