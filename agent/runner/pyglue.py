@@ -431,7 +431,10 @@ def warm(unsafe):
 
     root = os.path.join(os.path.realpath(unsafe), "")
     names = []
-    for name in _WARM:
+    # KF_WARM_IMPORTS="numpy": only those of _WARM (torch alone takes seconds
+    # to import, in which the first tasks get fresh runners).
+    only = os.environ.get("KF_WARM_IMPORTS")
+    for name in _WARM if only is None else [n for n in _WARM if n in only.split()]:
         try:
             if importlib.util.find_spec(name) is None:
                 continue
