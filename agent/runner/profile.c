@@ -667,6 +667,8 @@ static void summarize(prof *p, Kfleet__ProfileStats *ps)
     ps->bytes = L->k->bytes ? L->k->bytes(&L->params) : 0;
     ps->flops = L->k->flops ? L->k->flops(&L->params) : 0;
     ps->output_dtype = (char *)(p->out_dtype ? p->out_dtype : "");
+    if (p->h->cu)
+        hctx_launches(p->h, ps);
     ps->hot = p->hot;
     ps->batch = p->batch;
     ps->input_sets = (uint32_t)p->nsets;

@@ -4,6 +4,7 @@
  * null too. */
 #include "report/report_json.h"
 #include "common/json.h"
+#include "report/report_launches.h"
 #include "report/report_rank.h"
 #include "common/taskkind.h"
 #include "common/text.h"
@@ -227,6 +228,7 @@ static json_t *json_profile(const rrow *w, int with_samples)
     set(p, "flops", ps ? jnum(ps->flops) : json_null());
     set(p, "output_dtype",
         ps && ps->output_dtype && *ps->output_dtype ? json_string(ps->output_dtype) : json_null());
+    set(p, "launches", kf_rep_launches_json(ps));
     set(p, "gbps", jnum(w->gbps));
     set(p, "gflops", jnum(w->gflops));
     set(p, "pct_copy_ceiling", jnum(w->pct_bw));
