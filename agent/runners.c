@@ -271,7 +271,11 @@ static int wants_warm(kf_agent *a, const Kfleet__TaskAssign *ta)
             return 0;
         }
     }
-    return warms_ready(a->warms, on_gpu(ta), ta->gpu_index, s->problem_hash);
+    int ready = warms_ready(a->warms, on_gpu(ta), ta->gpu_index, s->problem_hash);
+    if (!ready) /* still importing, or given up on: a fresh runner */
+        kf_info("warm.skip", "task=0x%llx why=\"no warm runner is ready\"",
+                (unsigned long long)ta->task_id);
+    return ready;
 }
 
 /* Starts a runner for ta (a fresh or a warm runner's child): the runner,
@@ -345,8 +349,8 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
         pid = warms_spawn(a->warms, r->gpu, r->gpu_index, ta->spec->problem_hash, &req, fds,
                           &warm_pid, err);
         if (pid < 0 && err->code == KF_EUNAVAIL) {
-            kf_debug("warm.skip", "task=0x%llx why=\"%s\"", (unsigned long long)ta->task_id,
-                     err->msg);
+            kf_info("warm.skip", "task=0x%llx why=\"%s\"", (unsigned long long)ta->task_id,
+                    err->msg);
             pid = fork(); /* no warm runner got its descriptors */
         } else if (pid < 0) {
             errno = 0;

@@ -112,6 +112,17 @@ typedef struct hctx {
      * 0, or -1 with the task failed. */
     int (*spot)(struct hctx *h, const void *state, const uint64_t *at, const double *values,
                 size_t n, int *passed);
+    /* A candidate's fresh inputs (issue 43 item 3, candidate.c): new
+     * contents for a state's inputs from the problem's setup() alone, from
+     * an unpredictable seed (pool < 0: no reference judges the state) or
+     * from the pool's seed `pool` (an audit); NULL where the problem does
+     * not allow it (a C problem, fresh_inputs = False). 0, or -1 with the
+     * task failed. */
+    int (*refresh)(struct hctx *h, void *state, int pool);
+    /* The unpredictable seeds refresh drew, for the agent to scrub from the
+     * task's text (Result.fresh_seeds); freed with the task. */
+    uint64_t *fresh_seeds;
+    size_t nfresh_seeds, capfresh_seeds;
     /* The comparison on the GPU (devcmp.h), loaded at the first device
      * check of the task; harness.c destroys it with the task. */
     struct kf_devcmp *devcmp;
@@ -156,10 +167,13 @@ typedef struct loaded {
 } loaded;
 
 /* kernel_ops.c */
+/* hctx_add_sample's `discarded`: why a sample is stored but not in the
+ * statistics (Sample.discarded, Sample.audit). */
+enum { HCTX_SAMPLE_KEPT = 0, HCTX_SAMPLE_THROTTLED = 1, HCTX_SAMPLE_AUDIT = 2 };
 /* Queues one sample for the frame stream (flushed in batches): its time,
  * the input set its (first) run used, whether NVML saw a throttling
- * reason, whether the throttle policy discarded it, and the SM clock and
- * power as it ended (0: no NVML). */
+ * reason, whether it is out of the statistics and why (HCTX_SAMPLE_), and
+ * the SM clock and power as it ended (0: no NVML). */
 int hctx_add_sample(hctx *h, double seconds, uint32_t input_set, int throttled, int discarded,
                     uint32_t sm_mhz, uint32_t power_mw);
 /* Sends the queued samples and the NVML readings taken meanwhile. */

@@ -92,7 +92,8 @@ int hctx_add_sample(hctx *h, double seconds, uint32_t input_set, int throttled, 
     s->input_set = input_set;
     s->t_ns = kf_now_ns();
     s->throttled = throttled;
-    s->discarded = discarded;
+    s->discarded = discarded == HCTX_SAMPLE_THROTTLED;
+    s->audit = discarded == HCTX_SAMPLE_AUDIT;
     s->sm_clock_mhz = sm_mhz;
     s->power_mw = power_mw;
     if (h->npending == SAMPLE_BATCH || kf_mono_ns() - h->last_flush > 100000000ull)
@@ -291,7 +292,7 @@ int hctx_run_once(hctx *h, const loaded *L, void *state)
 const char *const hctx_phase_names[HCTX_NPHASES] = {
     "load",        "context",     "setup",   "run",         "reference",      "compare",
     "sampling",    "tools",       "build",   "samples",     "throttle waits", "sample launch",
-    "sample sync", "clock reads", "warm-up", "determinism", "rests", "host wait"};
+    "sample sync", "clock reads", "warm-up", "determinism", "rests",          "host wait"};
 
 int hctx_timer_open(hctx *h)
 {

@@ -9,6 +9,7 @@
  * the CUDA driver through cudrv, host kernels by CLOCK_MONOTONIC; NVML
  * telemetry is read alongside. */
 #include "runner/compare.h"
+#include "runner/fresh.h"
 #include "runner/guard.h"
 #include "runner/hctx.h"
 #include "runner/harness.h"
@@ -292,6 +293,7 @@ typedef struct prof {
     /* The input sets, their guard and the rotation among them. */
     void *states[KF_MAX_INPUT_SETS];
     size_t nsets;
+    hctx_fresh fresh; /* a candidate's fresh inputs (fresh.h) */
     hctx_guard *guard;
     rotation rot;
     /* What the probes found (probe_outside, probe_host_outside). */
@@ -361,8 +363,8 @@ static int sets_open(prof *p)
     size_t nsets = input_sets(p->h, wbytes, p->hot, p->batch);
     uint64_t seeds[KF_MAX_INPUT_SETS];
     for (size_t i = 0; i < nsets; i++) /* a candidate's: its problem's pool (candidate.c) */
-        seeds[i] =
-            p->h->judge ? p->h->spec->seeds[i % p->h->spec->n_seeds] : kf_unpredictable_u64();
+        seeds[i] = p->h->judge && !p->h->refresh ? p->h->spec->seeds[i % p->h->spec->n_seeds]
+                                                 : kf_unpredictable_u64();
     for (size_t i = 0; i < nsets; i++) {
         p->nsets = i + 1; /* a failed setup's partial state is torn down too */
         if (hctx_setup(p->h, L, seeds[i], &p->states[i]) != 0)
@@ -381,6 +383,7 @@ static int sets_open(prof *p)
                    : -1;
     if (hctx_guard_new(p->h, L, p->states, nsets, &p->guard) != 0)
         return -1;
+    hctx_fresh_start(&p->fresh, p->h->refresh ? nsets : 0);
     /* Every run of the profile, from the warm-up on, goes to the next set
      * (run r on set r % nsets): no two runs in a row share inputs, so a
      * kernel memoizing on its last inputs never hits. */
@@ -494,8 +497,8 @@ static int keep_sample(prof *p, double secs, size_t first, int throttled, const 
     p->set[p->n] = (uint32_t)first;
     p->times[p->n++] = secs;
     p->total_timed += secs * p->batch;
-    if (hctx_add_sample(p->h, secs, (uint32_t)first, throttled != 0, 0, at->sm_mhz, at->power_mw) !=
-        KF_OK)
+    if (hctx_add_sample(p->h, secs, (uint32_t)first, throttled != 0, HCTX_SAMPLE_KEPT, at->sm_mhz,
+                        at->power_mw) != KF_OK)
         return hctx_fail(p->h, KFLEET__TASK_STATE__FAILED, "cannot stream samples to the agent");
     return 0;
 }
@@ -509,8 +512,10 @@ static int mid_recheck(prof *p, int *rechecked)
         return 0;
     *rechecked = 1;
     uint64_t tr = kf_mono_ns();
-    int rc = recheck(p->h, p->L, p->states, (p->rot.next + p->nsets - 1) % p->nsets, p->guard,
-                     "during the samples");
+    size_t set = (p->rot.next + p->nsets - 1) % p->nsets;
+    if (hctx_fresh_audit(p->h, &p->fresh, p->states, set) != 0)
+        return -1;
+    int rc = recheck(p->h, p->L, p->states, set, p->guard, "during the samples");
     p->recheck_s += (double)(kf_mono_ns() - tr) / 1e9;
     return rc;
 }
@@ -532,9 +537,11 @@ static int sample_loop(prof *p)
         size_t first = p->rot.next % nsets;
         if (p->n == recheck_at && mid_recheck(p, &rechecked) != 0)
             return -1;
-        /* The poison first, the flush after it: a cold sample finds its
-         * output out of the cache as it did before the guard. */
-        if (hctx_guard_before(p->guard, h, first, p->batch) != 0)
+        /* New inputs first (a candidate's), the poison next, the flush
+         * after it: a cold sample finds its output out of the cache as it
+         * did before the guard. */
+        if (hctx_fresh_before(h, &p->fresh, p->states, nsets, first, p->batch) != 0 ||
+            hctx_guard_before(p->guard, h, first, p->batch) != 0)
             return -1;
         if (p->flush) {
             memset(p->flush, (int)(p->n & 0xFF), p->flush_n);
@@ -546,15 +553,22 @@ static int sample_loop(prof *p)
         if (h->cu ? sample_device(p, first, iter++, &secs, &throttled, &at)
                   : sample_host(p, first, iter++, &secs))
             return -1;
-        if (throttled == KF_THERMAL_DISCARD) {
-            /* Stored and flagged, not counted; the GPU gets time to recover
-             * before the next sample (nvbench's policy), as long as the
-             * waits stay within the time measured. */
-            p->discarded++;
-            if (hctx_add_sample(h, secs, (uint32_t)first, 1, 1, at.sm_mhz, at.power_mw) != KF_OK)
+        int audit = p->fresh.last_audit;
+        p->fresh.last_audit = 0;
+        if (audit || throttled == KF_THERMAL_DISCARD) {
+            /* Stored and flagged, not counted: an audit (fresh.h: the guard
+             * checked it; its inputs the pool's, which a memo may have seen)
+             * or a sample taken while throttled, after which the GPU gets
+             * time to recover before the next sample (nvbench's policy), as
+             * long as the waits stay within the time measured. */
+            p->discarded += !audit;
+            if (hctx_add_sample(h, secs, (uint32_t)first, audit ? throttled != 0 : 1,
+                                audit ? HCTX_SAMPLE_AUDIT : HCTX_SAMPLE_THROTTLED, at.sm_mhz,
+                                at.power_mw) != KF_OK)
                 return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
                                  "cannot stream samples to the agent");
-            kf_thermal_wait(&p->tp, p->timed_all);
+            if (!audit)
+                kf_thermal_wait(&p->tp, p->timed_all);
             if ((double)(kf_mono_ns() - start) / 1e9 >= p->timeout)
                 return mid_recheck(p, &rechecked);
             continue;
@@ -667,6 +681,8 @@ static void summarize(prof *p, Kfleet__ProfileStats *ps)
     ps->bytes = L->k->bytes ? L->k->bytes(&L->params) : 0;
     ps->flops = L->k->flops ? L->k->flops(&L->params) : 0;
     ps->output_dtype = (char *)(p->out_dtype ? p->out_dtype : "");
+    ps->fresh_samples = p->fresh.fresh_samples;
+    ps->audit_samples = p->fresh.audits;
     if (p->h->cu)
         hctx_launches(p->h, ps);
     ps->hot = p->hot;
@@ -746,7 +762,9 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
     loop_phases(&p, (double)(kf_mono_ns() - start) / 1e9);
     /* The last re-check, after the last sample. */
     if (rc == 0 && p.n > 0)
-        rc = recheck(h, L, p.states, (p.n - 1) % p.nsets, p.guard, "after the last sample");
+        rc = hctx_fresh_audit(h, &p.fresh, p.states, (p.n - 1) % p.nsets) != 0
+                 ? -1
+                 : recheck(h, L, p.states, (p.n - 1) % p.nsets, p.guard, "after the last sample");
     if (h->nv)
         kf_nvml_stop(h->nv);
     if (rc == 0 && (hctx_flush_samples(h) != KF_OK || hctx_telemetry_drain(h) != KF_OK))

@@ -169,6 +169,9 @@ static json_t *json_profile(const rrow *w, int with_samples)
     set(p, "samples_reported", pt->res ? json_integer(pt->res->sample_count) : json_null());
     set(p, "throttled_samples", json_integer((json_int_t)pt->nthrottled));
     set(p, "discarded_samples", json_integer((json_int_t)pt->ndiscarded));
+    set(p, "audit_samples", json_integer((json_int_t)pt->naudit));
+    set(p, "fresh_samples",
+        pt->res && pt->res->profile ? json_integer(pt->res->profile->fresh_samples) : json_null());
     set(p, "throttle_policy",
         ps ? kf_json_str(ps->throttle_keep ? "keep" : "discard") : json_null());
     set(p, "clock_threshold_mhz",

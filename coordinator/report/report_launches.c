@@ -22,7 +22,8 @@ static double total_s(const Kfleet__ProfileStats *ps)
 /* Launches per run, NAN when not every sample was traced by CUPTI. */
 static double per_run(const Kfleet__ProfileStats *ps, const Kfleet__Launch *l)
 {
-    double runs = (double)(ps->samples + ps->discarded) * (ps->batch ? ps->batch : 1);
+    double runs =
+        (double)(ps->samples + ps->discarded + ps->audit_samples) * (ps->batch ? ps->batch : 1);
     return ps->timer && strcmp(ps->timer, "cupti") == 0 && runs > 0 ? (double)l->count / runs : NAN;
 }
 

@@ -124,9 +124,12 @@ static int sample_cb(void *ctx, const Kfleet__Sample *s)
 {
     rtask *rt = ctx;
     /* A sample the throttle policy discarded is evidence, not a
-     * measurement: counted, never in the statistics. */
-    if (s->discarded) {
-        rt->ndiscarded++;
+     * measurement: counted, never in the statistics; so is an audit (a
+     * candidate's sample on a pool seed's inputs put back and checked:
+     * agent/runner/fresh.h). */
+    if (s->discarded || s->audit) {
+        rt->ndiscarded += s->discarded;
+        rt->naudit += s->audit;
         return 0;
     }
     if (rt->nsamples == rt->cap) {
@@ -510,7 +513,7 @@ static int build_rows(rep *r)
         if (rc || !p || !p->res || p->res->state != KFLEET__TASK_STATE__SUCCEEDED)
             continue;
         rc = kf_stats_compute_sets(p->samples, p->set, p->nsamples, &w->st);
-        w->mismatch = p->nsamples + p->ndiscarded != p->res->sample_count;
+        w->mismatch = p->nsamples + p->ndiscarded + p->naudit != p->res->sample_count;
         const Kfleet__ProfileStats *ps = p->res->profile;
         /* Noisy is the spread (issue 32), judged against the sweep's
          * max_noise; whether the median reached the precision asked for

@@ -40,6 +40,7 @@ typedef struct rtask {
     size_t nsamples, cap;
     size_t nthrottled; /* kept samples NVML saw throttled */
     size_t ndiscarded; /* samples the throttle policy discarded */
+    size_t naudit;     /* a candidate's audit samples (Sample.audit): checked, not timed */
 } rtask;
 
 /* A row's missing speedup (rrow.nobase): the baseline was not measured

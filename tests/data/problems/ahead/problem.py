@@ -1,8 +1,8 @@
-"""A float64 matrix product, n x n, for the answer-ahead cheat (issue 43
-item 3): a candidate that computes the product in prepare() and copies it
-in run() claims 2 n^3 FLOPs in a copy's time, more than the host can do;
-the report flags it impossible against the host's measured FLOP ceiling and
-never ranks it. Params: n."""
+"""A float64 matrix product, n x n, for the cheats that keep answers (issue
+43 item 3): an answer computed in prepare() and copied in run(), an output
+memo keyed by the inputs. Timed samples run on fresh inputs, with audits on
+the pool's: the first fails an audit, the second computes every time.
+Params: n."""
 import numpy as np
 
 device = "cpu"
