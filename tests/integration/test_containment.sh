@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# A runner is contained (issue 44): on one agent, a setsid fork bomb, a
+# kernel that leaves orphan spinners, a memory bomb, 100 MiB of stdout, and
+# fills of /dev/shm, TMPDIR and the kernel's cache each cost only their own
+# task a clear verdict (timed out with its process limit named; failed
+# naming the orphans; "used more than 1.00 GiB", not tried again; passed
+# with its 100 MiB counted; "No space left on device" at the runner's
+# bound), no process of theirs and no file they wrote is left behind, and
+# an honest sweep on the same agent then passes. A mechanism this node
+# cannot give (read from the agent's own start line) is skipped with its
+# reason, never faked.
+source "$(dirname "$0")/lib.sh"
+
+TAG=$RANDOM$RANDOM
+K="$KF_SRC/tests/kernels/contain"
+cat >"$T/contain.yaml" <<EOF
+name: contain
+kernels:
+  - path: $K/fork_bomb.c
+  - path: $K/orphans.c
+  - path: $K/mem_bomb.c
+  - path: $K/flood100m.c
+  - path: $K/fill.c
+    params: {target: [0, 1, 2], tag: [$TAG], n: [4K]}
+params: {n: [4K]}
+tasks: [build, validate]
+attempts: 3
+time_limit: 10s
+memory_limit: 1G
+measure: {seeds: 1}
+EOF
+
+start_serve
+# Small bounds, so that the bombs and fills meet them in a second.
+KF_RUNNER_PIDS=256 KF_RUNNER_TMPFS=64M KF_RUNNER_CACHE=32M start_agent c --cpu-slots 1
+AGENT=$AGENT_PID
+wait_agents 1
+line=$(grep -m1 'info agent.contain' "$T/agent-c.log") || fail "the agent logged no agent.contain line"
+missing=$(grep -m1 'warn agent.contain' "$T/agent-c.log" || true)
+echo "# $line"
+[ -z "$missing" ] || echo "# $missing"
+have() { case "$missing" in *"$1"*) return 1 ;; *) return 0 ;; esac; }
+GROUPS_OK=1 MEM_OK=1 PIDS_OK=1 MOUNTS_OK=1
+have "no control group" || GROUPS_OK=0
+have "no memory limit" && [ $GROUPS_OK = 1 ] || MEM_OK=0
+have "no process limit" && [ $GROUPS_OK = 1 ] || PIDS_OK=0
+have "no private /dev/shm" || MOUNTS_OK=0
+
+set +e
+"$KFLEET" submit "$T/contain.yaml" --follow >"$T/submit.out" 2>"$T/follow.log"
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "the hostile sweep should exit 1 (its kernels fail), got $rc"
+id=$(grep -o 'submitted sweep [0-9]*' "$T/submit.out" | awk '{print $3}')
+"$KFLEET" report "$id" --format json >"$T/r.json"
+kill -0 "$AGENT" || fail "the agent died"
+
+python3 - "$T/r.json" $GROUPS_OK $MEM_OK $PIDS_OK $MOUNTS_OK <<'PY' || fail "a hostile kernel's verdict is wrong (above)"
+import json, re, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+groups, mem, pids, mounts = (sys.argv[i] == "1" for i in range(2, 6))
+def val(kernel, **params):
+    for r in rows:
+        if r["kernel"] == kernel and all(str(r["params"].get(k)) == str(v) for k, v in params.items()):
+            return r["validation"]
+    raise SystemExit(f"no row for {kernel} {params}")
+def show(name, v):
+    print(f"ok - {name}: {v['state']} at attempt {v['attempt']}: {(v['error'] or '')[:160]}")
+
+v = val("fork_bomb")
+assert v["state"] == "timed_out" and v["attempt"] == 1, v
+if pids:
+    assert re.search(r"reached the runner's limit of 256 processes and threads \(forks refused \d+ times\)", v["error"]), v["error"]
+else:
+    print("# skip - fork_bomb's process limit: this node gives no pids controller to the agent")
+show("fork bomb", v)
+
+v = val("orphans")
+if groups:
+    assert v["state"] == "failed" and v["attempt"] == 1, v
+    assert re.search(r"the kernel left \d+ processes running after its task", v["error"]), v["error"]
+    show("orphans", v)
+else:
+    print("# skip - orphans: no control group on this node, a setsid'd process cannot be found")
+
+v = val("mem_bomb")
+assert "MEM_BOMB" not in (v["error"] or ""), "the memory bomb was never stopped: " + v["error"]
+if mem:
+    assert v["state"] == "failed" and v["attempt"] == 1, (v["state"], v["attempt"], v["error"])
+    assert "the kernel used more than 1.00 GiB, its runner's memory limit" in v["error"], v["error"]
+    assert "tried again" not in v["error"].replace("not tried again", ""), v["error"]
+    show("memory bomb", v)
+else:
+    print("# skip - mem_bomb: no memory controller for the agent's runners on this node")
+
+v = val("flood100m")
+assert v["state"] == "succeeded", v
+assert v["output"]["bytes"] == 100 << 20, v["output"]["bytes"]
+assert "bytes not kept]" in v["output"]["kept"] and len(v["output"]["kept"]) < 16384
+show("100 MiB of stdout", v)
+
+for target, where, bound in ((0, "/dev/shm", 64), (1, "TMPDIR", 64), (2, "its kernel cache", 32)):
+    v = val("fill", target=target)
+    assert "never stopped" not in (v["error"] or ""), v["error"]
+    if not mounts and target < 2:
+        print(f"# skip - fill {where}: no private mounts for this agent's runners")
+        continue
+    m = re.search(r"FILL: (.*) full after (\d+) MiB: No space left on device", v["error"] or "")
+    assert v["state"] == "failed" and m and m.group(1) == where, v
+    assert int(m.group(2)) <= bound, f"{where}: {m.group(2)} MiB written, the bound is {bound} MiB"
+    assert v["attempt"] == 1, v
+    show(f"fill {where}", v)
+PY
+pass "each hostile kernel got its own clear verdict"
+
+# Nothing of theirs is left: no process of the agent's runners (idle ones
+# leave after 5 s), no process in its groups, no file in the node's
+# /dev/shm, no scratch dir, no cache over its quota.
+left=""
+for _ in $(seq 1 100); do
+  left=$(pgrep -f -- "--workdir $T/agents/c" | grep -vx "$AGENT" || true)
+  [ -z "$left" ] && break
+  sleep 0.3
+done
+[ -z "$left" ] || fail "processes of the agent's runners are still there: $(ps -o pid,ppid,sid,stat,args -p "$(echo $left | tr ' ' ,)" 2>&1 | head -12)"
+pass "no process of the hostile kernels is left (the fork bomb's setsid'd tree, the orphans)"
+if [ $GROUPS_OK = 1 ]; then
+  n=$(find /sys/fs/cgroup -path "*/kfleet-$AGENT/*" -name cgroup.procs -exec cat {} + 2>/dev/null | wc -l)
+  [ "$n" -eq 0 ] || fail "$n processes are still in the agent's runner groups"
+  pass "the agent's runner groups are empty"
+fi
+ls /dev/shm | grep -q "kf-fill-$TAG" && fail "/dev/shm/kf-fill-$TAG outlived its runner"
+[ -z "$(ls "$T/agents/c/tmp" | grep '^0x' || true)" ] || fail "scratch dirs left: $(ls "$T/agents/c/tmp")"
+if find "$T/agents/c/kcache" -name "kf-fill-$TAG" 2>/dev/null | grep -q .; then
+  fail "the cache fill was kept: $(du -sh "$T/agents/c/kcache")"
+fi
+grep -q "kcache.full" "$T/agent-c.log" || fail "the agent did not say the kernel filled its cache quota"
+pass "no file of the fills is left (/dev/shm, TMPDIR, the kernel's cache)"
+logs=$(find "$KFLEET_HOME" "$T" -name '*.log' -printf '%s\n' | awk '{s += $1} END {print s + 0}')
+[ "$logs" -lt $((4 << 20)) ] || fail "the logs grew to $logs bytes"
+pass "the logs hold $logs bytes after 100 MiB of stdout"
+
+# An honest sweep on the same agent passes.
+"$KFLEET" submit "$KF_SRC/tests/data/sweeps/tiny.yaml" --follow >"$T/honest.out" 2>"$T/honest.log" ||
+  fail "the honest sweep after the hostile one failed: $(tail -5 "$T/honest.out")"
+hid=$(grep -o 'submitted sweep [0-9]*' "$T/honest.out" | awk '{print $3}')
+"$KFLEET" verify "$hid" --format json >"$T/hv.json" || fail "verify"
+[ "$(json_field "$T/hv.json" failed)" -eq 0 ] || fail "the honest sweep had failures"
+pass "an honest sweep on the same agent then passes ($(json_field "$T/hv.json" succeeded) tasks)"
