@@ -65,7 +65,7 @@ def val(kernel, **params):
             return r["validation"]
     raise SystemExit(f"no row for {kernel} {params}")
 def show(name, v):
-    print(f"ok - {name}: {v['state']} at attempt {v['attempt']}: {(v['error'] or '')[:160]}")
+    print(f"ok - {name}: {v['state']} at attempt {v['attempt']}: {(v['error'] or '')[:400]}")
 
 v = val("fork_bomb")
 assert v["state"] == "timed_out" and v["attempt"] == 1, v
