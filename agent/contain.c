@@ -281,8 +281,11 @@ void contain_end(kf_agent *a, krunner *r)
     kcrunner *k = r->cont;
     if (!k)
         return;
-    kf_cgroup_destroy(&k->cg);
+    /* Nothing of it writes its cache while the cache is kept; the group
+     * goes after the tmpfs charged to it. */
+    kf_cgroup_kill(k->cg);
     kcache_close(&k->kc);
+    kf_cgroup_destroy(&k->cg);
     free(k);
     r->cont = NULL;
 }

@@ -330,17 +330,14 @@ static void remove_tree(const char *dir, unsigned kind, int depth)
     rmdir(dir);
 }
 
-/* Whether pid is a live kfleet agent (a kfleet-PID group still in use). */
+/* Whether the agent of a kfleet-PID group may still run: any process of
+ * that pid counts (a reused pid only delays the group's removal; taking a
+ * live agent's runners would be worse). */
 static int agent_alive(long pid)
 {
-    char p[64], comm[64] = "";
-    snprintf(p, sizeof p, "/proc/%ld/comm", pid);
-    FILE *f = fopen(p, "r");
-    if (!f)
-        return 0;
-    int ok = fgets(comm, sizeof comm, f) != NULL;
-    fclose(f);
-    return ok && strncmp(comm, "kfleet-agent", 12) == 0;
+    char p[64];
+    snprintf(p, sizeof p, "/proc/%ld", pid);
+    return access(p, F_OK) == 0;
 }
 
 /* Removes the kfleet-PID groups under parent whose agent is gone. */

@@ -23,7 +23,7 @@
  *
  * Layout: in each hierarchy, under the agent's own group, a group
  * kfleet-PID for this agent and in it one group per runner. An agent that
- * starts removes the kfleet-PID groups of agents that are gone, killing
+ * starts removes the kfleet-PID groups whose pid no longer runs, killing
  * what is left in them (orphans of an agent that was killed).
  *
  * Everything is a real file write; nothing here is simulated. */

@@ -5,7 +5,7 @@
  * (called at the end of setup; a non-zero return fails setup with the
  * message it wrote) and names itself with CONTAIN_KERNEL. Each is written
  * so that, on a node where kfleet contained nothing, it still stops by
- * itself (a bounded tree, a spin of two minutes, 8 GiB, 1 GiB written and
+ * itself (a bounded tree, a spin of a minute, 4 GiB, 1 GiB written and
  * removed) and says it was never stopped: the test then fails, the
  * machine unharmed. Travels with the kernel that includes it. */
 #ifndef KF_CONTAIN_COMMON_H

@@ -3,7 +3,7 @@
  * spinner is an orphan outside the runner's process tree (re-parented to
  * init or the agent). Contained, they are killed when the task's result
  * comes, and the task fails saying so. Uncontained they spin on after the
- * sweep; each stops by itself after two minutes. */
+ * sweep; each stops by itself after a minute. */
 #include "contain_common.h"
 
 #include <sys/wait.h>
@@ -18,7 +18,7 @@ static int on_setup(st_t *s, const kf_params *p, char *err, size_t errlen)
         if (mid == 0) {
             setsid();
             if (fork() == 0) {
-                time_t end = time(NULL) + 120;
+                time_t end = time(NULL) + 60;
                 for (volatile unsigned long spin = 0; time(NULL) < end; spin++)
                     ;
             }
