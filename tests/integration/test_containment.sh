@@ -41,10 +41,10 @@ echo "# $line"
 [ -z "$missing" ] || echo "# $missing"
 have() { case "$missing" in *"$1"*) return 1 ;; *) return 0 ;; esac; }
 GROUPS_OK=1 MEM_OK=1 PIDS_OK=1 MOUNTS_OK=1
-have "no control group" || GROUPS_OK=0
+have "no control group" && have "containment is off" || GROUPS_OK=0
 have "no memory limit" && [ $GROUPS_OK = 1 ] || MEM_OK=0
 have "no process limit" && [ $GROUPS_OK = 1 ] || PIDS_OK=0
-have "no private /dev/shm" || MOUNTS_OK=0
+have "no private /dev/shm" && have "containment is off" || MOUNTS_OK=0
 
 set +e
 "$KFLEET" submit "$T/contain.yaml" --follow >"$T/submit.out" 2>"$T/follow.log"
@@ -84,8 +84,8 @@ else:
     print("# skip - orphans: no control group on this node, a setsid'd process cannot be found")
 
 v = val("mem_bomb")
-assert "MEM_BOMB" not in (v["error"] or ""), "the memory bomb was never stopped: " + v["error"]
 if mem:
+    assert "MEM_BOMB" not in (v["error"] or ""), "the memory bomb was never stopped: " + v["error"]
     assert v["state"] == "failed" and v["attempt"] == 1, (v["state"], v["attempt"], v["error"])
     assert "the kernel used more than 1.00 GiB, its runner's memory limit" in v["error"], v["error"]
     assert "tried again" not in v["error"].replace("not tried again", ""), v["error"]
@@ -101,10 +101,10 @@ show("100 MiB of stdout", v)
 
 for target, where, bound in ((0, "/dev/shm", 64), (1, "TMPDIR", 64), (2, "its kernel cache", 32)):
     v = val("fill", target=target)
-    assert "never stopped" not in (v["error"] or ""), v["error"]
-    if not mounts and target < 2:
-        print(f"# skip - fill {where}: no private mounts for this agent's runners")
+    if not mounts:
+        print(f"# skip - fill {where}: no private mounts for this agent's runners (its missing= line above)")
         continue
+    assert "never stopped" not in (v["error"] or ""), v["error"]
     m = re.search(r"FILL: (.*) full after (\d+) MiB: No space left on device", v["error"] or "")
     assert v["state"] == "failed" and m and m.group(1) == where, v
     assert int(m.group(2)) <= bound, f"{where}: {m.group(2)} MiB written, the bound is {bound} MiB"
@@ -116,25 +116,31 @@ pass "each hostile kernel got its own clear verdict"
 # Nothing of theirs is left: no process of the agent's runners (idle ones
 # leave after 5 s), no process in its groups, no file in the node's
 # /dev/shm, no scratch dir, no cache over its quota.
-left=""
-for _ in $(seq 1 100); do
-  left=$(pgrep -f -- "--workdir $T/agents/c" | grep -vx "$AGENT" || true)
-  [ -z "$left" ] && break
-  sleep 0.3
-done
-[ -z "$left" ] || fail "processes of the agent's runners are still there: $(ps -o pid,ppid,sid,stat,args -p "$(echo $left | tr ' ' ,)" 2>&1 | head -12)"
-pass "no process of the hostile kernels is left (the fork bomb's setsid'd tree, the orphans)"
 if [ $GROUPS_OK = 1 ]; then
+  left=""
+  for _ in $(seq 1 100); do
+    left=$(pgrep -f -- "--workdir $T/agents/c" | grep -vx "$AGENT" || true)
+    [ -z "$left" ] && break
+    sleep 0.3
+  done
+  [ -z "$left" ] || fail "processes of the agent's runners are still there: $(ps -o pid,ppid,sid,stat,args -p "$(echo $left | tr ' ' ,)" 2>&1 | head -12)"
+  pass "no process of the hostile kernels is left (the fork bomb's setsid'd tree, the orphans)"
   n=$(find /sys/fs/cgroup -path "*/kfleet-$AGENT/*" -name cgroup.procs -exec cat {} + 2>/dev/null | wc -l)
   [ "$n" -eq 0 ] || fail "$n processes are still in the agent's runner groups"
   pass "the agent's runner groups are empty"
+else
+  echo "# skip - no control group here: a setsid'd process outlives its runner (each stops within a minute)"
 fi
 ls /dev/shm | grep -q "kf-fill-$TAG" && fail "/dev/shm/kf-fill-$TAG outlived its runner"
-[ -z "$(ls "$T/agents/c/tmp" | grep '^0x' || true)" ] || fail "scratch dirs left: $(ls "$T/agents/c/tmp")"
+# (Uncontained, the orphans hold their runner's pipes, so its end and its
+# scratch dir's removal wait for them.)
+[ $GROUPS_OK = 0 ] || [ -z "$(ls "$T/agents/c/tmp" | grep '^0x' || true)" ] ||
+  fail "scratch dirs left: $(ls "$T/agents/c/tmp")"
 if find "$T/agents/c/kcache" -name "kf-fill-$TAG" 2>/dev/null | grep -q .; then
   fail "the cache fill was kept: $(du -sh "$T/agents/c/kcache")"
 fi
-grep -q "kcache.full" "$T/agent-c.log" || fail "the agent did not say the kernel filled its cache quota"
+[ $MOUNTS_OK = 0 ] || grep -q "kcache.full" "$T/agent-c.log" ||
+  fail "the agent did not say the kernel filled its cache quota"
 pass "no file of the fills is left (/dev/shm, TMPDIR, the kernel's cache)"
 logs=$(find "$KFLEET_HOME" "$T" -name '*.log' -printf '%s\n' | awk '{s += $1} END {print s + 0}')
 [ "$logs" -lt $((4 << 20)) ] || fail "the logs grew to $logs bytes"
