@@ -5,8 +5,10 @@
 # task a clear verdict (timed out with its process limit named; failed
 # naming the orphans; "used more than 1.00 GiB", not tried again; passed
 # with its 100 MiB counted; "No space left on device" at the runner's
-# bound), no process of theirs and no file they wrote is left behind, and
-# an honest sweep on the same agent then passes. A mechanism this node
+# bound), no process of theirs and no file they wrote is left behind; a
+# compile that needs 2 GiB fails its build under a 256 MiB limit, its
+# compiler named as killed for memory; and an honest sweep on the same
+# agent then passes. A mechanism this node
 # cannot give (read from the agent's own start line) is skipped with its
 # reason, never faked.
 source "$(dirname "$0")/lib.sh"
@@ -145,6 +147,25 @@ pass "no file of the fills is left (/dev/shm, TMPDIR, the kernel's cache)"
 logs=$(find "$KFLEET_HOME" "$T" -name '*.log' -printf '%s\n' | awk '{s += $1} END {print s + 0}')
 [ "$logs" -lt $((4 << 20)) ] || fail "the logs grew to $logs bytes"
 pass "the logs hold $logs bytes after 100 MiB of stdout"
+
+# A compile that needs 2 GiB under a 256 MiB limit: the compiler is the
+# one killed, inside the build runner's group, and the build says so.
+if [ $MEM_OK = 1 ]; then
+  printf 'name: cc-bomb\nkernels:\n  - path: %s/cc_bomb.c\ntasks: [build]\nattempts: 3\ntime_limit: 120s\nmemory_limit: 256M\n' \
+    "$K" >"$T/cc.yaml"
+  "$KFLEET" submit "$T/cc.yaml" --follow >"$T/cc.out" 2>&1 && fail "the compile bomb built"
+  cid=$(grep -o 'submitted sweep [0-9]*' "$T/cc.out" | awk '{print $3}')
+  "$KFLEET" report "$cid" --format json >"$T/cc.json"
+  python3 - "$T/cc.json" <<'PY' || fail "the compile bomb's verdict is wrong (above)"
+import json, sys
+b = json.load(open(sys.argv[1]))["builds"][0]
+print(f"ok - compile bomb: build {b['state']}: {(b.get('error') or '')[:300]}")
+assert b["state"] == "failed", b
+assert "compile failed: the compiler used more than 0.25 GiB, the build runner's memory limit" in b["error"], b
+PY
+else
+  echo "# skip - compile bomb: no memory controller for the agent's runners on this node"
+fi
 
 # An honest sweep on the same agent passes.
 "$KFLEET" submit "$KF_SRC/tests/data/sweeps/tiny.yaml" --follow >"$T/honest.out" 2>"$T/honest.log" ||
