@@ -46,6 +46,9 @@ typedef struct kcrunner {
     kcache *kc;
     kf_contain_plan plan;
     int exited; /* contain_exited ran */
+    /* The group's counts when the runner's last Result came: a serving
+     * runner's next task is charged only what happened after. */
+    uint64_t oom_kills0, pids_refused0;
 } kcrunner;
 
 static int read_setting(const char *var, int count, setting *out, kf_err *err)
@@ -230,10 +233,10 @@ void contain_exited(kf_agent *a, krunner *r)
     kf_cgroup_events ev;
     kf_cgroup_events_get(k->cg, &ev);
     r->cg_memory_max = ev.memory_max;
-    r->cg_oom_kills = ev.oom_kills;
+    r->cg_oom_kills = ev.oom_kills - k->oom_kills0;
     r->cg_memory_hits = ev.memory_hits;
     r->cg_pids_max = ev.pids_max;
-    r->cg_pids_refused = ev.pids_refused;
+    r->cg_pids_refused = ev.pids_refused - k->pids_refused0;
     int left = kf_cgroup_kill(k->cg);
     if (left != 0)
         kf_info("runner.group_killed", "task=0x%llx pid=%d left=%d", (unsigned long long)r->task_id,
@@ -273,6 +276,12 @@ void contain_relay(kf_agent *a, krunner *r, Kfleet__Envelope *env)
     }
     results_relay(a, r, env);
     res->error = was; /* the decoder's to free */
+    if (k && k->cg) {
+        kf_cgroup_events ev;
+        kf_cgroup_events_get(k->cg, &ev);
+        k->oom_kills0 = ev.oom_kills;
+        k->pids_refused0 = ev.pids_refused;
+    }
 }
 
 void contain_end(kf_agent *a, krunner *r)
