@@ -101,6 +101,7 @@ int contain_init(kf_agent *a, kf_err *err)
         snprintf(c->mounts_why, sizeof c->mounts_why, "%s",
                  want_mounts ? merr.msg : "KF_RUNNER_TMPFS=0 and KF_RUNNER_CACHE=0");
     c->cgs = kf_cgroups_new();
+    kcache_sweep(a->workdir);
     return KF_OK;
 }
 
@@ -108,6 +109,13 @@ int contain_init(kf_agent *a, kf_err *err)
 static uint64_t value(const setting *s, uint64_t def)
 {
     return s->set ? s->v : def;
+}
+
+/* The kernel cache's quota of a runner with memory limit mem: 2 GiB, at
+ * most a quarter of mem (a tmpfs is memory), unless set. */
+static uint64_t cache_quota(const kcontain *c, uint64_t mem)
+{
+    return value(&c->cache, mem && mem / 4 < 2 * GIB ? mem / 4 : 2 * GIB);
 }
 
 void contain_ready(kf_agent *a)
@@ -126,7 +134,7 @@ void contain_ready(kf_agent *a)
             kf_cgroups_describe(c->cgs), (have & KF_CG_MEMORY) ? (double)mem / GIB : 0.0,
             (have & KF_CG_PIDS) ? value(&c->pids, c->pids_default) : 0,
             c->mounts ? (double)value(&c->tmpfs, (mem ? mem : node) / 4) / GIB : 0.0,
-            (double)value(&c->cache, 2 * GIB) / GIB, c->mounts);
+            (double)cache_quota(c, mem) / GIB, c->mounts);
     char miss[1536] = "";
     const char *cg = c->off ? "containment is off (KF_CONTAIN=0)" : kf_cgroups_missing(c->cgs);
     if (*cg)
@@ -173,11 +181,34 @@ static int has_cache(const Kfleet__TaskSpec *sp)
            !kf_task_kind_at(sp->kind)->builds && kf_sandbox_enabled();
 }
 
+/* r's scratch dir: WORKDIR/tmp/TASK-ATTEMPT, or .N after it while another
+ * runner has that one (a candidate's runner after the one that computed
+ * its references, of the same attempt: that one's end removes its dir and
+ * unmounts what the agent mounted there). */
+static void scratch_dir(const kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta)
+{
+    for (unsigned k = 0;; k++) {
+        int n = snprintf(r->dir, sizeof r->dir, "%s/tmp/0x%llx-%u", a->workdir,
+                         (unsigned long long)ta->task_id, ta->attempt);
+        if (k && n > 0 && (size_t)n < sizeof r->dir)
+            snprintf(r->dir + n, sizeof r->dir - (size_t)n, ".%u", k);
+        size_t i = 0;
+        while (i < a->nrunners && strcmp(a->runners[i]->dir, r->dir) != 0)
+            i++;
+        if (i == a->nrunners || k > a->nrunners)
+            return;
+    }
+}
+
 int contain_runner(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta, kf_err *err)
 {
     kcontain *c = a->contain;
     kcrunner *k = kf_xcalloc(1, sizeof *k);
     r->cont = k;
+    scratch_dir(a, r, ta);
+    int rc = kf_mkdirs(r->dir, 0700, err);
+    if (rc != KF_OK)
+        return rc;
     unsigned have = kf_cgroups_have(c->cgs);
     uint64_t mem = memory_of(c, ta->spec), node = kf_cgroups_memory(c->cgs);
     if (have & KF_CG_KILL) {
@@ -192,11 +223,10 @@ int contain_runner(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta, kf_err
     uint64_t tmpfs = value(&c->tmpfs, (mem ? mem : node) / 4);
     char tmpdir[PATH_MAX + 8];
     snprintf(tmpdir, sizeof tmpdir, "%s/tmp", r->dir);
-    int rc = KF_OK;
     if (kf_sandbox_enabled() && (rc = kf_mkdirs(tmpdir, 0700, err)) != KF_OK)
         return rc;
     if (has_cache(ta->spec) && !c->off) {
-        uint64_t quota = value(&c->cache, mem && mem / 4 < 2 * GIB ? mem / 4 : 2 * GIB);
+        uint64_t quota = cache_quota(c, mem);
         if (quota) {
             k->kc = kcache_open(a->workdir, ta->spec->kernel_hash, r->dir, quota, c->mounts, err);
             if (!k->kc)

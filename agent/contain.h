@@ -31,9 +31,11 @@
 #include "agent/agent_int.h"
 #include "runner/warm.h"
 
-/* Runner r of task ta (r->dir made): its group, TMPDIR and kernel cache,
- * before it is forked. KF_OK, or an error with err (the runner must not
- * start: it would run unbounded where the node promised bounds). */
+/* Runner r of task ta, before it is forked: its scratch dir r->dir (made
+ * here: WORKDIR/tmp/TASK-ATTEMPT, or .N after it while another runner has
+ * that one), its group, TMPDIR and kernel cache. KF_OK, or an error with
+ * err (the runner must not start: it would run unbounded where the node
+ * promised bounds). */
 int contain_runner(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta, kf_err *err);
 /* In the forked child, before exec: enters r's group and mounts. On
  * failure it writes why on the runner's log and exits 127 (the runner

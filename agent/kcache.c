@@ -154,6 +154,21 @@ static uint64_t tree_bytes(const char *path)
     return n;
 }
 
+void kcache_sweep(const char *workdir)
+{
+    char dir[PATH_MAX + 16], path[PATH_MAX + 300];
+    snprintf(dir, sizeof dir, "%s/kcache", workdir);
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strstr(e->d_name, ".new-") || strstr(e->d_name, ".old-")) {
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            kf_remove_tree(path);
+        }
+    closedir(d);
+}
+
 kcache *kcache_open(const char *workdir, const char *hash, const char *scratch, uint64_t quota,
                     int mounts, kf_err *err)
 {

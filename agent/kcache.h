@@ -26,6 +26,10 @@
 
 typedef struct kcache kcache;
 
+/* Removes the copies an agent killed while it kept a cache left in
+ * WORKDIR/kcache (HASH.new-PID, HASH.old-PID). At the agent's start. */
+void kcache_sweep(const char *workdir);
+
 /* The cache of kernel `hash` for a runner whose scratch dir is scratch,
  * under `quota` bytes; mounted (a tmpfs at SCRATCH/kcache) when `mounts`.
  * NULL with err when the tmpfs could not be made (the runner does not

@@ -344,10 +344,8 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
     r->gpu_index = ta->gpu_index;
     if (serve)
         snprintf(r->kernel_hash, sizeof r->kernel_hash, "%s", ta->spec->kernel_hash);
-    snprintf(r->dir, sizeof r->dir, "%s/tmp/0x%llx-%u", a->workdir, (unsigned long long)ta->task_id,
-             ta->attempt);
-    int rc = kf_mkdirs(r->dir, 0700, err);
-    if (rc || (rc = contain_runner(a, r, ta, err)))
+    int rc = contain_runner(a, r, ta, err); /* its scratch dir, group and mounts */
+    if (rc)
         goto fail;
     char path[PATH_MAX + 32];
     int in_fd = -1, task_fd[2] = {-1, -1};
