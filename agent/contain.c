@@ -263,10 +263,11 @@ void contain_exited(kf_agent *a, krunner *r)
     kf_cgroup_events ev;
     kf_cgroup_events_get(k->cg, &ev);
     r->cg_memory_max = ev.memory_max;
-    r->cg_oom_kills = ev.oom_kills - k->oom_kills0;
+    r->cg_oom_kills = ev.oom_kills > k->oom_kills0 ? ev.oom_kills - k->oom_kills0 : 0;
     r->cg_memory_hits = ev.memory_hits;
     r->cg_pids_max = ev.pids_max;
-    r->cg_pids_refused = ev.pids_refused - k->pids_refused0;
+    r->cg_pids_refused =
+        ev.pids_refused > k->pids_refused0 ? ev.pids_refused - k->pids_refused0 : 0;
     int left = kf_cgroup_kill(k->cg);
     if (left != 0)
         kf_info("runner.group_killed", "task=0x%llx pid=%d left=%d", (unsigned long long)r->task_id,
