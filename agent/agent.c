@@ -25,6 +25,7 @@
 #include "common/util.h"
 #include "common/wire.h"
 #include "agent/agent_int.h"
+#include "agent/childenv.h"
 #include "agent/refstore.h"
 
 #include <errno.h>
@@ -188,7 +189,7 @@ static void ceilings_start(kf_agent *a, kf_doctor_child *c, kf_doctor *d)
 {
     char dev[128];
     kf_err err;
-    runners_visible_device(0, dev, sizeof dev);
+    childenv_visible_device(0, dev, sizeof dev);
     int gpu = a->info->n_gpus > 0;
     memset(d, 0, sizeof *d);
     if (kf_doctor_start(a->runner_exe, gpu, gpu ? dev : NULL, c, &err) != KF_OK)
@@ -390,6 +391,16 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
     snprintf(dir, sizeof dir, "%s/tmp", a->workdir);
     if ((rc = kf_mkdirs(dir, 0700, err)))
         goto fail;
+    /* One host profile at a time on this machine, whichever of its agents
+     * runs it (runner/harness.h): KF_HOST_LOCK names the lock, "none"
+     * turns it off. */
+    const char *lock = getenv("KF_HOST_LOCK");
+    if (lock && strcmp(lock, "none") == 0)
+        a->host_lock[0] = '\0';
+    else if (lock && *lock)
+        snprintf(a->host_lock, sizeof a->host_lock, "%s", lock);
+    else
+        snprintf(a->host_lock, sizeof a->host_lock, "/tmp/kfleet-host-%u.lock", (unsigned)getuid());
     if (!(a->refs = kf_refstore_open(a->workdir, err))) {
         rc = err->code;
         goto fail;

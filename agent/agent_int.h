@@ -83,6 +83,10 @@ typedef struct krunner {
     struct kcrunner *cont;
     uint64_t cg_memory_max, cg_oom_kills, cg_memory_hits;
     uint64_t cg_pids_max, cg_pids_refused;
+    /* A problem's secret seeds of this task (a reference's or a
+     * candidate's): scrubbed from whatever text it sends (results.c). */
+    uint64_t seeds[64];
+    size_t nseeds;
 } krunner;
 
 typedef struct kpending {
@@ -104,6 +108,7 @@ struct kf_agent {
     char compat_dir[4096];      /* forward-compat libraries runners load first, "" when none */
     char compat_error[1024];    /* why the toolkit cannot run on the driver, "" when it can */
     char sandbox_missing[1024]; /* what the runner sandbox cannot enforce here, "" when all */
+    char host_lock[PATH_MAX];   /* the machine's host-profile lock, "" for none (harness.h) */
     void *zctx, *sock;
     void *monitor;             /* PAIR fed by the DEALER's monitor: handshakes and disconnects */
     int link_up;               /* a handshake succeeded and no disconnect since */
@@ -181,6 +186,5 @@ void runners_reap(kf_agent *a);
 /* Kills every runner (and its process group) and removes its scratch dir. */
 void runners_stop_all(kf_agent *a);
 /* The CUDA_VISIBLE_DEVICES entry of the agent's GPU `index`. */
-void runners_visible_device(uint32_t index, char *out, size_t len);
 
 #endif

@@ -21,6 +21,39 @@
  * next task's, or dropped with the runner). */
 #define RESULT_DRAIN_MAX (64u << 20)
 
+/* The forms of a seed text may hold it in (decimal, as torch's
+ * manual_seed takes it modulo 2^63, in hex either case): each replaced by
+ * "<secret seed>" in text[0, n) into out. A problem's seeds are secret
+ * (docs/problems.md): a candidate that prints them, a problem whose error
+ * names one, reach no report. */
+static void scrub(const krunner *r, const char *text, size_t n, kf_buf *out)
+{
+    char forms[64 * 5][24];
+    size_t nf = 0;
+    for (size_t i = 0; i < r->nseeds; i++) {
+        uint64_t v = r->seeds[i];
+        snprintf(forms[nf++], sizeof forms[0], "%llu", (unsigned long long)v);
+        snprintf(forms[nf++], sizeof forms[0], "%llu", (unsigned long long)(v % (1ull << 63)));
+        snprintf(forms[nf++], sizeof forms[0], "%llx", (unsigned long long)v);
+        snprintf(forms[nf++], sizeof forms[0], "%llX", (unsigned long long)v);
+    }
+    kf_buf_reset(out);
+    for (size_t at = 0; at < n;) {
+        size_t hit = 0;
+        for (size_t f = 0; f < nf && !hit; f++) {
+            size_t l = strlen(forms[f]);
+            if (l >= 6 && l <= n - at && memcmp(text + at, forms[f], l) == 0)
+                hit = l;
+        }
+        if (hit) {
+            kf_buf_adds(out, "<secret seed>");
+            at += hit;
+        } else {
+            kf_buf_addc(out, text[at++]);
+        }
+    }
+}
+
 /* The kernel's output of r's task so far into res (pointing into *keep,
  * which must outlive the frame), and r's record of it started afresh. */
 static void attach_output(krunner *r, Kfleet__Result *res, kf_buf *keep)
@@ -29,6 +62,12 @@ static void attach_output(krunner *r, Kfleet__Result *res, kf_buf *keep)
         kf_kout_read(r->kout, &r->kout_fd, RESULT_DRAIN_MAX);
     res->kernel_output_bytes = kf_kout_total(r->kout);
     kf_kout_render(r->kout, keep);
+    if (r->nseeds) {
+        kf_buf clean = KF_BUF_INIT;
+        scrub(r, keep->data ? keep->data : "", keep->len, &clean);
+        kf_buf_release(keep);
+        *keep = clean;
+    }
     res->kernel_output.data = (uint8_t *)keep->data;
     res->kernel_output.len = keep->len;
     kf_kout_reset(r->kout);
@@ -46,14 +85,19 @@ void results_send(kf_agent *a, krunner *r, int state, int infra, const char *err
     res.elapsed_s = (double)(kf_mono_ns() - r->started_mono) / 1e9;
     res.sample_count = r->nsamples;
     res.finished_ns = kf_now_ns();
-    kf_buf output = KF_BUF_INIT;
+    kf_buf output = KF_BUF_INIT, why = KF_BUF_INIT;
     if (r->kout) /* what it wrote says why, as often as not */
         attach_output(r, &res, &output);
+    if (r->nseeds && error) {
+        scrub(r, error, strlen(error), &why);
+        res.error = why.data ? why.data : "";
+    }
     Kfleet__Envelope env = KFLEET__ENVELOPE__INIT;
     env.body_case = KFLEET__ENVELOPE__BODY_RESULT;
     env.result = &res;
     link_emit(a, &env, r->task_id, r->attempt, 1);
     kf_buf_release(&output);
+    kf_buf_release(&why);
     r->got_result = 1;
 }
 
@@ -149,6 +193,11 @@ void results_relay(kf_agent *a, krunner *r, Kfleet__Envelope *env)
         res->infra = 1;
         res->error = why;
     }
+    kf_buf clean = KF_BUF_INIT;
+    if (r->nseeds && res->error && *res->error) {
+        scrub(r, res->error, strlen(res->error), &clean);
+        res->error = clean.data ? clean.data : "";
+    }
     if (res->artifact_stale) /* the runner's log goes with its scratch dir */
         kf_warn("runner.artifact_stale", "task=0x%llx error=\"%.300s\"",
                 (unsigned long long)r->task_id, res->error ? res->error : "");
@@ -158,4 +207,5 @@ void results_relay(kf_agent *a, krunner *r, Kfleet__Envelope *env)
     res->error = runner_error;
     res->kernel_output = runner_output;
     kf_buf_release(&output);
+    kf_buf_release(&clean);
 }

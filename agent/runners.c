@@ -12,6 +12,7 @@
  * (Result.infra: tried again), a crash as the kernel's own. */
 #include "agent/agent_int.h"
 #include "agent/checkers.h"
+#include "agent/childenv.h"
 #include "agent/contain.h"
 #include "agent/ending.h"
 #include "agent/kout.h"
@@ -69,25 +70,6 @@ void runners_fail_assignment(kf_agent *a, const Kfleet__TaskAssign *ta, const ch
     results_send(a, &tmp, KFLEET__TASK_STATE__FAILED, 1, why);
 }
 
-/* The CUDA_VISIBLE_DEVICES entry for the agent's GPU `index`: the agent
- * numbers the GPUs it sees, so when it was itself started with a subset
- * ("2,3"), its GPU 1 is the node's "3", not "1". */
-void runners_visible_device(uint32_t index, char *out, size_t len)
-{
-    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
-    snprintf(out, len, "%u", index);
-    if (!vis || !*vis)
-        return;
-    const char *p = vis;
-    for (uint32_t i = 0; i < index && p; i++) {
-        p = strchr(p, ',');
-        if (p)
-            p++;
-    }
-    if (p && *p)
-        snprintf(out, len, "%.*s", (int)strcspn(p, ","), p);
-}
-
 /* How long a serving runner waits idle for its kernel's next task. The
  * coordinator hands a GPU its next task as soon as the result is in, and a
  * sweep runs kernel by kernel, so the next task of the kernel comes within
@@ -139,6 +121,14 @@ static void begin_task(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta)
     r->kind = ta->spec ? ta->spec->kind : 0;
     r->got_result = r->timed_out = r->cancelled = r->idle = 0;
     r->nsamples = 0;
+    r->nseeds = 0;
+    const Kfleet__TaskSpec *sp = ta->spec;
+    if (sp && sp->problem_hash && *sp->problem_hash) /* a candidate's */
+        for (size_t i = 0; i < sp->n_seeds && r->nseeds < 64; i++)
+            r->seeds[r->nseeds++] = sp->seeds[i];
+    if (sp && kf_task_kind_at(sp->kind)->references) /* a reference task's */
+        for (size_t i = 0; i < sp->n_seeds && r->nseeds < 64; i++)
+            r->seeds[r->nseeds++] = sp->seeds[i];
     r->tasks++;
     r->started_mono = kf_mono_ns();
     r->oom_kills0 = ending_oom_kills();
@@ -258,55 +248,12 @@ static int reuse(kf_agent *a, const Kfleet__TaskAssign *ta)
     return 0;
 }
 
-/* The environment of a process about to exec a runner (or a warm runner,
- * warms.h) of GPU slot gpu_index (gpu 0: the CPU), in the forked child. */
-static void child_env(kf_agent *a, int gpu, uint32_t gpu_index)
-{
-    if (kf_sandbox_enabled())
-        kf_sandbox_scrub_env();
-    /* In a sanitizer build, let a kernel's fault kill the runner by its
-     * signal (what the task reports) instead of ASan's own exit. */
-    const char *asan = getenv("ASAN_OPTIONS");
-    if (asan) {
-        char opts[1024];
-        snprintf(opts, sizeof opts, "%s:handle_segv=0:handle_sigbus=0:handle_sigfpe=0", asan);
-        setenv("ASAN_OPTIONS", opts, 1);
-    }
-    if (a->compat_dir[0]) {
-        /* The toolkit's libcuda before the system's (runner/compat.h). */
-        const char *old = getenv("LD_LIBRARY_PATH");
-        char libpath[8192];
-        snprintf(libpath, sizeof libpath, "%s%s%s", a->compat_dir, old && *old ? ":" : "",
-                 old ? old : "");
-        setenv("LD_LIBRARY_PATH", libpath, 1);
-        setenv("KF_CUDA_COMPAT_DIR", a->compat_dir, 1);
-    }
-    if (gpu) {
-        char dev[128];
-        runners_visible_device(gpu_index, dev, sizeof dev);
-        setenv("CUDA_VISIBLE_DEVICES", dev, 1);
-    }
-    /* The arch its cache key needs, from the agent's inventory: the
-     * runner then starts no CUDA driver (threads the sandbox, entered
-     * by one thread, would not hold) before its sandbox. A build takes
-     * GPU 0's, as the runner's own device 0 would be. */
-    const char *arch_env = getenv("KF_CUDA_ARCH");
-    uint32_t want = gpu ? gpu_index : 0;
-    for (size_t g = 0; (!arch_env || !*arch_env) && g < a->info->n_gpus; g++) {
-        const Kfleet__GpuInfo *gi = a->info->gpus[g];
-        if (gi->index == want && gi->cc_major > 0) {
-            char arch[32];
-            kf_build_arch_name((int)gi->cc_major, (int)gi->cc_minor, arch, sizeof arch);
-            setenv("KF_CUDA_ARCH", arch, 1);
-            break;
-        }
-    }
-}
-
 /* warms.h's warms_env_fn. */
 static void warm_env(void *ctx, int gpu, uint32_t gpu_index)
 {
-    child_env(ctx, gpu, gpu_index);
+    kf_agent *a = ctx;
+    kf_childenv e = {a->compat_dir, a->host_lock, a->info};
+    childenv_apply(&e, gpu, gpu_index);
 }
 
 /* Whether ta's runner comes from a warm runner (warms.h): a candidate's
@@ -439,7 +386,8 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
         }
         contain_child(r); /* its group and mounts, before anything of it runs */
         int sandboxed = kf_sandbox_enabled();
-        child_env(a, r->gpu, r->gpu_index);
+        kf_childenv e = {a->compat_dir, a->host_lock, a->info};
+        childenv_apply(&e, r->gpu, r->gpu_index);
         /* The scratch dir is what turns the runner's sandbox on. */
         char *argv[] = {"kfleet-agent", "--runner", "--workdir", a->workdir, "--channel",
                         NULL,           NULL,       NULL,        NULL};
@@ -657,6 +605,34 @@ void runners_drain(kf_agent *a, krunner *r)
             break;
         }
         if (env->body_case == KFLEET__ENVELOPE__BODY_SAMPLES && !r->got_result) {
+            /* A task's samples come numbered 0, 1, 2, ... (harness.h): one
+             * out of that order is a second writer on the runner's channel
+             * (issue 43: a forwarder that sent its own copies first), so
+             * nothing of the batch is kept and the runner goes. */
+            const Kfleet__SampleBatch *sb = env->samples;
+            size_t bad = 0;
+            while (bad < sb->n_samples && sb->samples[bad]->seq == r->nsamples + bad)
+                bad++;
+            if (kf_task_kind_at(r->kind)->report != KF_REPORT_TIMING && sb->n_samples) {
+                results_kill(r,
+                             "kfleet killed the runner: samples came from a task that takes "
+                             "none (a %s): something in the runner's process wrote samples on "
+                             "its channel",
+                             kf_task_kind_name(r->kind));
+                kf_wire_free(env);
+                off = r->in.len;
+                break;
+            }
+            if (bad < sb->n_samples) {
+                results_kill(r,
+                             "kfleet killed the runner: sample number %u came where %u was due (a "
+                             "duplicated or out-of-order sample: something in the runner's "
+                             "process wrote samples on its channel); no time of this task is kept",
+                             sb->samples[bad]->seq, (unsigned)(r->nsamples + bad));
+                kf_wire_free(env);
+                off = r->in.len;
+                break;
+            }
             env->samples->task_id = r->task_id;
             env->samples->attempt = r->attempt;
             r->nsamples += (uint32_t)env->samples->n_samples;

@@ -10,6 +10,7 @@
  * driven by kernel_ops.c; ncu and compute-sanitizer runs: nested.c
  * (hctx.h). */
 #include "runner/harness.h"
+#include "runner/hostlock.h"
 #include "runner/build.h"
 #include "runner/channel.h"
 #include "runner/cudrv.h"
@@ -503,6 +504,7 @@ int kf_runner_main(const char *workdir, const char *scratch, int channel)
     setrlimit(RLIMIT_CORE, &nocore);
     int task_fd, frames_fd;
     take_channel(channel, &task_fd, &frames_fd);
+    kf_hostlock_fd(); /* before the sandbox, which may not reach it */
     size_t len = 0;
     uint8_t *in = read_all_wiped(task_fd, &len);
     Kfleet__TaskAssign *ta = in ? kfleet__task_assign__unpack(NULL, len, in) : NULL;
@@ -546,6 +548,7 @@ int kf_runner_serve(const char *workdir, const char *scratch, int channel)
     setrlimit(RLIMIT_CORE, &nocore);
     int task_fd, frames_fd;
     take_channel(channel, &task_fd, &frames_fd);
+    kf_hostlock_fd();
     hkeep keep = {0};
     int rc = 0, python = 0;
     for (;;) {

@@ -50,6 +50,7 @@ enum {
     HCTX_PH_DETERMINISM, /* validation's second run of the first seed, fetched and
                           * compared bitwise */
     HCTX_PH_REST,        /* the burst protocol's rests before samples (thermal.h) */
+    HCTX_PH_HOSTWAIT,    /* a host profile waiting for the machine (harness.h's lock) */
     HCTX_NPHASES
 };
 extern const char *const hctx_phase_names[HCTX_NPHASES];

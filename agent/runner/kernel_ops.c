@@ -291,7 +291,7 @@ int hctx_run_once(hctx *h, const loaded *L, void *state)
 const char *const hctx_phase_names[HCTX_NPHASES] = {
     "load",        "context",     "setup",   "run",         "reference",      "compare",
     "sampling",    "tools",       "build",   "samples",     "throttle waits", "sample launch",
-    "sample sync", "clock reads", "warm-up", "determinism", "rests"};
+    "sample sync", "clock reads", "warm-up", "determinism", "rests", "host wait"};
 
 int hctx_timer_open(hctx *h)
 {
@@ -319,9 +319,19 @@ void hctx_phase_add_s(hctx *h, int ph, double seconds)
 static int setup_once(hctx *h, const loaded *L, uint64_t seed, void **state)
 {
     char kerr[HCTX_KERR_LEN] = "";
-    if (L->k->setup(state, &L->params, seed, kerr, sizeof kerr) != 0)
+    if (L->k->setup(state, &L->params, seed, kerr, sizeof kerr) != 0) {
+        /* A problem's seeds are secret (docs/problems.md): named by their
+         * place in the pool; a plain kernel's, to replay it. */
+        size_t i = 0;
+        while (i < h->spec->n_seeds && h->spec->seeds[i] != seed)
+            i++;
+        if (i < h->spec->n_seeds)
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                             "kernel %s setup (pool seed #%zu) failed: %s", h->spec->kernel, i,
+                             kerr);
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s setup (seed %llu) failed: %s",
                          h->spec->kernel, (unsigned long long)seed, kerr);
+    }
     if (h->cu) {
         kf_err err;
         if (kf_cudrv_sync(h->cu, &err) != KF_OK)

@@ -11,6 +11,7 @@
 #include "runner/guard.h"
 #include "runner/hctx.h"
 #include "runner/harness.h"
+#include "runner/hostlock.h"
 #include "runner/thermal.h"
 #include "common/buf.h"
 #include "common/log.h"
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include "common/stats.h"
 
 #include <time.h>
@@ -686,6 +688,28 @@ static void prof_close(prof *p)
         p->L->k->teardown(p->states[i]);
 }
 
+/* The machine's host-profile lock for a host kernel's profile (harness.h),
+ * waited for at most the profile's own timeout four times and 10 s, at
+ * most 120 s (a process holding it for ever costs others that, not their
+ * tasks): 1 when held, 0 when not (none, or not had: the profile is
+ * measured beside another, and says so). */
+static int host_lock(prof *p, Kfleet__ProfileStats *ps)
+{
+    int fd = kf_hostlock_fd();
+    if (fd < 0 || p->h->cu)
+        return 0;
+    uint64_t t0 = kf_mono_ns();
+    double limit = fmin(120.0, 4 * p->timeout + 10.0);
+    int held = 0;
+    while (!(held = flock(fd, LOCK_EX | LOCK_NB) == 0) &&
+           (double)(kf_mono_ns() - t0) / 1e9 < limit)
+        kf_sleep_s(0.005);
+    ps->host_wait_s = (double)(kf_mono_ns() - t0) / 1e9;
+    ps->host_shared = !held;
+    hctx_phase_add(p->h, HCTX_PH_HOSTWAIT, t0);
+    return held;
+}
+
 int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
 {
     if (hctx_refuse_vacuous(h, L) != 0)
@@ -695,7 +719,10 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
         return -1;
     prof p = {0};
     prof_settings(&p, h, L);
+    int locked = host_lock(&p, ps);
     if (sets_open(&p) != 0 || warm_up(&p) != 0) {
+        if (locked)
+            flock(kf_hostlock_fd(), LOCK_UN);
         prof_close(&p);
         return -1;
     }
@@ -735,6 +762,8 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
     }
     if (h->cu)
         kf_cudrv_until_idle(h->cu, 0);
+    if (locked)
+        flock(kf_hostlock_fd(), LOCK_UN);
     prof_close(&p);
     return rc;
 }

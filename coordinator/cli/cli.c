@@ -3,6 +3,7 @@
 #include "cli/cli.h"
 #include "common/json.h"
 #include "cli/client.h"
+#include "cli/options.h"
 #include "common/signals.h"
 #include "common/util.h"
 #include "core/store.h"
@@ -42,14 +43,40 @@ int kf_cli_status(int rc)
     return rc == KF_EINVAL || rc == KF_ENOTFOUND ? 2 : 1;
 }
 
-int kf_cli_sweep_id(const char *s, uint32_t *id)
+int kf_cli_call(const char *cmdname, const char *home, Kfleet__ControlRequest *req, int timeout_ms,
+                Kfleet__ControlReply **rep)
 {
-    char *end;
-    unsigned long v = strtoul(s, &end, 10);
-    if (*s == '\0' || *end || v == 0 || v > UINT32_MAX)
-        return -1;
-    *id = (uint32_t)v;
+    kf_paths p;
+    if (kf_cli_paths(home, 0, &p))
+        return 1;
+    kf_err err;
+    kf_client *c = NULL;
+    if (kf_client_open(&p, &c, &err) != KF_OK) {
+        fprintf(stderr, "kfleet %s: %s\n", cmdname, err.msg);
+        return 1;
+    }
+    int rc = kf_client_call(c, req, timeout_ms, rep, &err);
+    kf_client_close(&c);
+    if (rc) {
+        fprintf(stderr, "kfleet %s: %s\n", cmdname, err.msg);
+        return kf_cli_status(rc);
+    }
     return 0;
+}
+
+int kf_cli_sweep_ids(const kf_cmd_entry *c, int argc, char **argv, uint32_t *ids, int max)
+{
+    for (int i = 0; optind + i < argc; i++) {
+        const char *s = argv[optind + i];
+        if (i == max)
+            return kf_opt_error(c, "unexpected argument '%s'", s);
+        char *end;
+        unsigned long v = strtoul(s, &end, 10);
+        if (*s == '\0' || *end || v == 0 || v > UINT32_MAX)
+            return kf_opt_error(c, "a sweep id is a positive number, got '%s'", s);
+        ids[i] = (uint32_t)v;
+    }
+    return KF_OPT_GO;
 }
 
 int kf_cli_parse_sweep(const char *cmdname, const char *file, kf_sweep_spec **spec, char *kdir,

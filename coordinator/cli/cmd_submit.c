@@ -62,38 +62,20 @@ static int print_receipt(int json, uint32_t id, const char *name, size_t ntasks)
 static int cmd_submit(int argc, char **argv, const char *home)
 {
     const kf_cmd_entry *self = &kf_cmd_submit;
-    int follow = 0, json = 0, jsonl = 0;
+    int follow = 0, format = 0;
     kf_follow_opts fo = {.stall_s = KF_FOLLOW_STALL_S};
-    static const struct option opts[] = {{"follow", no_argument, 0, 'f'},
-                                         {"format", required_argument, 0, 'F'},
-                                         {"stall-timeout", required_argument, 0, 's'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    int ch, rc;
-    while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
-        switch (ch) {
-        case KF_OPT_EXIT:
-            return rc;
-        case 'f':
-            follow = 1;
-            break;
-        case 's':
-            if (kf_parse_duration(optarg, &fo.stall_s) != 0)
-                return kf_opt_error(self,
-                                    "--stall-timeout wants a duration (90s, 5m, 0: never), "
-                                    "got '%s'",
-                                    optarg);
-            break;
-        case 'F':
-            if (kf_opt_format(self, optarg, (const char *const[]){"table", "json", "jsonl", NULL},
-                              &json))
-                return 2;
-            jsonl = json == 2; /* jsonl is json, a line per row */
-            break;
-        default:
-            return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
-        }
-    }
+    const kf_option opts[] = {
+        KF_OPT_FLAG("follow", &follow),
+        /* jsonl is json, a line per row */
+        KF_OPT_CHOICE("format", &format, ((const char *const[]){"table", "json", "jsonl", NULL})),
+        KF_OPT_DURATION("stall-timeout", &fo.stall_s, 0, KF_OPT_ANY, 0,
+                        "a duration (90s, 5m, 0: never)"),
+        KF_OPT_END,
+    };
+    int rc = kf_opt_parse(self, argc, argv, opts);
+    if (rc != KF_OPT_GO)
+        return rc;
+    int json = format != 0, jsonl = format == 2;
     if (optind != argc - 1)
         return kf_opt_error(self, "wants exactly one sweep file");
     if (jsonl && !follow)

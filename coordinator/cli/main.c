@@ -89,7 +89,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    /* The command sees argv from its own name on. */
-    optind = 1;
+    /* The command sees argv from its own name on (its flags from argv[1]:
+     * kf_opt_parse). */
     return c->fn(argc - i, argv + i, home);
 }

@@ -1,14 +1,15 @@
 /* store — the coordinator's LMDB environment; see store.h for the layout.
  *
- * One environment, its named databases (tables.h; the seals are seal.c's,
- * a problem's seed pools and references at the end of this file),
- * opened once per process. Records
- * are packed protobuf messages. Keys are big-endian so cursor order is
+ * One environment, its named databases (store_int.h; a problem's seed
+ * pools and references at the end of this file), opened once per process.
+ * A sample or result is sealed in the transaction that puts it (seal.h:
+ * the seals' key and check are seal.c's, which reads what this file
+ * wrote). Records are packed protobuf messages. Keys are big-endian so cursor order is
  * numeric order, which lets "all tasks of sweep S" and "all samples of an
  * attempt" be a single range scan. */
 #include "core/store.h"
 #include "core/pagecheck.h"
-#include "core/tables.h"
+#include "core/store_int.h"
 #include "common/xalloc.h"
 #include "common/util.h"
 
@@ -212,6 +213,51 @@ void kf_store_abort(kf_txn **txn)
 
 /* ---- keys ---- */
 
+/* ---- seals (seal.h): each sample and result sealed as it is put ---- */
+
+void store_seal_mac(const kf_store *s, int db, const MDB_val *k, const MDB_val *v,
+                    uint8_t mac[SEAL_LEN])
+{
+    uint8_t tb = (uint8_t)db;
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, s->seal_key, sizeof s->seal_key, SEAL_LEN);
+    crypto_generichash_update(&st, &tb, 1);
+    crypto_generichash_update(&st, k->mv_data, k->mv_size);
+    crypto_generichash_update(&st, v->mv_data, v->mv_size);
+    crypto_generichash_final(&st, mac, SEAL_LEN);
+}
+
+/* A result's (and a late result's) seal lives under its own key; an
+ * attempt's samples share one, (samples, task, attempt), the XOR of their
+ * MACs, so a seal costs one small record per attempt rather than one per
+ * sample (a full-disk store must still fit its sweep). */
+size_t store_seal_slot(int db, const void *key, size_t klen, uint8_t out[32])
+{
+    out[0] = (uint8_t)db;
+    if (db == DB_SAMPLES && klen == 16)
+        klen = 12;
+    memcpy(out + 1, key, klen);
+    return klen + 1;
+}
+
+/* The seal of a record just put into table db, in the same transaction. */
+static int seal_put(kf_txn *t, int db, const void *key, size_t klen, const MDB_val *v)
+{
+    uint8_t slot[32], mac[SEAL_LEN];
+    MDB_val rk = {klen, (void *)key};
+    store_seal_mac(t->s, db, &rk, v, mac);
+    MDB_val k = {store_seal_slot(db, key, klen, slot), slot}, old;
+    if (db == DB_SAMPLES && mdb_get(t->txn, t->s->dbi[DB_SEALS], &k, &old) == 0 &&
+        old.mv_size == SEAL_LEN)
+        for (int i = 0; i < SEAL_LEN; i++)
+            mac[i] ^= ((const uint8_t *)old.mv_data)[i];
+    MDB_val sv = {SEAL_LEN, mac};
+    int rc = mdb_put(t->txn, t->s->dbi[DB_SEALS], &k, &sv, 0);
+    if (rc && !t->failed)
+        t->failed = rc;
+    return kf_store_map_rc(rc);
+}
+
 /* ---- generic put/get of packed messages ---- */
 
 static int put_msg(kf_txn *t, int db, const void *key, size_t klen, const ProtobufCMessage *m,
@@ -234,7 +280,7 @@ static int put_msg(kf_txn *t, int db, const void *key, size_t klen, const Protob
     }
     protobuf_c_message_pack(m, v.mv_data);
     if (t->s->sealing && (db == DB_SAMPLES || db == DB_RESULTS || db == DB_LATE))
-        return kf_seal_put(t, db, key, klen, &v);
+        return seal_put(t, db, key, klen, &v);
     return KF_OK;
 }
 
@@ -677,74 +723,4 @@ int kf_store_retire_references(kf_txn *t, const char *problem_hash, uint32_t gen
     if (rc && rc != MDB_NOTFOUND && !t->failed)
         t->failed = rc;
     return rc == MDB_NOTFOUND || rc == 0 ? KF_OK : kf_store_map_rc(rc);
-}
-
-/* ---- prior durations (the scheduler's longest-first order) ---- */
-
-struct prior_ctx {
-    kf_txn *t;
-    const Kfleet__Sweep *sw;
-    const char *const *hashes;
-    size_t nhashes;
-    kf_store_prior_cb cb;
-    void *ctx;
-    uint32_t read;
-};
-
-static int has_hash(const struct prior_ctx *x, const char *hash)
-{
-    for (size_t i = 0; i < x->nhashes; i++)
-        if (strcmp(x->hashes[i], hash) == 0)
-            return 1;
-    return 0;
-}
-
-static int prior_task(void *c, const Kfleet__Task *task)
-{
-    struct prior_ctx *x = c;
-    if (++x->read > KF_STORE_PRIOR_TASKS)
-        return 1; /* enough read: stop the walk (not an error) */
-    if (task->state != KFLEET__TASK_STATE__SUCCEEDED || task->kernel_index >= x->sw->n_kernels ||
-        !has_hash(x, x->sw->kernels[task->kernel_index]->hash))
-        return 0;
-    Kfleet__Result *r = NULL;
-    int rc = kf_store_get_result(x->t, task->task_id, &r);
-    if (rc == KF_ENOTFOUND)
-        return 0;
-    if (rc)
-        return rc;
-    if (r->state == KFLEET__TASK_STATE__SUCCEEDED && r->elapsed_s > 0)
-        rc = x->cb(x->ctx, x->sw->kernels[task->kernel_index]->hash, task, r->elapsed_s);
-    kfleet__result__free_unpacked(r, NULL);
-    return rc;
-}
-
-int kf_store_foreach_prior(kf_txn *t, uint32_t before, const char *const *hashes, size_t nhashes,
-                           kf_store_prior_cb cb, void *ctx)
-{
-    struct prior_ctx x = {t, NULL, hashes, nhashes, cb, ctx, 0};
-    uint32_t looked = 0, matched = 0;
-    for (uint32_t id = before; id-- > 1 && looked < KF_STORE_PRIOR_SWEEPS &&
-                               matched < KF_STORE_PRIOR_MATCHES &&
-                               x.read <= KF_STORE_PRIOR_TASKS;) {
-        Kfleet__Sweep *sw = NULL;
-        int rc = kf_store_get_sweep(t, id, &sw);
-        if (rc == KF_ENOTFOUND)
-            continue;
-        if (rc)
-            return rc;
-        looked++;
-        int any = 0;
-        for (size_t k = 0; k < sw->n_kernels && !any; k++)
-            any = has_hash(&x, sw->kernels[k]->hash);
-        if (any) {
-            matched++;
-            x.sw = sw;
-            rc = kf_store_foreach_task(t, id, prior_task, &x);
-        }
-        kfleet__sweep__free_unpacked(sw, NULL);
-        if (rc && !(rc == 1 && x.read > KF_STORE_PRIOR_TASKS))
-            return rc;
-    }
-    return KF_OK;
 }

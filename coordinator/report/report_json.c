@@ -181,6 +181,9 @@ static json_t *json_profile(const rrow *w, int with_samples)
     set(p, "timer", ps && ps->timer && *ps->timer ? kf_json_str(ps->timer) : json_null());
     set(p, "event_median_s", ps && ps->event_median_s > 0 ? jnum(ps->event_median_s) : json_null());
     set(p, "host_call_s", ps && ps->host_call_s > 0 ? jnum(ps->host_call_s) : json_null());
+    /* A host profile measured beside another one on its machine. */
+    set(p, "host_shared", json_boolean(ps && ps->host_shared));
+    set(p, "host_wait_s", ps && ps->host_wait_s > 0 ? jnum(ps->host_wait_s) : json_null());
     set(p, "median_s", jnum(w->st.median));
     set(p, "mean_s", jnum(w->st.mean));
     set(p, "min_s", jnum(w->st.min));

@@ -332,6 +332,9 @@ static void flags_str(const rep *r, const rrow *w, char *out, size_t len)
         ADD("SM %u MHz %.0f W", w->sm_clock_mhz, w->power_mw / 1e3);
     if (w->mismatch)
         ADD("samples-mismatch");
+    if (w->profile && w->profile->res && w->profile->res->profile &&
+        w->profile->res->profile->host_shared)
+        ADD("measured beside another host profile");
     if (w->build && w->build->jit_fallback)
         ADD("jit-fallback");
     const Kfleet__ProfileStats *hp =

@@ -1,8 +1,11 @@
-/* tables — the store's insides, shared by store.c and seal.c (the seals
- * live in the store's environment and transactions): the tables, the two
- * structs, the big-endian key helpers. Nobody else includes it. */
-#ifndef KF_TABLES_H
-#define KF_TABLES_H
+/* store_int — the store module's insides, shared by its files: store.c
+ * (the environment, transactions and records, each sealed as it is put),
+ * seal.c (the seals' key and their check, seal.h) and store_check.c (the
+ * whole store's check): the tables, the two structs, the big-endian key
+ * helpers and a record's seal. Arrows run one way: seal.c and
+ * store_check.c use store.c, which uses neither. Nobody else includes it. */
+#ifndef KF_STORE_INT_H
+#define KF_STORE_INT_H
 
 #include "common/err.h"
 
@@ -86,9 +89,13 @@ static inline uint32_t rd32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* seal.c's hook, called by store.c: the seal of a record just put into
- * table db (samples, results, late results), in the same transaction. 0
- * or a store error. */
-int kf_seal_put(struct kf_txn *t, int db, const void *key, size_t klen, const MDB_val *v);
+/* A record's MAC (seal.h): keyed BLAKE2b, with the store's seal key, of
+ * its table's byte, its key k and its stored bytes v. */
+void store_seal_mac(const struct kf_store *s, int db, const MDB_val *k, const MDB_val *v,
+                    uint8_t mac[SEAL_LEN]);
+
+/* Where the seal of the record with key (klen bytes) of table db lives in
+ * the seals table: its key, written to out, and its length. */
+size_t store_seal_slot(int db, const void *key, size_t klen, uint8_t out[32]);
 
 #endif
