@@ -15,6 +15,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,26 @@ static uint64_t cache_quota(const kcontain *c, uint64_t mem)
     return value(&c->cache, mem && mem / 4 < 2 * GIB ? mem / 4 : 2 * GIB);
 }
 
+/* Whether path is a file in /dev/shm (by its own name or its folder's). */
+static int on_shm(const char *path)
+{
+    if (!path || !*path)
+        return 0;
+    if (strncmp(path, "/dev/shm/", 9) == 0)
+        return 1;
+    char dir[PATH_MAX], real[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    return realpath(dir, real) &&
+           (strcmp(real, "/dev/shm") == 0 || strncmp(real, "/dev/shm/", 9) == 0);
+}
+
 void contain_ready(kf_agent *a)
 {
     kcontain *c = a->contain;
@@ -144,6 +165,13 @@ void contain_ready(kf_agent *a)
                  "%sno private /dev/shm or TMPDIR for runners and the kernels' caches bounded only "
                  "after each runner (%s)",
                  *miss ? "; " : "", c->mounts_why);
+    /* Each runner has a /dev/shm of its own: a host-profile lock there
+     * (runner/hostlock.h) would be a file per runner, locking nothing. */
+    if (c->mounts && !(c->tmpfs.set && !c->tmpfs.v) && on_shm(a->host_lock))
+        kf_warn("agent.host_lock",
+                "path=%s error=\"each runner has a private /dev/shm, so this lock would keep no "
+                "two host profiles apart; name a file outside /dev/shm in KF_HOST_LOCK\"",
+                a->host_lock);
     if (!*miss)
         return;
     kf_warn("agent.contain", "missing=\"%s\"", miss);

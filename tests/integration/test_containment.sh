@@ -214,3 +214,21 @@ for k in sorted(before):
     assert 1 / 3 < ratio < 3, f"{k}: {ratio:.2f}x"
 PY
 pass "an honest sweep on the same agent then passes ($(json_field "$T/hv.json" succeeded) tasks), its medians as before"
+
+# A host-profile lock in /dev/shm would be a file per runner (each has a
+# /dev/shm of its own): the agent says so at start; the default's
+# (/tmp) draws no such line.
+if [ $MOUNTS_OK = 1 ]; then
+  grep -q 'agent.host_lock' "$T/agent-c.log" && fail "agent c warned about its /tmp host lock"
+  KF_HOST_LOCK=/dev/shm/kf-lock-$TAG start_agent d --cpu-slots 1
+  for _ in $(seq 1 100); do
+    grep -q 'agent.contain' "$T/agent-d.log" 2>/dev/null && break
+    sleep 0.1
+  done
+  grep -q "warn agent.host_lock path=/dev/shm/kf-lock-$TAG .*private /dev/shm" "$T/agent-d.log" ||
+    fail "an agent whose host lock is in /dev/shm did not say the lock would lock nothing: $(grep -m3 'agent\.' "$T/agent-d.log")"
+  rm -f "/dev/shm/kf-lock-$TAG"
+  pass "a host-profile lock in /dev/shm is named as locking nothing at the agent's start"
+else
+  echo "# skip - host lock in /dev/shm: no private /dev/shm for this agent's runners"
+fi
