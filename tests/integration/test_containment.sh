@@ -190,9 +190,9 @@ fi
 
 # An honest sweep on the same agent passes, with its medians of before
 # (each printed): a limit or a tmpfs left on the agent's runners, or
-# processes left spinning, would slow it. The bound is wide (3x), as this
-# machine is shared by other builds; the leftover processes themselves are
-# checked above.
+# processes left spinning, would slow it. The bound is one-sided and wide
+# (at most 3x slower), as this machine is shared by other builds (0.50x to
+# 1.22x seen here); the leftover processes themselves are checked above.
 honest after
 hid=$(grep -o 'submitted sweep [0-9]*' "$T/after.out" | awk '{print $3}')
 "$KFLEET" verify "$hid" --format json >"$T/hv.json" || fail "verify"
@@ -211,7 +211,7 @@ assert before and set(before) == set(after), (sorted(before), sorted(after))
 for k in sorted(before):
     ratio = after[k] / before[k]
     print(f"ok - honest {k[0]} {k[1]}: median {before[k] * 1e6:.2f} us before, {after[k] * 1e6:.2f} us after ({ratio:.2f}x)")
-    assert 1 / 3 < ratio < 3, f"{k}: {ratio:.2f}x"
+    assert ratio < 3, f"{k}: {ratio:.2f}x slower"
 PY
 pass "an honest sweep on the same agent then passes ($(json_field "$T/hv.json" succeeded) tasks), its medians as before"
 
