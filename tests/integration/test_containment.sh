@@ -135,17 +135,9 @@ PY
 pass "each hostile kernel got its own clear verdict"
 # The fork bomb's 10 s beside other tasks (the second slot): each of those
 # got its own verdict above, none a "Resource temporarily unavailable".
-python3 - "$T/agent-c.log" <<'PY' || fail "no task ran beside the fork bomb (above)"
-import re, sys
-lines = open(sys.argv[1], errors="replace").read().splitlines()
-start = next(i for i, l in enumerate(lines)
-             if "runner.start" in l and "kind=validate" in l and "kernel=fork_bomb" in l)
-task = re.search(r"task=(0x[0-9a-f]+)", lines[start]).group(1)
-end = next(i for i in range(start, len(lines)) if "runner.end" in lines[i] and f"task={task} " in lines[i])
-beside = [re.search(r"kernel=(\S+)", l).group(1) for l in lines[start + 1:end] if "runner.start" in l]
-print(f"ok - beside the fork bomb's validate: {len(beside)} tasks started ({', '.join(beside)})")
-assert beside, "the fork bomb ran alone"
-PY
+beside=$(started_beside "$T/agent-c.log" fork_bomb) || fail "no fork bomb validate in the agent's log"
+[ -n "$beside" ] || fail "the fork bomb ran alone"
+pass "beside the fork bomb's validate: $(echo "$beside" | wc -l) tasks started ($(echo $beside))"
 ! grep -q 'agent.lost' "$T/serve.log" || fail "the agent was declared lost: $(grep -m1 'agent.lost' "$T/serve.log")"
 pass "the agent was never declared lost (its heartbeats went on through the floods and bombs)"
 
