@@ -148,6 +148,12 @@ void contain_ready(kf_agent *a)
     c->memory_default = share > floor ? share : floor;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     c->pids_default = cpus > 128 ? (uint64_t)cpus * 32 : 4096;
+    /* Under an outer limit (a container's pids.max), the runners together
+     * take at most half of it: a fork bomb in each still leaves the agent,
+     * a build and the node's own processes the other half. */
+    uint64_t outer = kf_cgroups_pids(c->cgs), part = outer / 2 / slots;
+    if (outer && part < c->pids_default)
+        c->pids_default = part > 64 ? part : 64;
     unsigned have = kf_cgroups_have(c->cgs);
     uint64_t mem = value(&c->memory, c->memory_default);
     kf_info("agent.contain",

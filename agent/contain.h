@@ -13,7 +13,10 @@
  *                     limit) divided among the runners that can run at
  *                     once (GPUs + CPU slots), at least 1 GiB;
  *   KF_RUNNER_PIDS    processes and threads of a runner (pids.max);
- *                     default 4096, or 32 per CPU where that is more;
+ *                     default 4096, or 32 per CPU where that is more; where
+ *                     the agent's own group is limited, at most half of
+ *                     that divided among the runners (at least 64), so a
+ *                     fork bomb leaves the rest of the node's work room;
  *   KF_RUNNER_TMPFS   the size of its private /dev/shm and of its TMPDIR,
  *                     each; default a quarter of its memory limit;
  *   KF_RUNNER_CACHE   its kernel's cache quota; default 2 GiB, at most a

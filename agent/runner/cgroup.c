@@ -36,7 +36,7 @@ struct kf_cgroups {
     hier h[KF_CG_MAX_DIRS];
     size_t nh;
     unsigned have;
-    uint64_t memory;
+    uint64_t memory, pids;
     char missing[1024];
     char describe[1024];
 };
@@ -464,8 +464,14 @@ static void add_hier(probe *pr, unsigned kind, const char *dir)
         if (lim && (!cgs->memory || lim < cgs->memory))
             cgs->memory = lim;
     }
-    if ((kind & H_PIDS) || (h->v2_limits & KF_CG_PIDS))
+    if ((kind & H_PIDS) || (h->v2_limits & KF_CG_PIDS)) {
         cgs->have |= KF_CG_PIDS;
+        char p[KF_CG_PATH + 32];
+        pathf(p, sizeof p, dir, "pids.max"); /* "max" reads 0 */
+        uint64_t lim = read_u64(p);
+        if (lim && (!cgs->pids || lim < cgs->pids))
+            cgs->pids = lim;
+    }
     note(cgs->describe, sizeof cgs->describe, "%s %s%s%s%s", (kind & H_V2) ? "v2" : "v1", h->own,
          (kind & H_MEMORY) || (h->v2_limits & KF_CG_MEMORY) ? " memory" : "",
          (kind & H_PIDS) || (h->v2_limits & KF_CG_PIDS) ? " pids" : "",
@@ -538,6 +544,11 @@ const char *kf_cgroups_describe(const kf_cgroups *cgs)
 uint64_t kf_cgroups_memory(const kf_cgroups *cgs)
 {
     return cgs ? cgs->memory : mem_total();
+}
+
+uint64_t kf_cgroups_pids(const kf_cgroups *cgs)
+{
+    return cgs ? cgs->pids : 0;
 }
 
 /* ---- a runner's group ---- */

@@ -69,6 +69,10 @@ const char *kf_cgroups_describe(const kf_cgroups *cgs);
 /* The memory the agent's processes may use: the node's, or less where the
  * agent's own group is limited. 0 when unknown. */
 uint64_t kf_cgroups_memory(const kf_cgroups *cgs);
+/* The processes and threads the agent's own group may hold (its
+ * pids.max, as the agent's parent set it), 0 when unlimited or unknown:
+ * the runners' default limits leave room under it for the rest. */
+uint64_t kf_cgroups_pids(const kf_cgroups *cgs);
 
 /* A runner's group `name` (letters, digits, '-') with these limits (0:
  * none), made in every hierarchy the agent has. NULL with err when the

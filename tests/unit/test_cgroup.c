@@ -1,7 +1,8 @@
 /* test_cgroup — a runner's control group and private mounts
  * (agent/runner/cgroup.c, contain.c), on this machine's real cgroups and
  * mounts: a process tree that left its session is killed whole; pids.max
- * refuses forks and counts them; memory.max ends a process with the OOM
+ * refuses forks and counts them; an agent in a group of a limited pids.max
+ * reads that limit; memory.max ends a process with the OOM
  * killer, counted in the group; the orphans of a group are told from the
  * runner's own tree; a process reads its own group's limit; the groups of
  * an agent that is gone are removed, their processes killed; a private
@@ -174,6 +175,33 @@ static void test_pids_limit(void **st)
     assert_int_equal(ev.pids_max, 8);
     assert_true(ev.pids_refused >= 40 - 7); /* the child itself is one of the 8 */
     printf("# pids.max 8: forks refused %llu\n", (unsigned long long)ev.pids_refused);
+    kf_cgroup_destroy(&cg);
+    kf_cgroups_destroy(&cgs);
+}
+
+/* An agent started inside a group of pids.max 1024 (a container's): 0 if
+ * its cgroups layer reads that limit as its own. */
+static int outer_pids_read(void *arg)
+{
+    (void)arg;
+    kf_cgroups *inner = kf_cgroups_new();
+    uint64_t got = kf_cgroups_pids(inner);
+    kf_cgroups_destroy(&inner);
+    return got == 1024 ? 0 : got == 0 ? 3 : 4;
+}
+
+static void test_outer_pids_limit_read(void **st)
+{
+    (void)st;
+    kf_cgroups *cgs = cgs_or_skip(KF_CG_PIDS);
+    kf_err err;
+    kf_cgroup *cg = kf_cgroup_new(cgs, "t-outer", 0, 1024, &err);
+    assert_non_null(cg);
+    pid_t child = in_group(cg, outer_pids_read, NULL);
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0); /* 3: read none; 4: another */
     kf_cgroup_destroy(&cg);
     kf_cgroups_destroy(&cgs);
 }
@@ -401,6 +429,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kill_takes_setsid_tree),
         cmocka_unit_test(test_pids_limit),
+        cmocka_unit_test(test_outer_pids_limit_read),
         cmocka_unit_test(test_memory_limit_is_an_oom_kill_in_the_group),
         cmocka_unit_test(test_self_events),
         cmocka_unit_test(test_orphans_told_from_the_tree),
