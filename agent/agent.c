@@ -204,10 +204,17 @@ static void ceilings_finish(kf_agent *a, kf_doctor_child *c, kf_doctor *d)
     a->info->ceiling_copy_gbps = d->copy_gbps;
     a->info->ceiling_bf16_tflops = d->bf16_tflops;
     a->info->ceiling_host_copy_gbps = d->host_copy_gbps;
+    a->info->ceiling_f32_tflops = d->f32_tflops;
+    a->info->ceiling_tf32_tflops = d->tf32_tflops;
+    a->info->ceiling_f64_tflops = d->f64_tflops;
+    a->info->ceiling_host_gflops = d->host_gflops;
     snprintf(a->doctor_error, sizeof a->doctor_error, "%s", d->error);
     a->info->doctor_error = a->doctor_error;
-    kf_info("agent.doctor", "copy_gbps=%.1f bf16_tflops=%.1f error=\"%s\"", d->copy_gbps,
-            d->bf16_tflops, d->error);
+    kf_info("agent.doctor",
+            "copy_gbps=%.1f bf16_tflops=%.1f f32_tflops=%.1f tf32_tflops=%.1f f64_tflops=%.1f "
+            "host_gflops=%.1f error=\"%s\"",
+            d->copy_gbps, d->bf16_tflops, d->f32_tflops, d->tf32_tflops, d->f64_tflops,
+            d->host_gflops, d->error);
 }
 
 /* Imports torch once, as a kernel would, and asks what it sees: a CPU-only

@@ -57,6 +57,9 @@ extern const char *const hctx_phase_names[HCTX_NPHASES];
 
 struct hctx_check; /* below: a check's measures */
 
+/* Kernel names a profile's Result keeps, most time first. */
+#define HCTX_MAX_LAUNCHES 16
+
 typedef struct hctx {
     const Kfleet__TaskAssign *ta;
     const Kfleet__TaskSpec *spec;
@@ -120,6 +123,10 @@ typedef struct hctx {
     kf_tols tol;
     int tol_set;
     int fit_checked; /* the configuration's size checked against the node (hctx_setup) */
+    /* What the profile's samples launched (ProfileStats.launches): the
+     * messages live here, with the task, until its Result is sent. */
+    kf_cupti_launch launch[HCTX_MAX_LAUNCHES];
+    Kfleet__Launch launch_msg[HCTX_MAX_LAUNCHES], *launch_ptr[HCTX_MAX_LAUNCHES];
 } hctx;
 
 /* *buf with room for n bytes (content not kept when it grows), or NULL out
@@ -262,6 +269,9 @@ void hctx_candidate_finish(hctx *h);
  * streamed after each sample batch, and their summary. */
 void hctx_telemetry_start(hctx *h);
 int hctx_telemetry_drain(hctx *h);
+/* The profile's launches by kernel name (kf_cudrv_launches) into ps, kept
+ * in h (ProfileStats.launches). */
+void hctx_launches(hctx *h, Kfleet__ProfileStats *ps);
 void hctx_summarize_telemetry(hctx *h, Kfleet__TelemetrySummary *ts);
 /* The run a tool watches: setup, a warm-up, then `runs` launches inside the
  * profiler range. */

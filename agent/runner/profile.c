@@ -8,6 +8,7 @@
  * work a kernel skips is never timed as fast. Device kernels are timed by
  * the CUDA driver through cudrv, host kernels by CLOCK_MONOTONIC; NVML
  * telemetry is read alongside. */
+#include "runner/compare.h"
 #include "runner/guard.h"
 #include "runner/hctx.h"
 #include "runner/harness.h"
@@ -280,6 +281,7 @@ static int warm_sample(void *arg, double *seconds, double *sm_mhz)
 typedef struct prof {
     hctx *h;
     const loaded *L;
+    const char *out_dtype; /* its output's (ProfileStats.output_dtype) */
     /* The settings, from the sweep's measure block. */
     kf_stop_rule rule;
     double timeout, min_span; /* min_span: the samples' least wall time */
@@ -370,8 +372,9 @@ static int sets_open(prof *p)
      * configuration's, for its output's dtype (a candidate's: its
      * checker's). */
     kf_view v0 = {0};
-    if (!p->h->judge &&
-        (L->k->output(p->states[0], &v0) != 0 || hctx_tolerances(p->h, L, v0.dtype) != 0))
+    int have_out = L->k->output(p->states[0], &v0) == 0 && v0.data;
+    p->out_dtype = have_out ? kf_cmp_dtype_name(v0.dtype) : "";
+    if (!p->h->judge && (!have_out || hctx_tolerances(p->h, L, v0.dtype) != 0))
         return p->h->res->state == KFLEET__TASK_STATE__SUCCEEDED
                    ? hctx_fail(p->h, KFLEET__TASK_STATE__FAILED, "kernel %s has no output view",
                                p->h->spec->kernel)
@@ -663,6 +666,9 @@ static void summarize(prof *p, Kfleet__ProfileStats *ps)
     }
     ps->bytes = L->k->bytes ? L->k->bytes(&L->params) : 0;
     ps->flops = L->k->flops ? L->k->flops(&L->params) : 0;
+    ps->output_dtype = (char *)(p->out_dtype ? p->out_dtype : "");
+    if (p->h->cu)
+        hctx_launches(p->h, ps);
     ps->hot = p->hot;
     ps->batch = p->batch;
     ps->input_sets = (uint32_t)p->nsets;
@@ -701,8 +707,7 @@ static int host_lock(prof *p, Kfleet__ProfileStats *ps)
     uint64_t t0 = kf_mono_ns();
     double limit = fmin(120.0, 4 * p->timeout + 10.0);
     int held = 0;
-    while (!(held = flock(fd, LOCK_EX | LOCK_NB) == 0) &&
-           (double)(kf_mono_ns() - t0) / 1e9 < limit)
+    while (!(held = flock(fd, LOCK_EX | LOCK_NB) == 0) && (double)(kf_mono_ns() - t0) / 1e9 < limit)
         kf_sleep_s(0.005);
     ps->host_wait_s = (double)(kf_mono_ns() - t0) / 1e9;
     ps->host_shared = !held;

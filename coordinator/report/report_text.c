@@ -18,6 +18,7 @@
 #include "common/taskkind.h"
 #include "common/text.h"
 #include "common/xalloc.h"
+#include "report/report_launches.h"
 #include "report/report_output.h"
 
 #include <math.h>
@@ -791,6 +792,7 @@ int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
                         E_n(&e, note, nl));
         }
     }
+    kf_rep_render_launches(r, md, out);
     kf_rep_render_output(r, md, out);
     for (size_t i = 0; i < 8; i++)
         kf_buf_release(&e.ring[i]);
