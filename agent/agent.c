@@ -385,6 +385,10 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
         snprintf(a->runner_exe, sizeof a->runner_exe, "kfleet-agent");
     char dir[PATH_MAX + 16];
     int rc;
+    /* Before any thread or child: it may take a mount namespace and move
+     * into a control group of its own (contain.h). */
+    if ((rc = contain_init(a, err)))
+        goto fail;
     snprintf(dir, sizeof dir, "%s/outbox", a->workdir);
     if ((rc = kf_mkdirs(dir, 0700, err)) || (rc = kf_outbox_open(dir, &a->outbox, err)))
         goto fail;
@@ -432,6 +436,7 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
     else
         kf_info("agent.sandbox", "enforced=\"Landlock files, TCP and signals; own network; "
                                  "seccomp, Unix sockets refused; no_new_privs\"");
+    contain_ready(a);
     kf_outbox_foreach(a->outbox, link_load_pending_cb, a);
 
     a->zctx = zmq_ctx_new();
@@ -497,6 +502,7 @@ void kf_agent_destroy(kf_agent **self)
     if (!a)
         return;
     runners_stop_all(a);
+    contain_fini(a);
     if (a->monitor)
         zmq_close(a->monitor);
     if (a->sock)

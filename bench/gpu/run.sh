@@ -62,6 +62,11 @@
 #                 largest difference (target: every row within 1 %), and
 #                 whether ncu's and compute-sanitizer's nested runs were
 #                 under Landlock (tools_sandbox)
+#   PART=memlimit issue 44: bench/gpu/targets.yaml with no containment
+#                 (KF_CONTAIN=0), with each runner in its control group under
+#                 the default memory limit, and in its group without one
+#                 (KF_RUNNER_MEMORY=0); each row's median both ways against
+#                 the limited run (target: every row within 1 %)
 #   PART=problems issue 30: examples/problems/softmax (problem + Triton,
 #                 CUDA C, torch-extension and torch candidates, torch the
 #                 baseline), then 100 generated Triton softmax candidates
@@ -220,9 +225,10 @@ print(f"kill: tasks {json.dumps(t)[:300]}")
 PY
 }
 
-# Each row's median sandboxed against unsandboxed (PART=sandbox).
-sandbox_compare() { # OFF_NAME ON_NAME
-  python3 - "$W/$1.json" "$W/$2.json" "$2" <<'PY' | tee -a "$W/times.txt"
+# Each row's median sandboxed against unsandboxed (PART=sandbox), or any
+# two runs of a sweep under the labels given (PART=memlimit).
+sandbox_compare() { # OFF_NAME ON_NAME [OFF_LABEL ON_LABEL]
+  python3 - "$W/$1.json" "$W/$2.json" "$2" "${3:-unsandboxed}" "${4:-sandboxed}" <<'PY' | tee -a "$W/times.txt"
 import json, sys
 def rows(path):
     d = json.load(open(path))
@@ -233,14 +239,15 @@ def rows(path):
             out[(r["kernel"], json.dumps(r["params"], sort_keys=True), r.get("node"))] = p["median_s"]
     return out
 off, on, name = rows(sys.argv[1]), rows(sys.argv[2]), sys.argv[3]
+lo, lon = sys.argv[4], sys.argv[5]
 worst = 0.0
 for k in sorted(set(off) & set(on)):
     d = (on[k] / off[k] - 1) * 100
     worst = max(worst, abs(d))
-    print(f"{name}: {k[0]} {k[1]} {k[2]}: unsandboxed {off[k] * 1e6:.2f} us, sandboxed "
+    print(f"{name}: {k[0]} {k[1]} {k[2]}: {lo} {off[k] * 1e6:.2f} us, {lon} "
           f"{on[k] * 1e6:.2f} us, {d:+.2f} %")
-print(f"{name}: {len(set(off) & set(on))} rows profiled both ways ({len(off)} unsandboxed, "
-      f"{len(on)} sandboxed); largest |difference| {worst:.2f} % (target <= 1 %)")
+print(f"{name}: {len(set(off) & set(on))} rows profiled both ways ({len(off)} {lo}, "
+      f"{len(on)} {lon}); largest |difference| {worst:.2f} % (target <= 1 %)")
 PY
 }
 
@@ -266,6 +273,29 @@ sandbox)
     grep -h 'agent.sandbox' "$KFLEET_HOME"/run/agent-*.log | tail -1 | tee -a "$W/times.txt"
     sandbox_compare "$s-off" "$s-on"
     tools_sandbox "$s-on"
+  done
+  ;;
+memlimit) # issue 44: bench/gpu/targets.yaml with each runner in its control group
+  # under the agent's default memory limit, against no containment (KF_CONTAIN=0)
+  # and against the groups without a memory limit (KF_RUNNER_MEMORY=0): the
+  # limit's own cost on each median (target: within 1 %). MEMLIMIT_RUNS sets
+  # the order (default "off on nolimit"; repeat names for a second pass),
+  # MEMLIMIT_SWEEP another sweep (a CPU one, to try the part without a GPU).
+  f=${MEMLIMIT_SWEEP:-$ROOT/bench/gpu/targets.yaml}
+  n=0
+  for m in ${MEMLIMIT_RUNS:-off on nolimit}; do
+    n=$((n + 1))
+    case $m in
+    off) KF_CONTAIN=0 sweep "memlimit-$n-off" "$f" ;;
+    nolimit) KF_RUNNER_MEMORY=0 sweep "memlimit-$n-nolimit" "$f" ;;
+    *) sweep "memlimit-$n-on" "$f" ;;
+    esac
+    grep -h 'agent.contain' "$KFLEET_HOME"/run/agent-*.log | tail -2 | tee -a "$W/times.txt"
+  done
+  on=$(ls "$W"/memlimit-*-on.json 2>/dev/null | head -1 | xargs -r basename | sed 's/.json$//')
+  for base in off nolimit; do
+    b=$(ls "$W"/memlimit-*-$base.json 2>/dev/null | head -1 | xargs -r basename | sed 's/.json$//')
+    [ -n "$on" ] && [ -n "$b" ] && sandbox_compare "$b" "$on" "$base" "limited"
   done
   ;;
 sandboxdiag) # which sandbox mechanism a node's GPU stack cannot live with: a small CUDA
@@ -678,7 +708,7 @@ print(f"devcompare: {len(set(host) & set(dev))} rows both ways, {bad} with diffe
 PY
   ;;
 *)
-  echo "run.sh: PART is build, targets, throttle, checks, h100, short, python, cheats, facts, fleet, fleet1, kill, targets1, torch, serve, sandbox, issue32 or devcompare" >&2
+  echo "run.sh: PART is build, targets, throttle, checks, h100, short, python, cheats, facts, fleet, fleet1, kill, targets1, torch, serve, sandbox, memlimit, issue32 or devcompare" >&2
   exit 2
   ;;
 esac

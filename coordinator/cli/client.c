@@ -290,6 +290,7 @@ static Kfleet__Sweep *sweep_record(const kf_sweep_spec *spec, size_t nrefs)
     sw->nodes_all = spec->nodes_all;
     sw->max_attempts = spec->max_attempts;
     sw->time_limit_s = spec->time_limit_s;
+    sw->memory_limit_bytes = spec->memory_limit;
     sw->baseline = xstrdup(spec->baseline);
     sw->price_per_gpu_hour = spec->price_per_gpu_hour;
     sw->measure = measure_settings(&spec->measure);

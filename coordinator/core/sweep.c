@@ -378,9 +378,9 @@ static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
 
 static int parse_root(ctx *c, const yaml_node_t *root, kf_sweep_spec *s)
 {
-    static const char *const keys[] = {"name",    "kernels",  "params",     "tasks",
-                                       "nodes",   "baseline", "attempts",   "time_limit",
-                                       "measure", "problem",  "candidates", NULL};
+    static const char *const keys[] = {
+        "name",       "kernels", "params",       "tasks",   "nodes",      "baseline", "attempts",
+        "time_limit", "measure", "memory_limit", "problem", "candidates", NULL};
     kf_sweep_axis *top = NULL;
     size_t ntop = 0;
     yaml_node_t *v;
@@ -440,6 +440,13 @@ static int parse_root(ctx *c, const yaml_node_t *root, kf_sweep_spec *s)
         return rc;
     if ((v = kf_yaml_map_get(&c->y, root, "measure")) && (rc = parse_measure(c, v, &s->measure)))
         return rc;
+    /* Each runner's memory (its control group's limit, docs/reliability.md):
+     * at least 64 MiB, where a Python interpreter still starts. */
+    if ((v = kf_yaml_map_get(&c->y, root, "memory_limit"))) {
+        if ((rc = kf_sweep_int_value(c, v, "memory_limit", (int64_t)64 << 20, INT64_MAX, &i64)))
+            return rc;
+        s->memory_limit = (uint64_t)i64;
+    }
     if ((v = kf_yaml_map_get(&c->y, root, "baseline")) && (rc = parse_baselines(c, v, s)))
         return rc;
     return kf_sweep_count_configs(c, s);

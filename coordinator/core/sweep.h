@@ -13,6 +13,7 @@
  *   baseline: matmul
  *   attempts: 3
  *   time_limit: 120s
+ *   memory_limit: 16G               # each runner's memory (default: the agent's)
  *   measure: {min_samples: 10, min_time: 0.5s, max_noise: 0.5, timeout: 15s,
  *             warmup: 1, hot: false, seeds: 3, batch: 1,
  *             sanitize: false, ncu: [gpu__time_duration.sum]}
@@ -120,6 +121,7 @@ typedef struct kf_sweep_spec {
     char *baseline; /* NULL when none */
     uint32_t max_attempts;
     double time_limit_s;
+    uint64_t memory_limit; /* each runner's memory limit, bytes; 0: the agent's default */
     kf_sweep_measure measure;
     /* The problem the kernels are candidates of (docs/problems.md), or NULL:
      * each kernel is its own problem. */

@@ -204,6 +204,7 @@ static void test_measure_travels(void **state)
     snprintf(path, sizeof path, "%s/sweep.yaml", dir);
     put("k.cu", "#include \"kf_kernel.h\"\nint k;\n");
     put("sweep.yaml", "kernels:\n  - path: ./k.cu\n"
+                      "memory_limit: 3G\n"
                       "measure: {thermal: sustained, throttle: keep, precision: 0.25%}\n");
     kf_sweep_spec *spec = NULL;
     Kfleet__SubmitRequest *req = NULL;
@@ -211,12 +212,14 @@ static void test_measure_travels(void **state)
     assert_int_equal(req->sweep->measure->thermal_sustained, 1);
     assert_int_equal(req->sweep->measure->throttle_keep, 1);
     assert_true(req->sweep->measure->precision_pct == 0.25);
+    assert_int_equal(req->sweep->memory_limit_bytes, (uint64_t)3 << 30); /* issue 44 */
     kf_client_free_submit(&req);
     kf_sweep_destroy(&spec);
     put("sweep.yaml", "kernels:\n  - path: ./k.cu\n");
     build(path, &spec, &req);
     assert_int_equal(req->sweep->measure->thermal_sustained, 0); /* burst */
     assert_int_equal(req->sweep->measure->throttle_keep, 0);
+    assert_int_equal(req->sweep->memory_limit_bytes, 0);
     kf_client_free_submit(&req);
     kf_sweep_destroy(&spec);
 }
