@@ -99,3 +99,36 @@ assert seen == set(want), seen
 print("ok - rows:", {n: sorted(g | b) for n, (g, b) in want.items()})
 PY
 pass "--keep-going: a sweep per problem, refused candidates failed rows, the others judged, tanh said"
+
+# 4. A problem sweep's runner messages speak of the candidate and the
+#    problem: a candidate that replaces the output buffer is told so.
+cat >"$T/replace.py" <<'PY'
+"""Replaces the output buffer instead of writing into it."""
+
+
+def run(s):
+    s["out"] = s["x"] * 2
+PY
+cat >"$T/replace.yaml" <<YAML
+problem: {path: $L/problems/scale/problem.py, params: {n: [64]}}
+candidates: [replace.py]
+tasks: [build, validate]
+measure: {seeds: 1}
+YAML
+rm -rf "$KFLEET_HOME"
+set +e
+"$KFLEET" run "$T/replace.yaml" --agents 1 --format json >"$T/replace.json" 2>"$T/replace.log"
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "the replacing candidate should fail (exit 1), got $rc"
+python3 - "$T/replace.json" <<'PY' || fail "the replacing candidate's error speaks of kernels"
+import json, sys
+e = json.load(open(sys.argv[1]))["rows"][0]["validation"]["error"]
+assert e.startswith("candidate replace: output() of problem problem after run() describes "
+                    "another buffer"), e
+assert "a candidate's run(s) writes into the output buffer of the state the problem's setup " \
+       "made, and may not replace it" in e, e
+assert "kernel" not in e, e
+print("ok -", e[:100])
+PY
+pass "a candidate replacing the output is told in the words of problems and candidates"
