@@ -26,6 +26,14 @@
  *             seeds: 3, renew: 24h}
  *   candidates: [numpy_naive.py, {path: numpy_fast.py}]
  *   baseline: numpy_naive
+ *   refused: fail           # refused candidates as failed rows; stop (default): none run
+ *
+ * Or a whole level (sweep_level.c): problems: a directory or glob of
+ * problems, each candidate entry a path pattern with {name} (and {dir}) put
+ * in per problem; a problem sweep per problem in spec->parts:
+ *
+ *   problems: level1/
+ *   candidates: [{name: torch, path: "level1/{name}.py"}, "gen/{name}_v*.py"]
  *
  * Parameter values are integers, optionally with a K/M/G suffix (powers of
  * 1024), or a range map {from: A, to: B, mul: M} / {from: A, to: B, step: S}.
