@@ -92,6 +92,12 @@ static int cmd_submit(int argc, char **argv, const char *home)
         kf_sweep_destroy(&spec);
         return 1;
     }
+    if (!spec->nkernels && !spec->nparts) { /* a level whose problems all lack candidates */
+        fprintf(stderr, "kfleet submit: %s: no problem has a candidate; nothing submitted\n",
+                spec->file);
+        kf_sweep_destroy(&spec);
+        return 1;
+    }
     kf_err err;
     kf_client *c = NULL;
     if ((rc = kf_client_open(&p, &c, &err))) {
