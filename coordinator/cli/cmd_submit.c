@@ -7,6 +7,7 @@
 #include "cli/follow.h"
 #include "common/util.h"
 #include "cli/options.h"
+#include "common/xalloc.h"
 #include "report/report_stream.h"
 
 #include <jansson.h>
@@ -98,28 +99,34 @@ static int cmd_submit(int argc, char **argv, const char *home)
         kf_sweep_destroy(&spec);
         return 1;
     }
+    /* A level (problems:) is a sweep per problem, each with its receipt.
+     * Every request is built (its sources read) before anything is sent:
+     * a bad source is bad input, and nothing of the level is submitted. */
+    size_t nparts = spec->nparts ? spec->nparts : 1;
+    kf_sweep_spec *const *parts = spec->nparts ? spec->parts : &spec;
+    Kfleet__SubmitRequest **subs = kf_xcalloc(nparts, sizeof *subs);
     kf_err err;
     kf_client *c = NULL;
-    if ((rc = kf_client_open(&p, &c, &err))) {
+    rc = KF_OK;
+    for (size_t i = 0; i < nparts && rc == KF_OK; i++)
+        rc = kf_client_build_submit(parts[i], kdir, &subs[i], &err);
+    if (rc || (rc = kf_client_open(&p, &c, &err))) {
         fprintf(stderr, "kfleet submit: %s\n", err.msg);
+        for (size_t i = 0; i < nparts; i++)
+            kf_client_free_submit(&subs[i]);
+        free(subs);
         kf_sweep_destroy(&spec);
         return rc == KF_EINVAL ? 2 : 1;
     }
-    /* A level (problems:) is a sweep per problem, each with its receipt. */
-    size_t nparts = spec->nparts ? spec->nparts : 1;
-    kf_sweep_spec *const *parts = spec->nparts ? spec->parts : &spec;
     uint32_t ids[64];
     int exit_code = 0;
     for (size_t i = 0; i < nparts && exit_code == 0; i++) {
-        Kfleet__SubmitRequest *sub = NULL;
         Kfleet__ControlReply *rep = NULL;
-        if ((rc = kf_client_build_submit(parts[i], kdir, &sub, &err)) == KF_OK) {
-            Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
-            req.body_case = KFLEET__CONTROL_REQUEST__BODY_SUBMIT;
-            req.submit = sub;
-            rc = kf_client_call(c, &req, KF_CLI_SWEEP_REQUEST_MS, &rep, &err);
-        }
-        kf_client_free_submit(&sub);
+        Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
+        req.body_case = KFLEET__CONTROL_REQUEST__BODY_SUBMIT;
+        req.submit = subs[i];
+        rc = kf_client_call(c, &req, KF_CLI_SWEEP_REQUEST_MS, &rep, &err);
+        kf_client_free_submit(&subs[i]);
         if (rc) {
             fprintf(stderr, "kfleet submit: %s\n", err.msg);
             exit_code = kf_cli_status(rc); /* a sweep too large to send is bad input: 2 */
@@ -135,6 +142,9 @@ static int cmd_submit(int argc, char **argv, const char *home)
         if (i < sizeof ids / sizeof *ids)
             ids[i] = id;
     }
+    for (size_t i = 0; i < nparts; i++)
+        kf_client_free_submit(&subs[i]);
+    free(subs);
     for (size_t i = 0; i < spec->nmissing; i++)
         fprintf(stderr, "kfleet submit: %s\n", spec->missing[i]);
     /* --follow follows them in turn (a level of more than 64 problems: the

@@ -13,6 +13,7 @@
 #include "report/report.h"
 #include "core/store.h"
 #include "common/util.h"
+#include "common/xalloc.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -251,13 +252,13 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
                 gpus ? "GPU" : "CPU", p->run);
 
     int exit_code = 1;
-    uint32_t sweep_id = 0, *ids = calloc(nparts, sizeof *ids);
+    uint32_t sweep_id = 0, *ids = kf_xcalloc(nparts, sizeof *ids);
     size_t nids = 0;
     kf_client *cl = NULL;
-    Kfleet__SubmitRequest *sub = NULL;
+    Kfleet__SubmitRequest **subs = kf_xcalloc(nparts, sizeof *subs);
     Kfleet__ControlReply *rep = NULL;
-    if (!ids || kf_client_open(p, &cl, &err) != KF_OK) {
-        fprintf(stderr, "kfleet run: %s\n", ids ? err.msg : "out of memory");
+    if (kf_client_open(p, &cl, &err) != KF_OK) {
+        fprintf(stderr, "kfleet run: %s\n", err.msg);
         goto out;
     }
     if (nodes_all && wait_registered(cl, nagents, &err) != KF_OK) {
@@ -269,23 +270,25 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
         }
         goto out;
     }
-    /* Every part is submitted before any is followed: the scheduler has
-     * the whole level at once. */
-    for (size_t i = 0; i < nparts; i++) {
-        Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
-        req.body_case = KFLEET__CONTROL_REQUEST__BODY_SUBMIT;
-        if (kf_client_build_submit(parts[i], o->kernels_dir, &sub, &err) != KF_OK) {
+    /* Every part is built (its sources read) before any is sent, so a bad
+     * source submits nothing, and submitted before any is followed: the
+     * scheduler has the whole level at once. */
+    for (size_t i = 0; i < nparts; i++)
+        if (kf_client_build_submit(parts[i], o->kernels_dir, &subs[i], &err) != KF_OK) {
             fprintf(stderr, "kfleet run: %s\n", err.msg);
             goto out;
         }
-        req.submit = sub;
+    for (size_t i = 0; i < nparts; i++) {
+        Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
+        req.body_case = KFLEET__CONTROL_REQUEST__BODY_SUBMIT;
+        req.submit = subs[i];
         if (kf_client_call(cl, &req, KF_CLI_SWEEP_REQUEST_MS, &rep, &err) != KF_OK) {
             fprintf(stderr, "kfleet run: %s: %s\n", parts[i]->name, err.msg);
             goto out;
         }
         ids[nids++] = rep->sweep_id;
         kfleet__control_reply__free_unpacked(rep, NULL);
-        kf_client_free_submit(&sub);
+        kf_client_free_submit(&subs[i]);
     }
     int rc = KF_OK, bad = 0;
     for (size_t i = 0; i < nids && rc == KF_OK; i++) {
@@ -328,7 +331,9 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
         exit_code = bad || spec->nmissing ? 1 : 0;
     }
 out:
-    kf_client_free_submit(&sub);
+    for (size_t i = 0; i < nparts; i++)
+        kf_client_free_submit(&subs[i]);
+    free(subs);
     if (cl) {
         Kfleet__ControlRequest sd = KFLEET__CONTROL_REQUEST__INIT;
         sd.body_case = KFLEET__CONTROL_REQUEST__BODY_SHUTDOWN;
