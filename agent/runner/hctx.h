@@ -181,6 +181,14 @@ int hctx_flush_samples(hctx *h);
 /* Ends the task in `state` with the message; returns -1 for the caller to
  * return. */
 int hctx_fail(hctx *h, int state, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* What a message calls h->spec->kernel: "candidate" in a candidate's task
+ * (its spec names a problem, docs/problems.md), "problem" in a reference
+ * task (which loads only the problem), else "kernel". */
+const char *hctx_who(const hctx *h);
+/* In a candidate's task the problem (spec->problem_kernel) owns setup()
+ * and output(): " of problem P", in buf, for a message about them ("output()
+ * of problem P after run() ..."); else "". */
+const char *hctx_problem_of(const hctx *h, char *buf, size_t len);
 void hctx_tail_lines(const char *path, int lines, char *out, size_t len);
 /* Loads the built kernel of the task's spec, and libcuda for a CUDA one. */
 int hctx_load_kernel(hctx *h, loaded *L);

@@ -138,7 +138,7 @@ static int recheck(hctx *h, const loaded *L, void *const *states, size_t set,
     void *state = states[set];
     kf_view v = {0};
     if (L->k->output(state, &v) != 0 || !v.data || v.count == 0)
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s has no output view",
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s has no output view", hctx_who(h),
                          h->spec->kernel);
     hctx_check chk;
     void *out = NULL;
@@ -179,7 +179,8 @@ static int probe_outside(hctx *h, const loaded *L, rotation *rot, int hot, unsig
     double ex[OUTSIDE_PROBES], ev[OUTSIDE_PROBES];
     *excess = 0;
     if (kf_cudrv_idle_overhead(h->cu, OUTSIDE_PROBES, over, &err) != KF_OK)
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel, err.msg);
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: %s", hctx_who(h), h->spec->kernel,
+                         err.msg);
     if (*over <= 0)
         return 0;
     kf_cudrv_until_idle(h->cu, 1);
@@ -187,8 +188,8 @@ static int probe_outside(hctx *h, const loaded *L, rotation *rot, int hot, unsig
         kf_cudrv_timing tm;
         if (kf_cudrv_time(h->cu, hot, batch, rotation_run, rot, &tm, &err) != KF_OK) {
             kf_cudrv_until_idle(h->cu, 0);
-            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel,
-                             err.msg);
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: %s", hctx_who(h),
+                             h->spec->kernel, err.msg);
         }
         ev[i] = tm.seconds;
         ex[i] = tm.idle_s > 0 ? (tm.idle_s - *over) / batch - tm.seconds : 0;
@@ -225,7 +226,7 @@ static int probe_host_outside(hctx *h, const loaded *L, rotation *rot, unsigned 
         uint64_t t0 = kf_mono_ns();
         for (unsigned b = 0; b < batch; b++)
             if (rotation_run(rot, kerr, sizeof kerr) != 0)
-                return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s failed: %s",
+                return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s failed: %s", hctx_who(h),
                                  h->spec->kernel, kerr);
         uint64_t t1 = kf_mono_ns();
         int orc = L->k->output(state, &v);
@@ -233,7 +234,7 @@ static int probe_host_outside(hctx *h, const loaded *L, rotation *rot, unsigned 
         orc |= L->k->output(state, &v);
         uint64_t t3 = kf_mono_ns();
         if (orc != 0)
-            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: output() failed",
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: output() failed", hctx_who(h),
                              h->spec->kernel);
         ev[i] = (double)(t1 - t0) / 1e9 / batch;
         ov[i] = (double)(t3 - t2) / 1e9;
@@ -267,8 +268,8 @@ static int warm_sample(void *arg, double *seconds, double *sm_mhz)
     kf_err err;
     kf_cudrv_timing tm;
     if (kf_cudrv_time(w->h->cu, w->hot, w->batch, rotation_run, w->rot, &tm, &err) != KF_OK)
-        return hctx_fail(w->h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", w->h->spec->kernel,
-                         err.msg);
+        return hctx_fail(w->h, KFLEET__TASK_STATE__FAILED, "%s %s: %s", hctx_who(w->h),
+                         w->h->spec->kernel, err.msg);
     *seconds = tm.seconds * w->batch;
     *sm_mhz = tm.sm_mhz;
     kf_cudrv_rest(w->h->cu, kf_thermal_rest(w->tp, *seconds));
@@ -378,8 +379,8 @@ static int sets_open(prof *p)
     p->out_dtype = have_out ? kf_cmp_dtype_name(v0.dtype) : "";
     if (!p->h->judge && (!have_out || hctx_tolerances(p->h, L, v0.dtype) != 0))
         return p->h->res->state == KFLEET__TASK_STATE__SUCCEEDED
-                   ? hctx_fail(p->h, KFLEET__TASK_STATE__FAILED, "kernel %s has no output view",
-                               p->h->spec->kernel)
+                   ? hctx_fail(p->h, KFLEET__TASK_STATE__FAILED, "%s %s has no output view",
+                               hctx_who(p->h), p->h->spec->kernel)
                    : -1;
     if (hctx_guard_new(p->h, L, p->states, nsets, &p->guard) != 0)
         return -1;
@@ -432,7 +433,8 @@ static int sample_device(prof *p, size_t first, size_t iter, double *secs, int *
     kf_cudrv_timing tm;
     uint64_t t0 = kf_mono_ns();
     if (kf_cudrv_time(h->cu, p->hot, p->batch, rotation_run, &p->rot, &tm, &err) != KF_OK)
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel, err.msg);
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: %s", hctx_who(h), h->spec->kernel,
+                         err.msg);
     *secs = tm.seconds;
     p->tp.rest_s += tm.rest_s;
     kf_cudrv_rest(h->cu, kf_thermal_rest(&p->tp, tm.seconds * p->batch));
@@ -466,12 +468,12 @@ static int sample_host(prof *p, size_t first, size_t iter, double *secs)
     char kerr[HCTX_KERR_LEN] = "";
     for (uint32_t b = 0; b < p->batch; b++)
         if (rotation_run(&p->rot, kerr, sizeof kerr) != 0)
-            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s failed: %s", h->spec->kernel,
-                             kerr);
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s failed: %s", hctx_who(h),
+                             h->spec->kernel, kerr);
     kf_view v = {0};
     for (uint32_t b = 0; p->outside > 0 && b < p->batch && b < p->nsets; b++)
         if (L->k->output(p->states[(first + b) % p->nsets], &v) != 0)
-            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: output() failed",
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: output() failed", hctx_who(h),
                              h->spec->kernel);
     *secs = (double)(kf_mono_ns() - t0) / 1e9;
     *secs = (p->outside > 0 && *secs > p->idle_over ? *secs - p->idle_over : *secs) / p->batch;
@@ -634,11 +636,11 @@ static int host_calls(prof *p, Kfleet__ProfileStats *ps)
     while (n < HOST_CALLS && (double)(kf_mono_ns() - start) / 1e9 < HOST_CALL_S) {
         uint64_t t0 = kf_mono_ns();
         if (rotation_run(&p->rot, kerr, sizeof kerr) != 0)
-            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s failed: %s", h->spec->kernel,
-                             kerr);
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s failed: %s", hctx_who(h),
+                             h->spec->kernel, kerr);
         if (kf_cudrv_sync(h->cu, &err) != KF_OK)
-            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel,
-                             err.msg);
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: %s", hctx_who(h),
+                             h->spec->kernel, err.msg);
         t[n++] = (double)(kf_mono_ns() - t0) / 1e9;
     }
     kf_stats_sort(t, n);

@@ -338,6 +338,8 @@ static Kfleet__KernelRef *kernel_ref(const kf_sweep_kernel *k, int problem)
     kr->name = xstrdup(k->name);
     kr->problem = problem;
     kr->candidate = k->candidate != 0;
+    if (k->refused)
+        kr->refused = xstrdup(k->refused);
     kr->cuda = k->cuda;
     kr->python = k->python;
     if (k->next) {

@@ -358,7 +358,7 @@ static void flags_str(const rep *r, const rrow *w, char *out, size_t len)
         else if (st == KFLEET__TASK_STATE__CANCELLED && i == 1)
             ADD("profile cancelled");
         else if (st == KFLEET__TASK_STATE__SKIPPED && i == 1)
-            ADD("profile skipped: validation did not pass");
+            ADD("profile %s", kf_rep_skip_why(kf_rep_err_of(t), line, sizeof line));
         else if (!kf_state_terminal(st) && i == 1)
             ADD("profile %s", kf_rep_state_name(st));
     }

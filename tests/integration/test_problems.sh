@@ -445,7 +445,7 @@ rc=0
 KF_PYTHON="$T/py-nosite" KFLEET_HOME="$T/home-nonumpy" timeout 120 "$KFLEET" run \
   "$KF_SRC/examples/problems/rmsnorm-cpu/sweep.yaml" --agents 1 >"$T/nonumpy.out" 2>"$T/nonumpy.err" || rc=$?
 [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "a problem no agent can run: exit $rc (124: it waited): $(tail -3 "$T/nonumpy.err")"
-grep -q "nothing can run the .* pending tasks.*kernel 'problem' is a Python kernel importing numpy" "$T/nonumpy.err" ||
+grep -q "nothing can run the .* pending tasks.*problem 'problem' is a Python problem importing numpy" "$T/nonumpy.err" ||
   fail "no reason naming the problem's numpy: $(tail -5 "$T/nonumpy.err")"
 pass "a problem no agent's Python can import: kfleet run exits $rc at once, naming the problem's numpy"
 

@@ -191,6 +191,16 @@ static void test_problem_submit(void **state)
     }
     assert_int_equal(sw->seed_pool, 3);
     assert_true(sw->seed_renew_s == 24.0 * 3600.0);
+    for (size_t i = 0; i < 4; i++)
+        assert_true(!sw->kernels[i]->refused || !*sw->kernels[i]->refused);
+    kf_client_free_submit(&req);
+    /* A refused candidate kept (refused: fail) travels with its reason. */
+    spec->kernels[1].refused = strdup("t.yaml:2:3: refused for the test");
+    char kdir[] = KF_SOURCE_DIR "/kernels";
+    kf_err err;
+    assert_int_equal(kf_client_build_submit(spec, kdir, &req, &err), KF_OK);
+    assert_string_equal(req->sweep->kernels[1]->refused, "t.yaml:2:3: refused for the test");
+    assert_true(!req->sweep->kernels[0]->refused || !*req->sweep->kernels[0]->refused);
     kf_client_free_submit(&req);
     kf_sweep_destroy(&spec);
 }
