@@ -49,6 +49,10 @@
 #                 killed KILL_AFTER (25) s in: verify must be clean
 #   PART=targets1 bench/gpu/targets.yaml once, cold
 #   PART=torch    examples/torch.yaml alone (KF_BUNDLE=DIR: another bundle)
+#   PART=freshcost examples/problems/softmax with fresh inputs and on the
+#                 pool's (fresh_inputs = False), alternated: their cost
+#   PART=cachecheats issue 43's output caches and answers computed ahead on
+#                 the GPU (bench/gpu/cachecheats): fresh inputs and the pool's
 #   PART=build    kfleet built here by this machine's gcc and CMake, every
 #                 build type (the dependencies carried: bench/gpu/sysroot.sh)
 #   PART=serve    serving runners: targets cold, bench/gpu/isolation.yaml
@@ -592,6 +596,65 @@ for r in d["rows"]:
              v.get("atol"), v.get("rtol"),
              max((t.get("worst_close") or {}).get("ratio") or 0 for t in v.get("trials") or [{}])))
 print("%s slot time: %s" % (name, ", ".join("%s %.1f s" % kv for kv in sorted(st.items(), key=lambda kv: -kv[1])[:8])))
+PY
+  done
+  ;;
+freshcost) # issue 43 item 3: what fresh inputs cost a problem sweep, against the pool's, same call
+  for v in ${FRESHCOST_ORDER:-pool fresh pool fresh}; do
+    d="$W/softmax-$v"
+    rm -rf "$d" && cp -r "$ROOT/examples/problems/softmax" "$d"
+    [ "$v" = pool ] && printf '\nfresh_inputs = False\n' >>"$d/problem.py"
+    rm -rf "$KFLEET_HOME"
+    n=$(ls "$W"/fc-*-"$v".json 2>/dev/null | wc -l)
+    SWEEP_LIMIT=${FRESHCOST_LIMIT:-150} sweep "fc-$((n + 1))-$v" "$d/sweep.yaml"
+  done
+  python3 - "$W" <<'PY' | tee -a "$W/times.txt"
+import glob, json, os, sys
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "fc-*.json"))):
+    d = json.load(open(f))
+    s = d["schedule"]
+    rows = d["rows"]
+    ok = sum(1 for r in rows if (r.get("validation") or {}).get("state") == "succeeded")
+    prof = [r["profile"] for r in rows if (r.get("profile") or {}).get("state") == "succeeded"]
+    fresh = sum(p.get("fresh_samples") or 0 for p in prof)
+    aud = sum(p.get("audit_samples") or 0 for p in prof)
+    st = (s.get("slot_time") or {}).get("phases_s") or {}
+    meds = {r["kernel"]: r["profile"]["median_s"] for r in rows if (r.get("profile") or {}).get("median_s")}
+    print("%s: makespan %.1f s, GPU task time %.1f s, %d/%d validated, fresh %d audits %d; "
+          "slot time %s; medians %s" % (
+          os.path.basename(f)[:-5], s.get("makespan_s") or 0, s.get("gpu_busy_s") or 0, ok, len(rows),
+          fresh, aud, ", ".join("%s %.1f" % kv for kv in sorted(st.items(), key=lambda kv: -kv[1])[:6]),
+          ", ".join("%s %.2f us" % (k, v * 1e6) for k, v in sorted(meds.items()))))
+PY
+  ;;
+cachecheats) # issue 43 item 3: output caches and answers computed ahead, fresh inputs and the pool's
+  for name in ${CC_NAMES:-softmax_pool softmax matmul_pool matmul}; do
+    rm -rf "$KFLEET_HOME"
+    SWEEP_LIMIT=${CC_LIMIT:-100} sweep "cc-$name" "$ROOT/bench/gpu/cachecheats/sweep_$name.yaml"
+  done
+  for name in ${CC_NAMES:-softmax_pool softmax matmul_pool matmul}; do
+    python3 - "$W/cc-$name.json" "$name" <<'PY' | tee -a "$W/times.txt"
+import json, sys
+d, name = json.load(open(sys.argv[1])), sys.argv[2]
+for a in d["agents"][:1]:
+    print("%s ceilings: copy %s GB/s, bf16 %s, fp32 %s, tf32 %s, fp64 %s TFLOP/s" % (
+        name, a.get("ceiling_copy_gbps"), a.get("ceiling_bf16_tflops"), a.get("ceiling_f32_tflops"),
+        a.get("ceiling_tf32_tflops"), a.get("ceiling_f64_tflops")))
+for r in d["rows"]:
+    v, p = r.get("validation") or {}, r.get("profile") or {}
+    med = p.get("median_s")
+    im = r.get("impossible") or {}
+    la = p.get("launches") or []
+    print("%s %s: validate %s, profile %s%s, median %s us, min %s us, samples %s (fresh %s, audits %s), "
+          "speedup %s, GFLOP/s %s, impossible %s, launches %s" % (
+          name, r["kernel"], v.get("state"), p.get("state"),
+          (" (" + (p.get("error") or "")[:150] + ")") if p.get("state") == "failed" else "",
+          "%.2f" % (med * 1e6) if med else "-",
+          "%.2f" % (p["min_s"] * 1e6) if p.get("min_s") else "-", p.get("samples"),
+          p.get("fresh_samples"), p.get("audit_samples"), r.get("speedup"),
+          "%.0f" % p["gflops"] if p.get("gflops") else "-",
+          "%.1fx %s" % (im.get("times_ceiling"), im.get("of")) if im else "-",
+          "; ".join("%s %.0f%% %s/run" % (l["name"][:40], 100 * (l.get("share") or 0), l.get("per_run")) for l in la[:3])))
 PY
   done
   ;;
