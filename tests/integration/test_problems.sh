@@ -211,7 +211,7 @@ for what in "tol_abs = 1e9:a tolerance" "reference = None:a reference" "seeds = 
   rc=0
   "$KFLEET" run "$P/cheat.yaml" --agents 1 >"$T/cheat.out" 2>"$T/cheat.err" || rc=$?
   [ $rc -eq 2 ] || fail "a candidate declaring $want: exit $rc, want 2"
-  grep -q "cheat.py:1: candidate 'cheat' declares $want" "$T/cheat.err" ||
+  grep -q "cheat.py:1:1: candidate 'cheat' declares $want" "$T/cheat.err" ||
     fail "no reason for $want: $(cat "$T/cheat.err")"
 done
 pass "candidates declaring a tolerance, a reference or seeds refused at submit with the reason"
