@@ -204,10 +204,17 @@ static void ceilings_finish(kf_agent *a, kf_doctor_child *c, kf_doctor *d)
     a->info->ceiling_copy_gbps = d->copy_gbps;
     a->info->ceiling_bf16_tflops = d->bf16_tflops;
     a->info->ceiling_host_copy_gbps = d->host_copy_gbps;
+    a->info->ceiling_f32_tflops = d->f32_tflops;
+    a->info->ceiling_tf32_tflops = d->tf32_tflops;
+    a->info->ceiling_f64_tflops = d->f64_tflops;
+    a->info->ceiling_host_gflops = d->host_gflops;
     snprintf(a->doctor_error, sizeof a->doctor_error, "%s", d->error);
     a->info->doctor_error = a->doctor_error;
-    kf_info("agent.doctor", "copy_gbps=%.1f bf16_tflops=%.1f error=\"%s\"", d->copy_gbps,
-            d->bf16_tflops, d->error);
+    kf_info("agent.doctor",
+            "copy_gbps=%.1f bf16_tflops=%.1f f32_tflops=%.1f tf32_tflops=%.1f f64_tflops=%.1f "
+            "host_gflops=%.1f error=\"%s\"",
+            d->copy_gbps, d->bf16_tflops, d->f32_tflops, d->tf32_tflops, d->f64_tflops,
+            d->host_gflops, d->error);
 }
 
 /* Imports torch once, as a kernel would, and asks what it sees: a CPU-only
@@ -378,6 +385,10 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
         snprintf(a->runner_exe, sizeof a->runner_exe, "kfleet-agent");
     char dir[PATH_MAX + 16];
     int rc;
+    /* Before any thread or child: it may take a mount namespace and move
+     * into a control group of its own (contain.h). */
+    if ((rc = contain_init(a, err)))
+        goto fail;
     snprintf(dir, sizeof dir, "%s/outbox", a->workdir);
     if ((rc = kf_mkdirs(dir, 0700, err)) || (rc = kf_outbox_open(dir, &a->outbox, err)))
         goto fail;
@@ -425,6 +436,7 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
     else
         kf_info("agent.sandbox", "enforced=\"Landlock files, TCP and signals; own network; "
                                  "seccomp, Unix sockets refused; no_new_privs\"");
+    contain_ready(a);
     kf_outbox_foreach(a->outbox, link_load_pending_cb, a);
 
     a->zctx = zmq_ctx_new();
@@ -490,6 +502,7 @@ void kf_agent_destroy(kf_agent **self)
     if (!a)
         return;
     runners_stop_all(a);
+    contain_fini(a);
     if (a->monitor)
         zmq_close(a->monitor);
     if (a->sock)

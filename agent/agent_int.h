@@ -1,9 +1,11 @@
-/* agent_int — the agent daemon's state, shared by its three files: agent.c
+/* agent_int — the agent daemon's state, shared by its files: agent.c
  * (the life cycle, the loop and the handlers of what the coordinator
  * sends), link.c (the coordinator link: the outbox's sends and resends,
  * registration, heartbeats, the socket monitor) and runners.c (a runner
- * process per task: start, frames, end, time limits). agent.c uses both;
- * runners.c uses link.c; nothing calls back. Not a header outside agent/. */
+ * process per task: start, frames, end, time limits), and contain.c's
+ * start and end (runners' containment, contain.h). agent.c uses them;
+ * runners.c uses link.c and contain.c; nothing calls back. Not a header
+ * outside agent/. */
 #ifndef KF_AGENT_INT_H
 #define KF_AGENT_INT_H
 
@@ -74,6 +76,13 @@ typedef struct krunner {
      * references'): its Result says these, not its process's. */
     int has_tols, tol_close;
     double tol_abs, tol_rel, atol, rtol;
+    /* Its containment (contain.h): its control group, private mounts and
+     * kernel cache; and what its group's limits did, read when it exited
+     * (ending.h names them): the memory limit and OOM kills inside it,
+     * times its memory met the limit, its process limit and forks refused. */
+    struct kcrunner *cont;
+    uint64_t cg_memory_max, cg_oom_kills, cg_memory_hits;
+    uint64_t cg_pids_max, cg_pids_refused;
     /* A problem's secret seeds of this task (a reference's or a
      * candidate's): scrubbed from whatever text it sends (results.c). */
     uint64_t seeds[64];
@@ -118,6 +127,7 @@ struct kf_agent {
     size_t nrunners;
     struct kwarms *warms;     /* warms.h: candidates' warm runners; NULL until the first */
     struct kf_refstore *refs; /* refstore.h: the references candidates are judged by */
+    struct kcontain *contain; /* contain.h: runners' groups, mounts and limits */
     int warms_off;            /* they cannot be had here (said once): fresh runners */
     uint32_t cpu_used;
     uint8_t gpu_busy[64];
@@ -145,6 +155,17 @@ void link_send_heartbeat(kf_agent *a);
 /* Reads the DEALER's monitor: refused handshakes, disconnects, and the
  * coordinator lost or back. */
 void link_drain_monitor(kf_agent *a);
+
+/* contain.c (contain.h: a runner's group, mounts and limits) */
+/* At the agent's start, before it starts a thread or a child: its mount
+ * namespace and control groups, the limits read from its environment.
+ * KF_EINVAL with err for a limit that does not parse. */
+int contain_init(kf_agent *a, kf_err *err);
+/* Once the node's facts are in (its GPUs and slots): the default limits,
+ * logged; what the node cannot give appended to a->sandbox_missing. */
+void contain_ready(kf_agent *a);
+/* Kills and removes what is left (every runner's group), frees. */
+void contain_fini(kf_agent *a);
 
 /* runners.c */
 krunner *runners_find(kf_agent *a, uint64_t task, uint32_t attempt);

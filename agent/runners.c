@@ -13,6 +13,7 @@
 #include "agent/agent_int.h"
 #include "agent/checkers.h"
 #include "agent/childenv.h"
+#include "agent/contain.h"
 #include "agent/ending.h"
 #include "agent/kout.h"
 #include "agent/results.h"
@@ -271,7 +272,11 @@ static int wants_warm(kf_agent *a, const Kfleet__TaskAssign *ta)
             return 0;
         }
     }
-    return warms_ready(a->warms, on_gpu(ta), ta->gpu_index, s->problem_hash);
+    int ready = warms_ready(a->warms, on_gpu(ta), ta->gpu_index, s->problem_hash);
+    if (!ready) /* still importing, or given up on: a fresh runner */
+        kf_info("warm.skip", "task=0x%llx why=\"no warm runner is ready\"",
+                (unsigned long long)ta->task_id);
+    return ready;
 }
 
 /* Starts a runner for ta (a fresh or a warm runner's child): the runner,
@@ -290,9 +295,7 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
     r->gpu_index = ta->gpu_index;
     if (serve)
         snprintf(r->kernel_hash, sizeof r->kernel_hash, "%s", ta->spec->kernel_hash);
-    snprintf(r->dir, sizeof r->dir, "%s/tmp/0x%llx-%u", a->workdir, (unsigned long long)ta->task_id,
-             ta->attempt);
-    int rc = kf_mkdirs(r->dir, 0700, err);
+    int rc = contain_runner(a, r, ta, err); /* its scratch dir, group and mounts */
     if (rc)
         goto fail;
     char path[PATH_MAX + 32];
@@ -339,14 +342,15 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
         req.task_id = ta->task_id;
         req.attempt = ta->attempt;
         req.nfds = cfd >= 0 ? KF_WARM_FD_CHECKER + 1 : KF_WARM_FD_CHECKER;
+        contain_warm(r, &req);
         if (kf_sandbox_enabled())
             snprintf(req.scratch, sizeof req.scratch, "%s", r->dir);
         int fds[KF_WARM_MAX_FDS] = {in_fd, pfd[1], log_fd, ofd[1], cfd};
         pid = warms_spawn(a->warms, r->gpu, r->gpu_index, ta->spec->problem_hash, &req, fds,
                           &warm_pid, err);
         if (pid < 0 && err->code == KF_EUNAVAIL) {
-            kf_debug("warm.skip", "task=0x%llx why=\"%s\"", (unsigned long long)ta->task_id,
-                     err->msg);
+            kf_info("warm.skip", "task=0x%llx why=\"%s\"", (unsigned long long)ta->task_id,
+                    err->msg);
             pid = fork(); /* no warm runner got its descriptors */
         } else if (pid < 0) {
             errno = 0;
@@ -384,6 +388,7 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
             dprintf(log_fd, "cannot place the runner's descriptors: %s\n", strerror(errno));
             _exit(127);
         }
+        contain_child(r); /* its group and mounts, before anything of it runs */
         int sandboxed = kf_sandbox_enabled();
         kf_childenv e = {a->compat_dir, a->host_lock, a->info};
         childenv_apply(&e, r->gpu, r->gpu_index);
@@ -432,6 +437,7 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
     log_start(r, ta);
     return r;
 fail:
+    contain_end(a, r);
     checkers_stop(r);
     if (r->verdict_fd >= 0)
         close(r->verdict_fd);
@@ -481,7 +487,7 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
  * kernel's next task, its slot free, or leaves. */
 static void result_in(kf_agent *a, krunner *r, Kfleet__Envelope *env)
 {
-    results_relay(a, r, env);
+    contain_relay(a, r, env); /* results_relay, after its orphans are killed */
     const Kfleet__Result *res = env->result;
     if (r->in_fd >= 0 && res->runner_stays && !r->cancelled &&
         res->state == KFLEET__TASK_STATE__SUCCEEDED) {
@@ -664,6 +670,7 @@ static void free_runner(kf_agent *a, krunner *r)
     kf_kout_destroy(&r->kout);
     checkers_stop(r);
     free(r->then);
+    contain_end(a, r); /* its group killed, its kernel's cache kept: before its dirs go */
     if (!a->cfg.keep_tmp)
         remove_dirs(r);
     kf_buf_release(&r->in);
@@ -720,6 +727,8 @@ void runners_reap(kf_agent *a)
             r->timed_out = 1;
             kill(-r->pid, SIGKILL);
         }
+        if (r->exited)
+            contain_exited(a, r); /* what it left goes, and with it its pipes' writers */
         if (r->exited && r->out_fd >= 0)
             runners_drain(a, r);
         if (r->exited && r->out_fd < 0) {

@@ -22,6 +22,23 @@ size_t kf_cmp_dtype_size(kf_dtype t)
     }
 }
 
+const char *kf_cmp_dtype_name(kf_dtype t)
+{
+    switch (t) {
+    case KF_DTYPE_F32:
+        return "f32";
+    case KF_DTYPE_F64:
+        return "f64";
+    case KF_DTYPE_F16:
+        return "f16";
+    case KF_DTYPE_BF16:
+        return "bf16";
+    case KF_DTYPE_I32:
+        return "i32";
+    }
+    return "";
+}
+
 static double half_to_double(uint16_t h)
 {
     int e = (h >> 10) & 31, m = h & 1023;

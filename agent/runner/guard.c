@@ -105,8 +105,8 @@ static int prepare_device_set(hctx *h, const loaded *L, void *state, guard_set *
     for (size_t c = 0; c < CHUNKS && rc == 0; c++)
         if (kf_cudrv_copy_to_host(h->cu, s->ref[c], dref + s->at[c], s->len * sizeof(double),
                                   &err) != KF_OK)
-            rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: the reference's chunks: %s",
-                           h->spec->kernel, err.msg);
+            rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: the reference's chunks: %s",
+                           hctx_who(h), h->spec->kernel, err.msg);
     kf_cudrv_free(h->cu, dref);
     return rc;
 }
@@ -120,7 +120,7 @@ static int prepare_set(hctx_guard *g, hctx *h, const loaded *L, void *state, siz
 {
     guard_set *s = &g->sets[set];
     if (L->k->output(state, &s->view) != 0 || !s->view.data || s->view.count == 0)
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s has no output view",
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s has no output view", hctx_who(h),
                          h->spec->kernel);
     size_t n = s->view.count;
     s->len = n < CHUNK_LEN ? n : CHUNK_LEN;
@@ -146,7 +146,7 @@ static int prepare_set(hctx_guard *g, hctx *h, const loaded *L, void *state, siz
     int rc = L->k->reference(state, ref, kerr, sizeof kerr);
     hctx_phase_add(h, HCTX_PH_REFERENCE, t0);
     if (rc != 0)
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s reference failed: %s",
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s reference failed: %s", hctx_who(h),
                          h->spec->kernel, kerr);
     for (size_t c = 0; c < CHUNKS; c++)
         memcpy(s->ref[c], ref + s->at[c], s->len * sizeof(double));
@@ -280,14 +280,18 @@ static int check_set(hctx_guard *g, hctx *h, const loaded *L, void *state, guard
                      size_t sample)
 {
     kf_view now = {0};
+    char whose[256];
+    const char *of = hctx_problem_of(h, whose, sizeof whose);
     if (L->k->output(state, &now) != 0 || now.data != s->view.data || now.count != s->view.count ||
         now.dtype != s->view.dtype || now.location != s->view.location)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
-                         "kernel %s: output() after timed sample %zu describes another buffer "
+                         "%s %s: output()%s after timed sample %zu describes another buffer "
                          "than before the samples: the harness poisons the output before each "
-                         "sample and reads the same buffer after, so output() must return one "
-                         "view for a state",
-                         h->spec->kernel, sample);
+                         "sample and reads the same buffer after, so %s",
+                         hctx_who(h), h->spec->kernel, of, sample,
+                         *of ? "a candidate's run(s) writes into the output buffer of the "
+                               "state the problem's setup made, and may not replace it"
+                             : "output() must return one view for a state");
     if (s->dref)
         return check_set_device(g, h, L, s, sample);
     size_t nchunks = s->view.location == KF_LOC_HOST ? CHUNKS : HCTX_GUARD_DEVICE_CHUNKS;
@@ -300,8 +304,8 @@ static int check_set(hctx_guard *g, hctx *h, const loaded *L, void *state, guard
         kf_err err;
         const void *e = chunk_of(h, s, c, buf, &err);
         if (!e)
-            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel,
-                             err.msg);
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: %s", hctx_who(h),
+                             h->spec->kernel, err.msg);
         for (size_t i = 0; i < s->len; i++) {
             double o = hctx_elem(e, s->view.dtype, i), r = s->ref[c][i];
             if (h->spot) {
@@ -355,7 +359,7 @@ static int check_set_device(hctx_guard *g, hctx *h, const loaded *L, guard_set *
     if (kf_devcmp_chunks(dc, s->view.data, s->view.dtype, s->dref, s->view.count, at, CHUNKS,
                          s->len, &sum, &err) != KF_OK)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
-                         "kernel %s: the spot check on the GPU after timed sample %zu: %s",
+                         "%s %s: the spot check on the GPU after timed sample %zu: %s", hctx_who(h),
                          h->spec->kernel, sample, err.msg);
     g->checks++;
     double rel = sum.ref2 > 0 ? sqrt(sum.diff2 / sum.ref2) : 0;

@@ -420,6 +420,8 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
     res.phases = pp;
     res.sample_count = h.seq;
     res.finished_ns = kf_now_ns();
+    res.n_fresh_seeds = h.nfresh_seeds; /* for the agent's scrub only */
+    res.fresh_seeds = h.fresh_seeds;
     /* What the kernel printed, out of its buffers before its Result: the
      * agent attaches the output written up to the Result (agent/kout.h). */
     kf_pyk_flush();
@@ -436,6 +438,7 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
     kf_tools_free_metrics(res.ncu, res.n_ncu);
     kf_build_info_release(&binfo);
     FREE_HOST_BUFFERS(&h);
+    free(h.fresh_seeds);
     kf_nvml_close(&h.nv);
     kf_cudrv_close(&h.cu);
     if (!keep)

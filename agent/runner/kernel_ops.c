@@ -92,7 +92,8 @@ int hctx_add_sample(hctx *h, double seconds, uint32_t input_set, int throttled, 
     s->input_set = input_set;
     s->t_ns = kf_now_ns();
     s->throttled = throttled;
-    s->discarded = discarded;
+    s->discarded = discarded == HCTX_SAMPLE_THROTTLED;
+    s->audit = discarded == HCTX_SAMPLE_AUDIT;
     s->sm_clock_mhz = sm_mhz;
     s->power_mw = power_mw;
     if (h->npending == SAMPLE_BATCH || kf_mono_ns() - h->last_flush > 100000000ull)
@@ -109,6 +110,21 @@ int hctx_fail(hctx *h, int state, const char *fmt, ...)
     h->res->state = (Kfleet__TaskState)state;
     h->res->error = h->err;
     return -1;
+}
+
+const char *hctx_who(const hctx *h)
+{
+    if (kf_task_kind_at(h->spec->kind)->references)
+        return "problem";
+    return h->spec->problem_hash && *h->spec->problem_hash ? "candidate" : "kernel";
+}
+
+const char *hctx_problem_of(const hctx *h, char *buf, size_t len)
+{
+    if (!(h->spec->problem_kernel && *h->spec->problem_kernel) || strcmp(hctx_who(h), "candidate"))
+        return "";
+    snprintf(buf, len, " of problem %s", h->spec->problem_kernel);
+    return buf;
 }
 
 void hctx_set_params(const hctx *h, loaded *L)
@@ -170,8 +186,8 @@ int hctx_load_kernel(hctx *h, loaded *L)
                          L->k ? L->k->abi_version : 0, KF_KERNEL_ABI_VERSION);
     if (!L->k->setup || (!L->k->run && !problem) || !L->k->output || !L->k->reference ||
         !L->k->teardown)
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s lacks a required callback",
-                         h->spec->kernel);
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s lacks a required callback",
+                         hctx_who(h), h->spec->kernel);
     hctx_set_params(h, L);
     if (h->spec->device_cuda && !h->cu) { /* opened before the sandbox's last step, or now */
         kf_err err;
@@ -214,17 +230,21 @@ void *hctx_host_buffer(void **buf, size_t *cap, size_t n)
 int hctx_output_same(hctx *h, const loaded *L, void *state, const kf_view *v)
 {
     kf_view now = {0};
+    char whose[256];
+    const char *of = hctx_problem_of(h, whose, sizeof whose);
     if (L->k->output(state, &now) != 0)
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: output() failed after run()",
-                         h->spec->kernel);
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: output()%s failed after run()",
+                         hctx_who(h), h->spec->kernel, of);
     if (now.data != v->data || now.count != v->count || now.dtype != v->dtype ||
         now.location != v->location)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
-                         "kernel %s: output() after run() describes another buffer (%zu "
+                         "%s %s: output()%s after run() describes another buffer (%zu "
                          "elements) than before it (%zu): the harness poisons the output before "
-                         "each run and reads the same buffer after, so output() must return one "
-                         "view for a state",
-                         h->spec->kernel, now.count, v->count);
+                         "each run and reads the same buffer after, so %s",
+                         hctx_who(h), h->spec->kernel, of, now.count, v->count,
+                         *of ? "a candidate's run(s) writes into the output buffer of the state "
+                               "the problem's setup made, and may not replace it"
+                             : "output() must return one view for a state");
     return 0;
 }
 
@@ -277,13 +297,13 @@ int hctx_run_once(hctx *h, const loaded *L, void *state)
 {
     char kerr[HCTX_KERR_LEN] = "";
     if (L->k->run(state, kerr, sizeof kerr) != 0)
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s failed: %s", h->spec->kernel,
-                         kerr);
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s failed: %s", hctx_who(h),
+                         h->spec->kernel, kerr);
     if (h->cu) {
         kf_err err;
         if (kf_cudrv_sync(h->cu, &err) != KF_OK)
-            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel,
-                             err.msg);
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: %s", hctx_who(h),
+                             h->spec->kernel, err.msg);
     }
     return 0;
 }
@@ -291,7 +311,7 @@ int hctx_run_once(hctx *h, const loaded *L, void *state)
 const char *const hctx_phase_names[HCTX_NPHASES] = {
     "load",        "context",     "setup",   "run",         "reference",      "compare",
     "sampling",    "tools",       "build",   "samples",     "throttle waits", "sample launch",
-    "sample sync", "clock reads", "warm-up", "determinism", "rests", "host wait"};
+    "sample sync", "clock reads", "warm-up", "determinism", "rests",          "host wait"};
 
 int hctx_timer_open(hctx *h)
 {
@@ -316,9 +336,22 @@ void hctx_phase_add_s(hctx *h, int ph, double seconds)
     h->phase_s[ph] += seconds > 0 ? seconds : 0;
 }
 
+/* "kernel K setup", or "candidate C: setup() of problem P" (the problem's
+ * setup makes a candidate's inputs): what a setup failure is said of. */
+static const char *setup_who(const hctx *h, char *who, size_t len)
+{
+    char whose[256];
+    const char *of = hctx_problem_of(h, whose, sizeof whose);
+    if (*of)
+        snprintf(who, len, "candidate %s: setup()%s", h->spec->kernel, of);
+    else
+        snprintf(who, len, "%s %s setup", hctx_who(h), h->spec->kernel);
+    return who;
+}
+
 static int setup_once(hctx *h, const loaded *L, uint64_t seed, void **state)
 {
-    char kerr[HCTX_KERR_LEN] = "";
+    char kerr[HCTX_KERR_LEN] = "", who[600];
     if (L->k->setup(state, &L->params, seed, kerr, sizeof kerr) != 0) {
         /* A problem's seeds are secret (docs/problems.md): named by their
          * place in the pool; a plain kernel's, to replay it. */
@@ -326,16 +359,15 @@ static int setup_once(hctx *h, const loaded *L, uint64_t seed, void **state)
         while (i < h->spec->n_seeds && h->spec->seeds[i] != seed)
             i++;
         if (i < h->spec->n_seeds)
-            return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
-                             "kernel %s setup (pool seed #%zu) failed: %s", h->spec->kernel, i,
-                             kerr);
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s setup (seed %llu) failed: %s",
-                         h->spec->kernel, (unsigned long long)seed, kerr);
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s (pool seed #%zu) failed: %s",
+                             setup_who(h, who, sizeof who), i, kerr);
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s (seed %llu) failed: %s",
+                         setup_who(h, who, sizeof who), (unsigned long long)seed, kerr);
     }
     if (h->cu) {
         kf_err err;
         if (kf_cudrv_sync(h->cu, &err) != KF_OK)
-            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s setup: %s", h->spec->kernel,
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s: %s", setup_who(h, who, sizeof who),
                              err.msg);
     }
     return 0;
@@ -367,11 +399,11 @@ static int fits(hctx *h, const loaded *L)
     if (!(need > have) || have <= 0)
         return 0;
     return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
-                     "kernel %s: this configuration cannot fit the node: it moves %.1f GiB a run "
+                     "%s %s: this configuration cannot fit the node: it moves %.1f GiB a run "
                      "(its bytes(), the inputs read and the output written at least once) and the "
                      "%s has %.1f GiB in all; not run (a smaller configuration, or a node with "
                      "more memory)",
-                     h->spec->kernel, need / 1073741824.0, h->cu ? "GPU" : "host",
+                     hctx_who(h), h->spec->kernel, need / 1073741824.0, h->cu ? "GPU" : "host",
                      have / 1073741824.0);
 }
 

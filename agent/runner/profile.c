@@ -8,6 +8,8 @@
  * work a kernel skips is never timed as fast. Device kernels are timed by
  * the CUDA driver through cudrv, host kernels by CLOCK_MONOTONIC; NVML
  * telemetry is read alongside. */
+#include "runner/compare.h"
+#include "runner/fresh.h"
 #include "runner/guard.h"
 #include "runner/hctx.h"
 #include "runner/harness.h"
@@ -136,7 +138,7 @@ static int recheck(hctx *h, const loaded *L, void *const *states, size_t set,
     void *state = states[set];
     kf_view v = {0};
     if (L->k->output(state, &v) != 0 || !v.data || v.count == 0)
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s has no output view",
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s has no output view", hctx_who(h),
                          h->spec->kernel);
     hctx_check chk;
     void *out = NULL;
@@ -177,7 +179,8 @@ static int probe_outside(hctx *h, const loaded *L, rotation *rot, int hot, unsig
     double ex[OUTSIDE_PROBES], ev[OUTSIDE_PROBES];
     *excess = 0;
     if (kf_cudrv_idle_overhead(h->cu, OUTSIDE_PROBES, over, &err) != KF_OK)
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel, err.msg);
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: %s", hctx_who(h), h->spec->kernel,
+                         err.msg);
     if (*over <= 0)
         return 0;
     kf_cudrv_until_idle(h->cu, 1);
@@ -185,8 +188,8 @@ static int probe_outside(hctx *h, const loaded *L, rotation *rot, int hot, unsig
         kf_cudrv_timing tm;
         if (kf_cudrv_time(h->cu, hot, batch, rotation_run, rot, &tm, &err) != KF_OK) {
             kf_cudrv_until_idle(h->cu, 0);
-            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel,
-                             err.msg);
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: %s", hctx_who(h),
+                             h->spec->kernel, err.msg);
         }
         ev[i] = tm.seconds;
         ex[i] = tm.idle_s > 0 ? (tm.idle_s - *over) / batch - tm.seconds : 0;
@@ -223,7 +226,7 @@ static int probe_host_outside(hctx *h, const loaded *L, rotation *rot, unsigned 
         uint64_t t0 = kf_mono_ns();
         for (unsigned b = 0; b < batch; b++)
             if (rotation_run(rot, kerr, sizeof kerr) != 0)
-                return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s failed: %s",
+                return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s failed: %s", hctx_who(h),
                                  h->spec->kernel, kerr);
         uint64_t t1 = kf_mono_ns();
         int orc = L->k->output(state, &v);
@@ -231,7 +234,7 @@ static int probe_host_outside(hctx *h, const loaded *L, rotation *rot, unsigned 
         orc |= L->k->output(state, &v);
         uint64_t t3 = kf_mono_ns();
         if (orc != 0)
-            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: output() failed",
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: output() failed", hctx_who(h),
                              h->spec->kernel);
         ev[i] = (double)(t1 - t0) / 1e9 / batch;
         ov[i] = (double)(t3 - t2) / 1e9;
@@ -265,8 +268,8 @@ static int warm_sample(void *arg, double *seconds, double *sm_mhz)
     kf_err err;
     kf_cudrv_timing tm;
     if (kf_cudrv_time(w->h->cu, w->hot, w->batch, rotation_run, w->rot, &tm, &err) != KF_OK)
-        return hctx_fail(w->h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", w->h->spec->kernel,
-                         err.msg);
+        return hctx_fail(w->h, KFLEET__TASK_STATE__FAILED, "%s %s: %s", hctx_who(w->h),
+                         w->h->spec->kernel, err.msg);
     *seconds = tm.seconds * w->batch;
     *sm_mhz = tm.sm_mhz;
     kf_cudrv_rest(w->h->cu, kf_thermal_rest(w->tp, *seconds));
@@ -280,6 +283,7 @@ static int warm_sample(void *arg, double *seconds, double *sm_mhz)
 typedef struct prof {
     hctx *h;
     const loaded *L;
+    const char *out_dtype; /* its output's (ProfileStats.output_dtype) */
     /* The settings, from the sweep's measure block. */
     kf_stop_rule rule;
     double timeout, min_span; /* min_span: the samples' least wall time */
@@ -290,6 +294,7 @@ typedef struct prof {
     /* The input sets, their guard and the rotation among them. */
     void *states[KF_MAX_INPUT_SETS];
     size_t nsets;
+    hctx_fresh fresh; /* a candidate's fresh inputs (fresh.h) */
     hctx_guard *guard;
     rotation rot;
     /* What the probes found (probe_outside, probe_host_outside). */
@@ -359,8 +364,8 @@ static int sets_open(prof *p)
     size_t nsets = input_sets(p->h, wbytes, p->hot, p->batch);
     uint64_t seeds[KF_MAX_INPUT_SETS];
     for (size_t i = 0; i < nsets; i++) /* a candidate's: its problem's pool (candidate.c) */
-        seeds[i] =
-            p->h->judge ? p->h->spec->seeds[i % p->h->spec->n_seeds] : kf_unpredictable_u64();
+        seeds[i] = p->h->judge && !p->h->refresh ? p->h->spec->seeds[i % p->h->spec->n_seeds]
+                                                 : kf_unpredictable_u64();
     for (size_t i = 0; i < nsets; i++) {
         p->nsets = i + 1; /* a failed setup's partial state is torn down too */
         if (hctx_setup(p->h, L, seeds[i], &p->states[i]) != 0)
@@ -370,14 +375,16 @@ static int sets_open(prof *p)
      * configuration's, for its output's dtype (a candidate's: its
      * checker's). */
     kf_view v0 = {0};
-    if (!p->h->judge &&
-        (L->k->output(p->states[0], &v0) != 0 || hctx_tolerances(p->h, L, v0.dtype) != 0))
+    int have_out = L->k->output(p->states[0], &v0) == 0 && v0.data;
+    p->out_dtype = have_out ? kf_cmp_dtype_name(v0.dtype) : "";
+    if (!p->h->judge && (!have_out || hctx_tolerances(p->h, L, v0.dtype) != 0))
         return p->h->res->state == KFLEET__TASK_STATE__SUCCEEDED
-                   ? hctx_fail(p->h, KFLEET__TASK_STATE__FAILED, "kernel %s has no output view",
-                               p->h->spec->kernel)
+                   ? hctx_fail(p->h, KFLEET__TASK_STATE__FAILED, "%s %s has no output view",
+                               hctx_who(p->h), p->h->spec->kernel)
                    : -1;
     if (hctx_guard_new(p->h, L, p->states, nsets, &p->guard) != 0)
         return -1;
+    hctx_fresh_start(&p->fresh, p->h->refresh ? nsets : 0);
     /* Every run of the profile, from the warm-up on, goes to the next set
      * (run r on set r % nsets): no two runs in a row share inputs, so a
      * kernel memoizing on its last inputs never hits. */
@@ -426,7 +433,8 @@ static int sample_device(prof *p, size_t first, size_t iter, double *secs, int *
     kf_cudrv_timing tm;
     uint64_t t0 = kf_mono_ns();
     if (kf_cudrv_time(h->cu, p->hot, p->batch, rotation_run, &p->rot, &tm, &err) != KF_OK)
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel, err.msg);
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: %s", hctx_who(h), h->spec->kernel,
+                         err.msg);
     *secs = tm.seconds;
     p->tp.rest_s += tm.rest_s;
     kf_cudrv_rest(h->cu, kf_thermal_rest(&p->tp, tm.seconds * p->batch));
@@ -460,12 +468,12 @@ static int sample_host(prof *p, size_t first, size_t iter, double *secs)
     char kerr[HCTX_KERR_LEN] = "";
     for (uint32_t b = 0; b < p->batch; b++)
         if (rotation_run(&p->rot, kerr, sizeof kerr) != 0)
-            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s failed: %s", h->spec->kernel,
-                             kerr);
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s failed: %s", hctx_who(h),
+                             h->spec->kernel, kerr);
     kf_view v = {0};
     for (uint32_t b = 0; p->outside > 0 && b < p->batch && b < p->nsets; b++)
         if (L->k->output(p->states[(first + b) % p->nsets], &v) != 0)
-            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: output() failed",
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: output() failed", hctx_who(h),
                              h->spec->kernel);
     *secs = (double)(kf_mono_ns() - t0) / 1e9;
     *secs = (p->outside > 0 && *secs > p->idle_over ? *secs - p->idle_over : *secs) / p->batch;
@@ -491,8 +499,8 @@ static int keep_sample(prof *p, double secs, size_t first, int throttled, const 
     p->set[p->n] = (uint32_t)first;
     p->times[p->n++] = secs;
     p->total_timed += secs * p->batch;
-    if (hctx_add_sample(p->h, secs, (uint32_t)first, throttled != 0, 0, at->sm_mhz, at->power_mw) !=
-        KF_OK)
+    if (hctx_add_sample(p->h, secs, (uint32_t)first, throttled != 0, HCTX_SAMPLE_KEPT, at->sm_mhz,
+                        at->power_mw) != KF_OK)
         return hctx_fail(p->h, KFLEET__TASK_STATE__FAILED, "cannot stream samples to the agent");
     return 0;
 }
@@ -506,8 +514,10 @@ static int mid_recheck(prof *p, int *rechecked)
         return 0;
     *rechecked = 1;
     uint64_t tr = kf_mono_ns();
-    int rc = recheck(p->h, p->L, p->states, (p->rot.next + p->nsets - 1) % p->nsets, p->guard,
-                     "during the samples");
+    size_t set = (p->rot.next + p->nsets - 1) % p->nsets;
+    if (hctx_fresh_audit(p->h, &p->fresh, p->states, set) != 0)
+        return -1;
+    int rc = recheck(p->h, p->L, p->states, set, p->guard, "during the samples");
     p->recheck_s += (double)(kf_mono_ns() - tr) / 1e9;
     return rc;
 }
@@ -529,9 +539,11 @@ static int sample_loop(prof *p)
         size_t first = p->rot.next % nsets;
         if (p->n == recheck_at && mid_recheck(p, &rechecked) != 0)
             return -1;
-        /* The poison first, the flush after it: a cold sample finds its
-         * output out of the cache as it did before the guard. */
-        if (hctx_guard_before(p->guard, h, first, p->batch) != 0)
+        /* New inputs first (a candidate's), the poison next, the flush
+         * after it: a cold sample finds its output out of the cache as it
+         * did before the guard. */
+        if (hctx_fresh_before(h, &p->fresh, p->states, nsets, first, p->batch) != 0 ||
+            hctx_guard_before(p->guard, h, first, p->batch) != 0)
             return -1;
         if (p->flush) {
             memset(p->flush, (int)(p->n & 0xFF), p->flush_n);
@@ -543,15 +555,22 @@ static int sample_loop(prof *p)
         if (h->cu ? sample_device(p, first, iter++, &secs, &throttled, &at)
                   : sample_host(p, first, iter++, &secs))
             return -1;
-        if (throttled == KF_THERMAL_DISCARD) {
-            /* Stored and flagged, not counted; the GPU gets time to recover
-             * before the next sample (nvbench's policy), as long as the
-             * waits stay within the time measured. */
-            p->discarded++;
-            if (hctx_add_sample(h, secs, (uint32_t)first, 1, 1, at.sm_mhz, at.power_mw) != KF_OK)
+        int audit = p->fresh.last_audit;
+        p->fresh.last_audit = 0;
+        if (audit || throttled == KF_THERMAL_DISCARD) {
+            /* Stored and flagged, not counted: an audit (fresh.h: the guard
+             * checked it; its inputs the pool's, which a memo may have seen)
+             * or a sample taken while throttled, after which the GPU gets
+             * time to recover before the next sample (nvbench's policy), as
+             * long as the waits stay within the time measured. */
+            p->discarded += !audit;
+            if (hctx_add_sample(h, secs, (uint32_t)first, audit ? throttled != 0 : 1,
+                                audit ? HCTX_SAMPLE_AUDIT : HCTX_SAMPLE_THROTTLED, at.sm_mhz,
+                                at.power_mw) != KF_OK)
                 return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
                                  "cannot stream samples to the agent");
-            kf_thermal_wait(&p->tp, p->timed_all);
+            if (!audit)
+                kf_thermal_wait(&p->tp, p->timed_all);
             if ((double)(kf_mono_ns() - start) / 1e9 >= p->timeout)
                 return mid_recheck(p, &rechecked);
             continue;
@@ -617,11 +636,11 @@ static int host_calls(prof *p, Kfleet__ProfileStats *ps)
     while (n < HOST_CALLS && (double)(kf_mono_ns() - start) / 1e9 < HOST_CALL_S) {
         uint64_t t0 = kf_mono_ns();
         if (rotation_run(&p->rot, kerr, sizeof kerr) != 0)
-            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s failed: %s", h->spec->kernel,
-                             kerr);
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s failed: %s", hctx_who(h),
+                             h->spec->kernel, kerr);
         if (kf_cudrv_sync(h->cu, &err) != KF_OK)
-            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel,
-                             err.msg);
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: %s", hctx_who(h),
+                             h->spec->kernel, err.msg);
         t[n++] = (double)(kf_mono_ns() - t0) / 1e9;
     }
     kf_stats_sort(t, n);
@@ -663,6 +682,11 @@ static void summarize(prof *p, Kfleet__ProfileStats *ps)
     }
     ps->bytes = L->k->bytes ? L->k->bytes(&L->params) : 0;
     ps->flops = L->k->flops ? L->k->flops(&L->params) : 0;
+    ps->output_dtype = (char *)(p->out_dtype ? p->out_dtype : "");
+    ps->fresh_samples = p->fresh.fresh_samples;
+    ps->audit_samples = p->fresh.audits;
+    if (p->h->cu)
+        hctx_launches(p->h, ps);
     ps->hot = p->hot;
     ps->batch = p->batch;
     ps->input_sets = (uint32_t)p->nsets;
@@ -701,8 +725,7 @@ static int host_lock(prof *p, Kfleet__ProfileStats *ps)
     uint64_t t0 = kf_mono_ns();
     double limit = fmin(120.0, 4 * p->timeout + 10.0);
     int held = 0;
-    while (!(held = flock(fd, LOCK_EX | LOCK_NB) == 0) &&
-           (double)(kf_mono_ns() - t0) / 1e9 < limit)
+    while (!(held = flock(fd, LOCK_EX | LOCK_NB) == 0) && (double)(kf_mono_ns() - t0) / 1e9 < limit)
         kf_sleep_s(0.005);
     ps->host_wait_s = (double)(kf_mono_ns() - t0) / 1e9;
     ps->host_shared = !held;
@@ -741,7 +764,9 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
     loop_phases(&p, (double)(kf_mono_ns() - start) / 1e9);
     /* The last re-check, after the last sample. */
     if (rc == 0 && p.n > 0)
-        rc = recheck(h, L, p.states, (p.n - 1) % p.nsets, p.guard, "after the last sample");
+        rc = hctx_fresh_audit(h, &p.fresh, p.states, (p.n - 1) % p.nsets) != 0
+                 ? -1
+                 : recheck(h, L, p.states, (p.n - 1) % p.nsets, p.guard, "after the last sample");
     if (h->nv)
         kf_nvml_stop(h->nv);
     if (rc == 0 && (hctx_flush_samples(h) != KF_OK || hctx_telemetry_drain(h) != KF_OK))

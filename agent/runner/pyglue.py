@@ -18,6 +18,7 @@ _alias = ["", "", ""]  # the cached file's path, the user's file name, the files
 _states = {}
 _next = [1]
 _shapes = {}  # handle -> shape of the last output()
+_params_of = {}  # handle -> its configuration's text, for refresh()
 _tol = {}  # the kernel's module-level tol_abs, tol_rel, atol, rtol (load)
 
 # Element types the harness compares, by kf_dtype code (kf_kernel.h).
@@ -223,6 +224,7 @@ def setup(params, seed):
     h = _next[0]
     _next[0] += 1
     _states[h] = state
+    _params_of[h] = params
     prep = getattr(_cand, "prepare", None) if _cand is not None else None
     if prep is not None:
         try:
@@ -402,9 +404,108 @@ def measure(fn, params):
         return _fail(fn + "()")
 
 
+def _arrays(state):
+    """(key, array or module) pairs of a state: a dict's items, a list's or
+    tuple's, an object's attributes; a list or tuple inside them opened
+    once more (KernelBench-style input lists)."""
+    if isinstance(state, dict):
+        items = list(state.items())
+    elif isinstance(state, (list, tuple)):
+        items = list(enumerate(state))
+    else:
+        items = list(getattr(state, "__dict__", {}).items())
+    out = []
+    for k, v in items:
+        if isinstance(v, (list, tuple)):
+            out.extend(((k, i), x) for i, x in enumerate(v))
+        else:
+            out.append((k, v))
+    return out
+
+
+def _fill(dst, src):
+    """Copies src's contents into dst in place: an array of the same type,
+    shape and dtype (numpy, torch, anything with __cuda_array_interface__
+    that takes dst[...] = src), or a torch module's parameters and buffers
+    by name. 1 when something was copied, 0 when dst is no such thing."""
+    mod = type(dst).__module__ or ""
+    if mod.startswith("torch"):
+        import torch
+        if isinstance(dst, torch.nn.Module):
+            if not isinstance(src, torch.nn.Module):
+                return 0
+            theirs = dict(src.state_dict())
+            with torch.no_grad():
+                for name, t in dst.state_dict().items():
+                    if name in theirs and theirs[name].shape == t.shape:
+                        t.copy_(theirs[name])
+            return 1
+        if not isinstance(dst, torch.Tensor):
+            return 0
+        if tuple(dst.shape) != tuple(src.shape) or dst.dtype != src.dtype:
+            raise ValueError("an input of the fresh state has shape %s %s, not %s %s" %
+                             (tuple(src.shape), src.dtype, tuple(dst.shape), dst.dtype))
+        with torch.no_grad():
+            dst.copy_(src)
+        return 1
+    if hasattr(dst, "__array_interface__") or hasattr(dst, "__cuda_array_interface__"):
+        if tuple(dst.shape) != tuple(src.shape) or dst.dtype != src.dtype:
+            raise ValueError("an input of the fresh state has shape %s %s, not %s %s" %
+                             (tuple(src.shape), src.dtype, tuple(dst.shape), dst.dtype))
+        dst[...] = src
+        return 1
+    return 0
+
+
+def refresh(arg):
+    """Fresh contents for a candidate's state before a timed sample (issue
+    43 item 3): the problem's setup() alone (never the candidate's
+    prepare()) makes a state from the seed, and its arrays are copied into
+    the state's own, in place: the candidate keeps its buffers and its
+    prepare()'s scratch, and nothing it computed ahead matches the new
+    contents. The output buffer is left (the guard poisons it next)."""
+    h, seed = arg.split()
+    h, seed = int(h), int(seed)
+    s = _states[h]
+    try:
+        fresh = _mod.setup(_params(_params_of[h]), seed)
+    except BaseException:
+        return _fail("setup() (fresh inputs before a timed sample)")
+    try:
+        out = _mod.output(s)
+        theirs = dict(_arrays(fresh))
+        n = 0
+        for k, dst in _arrays(s):
+            if dst is out or k not in theirs:
+                continue
+            n += _fill(dst, theirs[k])
+    except BaseException:
+        return _fail("fresh inputs before a timed sample (set fresh_inputs = False in the "
+                     "problem to time its candidates on the pool's inputs)")
+    finally:
+        f = getattr(_mod, "teardown", None)
+        if f is not None:
+            try:
+                f(fresh)
+            except BaseException:
+                pass
+    if n == 0:
+        return ("Ethe problem's state holds no array that fresh inputs could be copied into "
+                "(a dict, list or object of numpy arrays or torch tensors); set fresh_inputs = "
+                "False in the problem to time its candidates on the pool's inputs")
+    return ""
+
+
+def fresh_inputs(_arg=""):
+    """Whether the problem lets its candidates' timed samples run on fresh
+    inputs: "1" unless it says fresh_inputs = False."""
+    return "0" if getattr(_mod, "fresh_inputs", True) is False else "1"
+
+
 def teardown(h):
     state = _states.pop(h, None)
     _shapes.pop(h, None)
+    _params_of.pop(h, None)
     f = getattr(_mod, "teardown", None)
     if f is not None and state is not None:
         try:

@@ -423,6 +423,25 @@ int kf_pyk_tolerances(const kf_params *params, kf_dtype out, kf_tol *t, char *er
     return 0;
 }
 
+int kf_pyk_refresh(void *state, uint64_t seed, char *err, size_t errlen)
+{
+    if (!the_host) {
+        snprintf(err, errlen, "internal: no Python kernel loaded");
+        return -1;
+    }
+    char arg[64];
+    snprintf(arg, sizeof arg, "%ld %llu", (long)(intptr_t)state, (unsigned long long)seed);
+    return glue_call(the_host, "refresh", arg, NULL, 0, err, errlen);
+}
+
+int kf_pyk_fresh_inputs(void)
+{
+    char reply[8] = "", err[256];
+    return the_host &&
+           glue_call(the_host, "fresh_inputs", "", reply, sizeof reply, err, sizeof err) == 0 &&
+           reply[0] == '1';
+}
+
 void kf_pyk_flush(void)
 {
     char err[256];

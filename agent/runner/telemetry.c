@@ -1,7 +1,8 @@
 /* telemetry — a GPU profile's NVML readings: the sampler started beside
  * the samples (20 Hz), its readings streamed with the sample batches, and
  * summarized into the Result (clocks, power, temperature, the clock-event
- * reasons seen). Moved out of profile.c, which drives the samples. */
+ * reasons seen); and what the samples launched, by kernel name (CUPTI).
+ * Moved out of profile.c, which drives the samples. */
 #include "runner/hctx.h"
 
 #include <stdio.h>
@@ -74,4 +75,18 @@ void hctx_summarize_telemetry(hctx *h, Kfleet__TelemetrySummary *ts)
         from += k;
     }
     ts->period_s = ts->readings > 1 ? (double)(last - first) / 1e9 / (ts->readings - 1) : 0;
+}
+
+void hctx_launches(hctx *h, Kfleet__ProfileStats *ps)
+{
+    size_t n = kf_cudrv_launches(h->cu, h->launch, HCTX_MAX_LAUNCHES);
+    for (size_t i = 0; i < n; i++) {
+        kfleet__launch__init(&h->launch_msg[i]);
+        h->launch_msg[i].name = h->launch[i].name;
+        h->launch_msg[i].count = h->launch[i].count;
+        h->launch_msg[i].seconds = (double)h->launch[i].ns / 1e9;
+        h->launch_ptr[i] = &h->launch_msg[i];
+    }
+    ps->n_launches = n;
+    ps->launches = n ? h->launch_ptr : NULL;
 }

@@ -57,8 +57,8 @@ int hctx_tolerances(hctx *h, const loaded *L, kf_dtype out)
     char err[HCTX_KERR_LEN] = "", why[512];
     if (L->tolfn && L->tolfn(&L->params, out, &t, err, sizeof err) != 0)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
-                         "kernel %s: its tolerances for this configuration: %s", h->spec->kernel,
-                         err);
+                         "%s %s: its tolerances for this configuration: %s", hctx_who(h),
+                         h->spec->kernel, err);
     h->res->tol_abs = t.tol_abs;
     h->res->tol_rel = t.tol_rel;
     h->res->close = t.close != 0;
@@ -68,9 +68,9 @@ int hctx_tolerances(hctx *h, const loaded *L, kf_dtype out)
                       : kf_tol_vacuous(t.tol_abs, t.tol_rel, why, sizeof why);
     if (bad)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
-                         "kernel %s declares tolerances that cannot fail, refused before its "
+                         "%s %s declares tolerances that cannot fail, refused before its "
                          "output is judged: %s",
-                         h->spec->kernel, why);
+                         hctx_who(h), h->spec->kernel, why);
     h->tol = (kf_tols){t.tol_abs, t.tol_rel, t.close != 0, t.atol, t.rtol};
     h->tol_set = 1;
     return 0;
@@ -149,19 +149,19 @@ int hctx_device_reference(hctx *h, const loaded *L, void *state, size_t n, doubl
     int rc = 0;
     if (kf_cudrv_alloc(h->cu, &p, n * sizeof(double), &err) != KF_OK)
         rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED,
-                       "kernel %s: no device memory for its reference (%zu doubles): %s "
+                       "%s %s: no device memory for its reference (%zu doubles): %s "
                        "(KF_COMPARE=host checks on the host)",
-                       h->spec->kernel, n, err.msg);
+                       hctx_who(h), h->spec->kernel, n, err.msg);
     /* NaN where the reference writes nothing, as on the host. */
     else if (kf_cudrv_memset(h->cu, p, 0xFF, n * sizeof(double), &err) != KF_OK)
         rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "filling the device reference: %s", err.msg);
     else if (L->refdev(state, p, kerr, sizeof kerr) != 0)
-        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s %s failed: %s", h->spec->kernel,
-                       KF_REFERENCE_DEVICE_SYMBOL, kerr);
+        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s %s failed: %s", hctx_who(h),
+                       h->spec->kernel, KF_REFERENCE_DEVICE_SYMBOL, kerr);
     /* The whole context: work the reference left on any stream is done
      * before the output is poisoned and the run it checks starts. */
     else if (kf_cudrv_sync(h->cu, &err) != KF_OK)
-        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s %s: %s", h->spec->kernel,
+        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s %s: %s", hctx_who(h), h->spec->kernel,
                        KF_REFERENCE_DEVICE_SYMBOL, err.msg);
     hctx_phase_add(h, HCTX_PH_REFERENCE, t0);
     if (rc != 0) {
@@ -194,8 +194,8 @@ static int check_on_device(hctx *h, const loaded *L, void *state, const kf_view 
     if (!dc)
         rc = -1;
     else if (kf_devcmp_compare(dc, v->data, v->dtype, dref, v->count, &sum, &err) != KF_OK)
-        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: the comparison on the GPU: %s",
-                       h->spec->kernel, err.msg);
+        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: the comparison on the GPU: %s",
+                       hctx_who(h), h->spec->kernel, err.msg);
     hctx_phase_add(h, HCTX_PH_COMPARE, t0);
     if (!known)
         kf_cudrv_free(h->cu, dref);
@@ -246,7 +246,7 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
     hctx_phase_add(h, HCTX_PH_COMPARE, t0);
     t0 = kf_mono_ns();
     if (rc == 0 && ref && L->k->reference(state, ref, kerr, sizeof kerr) != 0)
-        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s reference failed: %s",
+        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s reference failed: %s", hctx_who(h),
                        h->spec->kernel, kerr);
     hctx_phase_add(h, HCTX_PH_REFERENCE, t0);
     if (rc != 0) {
@@ -288,8 +288,8 @@ int hctx_refuse_vacuous(hctx *h, const loaded *L)
     h->res->tol_abs = L->k->tol_abs;
     h->res->tol_rel = L->k->tol_rel;
     return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
-                     "kernel %s declares tolerances that cannot fail, refused before any run: %s",
-                     h->spec->kernel, why);
+                     "%s %s declares tolerances that cannot fail, refused before any run: %s",
+                     hctx_who(h), h->spec->kernel, why);
 }
 
 /* The first output kept on the device, a second run on the same inputs,
@@ -307,7 +307,7 @@ static int determinism_on_device(hctx *h, const loaded *L, void *state, const kf
     if (kf_cudrv_alloc(h->cu, &first, bytes, &err) != KF_OK ||
         kf_cudrv_copy_device(h->cu, first, v->data, bytes, &err) != KF_OK)
         rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED,
-                       "kernel %s: keeping the first output on the device (%zu bytes): %s",
+                       "%s %s: keeping the first output on the device (%zu bytes): %s", hctx_who(h),
                        h->spec->kernel, bytes, err.msg);
     if (rc == 0)
         rc = hctx_poison(h, v);
@@ -316,8 +316,8 @@ static int determinism_on_device(hctx *h, const loaded *L, void *state, const kf
     if (rc == 0)
         rc = hctx_output_same(h, L, state, v);
     if (rc == 0 && kf_devcmp_equal(dc, first, v->data, bytes, &equal, &err) != KF_OK)
-        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: the bitwise comparison: %s",
-                       h->spec->kernel, err.msg);
+        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: the bitwise comparison: %s",
+                       hctx_who(h), h->spec->kernel, err.msg);
     kf_cudrv_free(h->cu, first);
     if (rc == 0)
         h->res->deterministic = equal;
@@ -355,7 +355,7 @@ int hctx_validate(hctx *h, const loaded *L)
         kf_view v = {0};
         if (L->k->output(state, &v) != 0 || !v.data || v.count == 0) {
             L->k->teardown(state);
-            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s has no output view",
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s has no output view", hctx_who(h),
                              h->spec->kernel);
         }
         void *out = NULL;
@@ -474,8 +474,8 @@ int hctx_validate(hctx *h, const loaded *L)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", first_bad);
     if (L->k->deterministic && !h->res->deterministic)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
-                         "kernel %s says it is deterministic but two runs on the same inputs "
+                         "%s %s says it is deterministic but two runs on the same inputs "
                          "differ bitwise",
-                         h->spec->kernel);
+                         hctx_who(h), h->spec->kernel);
     return 0;
 }

@@ -79,18 +79,55 @@ int kf_cli_sweep_ids(const kf_cmd_entry *c, int argc, char **argv, uint32_t *ids
     return KF_OPT_GO;
 }
 
-int kf_cli_parse_sweep(const char *cmdname, const char *file, kf_sweep_spec **spec, char *kdir,
-                       size_t kdir_len)
+/* The refusals printed so far, and the first (which is the parse's
+ * error when it is the only one: printed once). */
+struct refused_seen {
+    size_t n;
+    char first[sizeof(((kf_err *)0)->msg)];
+};
+
+static void print_refused(void *ctx, const char *msg)
+{
+    struct refused_seen *r = ctx;
+    if (r->n++ == 0)
+        snprintf(r->first, sizeof r->first, "%s", msg);
+    fprintf(stderr, "%s\n", msg);
+}
+
+int kf_cli_parse_sweep(const char *cmdname, const char *file, int keep_going, kf_sweep_spec **spec,
+                       char *kdir, size_t kdir_len)
 {
     kf_err err;
     if (kf_client_kernels_dir(kdir, kdir_len, &err) != KF_OK) {
         fprintf(stderr, "kfleet %s: %s\n", cmdname, err.msg);
         return 1;
     }
-    if (kf_sweep_parse_file(file, kdir, spec, &err) != KF_OK) {
-        fprintf(stderr, "%s\n", err.msg);
+    /* Each refusal is printed as the parser finds it; the error then says
+     * how many (one alone is its own error). */
+    struct refused_seen seen = {0, ""};
+    kf_sweep_parse_opts po = {keep_going, print_refused, &seen};
+    if (kf_sweep_parse_file_opts(file, kdir, &po, spec, &err) != KF_OK) {
+        if (seen.n != 1 || strcmp(err.msg, seen.first) != 0)
+            fprintf(stderr, "%s\n", err.msg);
         return 2;
     }
+    const kf_sweep_spec *s = *spec;
+    for (size_t i = 0; i < s->nmissing; i++)
+        fprintf(stderr, "%s\n", s->missing[i]);
+    size_t nref = 0;
+    for (size_t p = 0; p < (s->nparts ? s->nparts : 1); p++) {
+        const kf_sweep_spec *part = s->nparts ? s->parts[p] : s;
+        for (size_t i = 0; i < part->nkernels; i++)
+            if (part->kernels[i].refused) {
+                fprintf(stderr, "%s\n", part->kernels[i].refused);
+                nref++;
+            }
+    }
+    if (nref)
+        fprintf(stderr,
+                "kfleet %s: %zu refused candidate%s will be failed rows (refused: fail or "
+                "--keep-going); the others are judged\n",
+                cmdname, nref, nref == 1 ? "" : "s");
     return 0;
 }
 

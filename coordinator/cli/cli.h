@@ -51,9 +51,13 @@ int kf_cli_call(const char *cmdname, const char *home, Kfleet__ControlRequest *r
 
 /* Parses a sweep file against the kernels directory (written to kdir).
  * 0; 1 when there is no kernels directory; 2 for an error in the file
- * (printed as FILE:LINE:COL: what). *spec is the caller's to destroy. */
-int kf_cli_parse_sweep(const char *cmdname, const char *file, kf_sweep_spec **spec, char *kdir,
-                       size_t kdir_len);
+ * (printed as FILE:LINE:COL: what; every refused candidate on a line of
+ * its own, then how many). keep_going keeps refused candidates as failed
+ * rows (--keep-going, the sweep's `refused: fail`). A level's problems
+ * left without candidates are printed too, one line each (not an error).
+ * *spec is the caller's to destroy. */
+int kf_cli_parse_sweep(const char *cmdname, const char *file, int keep_going, kf_sweep_spec **spec,
+                       char *kdir, size_t kdir_len);
 
 /* Renders a sweep's report from the store at store_dir (the latest sweep
  * when !have_id) to out_file or stdout. Returns an exit code. */

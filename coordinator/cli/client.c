@@ -294,6 +294,7 @@ static Kfleet__Sweep *sweep_record(const kf_sweep_spec *spec, size_t nrefs)
     sw->nodes_all = spec->nodes_all;
     sw->max_attempts = spec->max_attempts;
     sw->time_limit_s = spec->time_limit_s;
+    sw->memory_limit_bytes = spec->memory_limit;
     sw->baseline = xstrdup(spec->baseline);
     sw->price_per_gpu_hour = spec->price_per_gpu_hour;
     sw->measure = measure_settings(&spec->measure);
@@ -341,6 +342,8 @@ static Kfleet__KernelRef *kernel_ref(const kf_sweep_kernel *k, int problem)
     kr->name = xstrdup(k->name);
     kr->problem = problem;
     kr->candidate = k->candidate != 0;
+    if (k->refused)
+        kr->refused = xstrdup(k->refused);
     kr->cuda = k->cuda;
     kr->python = k->python;
     if (k->next) {

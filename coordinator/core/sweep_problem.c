@@ -23,6 +23,7 @@
 #include "common/xalloc.h"
 
 #include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,7 +116,7 @@ static const struct forbidden *forbidden_row(const char *name, size_t n, unsigne
 
 /* Python: each top-level definition. */
 static int scan_python(const char *text, size_t len, const struct forbidden **bad, int *bad_line,
-                       int *has_entry)
+                       int *bad_col, int *has_entry)
 {
     int line = 0;
     for (const char *p = text; p && p < text + len;) {
@@ -129,6 +130,7 @@ static int scan_python(const char *text, size_t len, const struct forbidden **ba
             if (f && !*bad) {
                 *bad = f;
                 *bad_line = line;
+                *bad_col = (int)(at - p) + 1;
             }
             if (dn == 3 && strncmp(at, "run", 3) == 0 && strncmp(p, "def", 3) == 0)
                 *has_entry = 1;
@@ -141,22 +143,25 @@ static int scan_python(const char *text, size_t len, const struct forbidden **ba
 /* C and CUDA: identifiers outside comments, strings and character
  * literals. */
 static int scan_c(const char *text, size_t len, const struct forbidden **bad, int *bad_line,
-                  int *has_entry)
+                  int *bad_col, int *has_entry)
 {
     int line = 1;
-    const char *p = text, *end = text + len;
-    char prev = 0, prev2 = 0; /* the last two significant characters */
+    const char *p = text, *end = text + len, *bol = text; /* the line's start */
+    char prev = 0, prev2 = 0;                             /* the last two significant characters */
     while (p < end) {
         if (*p == '\n') {
             line++;
-            p++;
+            bol = ++p;
         } else if (p + 1 < end && p[0] == '/' && p[1] == '/') {
             while (p < end && *p != '\n')
                 p++;
         } else if (p + 1 < end && p[0] == '/' && p[1] == '*') {
             p += 2;
             while (p + 1 < end && !(p[0] == '*' && p[1] == '/'))
-                line += *p++ == '\n';
+                if (*p++ == '\n') {
+                    line++;
+                    bol = p;
+                }
             p = p + 1 < end ? p + 2 : end;
         } else if (*p == '"' || *p == '\'') {
             char q = *p++;
@@ -175,6 +180,7 @@ static int scan_c(const char *text, size_t len, const struct forbidden **bad, in
             if (f && !*bad) {
                 *bad = f;
                 *bad_line = line;
+                *bad_col = (int)(s - bol) + 1;
             }
             if (n == 16 && strncmp(s, "kf_candidate_get", 16) == 0)
                 *has_entry = 1;
@@ -191,9 +197,33 @@ static int scan_c(const char *text, size_t len, const struct forbidden **bad, in
     return 0;
 }
 
-/* The candidate contract on k's source; KF_EINVAL at n with the file, line
- * and reason when it is broken. */
-static int check_candidate(kf_sweep_ctx *c, const yaml_node_t *n, const kf_sweep_kernel *k)
+/* A refused candidate: the message "FILE:LINE:COL: SOURCE:L:C: candidate
+ * ..." at n, kept in k (c->keep_refused) or counted and told. */
+static int refuse(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel *k, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int refuse(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel *k, const char *fmt, ...)
+{
+    char what[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    kf_err msg, *keep = c->y.err;
+    c->y.err = &msg;
+    kf_yaml_fail(&c->y, n, "%s", what);
+    c->y.err = keep;
+    if (c->keep_refused) {
+        k->refused = kf_xstrdup(msg.msg);
+        return KF_OK;
+    }
+    if (c->nrefused++ == 0)
+        c->first_refusal = kf_xstrdup(msg.msg);
+    if (c->opts->on_refused)
+        c->opts->on_refused(c->opts->ctx, msg.msg);
+    return KF_OK;
+}
+
+int kf_sweep_check_candidate(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
 {
     kf_buf b = KF_BUF_INIT;
     char why[160];
@@ -203,38 +233,43 @@ static int check_candidate(kf_sweep_ctx *c, const yaml_node_t *n, const kf_sweep
     }
     unsigned lang = k->python ? LANG_PY : LANG_C;
     const struct forbidden *bad = NULL;
-    int bad_line = 0, has_entry = 0;
+    int bad_line = 0, bad_col = 0, has_entry = 0;
     const char *says = NULL;
     if (lang == LANG_PY)
-        scan_python(b.data ? b.data : "", b.len, &bad, &bad_line, &has_entry);
+        scan_python(b.data ? b.data : "", b.len, &bad, &bad_line, &bad_col, &has_entry);
     else
-        scan_c(b.data ? b.data : "", b.len, &bad, &bad_line, &has_entry);
+        scan_c(b.data ? b.data : "", b.len, &bad, &bad_line, &bad_col, &has_entry);
     if (k->format != KF_FORMAT_KFLEET) /* sweep_formats.c: a Python file of that format */
         has_entry = kf_sweep_candidate_entry(k->format, b.data ? b.data : "", b.len, &says) &&
                     lang == LANG_PY;
     kf_buf_release(&b);
+    /* In a level (problems:), the problem is named: one file may hold the
+     * candidates of a hundred. */
+    char of[KF_SWEEP_MAX_NAME + 16] = "";
+    if (c->level_problem)
+        snprintf(of, sizeof of, " of problem '%s'", c->level_problem);
     if (bad)
-        return kf_yaml_fail(&c->y, n,
-                            "%s:%d: candidate '%s' %s (%s), refused: the problem owns the "
-                            "inputs, the reference, the tolerances and the seeds, and a "
-                            "candidate brings only the computation; remove it "
-                            "(docs/problems.md)",
-                            k->path, bad_line, k->name, bad->why, bad->name);
+        return refuse(c, n, k,
+                      "%s:%d:%d: candidate '%s'%s %s (%s), refused: the problem owns the "
+                      "inputs, the reference, the tolerances and the seeds, and a "
+                      "candidate brings only the computation; remove it "
+                      "(docs/problems.md)",
+                      k->path, bad_line, bad_col, k->name, of, bad->why, bad->name);
     if (!has_entry)
-        return kf_yaml_fail(&c->y, n,
-                            "%s: candidate '%s' defines no %s; a %s candidate %s "
-                            "(docs/problems.md)",
-                            k->path, k->name, says ? "entry point" : entry_of(lang),
-                            says              ? kf_sweep_format_name(k->format)
-                            : lang == LANG_PY ? "Python"
-                                              : "C",
-                            says              ? says
-                            : lang == LANG_PY ? "defines run(s), the work on the problem's state"
-                                              : "defines kf_candidate_get (kernels/kf_kernel.h)");
+        return refuse(c, n, k,
+                      "%s: candidate '%s'%s defines no %s, refused; a %s candidate %s "
+                      "(docs/problems.md)",
+                      k->path, k->name, of, says ? "entry point" : entry_of(lang),
+                      says              ? kf_sweep_format_name(k->format)
+                      : lang == LANG_PY ? "Python"
+                                        : "C",
+                      says              ? says
+                      : lang == LANG_PY ? "defines run(s), the work on the problem's state"
+                                        : "defines kf_candidate_get (kernels/kf_kernel.h)");
     return KF_OK;
 }
 
-static int parse_seed_policy(kf_sweep_ctx *c, const yaml_node_t *pn, kf_sweep_spec *s)
+int kf_sweep_seed_policy(kf_sweep_ctx *c, const yaml_node_t *pn, kf_sweep_spec *s)
 {
     s->seed_pool = KF_SWEEP_DEFAULT_SEED_POOL;
     s->seed_renew_s = KF_SWEEP_DEFAULT_SEED_RENEW_S;
@@ -290,7 +325,7 @@ int kf_sweep_parse_problem(kf_sweep_ctx *c, const yaml_node_t *root, const kf_sw
         return rc;
     if (!own && !axes_set && (rc = kf_sweep_axes_dup(c, top, ntop, s->problem)))
         return rc;
-    if ((rc = parse_seed_policy(c, pn, s)))
+    if ((rc = kf_sweep_seed_policy(c, pn, s)))
         return rc;
     s->kernels = kf_xcalloc(len, sizeof *s->kernels);
     s->nkernels = len; /* zeroed entries free cleanly if we stop early */
@@ -318,7 +353,7 @@ int kf_sweep_parse_problem(kf_sweep_ctx *c, const yaml_node_t *root, const kf_sw
                                     "candidate '%s' is listed twice (first at %d:%d); give one "
                                     "another name with name: next to path:",
                                     k->name, s->kernels[j].line, s->kernels[j].col);
-        if ((rc = check_candidate(c, it, k)))
+        if ((rc = kf_sweep_check_candidate(c, it, k)))
             return rc;
         if ((rc = kf_sweep_axes_dup(c, s->problem->axes, s->problem->naxes, k)))
             return rc;

@@ -118,6 +118,7 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     spec.params = t->rec->params;
     spec.measure = sw->rec->measure;
     spec.time_limit_s = sw->rec->time_limit_s;
+    spec.memory_limit_bytes = sw->rec->memory_limit_bytes;
     spec.device_cuda = k->cuda;
     spec.python = k->python;
     spec.n_extension = k->n_extension;

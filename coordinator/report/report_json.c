@@ -4,6 +4,7 @@
  * null too. */
 #include "report/report_json.h"
 #include "common/json.h"
+#include "report/report_launches.h"
 #include "report/report_rank.h"
 #include "common/taskkind.h"
 #include "common/text.h"
@@ -168,6 +169,9 @@ static json_t *json_profile(const rrow *w, int with_samples)
     set(p, "samples_reported", pt->res ? json_integer(pt->res->sample_count) : json_null());
     set(p, "throttled_samples", json_integer((json_int_t)pt->nthrottled));
     set(p, "discarded_samples", json_integer((json_int_t)pt->ndiscarded));
+    set(p, "audit_samples", json_integer((json_int_t)pt->naudit));
+    set(p, "fresh_samples",
+        pt->res && pt->res->profile ? json_integer(pt->res->profile->fresh_samples) : json_null());
     set(p, "throttle_policy",
         ps ? kf_json_str(ps->throttle_keep ? "keep" : "discard") : json_null());
     set(p, "clock_threshold_mhz",
@@ -225,6 +229,9 @@ static json_t *json_profile(const rrow *w, int with_samples)
     }
     set(p, "bytes", ps ? jnum(ps->bytes) : json_null());
     set(p, "flops", ps ? jnum(ps->flops) : json_null());
+    set(p, "output_dtype",
+        ps && ps->output_dtype && *ps->output_dtype ? json_string(ps->output_dtype) : json_null());
+    set(p, "launches", kf_rep_launches_json(ps));
     set(p, "gbps", jnum(w->gbps));
     set(p, "gflops", jnum(w->gflops));
     set(p, "pct_copy_ceiling", jnum(w->pct_bw));
@@ -595,6 +602,14 @@ static json_t *json_agent(const Kfleet__AgentInfo *a)
         a->ceiling_host_copy_gbps > 0 ? jnum(a->ceiling_host_copy_gbps) : json_null());
     set(o, "ceiling_bf16_tflops",
         a->ceiling_bf16_tflops > 0 ? jnum(a->ceiling_bf16_tflops) : json_null());
+    set(o, "ceiling_f32_tflops",
+        a->ceiling_f32_tflops > 0 ? jnum(a->ceiling_f32_tflops) : json_null());
+    set(o, "ceiling_tf32_tflops",
+        a->ceiling_tf32_tflops > 0 ? jnum(a->ceiling_tf32_tflops) : json_null());
+    set(o, "ceiling_f64_tflops",
+        a->ceiling_f64_tflops > 0 ? jnum(a->ceiling_f64_tflops) : json_null());
+    set(o, "ceiling_host_gflops",
+        a->ceiling_host_gflops > 0 ? jnum(a->ceiling_host_gflops) : json_null());
     set(o, "doctor_error", jstr_or_null(a->doctor_error));
     for (size_t g = 0; g < a->n_gpus; g++) {
         const Kfleet__GpuInfo *gi = a->gpus[g];

@@ -18,6 +18,7 @@
 #include "common/taskkind.h"
 #include "common/text.h"
 #include "common/xalloc.h"
+#include "report/report_launches.h"
 #include "report/report_output.h"
 
 #include <math.h>
@@ -357,7 +358,7 @@ static void flags_str(const rep *r, const rrow *w, char *out, size_t len)
         else if (st == KFLEET__TASK_STATE__CANCELLED && i == 1)
             ADD("profile cancelled");
         else if (st == KFLEET__TASK_STATE__SKIPPED && i == 1)
-            ADD("profile skipped: validation did not pass");
+            ADD("profile %s", kf_rep_skip_why(kf_rep_err_of(t), line, sizeof line));
         else if (!kf_state_terminal(st) && i == 1)
             ADD("profile %s", kf_rep_state_name(st));
     }
@@ -791,6 +792,7 @@ int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
                         E_n(&e, note, nl));
         }
     }
+    kf_rep_render_launches(r, md, out);
     kf_rep_render_output(r, md, out);
     for (size_t i = 0; i < 8; i++)
         kf_buf_release(&e.ring[i]);
