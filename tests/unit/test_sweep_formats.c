@@ -168,12 +168,13 @@ static const struct {
     {"problem: {path: 19_ReLU.py, device: gpu}\ncandidates: [relu_new.py]\n",
      "device is 'gpu'; write cuda or cpu"},
     {"problem: 19_ReLU.py\ncandidates: [run_only.py]\n",
-     "candidate 'run_only' defines no entry point; a kernelbench candidate defines class "
+     "candidate 'run_only' defines no entry point, refused; a kernelbench candidate defines class "
      "ModelNew"},
     {"problem: gm/reference.py\ncandidates: [relu_new.py]\n",
      "a gpumode candidate defines custom_kernel(data)"},
     {"problem: 19_ReLU.py\ncandidates: [cand.c]\n",
-     "candidate 'cand' defines no entry point; a kernelbench candidate defines class ModelNew"},
+     "candidate 'cand' defines no entry point, refused; a kernelbench candidate defines class "
+     "ModelNew"},
     {"problem: {path: gm/reference.py, format: kernelbench}\ncandidates: [relu_new.py]\n",
      "defines no top-level 'class Model'"},
 };
