@@ -69,6 +69,9 @@ typedef struct kf_sweep_kernel {
     char *path; /* absolute path of the source file */
     int cuda;   /* 1 for a .cu source, or a Python one that says device = "cuda" */
     int python; /* 1 for a .py source (docs/python-kernels.md) */
+    /* A Python source says its device (a device = line): a candidate that
+     * does not runs where its problem does (sweep_problem.c). */
+    int device_said;
     /* The kf_sweep_py_packages a Python kernel imports, bit i for entry i:
      * its tasks go only to agents whose Python has them. */
     unsigned py_needs;

@@ -228,6 +228,8 @@ static int add_candidate(kf_sweep_ctx *c, const yaml_node_t *it, kf_sweep_spec *
     if (rc)
         return rc;
     k->candidate = 1;
+    if (k->python && !k->device_said)
+        k->cuda = part->problem->cuda; /* a candidate runs on its problem's state */
     for (size_t f = 0; f < entry->nflags; f++) {
         k->flags = kf_xrealloc(k->flags, (k->nflags + 1) * sizeof *k->flags);
         k->flags[k->nflags++] = kf_xstrdup(entry->flags[f]);

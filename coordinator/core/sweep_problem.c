@@ -337,6 +337,8 @@ int kf_sweep_parse_problem(kf_sweep_ctx *c, const yaml_node_t *root, const kf_sw
         k->candidate = 1;
         if ((k->format = s->problem->format) != KF_FORMAT_KFLEET && k->python)
             k->cuda = s->problem->cuda; /* such files say no device: the problem's */
+        else if (k->python && !k->device_said)
+            k->cuda = s->problem->cuda; /* a candidate runs on its problem's state */
         if (own)
             return kf_yaml_fail(&c->y, it,
                                 "candidate '%s' has params: of its own; a candidate runs the "

@@ -39,7 +39,11 @@ for w in by["np_matmul"] + by["memo"]:
 (a,) = by["ahead"]
 err = a["profile"]["error"] or ""
 assert a["profile"]["state"] == "failed", a["profile"]
-assert "the spot check after timed sample" in err and "(pool seed " in err, err
+# Caught at an audit sample's spot check, or at a re-check (which runs on a
+# pool seed's inputs put back too), whichever comes first: both judge the
+# kept answer against the inputs it was not computed from.
+assert "(pool seed " in err and ("the spot check after timed sample" in err or
+                                 "outside atol + rtol |ref|" in err), err
 honest_min = min(w["profile"]["min_s"] for w in by["np_matmul"])
 memo_min = min(w["profile"]["min_s"] for w in by["memo"])
 assert memo_min >= honest_min / 3, (memo_min, honest_min)

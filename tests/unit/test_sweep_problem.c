@@ -343,6 +343,32 @@ static void test_examples(void **state)
     }
 }
 
+/* A Python candidate that says no device runs where its problem does: one
+ * on a CUDA problem went to a CPU slot and failed cuInit there, a wrong
+ * diagnosis (issue 42's newcomer items). One that says cpu keeps it. */
+static void test_candidate_device_is_the_problems(void **state)
+{
+    (void)state;
+    write_file("gpu_problem.py", "import torch\n\ndevice = \"cuda\"\ntol_abs = 1e-6\n"
+                                 "tol_rel = 1e-6\n\ndef setup(params, seed):\n    return {}\n\n"
+                                 "def output(s):\n    return None\n\n"
+                                 "def reference(s):\n    return None\n");
+    write_file("on_cpu.py", "device = \"cpu\"\n\ndef run(s):\n    pass\n");
+    kf_sweep_spec *s = NULL;
+    kf_err err;
+    int rc = parse("problem: {path: gpu_problem.py, params: {n: [1]}}\n"
+                   "candidates: [slow.py, on_cpu.py]\n",
+                   &s, &err);
+    if (rc != KF_OK)
+        fail_msg("parse: %s", err.msg);
+    assert_true(s->problem->cuda);
+    assert_string_equal(s->kernels[0].name, "slow");
+    assert_true(s->kernels[0].cuda);
+    assert_string_equal(s->kernels[1].name, "on_cpu");
+    assert_false(s->kernels[1].cuda);
+    kf_sweep_destroy(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_every_refusal_named),
         cmocka_unit_test(test_refused_kept),
         cmocka_unit_test(test_candidate_words),
+        cmocka_unit_test(test_candidate_device_is_the_problems),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
