@@ -567,9 +567,20 @@ int kf_agent_run(kf_agent *a, volatile sig_atomic_t *stop, kf_err *err)
             "agent=%s coordinator=%s workdir=%s gpus=%zu cpu_slots=%u outbox=%zu key=%s",
             a->info->agent_id, a->cfg.coordinator, a->workdir, a->info->n_gpus, a->info->cpu_slots,
             a->npending, a->cfg.public_key);
+    if (a->cfg.stop_mono) {
+        uint64_t now = kf_mono_ns();
+        kf_info("agent.stop_after", "agent=%s in_s=%.1f", a->info->agent_id,
+                a->cfg.stop_mono > now ? (double)(a->cfg.stop_mono - now) / 1e9 : 0.0);
+    }
     link_send_register(a);
     a->link_down_mono = kf_mono_ns();
+    /* A batch job's own deadline: Slurm's --signal is sent by a periodic
+     * check and is lost when it comes before the batch step runs. */
     while (!(stop && *stop) && !a->refused[0]) {
+        if (a->cfg.stop_mono && kf_mono_ns() >= a->cfg.stop_mono) {
+            kf_info("agent.deadline", "agent=%s reason=\"--stop-after passed\"", a->info->agent_id);
+            break;
+        }
         zmq_pollitem_t items[2 + 2 * MAX_RUNNERS];
         size_t n = 0;
         items[n++] = (zmq_pollitem_t){a->sock, 0, ZMQ_POLLIN, 0};

@@ -88,6 +88,10 @@ static int from_pb(const Kfleet__LaunchHost *x, kf_fleet_host *h, kf_err *err)
     sl->partition = or_null(y->partition);
     sl->gres = or_null(y->gres);
     sl->time = or_null(y->time);
+    /* The seconds are the CLI's parse of the same text, made again here. */
+    sl->time_s = sl->time ? kf_fleet_slurm_seconds(sl->time) : 0;
+    if (sl->time_s < 0)
+        sl->time_s = 0;
     sl->account = or_null(y->account);
     sl->relay_host = or_null(y->relay_host);
     sl->signal_before_s = (int)y->signal_before_s;
