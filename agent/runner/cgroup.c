@@ -24,11 +24,11 @@
 #include <unistd.h>
 
 /* What a hierarchy is for. */
-enum { H_V2 = 1, H_MEMORY = 2, H_PIDS = 4, H_FREEZER = 8 };
+enum { H_V2 = 1, H_MEMORY = 2, H_PIDS = 4, H_FREEZER = 8, H_CPU = 16 };
 
 typedef struct hier {
     unsigned kind;        /* H_* */
-    unsigned v2_limits;   /* KF_CG_MEMORY / KF_CG_PIDS enabled for runner groups (v2) */
+    unsigned v2_limits;   /* KF_CG_MEMORY / _PIDS / _CPU enabled for runner groups (v2) */
     char own[KF_CG_PATH]; /* the agent's group: .../kfleet-PID */
 } hier;
 
@@ -216,7 +216,8 @@ static void find_own(own_dirs *o)
         static const struct {
             const char *name;
             unsigned kind;
-        } wanted[] = {{"memory", H_MEMORY}, {"pids", H_PIDS}, {"freezer", H_FREEZER}};
+        } wanted[] = {
+            {"memory", H_MEMORY}, {"pids", H_PIDS}, {"freezer", H_FREEZER}, {"cpu", H_CPU}};
         unsigned kind = 0;
         const char *first = NULL;
         for (size_t i = 0; i < sizeof wanted / sizeof *wanted; i++)
@@ -380,7 +381,7 @@ static void note(char *s, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
-/* v2: the memory and pids controllers of own's parent enabled for the
+/* v2: the memory, pids and cpu controllers of own's parent enabled for the
  * groups below it. A group with processes cannot have them (EBUSY): the
  * agent moves itself into a leaf when it is alone there. */
 static unsigned v2_controllers(const char *parent, const char *own, char *why, size_t whylen)
@@ -393,8 +394,10 @@ static unsigned v2_controllers(const char *parent, const char *own, char *why, s
     static const struct {
         const char *name, *plus;
         unsigned bit;
-    } c[] = {{"memory", "+memory", KF_CG_MEMORY}, {"pids", "+pids", KF_CG_PIDS}};
-    for (size_t i = 0; i < 2; i++) {
+    } c[] = {{"memory", "+memory", KF_CG_MEMORY},
+             {"pids", "+pids", KF_CG_PIDS},
+             {"cpu", "+cpu", KF_CG_CPU}};
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
         if (!has_word(avail.data, c[i].name, " \n"))
             continue;
         pathf(p, sizeof p, parent, "cgroup.subtree_control");
@@ -472,9 +475,12 @@ static void add_hier(probe *pr, unsigned kind, const char *dir)
         if (lim && (!cgs->pids || lim < cgs->pids))
             cgs->pids = lim;
     }
-    note(cgs->describe, sizeof cgs->describe, "%s %s%s%s%s", (kind & H_V2) ? "v2" : "v1", h->own,
+    if ((kind & H_CPU) || (h->v2_limits & KF_CG_CPU))
+        cgs->have |= KF_CG_CPU;
+    note(cgs->describe, sizeof cgs->describe, "%s %s%s%s%s%s", (kind & H_V2) ? "v2" : "v1", h->own,
          (kind & H_MEMORY) || (h->v2_limits & KF_CG_MEMORY) ? " memory" : "",
          (kind & H_PIDS) || (h->v2_limits & KF_CG_PIDS) ? " pids" : "",
+         (kind & H_CPU) || (h->v2_limits & KF_CG_CPU) ? " cpu" : "",
          (kind & (H_V2 | H_FREEZER)) ? " kill" : "");
 }
 
@@ -511,6 +517,11 @@ kf_cgroups *kf_cgroups_new(void)
         if (!(cgs->have & KF_CG_PIDS))
             note(cgs->missing, sizeof cgs->missing, "no process limit on runners (%s)",
                  pr.why_v2[0] ? pr.why_v2 : "no pids controller");
+        if (!(cgs->have & KF_CG_CPU))
+            note(cgs->missing, sizeof cgs->missing,
+                 "no CPU share per runner (%s): a runner's many processes can starve its "
+                 "neighbours",
+                 pr.why_v2[0] ? pr.why_v2 : "no cpu controller");
     }
     return cgs;
 }

@@ -2,13 +2,16 @@
  * kernel's children, a build's compilers, a daemon that called setsid) is
  * in it wherever it goes in the process tree, its memory and its count of
  * processes are bounded, and all of it is killed at once when the runner
- * ends. Where the node gives them:
+ * ends, and it gets one share of the CPU however many processes it runs
+ * (a fork bomb's 256 spinners take one runner's share, not 256, while a
+ * neighbour's build runs). Where the node gives them:
  *
  *   - cgroup v2 (a delegated group, as systemd's Delegate=yes gives a
  *     service, or the hierarchy's root): cgroup.kill (Linux 5.14; before
  *     it cgroup.freeze and a kill of every process), and the memory and
  *     pids controllers when the agent's group may enable them for its
- *     children (memory.max, memory.swap.max 0, pids.max). A group that
+ *     children (memory.max, memory.swap.max 0, pids.max; cpu at its default
+ *     weight). A group that
  *     holds other processes than the agent cannot (cgroup v2's rule that a
  *     group with controllers for its children holds no process): the agent
  *     moves itself into a leaf when it is alone there, else the limits are
@@ -16,8 +19,8 @@
  *   - cgroup v1 (a hybrid node: memory and pids as v1 hierarchies, often
  *     beside a v2 mount at /sys/fs/cgroup/unified that gives the kill):
  *     memory.limit_in_bytes (and memsw where swap is accounted), pids.max,
- *     and a kill by the freezer, else by listing and killing until empty
- *     (pids.max bounds the race with forks);
+ *     a group in the cpu hierarchy (its default cpu.shares), and a kill by the freezer, else by
+ * listing and killing until empty (pids.max bounds the race with forks);
  *   - none (a non-root agent without delegation): nothing here; runners
  *     keep their process group, which a setsid leaves.
  *
@@ -41,10 +44,11 @@ enum {
     KF_CG_KILL = 1u << 0,   /* the whole group killed (any hierarchy) */
     KF_CG_MEMORY = 1u << 1, /* a memory limit */
     KF_CG_PIDS = 1u << 2,   /* a limit on processes and threads */
+    KF_CG_CPU = 1u << 3,    /* one CPU share per runner (cpu controller) */
 };
 
-/* The most hierarchies a runner joins: v2, v1 memory, v1 pids, v1 freezer. */
-#define KF_CG_MAX_DIRS 4
+/* The most hierarchies a runner joins: v2, v1 memory, pids, freezer, cpu. */
+#define KF_CG_MAX_DIRS 5
 #define KF_CG_PATH 512
 
 typedef struct kf_cgroups kf_cgroups;

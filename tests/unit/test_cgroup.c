@@ -38,6 +38,7 @@ static kf_cgroups *cgs_or_skip(unsigned need)
         printf("# skip: this machine does not give %s: %s\n",
                need & KF_CG_MEMORY ? "a memory limit"
                : need & KF_CG_PIDS ? "a process limit"
+               : need & KF_CG_CPU  ? "a CPU share"
                                    : "a control group",
                kf_cgroups_missing(cgs));
         kf_cgroups_destroy(&cgs);
@@ -175,6 +176,67 @@ static void test_pids_limit(void **st)
     assert_int_equal(ev.pids_max, 8);
     assert_true(ev.pids_refused >= 40 - 7); /* the child itself is one of the 8 */
     printf("# pids.max 8: forks refused %llu\n", (unsigned long long)ev.pids_refused);
+    kf_cgroup_destroy(&cg);
+    kf_cgroups_destroy(&cgs);
+}
+
+/* 1 if the comma-separated list names controller c. */
+static int lists(const char *list, const char *c)
+{
+    size_t n = strlen(c);
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, c, n) == 0)
+            return 1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+/* 0 if this process's group in the cpu hierarchy is the runner's: v1's
+ * "cpu" line where there is one, else v2's (the kfleet groups enable cpu). */
+static int in_cpu_group(void *arg)
+{
+    (void)arg;
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    if (!f)
+        return 5;
+    char line[1024];
+    int v1 = -1, v2 = -1;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        *c2 = '\0';
+        size_t n = strlen(c2 + 1);
+        int ours = n >= 6 && strcmp(c2 + 1 + n - 6, "/t-cpu") == 0;
+        if (lists(c1 + 1, "cpu"))
+            v1 = ours;
+        else if (strcmp(line, "0") == 0 && c1[1] == '\0')
+            v2 = ours;
+    }
+    fclose(f);
+    return (v1 >= 0 ? v1 : v2) == 1 ? 0 : 3;
+}
+
+/* A runner's processes share one CPU share: they are in its group of the
+ * cpu hierarchy, not the agent's (a fork bomb there cannot starve a
+ * neighbour's build). */
+static void test_cpu_share_group(void **st)
+{
+    (void)st;
+    kf_cgroups *cgs = cgs_or_skip(KF_CG_CPU);
+    assert_non_null(strstr(kf_cgroups_describe(cgs), " cpu"));
+    kf_err err;
+    kf_cgroup *cg = kf_cgroup_new(cgs, "t-cpu", 0, 0, &err);
+    assert_non_null(cg);
+    pid_t child = in_group(cg, in_cpu_group, NULL);
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    kf_cgroup_kill(cg);
     kf_cgroup_destroy(&cg);
     kf_cgroups_destroy(&cgs);
 }
@@ -429,6 +491,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kill_takes_setsid_tree),
         cmocka_unit_test(test_pids_limit),
+        cmocka_unit_test(test_cpu_share_group),
         cmocka_unit_test(test_outer_pids_limit_read),
         cmocka_unit_test(test_memory_limit_is_an_oom_kill_in_the_group),
         cmocka_unit_test(test_self_events),
