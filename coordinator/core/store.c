@@ -214,13 +214,18 @@ void kf_store_abort(kf_txn **txn)
 
 /* ---- generic put/get of packed messages ---- */
 
-static int put_msg(kf_txn *t, int db, const void *key, size_t klen, const ProtobufCMessage *m,
-                   unsigned flags, int *dup)
+/* Packs m into table db under key, through cursor c when given (a batch's
+ * puts: LMDB starts its search from where the cursor is, and a batch's
+ * keys are neighbours); *stored (when given) is where its bytes went. The
+ * seal is the caller's (put_msg). */
+static int put_packed(kf_txn *t, MDB_cursor *c, int db, const void *key, size_t klen,
+                      const ProtobufCMessage *m, unsigned flags, int *dup, MDB_val *stored)
 {
     size_t n = protobuf_c_message_get_packed_size(m);
     MDB_val k = {klen, (void *)key}, v = {n, NULL};
     /* MDB_RESERVE: pack straight into the page, no intermediate buffer. */
-    int rc = mdb_put(t->txn, t->s->dbi[db], &k, &v, flags | MDB_RESERVE);
+    int rc = c ? mdb_cursor_put(c, &k, &v, flags | MDB_RESERVE)
+               : mdb_put(t->txn, t->s->dbi[db], &k, &v, flags | MDB_RESERVE);
     if (rc == MDB_KEYEXIST && dup) {
         *dup = 1;
         return KF_OK;
@@ -233,7 +238,27 @@ static int put_msg(kf_txn *t, int db, const void *key, size_t klen, const Protob
         return kf_store_map_rc(rc);
     }
     protobuf_c_message_pack(m, v.mv_data);
-    if (t->s->sealing && (db == DB_SAMPLES || db == DB_RESULTS || db == DB_LATE))
+    if (stored)
+        *stored = v;
+    return KF_OK;
+}
+
+static int sealed_table(int db)
+{
+    return db == DB_SAMPLES || db == DB_RESULTS || db == DB_LATE;
+}
+
+static int put_msg(kf_txn *t, int db, const void *key, size_t klen, const ProtobufCMessage *m,
+                   unsigned flags, int *dup)
+{
+    MDB_val v;
+    int d = 0;
+    int rc = put_packed(t, NULL, db, key, klen, m, flags, dup ? &d : NULL, &v);
+    if (dup)
+        *dup = d;
+    if (rc || d)
+        return rc;
+    if (t->s->sealing && sealed_table(db))
         return kf_seal_put(t, db, key, klen, &v);
     return KF_OK;
 }
@@ -364,11 +389,53 @@ int kf_store_put_late(kf_txn *t, const Kfleet__Result *r, int *dup)
 int kf_store_put_sample(kf_txn *t, uint64_t task_id, uint32_t attempt, const Kfleet__Sample *s,
                         int *dup)
 {
-    uint8_t k[16];
+    size_t dups = 0;
+    int rc = kf_store_put_samples(t, task_id, attempt, &s, 1, &dups);
+    if (dup)
+        *dup = dups > 0;
+    return rc;
+}
+
+int kf_store_put_samples(kf_txn *t, uint64_t task_id, uint32_t attempt,
+                         const Kfleet__Sample *const *s, size_t n, size_t *dups)
+{
+    uint8_t k[16], seal[SEAL_LEN] = {0};
     be64(k, task_id);
     be32(k + 8, attempt);
-    be32(k + 12, s->seq);
-    return put_msg(t, DB_SAMPLES, k, 16, &s->base, MDB_NOOVERWRITE, dup);
+    size_t sealed = 0, d = 0;
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(t->txn, t->s->dbi[DB_SAMPLES], &c);
+    if (rc) {
+        if (!t->failed)
+            t->failed = rc;
+        return kf_store_map_rc(rc);
+    }
+    for (size_t i = 0; i < n; i++) {
+        be32(k + 12, s[i]->seq);
+        MDB_val v;
+        int dup = 0;
+        if ((rc = put_packed(t, c, DB_SAMPLES, k, 16, &s[i]->base, MDB_NOOVERWRITE, &dup, &v)))
+            break; /* the transaction is failed: its commit stores none of it */
+        if (dup) {
+            d++;
+            continue;
+        }
+        if (t->s->sealing) {
+            /* The attempt's seal is the XOR of its samples' MACs: the
+             * batch's XOR is folded in once, not once per sample. */
+            uint8_t mac[SEAL_LEN];
+            kf_seal_mac(t->s, DB_SAMPLES, k, 16, &v, mac);
+            for (int j = 0; j < SEAL_LEN; j++)
+                seal[j] ^= mac[j];
+            sealed++;
+        }
+    }
+    mdb_cursor_close(c);
+    if (rc)
+        return rc;
+    if (dups)
+        *dups = d;
+    return sealed ? kf_seal_add(t, DB_SAMPLES, k, 16, seal) : KF_OK;
 }
 
 int kf_store_put_telemetry(kf_txn *t, uint64_t task_id, uint32_t attempt,
@@ -677,74 +744,4 @@ int kf_store_retire_references(kf_txn *t, const char *problem_hash, uint32_t gen
     if (rc && rc != MDB_NOTFOUND && !t->failed)
         t->failed = rc;
     return rc == MDB_NOTFOUND || rc == 0 ? KF_OK : kf_store_map_rc(rc);
-}
-
-/* ---- prior durations (the scheduler's longest-first order) ---- */
-
-struct prior_ctx {
-    kf_txn *t;
-    const Kfleet__Sweep *sw;
-    const char *const *hashes;
-    size_t nhashes;
-    kf_store_prior_cb cb;
-    void *ctx;
-    uint32_t read;
-};
-
-static int has_hash(const struct prior_ctx *x, const char *hash)
-{
-    for (size_t i = 0; i < x->nhashes; i++)
-        if (strcmp(x->hashes[i], hash) == 0)
-            return 1;
-    return 0;
-}
-
-static int prior_task(void *c, const Kfleet__Task *task)
-{
-    struct prior_ctx *x = c;
-    if (++x->read > KF_STORE_PRIOR_TASKS)
-        return 1; /* enough read: stop the walk (not an error) */
-    if (task->state != KFLEET__TASK_STATE__SUCCEEDED || task->kernel_index >= x->sw->n_kernels ||
-        !has_hash(x, x->sw->kernels[task->kernel_index]->hash))
-        return 0;
-    Kfleet__Result *r = NULL;
-    int rc = kf_store_get_result(x->t, task->task_id, &r);
-    if (rc == KF_ENOTFOUND)
-        return 0;
-    if (rc)
-        return rc;
-    if (r->state == KFLEET__TASK_STATE__SUCCEEDED && r->elapsed_s > 0)
-        rc = x->cb(x->ctx, x->sw->kernels[task->kernel_index]->hash, task, r->elapsed_s);
-    kfleet__result__free_unpacked(r, NULL);
-    return rc;
-}
-
-int kf_store_foreach_prior(kf_txn *t, uint32_t before, const char *const *hashes, size_t nhashes,
-                           kf_store_prior_cb cb, void *ctx)
-{
-    struct prior_ctx x = {t, NULL, hashes, nhashes, cb, ctx, 0};
-    uint32_t looked = 0, matched = 0;
-    for (uint32_t id = before; id-- > 1 && looked < KF_STORE_PRIOR_SWEEPS &&
-                               matched < KF_STORE_PRIOR_MATCHES &&
-                               x.read <= KF_STORE_PRIOR_TASKS;) {
-        Kfleet__Sweep *sw = NULL;
-        int rc = kf_store_get_sweep(t, id, &sw);
-        if (rc == KF_ENOTFOUND)
-            continue;
-        if (rc)
-            return rc;
-        looked++;
-        int any = 0;
-        for (size_t k = 0; k < sw->n_kernels && !any; k++)
-            any = has_hash(&x, sw->kernels[k]->hash);
-        if (any) {
-            matched++;
-            x.sw = sw;
-            rc = kf_store_foreach_task(t, id, prior_task, &x);
-        }
-        kfleet__sweep__free_unpacked(sw, NULL);
-        if (rc && !(rc == 1 && x.read > KF_STORE_PRIOR_TASKS))
-            return rc;
-    }
-    return KF_OK;
 }

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <lmdb.h>
+#include <sodium.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +46,10 @@ struct kf_store {
     int sealing;   /* seal_key is set */
     int has_seals; /* the seals table exists (a store before them has none) */
     unsigned char seal_key[32];
+    /* The BLAKE2b state right after its init with seal_key (set with
+     * it): a MAC starts from a copy instead of keying a state anew
+     * (seal.c). Bytes, copied in and out of an aligned state. */
+    unsigned char seal_init[sizeof(crypto_generichash_state)];
 };
 
 struct kf_txn {
@@ -86,9 +91,17 @@ static inline uint32_t rd32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* seal.c's hook, called by store.c: the seal of a record just put into
- * table db (samples, results, late results), in the same transaction. 0
- * or a store error. */
+/* seal.c's hooks, called by store.c in the transaction that puts the
+ * record. kf_seal_mac: the MAC of record (key, v) of table db (samples,
+ * results, late results). kf_seal_add: adds a MAC to the seals table: a
+ * result's (and a late result's) is its own seal; a sample's is folded
+ * (XOR) into its attempt's, and so may be the XOR of several samples of
+ * one attempt (key any of theirs), which costs one seal update for a whole
+ * batch. kf_seal_put: both, for one record. 0 or a store error. */
+void kf_seal_mac(const struct kf_store *s, int db, const void *key, size_t klen, const MDB_val *v,
+                 uint8_t mac[SEAL_LEN]);
+int kf_seal_add(struct kf_txn *t, int db, const void *key, size_t klen,
+                const uint8_t mac[SEAL_LEN]);
 int kf_seal_put(struct kf_txn *t, int db, const void *key, size_t klen, const MDB_val *v);
 
 #endif
