@@ -50,10 +50,7 @@ int kf_seal_add(kf_txn *t, int db, const void *key, size_t klen, const uint8_t m
         for (int i = 0; i < SEAL_LEN; i++)
             seal[i] ^= ((const uint8_t *)old.mv_data)[i];
     MDB_val sv = {SEAL_LEN, seal};
-    int rc = mdb_put(t->txn, t->s->dbi[DB_SEALS], &k, &sv, 0);
-    if (rc && !t->failed)
-        t->failed = rc;
-    return kf_store_map_rc(rc);
+    return kf_store_map_rc(kf_txn_put(t, DB_SEALS, &k, &sv, 0));
 }
 
 int kf_seal_put(kf_txn *t, int db, const void *key, size_t klen, const MDB_val *v)

@@ -214,18 +214,27 @@ void kf_store_abort(kf_txn **txn)
 
 /* ---- generic put/get of packed messages ---- */
 
-/* Packs m into table db under key, through cursor c when given (a batch's
- * puts: LMDB starts its search from where the cursor is, and a batch's
- * keys are neighbours); *stored (when given) is where its bytes went. The
- * seal is the caller's (put_msg). */
-static int put_packed(kf_txn *t, MDB_cursor *c, int db, const void *key, size_t klen,
-                      const ProtobufCMessage *m, unsigned flags, int *dup, MDB_val *stored)
+int kf_txn_put(kf_txn *t, int db, MDB_val *k, MDB_val *v, unsigned flags)
+{
+    int rc = 0;
+    if (!t->put[db])
+        rc = mdb_cursor_open(t->txn, t->s->dbi[db], &t->put[db]);
+    if (rc == 0)
+        rc = mdb_cursor_put(t->put[db], k, v, flags);
+    if (rc && rc != MDB_KEYEXIST && !t->failed)
+        t->failed = rc;
+    return rc;
+}
+
+/* Packs m into table db under key; *stored (when given) is where its bytes
+ * went. The seal is the caller's (put_msg). */
+static int put_packed(kf_txn *t, int db, const void *key, size_t klen, const ProtobufCMessage *m,
+                      unsigned flags, int *dup, MDB_val *stored)
 {
     size_t n = protobuf_c_message_get_packed_size(m);
     MDB_val k = {klen, (void *)key}, v = {n, NULL};
     /* MDB_RESERVE: pack straight into the page, no intermediate buffer. */
-    int rc = c ? mdb_cursor_put(c, &k, &v, flags | MDB_RESERVE)
-               : mdb_put(t->txn, t->s->dbi[db], &k, &v, flags | MDB_RESERVE);
+    int rc = kf_txn_put(t, db, &k, &v, flags | MDB_RESERVE);
     if (rc == MDB_KEYEXIST && dup) {
         *dup = 1;
         return KF_OK;
@@ -253,7 +262,7 @@ static int put_msg(kf_txn *t, int db, const void *key, size_t klen, const Protob
 {
     MDB_val v;
     int d = 0;
-    int rc = put_packed(t, NULL, db, key, klen, m, flags, dup ? &d : NULL, &v);
+    int rc = put_packed(t, db, key, klen, m, flags, dup ? &d : NULL, &v);
     if (dup)
         *dup = d;
     if (rc || d)
@@ -403,18 +412,12 @@ int kf_store_put_samples(kf_txn *t, uint64_t task_id, uint32_t attempt,
     be64(k, task_id);
     be32(k + 8, attempt);
     size_t sealed = 0, d = 0;
-    MDB_cursor *c;
-    int rc = mdb_cursor_open(t->txn, t->s->dbi[DB_SAMPLES], &c);
-    if (rc) {
-        if (!t->failed)
-            t->failed = rc;
-        return kf_store_map_rc(rc);
-    }
+    int rc = KF_OK;
     for (size_t i = 0; i < n; i++) {
         be32(k + 12, s[i]->seq);
         MDB_val v;
         int dup = 0;
-        if ((rc = put_packed(t, c, DB_SAMPLES, k, 16, &s[i]->base, MDB_NOOVERWRITE, &dup, &v)))
+        if ((rc = put_packed(t, DB_SAMPLES, k, 16, &s[i]->base, MDB_NOOVERWRITE, &dup, &v)))
             break; /* the transaction is failed: its commit stores none of it */
         if (dup) {
             d++;
@@ -430,7 +433,6 @@ int kf_store_put_samples(kf_txn *t, uint64_t task_id, uint32_t attempt,
             sealed++;
         }
     }
-    mdb_cursor_close(c);
     if (rc)
         return rc;
     if (dups)
