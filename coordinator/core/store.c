@@ -214,18 +214,6 @@ void kf_store_abort(kf_txn **txn)
 
 /* ---- generic put/get of packed messages ---- */
 
-int kf_txn_put(kf_txn *t, int db, MDB_val *k, MDB_val *v, unsigned flags)
-{
-    int rc = 0;
-    if (!t->put[db])
-        rc = mdb_cursor_open(t->txn, t->s->dbi[db], &t->put[db]);
-    if (rc == 0)
-        rc = mdb_cursor_put(t->put[db], k, v, flags);
-    if (rc && rc != MDB_KEYEXIST && !t->failed)
-        t->failed = rc;
-    return rc;
-}
-
 /* Packs m into table db under key; *stored (when given) is where its bytes
  * went. The seal is the caller's (put_msg). */
 static int put_packed(kf_txn *t, int db, const void *key, size_t klen, const ProtobufCMessage *m,

@@ -107,13 +107,24 @@ int kf_seal_add(struct kf_txn *t, int db, const void *key, size_t klen,
                 const uint8_t mac[SEAL_LEN]);
 int kf_seal_put(struct kf_txn *t, int db, const void *key, size_t klen, const MDB_val *v);
 
-/* store.c: mdb_put into table db through the transaction's cursor on it. A
- * turn's puts into one table are mostly neighbours (the tasks in flight,
- * the results and seals appended at the end), and LMDB starts a cursor's
- * search from the page the cursor is on when the key falls there, where
- * mdb_put searches from the root each time: 2,760 instructions a sample,
- * 1,376 through a cursor (`kfbench ingest`). The first error is kept in
- * t->failed. */
-int kf_txn_put(struct kf_txn *t, int db, MDB_val *k, MDB_val *v, unsigned flags);
+/* mdb_put into table db through the transaction's cursor on it (opened on
+ * first use; LMDB frees it with the transaction). A turn's puts into one
+ * table are mostly neighbours (the tasks in flight, the results and seals
+ * appended at the end), and LMDB starts a cursor's search from the page the
+ * cursor is on when the key falls there, where mdb_put searches from the
+ * root each time: 2,760 instructions a sample, 1,376 through a cursor
+ * (`kfbench ingest`). The first error but MDB_KEYEXIST is kept in
+ * t->failed. Here, not in store.c, as both store.c and seal.c put. */
+static inline int kf_txn_put(struct kf_txn *t, int db, MDB_val *k, MDB_val *v, unsigned flags)
+{
+    int rc = 0;
+    if (!t->put[db])
+        rc = mdb_cursor_open(t->txn, t->s->dbi[db], &t->put[db]);
+    if (rc == 0)
+        rc = mdb_cursor_put(t->put[db], k, v, flags);
+    if (rc && rc != MDB_KEYEXIST && !t->failed)
+        t->failed = rc;
+    return rc;
+}
 
 #endif
