@@ -25,6 +25,7 @@
 #include "common/util.h"
 #include "common/wire.h"
 #include "agent/agent_int.h"
+#include "agent/childenv.h"
 #include "agent/refstore.h"
 
 #include <errno.h>
@@ -188,7 +189,7 @@ static void ceilings_start(kf_agent *a, kf_doctor_child *c, kf_doctor *d)
 {
     char dev[128];
     kf_err err;
-    runners_visible_device(0, dev, sizeof dev);
+    childenv_visible_device(0, dev, sizeof dev);
     int gpu = a->info->n_gpus > 0;
     memset(d, 0, sizeof *d);
     if (kf_doctor_start(a->runner_exe, gpu, gpu ? dev : NULL, c, &err) != KF_OK)
@@ -203,10 +204,17 @@ static void ceilings_finish(kf_agent *a, kf_doctor_child *c, kf_doctor *d)
     a->info->ceiling_copy_gbps = d->copy_gbps;
     a->info->ceiling_bf16_tflops = d->bf16_tflops;
     a->info->ceiling_host_copy_gbps = d->host_copy_gbps;
+    a->info->ceiling_f32_tflops = d->f32_tflops;
+    a->info->ceiling_tf32_tflops = d->tf32_tflops;
+    a->info->ceiling_f64_tflops = d->f64_tflops;
+    a->info->ceiling_host_gflops = d->host_gflops;
     snprintf(a->doctor_error, sizeof a->doctor_error, "%s", d->error);
     a->info->doctor_error = a->doctor_error;
-    kf_info("agent.doctor", "copy_gbps=%.1f bf16_tflops=%.1f error=\"%s\"", d->copy_gbps,
-            d->bf16_tflops, d->error);
+    kf_info("agent.doctor",
+            "copy_gbps=%.1f bf16_tflops=%.1f f32_tflops=%.1f tf32_tflops=%.1f f64_tflops=%.1f "
+            "host_gflops=%.1f error=\"%s\"",
+            d->copy_gbps, d->bf16_tflops, d->f32_tflops, d->tf32_tflops, d->f64_tflops,
+            d->host_gflops, d->error);
 }
 
 /* Imports torch once, as a kernel would, and asks what it sees: a CPU-only
@@ -377,6 +385,10 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
         snprintf(a->runner_exe, sizeof a->runner_exe, "kfleet-agent");
     char dir[PATH_MAX + 16];
     int rc;
+    /* Before any thread or child: it may take a mount namespace and move
+     * into a control group of its own (contain.h). */
+    if ((rc = contain_init(a, err)))
+        goto fail;
     snprintf(dir, sizeof dir, "%s/outbox", a->workdir);
     if ((rc = kf_mkdirs(dir, 0700, err)) || (rc = kf_outbox_open(dir, &a->outbox, err)))
         goto fail;
@@ -386,6 +398,16 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
     snprintf(dir, sizeof dir, "%s/tmp", a->workdir);
     if ((rc = kf_mkdirs(dir, 0700, err)))
         goto fail;
+    /* One host profile at a time on this machine, whichever of its agents
+     * runs it (runner/harness.h): KF_HOST_LOCK names the lock, "none"
+     * turns it off. */
+    const char *lock = getenv("KF_HOST_LOCK");
+    if (lock && strcmp(lock, "none") == 0)
+        a->host_lock[0] = '\0';
+    else if (lock && *lock)
+        snprintf(a->host_lock, sizeof a->host_lock, "%s", lock);
+    else
+        snprintf(a->host_lock, sizeof a->host_lock, "/tmp/kfleet-host-%u.lock", (unsigned)getuid());
     if (!(a->refs = kf_refstore_open(a->workdir, err))) {
         rc = err->code;
         goto fail;
@@ -414,6 +436,7 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
     else
         kf_info("agent.sandbox", "enforced=\"Landlock files, TCP and signals; own network; "
                                  "seccomp, Unix sockets refused; no_new_privs\"");
+    contain_ready(a);
     kf_outbox_foreach(a->outbox, link_load_pending_cb, a);
 
     a->zctx = zmq_ctx_new();
@@ -479,6 +502,7 @@ void kf_agent_destroy(kf_agent **self)
     if (!a)
         return;
     runners_stop_all(a);
+    contain_fini(a);
     if (a->monitor)
         zmq_close(a->monitor);
     if (a->sock)
@@ -543,9 +567,20 @@ int kf_agent_run(kf_agent *a, volatile sig_atomic_t *stop, kf_err *err)
             "agent=%s coordinator=%s workdir=%s gpus=%zu cpu_slots=%u outbox=%zu key=%s",
             a->info->agent_id, a->cfg.coordinator, a->workdir, a->info->n_gpus, a->info->cpu_slots,
             a->npending, a->cfg.public_key);
+    if (a->cfg.stop_mono) {
+        uint64_t now = kf_mono_ns();
+        kf_info("agent.stop_after", "agent=%s in_s=%.1f", a->info->agent_id,
+                a->cfg.stop_mono > now ? (double)(a->cfg.stop_mono - now) / 1e9 : 0.0);
+    }
     link_send_register(a);
     a->link_down_mono = kf_mono_ns();
+    /* A batch job's own deadline: Slurm's --signal is sent by a periodic
+     * check and is lost when it comes before the batch step runs. */
     while (!(stop && *stop) && !a->refused[0]) {
+        if (a->cfg.stop_mono && kf_mono_ns() >= a->cfg.stop_mono) {
+            kf_info("agent.deadline", "agent=%s reason=\"--stop-after passed\"", a->info->agent_id);
+            break;
+        }
         zmq_pollitem_t items[2 + 2 * MAX_RUNNERS];
         size_t n = 0;
         items[n++] = (zmq_pollitem_t){a->sock, 0, ZMQ_POLLIN, 0};

@@ -26,6 +26,7 @@ typedef struct kf_agent_config {
     double default_limit_s; /* task time limit when the task names none; 0: 300 s */
     const char *runner_exe; /* binary to exec with --runner; NULL: this one */
     int keep_tmp;           /* keep task scratch dirs (debugging) */
+    uint64_t stop_mono;     /* stop as on a signal at this kf_mono_ns(); 0: never */
     /* CurveZMQ: the coordinator's public key and the agent's own pair (Z85). */
     const char *server_key;
     const char *public_key;
@@ -33,7 +34,7 @@ typedef struct kf_agent_config {
 } kf_agent_config;
 
 int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err);
-/* Runs until *stop is set. On the way out it stops its runners. */
+/* Runs until *stop is set (or stop_mono passed). On the way out it stops its runners. */
 int kf_agent_run(kf_agent *self, volatile sig_atomic_t *stop, kf_err *err);
 void kf_agent_destroy(kf_agent **self);
 

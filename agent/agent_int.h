@@ -1,9 +1,11 @@
-/* agent_int — the agent daemon's state, shared by its three files: agent.c
+/* agent_int — the agent daemon's state, shared by its files: agent.c
  * (the life cycle, the loop and the handlers of what the coordinator
  * sends), link.c (the coordinator link: the outbox's sends and resends,
  * registration, heartbeats, the socket monitor) and runners.c (a runner
- * process per task: start, frames, end, time limits). agent.c uses both;
- * runners.c uses link.c; nothing calls back. Not a header outside agent/. */
+ * process per task: start, frames, end, time limits), and contain.c's
+ * start and end (runners' containment, contain.h). agent.c uses them;
+ * runners.c uses link.c and contain.c; nothing calls back. Not a header
+ * outside agent/. */
 #ifndef KF_AGENT_INT_H
 #define KF_AGENT_INT_H
 
@@ -70,6 +72,21 @@ typedef struct krunner {
     int handed_off;
     /* A candidate's runner after such a computation: the Result's counts. */
     uint32_t refs_recomputed, refs_differ;
+    /* A candidate's bounds, as its checker holds them (the stored
+     * references'): its Result says these, not its process's. */
+    int has_tols, tol_close;
+    double tol_abs, tol_rel, atol, rtol;
+    /* Its containment (contain.h): its control group, private mounts and
+     * kernel cache; and what its group's limits did, read when it exited
+     * (ending.h names them): the memory limit and OOM kills inside it,
+     * times its memory met the limit, its process limit and forks refused. */
+    struct kcrunner *cont;
+    uint64_t cg_memory_max, cg_oom_kills, cg_memory_hits;
+    uint64_t cg_pids_max, cg_pids_refused;
+    /* A problem's secret seeds of this task (a reference's or a
+     * candidate's): scrubbed from whatever text it sends (results.c). */
+    uint64_t seeds[64];
+    size_t nseeds;
 } krunner;
 
 typedef struct kpending {
@@ -91,6 +108,7 @@ struct kf_agent {
     char compat_dir[4096];      /* forward-compat libraries runners load first, "" when none */
     char compat_error[1024];    /* why the toolkit cannot run on the driver, "" when it can */
     char sandbox_missing[1024]; /* what the runner sandbox cannot enforce here, "" when all */
+    char host_lock[PATH_MAX];   /* the machine's host-profile lock, "" for none (harness.h) */
     void *zctx, *sock;
     void *monitor;             /* PAIR fed by the DEALER's monitor: handshakes and disconnects */
     int link_up;               /* a handshake succeeded and no disconnect since */
@@ -109,6 +127,7 @@ struct kf_agent {
     size_t nrunners;
     struct kwarms *warms;     /* warms.h: candidates' warm runners; NULL until the first */
     struct kf_refstore *refs; /* refstore.h: the references candidates are judged by */
+    struct kcontain *contain; /* contain.h: runners' groups, mounts and limits */
     int warms_off;            /* they cannot be had here (said once): fresh runners */
     uint32_t cpu_used;
     uint8_t gpu_busy[64];
@@ -137,6 +156,17 @@ void link_send_heartbeat(kf_agent *a);
  * coordinator lost or back. */
 void link_drain_monitor(kf_agent *a);
 
+/* contain.c (contain.h: a runner's group, mounts and limits) */
+/* At the agent's start, before it starts a thread or a child: its mount
+ * namespace and control groups, the limits read from its environment.
+ * KF_EINVAL with err for a limit that does not parse. */
+int contain_init(kf_agent *a, kf_err *err);
+/* Once the node's facts are in (its GPUs and slots): the default limits,
+ * logged; what the node cannot give appended to a->sandbox_missing. */
+void contain_ready(kf_agent *a);
+/* Kills and removes what is left (every runner's group), frees. */
+void contain_fini(kf_agent *a);
+
 /* runners.c */
 krunner *runners_find(kf_agent *a, uint64_t task, uint32_t attempt);
 /* Starts ta: on an idle serving runner of its kernel (and GPU) when there
@@ -156,6 +186,5 @@ void runners_reap(kf_agent *a);
 /* Kills every runner (and its process group) and removes its scratch dir. */
 void runners_stop_all(kf_agent *a);
 /* The CUDA_VISIBLE_DEVICES entry of the agent's GPU `index`. */
-void runners_visible_device(uint32_t index, char *out, size_t len);
 
 #endif

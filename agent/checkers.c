@@ -58,7 +58,11 @@ int checkers_prestage(const kf_agent *a, const Kfleet__TaskAssign *ta, uint8_t *
     spec.artifact_hash = s->problem_artifact_hash;
     spec.python = s->problem_python;
     spec.device_cuda = s->problem_cuda;
-    spec.n_extension = spec.n_files = 0;
+    spec.n_extension = 0;
+    spec.files = s->problem_files;
+    spec.n_files = s->n_problem_files;
+    spec.problem_files = NULL;
+    spec.n_problem_files = 0;
     spec.problem_kernel = spec.problem_hash = spec.problem_artifact_hash = "";
     spec.problem_python = spec.problem_cuda = 0;
     spec.seeds = seeds;
@@ -266,6 +270,13 @@ int checkers_start(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta, int *r
     fcntl(vp[0], F_SETFL, O_NONBLOCK);
     r->verdict_fd = vp[0];
     r->checker_pid = pid;
+    const Kfleet__Reference *r0 = s->references[0];
+    r->has_tols = 1;
+    r->tol_abs = r0->tol_abs;
+    r->tol_rel = r0->tol_rel;
+    r->tol_close = r0->close;
+    r->atol = r0->atol;
+    r->rtol = r0->rtol;
     *runner_fd = sv[1];
     kf_debug("checker.start", "task=0x%llx pid=%d refs=%zu", (unsigned long long)ta->task_id,
              (int)pid, n);

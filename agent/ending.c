@@ -4,6 +4,7 @@
 #include "common/buf.h"
 
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,11 +30,38 @@ static double node_memory_gib(void)
     return pages > 0 && size > 0 ? (double)pages * (double)size / (1u << 30) : 0;
 }
 
+/* What the runner's group's limits did, when they did anything, appended
+ * to why: the reader of a timeout or a crash learns that forks were
+ * refused or a child was killed for memory meanwhile. */
+static void limits_note(const krunner *r, int oom_said, char *why, size_t len)
+{
+    size_t n = strlen(why);
+    if (r->cg_pids_refused && n < len)
+        n += (size_t)snprintf(why + n, len - n,
+                              "; its processes reached the runner's limit of %llu processes and "
+                              "threads (forks refused %llu times)",
+                              (unsigned long long)r->cg_pids_max,
+                              (unsigned long long)r->cg_pids_refused);
+    if (r->cg_oom_kills && !oom_said && n < len)
+        snprintf(why + n, len - n,
+                 "; the out-of-memory killer killed %llu process%s in the runner's group at its "
+                 "memory limit of %.2f GiB",
+                 (unsigned long long)r->cg_oom_kills, r->cg_oom_kills == 1 ? "" : "es",
+                 (double)r->cg_memory_max / (1u << 30));
+}
+
 void ending_explain(const krunner *r, uint64_t oom_kills_now, const char *log_tail, char *why,
                     size_t len, int *state, int *infra)
 {
     const char *nl = log_tail && *log_tail ? "\n" : "", *tail = log_tail ? log_tail : "";
     int sig = WIFSIGNALED(r->status) ? WTERMSIG(r->status) : 0;
+    /* Its own group's OOM kill (or, on a v1 kernel that does not count
+     * them per group, its group at its limit while the node counted one):
+     * the limit is the kernel's verdict, not the node's. */
+    int own_oom =
+        sig == SIGKILL && r->cg_memory_max &&
+        (r->cg_oom_kills || (r->cg_memory_hits && r->oom_kills0 != UINT64_MAX &&
+                             oom_kills_now != UINT64_MAX && oom_kills_now > r->oom_kills0));
     *state = KFLEET__TASK_STATE__FAILED;
     *infra = 0;
     if (r->killed_why[0]) {
@@ -47,6 +75,13 @@ void ending_explain(const krunner *r, uint64_t oom_kills_now, const char *log_ta
     } else if (r->cancelled) {
         *state = KFLEET__TASK_STATE__CANCELLED;
         snprintf(why, len, "cancelled by the coordinator");
+    } else if (own_oom) {
+        snprintf(why, len,
+                 "the kernel used more than %.2f GiB, its runner's memory limit (the sweep's "
+                 "memory_limit, else the agent's KF_RUNNER_MEMORY or default): the out-of-memory "
+                 "killer ended the runner inside its own control group; not tried again, it "
+                 "would be killed again",
+                 (double)r->cg_memory_max / (1u << 30));
     } else if (sig == SIGKILL && r->oom_kills0 != UINT64_MAX && oom_kills_now != UINT64_MAX &&
                oom_kills_now > r->oom_kills0) {
         snprintf(why, len,
@@ -77,4 +112,6 @@ void ending_explain(const krunner *r, uint64_t oom_kills_now, const char *log_ta
         snprintf(why, len, "runner exited with status %d without a result%s%s",
                  WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1, nl, tail);
     }
+    if (!r->killed_why[0] && !r->cancelled)
+        limits_note(r, own_oom, why, len);
 }

@@ -81,18 +81,43 @@ uint64_t kf_kout_total(const kf_kout *k)
     return k->nhead + k->ntail;
 }
 
+/* A digit or hex letter: what a number, a seed among them, is written in. */
+static int numeric(uint8_t c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* Longest form of a 64-bit number in text: 20 decimal digits. */
+enum { CUT_RUN = 20 };
+
 void kf_kout_render(const kf_kout *k, kf_buf *out)
 {
     kf_buf_reset(out);
-    kf_buf_add(out, k->head, k->nhead);
     size_t kept = k->ntail < KF_KOUT_TAIL ? (size_t)k->ntail : KF_KOUT_TAIL;
-    if (k->ntail > kept)
-        kf_buf_addf(out, "%s[kfleet: %" PRIu64 " bytes not kept]\n",
-                    out->len && out->data[out->len - 1] != '\n' ? "\n" : "", k->ntail - kept);
     /* The ring's oldest kept byte is where its next write goes. */
     size_t start = k->ntail > KF_KOUT_TAIL ? (size_t)(k->ntail % KF_KOUT_TAIL) : 0;
-    kf_buf_add(out, k->tail + start, kept - start);
-    kf_buf_add(out, k->tail, start);
+    size_t nhead = k->nhead, skip = 0;
+    if (k->ntail > kept) {
+        /* A cut through a number leaves a piece of it that no scrubber
+         * knows (agent/results.c replaces a secret seed's whole forms, not
+         * its first 15 digits): numeric runs at either edge of the gap go
+         * with it, counted. */
+        for (size_t i = 0; i < CUT_RUN && nhead > 0 && numeric(k->head[nhead - 1]); i++)
+            nhead--;
+        while (skip < CUT_RUN && skip < kept && numeric(k->tail[(start + skip) % KF_KOUT_TAIL]))
+            skip++;
+    }
+    kf_buf_add(out, k->head, nhead);
+    if (k->ntail > kept)
+        kf_buf_addf(out, "%s[kfleet: %" PRIu64 " bytes not kept]\n",
+                    out->len && out->data[out->len - 1] != '\n' ? "\n" : "",
+                    k->ntail - kept + (k->nhead - nhead) + skip);
+    for (size_t i = skip; i < kept;) { /* at most two runs: the ring's two ends */
+        size_t at = (start + i) % KF_KOUT_TAIL;
+        size_t c = KF_KOUT_TAIL - at < kept - i ? KF_KOUT_TAIL - at : kept - i;
+        kf_buf_add(out, k->tail + at, c);
+        i += c;
+    }
 }
 
 void kf_kout_reset(kf_kout *k)

@@ -35,7 +35,9 @@ size_t kf_kout_read(kf_kout *k, int *fd, size_t max);
 uint64_t kf_kout_total(const kf_kout *k);
 
 /* The kept text into out (reset first): the head, then, when bytes were
- * left out, a line "[kfleet: N bytes not kept]" and the tail. */
+ * left out, a line "[kfleet: N bytes not kept]" and the tail. A number cut
+ * by the gap (up to 20 digits or hex letters at either edge) is left out
+ * with it: a piece of a secret seed is not recognisable as one. */
 void kf_kout_render(const kf_kout *k, kf_buf *out);
 
 /* Forgets everything: the next task of a serving runner starts afresh. */

@@ -2,7 +2,7 @@
  *
  *   kfleet-agent [--coordinator ENDPOINT] [--home DIR] [--workdir DIR]
  *                [--name ID] [--cpu-slots N] [--price P] [--log-level L]
- *                [--server-key KEY|FILE] [--show-key]
+ *                [--server-key KEY|FILE] [--show-key] [--stop-after S]
  *
  * Without --coordinator it reads the endpoint a local `kfleet serve` wrote
  * into its run directory. Without --workdir it takes the first free
@@ -70,6 +70,9 @@ static void usage(FILE *f)
                "  --server-key KEY|FILE   the coordinator's Curve public key (Z85), or a file\n"
                "                          holding it; default WORKDIR/coordinator.pub, else\n"
                "                          the home's (then this agent enrolls its own key)\n"
+               "  --stop-after SECONDS    stop (as on SIGTERM: tasks handed back, outbox\n"
+               "                          flushed) this long after starting; a batch job's\n"
+               "                          own deadline, should the scheduler's signal be lost\n"
                "  --show-key              print this agent's public key (making its key pair\n"
                "                          in the work dir if needed) and exit; accept it on\n"
                "                          the coordinator with `kfleet agent-key add KEY NAME`\n"
@@ -161,7 +164,8 @@ static int resolve_server_key(const char *arg, const char *wd, const kf_paths *p
 typedef struct {
     const char *coordinator, *home, *workdir, *name, *level, *server_key, *scratch;
     long cpu_slots;
-    double price;
+    double price, stop_after_s;
+    uint64_t stop_mono; /* --stop-after counted from here: the process's start */
     int runner, serve, warm, channel, checker, keep_tmp, doctor, doctor_gpu, show_key;
 } agent_args;
 
@@ -170,6 +174,18 @@ typedef struct {
 static int parse_number(int ch, const char *arg, agent_args *a)
 {
     char *end;
+    if (ch == 'A') {
+        a->stop_after_s = strtod(arg, &end);
+        if (end == arg || *end || !(a->stop_after_s > 0) || !(a->stop_after_s < 1e9)) {
+            fprintf(stderr,
+                    "kfleet-agent: --stop-after wants the seconds this agent runs before it "
+                    "stops, a number above 0, got '%s'\n",
+                    arg);
+            return 2;
+        }
+        a->stop_mono = kf_mono_ns() + (uint64_t)(a->stop_after_s * 1e9);
+        return -1;
+    }
     if (ch == 'P') {
         a->price = strtod(arg, &end);
         if (end == arg || *end || !(a->price > 0) || !isfinite(a->price)) {
@@ -213,6 +229,7 @@ static int parse_args(int argc, char **argv, agent_args *a)
                                          {"host", no_argument, 0, 'O'},
                                          {"server-key", required_argument, 0, 'S'},
                                          {"show-key", no_argument, 0, 'K'},
+                                         {"stop-after", required_argument, 0, 'A'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int ch, rc;
@@ -269,6 +286,7 @@ static int parse_args(int argc, char **argv, agent_args *a)
         case 'K':
             a->show_key = 1;
             break;
+        case 'A':
         case 'P':
         case 's':
             if ((rc = parse_number(ch, optarg, a)) >= 0)
@@ -443,6 +461,7 @@ static int run_agent(const agent_args *a, const char *coordinator, const char *w
     cfg.agent_id = id;
     cfg.cpu_slots = (uint32_t)a->cpu_slots;
     cfg.price = a->price;
+    cfg.stop_mono = a->stop_mono;
     cfg.keep_tmp = a->keep_tmp;
     cfg.server_key = server_key;
     cfg.public_key = kp->pub;

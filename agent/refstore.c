@@ -38,7 +38,7 @@ kf_refstore *kf_refstore_open(const char *workdir, kf_err *err)
     if (gb && *gb && atof(gb) > 0)
         rs->budget = (uint64_t)(atof(gb) * 1073741824.0);
     else if (statvfs(rs->dir, &vfs) == 0)
-        rs->budget = (uint64_t)vfs.f_blocks * vfs.f_frsize / 4;
+        rs->budget = (uint64_t)vfs.f_blocks * vfs.f_frsize / 2;
     else
         rs->budget = 16ull << 30;
     return rs;
@@ -127,6 +127,14 @@ int kf_refstore_adopt(kf_refstore *rs, const char *from, const char *digest, kf_
     if (access(to, F_OK) == 0) {
         unlink(from);
         return KF_OK;
+    }
+    if ((uint64_t)sb.st_size > rs->budget) {
+        unlink(from);
+        return kf_err_set(err, KF_EINVAL,
+                          "the reference %s (%.1f GiB) is larger than the agent's reference store "
+                          "may hold (%.1f GiB: KF_REFS_MAX_GB, by default half its file system)",
+                          digest, (double)sb.st_size / 1073741824.0,
+                          (double)rs->budget / 1073741824.0);
     }
     make_room(rs, (uint64_t)sb.st_size);
     chmod(from, 0400);

@@ -8,8 +8,8 @@
  * from the agent (agent/checkers.h).
  *
  * Bounded: when the files pass the budget (KF_REFS_MAX_GB in the agent's
- * environment, else a quarter of the file system they are on), the least
- * recently used go; a reference dropped is computed again when a task
+ * environment, else half the file system they are on), the least recently
+ * used go (a single reference larger than the budget is refused); a reference dropped is computed again when a task
  * needs it. A checker that found a file whose content is not its digest
  * has it dropped; one that hashed a file whole has it marked verified, and
  * later checkers of this agent's life skip the hashing (a file only this

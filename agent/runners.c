@@ -12,6 +12,8 @@
  * (Result.infra: tried again), a crash as the kernel's own. */
 #include "agent/agent_int.h"
 #include "agent/checkers.h"
+#include "agent/childenv.h"
+#include "agent/contain.h"
 #include "agent/ending.h"
 #include "agent/kout.h"
 #include "agent/results.h"
@@ -68,25 +70,6 @@ void runners_fail_assignment(kf_agent *a, const Kfleet__TaskAssign *ta, const ch
     results_send(a, &tmp, KFLEET__TASK_STATE__FAILED, 1, why);
 }
 
-/* The CUDA_VISIBLE_DEVICES entry for the agent's GPU `index`: the agent
- * numbers the GPUs it sees, so when it was itself started with a subset
- * ("2,3"), its GPU 1 is the node's "3", not "1". */
-void runners_visible_device(uint32_t index, char *out, size_t len)
-{
-    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
-    snprintf(out, len, "%u", index);
-    if (!vis || !*vis)
-        return;
-    const char *p = vis;
-    for (uint32_t i = 0; i < index && p; i++) {
-        p = strchr(p, ',');
-        if (p)
-            p++;
-    }
-    if (p && *p)
-        snprintf(out, len, "%.*s", (int)strcspn(p, ","), p);
-}
-
 /* How long a serving runner waits idle for its kernel's next task. The
  * coordinator hands a GPU its next task as soon as the result is in, and a
  * sweep runs kernel by kernel, so the next task of the kernel comes within
@@ -138,6 +121,14 @@ static void begin_task(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta)
     r->kind = ta->spec ? ta->spec->kind : 0;
     r->got_result = r->timed_out = r->cancelled = r->idle = 0;
     r->nsamples = 0;
+    r->nseeds = 0;
+    const Kfleet__TaskSpec *sp = ta->spec;
+    if (sp && sp->problem_hash && *sp->problem_hash) /* a candidate's */
+        for (size_t i = 0; i < sp->n_seeds && r->nseeds < 64; i++)
+            r->seeds[r->nseeds++] = sp->seeds[i];
+    if (sp && kf_task_kind_at(sp->kind)->references) /* a reference task's */
+        for (size_t i = 0; i < sp->n_seeds && r->nseeds < 64; i++)
+            r->seeds[r->nseeds++] = sp->seeds[i];
     r->tasks++;
     r->started_mono = kf_mono_ns();
     r->oom_kills0 = ending_oom_kills();
@@ -257,55 +248,12 @@ static int reuse(kf_agent *a, const Kfleet__TaskAssign *ta)
     return 0;
 }
 
-/* The environment of a process about to exec a runner (or a warm runner,
- * warms.h) of GPU slot gpu_index (gpu 0: the CPU), in the forked child. */
-static void child_env(kf_agent *a, int gpu, uint32_t gpu_index)
-{
-    if (kf_sandbox_enabled())
-        kf_sandbox_scrub_env();
-    /* In a sanitizer build, let a kernel's fault kill the runner by its
-     * signal (what the task reports) instead of ASan's own exit. */
-    const char *asan = getenv("ASAN_OPTIONS");
-    if (asan) {
-        char opts[1024];
-        snprintf(opts, sizeof opts, "%s:handle_segv=0:handle_sigbus=0:handle_sigfpe=0", asan);
-        setenv("ASAN_OPTIONS", opts, 1);
-    }
-    if (a->compat_dir[0]) {
-        /* The toolkit's libcuda before the system's (runner/compat.h). */
-        const char *old = getenv("LD_LIBRARY_PATH");
-        char libpath[8192];
-        snprintf(libpath, sizeof libpath, "%s%s%s", a->compat_dir, old && *old ? ":" : "",
-                 old ? old : "");
-        setenv("LD_LIBRARY_PATH", libpath, 1);
-        setenv("KF_CUDA_COMPAT_DIR", a->compat_dir, 1);
-    }
-    if (gpu) {
-        char dev[128];
-        runners_visible_device(gpu_index, dev, sizeof dev);
-        setenv("CUDA_VISIBLE_DEVICES", dev, 1);
-    }
-    /* The arch its cache key needs, from the agent's inventory: the
-     * runner then starts no CUDA driver (threads the sandbox, entered
-     * by one thread, would not hold) before its sandbox. A build takes
-     * GPU 0's, as the runner's own device 0 would be. */
-    const char *arch_env = getenv("KF_CUDA_ARCH");
-    uint32_t want = gpu ? gpu_index : 0;
-    for (size_t g = 0; (!arch_env || !*arch_env) && g < a->info->n_gpus; g++) {
-        const Kfleet__GpuInfo *gi = a->info->gpus[g];
-        if (gi->index == want && gi->cc_major > 0) {
-            char arch[32];
-            kf_build_arch_name((int)gi->cc_major, (int)gi->cc_minor, arch, sizeof arch);
-            setenv("KF_CUDA_ARCH", arch, 1);
-            break;
-        }
-    }
-}
-
 /* warms.h's warms_env_fn. */
 static void warm_env(void *ctx, int gpu, uint32_t gpu_index)
 {
-    child_env(ctx, gpu, gpu_index);
+    kf_agent *a = ctx;
+    kf_childenv e = {a->compat_dir, a->host_lock, a->info};
+    childenv_apply(&e, gpu, gpu_index);
 }
 
 /* Whether ta's runner comes from a warm runner (warms.h): a candidate's
@@ -324,7 +272,11 @@ static int wants_warm(kf_agent *a, const Kfleet__TaskAssign *ta)
             return 0;
         }
     }
-    return warms_ready(a->warms, on_gpu(ta), ta->gpu_index, s->problem_hash);
+    int ready = warms_ready(a->warms, on_gpu(ta), ta->gpu_index, s->problem_hash);
+    if (!ready) /* still importing, or given up on: a fresh runner */
+        kf_info("warm.skip", "task=0x%llx why=\"no warm runner is ready\"",
+                (unsigned long long)ta->task_id);
+    return ready;
 }
 
 /* Starts a runner for ta (a fresh or a warm runner's child): the runner,
@@ -343,9 +295,7 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
     r->gpu_index = ta->gpu_index;
     if (serve)
         snprintf(r->kernel_hash, sizeof r->kernel_hash, "%s", ta->spec->kernel_hash);
-    snprintf(r->dir, sizeof r->dir, "%s/tmp/0x%llx-%u", a->workdir, (unsigned long long)ta->task_id,
-             ta->attempt);
-    int rc = kf_mkdirs(r->dir, 0700, err);
+    int rc = contain_runner(a, r, ta, err); /* its scratch dir, group and mounts */
     if (rc)
         goto fail;
     char path[PATH_MAX + 32];
@@ -392,14 +342,15 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
         req.task_id = ta->task_id;
         req.attempt = ta->attempt;
         req.nfds = cfd >= 0 ? KF_WARM_FD_CHECKER + 1 : KF_WARM_FD_CHECKER;
+        contain_warm(r, &req);
         if (kf_sandbox_enabled())
             snprintf(req.scratch, sizeof req.scratch, "%s", r->dir);
         int fds[KF_WARM_MAX_FDS] = {in_fd, pfd[1], log_fd, ofd[1], cfd};
         pid = warms_spawn(a->warms, r->gpu, r->gpu_index, ta->spec->problem_hash, &req, fds,
                           &warm_pid, err);
         if (pid < 0 && err->code == KF_EUNAVAIL) {
-            kf_debug("warm.skip", "task=0x%llx why=\"%s\"", (unsigned long long)ta->task_id,
-                     err->msg);
+            kf_info("warm.skip", "task=0x%llx why=\"%s\"", (unsigned long long)ta->task_id,
+                    err->msg);
             pid = fork(); /* no warm runner got its descriptors */
         } else if (pid < 0) {
             errno = 0;
@@ -437,8 +388,10 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
             dprintf(log_fd, "cannot place the runner's descriptors: %s\n", strerror(errno));
             _exit(127);
         }
+        contain_child(r); /* its group and mounts, before anything of it runs */
         int sandboxed = kf_sandbox_enabled();
-        child_env(a, r->gpu, r->gpu_index);
+        kf_childenv e = {a->compat_dir, a->host_lock, a->info};
+        childenv_apply(&e, r->gpu, r->gpu_index);
         /* The scratch dir is what turns the runner's sandbox on. */
         char *argv[] = {"kfleet-agent", "--runner", "--workdir", a->workdir, "--channel",
                         NULL,           NULL,       NULL,        NULL};
@@ -484,6 +437,7 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
     log_start(r, ta);
     return r;
 fail:
+    contain_end(a, r);
     checkers_stop(r);
     if (r->verdict_fd >= 0)
         close(r->verdict_fd);
@@ -533,7 +487,7 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
  * kernel's next task, its slot free, or leaves. */
 static void result_in(kf_agent *a, krunner *r, Kfleet__Envelope *env)
 {
-    results_relay(a, r, env);
+    contain_relay(a, r, env); /* results_relay, after its orphans are killed */
     const Kfleet__Result *res = env->result;
     if (r->in_fd >= 0 && res->runner_stays && !r->cancelled &&
         res->state == KFLEET__TASK_STATE__SUCCEEDED) {
@@ -655,6 +609,34 @@ void runners_drain(kf_agent *a, krunner *r)
             break;
         }
         if (env->body_case == KFLEET__ENVELOPE__BODY_SAMPLES && !r->got_result) {
+            /* A task's samples come numbered 0, 1, 2, ... (harness.h): one
+             * out of that order is a second writer on the runner's channel
+             * (issue 43: a forwarder that sent its own copies first), so
+             * nothing of the batch is kept and the runner goes. */
+            const Kfleet__SampleBatch *sb = env->samples;
+            size_t bad = 0;
+            while (bad < sb->n_samples && sb->samples[bad]->seq == r->nsamples + bad)
+                bad++;
+            if (kf_task_kind_at(r->kind)->report != KF_REPORT_TIMING && sb->n_samples) {
+                results_kill(r,
+                             "kfleet killed the runner: samples came from a task that takes "
+                             "none (a %s): something in the runner's process wrote samples on "
+                             "its channel",
+                             kf_task_kind_name(r->kind));
+                kf_wire_free(env);
+                off = r->in.len;
+                break;
+            }
+            if (bad < sb->n_samples) {
+                results_kill(r,
+                             "kfleet killed the runner: sample number %u came where %u was due (a "
+                             "duplicated or out-of-order sample: something in the runner's "
+                             "process wrote samples on its channel); no time of this task is kept",
+                             sb->samples[bad]->seq, (unsigned)(r->nsamples + bad));
+                kf_wire_free(env);
+                off = r->in.len;
+                break;
+            }
             env->samples->task_id = r->task_id;
             env->samples->attempt = r->attempt;
             r->nsamples += (uint32_t)env->samples->n_samples;
@@ -688,6 +670,7 @@ static void free_runner(kf_agent *a, krunner *r)
     kf_kout_destroy(&r->kout);
     checkers_stop(r);
     free(r->then);
+    contain_end(a, r); /* its group killed, its kernel's cache kept: before its dirs go */
     if (!a->cfg.keep_tmp)
         remove_dirs(r);
     kf_buf_release(&r->in);
@@ -744,6 +727,8 @@ void runners_reap(kf_agent *a)
             r->timed_out = 1;
             kill(-r->pid, SIGKILL);
         }
+        if (r->exited)
+            contain_exited(a, r); /* what it left goes, and with it its pipes' writers */
         if (r->exited && r->out_fd >= 0)
             runners_drain(a, r);
         if (r->exited && r->out_fd < 0) {

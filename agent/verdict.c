@@ -1,6 +1,7 @@
 /* verdict — see verdict.h. The lines are runner/checker.h's:
  *   verified DIGEST | damaged DIGEST WHY | error WHY
- *   check SEQ ref I pass P nonfinite N max_abs X rel Y not_close K
+ *   check SEQ ref I pass P nonfinite N max_abs X rel Y not_close K at A out O
+ *     ref R close_ratio Q close_at B close_out P close_ref S
  *   check SEQ ref I bad
  *   why SEQ SENTENCE
  *   spot SEQ ref I fail SENTENCE
@@ -95,13 +96,30 @@ int kf_verdict_apply(int fd, uint32_t want, Kfleet__Result *res, char *why, size
                          seq, ref, line + used);
         } else if (sscanf(line,
                           "check %llu ref %u pass %d nonfinite %llu max_abs %lg rel %lg not_close "
-                          "%llu",
-                          &seq, &ref, &pass, &nonfinite, &max_abs, &rel, &not_close) == 7) {
+                          "%llu%n",
+                          &seq, &ref, &pass, &nonfinite, &max_abs, &rel, &not_close, &used) == 7) {
             if (res->trials && seq < res->n_trials) {
-                res->trials[seq]->passed = pass;
-                res->trials[seq]->max_abs_err = max_abs;
-                res->trials[seq]->rel_err = rel;
-                res->trials[seq]->nonfinite = nonfinite;
+                Kfleet__ValidateTrial *t = res->trials[seq];
+                t->passed = pass;
+                t->max_abs_err = max_abs;
+                t->rel_err = rel;
+                t->nonfinite = nonfinite;
+                t->not_close = not_close;
+                unsigned long long at = 0, cat = 0;
+                double o = 0, r = 0, q = 0, co = 0, cr = 0;
+                if (sscanf(line + used,
+                           " at %llu out %lg ref %lg close_ratio %lg close_at %llu close_out %lg "
+                           "close_ref %lg",
+                           &at, &o, &r, &q, &cat, &co, &cr) == 7) {
+                    t->located = 1;
+                    t->max_abs_at = at;
+                    t->max_abs_out = o;
+                    t->max_abs_ref = r;
+                    t->close_ratio = q;
+                    t->close_at = cat;
+                    t->close_out = co;
+                    t->close_ref = cr;
+                }
             }
             checks++;
             if (!pass && failed++ == 0 && spot_failed == 0 && (bad_seq = seq, bad_ref = ref, 1))

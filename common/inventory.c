@@ -510,8 +510,8 @@ int kf_inventory_collect(const char *agent_id, const char *workdir, Kfleet__Agen
      * protobuf-c empty-string sentinel, so kf_inventory_free can free all. */
     info->agent_id = info->hostname = info->version = info->cpu_model = info->arch = NULL;
     info->workdir = info->driver_version = info->nvcc_version = info->cc_version = NULL;
-    /* An agent that a provider started as a job (a Slurm batch job, say)
-     * names it, so `kfleet status` can: the provider's launch sets these
+    /* An agent that a provider started as a job (a cluster's batch job,
+     * say) names it, so `kfleet status` can: the provider's launch sets these
      * two; an agent started any other way has neither. */
     const char *job = getenv("KF_JOB_ID"), *prov = getenv("KF_JOB_PROVIDER");
     int named = job && *job && strlen(job) < 32 && prov && strlen(prov) < 32;

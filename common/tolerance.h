@@ -15,4 +15,13 @@
  * zeros meets (its relative error is exactly 1). */
 int kf_tol_vacuous(double tol_abs, double tol_rel, char *why, size_t len);
 
+/* The same for a check that also states numpy.isclose's element-wise bound
+ * |out - ref| <= atol + rtol |ref| (issue 41): atol and rtol finite and
+ * >= 0, rtol below 1 (with rtol >= 1 every element of an output of zeros
+ * is within its bound); tol_abs >= 0 and may be infinite (the element-wise
+ * bound takes its place), tol_rel finite and below 1 (what fails an output
+ * of zeros where atol alone would let it pass). */
+int kf_tol_close_vacuous(double atol, double rtol, double tol_abs, double tol_rel, char *why,
+                         size_t len);
+
 #endif

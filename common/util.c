@@ -243,6 +243,32 @@ int kf_parse_duration(const char *s, double *seconds)
     return KF_OK;
 }
 
+int kf_parse_size(const char *s, uint64_t *bytes)
+{
+    if (!isdigit((unsigned char)*s))
+        return KF_EINVAL;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0)
+        return KF_EINVAL;
+    static const char units[] = "KMGT";
+    unsigned shift = 0;
+    const char *u = *end ? strchr(units, *end) : NULL;
+    if (u) {
+        shift = 10u * (unsigned)(u - units + 1);
+        end++;
+        if (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0)
+            end += strlen(end);
+    } else if (strcmp(end, "B") == 0) {
+        end++;
+    }
+    if (*end || v > (UINT64_MAX >> shift))
+        return KF_EINVAL;
+    *bytes = (uint64_t)v << shift;
+    return KF_OK;
+}
+
 int kf_find_exe(const char *name, char *out, size_t len)
 {
     if (strchr(name, '/')) {

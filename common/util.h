@@ -86,4 +86,8 @@ int kf_version_cmp(const char *a, const char *b);
 /* Parses a duration "250ms", "2s", "1.5m", "1h" or a bare number of seconds. */
 int kf_parse_duration(const char *s, double *seconds);
 
+/* Parses a size in bytes: digits with an optional K, M, G or T suffix
+ * (powers of 1024; "16G", "16GiB", "512MB", "4096"). 0, or KF_EINVAL. */
+int kf_parse_size(const char *s, uint64_t *bytes);
+
 #endif

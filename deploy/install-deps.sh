@@ -5,7 +5,8 @@
 # OpenSSH server and client for the fake pods of the launch test, Slurm
 # (slurmctld, slurmd, its client commands) and munge for the Slurm test, iproute2,
 # nftables and python3 for the partition and chaos tests, numpy and the
-# shared libpython for the Python-kernel test),
+# shared libpython for the Python-kernel test, Debian's CPU torch for the
+# KernelBench and GPU MODE problems of test_formats),
 # so `make demo` does not fetch a browser; with --bench what `make bench`
 # compares against (beanstalkd, gearmand and libgearman's C client, perf,
 # and a private Slurm with sshd for the Slurm side-by-side),
@@ -26,7 +27,7 @@ pkgs=(
 case "${1:-}" in
 "") ;;
 --test) pkgs+=(libcmocka-dev chromium clang libclang-rt-14-dev openssh-server openssh-client
-  iproute2 nftables python3 python3-numpy libpython3-dev slurmctld slurmd slurm-client munge) ;;
+  iproute2 nftables python3 python3-numpy python3-torch libpython3-dev slurmctld slurmd slurm-client munge) ;;
 --bench) pkgs+=(beanstalkd gearman-job-server libgearman-dev gearman-tools linux-perf openssh-server
   openssh-client iproute2 slurmctld slurmd slurm-client munge) ;;
 *)

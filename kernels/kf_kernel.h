@@ -126,6 +126,32 @@ typedef const kf_kernel *(*kf_kernel_get_fn)(void);
 typedef int (*kf_reference_device_fn)(void *state, double *dref, char *err, size_t errlen);
 #define KF_REFERENCE_DEVICE_SYMBOL "kf_reference_device"
 
+/* Tolerances as people state them (optional; ABI version 1 as is). A kernel
+ * or a problem may also define, with C linkage,
+ *
+ *     int kf_tolerances(const kf_params *p, kf_dtype out, kf_tol *t,
+ *                       char *err, size_t errlen);
+ *
+ * which the harness calls once per configuration with t filled with the
+ * kernel's tol_abs and tol_rel and close = 0, and the dtype of its output:
+ * it may change any of them for that configuration and dtype. With close =
+ * 1, atol and rtol add numpy.isclose's element-wise bound, |out - ref| <=
+ * atol + rtol |ref| at every element (KernelBench, GPU MODE and
+ * BackendBench judge so); the max-abs and relative-L2 bounds still hold
+ * (tol_abs may then be INFINITY; tol_rel must stay below 1, so an output
+ * of zeros fails where atol alone would let it pass). A Python kernel
+ * states the same with `atol`, `rtol` and `tolerances(params, dtype)`
+ * returning a dict of any of tol_abs, tol_rel, atol, rtol
+ * (docs/python-kernels.md). Returns 0, or -1 with err. */
+typedef struct kf_tol {
+    double tol_abs, tol_rel;
+    int close;
+    double atol, rtol;
+} kf_tol;
+typedef int (*kf_tolerances_fn)(const kf_params *p, kf_dtype out, kf_tol *t, char *err,
+                                size_t errlen);
+#define KF_TOLERANCES_SYMBOL "kf_tolerances"
+
 /* Problems and candidates (docs/problems.md).
  *
  * A problem is a kf_kernel whose setup makes the inputs from the secret

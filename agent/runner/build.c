@@ -11,6 +11,7 @@
  * finished .so reaches the cache by rename, after its JSON sidecar, so a
  * reader sees either no artifact or a complete one with its record. */
 #include "runner/build.h"
+#include "runner/cgroup.h"
 #include "common/json.h"
 #include "common/xalloc.h"
 #include "runner/cudrv.h"
@@ -397,6 +398,8 @@ static int compile(const Kfleet__TaskSpec *sp, const char *dir, const char *kern
         cmdline_free(&cl);
         return kf_err_set(err, KF_EIO, "cannot prepare the compile in %s: %s", dir, strerror(e));
     }
+    kf_cgroup_events ev0, ev1;
+    kf_cgroup_self_events(&ev0); /* its group's OOM kills so far (cgroup.h) */
     uint64_t t0 = kf_mono_ns();
     pid_t pid = kf_proc_spawn(argv, fd, dir);
     int e = errno;
@@ -419,6 +422,17 @@ static int compile(const Kfleet__TaskSpec *sp, const char *dir, const char *kern
                           cc, sp->device_cuda ? "KF_NVCC" : "KF_CC");
     if (WIFEXITED(st) && WEXITSTATUS(st) == 126)
         return kf_err_set(err, KF_EIO, "compile failed: cannot start %s in %s", cc, dir);
+    if ((WIFSIGNALED(st) || WEXITSTATUS(st) != 0) && kf_cgroup_self_events(&ev1) == 0 &&
+        ev1.oom_kills > ev0.oom_kills) {
+        /* The compiler (cc1, cicc, ptxas: the driver only reports "Killed")
+         * met the runner's memory limit: the kernel's source's verdict. */
+        bi->rejected = 1;
+        return kf_err_set(err, KF_EINVAL,
+                          "compile failed: the compiler used more than %.2f GiB, the build "
+                          "runner's memory limit (the sweep's memory_limit, else the agent's): "
+                          "the out-of-memory killer ended it inside the runner's control group",
+                          (double)ev1.memory_max / (1u << 30));
+    }
     if (WIFSIGNALED(st)) {
         bi->rejected = 1;
         return kf_err_set(err, KF_EINVAL, "compile failed: %s killed by signal %d", cc,

@@ -20,6 +20,8 @@
 
 #include "common/taskkind.h"
 #include "common/err.h"
+#include "common/util.h"
+#include "common/xalloc.h"
 #include "runner/artifact.h"
 #include "runner/build.h"
 #include "runner/checker.h"
@@ -42,13 +44,19 @@ typedef struct cand_ctx {
     kf_problem_inputs_fn inputs; /* a C problem's; NULL: the Python problem's */
     const Kfleet__TaskSpec *spec;
     kf_kernel k;
+    int fresh; /* the problem lets timed samples run on fresh inputs (hctx.refresh) */
+    hctx *h;   /* the task's, for note_fresh */
 } cand_ctx;
 
 static cand_ctx the_ctx;
 
+/* cstate.ref of a state whose inputs came from a seed outside the pool
+ * (a profile's fresh inputs): no reference judges it. */
+#define NO_REF UINT32_MAX
+
 typedef struct cstate {
     void *ps;     /* the problem's state */
-    uint32_t ref; /* index of its seed in spec->seeds and spec->references */
+    uint32_t ref; /* index of its seed in spec->seeds and spec->references, or NO_REF */
     void *scratch;
     int prepared;
     kf_view in[KF_PROBLEM_MAX_INPUTS];
@@ -69,6 +77,10 @@ static int judge(hctx *h, const void *state, const void *out, const kf_view *v, 
 {
     kf_err err;
     int passed = 0;
+    if (((const cstate *)state)->ref == NO_REF)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                         "internal: candidate %s's state on fresh inputs was to be checked",
+                         h->spec->kernel);
     if (kf_checker_check(h->checker, ((const cstate *)state)->ref, out, v->dtype, v->count, &passed,
                          &err) != KF_OK)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "candidate %s: %s", h->spec->kernel,
@@ -83,6 +95,12 @@ static int spot(hctx *h, const void *state, const uint64_t *at, const double *va
                 int *passed)
 {
     kf_err err;
+    if (((const cstate *)state)->ref == NO_REF) {
+        /* Fresh inputs have no reference: the profile checks such a set
+         * after it has put a pool seed's inputs back (an audit). */
+        *passed = 1;
+        return 0;
+    }
     if (kf_checker_spot(h->checker, ((const cstate *)state)->ref, at, values, n, passed, &err) !=
         KF_OK)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "candidate %s: %s", h->spec->kernel,
@@ -101,6 +119,17 @@ static void c_teardown(void *state)
     free(cs);
 }
 
+/* A seed outside the pool that made a state's inputs: the agent scrubs it
+ * from the task's text (Result.fresh_seeds), as it scrubs the pool's. */
+static void note_fresh(hctx *h, uint64_t seed)
+{
+    if (h->nfresh_seeds == h->capfresh_seeds) {
+        h->capfresh_seeds = h->capfresh_seeds ? 2 * h->capfresh_seeds : 64;
+        h->fresh_seeds = kf_xrealloc(h->fresh_seeds, h->capfresh_seeds * sizeof *h->fresh_seeds);
+    }
+    h->fresh_seeds[h->nfresh_seeds++] = seed;
+}
+
 static int c_setup(void **state, const kf_params *p, uint64_t seed, char *err, size_t errlen)
 {
     *state = NULL;
@@ -108,7 +137,7 @@ static int c_setup(void **state, const kf_params *p, uint64_t seed, char *err, s
     size_t i = 0;
     while (i < sp->n_seeds && sp->seeds[i] != seed)
         i++;
-    if (i == sp->n_seeds) {
+    if (i == sp->n_seeds && !the_ctx.fresh) {
         snprintf(err, errlen, "internal: a seed outside the problem's pool");
         return -1;
     }
@@ -117,7 +146,9 @@ static int c_setup(void **state, const kf_params *p, uint64_t seed, char *err, s
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    cs->ref = (uint32_t)i;
+    cs->ref = i == sp->n_seeds ? NO_REF : (uint32_t)i;
+    if (cs->ref == NO_REF)
+        note_fresh(the_ctx.h, seed);
     *state = cs;
     if (the_ctx.problem->setup(&cs->ps, p, seed, err, errlen) != 0)
         return -1;
@@ -176,6 +207,27 @@ static double c_flops(const kf_params *p)
     return the_ctx.problem->flops ? the_ctx.problem->flops(p) : 0;
 }
 
+/* hctx.refresh: new contents for a state's inputs, made by the problem's
+ * setup() alone from a seed the candidate cannot know (pool < 0: an
+ * unpredictable one, judged by nothing) or from the pool's seed `pool`
+ * (an audit: judged against its stored reference). */
+static int refresh(hctx *h, void *state, int pool)
+{
+    cstate *cs = state;
+    const Kfleet__TaskSpec *sp = h->spec;
+    if (pool >= (int)sp->n_seeds)
+        pool = -1;
+    uint64_t seed = pool >= 0 ? sp->seeds[pool] : kf_unpredictable_u64();
+    char err[HCTX_KERR_LEN] = "";
+    if (kf_pyk_refresh(cs->ps, seed, err, sizeof err) != 0)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "problem %s: %s", sp->problem_kernel,
+                         err); /* the agent scrubs seeds from errors (agent/results.c) */
+    cs->ref = pool >= 0 ? (uint32_t)pool : NO_REF;
+    if (pool < 0)
+        note_fresh(h, seed);
+    return 0;
+}
+
 /* The problem's spec as hctx_load_kernel and the artifact check read it. */
 static void problem_spec(const Kfleet__TaskSpec *sp, Kfleet__TaskSpec *ps)
 {
@@ -185,7 +237,9 @@ static void problem_spec(const Kfleet__TaskSpec *sp, Kfleet__TaskSpec *ps)
     ps->artifact_hash = sp->problem_artifact_hash;
     ps->python = sp->problem_python;
     ps->device_cuda = sp->problem_cuda;
-    ps->n_extension = ps->n_files = 0;
+    ps->n_extension = 0;
+    ps->files = sp->problem_files; /* its own files, beside its build */
+    ps->n_files = sp->n_problem_files;
 }
 
 static int load_problem(hctx *h, loaded *P)
@@ -296,9 +350,17 @@ int hctx_candidate_load(hctx *h, loaded *L)
     loaded P = {0};
     if (load_problem(h, &P) != 0)
         return -1;
+    /* Asked before the candidate is imported beside the problem, which could
+     * change the module's attribute. */
+    int fresh = h->spec->problem_python && kf_pyk_fresh_inputs();
     if (start_checker(h) != 0)
         return -1;
-    return load_candidate(h, &P, L);
+    if (load_candidate(h, &P, L) != 0)
+        return -1;
+    the_ctx.fresh = fresh;
+    the_ctx.h = h;
+    h->refresh = fresh ? refresh : NULL;
+    return 0;
 }
 
 void hctx_candidate_finish(hctx *h)

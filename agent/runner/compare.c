@@ -3,13 +3,68 @@
  * very same code, on a reference kept in f32 as well as f64. */
 #include "runner/compare.h"
 
-#include "runner/hctx.h"
-
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+size_t kf_cmp_dtype_size(kf_dtype t)
+{
+    switch (t) {
+    case KF_DTYPE_F64:
+        return 8;
+    case KF_DTYPE_F16:
+    case KF_DTYPE_BF16:
+        return 2;
+    default:
+        return 4;
+    }
+}
+
+const char *kf_cmp_dtype_name(kf_dtype t)
+{
+    switch (t) {
+    case KF_DTYPE_F32:
+        return "f32";
+    case KF_DTYPE_F64:
+        return "f64";
+    case KF_DTYPE_F16:
+        return "f16";
+    case KF_DTYPE_BF16:
+        return "bf16";
+    case KF_DTYPE_I32:
+        return "i32";
+    }
+    return "";
+}
+
+static double half_to_double(uint16_t h)
+{
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+double kf_cmp_elem(const void *data, kf_dtype t, size_t i)
+{
+    switch (t) {
+    case KF_DTYPE_F64:
+        return ((const double *)data)[i];
+    case KF_DTYPE_I32:
+        return ((const int32_t *)data)[i];
+    case KF_DTYPE_F16:
+        return half_to_double(((const uint16_t *)data)[i]);
+    case KF_DTYPE_BF16: {
+        uint32_t u = (uint32_t)((const uint16_t *)data)[i] << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    default:
+        return ((const float *)data)[i];
+    }
+}
 
 /* Below this, one thread: starting threads costs more than it saves. */
 #define SPLIT_MIN (1u << 20)
@@ -80,7 +135,7 @@ static void range(void *arg, unsigned pi, size_t lo, size_t hi)
     int close = x->t->close;
     double atol = x->t->atol, rtol = x->t->rtol;
     for (size_t i = lo; i < hi; i++) {
-        double o = hctx_elem(x->out, x->odt, i);
+        double o = kf_cmp_elem(x->out, x->odt, i);
         double r = x->rdt == KF_DTYPE_F64 ? ((const double *)x->ref)[i]
                                           : (double)((const float *)x->ref)[i];
         c->ref_nonzero += r != 0;

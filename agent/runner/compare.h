@@ -25,6 +25,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The bytes of one element of dtype t, and element i of data as a double
+ * (f16 and bf16 exactly). */
+size_t kf_cmp_dtype_size(kf_dtype t);
+/* Its name as reports show it: "f32", "f64", "f16", "bf16", "i32"; "" for
+ * a value outside the enum. */
+const char *kf_cmp_dtype_name(kf_dtype t);
+double kf_cmp_elem(const void *data, kf_dtype t, size_t i);
+
 /* The bounds of a check. */
 typedef struct kf_tols {
     double abs, rel;

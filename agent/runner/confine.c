@@ -186,11 +186,17 @@ static kf_sandbox *base(const Kfleet__TaskSpec *sp, const char *workdir, const c
      * pid's: the rest of /proc (sysrq-trigger, sysctls) stays read-only
      * for a runner that keeps uid 0. */
     kf_sandbox_write(s, "/proc/self");
-    /* Tools that write where HOME or TMPDIR say write in the scratch dir. */
-    setenv("HOME", scratch, 1);
-    setenv("TMPDIR", scratch, 1);
-    char xdg[PATH_MAX + 16];
-    snprintf(xdg, sizeof xdg, "%s/.cache", scratch);
+    /* Tools that write where HOME or TMPDIR say write in the scratch dir:
+     * in SCRATCH/tmp where the agent made it, a tmpfs of a bounded size
+     * private to the runner where the node allows (contain.h). */
+    char tmp[PATH_MAX + 16], xdg[PATH_MAX + 32];
+    struct stat st;
+    snprintf(tmp, sizeof tmp, "%s/tmp", scratch);
+    if (stat(tmp, &st) != 0 || !S_ISDIR(st.st_mode))
+        snprintf(tmp, sizeof tmp, "%s", scratch);
+    setenv("HOME", tmp, 1);
+    setenv("TMPDIR", tmp, 1);
+    snprintf(xdg, sizeof xdg, "%s/.cache", tmp);
     setenv("XDG_CACHE_HOME", xdg, 1);
     return s;
 }
@@ -215,14 +221,20 @@ static void own_artifact(kf_sandbox *s, const Kfleet__TaskSpec *sp, const char *
     }
 }
 
-/* WORKDIR/kcache/HASH: the kernel's own caches, made here. */
-static void kernel_cache(kf_sandbox *s, const Kfleet__TaskSpec *sp, const char *workdir)
+/* The kernel's own caches: SCRATCH/kcache where the agent put them there
+ * (a tmpfs of the cache quota, agent/kcache.h), else WORKDIR/kcache/HASH,
+ * made here. */
+static void kernel_cache(kf_sandbox *s, const Kfleet__TaskSpec *sp, const char *workdir,
+                         const char *scratch)
 {
     const char *h = sp->kernel_hash;
     if (!h || !*h || strlen(h) > 128 || strspn(h, "0123456789abcdefABCDEF") != strlen(h))
         return;
     char dir[PATH_MAX], sub[PATH_MAX + 16];
-    snprintf(dir, sizeof dir, "%s/kcache/%s", workdir, h);
+    struct stat st;
+    snprintf(dir, sizeof dir, "%s/kcache", scratch);
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        snprintf(dir, sizeof dir, "%s/kcache/%s", workdir, h);
     if (kf_mkdirs(dir, 0700, NULL) != KF_OK)
         return;
     kf_sandbox_own(s, dir, 1);
@@ -262,7 +274,7 @@ static int confine_with_host(const Kfleet__TaskSpec *sp, const char *workdir, co
     if (sp->device_cuda)
         kf_sandbox_defer_unix(s); /* kf_confine_runner_finish, after cuInit */
     own_artifact(s, sp, workdir);
-    kernel_cache(s, sp, workdir);
+    kernel_cache(s, sp, workdir, scratch);
     rc = kf_sandbox_enter(s, &inner, err);
     kf_sandbox_destroy(&s);
     if (missing)
@@ -299,10 +311,12 @@ int kf_confine_runner(const Kfleet__TaskSpec *sp, const char *workdir, const cha
         ps.kernel_hash = sp->problem_hash;
         ps.python = sp->problem_python;
         ps.device_cuda = sp->problem_cuda;
-        ps.n_extension = ps.n_files = 0;
+        ps.n_extension = 0;
+        ps.files = sp->problem_files;
+        ps.n_files = sp->n_problem_files;
         own_artifact(s, &ps, workdir);
     }
-    kernel_cache(s, sp, workdir);
+    kernel_cache(s, sp, workdir, scratch);
     int rc = kf_sandbox_enter(s, missing, err);
     kf_sandbox_destroy(&s);
     return rc;

@@ -14,7 +14,8 @@
  *   - a validate or profile runner also reads its kernel's artifact (the
  *     .so, or the .py and its torch extension) and writes the kernel's own
  *     cache dir WORKDIR/kcache/KERNEL_HASH (Triton's and CUDA's JIT caches,
- *     kept between runs of that kernel and no other). The runner itself
+ *     kept between runs of that kernel and no other), or SCRATCH/kcache
+ *     where the agent put it there (a tmpfs of its quota, agent/kcache.h). The runner itself
  *     enters the sandbox before the kernel is loaded; so does a nested
  *     runner under ncu or compute-sanitizer (see kf_confine_runner);
  *   - a build runner writes the cache itself (it is kfleet's code), but each
@@ -25,7 +26,8 @@
  * The agent's work dir and the kfleet home's state (KF_SANDBOX_PROTECT,
  * set by the agent) are protected: no grant reaches them by a parent
  * directory. HOME, TMPDIR and the caches' variables point into the
- * scratch dir and the kernel's cache dir. */
+ * scratch dir (SCRATCH/tmp where the agent made it: a private tmpfs,
+ * runner/contain.h) and the kernel's cache dir. */
 #ifndef KF_CONFINE_H
 #define KF_CONFINE_H
 

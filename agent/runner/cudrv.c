@@ -455,6 +455,11 @@ int kf_cudrv_trace_open(kf_cudrv *cu, kf_err *err)
     return kf_cupti_open(&cu->cupti, cu->ours, err);
 }
 
+size_t kf_cudrv_launches(kf_cudrv *cu, kf_cupti_launch *out, size_t max)
+{
+    return kf_cupti_launches(cu->cupti, out, max);
+}
+
 int kf_cudrv_trace(kf_cudrv *cu, int on)
 {
     if (!cu->cupti || kf_cupti_record(cu->cupti, on) != KF_OK)

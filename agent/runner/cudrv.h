@@ -10,6 +10,7 @@
 #define KF_CUDRV_H
 
 #include "common/err.h"
+#include "runner/cupti.h"
 
 #include <stddef.h>
 
@@ -74,6 +75,9 @@ int kf_cudrv_trace_open(kf_cudrv *cu, kf_err *err);
  * completion's latency out; off, or without kf_cudrv_trace_open, by the
  * event pair. Returns 1 when samples will be traced. */
 int kf_cudrv_trace(kf_cudrv *cu, int on);
+/* What the samples recorded since kf_cudrv_trace(cu, 1) launched, by
+ * kernel name (cupti.h); 0 entries without CUPTI. */
+size_t kf_cudrv_launches(kf_cudrv *cu, kf_cupti_launch *out, size_t max);
 
 /* A rest's cap: the blocker that spins through it gives up by itself after
  * 1 s. */

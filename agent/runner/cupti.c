@@ -56,6 +56,47 @@ void kf_cupti_acc_reset(kf_cupti_acc *acc)
     acc->overflow = 0;
 }
 
+void kf_cupti_acc_forget_launches(kf_cupti_acc *acc)
+{
+    acc->nnames = 0;
+}
+
+/* The tally's entry of a name, made on first sight; past the cap, the
+ * "(other kernels)" one. */
+static uint8_t name_slot(kf_cupti_acc *acc, const char *name)
+{
+    for (size_t i = 0; i < acc->nnames; i++)
+        if (strncmp(acc->names[i].name, name, sizeof acc->names[i].name - 1) == 0)
+            return (uint8_t)i;
+    if (acc->nnames >= KF_CUPTI_MAX_NAMES + 2 && strcmp(name, "(other kernels)") != 0)
+        return name_slot(acc, "(other kernels)");
+    kf_cupti_launch *l = &acc->names[acc->nnames];
+    snprintf(l->name, sizeof l->name, "%s", name);
+    l->count = l->ns = 0;
+    return (uint8_t)acc->nnames++;
+}
+
+/* The sample's start: its L2 flush (a cold sample) or its blocker. */
+static uint64_t sample_from(const kf_cupti_acc *acc)
+{
+    return acc->flush_start && acc->flush_start < acc->blocker_start ? acc->flush_start
+                                                                     : acc->blocker_start;
+}
+
+void kf_cupti_acc_tally(kf_cupti_acc *acc)
+{
+    uint64_t from = sample_from(acc);
+    if (!acc->blocker_start)
+        return;
+    for (size_t i = 0; i < acc->n; i++) {
+        if (acc->start[i] < from || acc->end[i] < acc->start[i])
+            continue;
+        kf_cupti_launch *l = &acc->names[acc->who[i]];
+        l->count++;
+        l->ns += acc->end[i] - acc->start[i];
+    }
+}
+
 void kf_cupti_acc_take(kf_cupti_acc *acc, const void *record, const char *ours_suffix)
 {
     const uint8_t *rec = record;
@@ -65,8 +106,10 @@ void kf_cupti_acc_take(kf_cupti_acc *acc, const void *record, const char *ours_s
         kind != KF_CUPTI_KIND_MEMSET)
         return;
     uint64_t start = u64_at(rec, KF_CUPTI_REC_START), end = u64_at(rec, KF_CUPTI_REC_END);
+    const char *name = kind == KF_CUPTI_KIND_MEMCPY   ? "(copy)"
+                       : kind == KF_CUPTI_KIND_MEMSET ? "(memset)"
+                                                      : NULL;
     if (kind == KF_CUPTI_KIND_CONCURRENT_KERNEL) {
-        const char *name;
         memcpy(&name, rec + KF_CUPTI_REC_KERNEL_NAME, sizeof name);
         if (name && *ours_suffix && strstr(name, ours_suffix)) { /* the runner's own */
             uint64_t *mark = strncmp(name, "kf_block", 8) == 0   ? &acc->blocker_start
@@ -81,6 +124,7 @@ void kf_cupti_acc_take(kf_cupti_acc *acc, const void *record, const char *ours_s
         acc->overflow = 1;
         return;
     }
+    acc->who[acc->n] = name_slot(acc, name && *name ? name : "(unnamed kernel)");
     acc->start[acc->n] = start;
     acc->end[acc->n++] = end;
 }
@@ -92,8 +136,7 @@ unsigned long long kf_cupti_acc_span(const kf_cupti_acc *acc)
      * still runs, before the blocker, and is the sample's all the same.
      * What began before (the guard's poison, the last sample's spot checks)
      * is not. */
-    uint64_t from = acc->flush_start && acc->flush_start < acc->blocker_start ? acc->flush_start
-                                                                              : acc->blocker_start;
+    uint64_t from = sample_from(acc);
     uint64_t lo = UINT64_MAX, hi = 0;
     for (size_t i = 0; i < acc->n; i++) {
         if (acc->start[i] < from || acc->end[i] < acc->start[i])
@@ -204,6 +247,11 @@ int kf_cupti_record(kf_cupti *cp, int on)
     if (!on) /* what is left is no sample's */
         cp->FlushAll(1);
     forget(cp);
+    if (on) { /* a new recording's tally */
+        pthread_mutex_lock(&cp->mu);
+        kf_cupti_acc_forget_launches(&cp->acc);
+        pthread_mutex_unlock(&cp->mu);
+    }
     return KF_OK;
 }
 
@@ -214,9 +262,34 @@ unsigned long long kf_cupti_sample_ns(kf_cupti *cp)
     int flushed = cp->FlushAll(0) == 0;
     pthread_mutex_lock(&cp->mu);
     unsigned long long ns = kf_cupti_acc_span(&cp->acc);
+    if (flushed && ns)
+        kf_cupti_acc_tally(&cp->acc);
     pthread_mutex_unlock(&cp->mu);
     forget(cp);
     return flushed ? ns : 0;
+}
+
+static int by_time(const void *a, const void *b)
+{
+    const kf_cupti_launch *x = a, *y = b;
+    return x->ns > y->ns ? -1 : x->ns < y->ns;
+}
+
+size_t kf_cupti_launches(kf_cupti *cp, kf_cupti_launch *out, size_t max)
+{
+    if (!cp)
+        return 0;
+    kf_cupti_launch all[KF_CUPTI_MAX_NAMES + 3];
+    size_t n = 0;
+    pthread_mutex_lock(&cp->mu);
+    for (size_t i = 0; i < cp->acc.nnames; i++)
+        if (cp->acc.names[i].count)
+            all[n++] = cp->acc.names[i];
+    pthread_mutex_unlock(&cp->mu);
+    qsort(all, n, sizeof *all, by_time);
+    n = n < max ? n : max;
+    memcpy(out, all, n * sizeof *out);
+    return n;
 }
 
 void kf_cupti_close(kf_cupti **self)

@@ -32,16 +32,36 @@
  * launches) keeps its events' time. */
 #define KF_CUPTI_MAX_RECORDS 8192
 
+/* What ran (issue 43 item 4): each kernel name's launches and summed
+ * duration over a recording's samples; copies and memsets under "(copy)"
+ * and "(memset)", names past KF_CUPTI_MAX_NAMES under "(other kernels)".
+ * A name is CUPTI's (mangled C++, a Triton kernel's function name, a
+ * library's), cut to its first 127 bytes. */
+#define KF_CUPTI_MAX_NAMES 32
+typedef struct kf_cupti_launch {
+    char name[128];
+    uint64_t count, ns;
+} kf_cupti_launch;
+
 /* The records one sample delivered, as the buffer callback takes them. */
 typedef struct kf_cupti_acc {
     uint64_t blocker_start; /* the runner's blocker began (0: none seen, no sample) */
     uint64_t flush_start;   /* its L2 flush began: a cold sample's start */
     uint64_t start[KF_CUPTI_MAX_RECORDS], end[KF_CUPTI_MAX_RECORDS];
+    uint8_t who[KF_CUPTI_MAX_RECORDS]; /* each record's entry in names */
     size_t n;
     int overflow;
+    /* The recording's tally, kept across samples (kf_cupti_acc_reset
+     * leaves it; kf_cupti_acc_forget_launches empties it). */
+    kf_cupti_launch names[KF_CUPTI_MAX_NAMES + 3];
+    size_t nnames;
 } kf_cupti_acc;
 
 void kf_cupti_acc_reset(kf_cupti_acc *acc);
+void kf_cupti_acc_forget_launches(kf_cupti_acc *acc);
+/* Adds the records of the sample that kf_cupti_acc_span spans (those that
+ * began with it or after) to the tally. */
+void kf_cupti_acc_tally(kf_cupti_acc *acc);
 /* Takes one activity record: a kernel whose name holds ours_suffix is the
  * runner's (its kf_flush, or kf_block for a hot sample, marks the sample's
  * start), kinds other than kernels, memsets and copies are ignored. */
@@ -67,5 +87,9 @@ int kf_cupti_record(kf_cupti *cp, int on);
  * the span of the sample's own work, ns; 0 when there is none or it cannot
  * be told (no clock stamp seen, too many records): then the events stand. */
 unsigned long long kf_cupti_sample_ns(kf_cupti *cp);
+
+/* The tally of the samples since recording was turned on, at most max
+ * entries, most time first; their number. */
+size_t kf_cupti_launches(kf_cupti *cp, kf_cupti_launch *out, size_t max);
 
 #endif

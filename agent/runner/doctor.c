@@ -1,12 +1,14 @@
 /* doctor — the node's measured ceilings; see doctor.h. */
 #include "runner/doctor.h"
 #include "runner/cudrv.h"
+#include "runner/hostpeak.h"
 #include "common/util.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -80,12 +82,103 @@ static uint16_t to_bf16(float f)
     return (uint16_t)(u >> 16);
 }
 
-static void gemm_rate(kf_cudrv *cu, kf_doctor *d)
+/* One matrix rate: which cuBLAS types it runs and where it is kept. The
+ * dtype-correct ceilings (issue 43): an fp32 output is judged against the
+ * FMA rate unless its tolerance admits TF32 (report_rows.c), fp64 against
+ * its own, fp16/bf16 against the bf16 tensor-core rate. */
+typedef struct gemm_kind {
+    const char *name;
+    int dtype;   /* cudaDataType of A, B and C */
+    int compute; /* cublasComputeType_t */
+    size_t elem;
+    size_t off; /* of its double in kf_doctor */
+} gemm_kind;
+
+enum { R_32F = 0, R_64F = 1, R_16BF = 14 };
+enum { COMPUTE_32F = 68, COMPUTE_32F_PEDANTIC = 69, COMPUTE_64F = 70, COMPUTE_32F_FAST_TF32 = 77 };
+
+static const gemm_kind gemm_kinds[] = {
+    {"bf16", R_16BF, COMPUTE_32F, 2, offsetof(kf_doctor, bf16_tflops)},
+    {"fp32", R_32F, COMPUTE_32F_PEDANTIC, 4, offsetof(kf_doctor, f32_tflops)},
+    {"tf32", R_32F, COMPUTE_32F_FAST_TF32, 4, offsetof(kf_doctor, tf32_tflops)},
+    {"fp64", R_64F, COMPUTE_64F, 8, offsetof(kf_doctor, f64_tflops)},
+};
+
+/* Random values in [-1, 1) as the kind's element type: zeros run a matrix
+ * product measurably faster. */
+static void fill_random(void *host, size_t count, size_t elem)
+{
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < count; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        float f = (float)(s >> 40) / 16777216.0f * 2.0f - 1.0f;
+        if (elem == 2)
+            ((uint16_t *)host)[i] = to_bf16(f);
+        else if (elem == 4)
+            ((float *)host)[i] = f;
+        else
+            ((double *)host)[i] = f;
+    }
+}
+
+/* The median of GEMM_REPS n^3 products of one kind, after 3 untimed; 0
+ * with d->error said when it cannot run. */
+static double gemm_kind_rate(kf_cudrv *cu, void *h, cublas_gemm_ex_fn gemm, const gemm_kind *g,
+                             kf_doctor *d)
+{
+    size_t n = GEMM_N, bytes = n * n * g->elem;
+    void *a = NULL, *b = NULL, *c = NULL;
+    void *host = malloc(bytes);
+    kf_err err;
+    double rate = 0;
+    if (!host || kf_cudrv_alloc(cu, &a, bytes, &err) || kf_cudrv_alloc(cu, &b, bytes, &err) ||
+        kf_cudrv_alloc(cu, &c, bytes, &err)) {
+        snprintf(d->error, sizeof d->error, "%s ceiling: %s", g->name,
+                 host ? err.msg : "out of host memory");
+        goto out;
+    }
+    fill_random(host, n * n, g->elem);
+    if (kf_cudrv_copy_to_device(cu, a, host, bytes, &err) ||
+        kf_cudrv_copy_to_device(cu, b, host, bytes, &err)) {
+        snprintf(d->error, sizeof d->error, "%s ceiling: %s", g->name, err.msg);
+        goto out;
+    }
+    /* alpha and beta in the compute type's scalar: double for fp64. */
+    const float onef = 1.0f, zerof = 0.0f;
+    const double oned = 1.0, zerod = 0.0;
+    const void *one = g->compute == COMPUTE_64F ? (const void *)&oned : (const void *)&onef;
+    const void *zero = g->compute == COMPUTE_64F ? (const void *)&zerod : (const void *)&zerof;
+    double t[GEMM_REPS];
+    enum { OP_N = 0, ALGO_DEFAULT = -1 };
+    for (int i = -3; i < GEMM_REPS; i++) {
+        kf_cudrv_mark(cu, 0);
+        int st = gemm(h, OP_N, OP_N, (int)n, (int)n, (int)n, one, a, g->dtype, (int)n, b, g->dtype,
+                      (int)n, zero, c, g->dtype, (int)n, g->compute, ALGO_DEFAULT);
+        double secs;
+        if (st != 0 || kf_cudrv_mark(cu, 1) || kf_cudrv_elapsed(cu, &secs, &err)) {
+            snprintf(d->error, sizeof d->error, "%s ceiling: cublasGemmEx failed (status %d)",
+                     g->name, st);
+            goto out;
+        }
+        if (i >= 0)
+            t[i] = secs;
+    }
+    qsort(t, GEMM_REPS, sizeof *t, cmp_d);
+    rate = 2.0 * (double)n * (double)n * (double)n / t[GEMM_REPS / 2] / 1e12;
+out:
+    kf_cudrv_free(cu, a);
+    kf_cudrv_free(cu, b);
+    kf_cudrv_free(cu, c);
+    free(host);
+    return rate;
+}
+
+static void gemm_rates(kf_cudrv *cu, kf_doctor *d)
 {
     void *lib = open_cublas();
     if (!lib) {
-        snprintf(d->error, sizeof d->error, "no cuBLAS on this node (%s): bf16 ceiling unknown",
-                 dlerror());
+        snprintf(d->error, sizeof d->error,
+                 "no cuBLAS on this node (%s): matrix-rate ceilings unknown", dlerror());
         return;
     }
     cublas_create_fn create = (cublas_create_fn)dlsym(lib, "cublasCreate_v2");
@@ -93,53 +186,12 @@ static void gemm_rate(kf_cudrv *cu, kf_doctor *d)
     cublas_gemm_ex_fn gemm = (cublas_gemm_ex_fn)dlsym(lib, "cublasGemmEx");
     void *h = NULL;
     if (!create || !destroy || !gemm || create(&h) != 0) {
-        snprintf(d->error, sizeof d->error, "cuBLAS does not initialise: bf16 ceiling unknown");
+        snprintf(d->error, sizeof d->error,
+                 "cuBLAS does not initialise: matrix-rate ceilings unknown");
         return;
     }
-    size_t n = GEMM_N, bytes = n * n * 2;
-    void *a = NULL, *b = NULL, *c = NULL;
-    uint16_t *host = malloc(bytes);
-    kf_err err;
-    if (!host || kf_cudrv_alloc(cu, &a, bytes, &err) || kf_cudrv_alloc(cu, &b, bytes, &err) ||
-        kf_cudrv_alloc(cu, &c, bytes, &err)) {
-        snprintf(d->error, sizeof d->error, "bf16 ceiling: %s",
-                 host ? err.msg : "out of host memory");
-        goto out;
-    }
-    /* Random inputs: zeros run a matrix product measurably faster. */
-    uint64_t s = 0x9e3779b97f4a7c15ull;
-    for (size_t i = 0; i < n * n; i++) {
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        host[i] = to_bf16((float)(s >> 40) / 16777216.0f * 2.0f - 1.0f);
-    }
-    if (kf_cudrv_copy_to_device(cu, a, host, bytes, &err) ||
-        kf_cudrv_copy_to_device(cu, b, host, bytes, &err)) {
-        snprintf(d->error, sizeof d->error, "bf16 ceiling: %s", err.msg);
-        goto out;
-    }
-    const float one = 1.0f, zero = 0.0f;
-    double t[GEMM_REPS];
-    enum { OP_N = 0, R_16BF = 14, COMPUTE_32F = 68, ALGO_DEFAULT = -1 };
-    for (int i = -3; i < GEMM_REPS; i++) {
-        kf_cudrv_mark(cu, 0);
-        int st = gemm(h, OP_N, OP_N, (int)n, (int)n, (int)n, &one, a, R_16BF, (int)n, b, R_16BF,
-                      (int)n, &zero, c, R_16BF, (int)n, COMPUTE_32F, ALGO_DEFAULT);
-        double secs;
-        if (st != 0 || kf_cudrv_mark(cu, 1) || kf_cudrv_elapsed(cu, &secs, &err)) {
-            snprintf(d->error, sizeof d->error, "bf16 ceiling: cublasGemmEx failed (status %d)",
-                     st);
-            goto out;
-        }
-        if (i >= 0)
-            t[i] = secs;
-    }
-    qsort(t, GEMM_REPS, sizeof *t, cmp_d);
-    d->bf16_tflops = 2.0 * (double)n * (double)n * (double)n / t[GEMM_REPS / 2] / 1e12;
-out:
-    kf_cudrv_free(cu, a);
-    kf_cudrv_free(cu, b);
-    kf_cudrv_free(cu, c);
-    free(host);
+    for (size_t i = 0; i < sizeof gemm_kinds / sizeof gemm_kinds[0]; i++)
+        *(double *)((char *)d + gemm_kinds[i].off) = gemm_kind_rate(cu, h, gemm, &gemm_kinds[i], d);
     destroy(h);
 }
 
@@ -147,6 +199,7 @@ int kf_doctor_measure(int gpu, kf_doctor *d)
 {
     memset(d, 0, sizeof *d);
     d->host_copy_gbps = host_copy_gbps();
+    d->host_gflops = kf_host_peak_gflops();
     if (!gpu) {
         d->copy_gbps = d->host_copy_gbps;
         return KF_OK;
@@ -159,7 +212,7 @@ int kf_doctor_measure(int gpu, kf_doctor *d)
     }
     if (kf_cudrv_copy_bandwidth(cu, 1ull << 30, 20, &d->copy_gbps, &err) != KF_OK)
         snprintf(d->error, sizeof d->error, "copy ceiling: %s", err.msg);
-    gemm_rate(cu, d);
+    gemm_rates(cu, d);
     kf_cudrv_close(&cu);
     return KF_OK;
 }
@@ -171,8 +224,11 @@ void kf_doctor_print(const kf_doctor *d, int fd)
     for (char *p = e; *p; p++)
         if (*p == '\n')
             *p = ' ';
-    dprintf(fd, "copy_gbps=%.3f bf16_tflops=%.3f host_copy_gbps=%.3f error=%s\n", d->copy_gbps,
-            d->bf16_tflops, d->host_copy_gbps, e);
+    dprintf(fd,
+            "copy_gbps=%.3f bf16_tflops=%.3f host_copy_gbps=%.3f f32_tflops=%.3f tf32_tflops=%.3f "
+            "f64_tflops=%.3f host_gflops=%.3f error=%s\n",
+            d->copy_gbps, d->bf16_tflops, d->host_copy_gbps, d->f32_tflops, d->tf32_tflops,
+            d->f64_tflops, d->host_gflops, e);
 }
 
 int kf_doctor_start(const char *exe, int gpu, const char *visible, kf_doctor_child *c, kf_err *err)
@@ -263,9 +319,21 @@ int kf_doctor_finish(kf_doctor_child *c, double timeout_s, kf_doctor *out, kf_er
         snprintf(out->error, sizeof out->error, "%s", err->msg);
         return rc;
     }
-    const char *hc = strstr(buf, " host_copy_gbps=");
-    if (hc)
-        sscanf(hc, " host_copy_gbps=%lf", &out->host_copy_gbps);
+    /* Later keys are optional: an older agent binary's child omits them. */
+    static const struct {
+        const char *key;
+        size_t off;
+    } keys[] = {{" host_copy_gbps=", offsetof(kf_doctor, host_copy_gbps)},
+                {" f32_tflops=", offsetof(kf_doctor, f32_tflops)},
+                {" tf32_tflops=", offsetof(kf_doctor, tf32_tflops)},
+                {" f64_tflops=", offsetof(kf_doctor, f64_tflops)},
+                {" host_gflops=", offsetof(kf_doctor, host_gflops)}};
+    const char *end_of_figures = strstr(buf, " error=");
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const char *k = strstr(buf, keys[i].key);
+        if (k && (!end_of_figures || k < end_of_figures))
+            sscanf(k + strlen(keys[i].key), "%lf", (double *)((char *)out + keys[i].off));
+    }
     const char *e = strstr(buf, " error=");
     if (e) {
         snprintf(out->error, sizeof out->error, "%s", e + 7);

@@ -9,7 +9,10 @@
  * driver: the agent links no CUDA library. Without cuBLAS the matrix rate
  * is 0 and the reason is recorded. On a CPU-only node: host memcpy
  * bandwidth, counted the same way; on every node the host memcpy bandwidth
- * too (host_copy_gbps), which host kernels' rows are judged against.
+ * too (host_copy_gbps), which host kernels' rows are judged against, and
+ * the host's FLOP ceiling (host_gflops). The GPU's matrix rates are
+ * measured for each dtype a kernel's output may have (bf16, fp32 FMA, TF32,
+ * fp64).
  *
  * The measurement runs in a child (`kfleet-agent --doctor`) so that a
  * broken driver cannot take the agent down; kf_doctor_run spawns it and
@@ -23,6 +26,13 @@ typedef struct kf_doctor {
     double copy_gbps;      /* 0: not measured */
     double bf16_tflops;    /* 0: not measured (CPU node, or no cuBLAS) */
     double host_copy_gbps; /* host memcpy, on any node; 0: not measured */
+    /* The dtype-correct matrix rates (cuBLAS 8192^3: fp32 without tensor
+     * cores, fp32 data on TF32 tensor cores, fp64), and the host's FLOP
+     * ceiling (single-precision FMA on every lane, one core's rate times
+     * the cores): the ceilings a row is judged impossible by for its
+     * output's dtype (issue 43). 0: not measured. */
+    double f32_tflops, tf32_tflops, f64_tflops;
+    double host_gflops;
     char error[512];       /* why something was not measured; "" when all was */
 } kf_doctor;
 
@@ -32,7 +42,7 @@ typedef struct kf_doctor {
 int kf_doctor_measure(int gpu, kf_doctor *out);
 
 /* Prints out as one line "copy_gbps=… bf16_tflops=… host_copy_gbps=…
- * error=…" to fd. */
+ * f32_tflops=… tf32_tflops=… f64_tflops=… host_gflops=… error=…" to fd. */
 void kf_doctor_print(const kf_doctor *d, int fd);
 
 /* Runs `exe --doctor [--gpu]` with CUDA_VISIBLE_DEVICES=visible (when not

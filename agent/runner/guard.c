@@ -105,8 +105,8 @@ static int prepare_device_set(hctx *h, const loaded *L, void *state, guard_set *
     for (size_t c = 0; c < CHUNKS && rc == 0; c++)
         if (kf_cudrv_copy_to_host(h->cu, s->ref[c], dref + s->at[c], s->len * sizeof(double),
                                   &err) != KF_OK)
-            rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: the reference's chunks: %s",
-                           h->spec->kernel, err.msg);
+            rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: the reference's chunks: %s",
+                           hctx_who(h), h->spec->kernel, err.msg);
     kf_cudrv_free(h->cu, dref);
     return rc;
 }
@@ -120,7 +120,7 @@ static int prepare_set(hctx_guard *g, hctx *h, const loaded *L, void *state, siz
 {
     guard_set *s = &g->sets[set];
     if (L->k->output(state, &s->view) != 0 || !s->view.data || s->view.count == 0)
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s has no output view",
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s has no output view", hctx_who(h),
                          h->spec->kernel);
     size_t n = s->view.count;
     s->len = n < CHUNK_LEN ? n : CHUNK_LEN;
@@ -146,7 +146,7 @@ static int prepare_set(hctx_guard *g, hctx *h, const loaded *L, void *state, siz
     int rc = L->k->reference(state, ref, kerr, sizeof kerr);
     hctx_phase_add(h, HCTX_PH_REFERENCE, t0);
     if (rc != 0)
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s reference failed: %s",
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s reference failed: %s", hctx_who(h),
                          h->spec->kernel, kerr);
     for (size_t c = 0; c < CHUNKS; c++)
         memcpy(s->ref[c], ref + s->at[c], s->len * sizeof(double));
@@ -273,26 +273,30 @@ static const void *chunk_of(hctx *h, const guard_set *s, size_t c, void *buf, kf
 
 static int check_set_device(hctx_guard *g, hctx *h, const loaded *L, guard_set *s, size_t sample);
 static int spot_verdict(hctx *h, const loaded *L, size_t sample, size_t n, uint64_t poison,
-                        double max_abs, double rel);
+                        uint64_t not_close, double max_abs, double rel);
 
 /* One set's check after a sample. 0, or -1 with the task failed. */
 static int check_set(hctx_guard *g, hctx *h, const loaded *L, void *state, guard_set *s,
                      size_t sample)
 {
     kf_view now = {0};
+    char whose[256];
+    const char *of = hctx_problem_of(h, whose, sizeof whose);
     if (L->k->output(state, &now) != 0 || now.data != s->view.data || now.count != s->view.count ||
         now.dtype != s->view.dtype || now.location != s->view.location)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
-                         "kernel %s: output() after timed sample %zu describes another buffer "
+                         "%s %s: output()%s after timed sample %zu describes another buffer "
                          "than before the samples: the harness poisons the output before each "
-                         "sample and reads the same buffer after, so output() must return one "
-                         "view for a state",
-                         h->spec->kernel, sample);
+                         "sample and reads the same buffer after, so %s",
+                         hctx_who(h), h->spec->kernel, of, sample,
+                         *of ? "a candidate's run(s) writes into the output buffer of the "
+                               "state the problem's setup made, and may not replace it"
+                             : "output() must return one view for a state");
     if (s->dref)
         return check_set_device(g, h, L, s, sample);
     size_t nchunks = s->view.location == KF_LOC_HOST ? CHUNKS : HCTX_GUARD_DEVICE_CHUNKS;
     double buf[CHUNK_LEN]; /* room for CHUNK_LEN elements of any dtype */
-    uint64_t poison = 0, at[CHUNKS * CHUNK_LEN];
+    uint64_t poison = 0, not_close = 0, at[CHUNKS * CHUNK_LEN];
     double max_abs = 0, diff2 = 0, ref2 = 0, vals[CHUNKS * CHUNK_LEN];
     size_t nvals = 0;
     for (size_t k = 0; k < nchunks; k++) {
@@ -300,8 +304,8 @@ static int check_set(hctx_guard *g, hctx *h, const loaded *L, void *state, guard
         kf_err err;
         const void *e = chunk_of(h, s, c, buf, &err);
         if (!e)
-            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel,
-                             err.msg);
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: %s", hctx_who(h),
+                             h->spec->kernel, err.msg);
         for (size_t i = 0; i < s->len; i++) {
             double o = hctx_elem(e, s->view.dtype, i), r = s->ref[c][i];
             if (h->spot) {
@@ -315,6 +319,7 @@ static int check_set(hctx_guard *g, hctx *h, const loaded *L, void *state, guard
             }
             double d = fabs(o - r);
             max_abs = d > max_abs ? d : max_abs;
+            not_close += h->tol.close && d > h->tol.atol + h->tol.rtol * fabs(r);
             diff2 += d * d;
             ref2 += r * r;
         }
@@ -336,7 +341,7 @@ static int check_set(hctx_guard *g, hctx *h, const loaded *L, void *state, guard
                                   "not a measurement",
                                   sample, nvals);
     }
-    return spot_verdict(h, L, sample, nchunks * s->len, poison, max_abs, rel);
+    return spot_verdict(h, L, sample, nchunks * s->len, poison, not_close, max_abs, rel);
 }
 
 /* check_set on the GPU: every chunk of the set, one launch, the sums read
@@ -354,33 +359,36 @@ static int check_set_device(hctx_guard *g, hctx *h, const loaded *L, guard_set *
     if (kf_devcmp_chunks(dc, s->view.data, s->view.dtype, s->dref, s->view.count, at, CHUNKS,
                          s->len, &sum, &err) != KF_OK)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
-                         "kernel %s: the spot check on the GPU after timed sample %zu: %s",
+                         "%s %s: the spot check on the GPU after timed sample %zu: %s", hctx_who(h),
                          h->spec->kernel, sample, err.msg);
     g->checks++;
     double rel = sum.ref2 > 0 ? sqrt(sum.diff2 / sum.ref2) : 0;
-    return spot_verdict(h, L, sample, CHUNKS * s->len, sum.nonfinite, sum.max_abs, rel);
+    return spot_verdict(h, L, sample, CHUNKS * s->len, sum.nonfinite, 0, sum.max_abs, rel);
 }
 
 /* The spot check's bounds on what n checked elements gave. 0, or -1 with
  * the task failed. */
 static int spot_verdict(hctx *h, const loaded *L, size_t sample, size_t n, uint64_t poison,
-                        double max_abs, double rel)
+                        uint64_t not_close, double max_abs, double rel)
 {
+    (void)L;
     /* An honest output meets tol_abs at every element (validation's
      * max-abs criterion); its relative error over a few chunks can exceed
      * tol_rel where the reference is small there, so that bound is loose:
      * an output computed from other inputs is off by ~1 relative. */
-    double rel_bound = fmax(0.25, 10 * L->k->tol_rel);
-    if (poison == 0 && max_abs <= L->k->tol_abs && rel <= rel_bound)
+    double rel_bound = fmax(0.25, 10 * h->tol.rel);
+    if (poison == 0 && max_abs <= h->tol.abs && rel <= rel_bound && not_close == 0)
         return 0;
     return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
                      "profile spot check failed after timed sample %zu: of %zu output elements "
                      "at secret positions, %llu were still the poison written before the sample "
-                     "(or non-finite), max abs error %.3g (tolerance %.3g), relative error %.3g "
-                     "(bound %.3g). The kernel passed validation but did not do this sample's "
+                     "(or non-finite), %llu outside atol + rtol |ref|, max abs error %.3g "
+                     "(tolerance %.3g), relative error %.3g (bound %.3g). The kernel passed "
+                     "validation but did not do this sample's "
                      "work (does it skip when its output or inputs look unchanged, or compute "
                      "only every Nth call?): its timings are not a measurement",
-                     sample, n, (unsigned long long)poison, max_abs, L->k->tol_abs, rel, rel_bound);
+                     sample, n, (unsigned long long)poison, (unsigned long long)not_close, max_abs,
+                     h->tol.abs, rel, rel_bound);
 }
 
 int hctx_guard_after(hctx_guard *g, hctx *h, const loaded *L, void *const *states, size_t first,

@@ -10,6 +10,7 @@
  * driven by kernel_ops.c; ncu and compute-sanitizer runs: nested.c
  * (hctx.h). */
 #include "runner/harness.h"
+#include "runner/hostlock.h"
 #include "runner/build.h"
 #include "runner/channel.h"
 #include "runner/cudrv.h"
@@ -419,6 +420,8 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
     res.phases = pp;
     res.sample_count = h.seq;
     res.finished_ns = kf_now_ns();
+    res.n_fresh_seeds = h.nfresh_seeds; /* for the agent's scrub only */
+    res.fresh_seeds = h.fresh_seeds;
     /* What the kernel printed, out of its buffers before its Result: the
      * agent attaches the output written up to the Result (agent/kout.h). */
     kf_pyk_flush();
@@ -435,6 +438,7 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
     kf_tools_free_metrics(res.ncu, res.n_ncu);
     kf_build_info_release(&binfo);
     FREE_HOST_BUFFERS(&h);
+    free(h.fresh_seeds);
     kf_nvml_close(&h.nv);
     kf_cudrv_close(&h.cu);
     if (!keep)
@@ -503,6 +507,7 @@ int kf_runner_main(const char *workdir, const char *scratch, int channel)
     setrlimit(RLIMIT_CORE, &nocore);
     int task_fd, frames_fd;
     take_channel(channel, &task_fd, &frames_fd);
+    kf_hostlock_fd(); /* before the sandbox, which may not reach it */
     size_t len = 0;
     uint8_t *in = read_all_wiped(task_fd, &len);
     Kfleet__TaskAssign *ta = in ? kfleet__task_assign__unpack(NULL, len, in) : NULL;
@@ -546,6 +551,7 @@ int kf_runner_serve(const char *workdir, const char *scratch, int channel)
     setrlimit(RLIMIT_CORE, &nocore);
     int task_fd, frames_fd;
     take_channel(channel, &task_fd, &frames_fd);
+    kf_hostlock_fd();
     hkeep keep = {0};
     int rc = 0, python = 0;
     for (;;) {

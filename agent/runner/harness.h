@@ -58,6 +58,8 @@ int kf_harness_run(const Kfleet__TaskAssign *assign, const char *workdir, int ou
  * build's tools each. */
 int kf_runner_main(const char *workdir, const char *scratch, int channel);
 
+
+
 /* Entry point of `kfleet-agent --runner --serve --workdir DIR`: a runner
  * that serves one kernel. Tasks come as frames (u32 little-endian length,
  * packed TaskAssign), each run as kf_runner_main runs its one; the runner

@@ -14,6 +14,7 @@
 #include "proto/kfleet.pb-c.h"
 #include "runner/cudrv.h"
 #include "runner/channel.h"
+#include "runner/compare.h"
 #include "runner/nvml.h"
 
 #include <stddef.h>
@@ -49,11 +50,15 @@ enum {
     HCTX_PH_DETERMINISM, /* validation's second run of the first seed, fetched and
                           * compared bitwise */
     HCTX_PH_REST,        /* the burst protocol's rests before samples (thermal.h) */
+    HCTX_PH_HOSTWAIT,    /* a host profile waiting for the machine (harness.h's lock) */
     HCTX_NPHASES
 };
 extern const char *const hctx_phase_names[HCTX_NPHASES];
 
 struct hctx_check; /* below: a check's measures */
+
+/* Kernel names a profile's Result keeps, most time first. */
+#define HCTX_MAX_LAUNCHES 16
 
 typedef struct hctx {
     const Kfleet__TaskAssign *ta;
@@ -107,12 +112,32 @@ typedef struct hctx {
      * 0, or -1 with the task failed. */
     int (*spot)(struct hctx *h, const void *state, const uint64_t *at, const double *values,
                 size_t n, int *passed);
+    /* A candidate's fresh inputs (issue 43 item 3, candidate.c): new
+     * contents for a state's inputs from the problem's setup() alone, from
+     * an unpredictable seed (pool < 0: no reference judges the state) or
+     * from the pool's seed `pool` (an audit); NULL where the problem does
+     * not allow it (a C problem, fresh_inputs = False). 0, or -1 with the
+     * task failed. */
+    int (*refresh)(struct hctx *h, void *state, int pool);
+    /* The unpredictable seeds refresh drew, for the agent to scrub from the
+     * task's text (Result.fresh_seeds); freed with the task. */
+    uint64_t *fresh_seeds;
+    size_t nfresh_seeds, capfresh_seeds;
     /* The comparison on the GPU (devcmp.h), loaded at the first device
      * check of the task; harness.c destroys it with the task. */
     struct kf_devcmp *devcmp;
     /* Where the task's checks run (Result.compare), set and logged
      * (runner.compare) at its first: "device", or "host: " and why. */
     char compare[96];
+    /* The bounds of this task's checks (hctx_tolerances), for its
+     * configuration and output dtype; tol_set once known. */
+    kf_tols tol;
+    int tol_set;
+    int fit_checked; /* the configuration's size checked against the node (hctx_setup) */
+    /* What the profile's samples launched (ProfileStats.launches): the
+     * messages live here, with the task, until its Result is sent. */
+    kf_cupti_launch launch[HCTX_MAX_LAUNCHES];
+    Kfleet__Launch launch_msg[HCTX_MAX_LAUNCHES], *launch_ptr[HCTX_MAX_LAUNCHES];
 } hctx;
 
 /* *buf with room for n bytes (content not kept when it grows), or NULL out
@@ -135,13 +160,20 @@ typedef struct loaded {
     /* The kernel's kf_reference_device (kf_kernel.h), NULL when it has
      * none (and for every Python kernel and candidate). */
     kf_reference_device_fn refdev;
+    /* Its tolerances for a configuration and dtype (kf_kernel.h's
+     * kf_tolerances; a Python kernel's atol, rtol and tolerances()), NULL
+     * when its tol_abs and tol_rel are all. */
+    kf_tolerances_fn tolfn;
 } loaded;
 
 /* kernel_ops.c */
+/* hctx_add_sample's `discarded`: why a sample is stored but not in the
+ * statistics (Sample.discarded, Sample.audit). */
+enum { HCTX_SAMPLE_KEPT = 0, HCTX_SAMPLE_THROTTLED = 1, HCTX_SAMPLE_AUDIT = 2 };
 /* Queues one sample for the frame stream (flushed in batches): its time,
  * the input set its (first) run used, whether NVML saw a throttling
- * reason, whether the throttle policy discarded it, and the SM clock and
- * power as it ended (0: no NVML). */
+ * reason, whether it is out of the statistics and why (HCTX_SAMPLE_), and
+ * the SM clock and power as it ended (0: no NVML). */
 int hctx_add_sample(hctx *h, double seconds, uint32_t input_set, int throttled, int discarded,
                     uint32_t sm_mhz, uint32_t power_mw);
 /* Sends the queued samples and the NVML readings taken meanwhile. */
@@ -149,6 +181,14 @@ int hctx_flush_samples(hctx *h);
 /* Ends the task in `state` with the message; returns -1 for the caller to
  * return. */
 int hctx_fail(hctx *h, int state, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* What a message calls h->spec->kernel: "candidate" in a candidate's task
+ * (its spec names a problem, docs/problems.md), "problem" in a reference
+ * task (which loads only the problem), else "kernel". */
+const char *hctx_who(const hctx *h);
+/* In a candidate's task the problem (spec->problem_kernel) owns setup()
+ * and output(): " of problem P", in buf, for a message about them ("output()
+ * of problem P after run() ..."); else "". */
+const char *hctx_problem_of(const hctx *h, char *buf, size_t len);
 void hctx_tail_lines(const char *path, int lines, char *out, size_t len);
 /* Loads the built kernel of the task's spec, and libcuda for a CUDA one. */
 int hctx_load_kernel(hctx *h, loaded *L);
@@ -179,14 +219,25 @@ typedef struct hctx_check {
     uint64_t ref_nonzero; /* reference elements != 0: none makes the check vacuous */
     double max_abs, rel;
     int passed;
+    /* A host comparison's whole measure (compare.h): the element of each
+     * bound, the elements outside atol + rtol |ref|; located = 1 then. */
+    kf_cmp m;
+    int located;
 } hctx_check;
-/* The comparison of n output elements with the reference: c->nonfinite,
- * max_abs and rel (not `passed`). Outputs of a million elements or more are
- * split over up to `threads` threads, 8 at most (the CPU work a validation
- * holds its GPU slot for); the partial sums are added in a fixed order, so a given
+/* The comparison of n output elements with the reference under t (NULL:
+ * no close bound): c->nonfinite, max_abs, rel and the located measure m
+ * (not `passed`). Outputs of a million elements or more are split over up
+ * to `threads` threads, 8 at most (the CPU work a validation holds its GPU
+ * slot for); the partial sums are added in a fixed order, so a given
  * thread count gives one answer. */
 void hctx_compare(const void *out, kf_dtype dtype, const double *ref, size_t n, unsigned threads,
-                  hctx_check *c);
+                  const kf_tols *t, hctx_check *c);
+/* The task's tolerances for output dtype `out` into h->tol (once): the
+ * kernel's tol_abs and tol_rel, changed for this configuration and dtype
+ * by its L->tolfn; refused when they cannot fail (common/tolerance.h).
+ * Result.tol_abs, tol_rel, close, atol, rtol set. 0, or -1 with the task
+ * failed. */
+int hctx_tolerances(hctx *h, const loaded *L, kf_dtype out);
 /* Sets n doubles to NaN (all bits one), split over threads as the
  * comparison is: a reference is NaN wherever reference() writes nothing. */
 void hctx_nan_fill(double *ref, size_t n);
@@ -235,6 +286,14 @@ int hctx_candidate_load(hctx *h, loaded *L);
 int hctx_is_candidate(const Kfleet__TaskSpec *spec);
 /* Ends the checker's checks: every verdict written before the Result. */
 void hctx_candidate_finish(hctx *h);
+/* telemetry.c: NVML at 20 Hz beside a GPU profile (without NVML the
+ * profile still runs, with no telemetry and nothing flagged); its readings
+ * streamed after each sample batch, and their summary. */
+void hctx_telemetry_start(hctx *h);
+int hctx_telemetry_drain(hctx *h);
+/* The profile's launches by kernel name (kf_cudrv_launches) into ps, kept
+ * in h (ProfileStats.launches). */
+void hctx_launches(hctx *h, Kfleet__ProfileStats *ps);
 void hctx_summarize_telemetry(hctx *h, Kfleet__TelemetrySummary *ts);
 /* The run a tool watches: setup, a warm-up, then `runs` launches inside the
  * profiler range. */

@@ -4,6 +4,7 @@
  * from a seed, one run waited for (device faults surface with the driver's
  * name), the output view fetched to the host, poisoned before a run. */
 #include "runner/hctx.h"
+#include "runner/compare.h"
 #include "runner/harness.h"
 #include "common/taskkind.h"
 #include "common/buf.h"
@@ -91,7 +92,8 @@ int hctx_add_sample(hctx *h, double seconds, uint32_t input_set, int throttled, 
     s->input_set = input_set;
     s->t_ns = kf_now_ns();
     s->throttled = throttled;
-    s->discarded = discarded;
+    s->discarded = discarded == HCTX_SAMPLE_THROTTLED;
+    s->audit = discarded == HCTX_SAMPLE_AUDIT;
     s->sm_clock_mhz = sm_mhz;
     s->power_mw = power_mw;
     if (h->npending == SAMPLE_BATCH || kf_mono_ns() - h->last_flush > 100000000ull)
@@ -108,6 +110,21 @@ int hctx_fail(hctx *h, int state, const char *fmt, ...)
     h->res->state = (Kfleet__TaskState)state;
     h->res->error = h->err;
     return -1;
+}
+
+const char *hctx_who(const hctx *h)
+{
+    if (kf_task_kind_at(h->spec->kind)->references)
+        return "problem";
+    return h->spec->problem_hash && *h->spec->problem_hash ? "candidate" : "kernel";
+}
+
+const char *hctx_problem_of(const hctx *h, char *buf, size_t len)
+{
+    if (!(h->spec->problem_kernel && *h->spec->problem_kernel) || strcmp(hctx_who(h), "candidate"))
+        return "";
+    snprintf(buf, len, " of problem %s", h->spec->problem_kernel);
+    return buf;
 }
 
 void hctx_set_params(const hctx *h, loaded *L)
@@ -148,6 +165,8 @@ int hctx_load_kernel(hctx *h, loaded *L)
         if (kf_pyk_load(py, so, file, h->spec->kernel, h->spec->device_cuda, ext, mod, files,
                         problem, &L->k, perr, sizeof perr) != 0)
             return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", perr);
+        if (kf_pyk_per_config()) /* atol, rtol, tolerances(): the glue's */
+            L->tolfn = kf_pyk_tolerances;
     } else {
         L->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
         if (!L->dl)
@@ -159,6 +178,7 @@ int hctx_load_kernel(hctx *h, loaded *L)
         L->k = get();
         /* Optional (kf_kernel.h): absent, the host reference as before. */
         *(void **)&L->refdev = dlsym(L->dl, KF_REFERENCE_DEVICE_SYMBOL);
+        *(void **)&L->tolfn = dlsym(L->dl, KF_TOLERANCES_SYMBOL);
     }
     if (!L->k || L->k->abi_version != KF_KERNEL_ABI_VERSION)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
@@ -166,8 +186,8 @@ int hctx_load_kernel(hctx *h, loaded *L)
                          L->k ? L->k->abi_version : 0, KF_KERNEL_ABI_VERSION);
     if (!L->k->setup || (!L->k->run && !problem) || !L->k->output || !L->k->reference ||
         !L->k->teardown)
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s lacks a required callback",
-                         h->spec->kernel);
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s lacks a required callback",
+                         hctx_who(h), h->spec->kernel);
     hctx_set_params(h, L);
     if (h->spec->device_cuda && !h->cu) { /* opened before the sandbox's last step, or now */
         kf_err err;
@@ -182,42 +202,12 @@ int hctx_load_kernel(hctx *h, loaded *L)
 
 size_t hctx_dtype_size(kf_dtype t)
 {
-    switch (t) {
-    case KF_DTYPE_F64:
-        return 8;
-    case KF_DTYPE_F16:
-    case KF_DTYPE_BF16:
-        return 2;
-    default:
-        return 4;
-    }
-}
-
-static double half_to_double(uint16_t h)
-{
-    int e = (h >> 10) & 31, m = h & 1023;
-    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
-    return (h & 0x8000) ? -v : v;
+    return kf_cmp_dtype_size(t);
 }
 
 double hctx_elem(const void *data, kf_dtype t, size_t i)
 {
-    switch (t) {
-    case KF_DTYPE_F64:
-        return ((const double *)data)[i];
-    case KF_DTYPE_I32:
-        return ((const int32_t *)data)[i];
-    case KF_DTYPE_F16:
-        return half_to_double(((const uint16_t *)data)[i]);
-    case KF_DTYPE_BF16: {
-        uint32_t u = (uint32_t)((const uint16_t *)data)[i] << 16;
-        float f;
-        memcpy(&f, &u, 4);
-        return f;
-    }
-    default:
-        return ((const float *)data)[i];
-    }
+    return kf_cmp_elem(data, t, i);
 }
 
 void *hctx_host_buffer(void **buf, size_t *cap, size_t n)
@@ -240,17 +230,21 @@ void *hctx_host_buffer(void **buf, size_t *cap, size_t n)
 int hctx_output_same(hctx *h, const loaded *L, void *state, const kf_view *v)
 {
     kf_view now = {0};
+    char whose[256];
+    const char *of = hctx_problem_of(h, whose, sizeof whose);
     if (L->k->output(state, &now) != 0)
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: output() failed after run()",
-                         h->spec->kernel);
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: output()%s failed after run()",
+                         hctx_who(h), h->spec->kernel, of);
     if (now.data != v->data || now.count != v->count || now.dtype != v->dtype ||
         now.location != v->location)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
-                         "kernel %s: output() after run() describes another buffer (%zu "
+                         "%s %s: output()%s after run() describes another buffer (%zu "
                          "elements) than before it (%zu): the harness poisons the output before "
-                         "each run and reads the same buffer after, so output() must return one "
-                         "view for a state",
-                         h->spec->kernel, now.count, v->count);
+                         "each run and reads the same buffer after, so %s",
+                         hctx_who(h), h->spec->kernel, of, now.count, v->count,
+                         *of ? "a candidate's run(s) writes into the output buffer of the state "
+                               "the problem's setup made, and may not replace it"
+                             : "output() must return one view for a state");
     return 0;
 }
 
@@ -303,13 +297,13 @@ int hctx_run_once(hctx *h, const loaded *L, void *state)
 {
     char kerr[HCTX_KERR_LEN] = "";
     if (L->k->run(state, kerr, sizeof kerr) != 0)
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s failed: %s", h->spec->kernel,
-                         kerr);
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s failed: %s", hctx_who(h),
+                         h->spec->kernel, kerr);
     if (h->cu) {
         kf_err err;
         if (kf_cudrv_sync(h->cu, &err) != KF_OK)
-            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: %s", h->spec->kernel,
-                             err.msg);
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: %s", hctx_who(h),
+                             h->spec->kernel, err.msg);
     }
     return 0;
 }
@@ -317,7 +311,7 @@ int hctx_run_once(hctx *h, const loaded *L, void *state)
 const char *const hctx_phase_names[HCTX_NPHASES] = {
     "load",        "context",     "setup",   "run",         "reference",      "compare",
     "sampling",    "tools",       "build",   "samples",     "throttle waits", "sample launch",
-    "sample sync", "clock reads", "warm-up", "determinism", "rests"};
+    "sample sync", "clock reads", "warm-up", "determinism", "rests",          "host wait"};
 
 int hctx_timer_open(hctx *h)
 {
@@ -342,24 +336,85 @@ void hctx_phase_add_s(hctx *h, int ph, double seconds)
     h->phase_s[ph] += seconds > 0 ? seconds : 0;
 }
 
+/* "kernel K setup", or "candidate C: setup() of problem P" (the problem's
+ * setup makes a candidate's inputs): what a setup failure is said of. */
+static const char *setup_who(const hctx *h, char *who, size_t len)
+{
+    char whose[256];
+    const char *of = hctx_problem_of(h, whose, sizeof whose);
+    if (*of)
+        snprintf(who, len, "candidate %s: setup()%s", h->spec->kernel, of);
+    else
+        snprintf(who, len, "%s %s setup", hctx_who(h), h->spec->kernel);
+    return who;
+}
+
 static int setup_once(hctx *h, const loaded *L, uint64_t seed, void **state)
 {
-    char kerr[HCTX_KERR_LEN] = "";
-    if (L->k->setup(state, &L->params, seed, kerr, sizeof kerr) != 0)
-        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s setup (seed %llu) failed: %s",
-                         h->spec->kernel, (unsigned long long)seed, kerr);
+    char kerr[HCTX_KERR_LEN] = "", who[600];
+    if (L->k->setup(state, &L->params, seed, kerr, sizeof kerr) != 0) {
+        /* A problem's seeds are secret (docs/problems.md): named by their
+         * place in the pool; a plain kernel's, to replay it. */
+        size_t i = 0;
+        while (i < h->spec->n_seeds && h->spec->seeds[i] != seed)
+            i++;
+        if (i < h->spec->n_seeds)
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s (pool seed #%zu) failed: %s",
+                             setup_who(h, who, sizeof who), i, kerr);
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s (seed %llu) failed: %s",
+                         setup_who(h, who, sizeof who), (unsigned long long)seed, kerr);
+    }
     if (h->cu) {
         kf_err err;
         if (kf_cudrv_sync(h->cu, &err) != KF_OK)
-            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s setup: %s", h->spec->kernel,
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s: %s", setup_who(h, who, sizeof who),
                              err.msg);
     }
     return 0;
 }
 
+/* A configuration that cannot fit the node fails at once, saying what it
+ * needs and what the node has (issue 41), before any allocation an OOM
+ * killer could end: the bytes a problem says a run moves (its inputs
+ * read and its output written at least once) against the GPU's memory, or
+ * the host's for a host kernel. A lower bound of what it needs, so a
+ * configuration past it cannot fit; one under it may still fail its own
+ * allocation, with its framework's message. 0, or -1 with the task
+ * failed. */
+static int fits(hctx *h, const loaded *L)
+{
+    /* A problem's bytes() is its owner's word; a plain kernel's is the
+     * kernel's own, which may lie (cheat_bytes: it is judged impossible
+     * after its run, not refused on its word before). */
+    if (!(h->spec->problem_hash && *h->spec->problem_hash) &&
+        !kf_task_kind_at(h->spec->kind)->references)
+        return 0;
+    double need = L->k->bytes ? L->k->bytes(&L->params) : 0;
+    size_t free_b = 0, total_b = 0;
+    kf_err err;
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    if (h->cu && kf_cudrv_mem_info(h->cu, &free_b, &total_b, &err) != KF_OK)
+        return 0; /* not known: the allocation says */
+    double have = h->cu ? (double)total_b : pages > 0 && psize > 0 ? (double)pages * psize : 0;
+    if (!(need > have) || have <= 0)
+        return 0;
+    return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                     "%s %s: this configuration cannot fit the node: it moves %.1f GiB a run "
+                     "(its bytes(), the inputs read and the output written at least once) and the "
+                     "%s has %.1f GiB in all; not run (a smaller configuration, or a node with "
+                     "more memory)",
+                     hctx_who(h), h->spec->kernel, need / 1073741824.0, h->cu ? "GPU" : "host",
+                     have / 1073741824.0);
+}
+
 int hctx_setup(hctx *h, const loaded *L, uint64_t seed, void **state)
 {
     *state = NULL;
+    if (!h->fit_checked) {
+        h->fit_checked = 1;
+        if (fits(h, L) != 0)
+            return -1;
+    }
     uint64_t t0 = kf_mono_ns();
     int rc = setup_once(h, L, seed, state);
     hctx_phase_add(h, HCTX_PH_SETUP, t0);

@@ -18,6 +18,8 @@ _alias = ["", "", ""]  # the cached file's path, the user's file name, the files
 _states = {}
 _next = [1]
 _shapes = {}  # handle -> shape of the last output()
+_params_of = {}  # handle -> its configuration's text, for refresh()
+_tol = {}  # the kernel's module-level tol_abs, tol_rel, atol, rtol (load)
 
 # Element types the harness compares, by kf_dtype code (kf_kernel.h).
 _DTYPES = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 3, "int32": 4}
@@ -128,6 +130,10 @@ def load_candidate(path, filename, name, ext_dir="", ext_module="", files_dir=""
     mod = _import(path, filename, name, "kfleet_candidate_", ext_dir, ext_module, files_dir)
     if isinstance(mod, str):
         return mod
+    try:
+        mod = _adapt_candidate(mod)  # pyformats.py: KernelBench's, GPU MODE's
+    except BaseException:
+        return _fail("candidate %s" % name)
     if not callable(getattr(mod, "run", None)):
         return ("Ecandidate %s does not define run(s); a Python candidate defines run(s) and "
                 "may define prepare(s) (docs/problems.md)" % name)
@@ -150,6 +156,11 @@ def load(path, filename, name, want_cuda, ext_dir="", ext_module="", files_dir="
         return ("Ekernel %s imported %s from %s, not the extension the build task built in %s "
                 "(a module of that name was already loaded)"
                 % (name, ext_module, getattr(ext, "__file__", "?"), ext_dir))
+    if problem:
+        try:
+            mod = _adapt_problem(mod, want_cuda)  # pyformats.py: KernelBench's, GPU MODE's
+        except BaseException:
+            return _fail("problem %s" % name)
     # A problem brings no run(): its candidates do.
     missing = [f for f in ("setup", "run", "output", "reference")
                if not callable(getattr(mod, f, None)) and not (problem and f == "run")]
@@ -164,19 +175,36 @@ def load(path, filename, name, want_cuda, ext_dir="", ext_module="", files_dir="
         return ("Ekernel %s: device is %r when imported but the sweep read it as %r from the "
                 "source; write device = \"cuda\" (or \"cpu\") as a plain top-level line"
                 % (name, device, "cuda" if want_cuda else "cpu"))
-    tol = []
-    for t in ("tol_abs", "tol_rel"):
+    # Its tolerances: tol_abs and tol_rel (max abs, relative L2), and/or
+    # atol and rtol (numpy.isclose, element by element), and/or
+    # tolerances(params, dtype) for each configuration (kf_kernel.h).
+    names = {"tol_abs": "absolute", "tol_rel": "relative L2",
+             "atol": "absolute (numpy.isclose's atol)", "rtol": "relative (numpy.isclose's rtol)"}
+    _tol.clear()
+    for t in names:
         v = getattr(mod, t, None)
+        if v is None and t in ("atol", "rtol"):
+            continue
+        if v is None and (callable(getattr(mod, "tolerances", None)) or
+                          getattr(mod, "atol", None) is not None or
+                          getattr(mod, "rtol", None) is not None):
+            continue
         if not isinstance(v, (int, float)) or v != v or v < 0:
             return ("Ekernel %s: %s is %r; set it to the largest %s error the output may "
-                    "have (a number >= 0)" % (name, t, v, "absolute" if t == "tol_abs"
-                                               else "relative L2"))
-        tol.append(float(v))
+                    "have (a number >= 0)" % (name, t, v, names[t]))
+        _tol[t] = float(v)
+    tol = _tol_line(_tol).split()
     _mod = mod
     desc = str(getattr(mod, "description", "") or (mod.__doc__ or "").strip().split("\n")[0])
-    return "%r %r %d %s\n%s" % (tol[0], tol[1], 1 if getattr(mod, "deterministic", False) else 0,
-                                str(getattr(mod, "name", name)).replace("\n", " "),
-                                desc.replace("\n", " "))
+    # Whether the runner asks tolerances() per configuration: with atol,
+    # rtol or tolerances(); a kernel with only tol_abs and tol_rel is
+    # judged by those, refused before any run when they cannot fail.
+    per_config = 1 if (callable(getattr(mod, "tolerances", None)) or "atol" in _tol or
+                       "rtol" in _tol) else 0
+    det = 1 if getattr(mod, "deterministic", False) else 0
+    return "%s %s %d %d %s\n%s" % (tol[0], tol[1], det, per_config,
+                                   str(getattr(mod, "name", name)).replace("\n", " "),
+                                   desc.replace("\n", " "))
 
 
 def _params(text):
@@ -196,6 +224,7 @@ def setup(params, seed):
     h = _next[0]
     _next[0] += 1
     _states[h] = state
+    _params_of[h] = params
     prep = getattr(_cand, "prepare", None) if _cand is not None else None
     if prep is not None:
         try:
@@ -317,6 +346,42 @@ def reference(h, ptr, count):
     return ""
 
 
+def _tol_line(t):
+    """'tol_abs tol_rel close atol rtol' from the stated ones: with atol or
+    rtol (the other 0), tol_abs defaults to inf and tol_rel to 0.5, so the
+    element-wise bound decides and an output of zeros (relative L2 1)
+    still fails."""
+    close = "atol" in t or "rtol" in t
+    return "%r %r %d %r %r" % (t.get("tol_abs", float("inf") if close else 0.0),
+                               t.get("tol_rel", 0.5 if close else 0.0), 1 if close else 0,
+                               t.get("atol", 0.0), t.get("rtol", 0.0))
+
+
+def tolerances(arg):
+    """The kernel's tolerances for one configuration and output dtype
+    ("DTYPE a=1,b=2"): its module-level ones, changed by its
+    tolerances(params, dtype) where it has one; 'E' and why."""
+    dtype, _, params = arg.partition(" ")
+    t = dict(_tol)
+    fn = getattr(_mod, "tolerances", None)
+    if callable(fn):
+        try:
+            got = fn(_params(params), dtype)
+        except BaseException:
+            return _fail("tolerances()")
+        if not isinstance(got, dict) or set(got) - {"tol_abs", "tol_rel", "atol", "rtol"}:
+            return ("Etolerances(params, dtype) returned %r; return a dict of any of tol_abs, "
+                    "tol_rel, atol, rtol" % (got,))
+        for k, v in got.items():
+            if not isinstance(v, (int, float)) or v != v or v < 0:
+                return "Etolerances(params, dtype) returned %s = %r; a number >= 0" % (k, v)
+            t[k] = float(v)
+    if not t:
+        return ("Ethe kernel states no tolerance: set tol_abs and tol_rel, or atol and rtol, or "
+                "define tolerances(params, dtype)")
+    return _tol_line(t)
+
+
 def flush(_unused):
     """What the kernel printed, out of Python's buffers onto the pipe the
     agent keeps (its Result takes it): the runner leaves by _exit."""
@@ -339,9 +404,108 @@ def measure(fn, params):
         return _fail(fn + "()")
 
 
+def _arrays(state):
+    """(key, array or module) pairs of a state: a dict's items, a list's or
+    tuple's, an object's attributes; a list or tuple inside them opened
+    once more (KernelBench-style input lists)."""
+    if isinstance(state, dict):
+        items = list(state.items())
+    elif isinstance(state, (list, tuple)):
+        items = list(enumerate(state))
+    else:
+        items = list(getattr(state, "__dict__", {}).items())
+    out = []
+    for k, v in items:
+        if isinstance(v, (list, tuple)):
+            out.extend(((k, i), x) for i, x in enumerate(v))
+        else:
+            out.append((k, v))
+    return out
+
+
+def _fill(dst, src):
+    """Copies src's contents into dst in place: an array of the same type,
+    shape and dtype (numpy, torch, anything with __cuda_array_interface__
+    that takes dst[...] = src), or a torch module's parameters and buffers
+    by name. 1 when something was copied, 0 when dst is no such thing."""
+    mod = type(dst).__module__ or ""
+    if mod.startswith("torch"):
+        import torch
+        if isinstance(dst, torch.nn.Module):
+            if not isinstance(src, torch.nn.Module):
+                return 0
+            theirs = dict(src.state_dict())
+            with torch.no_grad():
+                for name, t in dst.state_dict().items():
+                    if name in theirs and theirs[name].shape == t.shape:
+                        t.copy_(theirs[name])
+            return 1
+        if not isinstance(dst, torch.Tensor):
+            return 0
+        if tuple(dst.shape) != tuple(src.shape) or dst.dtype != src.dtype:
+            raise ValueError("an input of the fresh state has shape %s %s, not %s %s" %
+                             (tuple(src.shape), src.dtype, tuple(dst.shape), dst.dtype))
+        with torch.no_grad():
+            dst.copy_(src)
+        return 1
+    if hasattr(dst, "__array_interface__") or hasattr(dst, "__cuda_array_interface__"):
+        if tuple(dst.shape) != tuple(src.shape) or dst.dtype != src.dtype:
+            raise ValueError("an input of the fresh state has shape %s %s, not %s %s" %
+                             (tuple(src.shape), src.dtype, tuple(dst.shape), dst.dtype))
+        dst[...] = src
+        return 1
+    return 0
+
+
+def refresh(arg):
+    """Fresh contents for a candidate's state before a timed sample (issue
+    43 item 3): the problem's setup() alone (never the candidate's
+    prepare()) makes a state from the seed, and its arrays are copied into
+    the state's own, in place: the candidate keeps its buffers and its
+    prepare()'s scratch, and nothing it computed ahead matches the new
+    contents. The output buffer is left (the guard poisons it next)."""
+    h, seed = arg.split()
+    h, seed = int(h), int(seed)
+    s = _states[h]
+    try:
+        fresh = _mod.setup(_params(_params_of[h]), seed)
+    except BaseException:
+        return _fail("setup() (fresh inputs before a timed sample)")
+    try:
+        out = _mod.output(s)
+        theirs = dict(_arrays(fresh))
+        n = 0
+        for k, dst in _arrays(s):
+            if dst is out or k not in theirs:
+                continue
+            n += _fill(dst, theirs[k])
+    except BaseException:
+        return _fail("fresh inputs before a timed sample (set fresh_inputs = False in the "
+                     "problem to time its candidates on the pool's inputs)")
+    finally:
+        f = getattr(_mod, "teardown", None)
+        if f is not None:
+            try:
+                f(fresh)
+            except BaseException:
+                pass
+    if n == 0:
+        return ("Ethe problem's state holds no array that fresh inputs could be copied into "
+                "(a dict, list or object of numpy arrays or torch tensors); set fresh_inputs = "
+                "False in the problem to time its candidates on the pool's inputs")
+    return ""
+
+
+def fresh_inputs(_arg=""):
+    """Whether the problem lets its candidates' timed samples run on fresh
+    inputs: "1" unless it says fresh_inputs = False."""
+    return "0" if getattr(_mod, "fresh_inputs", True) is False else "1"
+
+
 def teardown(h):
     state = _states.pop(h, None)
     _shapes.pop(h, None)
+    _params_of.pop(h, None)
     f = getattr(_mod, "teardown", None)
     if f is not None and state is not None:
         try:
@@ -368,7 +532,10 @@ def warm(unsafe):
 
     root = os.path.join(os.path.realpath(unsafe), "")
     names = []
-    for name in _WARM:
+    # KF_WARM_IMPORTS="numpy": only those of _WARM (torch alone takes seconds
+    # to import, in which the first tasks get fresh runners).
+    only = os.environ.get("KF_WARM_IMPORTS")
+    for name in _WARM if only is None else [n for n in _WARM if n in only.split()]:
         try:
             if importlib.util.find_spec(name) is None:
                 continue

@@ -30,8 +30,9 @@ typedef struct pyhost {
     void (*decref)(pyobj *);
     void (*print_error)(void);
     void (*before_fork)(void), (*after_fork_parent)(void), (*after_fork_child)(void);
-    int warm;   /* started by kf_pyk_warm: no kernel loaded yet, its path the filtered one */
-    int loaded; /* a kernel is loaded */
+    int warm;       /* started by kf_pyk_warm: no kernel loaded yet, its path the filtered one */
+    int per_config; /* the kernel states atol, rtol or tolerances() (kf_pyk_tolerances) */
+    int loaded;     /* a kernel is loaded */
     pyobj *fn_setup, *fn_run, *fn_output, *fn_reference, *fn_measure, *fn_teardown;
     kf_kernel k;
     char name[128];
@@ -395,6 +396,52 @@ void kf_pyk_after_fork_child(void)
         fprintf(stderr, "kfleet python kernel: after_fork: %s\n", err);
 }
 
+int kf_pyk_per_config(void)
+{
+    return the_host && the_host->per_config;
+}
+
+int kf_pyk_tolerances(const kf_params *params, kf_dtype out, kf_tol *t, char *err, size_t errlen)
+{
+    static const char *const names[] = {"float32", "float64", "float16", "bfloat16", "int32"};
+    if (!the_host) {
+        snprintf(err, errlen, "internal: no Python kernel loaded");
+        return -1;
+    }
+    char arg[2100], reply[256];
+    snprintf(arg, sizeof arg, "%s ", (unsigned)out < 5 ? names[out] : "float32");
+    params_text(params, arg + strlen(arg), sizeof arg - strlen(arg));
+    if (glue_call(the_host, "tolerances", arg, reply, sizeof reply, err, errlen) != 0)
+        return -1;
+    kf_tol got = {0};
+    if (sscanf(reply, "%lf %lf %d %lf %lf", &got.tol_abs, &got.tol_rel, &got.close, &got.atol,
+               &got.rtol) != 5) {
+        snprintf(err, errlen, "the kernel glue answered '%.100s' to tolerances()", reply);
+        return -1;
+    }
+    *t = got;
+    return 0;
+}
+
+int kf_pyk_refresh(void *state, uint64_t seed, char *err, size_t errlen)
+{
+    if (!the_host) {
+        snprintf(err, errlen, "internal: no Python kernel loaded");
+        return -1;
+    }
+    char arg[64];
+    snprintf(arg, sizeof arg, "%ld %llu", (long)(intptr_t)state, (unsigned long long)seed);
+    return glue_call(the_host, "refresh", arg, NULL, 0, err, errlen);
+}
+
+int kf_pyk_fresh_inputs(void)
+{
+    char reply[8] = "", err[256];
+    return the_host &&
+           glue_call(the_host, "fresh_inputs", "", reply, sizeof reply, err, sizeof err) == 0 &&
+           reply[0] == '1';
+}
+
 void kf_pyk_flush(void)
 {
     char err[256];
@@ -444,7 +491,8 @@ int kf_pyk_load(const kf_pyenv *py, const char *path, const char *filename, cons
     }
     double tol_abs = 0, tol_rel = 0;
     int det = 0, used = 0;
-    if (sscanf(s, "%lf %lf %d %127s%n", &tol_abs, &tol_rel, &det, p->name, &used) < 4) {
+    if (sscanf(s, "%lf %lf %d %d %127s%n", &tol_abs, &tol_rel, &det, &p->per_config, p->name,
+               &used) < 5) {
         snprintf(err, errlen, "the kernel glue answered '%.100s' to load()", s);
         p->decref(obj);
         return -1;

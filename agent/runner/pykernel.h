@@ -62,6 +62,23 @@ void kf_pyk_before_fork(void);
 void kf_pyk_after_fork_parent(void);
 void kf_pyk_after_fork_child(void);
 
+/* kf_kernel.h's kf_tolerances for the loaded Python kernel: its tol_abs,
+ * tol_rel, atol and rtol, changed for this configuration and dtype by its
+ * tolerances(params, dtype) where it defines one (pyglue.py). */
+int kf_pyk_tolerances(const kf_params *params, kf_dtype out, kf_tol *t, char *err, size_t errlen);
+/* Whether the loaded kernel states any (atol, rtol or tolerances()): else
+ * its tol_abs and tol_rel are all. */
+int kf_pyk_per_config(void);
+
+/* Fresh contents for the inputs of a problem's state (issue 43 item 3):
+ * the problem's setup() alone makes a state from seed, and its arrays are
+ * copied into the state's own, in place (pyglue.py refresh). 0, or -1 with
+ * err. */
+int kf_pyk_refresh(void *state, uint64_t seed, char *err, size_t errlen);
+/* Whether the loaded problem lets its candidates' timed samples run on
+ * fresh inputs (it does unless it says fresh_inputs = False). */
+int kf_pyk_fresh_inputs(void);
+
 /* Writes out what the kernel printed that Python still holds (sys.stdout
  * and sys.stderr are block-buffered on the agent's pipe, and a runner
  * with an interpreter leaves by _exit): before each Result, so that a

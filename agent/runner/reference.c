@@ -20,6 +20,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 /* One seed's reference into r (values malloc'd: the caller frees them).
@@ -38,6 +39,25 @@ static int one_seed(hctx *h, const loaded *L, size_t index, uint64_t seed, Kflee
         L->k->teardown(state);
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "problem %s has no output view",
                          h->spec->kernel);
+    }
+    /* The bounds its candidates are judged by, for this configuration and
+     * the output's dtype: read here, where only the problem is loaded. */
+    if (hctx_tolerances(h, L, v.dtype) != 0) {
+        L->k->teardown(state);
+        return -1;
+    }
+    /* Too large for the node's disk: said at once, with both sizes. */
+    kf_dtype kept = kf_reffile_dtype(v.dtype, v.count);
+    double need = (double)v.count * (kept == KF_DTYPE_F64 ? 8 : 4) * (double)h->spec->n_seeds;
+    struct statvfs fs;
+    if (statvfs(h->tmpdir, &fs) == 0 && need > (double)fs.f_bavail * (double)fs.f_frsize) {
+        L->k->teardown(state);
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                         "problem %s: this configuration's references need %.1f GiB of disk (%zu "
+                         "seeds of %zu elements) and the agent's disk has %.1f GiB free; not "
+                         "computed (a smaller configuration, or a node with more disk)",
+                         h->spec->kernel, need / 1073741824.0, h->spec->n_seeds, v.count,
+                         (double)fs.f_bavail * (double)fs.f_frsize / 1073741824.0);
     }
     double *ref = malloc(v.count * sizeof *ref);
     if (!ref) {
@@ -94,8 +114,11 @@ static int one_seed(hctx *h, const loaded *L, size_t index, uint64_t seed, Kflee
     r->dtype = (uint32_t)kf_reffile_dtype(v.dtype, v.count);
     /* What its candidates' checker judges by: the problem's own, read here
      * where only the problem is loaded. */
-    r->tol_abs = L->k->tol_abs;
-    r->tol_rel = L->k->tol_rel;
+    r->tol_abs = h->tol.abs;
+    r->tol_rel = h->tol.rel;
+    r->close = h->tol.close;
+    r->atol = h->tol.atol;
+    r->rtol = h->tol.rtol;
     return 0;
 }
 

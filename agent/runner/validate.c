@@ -28,23 +28,52 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The verdict rule, the same wherever the comparison ran. */
-static void judge_check(hctx_check *c, const kf_kernel *k)
+/* The verdict rule, the same wherever the comparison ran (a check with
+ * atol and rtol runs on the host, hctx_compare_on_device). */
+static void judge_check(hctx_check *c, const hctx *h)
 {
-    c->passed =
-        c->nonfinite == 0 && c->ref_nonzero > 0 && c->max_abs <= k->tol_abs && c->rel <= k->tol_rel;
+    const kf_tols *t = &h->tol;
+    c->passed = c->nonfinite == 0 && c->ref_nonzero > 0 && c->max_abs <= t->abs &&
+                c->rel <= t->rel && (!t->close || (c->located && c->m.not_close == 0));
 }
 
 void hctx_compare(const void *out, kf_dtype dtype, const double *ref, size_t n, unsigned threads,
-                  hctx_check *c)
+                  const kf_tols *t, hctx_check *c)
 {
-    kf_tols t = {.abs = INFINITY, .rel = INFINITY};
-    kf_cmp m;
-    kf_cmp_run(out, dtype, ref, KF_DTYPE_F64, n, &t, threads, &m);
-    c->nonfinite = m.nonfinite;
-    c->ref_nonzero = m.ref_nonzero;
-    c->max_abs = m.max_abs;
-    c->rel = m.rel;
+    kf_tols none = {.abs = INFINITY, .rel = INFINITY};
+    kf_cmp_run(out, dtype, ref, KF_DTYPE_F64, n, t ? t : &none, threads, &c->m);
+    c->nonfinite = c->m.nonfinite;
+    c->ref_nonzero = c->m.ref_nonzero;
+    c->max_abs = c->m.max_abs;
+    c->rel = c->m.rel;
+    c->located = 1;
+}
+
+int hctx_tolerances(hctx *h, const loaded *L, kf_dtype out)
+{
+    if (h->tol_set)
+        return 0;
+    kf_tol t = {L->k->tol_abs, L->k->tol_rel, 0, 0, 0};
+    char err[HCTX_KERR_LEN] = "", why[512];
+    if (L->tolfn && L->tolfn(&L->params, out, &t, err, sizeof err) != 0)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                         "%s %s: its tolerances for this configuration: %s", hctx_who(h),
+                         h->spec->kernel, err);
+    h->res->tol_abs = t.tol_abs;
+    h->res->tol_rel = t.tol_rel;
+    h->res->close = t.close != 0;
+    h->res->atol = t.close ? t.atol : 0;
+    h->res->rtol = t.close ? t.rtol : 0;
+    int bad = t.close ? kf_tol_close_vacuous(t.atol, t.rtol, t.tol_abs, t.tol_rel, why, sizeof why)
+                      : kf_tol_vacuous(t.tol_abs, t.tol_rel, why, sizeof why);
+    if (bad)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                         "%s %s declares tolerances that cannot fail, refused before its "
+                         "output is judged: %s",
+                         hctx_who(h), h->spec->kernel, why);
+    h->tol = (kf_tols){t.tol_abs, t.tol_rel, t.close != 0, t.atol, t.rtol};
+    h->tol_set = 1;
+    return 0;
 }
 
 /* All ones: a NaN in every element the reference leaves unwritten. Split
@@ -82,11 +111,13 @@ int hctx_compare_on_device(hctx *h, const loaded *L, const kf_view *v)
                          "host, for an A/B run) or device (the default: on the GPU where the "
                          "kernel defines %s)",
                          mode, KF_REFERENCE_DEVICE_SYMBOL);
-    int dev = !host && L->refdev && v->location == KF_LOC_DEVICE && h->cu && !h->judge;
+    int dev =
+        !host && L->refdev && v->location == KF_LOC_DEVICE && h->cu && !h->judge && !h->tol.close;
     if (!h->compare[0]) {
-        const char *why = h->judge                       ? "a candidate: the checker compares"
-                          : !L->refdev                   ? "no " KF_REFERENCE_DEVICE_SYMBOL
-                          : host                         ? "KF_COMPARE=host"
+        const char *why = h->judge       ? "a candidate: the checker compares"
+                          : h->tol.close ? "atol and rtol: compared element by element"
+                          : !L->refdev   ? "no " KF_REFERENCE_DEVICE_SYMBOL
+                          : host         ? "KF_COMPARE=host"
                           : v->location != KF_LOC_DEVICE ? "a host output"
                                                          : "no CUDA driver";
         snprintf(h->compare, sizeof h->compare, "%s%s", dev ? "device" : "host: ", dev ? "" : why);
@@ -118,19 +149,19 @@ int hctx_device_reference(hctx *h, const loaded *L, void *state, size_t n, doubl
     int rc = 0;
     if (kf_cudrv_alloc(h->cu, &p, n * sizeof(double), &err) != KF_OK)
         rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED,
-                       "kernel %s: no device memory for its reference (%zu doubles): %s "
+                       "%s %s: no device memory for its reference (%zu doubles): %s "
                        "(KF_COMPARE=host checks on the host)",
-                       h->spec->kernel, n, err.msg);
+                       hctx_who(h), h->spec->kernel, n, err.msg);
     /* NaN where the reference writes nothing, as on the host. */
     else if (kf_cudrv_memset(h->cu, p, 0xFF, n * sizeof(double), &err) != KF_OK)
         rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "filling the device reference: %s", err.msg);
     else if (L->refdev(state, p, kerr, sizeof kerr) != 0)
-        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s %s failed: %s", h->spec->kernel,
-                       KF_REFERENCE_DEVICE_SYMBOL, kerr);
+        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s %s failed: %s", hctx_who(h),
+                       h->spec->kernel, KF_REFERENCE_DEVICE_SYMBOL, kerr);
     /* The whole context: work the reference left on any stream is done
      * before the output is poisoned and the run it checks starts. */
     else if (kf_cudrv_sync(h->cu, &err) != KF_OK)
-        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s %s: %s", h->spec->kernel,
+        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s %s: %s", hctx_who(h), h->spec->kernel,
                        KF_REFERENCE_DEVICE_SYMBOL, err.msg);
     hctx_phase_add(h, HCTX_PH_REFERENCE, t0);
     if (rc != 0) {
@@ -163,8 +194,8 @@ static int check_on_device(hctx *h, const loaded *L, void *state, const kf_view 
     if (!dc)
         rc = -1;
     else if (kf_devcmp_compare(dc, v->data, v->dtype, dref, v->count, &sum, &err) != KF_OK)
-        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: the comparison on the GPU: %s",
-                       h->spec->kernel, err.msg);
+        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: the comparison on the GPU: %s",
+                       hctx_who(h), h->spec->kernel, err.msg);
     hctx_phase_add(h, HCTX_PH_COMPARE, t0);
     if (!known)
         kf_cudrv_free(h->cu, dref);
@@ -175,7 +206,7 @@ static int check_on_device(hctx *h, const loaded *L, void *state, const kf_view 
     c->max_abs = sum.max_abs;
     /* As the host's comparison (compare.c): a reference of zeros fails anyway. */
     c->rel = sum.ref2 > 0 ? sqrt(sum.diff2 / sum.ref2) : sqrt(sum.diff2);
-    judge_check(c, L->k);
+    judge_check(c, h);
     return 0;
 }
 
@@ -185,6 +216,9 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
     memset(c, 0, sizeof *c);
     *out = NULL;
     *owned = 0;
+    /* A candidate's bounds are its checker's; a kernel's its own. */
+    if (!h->judge && hctx_tolerances(h, L, v->dtype) != 0)
+        return -1;
     int dev = hctx_compare_on_device(h, L, v);
     if (dev != 0)
         return dev < 0 ? -1 : check_on_device(h, L, state, v, known, c);
@@ -212,7 +246,7 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
     hctx_phase_add(h, HCTX_PH_COMPARE, t0);
     t0 = kf_mono_ns();
     if (rc == 0 && ref && L->k->reference(state, ref, kerr, sizeof kerr) != 0)
-        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s reference failed: %s",
+        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s reference failed: %s", hctx_who(h),
                        h->spec->kernel, kerr);
     hctx_phase_add(h, HCTX_PH_REFERENCE, t0);
     if (rc != 0) {
@@ -237,8 +271,8 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
         }
         return 0;
     }
-    hctx_compare(*out, v->dtype, known ? known : ref, v->count, kf_cpus(), c);
-    judge_check(c, L->k);
+    hctx_compare(*out, v->dtype, known ? known : ref, v->count, kf_cpus(), &h->tol, c);
+    judge_check(c, h);
     hctx_phase_add(h, HCTX_PH_COMPARE, t0);
     return 0;
 }
@@ -246,13 +280,16 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
 int hctx_refuse_vacuous(hctx *h, const loaded *L)
 {
     char why[512];
-    if (kf_tol_vacuous(L->k->tol_abs, L->k->tol_rel, why, sizeof why) == 0)
+    /* A kernel whose tolerances depend on its configuration and dtype is
+     * refused at its first check (hctx_tolerances) instead; a candidate's
+     * are its checker's, vetted where its references were computed. */
+    if (h->judge || L->tolfn || kf_tol_vacuous(L->k->tol_abs, L->k->tol_rel, why, sizeof why) == 0)
         return 0;
     h->res->tol_abs = L->k->tol_abs;
     h->res->tol_rel = L->k->tol_rel;
     return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
-                     "kernel %s declares tolerances that cannot fail, refused before any run: %s",
-                     h->spec->kernel, why);
+                     "%s %s declares tolerances that cannot fail, refused before any run: %s",
+                     hctx_who(h), h->spec->kernel, why);
 }
 
 /* The first output kept on the device, a second run on the same inputs,
@@ -270,7 +307,7 @@ static int determinism_on_device(hctx *h, const loaded *L, void *state, const kf
     if (kf_cudrv_alloc(h->cu, &first, bytes, &err) != KF_OK ||
         kf_cudrv_copy_device(h->cu, first, v->data, bytes, &err) != KF_OK)
         rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED,
-                       "kernel %s: keeping the first output on the device (%zu bytes): %s",
+                       "%s %s: keeping the first output on the device (%zu bytes): %s", hctx_who(h),
                        h->spec->kernel, bytes, err.msg);
     if (rc == 0)
         rc = hctx_poison(h, v);
@@ -279,8 +316,8 @@ static int determinism_on_device(hctx *h, const loaded *L, void *state, const kf
     if (rc == 0)
         rc = hctx_output_same(h, L, state, v);
     if (rc == 0 && kf_devcmp_equal(dc, first, v->data, bytes, &equal, &err) != KF_OK)
-        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s: the bitwise comparison: %s",
-                       h->spec->kernel, err.msg);
+        rc = hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s: the bitwise comparison: %s",
+                       hctx_who(h), h->spec->kernel, err.msg);
     kf_cudrv_free(h->cu, first);
     if (rc == 0)
         h->res->deterministic = equal;
@@ -318,7 +355,7 @@ int hctx_validate(hctx *h, const loaded *L)
         kf_view v = {0};
         if (L->k->output(state, &v) != 0 || !v.data || v.count == 0) {
             L->k->teardown(state);
-            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "kernel %s has no output view",
+            return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s %s has no output view", hctx_who(h),
                              h->spec->kernel);
         }
         void *out = NULL;
@@ -337,8 +374,21 @@ int hctx_validate(hctx *h, const loaded *L)
         t->rel_err = rel;
         t->nonfinite = nonfinite;
         t->passed = chk.passed;
-        h->res->tol_abs = L->k->tol_abs;
-        h->res->tol_rel = L->k->tol_rel;
+        if (chk.located) { /* where each bound came closest to breaking */
+            t->located = 1;
+            t->max_abs_at = chk.m.max_abs_at;
+            t->max_abs_out = chk.m.max_abs_out;
+            t->max_abs_ref = chk.m.max_abs_ref;
+            t->not_close = chk.m.not_close;
+            t->close_ratio = chk.m.close_ratio;
+            t->close_at = chk.m.close_at;
+            t->close_out = chk.m.close_out;
+            t->close_ref = chk.m.close_ref;
+        }
+        if (cand) { /* the problem's, as the checker holds them */
+            h->res->tol_abs = L->k->tol_abs;
+            h->res->tol_rel = L->k->tol_rel;
+        }
         trials[h->res->n_trials++] = t;
         if (chk.ref_nonzero == 0 && all_pass) {
             all_pass = 0;
@@ -352,15 +402,20 @@ int hctx_validate(hctx *h, const loaded *L)
             snprintf(first_bad, sizeof first_bad,
                      "validation failed (pool seed %llu): the checker failed the output",
                      (unsigned long long)t->seed);
+        } else if (!t->passed && all_pass && chk.located) {
+            all_pass = 0;
+            char why[512];
+            kf_cmp_why(&chk.m, &h->tol, why, sizeof why);
+            snprintf(first_bad, sizeof first_bad, "validation failed (seed %llu): %s",
+                     (unsigned long long)t->seed, why);
         } else if (!t->passed && all_pass) {
             all_pass = 0;
             snprintf(first_bad, sizeof first_bad,
-                     "validation failed (%s %llu): %llu non-finite or unwritten elements of "
+                     "validation failed (seed %llu): %llu non-finite or unwritten elements of "
                      "%zu, max abs error %.3g (tolerance %.3g), relative error %.3g (tolerance "
                      "%.3g)",
-                     cand ? "pool seed" : "seed", (unsigned long long)t->seed,
-                     (unsigned long long)nonfinite, v.count, max_abs, L->k->tol_abs, rel,
-                     L->k->tol_rel);
+                     (unsigned long long)t->seed, (unsigned long long)nonfinite, v.count, max_abs,
+                     h->tol.abs, rel, h->tol.rel);
         }
         /* Determinism: the first seed runs a second time on the same inputs.
          * A check on the GPU fetched nothing (out is NULL): compared there. */
@@ -419,8 +474,8 @@ int hctx_validate(hctx *h, const loaded *L)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", first_bad);
     if (L->k->deterministic && !h->res->deterministic)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
-                         "kernel %s says it is deterministic but two runs on the same inputs "
+                         "%s %s says it is deterministic but two runs on the same inputs "
                          "differ bitwise",
-                         h->spec->kernel);
+                         hctx_who(h), h->spec->kernel);
     return 0;
 }

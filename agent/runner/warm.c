@@ -109,6 +109,12 @@ static void be_runner(const char *workdir, const kf_warm_req *req, const int *fd
                 strerror(errno));
         _exit(1);
     }
+    /* Its group and mounts before anything of the task runs (contain.h). */
+    const char *what = "";
+    if (kf_contain_enter(&req->contain, &what) != 0) {
+        dprintf(KF_RUNNER_FD_LOG, "warm runner: cannot %s: %s\n", what, strerror(errno));
+        _exit(127);
+    }
     kf_debug("warm.runner", "task=0x%llx attempt=%u pid=%d warm=%d",
              (unsigned long long)req->task_id, req->attempt, (int)getpid(), (int)getppid());
     int rc = kf_runner_main(workdir, req->scratch[0] ? req->scratch : NULL, 1);

@@ -20,6 +20,8 @@
 #ifndef KF_RUNNER_WARM_H
 #define KF_RUNNER_WARM_H
 
+#include "runner/contain.h"
+
 #include <limits.h>
 #include <stdint.h>
 
@@ -40,8 +42,9 @@ enum {
 typedef struct kf_warm_req {
     uint64_t task_id; /* for the warm's log only */
     uint32_t attempt;
-    uint32_t nfds;          /* 4, or 5 with the checker's socket */
-    char scratch[PATH_MAX]; /* the runner's scratch dir (turns the sandbox on), "" for none */
+    uint32_t nfds;           /* 4, or 5 with the checker's socket */
+    char scratch[PATH_MAX];  /* the runner's scratch dir (turns the sandbox on), "" for none */
+    kf_contain_plan contain; /* its control group and private mounts, entered first */
 } kf_warm_req;
 
 /* The answer: the runner's pid, or -1 and why. The warm process's first

@@ -49,6 +49,10 @@
 #                 killed KILL_AFTER (25) s in: verify must be clean
 #   PART=targets1 bench/gpu/targets.yaml once, cold
 #   PART=torch    examples/torch.yaml alone (KF_BUNDLE=DIR: another bundle)
+#   PART=freshcost examples/problems/softmax with fresh inputs and on the
+#                 pool's (fresh_inputs = False), alternated: their cost
+#   PART=cachecheats issue 43's output caches and answers computed ahead on
+#                 the GPU (bench/gpu/cachecheats): fresh inputs and the pool's
 #   PART=build    kfleet built here by this machine's gcc and CMake, every
 #                 build type (the dependencies carried: bench/gpu/sysroot.sh)
 #   PART=serve    serving runners: targets cold, bench/gpu/isolation.yaml
@@ -62,12 +66,23 @@
 #                 largest difference (target: every row within 1 %), and
 #                 whether ncu's and compute-sanitizer's nested runs were
 #                 under Landlock (tools_sandbox)
+#   PART=memlimit issue 44: bench/gpu/targets.yaml with no containment
+#                 (KF_CONTAIN=0), with each runner in its control group under
+#                 the default memory limit, and in its group without one
+#                 (KF_RUNNER_MEMORY=0); each row's median both ways against
+#                 the limited run (target: every row within 1 %)
 #   PART=problems issue 30: examples/problems/softmax (problem + Triton,
 #                 CUDA C, torch-extension and torch candidates, torch the
 #                 baseline), then 100 generated Triton softmax candidates
 #                 (bench/problems_gen.py triton: BLOCK, num_warps and
 #                 formulation varied, 5 wrong on purpose); evaluations per
 #                 GPU-hour and the verdict counts
+#   PART=kbsizes  issue 41: KernelBench's level1/1, 1/40 and 2/12 at their
+#                 own sizes (bench/gpu/kernelbench), torch's Model as the
+#                 candidate and the baseline; KB_BIG=1: level1/23's softmax at
+#                 4096 x 393216 (19.3 GB of references) alone; KB_EXAMPLE=1:
+#                 examples/problems/softmax first (Triton, CUDA C, a torch
+#                 extension, torch: the host time per call beside the GPU's)
 #   PART=devcompare issue 32 item 4: bench/gpu/devcompare.yaml with every
 #                 check on the host (KF_COMPARE=host), then, in a fresh store
 #                 (the same task ids, so the same seeds), on the GPU where the
@@ -214,9 +229,10 @@ print(f"kill: tasks {json.dumps(t)[:300]}")
 PY
 }
 
-# Each row's median sandboxed against unsandboxed (PART=sandbox).
-sandbox_compare() { # OFF_NAME ON_NAME
-  python3 - "$W/$1.json" "$W/$2.json" "$2" <<'PY' | tee -a "$W/times.txt"
+# Each row's median sandboxed against unsandboxed (PART=sandbox), or any
+# two runs of a sweep under the labels given (PART=memlimit).
+sandbox_compare() { # OFF_NAME ON_NAME [OFF_LABEL ON_LABEL]
+  python3 - "$W/$1.json" "$W/$2.json" "$2" "${3:-unsandboxed}" "${4:-sandboxed}" <<'PY' | tee -a "$W/times.txt"
 import json, sys
 def rows(path):
     d = json.load(open(path))
@@ -227,14 +243,15 @@ def rows(path):
             out[(r["kernel"], json.dumps(r["params"], sort_keys=True), r.get("node"))] = p["median_s"]
     return out
 off, on, name = rows(sys.argv[1]), rows(sys.argv[2]), sys.argv[3]
+lo, lon = sys.argv[4], sys.argv[5]
 worst = 0.0
 for k in sorted(set(off) & set(on)):
     d = (on[k] / off[k] - 1) * 100
     worst = max(worst, abs(d))
-    print(f"{name}: {k[0]} {k[1]} {k[2]}: unsandboxed {off[k] * 1e6:.2f} us, sandboxed "
+    print(f"{name}: {k[0]} {k[1]} {k[2]}: {lo} {off[k] * 1e6:.2f} us, {lon} "
           f"{on[k] * 1e6:.2f} us, {d:+.2f} %")
-print(f"{name}: {len(set(off) & set(on))} rows profiled both ways ({len(off)} unsandboxed, "
-      f"{len(on)} sandboxed); largest |difference| {worst:.2f} % (target <= 1 %)")
+print(f"{name}: {len(set(off) & set(on))} rows profiled both ways ({len(off)} {lo}, "
+      f"{len(on)} {lon}); largest |difference| {worst:.2f} % (target <= 1 %)")
 PY
 }
 
@@ -260,6 +277,29 @@ sandbox)
     grep -h 'agent.sandbox' "$KFLEET_HOME"/run/agent-*.log | tail -1 | tee -a "$W/times.txt"
     sandbox_compare "$s-off" "$s-on"
     tools_sandbox "$s-on"
+  done
+  ;;
+memlimit) # issue 44: bench/gpu/targets.yaml with each runner in its control group
+  # under the agent's default memory limit, against no containment (KF_CONTAIN=0)
+  # and against the groups without a memory limit (KF_RUNNER_MEMORY=0): the
+  # limit's own cost on each median (target: within 1 %). MEMLIMIT_RUNS sets
+  # the order (default "off on nolimit"; repeat names for a second pass),
+  # MEMLIMIT_SWEEP another sweep (a CPU one, to try the part without a GPU).
+  f=${MEMLIMIT_SWEEP:-$ROOT/bench/gpu/targets.yaml}
+  n=0
+  for m in ${MEMLIMIT_RUNS:-off on nolimit}; do
+    n=$((n + 1))
+    case $m in
+    off) KF_CONTAIN=0 sweep "memlimit-$n-off" "$f" ;;
+    nolimit) KF_RUNNER_MEMORY=0 sweep "memlimit-$n-nolimit" "$f" ;;
+    *) sweep "memlimit-$n-on" "$f" ;;
+    esac
+    grep -h 'agent.contain' "$KFLEET_HOME"/run/agent-*.log | tail -2 | tee -a "$W/times.txt"
+  done
+  on=$(ls "$W"/memlimit-*-on.json 2>/dev/null | head -1 | xargs -r basename | sed 's/.json$//')
+  for base in off nolimit; do
+    b=$(ls "$W"/memlimit-*-$base.json 2>/dev/null | head -1 | xargs -r basename | sed 's/.json$//')
+    [ -n "$on" ] && [ -n "$b" ] && sandbox_compare "$b" "$on" "$base" "limited"
   done
   ;;
 sandboxdiag) # which sandbox mechanism a node's GPU stack cannot live with: a small CUDA
@@ -528,6 +568,96 @@ PY
   done
   echo "triton100: $(cat "$W/triton100-wrong.txt") candidates wrong on purpose" | tee -a "$W/times.txt"
   ;;
+kbsizes) # issue 41: KernelBench problems at their own sizes
+  export KF_REFS_MAX_GB=${KF_REFS_MAX_GB:-40}
+  [ -n "${KB_EXAMPLE:-}" ] && SWEEP_LIMIT=150 sweep softmax "$ROOT/examples/problems/softmax/sweep.yaml"
+  names=${KB_NAMES:-"l1_1_matmul l1_40_layernorm l2_12_gemm"}
+  [ -n "${KB_BIG:-}" ] && names="l1_23_softmax"
+  for name in $names; do
+    rm -rf "$KFLEET_HOME" # each problem's references in a home of its own
+    SWEEP_LIMIT=${KB_LIMIT:-400} sweep "$name" "$ROOT/bench/gpu/kernelbench/$name/sweep.yaml"
+    du -sh "$KFLEET_HOME"/state/agents/*/refs 2>/dev/null | sed "s/^/$name references: /" |
+      tee -a "$W/times.txt"
+    schedule "$name"
+  done
+  for name in ${KB_EXAMPLE:+softmax} $names; do
+    python3 - "$W/$name.json" "$name" <<'PY' | tee -a "$W/times.txt"
+import json, sys
+d, name = json.load(open(sys.argv[1])), sys.argv[2]
+st = (d["schedule"].get("slot_time") or {}).get("phases_s") or {}
+for r in d["rows"]:
+    v, p = r.get("validation") or {}, r.get("profile") or {}
+    med, hc = p.get("median_s"), p.get("host_call_s")
+    print("%s %s %s: validate %s (%s), profile %s, median %s us, host call %s us, speedup %s, "
+          "speedup by host call %s; atol %s rtol %s; worst ratio %s"
+          % (name, r["kernel"], r["params"], v.get("state"), (v.get("error") or "")[:120],
+             p.get("state"), "%.1f" % (med * 1e6) if med else "-",
+             "%.1f" % (hc * 1e6) if hc else "-", r.get("speedup"), r.get("speedup_host"),
+             v.get("atol"), v.get("rtol"),
+             max((t.get("worst_close") or {}).get("ratio") or 0 for t in v.get("trials") or [{}])))
+print("%s slot time: %s" % (name, ", ".join("%s %.1f s" % kv for kv in sorted(st.items(), key=lambda kv: -kv[1])[:8])))
+PY
+  done
+  ;;
+freshcost) # issue 43 item 3: what fresh inputs cost a problem sweep, against the pool's, same call
+  for v in ${FRESHCOST_ORDER:-pool fresh pool fresh}; do
+    d="$W/softmax-$v"
+    rm -rf "$d" && cp -r "$ROOT/examples/problems/softmax" "$d"
+    [ "$v" = pool ] && printf '\nfresh_inputs = False\n' >>"$d/problem.py"
+    rm -rf "$KFLEET_HOME"
+    n=$(ls "$W"/fc-*-"$v".json 2>/dev/null | wc -l)
+    SWEEP_LIMIT=${FRESHCOST_LIMIT:-150} sweep "fc-$((n + 1))-$v" "$d/sweep.yaml"
+  done
+  python3 - "$W" <<'PY' | tee -a "$W/times.txt"
+import glob, json, os, sys
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "fc-*.json"))):
+    d = json.load(open(f))
+    s = d["schedule"]
+    rows = d["rows"]
+    ok = sum(1 for r in rows if (r.get("validation") or {}).get("state") == "succeeded")
+    prof = [r["profile"] for r in rows if (r.get("profile") or {}).get("state") == "succeeded"]
+    fresh = sum(p.get("fresh_samples") or 0 for p in prof)
+    aud = sum(p.get("audit_samples") or 0 for p in prof)
+    st = (s.get("slot_time") or {}).get("phases_s") or {}
+    meds = {r["kernel"]: r["profile"]["median_s"] for r in rows if (r.get("profile") or {}).get("median_s")}
+    print("%s: makespan %.1f s, GPU task time %.1f s, %d/%d validated, fresh %d audits %d; "
+          "slot time %s; medians %s" % (
+          os.path.basename(f)[:-5], s.get("makespan_s") or 0, s.get("gpu_busy_s") or 0, ok, len(rows),
+          fresh, aud, ", ".join("%s %.1f" % kv for kv in sorted(st.items(), key=lambda kv: -kv[1])[:6]),
+          ", ".join("%s %.2f us" % (k, v * 1e6) for k, v in sorted(meds.items()))))
+PY
+  ;;
+cachecheats) # issue 43 item 3: output caches and answers computed ahead, fresh inputs and the pool's
+  for name in ${CC_NAMES:-softmax_pool softmax matmul_pool matmul}; do
+    rm -rf "$KFLEET_HOME"
+    SWEEP_LIMIT=${CC_LIMIT:-100} sweep "cc-$name" "$ROOT/bench/gpu/cachecheats/sweep_$name.yaml"
+  done
+  for name in ${CC_NAMES:-softmax_pool softmax matmul_pool matmul}; do
+    python3 - "$W/cc-$name.json" "$name" <<'PY' | tee -a "$W/times.txt"
+import json, sys
+d, name = json.load(open(sys.argv[1])), sys.argv[2]
+for a in d["agents"][:1]:
+    print("%s ceilings: copy %s GB/s, bf16 %s, fp32 %s, tf32 %s, fp64 %s TFLOP/s" % (
+        name, a.get("ceiling_copy_gbps"), a.get("ceiling_bf16_tflops"), a.get("ceiling_f32_tflops"),
+        a.get("ceiling_tf32_tflops"), a.get("ceiling_f64_tflops")))
+for r in d["rows"]:
+    v, p = r.get("validation") or {}, r.get("profile") or {}
+    med = p.get("median_s")
+    im = r.get("impossible") or {}
+    la = p.get("launches") or []
+    print("%s %s: validate %s, profile %s%s, median %s us, min %s us, samples %s (fresh %s, audits %s), "
+          "speedup %s, GFLOP/s %s, impossible %s, launches %s" % (
+          name, r["kernel"], v.get("state"), p.get("state"),
+          (" (" + (p.get("error") or "")[:150] + ")") if p.get("state") == "failed" else "",
+          "%.2f" % (med * 1e6) if med else "-",
+          "%.2f" % (p["min_s"] * 1e6) if p.get("min_s") else "-", p.get("samples"),
+          p.get("fresh_samples"), p.get("audit_samples"), r.get("speedup"),
+          "%.0f" % p["gflops"] if p.get("gflops") else "-",
+          "%.1fx %s" % (im.get("times_ceiling"), im.get("of")) if im else "-",
+          "; ".join("%s %.0f%% %s/run" % (l["name"][:40], 100 * (l.get("share") or 0), l.get("per_run")) for l in la[:3])))
+PY
+  done
+  ;;
 torch) # examples/torch.yaml alone, with its schedule and runner tasks
   sweep torch "$ROOT/examples/torch.yaml"
   schedule torch
@@ -641,7 +771,7 @@ print(f"devcompare: {len(set(host) & set(dev))} rows both ways, {bad} with diffe
 PY
   ;;
 *)
-  echo "run.sh: PART is build, targets, throttle, checks, h100, short, python, cheats, facts, fleet, fleet1, kill, targets1, torch, serve, sandbox, issue32 or devcompare" >&2
+  echo "run.sh: PART is build, targets, throttle, checks, h100, short, python, cheats, facts, fleet, fleet1, kill, targets1, torch, serve, sandbox, memlimit, issue32 or devcompare" >&2
   exit 2
   ;;
 esac
@@ -650,5 +780,6 @@ python3 "$ROOT/bench/gpu/summarize.py" "$W" >"$W/summary-$PART${KF_TAG:-}.md" 2>
 cp "$W/summary-$PART${KF_TAG:-}.md" "$OUT/"
 # Reports, progress, and the agents' and runners' logs, for the record.
 tar czf "$OUT/bench-$PART${KF_TAG:-}.tgz" --exclude='*/store/*' --exclude='*/outbox/*' --exclude='*.so' \
+  --exclude='*/refs/*' --exclude='*.ref' \
   -C /tmp "kf-bench-$PART${KF_TAG:-}" "kfh-$PART${KF_TAG:-}" 2>/dev/null
 cat "$W/summary-$PART${KF_TAG:-}.md"

@@ -3,6 +3,7 @@
 #include "cli/cli.h"
 #include "common/json.h"
 #include "cli/client.h"
+#include "cli/options.h"
 #include "common/signals.h"
 #include "common/util.h"
 #include "core/store.h"
@@ -42,28 +43,91 @@ int kf_cli_status(int rc)
     return rc == KF_EINVAL || rc == KF_ENOTFOUND ? 2 : 1;
 }
 
-int kf_cli_sweep_id(const char *s, uint32_t *id)
+int kf_cli_call(const char *cmdname, const char *home, Kfleet__ControlRequest *req, int timeout_ms,
+                Kfleet__ControlReply **rep)
 {
-    char *end;
-    unsigned long v = strtoul(s, &end, 10);
-    if (*s == '\0' || *end || v == 0 || v > UINT32_MAX)
-        return -1;
-    *id = (uint32_t)v;
+    kf_paths p;
+    if (kf_cli_paths(home, 0, &p))
+        return 1;
+    kf_err err;
+    kf_client *c = NULL;
+    if (kf_client_open(&p, &c, &err) != KF_OK) {
+        fprintf(stderr, "kfleet %s: %s\n", cmdname, err.msg);
+        return 1;
+    }
+    int rc = kf_client_call(c, req, timeout_ms, rep, &err);
+    kf_client_close(&c);
+    if (rc) {
+        fprintf(stderr, "kfleet %s: %s\n", cmdname, err.msg);
+        return kf_cli_status(rc);
+    }
     return 0;
 }
 
-int kf_cli_parse_sweep(const char *cmdname, const char *file, kf_sweep_spec **spec, char *kdir,
-                       size_t kdir_len)
+int kf_cli_sweep_ids(const kf_cmd_entry *c, int argc, char **argv, uint32_t *ids, int max)
+{
+    for (int i = 0; optind + i < argc; i++) {
+        const char *s = argv[optind + i];
+        if (i == max)
+            return kf_opt_error(c, "unexpected argument '%s'", s);
+        char *end;
+        unsigned long v = strtoul(s, &end, 10);
+        if (*s == '\0' || *end || v == 0 || v > UINT32_MAX)
+            return kf_opt_error(c, "a sweep id is a positive number, got '%s'", s);
+        ids[i] = (uint32_t)v;
+    }
+    return KF_OPT_GO;
+}
+
+/* The refusals printed so far, and the first (which is the parse's
+ * error when it is the only one: printed once). */
+struct refused_seen {
+    size_t n;
+    char first[sizeof(((kf_err *)0)->msg)];
+};
+
+static void print_refused(void *ctx, const char *msg)
+{
+    struct refused_seen *r = ctx;
+    if (r->n++ == 0)
+        snprintf(r->first, sizeof r->first, "%s", msg);
+    fprintf(stderr, "%s\n", msg);
+}
+
+int kf_cli_parse_sweep(const char *cmdname, const char *file, int keep_going, kf_sweep_spec **spec,
+                       char *kdir, size_t kdir_len)
 {
     kf_err err;
     if (kf_client_kernels_dir(kdir, kdir_len, &err) != KF_OK) {
         fprintf(stderr, "kfleet %s: %s\n", cmdname, err.msg);
         return 1;
     }
-    if (kf_sweep_parse_file(file, kdir, spec, &err) != KF_OK) {
-        fprintf(stderr, "%s\n", err.msg);
+    /* Each refusal is printed as the parser finds it; the error then says
+     * how many (one alone is its own error). */
+    struct refused_seen seen = {0, ""};
+    kf_sweep_parse_opts po = {keep_going, print_refused, &seen};
+    if (kf_sweep_parse_file_opts(file, kdir, &po, spec, &err) != KF_OK) {
+        if (seen.n != 1 || strcmp(err.msg, seen.first) != 0)
+            fprintf(stderr, "%s\n", err.msg);
         return 2;
     }
+    const kf_sweep_spec *s = *spec;
+    for (size_t i = 0; i < s->nmissing; i++)
+        fprintf(stderr, "%s\n", s->missing[i]);
+    size_t nref = 0;
+    for (size_t p = 0; p < (s->nparts ? s->nparts : 1); p++) {
+        const kf_sweep_spec *part = s->nparts ? s->parts[p] : s;
+        for (size_t i = 0; i < part->nkernels; i++)
+            if (part->kernels[i].refused) {
+                fprintf(stderr, "%s\n", part->kernels[i].refused);
+                nref++;
+            }
+    }
+    if (nref)
+        fprintf(stderr,
+                "kfleet %s: %zu refused candidate%s will be failed rows (refused: fail or "
+                "--keep-going); the others are judged\n",
+                cmdname, nref, nref == 1 ? "" : "s");
     return 0;
 }
 

@@ -4,8 +4,10 @@
 #ifndef KF_CLI_H
 #define KF_CLI_H
 
+#include "cli/commands.h"
 #include "common/paths.h"
 #include "core/sweep.h"
+#include "proto/control.pb-c.h"
 #include "report/report.h"
 
 #include <jansson.h>
@@ -32,14 +34,30 @@ int kf_cli_paths(const char *home, int create, kf_paths *p);
  * (a flag, a value, a file, a name that does not exist). */
 int kf_cli_status(int rc);
 
-/* Parses a sweep id: a positive number that fits 32 bits. 0 or -1. */
-int kf_cli_sweep_id(const char *s, uint32_t *id);
+/* The sweep ids after command c's flags (argv[optind] on), each a positive
+ * number that fits 32 bits, into ids (at most max; slots past the
+ * arguments given are left as they are). KF_OPT_GO, or 2 after
+ * kf_opt_error: "a sweep id is a positive number, got 'X'", or an
+ * argument past max. Too few is the caller's to say. */
+int kf_cli_sweep_ids(const kf_cmd_entry *c, int argc, char **argv, uint32_t *ids, int max);
+
+/* Sends req to the home's coordinator and waits up to timeout_ms for its
+ * reply (*rep, the caller's to free with kfleet__control_reply__free_unpacked).
+ * 0, or the exit status after saying why not on one line "kfleet CMDNAME: ...":
+ * 1 when no coordinator runs or it does not answer, kf_cli_status of the
+ * failure otherwise. */
+int kf_cli_call(const char *cmdname, const char *home, Kfleet__ControlRequest *req, int timeout_ms,
+                Kfleet__ControlReply **rep);
 
 /* Parses a sweep file against the kernels directory (written to kdir).
  * 0; 1 when there is no kernels directory; 2 for an error in the file
- * (printed as FILE:LINE:COL: what). *spec is the caller's to destroy. */
-int kf_cli_parse_sweep(const char *cmdname, const char *file, kf_sweep_spec **spec, char *kdir,
-                       size_t kdir_len);
+ * (printed as FILE:LINE:COL: what; every refused candidate on a line of
+ * its own, then how many). keep_going keeps refused candidates as failed
+ * rows (--keep-going, the sweep's `refused: fail`). A level's problems
+ * left without candidates are printed too, one line each (not an error).
+ * *spec is the caller's to destroy. */
+int kf_cli_parse_sweep(const char *cmdname, const char *file, int keep_going, kf_sweep_spec **spec,
+                       char *kdir, size_t kdir_len);
 
 /* Renders a sweep's report from the store at store_dir (the latest sweep
  * when !have_id) to out_file or stdout. Returns an exit code. */

@@ -216,9 +216,13 @@ static int collect_extension(const char *dir, const kf_sweep_kernel *k, char **n
         char path[PATH_MAX], why[160];
         const char *name = j < k->next ? k->ext[j] : k->files[j - k->next];
         const char *what = j < k->next ? "extension file" : "file";
+        /* Read from elsewhere than its name: GPU MODE's ../utils.py. */
+        const char *src = j >= k->next && k->file_src && k->file_src[j - k->next]
+                              ? k->file_src[j - k->next]
+                              : name;
         size_t nl = strlen(name);
         int is_dir = j >= k->next && nl > 1 && name[nl - 1] == '/';
-        snprintf(path, sizeof path, "%s/%s", dir, name);
+        snprintf(path, sizeof path, "%s/%s", dir, src);
         kf_buf_init(&texts[*n]);
         /* A directory travels packed, as one source: NAME.kfdir. */
         int rrc =
@@ -290,6 +294,7 @@ static Kfleet__Sweep *sweep_record(const kf_sweep_spec *spec, size_t nrefs)
     sw->nodes_all = spec->nodes_all;
     sw->max_attempts = spec->max_attempts;
     sw->time_limit_s = spec->time_limit_s;
+    sw->memory_limit_bytes = spec->memory_limit;
     sw->baseline = xstrdup(spec->baseline);
     sw->price_per_gpu_hour = spec->price_per_gpu_hour;
     sw->measure = measure_settings(&spec->measure);
@@ -337,6 +342,8 @@ static Kfleet__KernelRef *kernel_ref(const kf_sweep_kernel *k, int problem)
     kr->name = xstrdup(k->name);
     kr->problem = problem;
     kr->candidate = k->candidate != 0;
+    if (k->refused)
+        kr->refused = xstrdup(k->refused);
     kr->cuda = k->cuda;
     kr->python = k->python;
     if (k->next) {
@@ -416,6 +423,11 @@ static int kernel_sources(const kf_sweep_spec *spec, const kf_sweep_kernel *k,
     }
     for (size_t f = 0; f < k->nflags && f < 64; f++)
         parts[np++] = (kf_hash_part){k->flags[f], strlen(k->flags[f])};
+    /* A KernelBench or GPU MODE file's device is the sweep's, not its
+     * source's: a reference computed on the CPU is not one of the GPU. */
+    if (k->format != KF_FORMAT_KFLEET)
+        parts[np++] = k->cuda ? (kf_hash_part){"format device: cuda", 19}
+                              : (kf_hash_part){"format device: cpu", 18};
     char hex[65];
     kf_hash_hex(parts, np, hex);
     kr->hash = xstrdup(hex);

@@ -11,49 +11,38 @@
 #include <string.h>
 #include <unistd.h>
 
+/* --threshold: a percentage, "5" or "5%", from 0 to 1000. */
+static int percentage(void *threshold, const char *arg)
+{
+    char *end;
+    double v = strtod(arg, &end);
+    if (end == arg || (*end && strcmp(end, "%") != 0) || !(v >= 0) || v > 1000)
+        return -1;
+    *(double *)threshold = v;
+    return 0;
+}
+
 static int cmd_compare(int argc, char **argv, const char *home)
 {
     const kf_cmd_entry *self = &kf_cmd_compare;
-    kf_compare_format fmt = KF_COMPARE_TABLE;
+    int fmt = KF_COMPARE_TABLE, accept_source = 0;
     double threshold = 5;
-    unsigned flags = 0;
-    static const struct option opts[] = {{"format", required_argument, 0, 'F'},
-                                         {"threshold", required_argument, 0, 't'},
-                                         {"accept-changed-source", no_argument, 0, 'S'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    int ch, rc, f;
-    while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
-        char *end;
-        switch (ch) {
-        case KF_OPT_EXIT:
-            return rc;
-        case 'F':
-            /* kf_compare_format order. */
-            if (kf_opt_format(self, optarg, (const char *const[]){"table", "md", "json", NULL}, &f))
-                return 2;
-            fmt = (kf_compare_format)f;
-            break;
-        case 'S':
-            flags |= KF_COMPARE_ACCEPT_SOURCE;
-            break;
-        case 't':
-            threshold = strtod(optarg, &end);
-            if (end == optarg || (*end && strcmp(end, "%") != 0) || !(threshold >= 0) ||
-                threshold > 1000)
-                return kf_opt_error(self, "--threshold wants a percentage >= 0, got '%s'", optarg);
-            break;
-        default:
-            return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
-        }
-    }
+    const kf_option opts[] = {
+        /* kf_compare_format order. */
+        KF_OPT_CHOICE("format", &fmt, ((const char *const[]){"table", "md", "json", NULL})),
+        KF_OPT_CALLBACK("threshold", &threshold, percentage, "a percentage >= 0"),
+        KF_OPT_FLAG("accept-changed-source", &accept_source),
+        KF_OPT_END,
+    };
+    int rc = kf_opt_parse(self, argc, argv, opts);
+    if (rc != KF_OPT_GO)
+        return rc;
+    unsigned flags = accept_source ? KF_COMPARE_ACCEPT_SOURCE : 0;
     uint32_t ids[2];
     if (argc - optind != 2)
         return kf_opt_error(self, "wants two sweep ids, A (the reference) and B");
-    for (int i = 0; i < 2; i++)
-        if (kf_cli_sweep_id(argv[optind + i], &ids[i]))
-            return kf_opt_error(self, "a sweep id is a positive number, got '%s'",
-                                argv[optind + i]);
+    if ((rc = kf_cli_sweep_ids(self, argc, argv, ids, 2)) != KF_OPT_GO)
+        return rc;
     kf_paths p;
     if (kf_cli_paths(home, 0, &p))
         return 1;
@@ -72,7 +61,8 @@ static int cmd_compare(int argc, char **argv, const char *home)
     }
     kf_buf out = KF_BUF_INIT;
     kf_compare_result res;
-    rc = kf_compare_render(t, ids[0], ids[1], threshold, flags, fmt, &out, &res, &err);
+    rc = kf_compare_render(t, ids[0], ids[1], threshold, flags, (kf_compare_format)fmt, &out, &res,
+                           &err);
     kf_store_abort(&t);
     kf_store_close(&s);
     if (rc != KF_OK) {
@@ -103,6 +93,12 @@ const kf_cmd_entry kf_cmd_compare = {
     "a regression (broken, slower beyond the noise and the threshold, impossible,\n"
     "changed), 0 otherwise, 2 when the sweeps have no configuration in common; so it\n"
     "gates CI.\n\n"
+    "Two sweeps of a problem (docs/problems.md) are compared candidate by candidate: a\n"
+    "row of B is paired with the row of A of the same candidate name and source, then of\n"
+    "the same source under another name, then of the same name with an edited source\n"
+    "(said as changed); the problem's hash is the check, and another hash in B is a\n"
+    "changed check, never an improvement. For a level (problems:), compare the two\n"
+    "sweeps of each problem.\n\n"
     "  --threshold PCT  a slowdown must exceed this to count as a regression (default 5)\n"
     "  --accept-changed-source  judge a kernel whose source changed on time (an A/B of two\n"
     "                   versions with the same tolerances)\n"

@@ -28,13 +28,9 @@ static int resolve_paths(const char *cmdname, const char *home, kf_paths *p)
 
 static int cmd_init(int argc, char **argv, const char *home)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    int rc;
-    /* --help is its only flag: anything else ends as KF_OPT_EXIT too. */
-    if (kf_opt_next(&kf_cmd_init, argc, argv, opts, &rc) == KF_OPT_EXIT)
+    int rc = kf_opt_args(&kf_cmd_init, argc, argv, NULL);
+    if (rc != KF_OPT_GO)
         return rc;
-    if (optind < argc)
-        return kf_opt_error(&kf_cmd_init, "takes no argument, got '%s'", argv[optind]);
     kf_paths p;
     if (resolve_paths("init", home, &p))
         return 1;
@@ -71,20 +67,14 @@ static const kf_cmd_entry key_revoke = {"agent-key revoke", NULL, NULL, "agent-k
 /* `agent-key list [--format table|json]`, argv from "list" on. */
 static int key_list_cmd(int argc, char **argv, const char *home)
 {
-    static const struct option opts[] = {
-        {"format", required_argument, 0, 'F'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    int json = 0, ch, rc;
-    optind = 1;
-    while ((ch = kf_opt_next(&key_list, argc, argv, opts, &rc)) != KF_OPT_END) {
-        if (ch == KF_OPT_EXIT)
-            return rc;
-        if (ch != 'F')
-            return kf_opt_error(&key_list, "unexpected option '%s'", argv[optind - 1]);
-        if (kf_opt_format(&key_list, optarg, (const char *const[]){"table", "json", NULL}, &json))
-            return 2;
-    }
-    if (optind < argc)
-        return kf_opt_error(&key_list, "unexpected '%s'", argv[optind]);
+    int json = 0;
+    const kf_option opts[] = {
+        KF_OPT_CHOICE("format", &json, ((const char *const[]){"table", "json", NULL})),
+        KF_OPT_END,
+    };
+    int rc = kf_opt_parse(&key_list, argc, argv, opts);
+    if (rc != KF_OPT_GO || (rc = kf_opt_no_args(&key_list, argc, argv)) != KF_OPT_GO)
+        return rc;
     kf_paths p;
     if (resolve_paths("agent-key", home, &p))
         return 1;

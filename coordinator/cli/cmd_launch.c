@@ -290,104 +290,58 @@ static int no_daemon(const char *cmd, const kf_err *err)
     return 1;
 }
 
-enum {
-    O_KNOWN = 1000,
-    O_ACCEPT,
-    O_DIRECT,
-    O_BUNDLE,
-    O_MINFREE,
-    O_GPU,
-    O_ATTEMPTS,
-    O_CTO,
-    O_RTO,
-    O_PURGE,
-    O_OUT
-};
-
 /* What the flags of launch and teardown set: the request's own fields, and
  * what the CLI still reads or sends made absolute (request_fill). */
 typedef struct launch_args {
     Kfleet__LaunchRequest lr;
-    const char *bundle, *known_hosts, *inventory;
+    const char *bundle, *known_hosts, *inventory, *direct;
+    int attempts;
+    kf_paths paths; /* the home's */
+    kf_fleet *f;    /* the inventory, the command's to destroy */
 } launch_args;
 
-/* The flags of self (opts names only the command's own; getopt refuses the
- * rest) into a, then the home's paths into p and its one INVENTORY into *f
- * (checked here, before anything is sent: its errors point at FILE:LINE:COL
- * of the user's file). Returns -1 to go on, else the exit status (--help,
- * a bad flag, a bad inventory). */
-static int start_args(const kf_cmd_entry *self, int argc, char **argv, const struct option *opts,
-                      const char *home, launch_args *a, kf_paths *p, kf_fleet **f)
+/* --direct: the endpoint agents connect to, tcp:// only. */
+static int tcp_endpoint(void *direct, const char *arg)
 {
-    int ch, rc;
-    while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
-        switch (ch) {
-        case KF_OPT_EXIT:
-            return rc;
-        case O_KNOWN:
-            a->known_hosts = optarg;
-            break;
-        case O_ACCEPT:
-            a->lr.accept_new = 1;
-            break;
-        case O_DIRECT:
-            if (strncmp(optarg, "tcp://", 6) != 0)
-                return kf_opt_error(self, "--direct wants tcp://HOST:PORT, not %s", optarg);
-            a->lr.direct = optarg;
-            break;
-        case O_BUNDLE:
-            a->bundle = optarg;
-            break;
-        case O_MINFREE: {
-            uint64_t v = 0;
-            if (kf_opt_parse_size(optarg, &v))
-                return kf_opt_error(self, "--min-free wants a size like 512M or 2G, not %s",
-                                    optarg);
-            a->lr.min_free_bytes = v;
-            break;
-        }
-        case O_GPU:
-            a->lr.need_gpu = 1;
-            break;
-        case O_PURGE:
-            a->lr.purge = 1;
-            break;
-        case O_ATTEMPTS: {
-            int n = atoi(optarg);
-            if (n < 1 || n > 100)
-                return kf_opt_error(self, "--attempts wants 1..100, not %s", optarg);
-            a->lr.attempts = (uint32_t)n;
-            break;
-        }
-        case O_CTO:
-        case O_RTO: {
-            double d = 0;
-            if (kf_parse_duration(optarg, &d) || d <= 0)
-                return kf_opt_error(self, "a timeout wants a duration like 10s, not %s", optarg);
-            if (ch == O_CTO)
-                a->lr.connect_timeout_s = d;
-            else
-                a->lr.register_timeout_s = d;
-            break;
-        }
-        default:
-            return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
-        }
-    }
+    if (strncmp(arg, "tcp://", 6) != 0)
+        return -1;
+    *(const char **)direct = arg;
+    return 0;
+}
+
+/* The rows of the flags launch and teardown share, into a. */
+#define KNOWN_HOSTS_OPT(a) KF_OPT_STRING(0, "known-hosts", &(a)->known_hosts)
+#define ATTEMPTS_OPT(a) KF_OPT_INT("attempts", &(a)->attempts, 1, 100, "a number from 1 to 100")
+
+/* The flags of self (opts, into a: launch's or teardown's), then the
+ * home's paths and its one INVENTORY into a (checked here, before
+ * anything is sent: its errors point at FILE:LINE:COL of the user's file).
+ * Returns KF_OPT_GO to go on, else the exit status (--help, a bad flag, a
+ * bad inventory). */
+static int start_args(const kf_cmd_entry *self, int argc, char **argv, const kf_option *opts,
+                      const char *home, launch_args *a)
+{
+    a->attempts = (int)a->lr.attempts;
+    int rc = kf_opt_parse(self, argc, argv, opts);
+    if (rc != KF_OPT_GO)
+        return rc;
+    a->lr.attempts = (uint32_t)a->attempts;
+    if (a->direct) /* the request's strings start as protobuf-c's "" */
+        a->lr.direct = (char *)a->direct;
     if (optind != argc - 1)
         return kf_opt_error(self, "wants exactly one INVENTORY file");
     a->inventory = argv[optind];
-    if (kf_cli_paths(home, 1, p))
+    if (kf_cli_paths(home, 1, &a->paths))
         return 1;
-    rc = load_fleet(self->name, a->inventory, f);
-    return rc ? rc : -1;
+    rc = load_fleet(self->name, a->inventory, &a->f);
+    return rc ? rc : KF_OPT_GO;
 }
 
 /* The request's part that launch and teardown share: the hosts, and the
  * inventory and known_hosts made absolute; request_release frees it. */
-static void request_fill(launch_args *a, const kf_fleet *f)
+static void request_fill(launch_args *a)
 {
-    fill_hosts(&a->lr, f);
+    fill_hosts(&a->lr, a->f);
     a->lr.inventory = abs_path(a->inventory);
     a->lr.known_hosts = abs_path(a->known_hosts);
     const char *sock = getenv("SSH_AUTH_SOCK");
@@ -404,34 +358,35 @@ static void request_release(launch_args *a)
 
 static int cmd_launch(int argc, char **argv, const char *home)
 {
-    static const struct option opts[] = {{"known-hosts", required_argument, 0, O_KNOWN},
-                                         {"accept-new", no_argument, 0, O_ACCEPT},
-                                         {"direct", required_argument, 0, O_DIRECT},
-                                         {"bundle", required_argument, 0, O_BUNDLE},
-                                         {"min-free", required_argument, 0, O_MINFREE},
-                                         {"need-gpu", no_argument, 0, O_GPU},
-                                         {"attempts", required_argument, 0, O_ATTEMPTS},
-                                         {"connect-timeout", required_argument, 0, O_CTO},
-                                         {"register-timeout", required_argument, 0, O_RTO},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
     launch_args a = {.lr = KFLEET__LAUNCH_REQUEST__INIT};
     a.lr.min_free_bytes = 1ull << 30;
-    kf_paths paths, *p = &paths;
-    kf_fleet *f = NULL;
-    int rc = start_args(&kf_cmd_launch, argc, argv, opts, home, &a, p, &f);
-    if (rc >= 0)
+    const kf_option opts[] = {
+        KNOWN_HOSTS_OPT(&a),
+        KF_OPT_FLAG("accept-new", &a.lr.accept_new),
+        KF_OPT_CALLBACK("direct", &a.direct, tcp_endpoint, "tcp://HOST:PORT"),
+        KF_OPT_STRING(0, "bundle", &a.bundle),
+        KF_OPT_SIZE("min-free", &a.lr.min_free_bytes, "a size like 512M or 2G"),
+        KF_OPT_FLAG("need-gpu", &a.lr.need_gpu),
+        ATTEMPTS_OPT(&a),
+        KF_OPT_DURATION("connect-timeout", &a.lr.connect_timeout_s, 0, KF_OPT_ANY, KF_OPT_ABOVE_MIN,
+                        "a duration like 10s"),
+        KF_OPT_DURATION("register-timeout", &a.lr.register_timeout_s, 0, KF_OPT_ANY,
+                        KF_OPT_ABOVE_MIN, "a duration like 60s"),
+        KF_OPT_END,
+    };
+    int rc = start_args(&kf_cmd_launch, argc, argv, opts, home, &a);
+    if (rc != KF_OPT_GO)
         return rc;
-    if (f->nhosts == 0) {
+    if (a.f->nhosts == 0) {
         fprintf(stderr, "kfleet launch: %s: the inventory has no hosts\n", a.inventory);
-        kf_fleet_destroy(&f);
+        kf_fleet_destroy(&a.f);
         return 2;
     }
     kf_err err;
     kf_err_clear(&err);
     kf_client *cl = NULL;
-    if (kf_client_open(p, &cl, &err) != KF_OK) {
-        kf_fleet_destroy(&f);
+    if (kf_client_open(&a.paths, &cl, &err) != KF_OK) {
+        kf_fleet_destroy(&a.f);
         return no_daemon("launch", &err);
     }
     char tmpdir[] = "/tmp/kfleet-bundle.XXXXXX", tar[PATH_MAX], min_glibc[16] = "";
@@ -440,11 +395,11 @@ static int cmd_launch(int argc, char **argv, const char *home)
         fprintf(stderr, "kfleet launch: %s\n", err.msg);
         cleanup_tmp(tmpdir, tar);
         kf_client_close(&cl);
-        kf_fleet_destroy(&f);
+        kf_fleet_destroy(&a.f);
         return rc == KF_EINVAL ? 2 : 1;
     }
     char *tar_abs = abs_path(tar);
-    request_fill(&a, f);
+    request_fill(&a);
     a.lr.bundle_tar = tar_abs;
     /* A tarball made here is the daemon's to remove once it is sent. */
     a.lr.bundle_owned = strstr(tmpdir, "XXXXXX") == NULL;
@@ -456,36 +411,35 @@ static int cmd_launch(int argc, char **argv, const char *home)
     request_release(&a);
     free(tar_abs);
     kf_client_close(&cl);
-    kf_fleet_destroy(&f);
+    kf_fleet_destroy(&a.f);
     return exit;
 }
 
 static int cmd_teardown(int argc, char **argv, const char *home)
 {
-    static const struct option opts[] = {{"known-hosts", required_argument, 0, O_KNOWN},
-                                         {"purge", no_argument, 0, O_PURGE},
-                                         {"attempts", required_argument, 0, O_ATTEMPTS},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
     launch_args a = {.lr = KFLEET__LAUNCH_REQUEST__INIT};
     a.lr.teardown = 1;
     a.lr.attempts = 2;
-    kf_paths paths, *p = &paths;
-    kf_fleet *f = NULL;
-    int rc = start_args(&kf_cmd_teardown, argc, argv, opts, home, &a, p, &f);
-    if (rc >= 0)
+    const kf_option opts[] = {
+        KNOWN_HOSTS_OPT(&a),
+        KF_OPT_FLAG("purge", &a.lr.purge),
+        ATTEMPTS_OPT(&a),
+        KF_OPT_END,
+    };
+    int rc = start_args(&kf_cmd_teardown, argc, argv, opts, home, &a);
+    if (rc != KF_OPT_GO)
         return rc;
     const char *what = a.lr.purge ? "stopped and purged" : "stopped";
     kf_err err;
     kf_err_clear(&err);
     kf_client *cl = NULL;
-    if (kf_client_open(p, &cl, &err) == KF_OK) {
-        request_fill(&a, f);
+    if (kf_client_open(&a.paths, &cl, &err) == KF_OK) {
+        request_fill(&a);
         int taken = 0;
         int exit = ask_and_follow("teardown", cl, &a.lr, a.inventory, what, &taken);
         request_release(&a);
         kf_client_close(&cl);
-        kf_fleet_destroy(&f);
+        kf_fleet_destroy(&a.f);
         return exit;
     }
     /* No daemon (it crashed, or was stopped first): the agents may still
@@ -493,26 +447,26 @@ static int cmd_teardown(int argc, char **argv, const char *home)
      * to close. */
     fprintf(stderr, "kfleet teardown: no coordinator running; stopping the agents from here\n");
     kf_launch_opts o = {0};
-    o.allow_file = p->allow;
+    o.allow_file = a.paths.allow;
     o.known_hosts = a.known_hosts;
     o.purge = a.lr.purge;
     o.attempts = (int)a.lr.attempts;
     o.progress = stdout;
     kf_launch_result *res = NULL;
     kf_err_clear(&err);
-    rc = kf_launch_teardown(f, &o, &res, &err);
+    rc = kf_launch_teardown(a.f, &o, &res, &err);
     if (!res) {
         fprintf(stderr, "kfleet teardown: %s\n", err.msg);
-        kf_fleet_destroy(&f);
+        kf_fleet_destroy(&a.f);
         return 1;
     }
     size_t ok = 0;
-    for (size_t i = 0; i < f->nhosts; i++)
+    for (size_t i = 0; i < a.f->nhosts; i++)
         ok += res[i].rc == KF_OK;
-    size_t n = f->nhosts;
+    size_t n = a.f->nhosts;
     printf("%zu of %zu hosts %s\n", ok, n, what);
     free(res);
-    kf_fleet_destroy(&f);
+    kf_fleet_destroy(&a.f);
     return ok == n ? 0 : 1;
 }
 
@@ -520,23 +474,14 @@ static int cmd_bundle(int argc, char **argv, const char *home)
 {
     (void)home;
     const kf_cmd_entry *self = &kf_cmd_bundle;
-    static const struct option opts[] = {
-        {"out", required_argument, 0, O_OUT}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *out = "bundle";
-    int ch, rc;
-    while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
-        switch (ch) {
-        case KF_OPT_EXIT:
-            return rc;
-        case O_OUT:
-            out = optarg;
-            break;
-        default:
-            return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind != argc)
-        return kf_opt_error(self, "unexpected argument %s", argv[optind]);
+    const kf_option opts[] = {
+        KF_OPT_STRING(0, "out", &out),
+        KF_OPT_END,
+    };
+    int rc = kf_opt_parse(self, argc, argv, opts);
+    if (rc != KF_OPT_GO || (rc = kf_opt_no_args(self, argc, argv)) != KF_OPT_GO)
+        return rc;
     /* A build tree links kernels/ to the sources; the script sits beside. */
     char exe[PATH_MAX], k[PATH_MAX + 16], src[PATH_MAX], script[PATH_MAX + 32];
     if (kf_exe_dir(exe, sizeof exe) != 0) {

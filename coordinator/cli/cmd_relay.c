@@ -1,73 +1,38 @@
 /* cmd_relay — `kfleet relay`: fleet/relay.h's TCP relay as a command, the
- * one a Slurm launch starts on the cluster's login node (from the bundle)
- * so that compute nodes reach the coordinator's tunnel there. */
+ * one a cluster's launch starts on its login node (from the bundle) so
+ * that compute nodes reach the coordinator's tunnel there. */
 #include "cli/cli.h"
 #include "cli/options.h"
-#include "common/util.h"
 #include "fleet/relay.h"
 
-#include <getopt.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 static int cmd_relay(int argc, char **argv, const char *home)
 {
     (void)home;
     const kf_cmd_entry *self = &kf_cmd_relay;
     kf_relay_opts o = {.per_source = 32, .max_conns = 1024};
-    static const struct option opts[] = {{"listen", required_argument, 0, 'l'},
-                                         {"to", required_argument, 0, 't'},
-                                         {"port-file", required_argument, 0, 'p'},
-                                         {"per-source", required_argument, 0, 's'},
-                                         {"max-conns", required_argument, 0, 'm'},
-                                         {"handshake-timeout", required_argument, 0, 'H'},
-                                         {"any-address", no_argument, 0, 'a'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    int ch, rc;
-    while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
-        switch (ch) {
-        case KF_OPT_EXIT:
-            return rc;
-        case 'l':
-            o.listen = optarg;
-            break;
-        case 't':
-            o.to = optarg;
-            break;
-        case 'p':
-            o.port_file = optarg;
-            break;
-        case 's':
-        case 'm': {
-            char *end;
-            long v = strtol(optarg, &end, 10);
-            if (*end || end == optarg || v < (ch == 's' ? 0 : 1) || v > 100000)
-                return kf_opt_error(self, "--%s takes a count, not '%s'",
-                                    ch == 's' ? "per-source" : "max-conns", optarg);
-            *(ch == 's' ? &o.per_source : &o.max_conns) = (int)v;
-            break;
-        }
-        case 'H': {
-            double sec;
-            if (kf_parse_duration(optarg, &sec) != 0 || sec < 0.1 || sec > 600)
-                return kf_opt_error(self, "--handshake-timeout takes a duration like 2s, not '%s'",
-                                    optarg);
-            o.handshake_ms = (int)(sec * 1000);
-            break;
-        }
-        case 'a':
-            o.any_address = 1;
-            break;
-        default:
-            return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
-        }
-    }
+    double handshake_s = 0;
+    const kf_option opts[] = {
+        KF_OPT_STRING(0, "listen", &o.listen),
+        KF_OPT_STRING(0, "to", &o.to),
+        KF_OPT_STRING(0, "port-file", &o.port_file),
+        KF_OPT_INT("per-source", &o.per_source, 0, 100000, "a count from 0 to 100000"),
+        KF_OPT_INT("max-conns", &o.max_conns, 1, 100000, "a count from 1 to 100000"),
+        KF_OPT_DURATION("handshake-timeout", &handshake_s, 0.1, 600, 0,
+                        "a duration from 0.1s to 10m, like 2s"),
+        KF_OPT_FLAG("any-address", &o.any_address),
+        KF_OPT_END,
+    };
+    int rc = kf_opt_parse(self, argc, argv, opts);
+    if (rc != KF_OPT_GO)
+        return rc;
     if (!o.listen || !o.to)
         return kf_opt_error(self, "--listen HOST:PORT and --to HOST:PORT are both needed");
-    if (optind < argc)
-        return kf_opt_error(self, "unexpected argument '%s'", argv[optind]);
+    if ((rc = kf_opt_no_args(self, argc, argv)) != KF_OPT_GO)
+        return rc;
+    if (handshake_s > 0) /* given: else the relay's own default */
+        o.handshake_ms = (int)(handshake_s * 1000);
     o.stop = kf_cli_catch_signals();
     kf_err err;
     kf_err_clear(&err);

@@ -17,39 +17,18 @@ static int cmd_serve(int argc, char **argv, const char *home)
     const char *bind = "tcp://127.0.0.1:*";
     double hb_timeout = 10.0, hb_interval = 1.0;
     int no_share = 0;
-    static const struct option opts[] = {{"bind", required_argument, 0, 'b'},
-                                         {"heartbeat-timeout", required_argument, 0, 't'},
-                                         {"heartbeat-interval", required_argument, 0, 'i'},
-                                         {"no-shared-builds", no_argument, 0, 'n'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    int ch, rc;
-    while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
-        switch (ch) {
-        case KF_OPT_EXIT:
-            return rc;
-        case 'b':
-            bind = optarg;
-            break;
-        case 't':
-            if (kf_parse_duration(optarg, &hb_timeout) || hb_timeout <= 0)
-                return kf_opt_error(self, "--heartbeat-timeout wants a duration like 10s, got '%s'",
-                                    optarg);
-            break;
-        case 'i':
-            if (kf_parse_duration(optarg, &hb_interval) || hb_interval <= 0)
-                return kf_opt_error(self, "--heartbeat-interval wants a duration like 1s, got '%s'",
-                                    optarg);
-            break;
-        case 'n':
-            no_share = 1;
-            break;
-        default:
-            return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return kf_opt_error(self, "unexpected argument '%s'", argv[optind]);
+    const kf_option opts[] = {
+        KF_OPT_STRING(0, "bind", &bind),
+        KF_OPT_DURATION("heartbeat-timeout", &hb_timeout, 0, KF_OPT_ANY, KF_OPT_ABOVE_MIN,
+                        "a duration like 10s"),
+        KF_OPT_DURATION("heartbeat-interval", &hb_interval, 0, KF_OPT_ANY, KF_OPT_ABOVE_MIN,
+                        "a duration like 1s"),
+        KF_OPT_FLAG("no-shared-builds", &no_share),
+        KF_OPT_END,
+    };
+    int rc = kf_opt_parse(self, argc, argv, opts);
+    if (rc != KF_OPT_GO || (rc = kf_opt_no_args(self, argc, argv)) != KF_OPT_GO)
+        return rc;
     if (hb_timeout < 2 * hb_interval)
         return kf_opt_error(self, "--heartbeat-timeout must be at least twice the interval (agents "
                                   "would be declared lost between two heartbeats)");

@@ -3,7 +3,6 @@
  * control request. */
 #include "cli/cli.h"
 #include "common/json.h"
-#include "cli/client.h"
 #include "cli/options.h"
 #include "common/text.h"
 #include "common/util.h"
@@ -53,7 +52,7 @@ static const Kfleet__ProviderJob *provider_job(const Kfleet__StatusReply *st,
 }
 
 /* Whose job carries agent a: what it said, or, for a record from before
- * agents said it (job_id alone, then always a Slurm job's), the provider
+ * agents said it (job_id alone: one provider had jobs then), the provider
  * of the watched job with its id; "" when neither tells. */
 static const char *job_provider(const Kfleet__StatusReply *st, const Kfleet__AgentInfo *a)
 {
@@ -199,7 +198,8 @@ static void python_line(FILE *o, const Kfleet__PythonFacts *py)
 
 /* The provider jobs that have no registered agent: pending ones with the
  * provider's reason, ended ones with how they ended; a header per
- * provider ("SLURM JOB (no agent)"), as the rows come grouped by it. */
+ * provider, its name in capitals ("NAME JOB (no agent)"), as the rows come
+ * grouped by it. */
 static void job_lines(FILE *o, const Kfleet__StatusReply *st)
 {
     const char *header = NULL;
@@ -282,42 +282,19 @@ static int cmd_status(int argc, char **argv, const char *home)
 {
     const kf_cmd_entry *self = &kf_cmd_status;
     int json = 0;
-    static const struct option opts[] = {
-        {"format", required_argument, 0, 'F'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    int ch, rc;
-    while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
-        switch (ch) {
-        case KF_OPT_EXIT:
-            return rc;
-        case 'F':
-            if (kf_opt_format(self, optarg, (const char *const[]){"table", "json", NULL}, &json))
-                return 2;
-            break;
-        default:
-            return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return kf_opt_error(self, "unexpected argument '%s'", argv[optind]);
-    kf_paths p;
-    if (kf_cli_paths(home, 0, &p))
-        return 1;
-    kf_err err;
-    kf_client *c = NULL;
-    if (kf_client_open(&p, &c, &err) != KF_OK) {
-        fprintf(stderr, "kfleet status: %s\n", err.msg);
-        return 1;
-    }
+    const kf_option opts[] = {
+        KF_OPT_CHOICE("format", &json, ((const char *const[]){"table", "json", NULL})),
+        KF_OPT_END,
+    };
+    int rc = kf_opt_parse(self, argc, argv, opts);
+    if (rc != KF_OPT_GO || (rc = kf_opt_no_args(self, argc, argv)) != KF_OPT_GO)
+        return rc;
     Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
     req.body_case = KFLEET__CONTROL_REQUEST__BODY_STATUS;
     req.status = 1;
     Kfleet__ControlReply *rep = NULL;
-    rc = kf_client_call(c, &req, 10000, &rep, &err);
-    kf_client_close(&c);
-    if (rc) {
-        fprintf(stderr, "kfleet status: %s\n", err.msg);
-        return 1;
-    }
+    if ((rc = kf_cli_call("status", home, &req, 10000, &rep)))
+        return rc;
     rc = 0;
     if (json)
         rc = print_json(rep->status);

@@ -7,6 +7,7 @@
 #include "cli/follow.h"
 #include "common/util.h"
 #include "cli/options.h"
+#include "common/xalloc.h"
 #include "report/report_stream.h"
 
 #include <jansson.h>
@@ -62,38 +63,21 @@ static int print_receipt(int json, uint32_t id, const char *name, size_t ntasks)
 static int cmd_submit(int argc, char **argv, const char *home)
 {
     const kf_cmd_entry *self = &kf_cmd_submit;
-    int follow = 0, json = 0, jsonl = 0;
+    int follow = 0, format = 0, keep_going = 0;
     kf_follow_opts fo = {.stall_s = KF_FOLLOW_STALL_S};
-    static const struct option opts[] = {{"follow", no_argument, 0, 'f'},
-                                         {"format", required_argument, 0, 'F'},
-                                         {"stall-timeout", required_argument, 0, 's'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    int ch, rc;
-    while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
-        switch (ch) {
-        case KF_OPT_EXIT:
-            return rc;
-        case 'f':
-            follow = 1;
-            break;
-        case 's':
-            if (kf_parse_duration(optarg, &fo.stall_s) != 0)
-                return kf_opt_error(self,
-                                    "--stall-timeout wants a duration (90s, 5m, 0: never), "
-                                    "got '%s'",
-                                    optarg);
-            break;
-        case 'F':
-            if (kf_opt_format(self, optarg, (const char *const[]){"table", "json", "jsonl", NULL},
-                              &json))
-                return 2;
-            jsonl = json == 2; /* jsonl is json, a line per row */
-            break;
-        default:
-            return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
-        }
-    }
+    const kf_option opts[] = {
+        KF_OPT_FLAG("follow", &follow),
+        /* jsonl is json, a line per row */
+        KF_OPT_CHOICE("format", &format, ((const char *const[]){"table", "json", "jsonl", NULL})),
+        KF_OPT_DURATION("stall-timeout", &fo.stall_s, 0, KF_OPT_ANY, 0,
+                        "a duration (90s, 5m, 0: never)"),
+        KF_OPT_FLAG("keep-going", &keep_going),
+        KF_OPT_END,
+    };
+    int rc = kf_opt_parse(self, argc, argv, opts);
+    if (rc != KF_OPT_GO)
+        return rc;
+    int json = format != 0, jsonl = format == 2;
     if (optind != argc - 1)
         return kf_opt_error(self, "wants exactly one sweep file");
     if (jsonl && !follow)
@@ -101,7 +85,7 @@ static int cmd_submit(int argc, char **argv, const char *home)
                                   "--follow");
     kf_sweep_spec *spec = NULL;
     char kdir[PATH_MAX];
-    rc = kf_cli_parse_sweep("submit", argv[optind], &spec, kdir, sizeof kdir);
+    rc = kf_cli_parse_sweep("submit", argv[optind], keep_going, &spec, kdir, sizeof kdir);
     if (rc)
         return rc;
     kf_paths p;
@@ -109,54 +93,85 @@ static int cmd_submit(int argc, char **argv, const char *home)
         kf_sweep_destroy(&spec);
         return 1;
     }
+    if (!spec->nkernels && !spec->nparts) { /* a level whose problems all lack candidates */
+        fprintf(stderr, "kfleet submit: %s: no problem has a candidate; nothing submitted\n",
+                spec->file);
+        kf_sweep_destroy(&spec);
+        return 1;
+    }
+    /* A level (problems:) is a sweep per problem, each with its receipt.
+     * Every request is built (its sources read) before anything is sent:
+     * a bad source is bad input, and nothing of the level is submitted. */
+    size_t nparts = spec->nparts ? spec->nparts : 1;
+    kf_sweep_spec *const *parts = spec->nparts ? spec->parts : &spec;
+    Kfleet__SubmitRequest **subs = kf_xcalloc(nparts, sizeof *subs);
     kf_err err;
     kf_client *c = NULL;
-    Kfleet__SubmitRequest *sub = NULL;
-    if ((rc = kf_client_build_submit(spec, kdir, &sub, &err)) ||
-        (rc = kf_client_open(&p, &c, &err))) {
+    rc = KF_OK;
+    for (size_t i = 0; i < nparts && rc == KF_OK; i++)
+        rc = kf_client_build_submit(parts[i], kdir, &subs[i], &err);
+    if (rc || (rc = kf_client_open(&p, &c, &err))) {
         fprintf(stderr, "kfleet submit: %s\n", err.msg);
-        kf_client_free_submit(&sub);
+        for (size_t i = 0; i < nparts; i++)
+            kf_client_free_submit(&subs[i]);
+        free(subs);
         kf_sweep_destroy(&spec);
         return rc == KF_EINVAL ? 2 : 1;
     }
-    Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
-    req.body_case = KFLEET__CONTROL_REQUEST__BODY_SUBMIT;
-    req.submit = sub;
-    Kfleet__ControlReply *rep = NULL;
-    rc = kf_client_call(c, &req, KF_CLI_SWEEP_REQUEST_MS, &rep, &err);
-    kf_client_free_submit(&sub);
-    size_t ntasks = 0;
-    for (size_t i = 0; i < spec->nkernels; i++)
-        ntasks += kf_sweep_kernel_configs(&spec->kernels[i]);
-    if (rc) {
-        fprintf(stderr, "kfleet submit: %s\n", err.msg);
-        kf_client_close(&c);
-        kf_sweep_destroy(&spec);
-        return kf_cli_status(rc); /* a sweep too large to send is bad input: 2 */
+    uint32_t ids[64];
+    int exit_code = 0;
+    for (size_t i = 0; i < nparts && exit_code == 0; i++) {
+        Kfleet__ControlReply *rep = NULL;
+        Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
+        req.body_case = KFLEET__CONTROL_REQUEST__BODY_SUBMIT;
+        req.submit = subs[i];
+        rc = kf_client_call(c, &req, KF_CLI_SWEEP_REQUEST_MS, &rep, &err);
+        kf_client_free_submit(&subs[i]);
+        if (rc) {
+            fprintf(stderr, "kfleet submit: %s\n", err.msg);
+            exit_code = kf_cli_status(rc); /* a sweep too large to send is bad input: 2 */
+            break;
+        }
+        size_t ntasks = 0;
+        for (size_t k = 0; k < parts[i]->nkernels; k++)
+            ntasks += kf_sweep_kernel_configs(&parts[i]->kernels[k]);
+        uint32_t id = rep->sweep_id;
+        kfleet__control_reply__free_unpacked(rep, NULL);
+        exit_code = print_receipt(json, id, parts[i]->name, ntasks);
+        fflush(stdout);
+        if (i < sizeof ids / sizeof *ids)
+            ids[i] = id;
     }
-    uint32_t id = rep->sweep_id;
-    kfleet__control_reply__free_unpacked(rep, NULL);
-    int exit_code = print_receipt(json, id, spec->name, ntasks);
-    fflush(stdout);
-    if (follow) {
+    for (size_t i = 0; i < nparts; i++)
+        kf_client_free_submit(&subs[i]);
+    free(subs);
+    for (size_t i = 0; i < spec->nmissing; i++)
+        fprintf(stderr, "kfleet submit: %s\n", spec->missing[i]);
+    /* --follow follows them in turn (a level of more than 64 problems: the
+     * first 64; kfleet status shows the rest). */
+    int failed = 0;
+    for (size_t i = 0; follow && exit_code == 0 && i < nparts && i < sizeof ids / sizeof *ids;
+         i++) {
         volatile sig_atomic_t *stop = kf_cli_catch_signals();
         Kfleet__SweepProgress fin = KFLEET__SWEEP_PROGRESS__INIT;
-        jsonl_ctx jc = {p.store, jsonl ? kf_report_stream_new(id) : NULL};
+        jsonl_ctx jc = {p.store, jsonl ? kf_report_stream_new(ids[i]) : NULL};
         if (jsonl) {
             fo.on_change = stream_rows;
             fo.ctx = &jc;
         }
-        rc = kf_follow(c, id, &fo, (volatile int *)stop, &fin, &err);
+        rc = kf_follow(c, ids[i], &fo, (volatile int *)stop, &fin, &err);
         kf_report_stream_destroy(&jc.stream);
-        if (rc == KF_ETIMEOUT && *stop)
-            exit_code = 0;
-        else if (rc) {
+        if (rc == KF_ETIMEOUT && *stop) {
+            break;
+        } else if (rc) {
             fprintf(stderr, "kfleet submit: %s\n", err.msg);
             exit_code = 1;
         } else if (fin.failed + fin.timed_out > 0) {
-            exit_code = 1;
+            failed = 1; /* the level's other problems are still followed */
         }
     }
+    if (failed && exit_code == 0)
+        exit_code = 1;
     kf_client_close(&c);
     kf_sweep_destroy(&spec);
     return exit_code;
@@ -166,9 +181,14 @@ const kf_cmd_entry kf_cmd_submit = {
     "submit",
     cmd_submit,
     "Submits a sweep file to the running coordinator.",
-    "submit SWEEP.yaml [--follow [--stall-timeout DUR]] [--format table|json|jsonl]",
+    "submit SWEEP.yaml [--follow [--stall-timeout DUR]] [--format table|json|jsonl] "
+    "[--keep-going]",
     "Submits a sweep file to the running coordinator and prints its id. A sweep file error\n"
-    "is reported as FILE:LINE:COL and nothing is submitted.\n\n"
+    "is reported as FILE:LINE:COL and nothing is submitted; so are candidates that break\n"
+    "the candidate contract, every one of them named (file, line, reason).\n\n"
+    "A sweep names kernels, or a problem: and its candidates: (docs/problems.md), or many\n"
+    "problems: (a directory or glob) with candidates matched by name, a sweep per problem\n"
+    "with a receipt each (docs/sweep-format.md).\n\n"
     "  --follow             show progress until the sweep ends (Ctrl-C detaches; the sweep\n"
     "                       goes on); exit 1 if any task failed\n"
     "  --stall-timeout DUR  with --follow: when tasks are pending, none runs and no agent can\n"
@@ -177,5 +197,8 @@ const kf_cmd_entry kf_cmd_submit = {
     "  --format FMT         table or json (the submission receipt); jsonl, with --follow:\n"
     "                       the receipt, then one JSON object a line per row (kernel,\n"
     "                       configuration, node) as it finishes: verdict, median, speedup,\n"
-    "                       flags (docs/report-json.md)",
+    "                       flags (docs/report-json.md)\n"
+    "  --keep-going         refused candidates become failed rows and the others run (the\n"
+    "                       sweep's refused: fail), for training loops that submit what a\n"
+    "                       model wrote: one bad candidate never stops the batch",
 };

@@ -147,35 +147,20 @@ static int cmd_verify(int argc, char **argv, const char *home)
 {
     const kf_cmd_entry *self = &kf_cmd_verify;
     int json = 0, whole = 0;
-    static const struct option opts[] = {{"format", required_argument, 0, 'F'},
-                                         {"store", no_argument, 0, 's'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    int ch, rc;
-    while ((ch = kf_opt_next(self, argc, argv, opts, &rc)) != KF_OPT_END) {
-        switch (ch) {
-        case KF_OPT_EXIT:
-            return rc;
-        case 'F':
-            if (kf_opt_format(self, optarg, (const char *const[]){"table", "json", NULL}, &json))
-                return 2;
-            break;
-        case 's':
-            whole = 1;
-            break;
-        default:
-            return kf_opt_error(self, "unexpected option '%s'", argv[optind - 1]);
-        }
-    }
-    uint32_t id = 0;
-    int have_id = 0;
+    const kf_option opts[] = {
+        KF_OPT_CHOICE("format", &json, ((const char *const[]){"table", "json", NULL})),
+        KF_OPT_FLAG("store", &whole),
+        KF_OPT_END,
+    };
+    int rc = kf_opt_parse(self, argc, argv, opts);
+    if (rc != KF_OPT_GO)
+        return rc;
     if (whole && optind < argc)
         return kf_opt_error(self, "--store checks the whole store: it takes no sweep id");
-    if (optind < argc) {
-        if (kf_cli_sweep_id(argv[optind], &id))
-            return kf_opt_error(self, "a sweep id is a positive number, got '%s'", argv[optind]);
-        have_id = 1;
-    }
+    uint32_t id = 0; /* 0: the latest */
+    if ((rc = kf_cli_sweep_ids(self, argc, argv, &id, 1)) != KF_OPT_GO)
+        return rc;
+    int have_id = id != 0;
     kf_paths p;
     if (kf_cli_paths(home, 0, &p))
         return 1;

@@ -8,8 +8,8 @@
 static int cmd_version(int argc, char **argv, const char *home)
 {
     (void)home;
-    int rc;
-    if (kf_opt_args(&kf_cmd_version, argc, argv, NULL, &rc) == KF_OPT_EXIT)
+    int rc = kf_opt_args(&kf_cmd_version, argc, argv, NULL);
+    if (rc != KF_OPT_GO)
         return rc;
     printf("kfleet %s (protocol %d, store schema %d)\n", KF_VERSION, 1, KF_STORE_SCHEMA);
     return 0;

@@ -14,7 +14,11 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: kfleet [--home DIR] [--log-level LEVEL] COMMAND [ARGS]\n\n"
-               "kfleet builds, validates and profiles kernels on a fleet of agents.\n\n"
+               "kfleet builds, validates and profiles kernels on a fleet of agents, and judges\n"
+               "candidates against problems: a problem owns the inputs, the reference, the\n"
+               "tolerances and the secret seeds, candidates bring only the computation\n"
+               "(problem:/candidates: in a sweep, docs/problems.md; a directory of problems with\n"
+               "candidates matched by name: problems:, docs/sweep-format.md).\n\n"
                "commands:\n");
     for (size_t i = 0; kf_commands[i]; i++)
         fprintf(f, "  %-10s %s\n", kf_commands[i]->name, kf_commands[i]->summary);
@@ -89,7 +93,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    /* The command sees argv from its own name on. */
-    optind = 1;
+    /* The command sees argv from its own name on (its flags from argv[1]:
+     * kf_opt_parse). */
     return c->fn(argc - i, argv + i, home);
 }

@@ -13,6 +13,7 @@
 #include "report/report.h"
 #include "core/store.h"
 #include "common/util.h"
+#include "common/xalloc.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -153,9 +154,25 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
                     : err.msg);
         return 1;
     }
-    int cuda = 0;
-    for (size_t i = 0; i < spec->nkernels; i++)
-        cuda |= spec->kernels[i].cuda;
+    /* A level (problems:) is one sweep per problem, all on this fleet. */
+    size_t nparts = spec->nparts ? spec->nparts : 1, nkernels = 0;
+    const kf_sweep_spec *const *parts =
+        spec->nparts ? (const kf_sweep_spec *const *)spec->parts : &spec;
+    int cuda = 0, nodes_all = 0;
+    for (size_t pi = 0; pi < nparts; pi++) {
+        for (size_t i = 0; i < parts[pi]->nkernels; i++)
+            cuda |= parts[pi]->kernels[i].cuda;
+        nkernels += parts[pi]->nkernels;
+        nodes_all |= parts[pi]->nodes_all;
+    }
+    if (spec->nparts == 0 && spec->problem == NULL && spec->nkernels == 0) {
+        fprintf(stderr,
+                "kfleet run: %s: no problem of the level has a candidate; nothing to "
+                "run\n",
+                spec->file);
+        close(lock);
+        return 1;
+    }
     int gpus = local_gpus(p);
     if (cuda && gpus == 0) {
         fprintf(stderr,
@@ -222,22 +239,29 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
         close(lock);
         return 1;
     }
-    fprintf(stderr,
-            "kfleet run: %s — %zu kernels, %d local %s agents (logs in %s: coordinator.log, "
-            "agent-N.log)\n",
-            spec->file, spec->nkernels, nagents, gpus ? "GPU" : "CPU", p->run);
+    if (spec->nparts)
+        fprintf(stderr,
+                "kfleet run: %s — %zu problems, %zu candidates, %d local %s agents (logs in %s: "
+                "coordinator.log, agent-N.log)\n",
+                spec->file, nparts, nkernels, nagents, gpus ? "GPU" : "CPU", p->run);
+    else
+        fprintf(stderr,
+                "kfleet run: %s — %zu %s, %d local %s agents (logs in %s: coordinator.log, "
+                "agent-N.log)\n",
+                spec->file, spec->nkernels, spec->problem ? "candidates" : "kernels", nagents,
+                gpus ? "GPU" : "CPU", p->run);
 
     int exit_code = 1;
-    uint32_t sweep_id = 0;
+    uint32_t sweep_id = 0, *ids = kf_xcalloc(nparts, sizeof *ids);
+    size_t nids = 0;
     kf_client *cl = NULL;
-    Kfleet__SubmitRequest *sub = NULL;
+    Kfleet__SubmitRequest **subs = kf_xcalloc(nparts, sizeof *subs);
     Kfleet__ControlReply *rep = NULL;
-    if (kf_client_build_submit(spec, o->kernels_dir, &sub, &err) != KF_OK ||
-        kf_client_open(p, &cl, &err) != KF_OK) {
+    if (kf_client_open(p, &cl, &err) != KF_OK) {
         fprintf(stderr, "kfleet run: %s\n", err.msg);
         goto out;
     }
-    if (spec->nodes_all && wait_registered(cl, nagents, &err) != KF_OK) {
+    if (nodes_all && wait_registered(cl, nagents, &err) != KF_OK) {
         fprintf(stderr, "kfleet run: %s\n", err.msg);
         for (int i = 0; i < nagents; i++) {
             char lp[PATH_MAX + 32];
@@ -246,18 +270,35 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
         }
         goto out;
     }
-    Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
-    req.body_case = KFLEET__CONTROL_REQUEST__BODY_SUBMIT;
-    req.submit = sub;
-    if (kf_client_call(cl, &req, KF_CLI_SWEEP_REQUEST_MS, &rep, &err) != KF_OK) {
-        fprintf(stderr, "kfleet run: %s\n", err.msg);
-        goto out;
+    /* Every part is built (its sources read) before any is sent, so a bad
+     * source submits nothing, and submitted before any is followed: the
+     * scheduler has the whole level at once. */
+    for (size_t i = 0; i < nparts; i++)
+        if (kf_client_build_submit(parts[i], o->kernels_dir, &subs[i], &err) != KF_OK) {
+            fprintf(stderr, "kfleet run: %s\n", err.msg);
+            goto out;
+        }
+    for (size_t i = 0; i < nparts; i++) {
+        Kfleet__ControlRequest req = KFLEET__CONTROL_REQUEST__INIT;
+        req.body_case = KFLEET__CONTROL_REQUEST__BODY_SUBMIT;
+        req.submit = subs[i];
+        if (kf_client_call(cl, &req, KF_CLI_SWEEP_REQUEST_MS, &rep, &err) != KF_OK) {
+            fprintf(stderr, "kfleet run: %s: %s\n", parts[i]->name, err.msg);
+            goto out;
+        }
+        ids[nids++] = rep->sweep_id;
+        kfleet__control_reply__free_unpacked(rep, NULL);
+        kf_client_free_submit(&subs[i]);
     }
-    sweep_id = rep->sweep_id;
-    kfleet__control_reply__free_unpacked(rep, NULL);
-    Kfleet__SweepProgress fin = KFLEET__SWEEP_PROGRESS__INIT;
-    kf_follow_opts fo = {.stall_s = o->stall_s, .agents_started = (uint32_t)nagents, .embedded = 1};
-    int rc = kf_follow(cl, sweep_id, &fo, (volatile int *)stop, &fin, &err);
+    int rc = KF_OK, bad = 0;
+    for (size_t i = 0; i < nids && rc == KF_OK; i++) {
+        sweep_id = ids[i];
+        Kfleet__SweepProgress fin = KFLEET__SWEEP_PROGRESS__INIT;
+        kf_follow_opts fo = {
+            .stall_s = o->stall_s, .agents_started = (uint32_t)nagents, .embedded = 1};
+        rc = kf_follow(cl, sweep_id, &fo, (volatile int *)stop, &fin, &err);
+        bad |= fin.failed + fin.timed_out + fin.cancelled > 0;
+    }
     /* The coordinator stops with this run: the messages below suggest only
      * what works without it (the report reads the store). */
     if (rc == KF_EUNAVAIL) {
@@ -268,13 +309,17 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
             print_agent_tail(lp);
         }
         fprintf(stderr, "the coordinator's log: %s\n", clog);
-        abandon(cl, sweep_id, "nothing could run its pending tasks");
+        for (size_t i = 0; i < nids; i++) /* this one and the level's others after it */
+            if (ids[i] >= sweep_id)
+                abandon(cl, ids[i], "nothing could run its pending tasks");
         fprintf(stderr,
                 "kfleet run: stopped; sweep %u is marked abandoned in the store, with what "
                 "ran (kfleet report %u)\n",
                 sweep_id, sweep_id);
     } else if (rc == KF_ETIMEOUT && stop && *stop) {
-        abandon(cl, sweep_id, "interrupted");
+        for (size_t i = 0; i < nids; i++)
+            if (ids[i] >= sweep_id)
+                abandon(cl, ids[i], "interrupted");
         fprintf(stderr,
                 "kfleet run: interrupted; sweep %u is marked abandoned in the store, with what "
                 "finished (kfleet report %u)\n",
@@ -282,10 +327,13 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
     } else if (rc) {
         fprintf(stderr, "kfleet run: %s\n", err.msg);
     } else {
-        exit_code = fin.failed + fin.timed_out + fin.cancelled > 0 ? 1 : 0;
+        /* A problem left without candidates is a row that did not pass. */
+        exit_code = bad || spec->nmissing ? 1 : 0;
     }
 out:
-    kf_client_free_submit(&sub);
+    for (size_t i = 0; i < nparts; i++)
+        kf_client_free_submit(&subs[i]);
+    free(subs);
     if (cl) {
         Kfleet__ControlRequest sd = KFLEET__CONTROL_REQUEST__INIT;
         sd.body_case = KFLEET__CONTROL_REQUEST__BODY_SHUTDOWN;
@@ -306,13 +354,26 @@ out:
     kf_log_to_file(NULL, KF_LOG_OFF);
     unlink(agent_ep + 6);
     close(lock);
-    if (sweep_id) {
+    for (size_t i = 0; i < nids; i++) {
         kf_report_opts ro = {.fmt = (kf_report_format)o->format};
-        int rrc = kf_cli_render_report(p->store, sweep_id, 1, &ro, o->output);
+        char file[PATH_MAX + 160];
+        const char *to = o->output;
+        if (to && spec->nparts) { /* a level: FILE.PROBLEM, a report per problem */
+            snprintf(file, sizeof file, "%s.%s", o->output, parts[i]->problem->name);
+            to = file;
+        }
+        if (spec->nparts && !to && i)
+            fflush(stdout);
+        int rrc = kf_cli_render_report(p->store, ids[i], 1, &ro, to);
         if (rrc && exit_code == 0)
             exit_code = rrc;
-        if (o->output)
-            fprintf(stderr, "kfleet run: report of sweep %u written to %s\n", sweep_id, o->output);
+        if (to)
+            fprintf(stderr, "kfleet run: report of sweep %u written to %s\n", ids[i], to);
     }
+    /* The level's problems without a candidate, after the reports: a line
+     * each, where the eye ends. */
+    for (size_t i = 0; i < spec->nmissing; i++)
+        fprintf(stderr, "kfleet run: %s\n", spec->missing[i]);
+    free(ids);
     return exit_code;
 }

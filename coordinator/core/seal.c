@@ -1,64 +1,13 @@
-/* seal — see seal.h. Written against the store's insides (tables.h):
- * a seal is put in the transaction that puts its record. */
+/* seal — see seal.h: the seals' key and their check. A seal is put by
+ * store.c, in the transaction that puts its record (store_int.h); this
+ * file reads them back. */
 #include "core/seal.h"
-#include "core/tables.h"
+#include "core/store_int.h"
 
 #include <sodium.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-
-/* A record's MAC: keyed BLAKE2b of its table's byte, its key and its
- * bytes. It starts from a copy of the state kf_seal_key keyed once: keying
- * a state costs about a fifth of a sample's MAC, and an ingest makes one
- * MAC per sample. */
-void kf_seal_mac(const kf_store *s, int db, const void *key, size_t klen, const MDB_val *v,
-                 uint8_t mac[SEAL_LEN])
-{
-    uint8_t tb = (uint8_t)db;
-    crypto_generichash_state st;
-    if (s->sealing)
-        memcpy(&st, s->seal_init, sizeof st);
-    else
-        crypto_generichash_init(&st, s->seal_key, sizeof s->seal_key, SEAL_LEN);
-    crypto_generichash_update(&st, &tb, 1);
-    crypto_generichash_update(&st, key, klen);
-    crypto_generichash_update(&st, v->mv_data, v->mv_size);
-    crypto_generichash_final(&st, mac, SEAL_LEN);
-}
-
-/* Where a record's seal lives: a result's (and a late result's) under its
- * own key; an attempt's samples share one, (samples, task, attempt), the
- * XOR of their MACs, so a seal costs one small record per attempt rather
- * than one per sample (a full-disk store must still fit its sweep). */
-static size_t seal_slot(int db, const void *key, size_t klen, uint8_t out[32])
-{
-    out[0] = (uint8_t)db;
-    if (db == DB_SAMPLES && klen == 16)
-        klen = 12;
-    memcpy(out + 1, key, klen);
-    return klen + 1;
-}
-
-int kf_seal_add(kf_txn *t, int db, const void *key, size_t klen, const uint8_t mac[SEAL_LEN])
-{
-    uint8_t slot[32], seal[SEAL_LEN];
-    memcpy(seal, mac, SEAL_LEN);
-    MDB_val k = {seal_slot(db, key, klen, slot), slot}, old;
-    if (db == DB_SAMPLES && mdb_get(t->txn, t->s->dbi[DB_SEALS], &k, &old) == 0 &&
-        old.mv_size == SEAL_LEN)
-        for (int i = 0; i < SEAL_LEN; i++)
-            seal[i] ^= ((const uint8_t *)old.mv_data)[i];
-    MDB_val sv = {SEAL_LEN, seal};
-    return kf_store_map_rc(kf_txn_put(t, DB_SEALS, &k, &sv, 0));
-}
-
-int kf_seal_put(kf_txn *t, int db, const void *key, size_t klen, const MDB_val *v)
-{
-    uint8_t mac[SEAL_LEN];
-    kf_seal_mac(t->s, db, key, klen, v, mac);
-    return kf_seal_add(t, db, key, klen, mac);
-}
 
 /* 1: the stored seal of slot is want, 0: another, -1: none. */
 static int seal_is(kf_txn *t, const uint8_t *slot, size_t len, const uint8_t want[SEAL_LEN])
@@ -118,7 +67,7 @@ static int seal_sample_cb(void *c, const MDB_val *k, const MDB_val *v)
 {
     struct seal_walk *w = c;
     uint8_t mac[SEAL_LEN];
-    kf_seal_mac(w->s, DB_SAMPLES, k->mv_data, k->mv_size, v, mac);
+    store_seal_mac(w->s, DB_SAMPLES, k, v, mac);
     for (int i = 0; i < SEAL_LEN; i++)
         w->acc[i] ^= mac[i];
     w->n++;
@@ -151,8 +100,8 @@ int kf_seal_check(kf_txn *t, uint64_t task_id, uint32_t attempt, kf_seal_count *
     be64(key, task_id);
     MDB_val rk = {8, key}, rv;
     if (mdb_get(t->txn, t->s->dbi[DB_RESULTS], &rk, &rv) == 0) {
-        kf_seal_mac(t->s, DB_RESULTS, rk.mv_data, rk.mv_size, &rv, mac);
-        size_t n = seal_slot(DB_RESULTS, key, 8, slot);
+        store_seal_mac(t->s, DB_RESULTS, &rk, &rv, mac);
+        size_t n = store_seal_slot(DB_RESULTS, key, 8, slot);
         tally(out, seal_is(t, slot, n, mac), 1, &out->result_bad);
     }
     be32(key + 8, attempt);
@@ -169,7 +118,7 @@ int kf_seal_check(kf_txn *t, uint64_t task_id, uint32_t attempt, kf_seal_count *
     mdb_cursor_close(c);
     if (rc != 0 && rc != MDB_NOTFOUND)
         return kf_store_map_rc(rc);
-    size_t n = seal_slot(DB_SAMPLES, key, 12, slot);
+    size_t n = store_seal_slot(DB_SAMPLES, key, 12, slot);
     int verdict = seal_is(t, slot, n, w.acc);
     if (verdict != -1 || w.n > 0) /* no samples and no seal: nothing to judge */
         tally(out, verdict, w.n, &out->samples_bad);

@@ -1,6 +1,8 @@
 /* seal — what the store's samples and results were when written (issue
- * 31): keyed MACs in the store's "seals" table, put with each record
- * (kf_seal_put, tables.h, by store.c) and checked by `kfleet verify`. */
+ * 31): keyed MACs in the store's "seals" table, put by store.c in the
+ * transaction that puts each record (store_int.h) and checked here, by
+ * `kfleet verify`. Part of the store module: seal.c reads the store's
+ * insides, and the store never calls it. */
 #ifndef KF_SEAL_H
 #define KF_SEAL_H
 

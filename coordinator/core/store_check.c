@@ -6,7 +6,7 @@
 #include "core/store.h"
 #include "core/pagecheck.h"
 #include "core/seal.h"
-#include "core/tables.h"
+#include "core/store_int.h"
 
 #include <stdio.h>
 #include <string.h>

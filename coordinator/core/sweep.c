@@ -73,10 +73,15 @@ static int parse_baselines(ctx *c, const yaml_node_t *v, kf_sweep_spec *s)
         while (rc == KF_OK && i < s->nkernels && strcmp(s->kernels[i].name, str) != 0)
             i++;
         if (rc == KF_OK && i == s->nkernels)
-            rc = kf_yaml_fail(&c->y, it,
-                              "baseline '%.80s' is not a kernel of this sweep; name one of the "
-                              "kernels listed under kernels:",
-                              str);
+            rc = s->problem ? kf_yaml_fail(&c->y, it,
+                                           "baseline '%.80s' is not a candidate of this sweep; "
+                                           "name one of the candidates listed under candidates: "
+                                           "(the problem is the judge, not a row)",
+                                           str)
+                            : kf_yaml_fail(&c->y, it,
+                                           "baseline '%.80s' is not a kernel of this sweep; name "
+                                           "one of the kernels listed under kernels:",
+                                           str);
         if (rc != KF_OK) {
             kf_buf_release(&out);
             return rc;
@@ -85,19 +90,6 @@ static int parse_baselines(ctx *c, const yaml_node_t *v, kf_sweep_spec *s)
     }
     s->baseline = kf_buf_detach(&out);
     return KF_OK;
-}
-
-int kf_sweep_is_baseline(const char *list, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *p = list; p && *p;) {
-        const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len == n && strncmp(p, name, n) == 0)
-            return 1;
-        p = e ? e + 1 : NULL;
-    }
-    return 0;
 }
 
 static int parse_kernels(ctx *c, const yaml_node_t *n, const kf_sweep_axis *top, size_t ntop,
@@ -376,48 +368,14 @@ static int parse_measure(ctx *c, const yaml_node_t *n, kf_sweep_measure *m)
     return KF_OK;
 }
 
-static int parse_root(ctx *c, const yaml_node_t *root, kf_sweep_spec *s)
+/* tasks:, nodes:, attempts:, time_limit:, measure:, memory_limit: and refused: — what a
+ * sweep's kernels (or a level's problems, each) run under. */
+static int parse_settings(ctx *c, const yaml_node_t *root, kf_sweep_spec *s)
 {
-    static const char *const keys[] = {"name",    "kernels",  "params",     "tasks",
-                                       "nodes",   "baseline", "attempts",   "time_limit",
-                                       "measure", "problem",  "candidates", NULL};
-    kf_sweep_axis *top = NULL;
-    size_t ntop = 0;
     yaml_node_t *v;
     const char *str;
     int64_t i64;
-    if (root->type != YAML_MAPPING_NODE)
-        return kf_yaml_fail(&c->y, root,
-                            "the top level must be a mapping with kernels: and other keys, not "
-                            "%s; see docs/sweep-format.md",
-                            kf_yaml_kind(root));
-    int rc = kf_yaml_check_keys(&c->y, root, "at the top level", keys);
-    if (rc)
-        return rc;
-    if ((v = kf_yaml_map_get(&c->y, root, "name"))) {
-        if ((rc = kf_yaml_nonempty_scalar(&c->y, v, "name", &str)))
-            return rc;
-        if (strlen(str) > KF_SWEEP_MAX_NAME)
-            return kf_yaml_fail(&c->y, v,
-                                "the sweep's name is %zu bytes; at most %d (it heads every "
-                                "report): shorten it",
-                                strlen(str), KF_SWEEP_MAX_NAME);
-        s->name = kf_xstrdup(str);
-    }
-    yaml_node_t *kn = kf_yaml_map_get(&c->y, root, "kernels");
-    int problem = kf_yaml_map_get(&c->y, root, "problem") != NULL;
-    if (!kn && !problem)
-        return kf_yaml_fail(&c->y, root,
-                            "missing kernels:; add the list of kernels to run, like kernels: "
-                            "[triad], or a problem: and its candidates: (docs/problems.md)");
-    if ((v = kf_yaml_map_get(&c->y, root, "params")) &&
-        (rc = kf_sweep_parse_params(c, v, &top, &ntop)))
-        return rc;
-    rc = problem ? kf_sweep_parse_problem(c, root, top, ntop, s)
-                 : parse_kernels(c, kn, top, ntop, s);
-    kf_sweep_axes_free(top, ntop);
-    if (rc)
-        return rc;
+    int rc;
     if ((v = kf_yaml_map_get(&c->y, root, "tasks")) && (rc = parse_tasks(c, v, &s->tasks)))
         return rc;
     if ((v = kf_yaml_map_get(&c->y, root, "nodes"))) {
@@ -440,23 +398,107 @@ static int parse_root(ctx *c, const yaml_node_t *root, kf_sweep_spec *s)
         return rc;
     if ((v = kf_yaml_map_get(&c->y, root, "measure")) && (rc = parse_measure(c, v, &s->measure)))
         return rc;
-    if ((v = kf_yaml_map_get(&c->y, root, "baseline")) && (rc = parse_baselines(c, v, s)))
+    /* Each runner's memory (its control group's limit, docs/reliability.md):
+     * at least 64 MiB, where a Python interpreter still starts. */
+    if ((v = kf_yaml_map_get(&c->y, root, "memory_limit"))) {
+        if ((rc = kf_sweep_int_value(c, v, "memory_limit", (int64_t)64 << 20, INT64_MAX, &i64)))
+            return rc;
+        s->memory_limit = (uint64_t)i64;
+    }
+    if ((v = kf_yaml_map_get(&c->y, root, "refused"))) {
+        if (!kf_yaml_map_get(&c->y, root, "candidates"))
+            return kf_yaml_fail(&c->y, v,
+                                "refused: is about candidates, and this sweep has none; drop it "
+                                "(a kernel that does not build or validate fails on its own)");
+        if ((rc = either(c, v, "refused", "stop", "fail",
+                         "stop (the default) submits nothing while a candidate is refused, fail "
+                         "judges the others and makes each refused one a failed row",
+                         &s->refused_fail)))
+            return rc;
+    }
+    s->refused_fail |= c->opts->keep_going;
+    c->keep_refused = s->refused_fail;
+    return KF_OK;
+}
+
+static int parse_root(ctx *c, const yaml_node_t *root, kf_sweep_spec *s)
+{
+    static const char *const keys[] = {"name",     "kernels",    "params",     "tasks",   "nodes",
+                                       "baseline", "attempts",   "time_limit", "measure", "problem",
+                                       "problems", "candidates", "refused",    "memory_limit", NULL};
+    kf_sweep_axis *top = NULL;
+    size_t ntop = 0;
+    yaml_node_t *v;
+    const char *str;
+    if (root->type != YAML_MAPPING_NODE)
+        return kf_yaml_fail(&c->y, root,
+                            "the top level must be a mapping with kernels: and other keys, not "
+                            "%s; see docs/sweep-format.md",
+                            kf_yaml_kind(root));
+    int rc = kf_yaml_check_keys(&c->y, root, "at the top level", keys);
+    if (rc)
         return rc;
-    return kf_sweep_count_configs(c, s);
+    if ((v = kf_yaml_map_get(&c->y, root, "name"))) {
+        if ((rc = kf_yaml_nonempty_scalar(&c->y, v, "name", &str)))
+            return rc;
+        if (strlen(str) > KF_SWEEP_MAX_NAME)
+            return kf_yaml_fail(&c->y, v,
+                                "the sweep's name is %zu bytes; at most %d (it heads every "
+                                "report): shorten it",
+                                strlen(str), KF_SWEEP_MAX_NAME);
+        s->name = kf_xstrdup(str);
+    }
+    yaml_node_t *kn = kf_yaml_map_get(&c->y, root, "kernels");
+    yaml_node_t *pn = kf_yaml_map_get(&c->y, root, "problem");
+    yaml_node_t *ln = kf_yaml_map_get(&c->y, root, "problems");
+    if (!kn && !pn && !ln)
+        return kf_yaml_fail(&c->y, root,
+                            "missing kernels:; add the list of kernels to run, like kernels: "
+                            "[triad], or a problem: and its candidates: (docs/problems.md), or "
+                            "problems: DIR with candidates: matched by name "
+                            "(docs/sweep-format.md)");
+    if (ln && (pn || kn))
+        return kf_yaml_fail(&c->y, ln,
+                            "problems: with %s in one sweep; problems: names many problems "
+                            "(a directory or a glob), problem: one: keep one of them",
+                            pn ? "problem:" : "kernels:");
+    if ((rc = parse_settings(c, root, s)))
+        return rc;
+    if ((v = kf_yaml_map_get(&c->y, root, "params")) &&
+        (rc = kf_sweep_parse_params(c, v, &top, &ntop)))
+        return rc;
+    if (ln) {
+        if (!s->name) /* the parts' names start with it */
+            s->name = kf_sweep_file_stem(c->y.file);
+        rc = kf_sweep_parse_level(c, root, top, ntop, s);
+    } else {
+        rc =
+            pn ? kf_sweep_parse_problem(c, root, top, ntop, s) : parse_kernels(c, kn, top, ntop, s);
+    }
+    kf_sweep_axes_free(top, ntop);
+    if (rc)
+        return rc;
+    if (!ln && (v = kf_yaml_map_get(&c->y, root, "baseline")) && (rc = parse_baselines(c, v, s)))
+        return rc;
+    return ln ? KF_OK : kf_sweep_count_configs(c, s);
 }
 
 /* ---- loading ---- */
 
-/* The default sweep name: the file's stem ("runs/quick.yaml" → "quick"). */
-static char *file_stem(const char *file)
+/* Refused candidates not kept stop the parse once all were read: the one
+ * refusal, or how many (each told to on_refused). */
+static int refusals(ctx *c)
 {
-    const char *base = kf_sweep_base_name(file);
-    const char *dot = strrchr(base, '.');
-    size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
-    char *stem = kf_xmalloc(n + 1);
-    memcpy(stem, base, n);
-    stem[n] = '\0';
-    return stem;
+    if (c->nrefused == 1 || (c->nrefused && !c->opts->on_refused))
+        return kf_err_set(c->y.err, KF_EINVAL, "%s%s", c->first_refusal,
+                          c->nrefused > 1 ? " (and more candidates refused)" : "");
+    if (!c->nrefused)
+        return KF_OK;
+    return kf_err_set(c->y.err, KF_EINVAL,
+                      "%s: %zu candidates refused (each named above); nothing was submitted: "
+                      "fix them, or judge the others with --keep-going (or refused: fail in the "
+                      "sweep), which makes each refused candidate a failed row",
+                      c->y.file, c->nrefused);
 }
 
 static int load(ctx *c, kf_sweep_spec *s)
@@ -467,13 +509,24 @@ static int load(ctx *c, kf_sweep_spec *s)
     if (rc)
         return rc;
     rc = parse_root(c, root, s);
+    if (rc == KF_OK)
+        rc = refusals(c);
     kf_yaml_unload(&c->y);
+    free(c->first_refusal);
     return rc;
 }
 
 int kf_sweep_parse_string(const char *text, size_t len, const char *filename, const char *base_dir,
                           const char *kernels_dir, kf_sweep_spec **out, kf_err *err)
 {
+    return kf_sweep_parse_string_opts(text, len, filename, base_dir, kernels_dir, NULL, out, err);
+}
+
+int kf_sweep_parse_string_opts(const char *text, size_t len, const char *filename,
+                               const char *base_dir, const char *kernels_dir,
+                               const kf_sweep_parse_opts *opts, kf_sweep_spec **out, kf_err *err)
+{
+    static const kf_sweep_parse_opts none = {0, NULL, NULL};
     const char *file = filename ? filename : "<string>";
     ctx c = {.y = {.file = file,
                    .text = text,
@@ -485,7 +538,8 @@ int kf_sweep_parse_string(const char *text, size_t len, const char *filename, co
                                  "make it a separate file",
                    .empty_value_fix = "give it a value"},
              .base_dir = base_dir,
-             .kernels_dir = kernels_dir};
+             .kernels_dir = kernels_dir,
+             .opts = opts ? opts : &none};
     kf_sweep_spec *s = kf_xcalloc(1, sizeof *s);
     s->tasks = (int)kf_task_kind_sweep_all();
     s->max_attempts = 3;
@@ -493,7 +547,7 @@ int kf_sweep_parse_string(const char *text, size_t len, const char *filename, co
     s->measure.seeds = 3;
     int rc = load(&c, s);
     if (rc == KF_OK && !s->name)
-        s->name = file_stem(file);
+        s->name = kf_sweep_file_stem(file);
     if (rc == KF_OK) {
         s->file = kf_xstrdup(file);
         s->text = kf_xmalloc(len + 1);
@@ -510,6 +564,12 @@ int kf_sweep_parse_string(const char *text, size_t len, const char *filename, co
 
 int kf_sweep_parse_file(const char *path, const char *kernels_dir, kf_sweep_spec **out, kf_err *err)
 {
+    return kf_sweep_parse_file_opts(path, kernels_dir, NULL, out, err);
+}
+
+int kf_sweep_parse_file_opts(const char *path, const char *kernels_dir,
+                             const kf_sweep_parse_opts *opts, kf_sweep_spec **out, kf_err *err)
+{
     kf_buf b = KF_BUF_INIT;
     /* Paths inside are relative to the file's own directory. */
     char dir[PATH_MAX];
@@ -517,29 +577,7 @@ int kf_sweep_parse_file(const char *path, const char *kernels_dir, kf_sweep_spec
                                 sizeof dir, err);
     if (rrc != KF_OK)
         return rrc;
-    int rc = kf_sweep_parse_string(b.data, b.len, path, dir, kernels_dir, out, err);
+    int rc = kf_sweep_parse_string_opts(b.data, b.len, path, dir, kernels_dir, opts, out, err);
     kf_buf_release(&b);
     return rc;
-}
-
-void kf_sweep_destroy(kf_sweep_spec **self)
-{
-    if (!self || !*self)
-        return;
-    kf_sweep_spec *s = *self;
-    for (size_t i = 0; i < s->nkernels; i++)
-        kf_sweep_kernel_free(&s->kernels[i]);
-    free(s->kernels);
-    if (s->problem)
-        kf_sweep_kernel_free(s->problem);
-    free(s->problem);
-    free(s->name);
-    free(s->file);
-    free(s->text);
-    free(s->baseline);
-    for (size_t i = 0; i < s->measure.nncu; i++)
-        free(s->measure.ncu[i]);
-    free(s->measure.ncu);
-    free(s);
-    *self = NULL;
 }

@@ -25,6 +25,17 @@ typedef struct kf_sweep_ctx {
      * used. A few hundred bytes of aliases can stand for gigabytes; the
      * parse stops at KF_SWEEP_MAX_EXPANDED instead of building them. */
     size_t expanded;
+    /* Refused candidates (sweep_problem.c): how the caller wants them
+     * (never NULL), whether they are kept as failed rows (`refused: fail`
+     * or opts->keep_going), and those not kept: how many, and the first
+     * message (the error when there is no on_refused to hear them all). */
+    const kf_sweep_parse_opts *opts;
+    int keep_refused;
+    size_t nrefused;
+    char *first_refusal;
+    /* The problem a level's candidates are parsed for (sweep_level.c), named
+     * in their messages; NULL in a sweep of one problem. */
+    const char *level_problem;
 } kf_sweep_ctx;
 
 /* The most a sweep may expand to (flags and parameter values), bytes: the
@@ -64,6 +75,16 @@ int kf_sweep_python_scan(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel 
 int kf_sweep_parse_kernel(kf_sweep_ctx *c, const yaml_node_t *n, const char *const *extra,
                           kf_sweep_kernel *k, int *own_params);
 void kf_sweep_kernel_free(kf_sweep_kernel *k);
+/* Fills k from a source path (resolved as path: is) and a name, both
+ * checked, with n's place in messages: a kernel no entry spells out (a
+ * level's problems and the candidates its patterns match). */
+int kf_sweep_kernel_at(kf_sweep_ctx *c, const yaml_node_t *n, const char *path, const char *name,
+                       kf_sweep_kernel *k);
+/* Whether path ends in a kernel source's suffix (.c, .cu, .py). */
+int kf_sweep_is_source(const char *path);
+/* sweep_spec.c: a file's stem, the default sweep name ("runs/quick.yaml"
+ * -> "quick"), allocated. */
+char *kf_sweep_file_stem(const char *file);
 /* The last component of a path ("a/b.c" -> "b.c"), pointing into p. */
 const char *kf_sweep_base_name(const char *p);
 /* sweep_axes.c: a positive duration scalar ("30s", "24h", "1.5"): seconds into *out. */
@@ -74,6 +95,36 @@ int kf_sweep_duration(kf_sweep_ctx *c, const yaml_node_t *n, const char *what, d
  * (docs/problems.md). `top` are the top-level params. */
 int kf_sweep_parse_problem(kf_sweep_ctx *c, const yaml_node_t *root, const kf_sweep_axis *top,
                            size_t ntop, kf_sweep_spec *s);
+/* The candidate contract on k's source (docs/problems.md), k read from the
+ * entry at n. A broken contract is a refusal, not an error: kept in
+ * k->refused (c->keep_refused) or counted in c (and told to
+ * c->opts->on_refused), and the parse goes on; 0 then. An error code only
+ * for a source that cannot be read. */
+int kf_sweep_check_candidate(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel *k);
+/* The seed policy (seeds:, renew:) of a problem entry pn into s. */
+int kf_sweep_seed_policy(kf_sweep_ctx *c, const yaml_node_t *pn, kf_sweep_spec *s);
+
+/* sweep_level.c: problems: (the root has it): every problem it names, each
+ * with the candidates its patterns match, as s->parts (docs/sweep-format.md,
+ * "A whole level"). `top` are the top-level params; s holds the sweep's
+ * other settings already (parse_root reads them first), which each part
+ * copies. */
+int kf_sweep_parse_level(kf_sweep_ctx *c, const yaml_node_t *root, const kf_sweep_axis *top,
+                         size_t ntop, kf_sweep_spec *s);
+
+/* sweep_formats.c: the problem k's format (its `format:`, else what its
+ * source defines) into k->format, and for a KernelBench or GPU MODE file
+ * its device (`device:`, cuda by default) and, for GPU MODE, task.yml's
+ * files and, unless own (params: given), its cases as the axis `case`
+ * (*axes_set then 1). pn is the problem's node. KF_EINVAL with the place. */
+int kf_sweep_problem_format(kf_sweep_ctx *c, const yaml_node_t *pn, kf_sweep_kernel *k, int own,
+                            int *axes_set);
+/* Whether a candidate's source defines the entry point of a problem of
+ * `format` (run(s), class ModelNew or Model, custom_kernel); *says is
+ * what a candidate of that format defines, for a message. */
+int kf_sweep_candidate_entry(int format, const char *text, size_t len, const char **says);
+/* "kfleet", "kernelbench", "gpumode". */
+const char *kf_sweep_format_name(int format);
 
 /* KF_EINVAL, pointing at the kernel that crosses it, when the sweep has more
  * than KF_SWEEP_MAX_CONFIGS configurations in all. */

@@ -137,6 +137,25 @@ static int find_kernel(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
         k->name, cand[0], cand[1], cand[2]);
 }
 
+int kf_sweep_kernel_at(ctx *c, const yaml_node_t *n, const char *path, const char *name,
+                       kf_sweep_kernel *k)
+{
+    k->line = (int)n->start_mark.line + 1;
+    k->col = (int)n->start_mark.column + 1;
+    if (!valid_kernel_name(name))
+        return kf_yaml_fail(&c->y, n,
+                            "'%.80s' (from %.200s) is not a valid name; use letters, digits, "
+                            "'_', '-' and '.', not starting with '.' or '-' (rename the file)",
+                            name, path);
+    k->name = kf_xstrdup(name);
+    return resolve_path(c, n, path, k);
+}
+
+int kf_sweep_is_source(const char *path)
+{
+    return source_suffix(path) != NULL;
+}
+
 /* ---- kernels ---- */
 
 static int parse_flags(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
@@ -266,7 +285,12 @@ void kf_sweep_kernel_free(kf_sweep_kernel *k)
     for (size_t i = 0; i < k->next; i++)
         free(k->ext[i]);
     free(k->ext);
-    for (size_t i = 0; i < k->nfiles; i++)
+    for (size_t i = 0; i < k->nfiles; i++) {
         free(k->files[i]);
+        if (k->file_src)
+            free(k->file_src[i]);
+    }
     free(k->files);
+    free(k->file_src);
+    free(k->refused);
 }

@@ -9,13 +9,13 @@
  * The candidate contract is checked here, at submit, from the source
  * without running it: a candidate brings only the computation, so one that
  * declares tolerances, a reference, its own inputs or seeds (a Python module
- * defining tol_abs, tol_rel, reference, setup, seed or seeds at its top
- * level; a C or CUDA file naming kf_kernel_get, tol_abs, tol_rel or a
- * .reference member) is refused with its file, line and the reason, and one
- * without its entry point (run, kf_candidate_get) is refused too. The scan
- * is by text, as sweep_python's is: what it cannot see (a name built at run
- * time) has no effect anyway, because the runner never asks a candidate for
- * any of those things and the comparison data comes from the store. */
+ * defining tol_abs, tol_rel, atol, rtol, tolerances, reference, setup,
+ * seed or seeds at its top level; a C or CUDA file naming kf_kernel_get,
+ * kf_tolerances, tol_abs, tol_rel or a .reference member) is refused with its file, line and the
+ * reason, and one without its entry point (run, kf_candidate_get) is refused too. The scan is by
+ * text, as sweep_python's is: what it cannot see (a name built at run time) has no effect anyway,
+ * because the runner never asks a candidate for any of those things and the comparison data comes
+ * from the store. */
 #include "common/buf.h"
 #include "common/limits.h"
 #include "core/sweep_int.h"
@@ -23,6 +23,7 @@
 #include "common/xalloc.h"
 
 #include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,10 @@ static const struct forbidden {
 } forbidden[] = {
     {"tol_abs", LANG_PY | LANG_C, 0, "declares a tolerance"},
     {"tol_rel", LANG_PY | LANG_C, 0, "declares a tolerance"},
+    {"atol", LANG_PY, 0, "declares a tolerance"},
+    {"rtol", LANG_PY, 0, "declares a tolerance"},
+    {"tolerances", LANG_PY, 0, "declares its tolerances"},
+    {"kf_tolerances", LANG_C, 0, "declares its tolerances"},
     {"reference", LANG_PY, 0, "declares a reference"},
     {"reference", LANG_C, 1, "declares a reference"},
     {"setup", LANG_PY, 0, "makes its own inputs (setup(params, seed) is the problem's)"},
@@ -111,7 +116,7 @@ static const struct forbidden *forbidden_row(const char *name, size_t n, unsigne
 
 /* Python: each top-level definition. */
 static int scan_python(const char *text, size_t len, const struct forbidden **bad, int *bad_line,
-                       int *has_entry)
+                       int *bad_col, int *has_entry)
 {
     int line = 0;
     for (const char *p = text; p && p < text + len;) {
@@ -125,6 +130,7 @@ static int scan_python(const char *text, size_t len, const struct forbidden **ba
             if (f && !*bad) {
                 *bad = f;
                 *bad_line = line;
+                *bad_col = (int)(at - p) + 1;
             }
             if (dn == 3 && strncmp(at, "run", 3) == 0 && strncmp(p, "def", 3) == 0)
                 *has_entry = 1;
@@ -137,22 +143,25 @@ static int scan_python(const char *text, size_t len, const struct forbidden **ba
 /* C and CUDA: identifiers outside comments, strings and character
  * literals. */
 static int scan_c(const char *text, size_t len, const struct forbidden **bad, int *bad_line,
-                  int *has_entry)
+                  int *bad_col, int *has_entry)
 {
     int line = 1;
-    const char *p = text, *end = text + len;
-    char prev = 0, prev2 = 0; /* the last two significant characters */
+    const char *p = text, *end = text + len, *bol = text; /* the line's start */
+    char prev = 0, prev2 = 0;                             /* the last two significant characters */
     while (p < end) {
         if (*p == '\n') {
             line++;
-            p++;
+            bol = ++p;
         } else if (p + 1 < end && p[0] == '/' && p[1] == '/') {
             while (p < end && *p != '\n')
                 p++;
         } else if (p + 1 < end && p[0] == '/' && p[1] == '*') {
             p += 2;
             while (p + 1 < end && !(p[0] == '*' && p[1] == '/'))
-                line += *p++ == '\n';
+                if (*p++ == '\n') {
+                    line++;
+                    bol = p;
+                }
             p = p + 1 < end ? p + 2 : end;
         } else if (*p == '"' || *p == '\'') {
             char q = *p++;
@@ -171,6 +180,7 @@ static int scan_c(const char *text, size_t len, const struct forbidden **bad, in
             if (f && !*bad) {
                 *bad = f;
                 *bad_line = line;
+                *bad_col = (int)(s - bol) + 1;
             }
             if (n == 16 && strncmp(s, "kf_candidate_get", 16) == 0)
                 *has_entry = 1;
@@ -187,9 +197,33 @@ static int scan_c(const char *text, size_t len, const struct forbidden **bad, in
     return 0;
 }
 
-/* The candidate contract on k's source; KF_EINVAL at n with the file, line
- * and reason when it is broken. */
-static int check_candidate(kf_sweep_ctx *c, const yaml_node_t *n, const kf_sweep_kernel *k)
+/* A refused candidate: the message "FILE:LINE:COL: SOURCE:L:C: candidate
+ * ..." at n, kept in k (c->keep_refused) or counted and told. */
+static int refuse(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel *k, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int refuse(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel *k, const char *fmt, ...)
+{
+    char what[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    kf_err msg, *keep = c->y.err;
+    c->y.err = &msg;
+    kf_yaml_fail(&c->y, n, "%s", what);
+    c->y.err = keep;
+    if (c->keep_refused) {
+        k->refused = kf_xstrdup(msg.msg);
+        return KF_OK;
+    }
+    if (c->nrefused++ == 0)
+        c->first_refusal = kf_xstrdup(msg.msg);
+    if (c->opts->on_refused)
+        c->opts->on_refused(c->opts->ctx, msg.msg);
+    return KF_OK;
+}
+
+int kf_sweep_check_candidate(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
 {
     kf_buf b = KF_BUF_INIT;
     char why[160];
@@ -199,30 +233,43 @@ static int check_candidate(kf_sweep_ctx *c, const yaml_node_t *n, const kf_sweep
     }
     unsigned lang = k->python ? LANG_PY : LANG_C;
     const struct forbidden *bad = NULL;
-    int bad_line = 0, has_entry = 0;
+    int bad_line = 0, bad_col = 0, has_entry = 0;
+    const char *says = NULL;
     if (lang == LANG_PY)
-        scan_python(b.data ? b.data : "", b.len, &bad, &bad_line, &has_entry);
+        scan_python(b.data ? b.data : "", b.len, &bad, &bad_line, &bad_col, &has_entry);
     else
-        scan_c(b.data ? b.data : "", b.len, &bad, &bad_line, &has_entry);
+        scan_c(b.data ? b.data : "", b.len, &bad, &bad_line, &bad_col, &has_entry);
+    if (k->format != KF_FORMAT_KFLEET) /* sweep_formats.c: a Python file of that format */
+        has_entry = kf_sweep_candidate_entry(k->format, b.data ? b.data : "", b.len, &says) &&
+                    lang == LANG_PY;
     kf_buf_release(&b);
+    /* In a level (problems:), the problem is named: one file may hold the
+     * candidates of a hundred. */
+    char of[KF_SWEEP_MAX_NAME + 16] = "";
+    if (c->level_problem)
+        snprintf(of, sizeof of, " of problem '%s'", c->level_problem);
     if (bad)
-        return kf_yaml_fail(&c->y, n,
-                            "%s:%d: candidate '%s' %s (%s), refused: the problem owns the "
-                            "inputs, the reference, the tolerances and the seeds, and a "
-                            "candidate brings only the computation; remove it "
-                            "(docs/problems.md)",
-                            k->path, bad_line, k->name, bad->why, bad->name);
+        return refuse(c, n, k,
+                      "%s:%d:%d: candidate '%s'%s %s (%s), refused: the problem owns the "
+                      "inputs, the reference, the tolerances and the seeds, and a "
+                      "candidate brings only the computation; remove it "
+                      "(docs/problems.md)",
+                      k->path, bad_line, bad_col, k->name, of, bad->why, bad->name);
     if (!has_entry)
-        return kf_yaml_fail(&c->y, n,
-                            "%s: candidate '%s' defines no %s; a %s candidate %s "
-                            "(docs/problems.md)",
-                            k->path, k->name, entry_of(lang), lang == LANG_PY ? "Python" : "C",
-                            lang == LANG_PY ? "defines run(s), the work on the problem's state"
-                                            : "defines kf_candidate_get (kernels/kf_kernel.h)");
+        return refuse(c, n, k,
+                      "%s: candidate '%s'%s defines no %s, refused; a %s candidate %s "
+                      "(docs/problems.md)",
+                      k->path, k->name, of, says ? "entry point" : entry_of(lang),
+                      says              ? kf_sweep_format_name(k->format)
+                      : lang == LANG_PY ? "Python"
+                                        : "C",
+                      says              ? says
+                      : lang == LANG_PY ? "defines run(s), the work on the problem's state"
+                                        : "defines kf_candidate_get (kernels/kf_kernel.h)");
     return KF_OK;
 }
 
-static int parse_seed_policy(kf_sweep_ctx *c, const yaml_node_t *pn, kf_sweep_spec *s)
+int kf_sweep_seed_policy(kf_sweep_ctx *c, const yaml_node_t *pn, kf_sweep_spec *s)
 {
     s->seed_pool = KF_SWEEP_DEFAULT_SEED_POOL;
     s->seed_renew_s = KF_SWEEP_DEFAULT_SEED_RENEW_S;
@@ -246,7 +293,7 @@ static int parse_seed_policy(kf_sweep_ctx *c, const yaml_node_t *pn, kf_sweep_sp
 int kf_sweep_parse_problem(kf_sweep_ctx *c, const yaml_node_t *root, const kf_sweep_axis *top,
                            size_t ntop, kf_sweep_spec *s)
 {
-    static const char *const extra[] = {"seeds", "renew", NULL};
+    static const char *const extra[] = {"seeds", "renew", "format", "device", NULL};
     const yaml_node_t *pn = kf_yaml_map_get(&c->y, root, "problem");
     const yaml_node_t *kn = kf_yaml_map_get(&c->y, root, "kernels");
     const yaml_node_t *cn = kf_yaml_map_get(&c->y, root, "candidates");
@@ -271,12 +318,14 @@ int kf_sweep_parse_problem(kf_sweep_ctx *c, const yaml_node_t *root, const kf_sw
                             "sweeps of the same problem (the references are reused)",
                             MAX_CANDIDATES);
     s->problem = kf_xcalloc(1, sizeof *s->problem);
-    int own, rc = kf_sweep_parse_kernel(c, pn, extra, s->problem, &own);
+    int own, axes_set = 0, rc = kf_sweep_parse_kernel(c, pn, extra, s->problem, &own);
     if (rc)
         return rc;
-    if (!own && (rc = kf_sweep_axes_dup(c, top, ntop, s->problem)))
+    if ((rc = kf_sweep_problem_format(c, pn, s->problem, own, &axes_set)))
         return rc;
-    if ((rc = parse_seed_policy(c, pn, s)))
+    if (!own && !axes_set && (rc = kf_sweep_axes_dup(c, top, ntop, s->problem)))
+        return rc;
+    if ((rc = kf_sweep_seed_policy(c, pn, s)))
         return rc;
     s->kernels = kf_xcalloc(len, sizeof *s->kernels);
     s->nkernels = len; /* zeroed entries free cleanly if we stop early */
@@ -286,6 +335,10 @@ int kf_sweep_parse_problem(kf_sweep_ctx *c, const yaml_node_t *root, const kf_sw
         if ((rc = kf_sweep_parse_kernel(c, it, NULL, k, &own)))
             return rc;
         k->candidate = 1;
+        if ((k->format = s->problem->format) != KF_FORMAT_KFLEET && k->python)
+            k->cuda = s->problem->cuda; /* such files say no device: the problem's */
+        else if (k->python && !k->device_said)
+            k->cuda = s->problem->cuda; /* a candidate runs on its problem's state */
         if (own)
             return kf_yaml_fail(&c->y, it,
                                 "candidate '%s' has params: of its own; a candidate runs the "
@@ -302,7 +355,7 @@ int kf_sweep_parse_problem(kf_sweep_ctx *c, const yaml_node_t *root, const kf_sw
                                     "candidate '%s' is listed twice (first at %d:%d); give one "
                                     "another name with name: next to path:",
                                     k->name, s->kernels[j].line, s->kernels[j].col);
-        if ((rc = check_candidate(c, it, k)))
+        if ((rc = kf_sweep_check_candidate(c, it, k)))
             return rc;
         if ((rc = kf_sweep_axes_dup(c, s->problem->axes, s->problem->naxes, k)))
             return rc;

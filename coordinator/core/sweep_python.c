@@ -395,7 +395,9 @@ int kf_sweep_python_scan(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel 
         const char *end = memchr(p, '\n', (size_t)(b.data + b.len - p));
         size_t len = end ? (size_t)(end - p) : (size_t)(b.data + b.len - p);
         line++;
-        if (device_line(p, len, &k->cuda) < 0)
+        int dl = device_line(p, len, &k->cuda);
+        k->device_said |= dl > 0;
+        if (dl < 0)
             rc = kf_yaml_fail(&c->y, n,
                               "%s:%d: device must be written device = \"cuda\" or device = "
                               "\"cpu\", a literal on a line of its own: the scheduler reads "

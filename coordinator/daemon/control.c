@@ -230,7 +230,8 @@ static void handle_submit(kf_coord *c, const void *peer, size_t peer_len,
      * one may come: a follower's stall check says why then). */
     for (size_t k = 0; k < in->n_kernels; k++) {
         char why[1500];
-        if (sched_kernel_unrunnable(c, in->kernels[k], in->nodes_all ? targets : NULL, ntargets,
+        if ((!in->kernels[k]->refused || !*in->kernels[k]->refused) &&
+            sched_kernel_unrunnable(c, in->kernels[k], in->nodes_all ? targets : NULL, ntargets,
                                     why, sizeof why)) {
             free(targets);
             control_reply_error(c, peer, peer_len, KF_EUNAVAIL, why);
@@ -273,6 +274,7 @@ static void handle_submit(kf_coord *c, const void *peer, size_t peer_len,
     ksweep *sw = sched_add_sweep(c, rec);
     sched_expand(c, sw, txn, req, targets, ntargets, ref_cis, nrefs);
     req->sweep = NULL;
+    sched_fail_refused(c, sw);
     free(ref_cis);
     free(targets);
     kf_store_put_sweep(txn, rec);

@@ -267,6 +267,10 @@ void sched_expand(kf_coord *c, ksweep *sw, kf_txn *txn, const Kfleet__SubmitRequ
 /* Ends a task with a terminal state and a synthesized result (no agent ran it
  * to completion): lost on every attempt, cancelled, build failed. */
 int sched_finish(kf_coord *c, ksweep *sw, ktask *t, int state, const char *error);
+/* sched_expand.c: the tasks of a sweep's refused candidates (KernelRef.refused,
+ * kept by `refused: fail`) end failed at submit, saying why: failed rows,
+ * while the other candidates run. */
+void sched_fail_refused(kf_coord *c, ksweep *sw);
 void sched_set_state(ksweep *sw, ktask *t, int state);
 /* Ends every open task of sw as cancelled with why, telling the agents
  * running them to stop; the sweep is marked cancelled. */

@@ -118,6 +118,7 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     spec.params = t->rec->params;
     spec.measure = sw->rec->measure;
     spec.time_limit_s = sw->rec->time_limit_s;
+    spec.memory_limit_bytes = sw->rec->memory_limit_bytes;
     spec.device_cuda = k->cuda;
     spec.python = k->python;
     spec.n_extension = k->n_extension;
@@ -145,6 +146,8 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
         spec.problem_hash = pk->hash;
         spec.problem_python = pk->python;
         spec.problem_cuda = pk->cuda;
+        spec.problem_files = pk->files;
+        spec.n_problem_files = pk->n_files;
         if (pb && pb->artifact_hash[0])
             spec.problem_artifact_hash = (char *)pb->artifact_hash;
         if (control_candidate_refs(txn, sw->rec, t->rec, kf_now_ns(), &seeds, &refs, &nrefs) !=

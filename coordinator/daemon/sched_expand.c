@@ -209,3 +209,20 @@ void sched_expand(kf_coord *c, ksweep *sw, kf_txn *txn, const Kfleet__SubmitRequ
      * that cannot be read only leave the order without them. */
     sched_order_plan(sw, txn, &c->priors);
 }
+
+void sched_fail_refused(kf_coord *c, ksweep *sw)
+{
+    /* Backwards, so a profile fails with the refusal before its
+     * validation would skip it as "did not pass". */
+    for (uint32_t i = sw->ntasks; i-- > 0;) {
+        ktask *t = &sw->tasks[i];
+        const Kfleet__KernelRef *k = t->rec->kernel_index < sw->rec->n_kernels
+                                         ? sw->rec->kernels[t->rec->kernel_index]
+                                         : NULL;
+        if (!k || !k->refused || !*k->refused || kf_state_terminal(t->rec->state))
+            continue;
+        char why[1200];
+        snprintf(why, sizeof why, "refused at submit: %s", k->refused);
+        sched_finish(c, sw, t, KFLEET__TASK_STATE__FAILED, why);
+    }
+}

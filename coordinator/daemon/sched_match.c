@@ -90,12 +90,14 @@ int sched_kernel_unrunnable(const kf_coord *c, const Kfleet__KernelRef *k, kagen
             continue;
         }
         if (only || shown < 3) { /* the agents that lack it, the first few */
+            /* In a problem sweep, the words of problems and candidates. */
+            const char *role = k->candidate ? "candidate" : k->problem ? "problem" : "kernel";
             if (n == 0 && !k->python)
-                n = snprintf(why, why_len, "kernel '%s' is a CUDA kernel that %s", k->name,
+                n = snprintf(why, why_len, "%s '%s' is a CUDA %s that %s", role, k->name, role,
                              only ? "an agent of `nodes: all` cannot run:" : "no agent can run:");
             else if (n == 0)
-                n = snprintf(why, why_len, "kernel '%s' is a Python kernel%s%s%s that %s", k->name,
-                             k->n_needs ? " importing " : "", k->n_needs ? k->needs[0] : "",
+                n = snprintf(why, why_len, "%s '%s' is a Python %s%s%s%s that %s", role, k->name,
+                             role, k->n_needs ? " importing " : "", k->n_needs ? k->needs[0] : "",
                              k->n_needs > 1 ? " (and more)" : "",
                              only ? "an agent of `nodes: all` cannot run:" : "no agent can run:");
             if (n > 0 && (size_t)n < why_len)

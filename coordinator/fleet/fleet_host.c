@@ -1,6 +1,7 @@
 /* fleet_host — the life of one inventory host (fleet.h's
  * kf_fleet_host_copy and kf_fleet_host_release). Apart from fleet.c so
- * that a provider's own code (slurm_watch.c keeps copies) can use them
+ * that a provider's own code (a provider's watch of its jobs keeps
+ * copies) can use them
  * without depending on the parser that looks providers up. */
 #include "fleet/fleet.h"
 #include "common/xalloc.h"

@@ -4,7 +4,7 @@
  * error before anything is sent, not a job that never starts. */
 #include "fleet/fleet_slurm.h"
 #include "fleet/provider.h"
-#include "fleet/sbatch_opts.h"
+#include "fleet/slurm_sbatch.h"
 #include "common/err.h"
 #include "common/util.h"
 #include "common/xalloc.h"
@@ -117,7 +117,7 @@ static int parse_sbatch(kf_yaml *y, const yaml_node_t *v, kf_fleet_slurm *s)
     /* Read as sbatch will read them, kfleet's own options before them. */
     size_t bad;
     char why[512];
-    if (kf_sbatch_check((const char *const *)s->sbatch, s->nsbatch, &bad, why, sizeof why))
+    if (kf_slurm_sbatch_check((const char *const *)s->sbatch, s->nsbatch, &bad, why, sizeof why))
         return kf_yaml_fail(y, kf_yaml_seq_item(y, v, bad), "%s", why);
     return KF_OK;
 }

@@ -93,21 +93,24 @@ static const char relay_script[] =
     "tail -n 3 relay.log >&2; exit 4\n";
 
 /* $1 work dir, $2 name, $3 endpoint, $4 server key, $5 signal seconds, $6
- * the node indexes to submit for (those with no live job), then sbatch's
- * options. Writes the job script; prints "submitted I ID" for each. */
+ * the seconds the agent stops after ("" without a time limit), $7 the node
+ * indexes to submit for (those with no live job), then sbatch's options.
+ * Writes the job script; prints "submitted I ID" for each. */
 static const char submit_script[] =
     "set -u\ncd \"$1\" || exit 3\n"
-    "wd=$(pwd) name=$2 ep=$3 skey=$4 sig=$5 todo=$6\nshift 6\n"
+    "wd=$(pwd) name=$2 ep=$3 skey=$4 sig=$5 stop=$6 todo=$7\nshift 7\n"
     "cat > kfleet-job.sh.new <<'EOF'\n"
     "#!/bin/sh\n"
     "# A kfleet agent as a Slurm job, written by `kfleet launch`: $1 work dir,\n"
-    "# $2 node index, $3 agent name, $4 coordinator endpoint, $5 server key.\n"
+    "# $2 node index, $3 agent name, $4 coordinator endpoint, $5 server key,\n"
+    "# $6 the seconds it stops after (the time limit less the signal's lead).\n"
     "# exec: the agent is the batch step, so --signal=B:TERM@S reaches it and it\n"
-    "# drains before the time limit.\n"
+    "# drains before the time limit; --stop-after, should Slurm's signal be lost\n"
+    "# (it is sent by a periodic check, and not to a step not yet running).\n"
     "wd=$1\n"
     "KF_JOB_ID=$SLURM_JOB_ID KF_JOB_PROVIDER=slurm; export KF_JOB_ID KF_JOB_PROVIDER\n"
     "set -- --coordinator \"$4\" --workdir \"$wd/nodes/$2\" --name \"$3\" ${5:+--server-key "
-    "\"$5\"}\n"
+    "\"$5\"} ${6:+--stop-after \"$6\"}\n"
     "exec \"$wd/bundle/kfleet-agent\" \"$@\"\n"
     "EOF\n"
     "chmod 0755 kfleet-job.sh.new && mv kfleet-job.sh.new kfleet-job.sh\n"
@@ -115,7 +118,7 @@ static const char submit_script[] =
     "  mkdir -p \"nodes/$i\"\n"
     "  out=$(sbatch --parsable --job-name \"kfleet-$name-$i\" --nodes 1 --output "
     "\"$wd/nodes/$i/slurm-%j.out\" --signal \"B:TERM@$sig\" \"$@\" \"$wd/kfleet-job.sh\" "
-    "\"$wd\" \"$i\" \"$name-$i\" \"$ep\" \"$skey\" 2>sbatch.err) || "
+    "\"$wd\" \"$i\" \"$name-$i\" \"$ep\" \"$skey\" \"$stop\" 2>sbatch.err) || "
     "{ echo \"sbatch for node $i: $(cat sbatch.err)\" >&2; exit 5; }\n"
     "  echo \"submitted $i $(printf '%s\\n' \"$out\" | tail -n 1 | cut -d';' -f1)\"\n"
     "done\n";
@@ -481,13 +484,16 @@ void launch_slurm_host(job *j)
             live_jobs(j, jobs, njobs, ids, &todo);
         kf_slurm_free(&jobs, &njobs);
         const char *args[4 * 2 + 32 + 6];
-        char sig[16];
+        char sig[16], stop[24] = "";
         snprintf(sig, sizeof sig, "%d", sl->signal_before_s);
+        if (sl->time_s > sl->signal_before_s)
+            snprintf(stop, sizeof stop, "%ld", sl->time_s - sl->signal_before_s);
         size_t na = 0;
         args[na++] = j->h->name;
         args[na++] = ep;
         args[na++] = j->server_key ? j->server_key : "";
         args[na++] = sig;
+        args[na++] = stop;
         args[na++] = todo.data;
         na += sbatch_args(sl, args + na, sizeof args / sizeof *args - na);
         kf_buf_reset(&out);

@@ -1,7 +1,8 @@
 /* launch_ssh — the steps of a launch that talk to one host over SSH and
- * that both flows share: the plain host's (launch.c) and the Slurm login
- * node's (launch_slurm.c). Connecting with retries, running a script with
- * sh -s, preflight, the bundle's upload, an agent's key pair. */
+ * that every flow shares: the plain host's (launch.c) and a provider's own
+ * (a cluster login node's, say: its row's launch). Connecting with
+ * retries, running a script with sh -s, preflight, the bundle's upload, an
+ * agent's key pair. */
 #include "fleet/launch.h"
 #include "fleet/launch_int.h"
 

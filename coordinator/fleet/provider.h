@@ -3,14 +3,15 @@
  * registered by name, and the rest of the fleet code calls through the row
  * of a host (kf_fleet_host.prov) without ever asking which one it has.
  *
- * The built-in rows: runpod, brev, shadeform and ssh (provider_ssh.c: a
- * node reached over SSH that runs one agent; they differ only in the
- * default work dir), slurm (provider_slurm.c: a cluster's login node
- * whose agents are Slurm jobs) and local (provider_local.c: the agents of
- * `kfleet run`, child processes on this machine). Adding a provider (Kubernetes, a cloud API)
- * is a provider_NAME.c with its row and its own files, and one line in
- * provider.c's table; tests/layout/check_layout.py refuses its name
- * anywhere else.
+ * The built-in rows are provider.c's table: runpod, brev, shadeform and
+ * ssh (provider_ssh.c: a node reached over SSH that runs one agent; they
+ * differ only in the default work dir), a cluster's login node whose
+ * agents are the cluster's batch jobs, one per node (its own
+ * provider_NAME.c and files), and local (provider_local.c: the agents of
+ * `kfleet run`, child processes on this machine). Adding a provider
+ * (Kubernetes, a cloud API) is a provider_NAME.c with its row and its own
+ * files, and one line in provider.c's table; tests/layout/check_layout.py
+ * refuses its name anywhere else.
  *
  * Only the inventory parser (fleet.c) and the daemon's request decoder
  * (fleet_pb.c) look a row up by name; everything else follows h->prov. */
@@ -37,7 +38,7 @@ typedef struct kf_provider {
     /* Not for inventories or launch requests: a row the code drives
      * itself (kfleet run's local agents, provider_local.h). */
     int internal;
-    /* The key of the provider's own block in a host entry ("slurm"), or
+    /* The key of the provider's own block in a host entry (its name), or
      * NULL when it has none. parse turns the block (NULL when the host
      * has none) into a new *block, or fails with y's located error; dup
      * and free copy and free a host's block (NULL: it has none). */
@@ -46,10 +47,12 @@ typedef struct kf_provider {
     void *(*dup)(const void *block);
     void (*free)(void **block);
 
-    /* The provider's part of a LaunchHost (the daemon's request): to_pb
-     * fills x from h (x owns what it is given; free_pb frees it);
-     * from_pb checks x and fills h->block, KF_EINVAL in err when x is out
-     * of range. NULL: the provider sends nothing beyond the common fields. */
+    /* The provider's part of a LaunchHost (the daemon's request): its
+     * block, as x->block, bytes in a message of the provider's own that
+     * nothing else reads. to_pb packs h's block into x->block (x owns
+     * them; free_pb frees them); from_pb unpacks x->block, checks it and
+     * fills h->block, KF_EINVAL in err when it does not decode or is out of
+     * range. NULL: the provider sends nothing beyond the common fields. */
     void (*to_pb)(const struct kf_fleet_host *h, Kfleet__LaunchHost *x);
     void (*free_pb)(Kfleet__LaunchHost *x);
     int (*from_pb)(const Kfleet__LaunchHost *x, struct kf_fleet_host *h, kf_err *err);

@@ -1,5 +1,5 @@
 /* relay — a TCP relay: accepts on one address and pipes each connection,
- * byte for byte, to another. It is what lets Slurm compute nodes reach the
+ * byte for byte, to another. It is what lets a cluster's compute nodes reach the
  * coordinator: the coordinator's SSH tunnel to the login node ends on the
  * login node's 127.0.0.1 (sshd binds remote forwards to loopback unless
  * GatewayPorts allows more, and clusters rarely do), so `kfleet relay` runs

@@ -212,8 +212,12 @@ static void td_flags(kf_buf *b, const json_t *row, int failed)
         add_flag(s, sizeof s, f);
     }
     const char *pst = kf_rep_str_at(p, "state"), *ns = kf_rep_str_at(row, "no_speedup");
-    if (pst && strcmp(pst, "skipped") == 0)
-        add_flag(s, sizeof s, "profile skipped: validation did not pass");
+    if (pst && strcmp(pst, "skipped") == 0) {
+        char why[160];
+        snprintf(f, sizeof f, "profile %s",
+                 kf_rep_skip_why(kf_rep_str_at(p, "error"), why, sizeof why));
+        add_flag(s, sizeof s, f);
+    }
     if (ns) {
         snprintf(f, sizeof f, "no speedup: %s", ns);
         kf_rep_cut(f, sizeof f, 90);

@@ -4,6 +4,7 @@
  * null too. */
 #include "report/report_json.h"
 #include "common/json.h"
+#include "report/report_launches.h"
 #include "report/report_rank.h"
 #include "common/taskkind.h"
 #include "common/text.h"
@@ -116,6 +117,27 @@ static json_t *json_validation(const rtask *vt, int secret)
         set(jt, "rel_err", jnum(t->rel_err));
         set(jt, "nonfinite", json_integer((json_int_t)t->nonfinite));
         set(jt, "passed", json_boolean(t->passed));
+        /* Where each bound came closest to breaking (a host comparison). */
+        if (t->located) {
+            json_t *w = json_object();
+            set(w, "index", json_integer((json_int_t)t->max_abs_at));
+            set(w, "out", jnum(t->max_abs_out));
+            set(w, "ref", jnum(t->max_abs_ref));
+            set(jt, "worst_abs", w);
+        } else {
+            set(jt, "worst_abs", json_null());
+        }
+        if (t->located && res->close) {
+            json_t *w = json_object();
+            set(w, "not_close", json_integer((json_int_t)t->not_close));
+            set(w, "index", json_integer((json_int_t)t->close_at));
+            set(w, "out", jnum(t->close_out));
+            set(w, "ref", jnum(t->close_ref));
+            set(w, "ratio", jnum(t->close_ratio));
+            set(jt, "worst_close", w);
+        } else {
+            set(jt, "worst_close", json_null());
+        }
         json_array_append_new(trials, jt);
         mx = !(t->max_abs_err <= mx) ? t->max_abs_err : mx;
     }
@@ -129,6 +151,9 @@ static json_t *json_validation(const rtask *vt, int secret)
         set(v, "tol_abs", jtol(res->tol_abs));
         set(v, "tol_rel", jtol(res->tol_rel));
     }
+    /* numpy.isclose's bound where the kernel or problem states it. */
+    set(v, "atol", res && res->close ? jtol(res->atol) : json_null());
+    set(v, "rtol", res && res->close ? jtol(res->rtol) : json_null());
     set(v, "sanitizer",
         res && res->sanitizer && *res->sanitizer ? kf_json_str(res->sanitizer) : json_null());
     set(v, "trials", trials);
@@ -144,6 +169,9 @@ static json_t *json_profile(const rrow *w, int with_samples)
     set(p, "samples_reported", pt->res ? json_integer(pt->res->sample_count) : json_null());
     set(p, "throttled_samples", json_integer((json_int_t)pt->nthrottled));
     set(p, "discarded_samples", json_integer((json_int_t)pt->ndiscarded));
+    set(p, "audit_samples", json_integer((json_int_t)pt->naudit));
+    set(p, "fresh_samples",
+        pt->res && pt->res->profile ? json_integer(pt->res->profile->fresh_samples) : json_null());
     set(p, "throttle_policy",
         ps ? kf_json_str(ps->throttle_keep ? "keep" : "discard") : json_null());
     set(p, "clock_threshold_mhz",
@@ -156,6 +184,10 @@ static json_t *json_profile(const rrow *w, int with_samples)
     set(p, "outside_stream_s", w->outside_stream_s > 0 ? jnum(w->outside_stream_s) : json_null());
     set(p, "timer", ps && ps->timer && *ps->timer ? kf_json_str(ps->timer) : json_null());
     set(p, "event_median_s", ps && ps->event_median_s > 0 ? jnum(ps->event_median_s) : json_null());
+    set(p, "host_call_s", ps && ps->host_call_s > 0 ? jnum(ps->host_call_s) : json_null());
+    /* A host profile measured beside another one on its machine. */
+    set(p, "host_shared", json_boolean(ps && ps->host_shared));
+    set(p, "host_wait_s", ps && ps->host_wait_s > 0 ? jnum(ps->host_wait_s) : json_null());
     set(p, "median_s", jnum(w->st.median));
     set(p, "mean_s", jnum(w->st.mean));
     set(p, "min_s", jnum(w->st.min));
@@ -197,6 +229,9 @@ static json_t *json_profile(const rrow *w, int with_samples)
     }
     set(p, "bytes", ps ? jnum(ps->bytes) : json_null());
     set(p, "flops", ps ? jnum(ps->flops) : json_null());
+    set(p, "output_dtype",
+        ps && ps->output_dtype && *ps->output_dtype ? json_string(ps->output_dtype) : json_null());
+    set(p, "launches", kf_rep_launches_json(ps));
     set(p, "gbps", jnum(w->gbps));
     set(p, "gflops", jnum(w->gflops));
     set(p, "pct_copy_ceiling", jnum(w->pct_bw));
@@ -355,6 +390,8 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     set(o, "rank", w->rank ? json_integer(w->rank) : json_null());
     set(o, "speedup", jnum(w->speedup));
     set(o, "speedup_err", jnum(w->speedup_err));
+    /* The speedup by what a caller pays per call (profile.host_call_s). */
+    set(o, "speedup_host", jnum(w->speedup_host));
     set(o, "outlier_pct", jnum(w->outlier_pct));
     set(o, "baseline_median_s", jnum(w->base_median));
     char why[400];
@@ -565,6 +602,14 @@ static json_t *json_agent(const Kfleet__AgentInfo *a)
         a->ceiling_host_copy_gbps > 0 ? jnum(a->ceiling_host_copy_gbps) : json_null());
     set(o, "ceiling_bf16_tflops",
         a->ceiling_bf16_tflops > 0 ? jnum(a->ceiling_bf16_tflops) : json_null());
+    set(o, "ceiling_f32_tflops",
+        a->ceiling_f32_tflops > 0 ? jnum(a->ceiling_f32_tflops) : json_null());
+    set(o, "ceiling_tf32_tflops",
+        a->ceiling_tf32_tflops > 0 ? jnum(a->ceiling_tf32_tflops) : json_null());
+    set(o, "ceiling_f64_tflops",
+        a->ceiling_f64_tflops > 0 ? jnum(a->ceiling_f64_tflops) : json_null());
+    set(o, "ceiling_host_gflops",
+        a->ceiling_host_gflops > 0 ? jnum(a->ceiling_host_gflops) : json_null());
     set(o, "doctor_error", jstr_or_null(a->doctor_error));
     for (size_t g = 0; g < a->n_gpus; g++) {
         const Kfleet__GpuInfo *gi = a->gpus[g];

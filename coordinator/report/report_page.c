@@ -162,3 +162,16 @@ void kf_rep_cut(char *s, size_t len, size_t max)
     if (s[i] && i + 4 <= len)
         strcpy(s + i, "\xE2\x80\xA6");
 }
+
+const char *kf_rep_skip_why(const char *error, char *out, size_t len)
+{
+    if (!error || strncmp(error, "skipped: ", 9) != 0) {
+        snprintf(out, len, "skipped: validation did not pass");
+        return out;
+    }
+    size_t n = strcspn(error, "(\n");
+    while (n > 9 && error[n - 1] == ' ')
+        n--;
+    snprintf(out, len, "%.*s", (int)n, error);
+    return out;
+}

@@ -45,5 +45,10 @@ void kf_rep_fmt_time(double s, char *out, size_t len);
 /* Cuts s (of size len) in place to at most max columns, with an ellipsis
  * when cut. */
 void kf_rep_cut(char *s, size_t len, size_t max);
+/* Why a profile was skipped, from its task's error ("skipped: WHY (STATE):
+ * ...", sched.c): "skipped: WHY" in out, the words the scheduler chose
+ * (its validation did not pass; a problem's reference was not computed);
+ * "skipped: validation did not pass" for an error that says nothing. */
+const char *kf_rep_skip_why(const char *error, char *out, size_t len);
 
 #endif

@@ -17,7 +17,7 @@
  * (stats.h); the count shown is the stored one, and a profile whose agent
  * claimed another count is flagged samples-mismatch. A row faster than its
  * node can move its declared bytes or do its declared FLOPs
- * (judge_possible) is flagged impossible. Speedups against the baseline on
+ * (kf_rep_judge_possible) is flagged impossible. Speedups against the baseline on
  * each row's node are report_speedup.c's, after the collection.
  *
  * The renderers (report_text.c, report_json.c) read these rows and nothing
@@ -124,9 +124,12 @@ static int sample_cb(void *ctx, const Kfleet__Sample *s)
 {
     rtask *rt = ctx;
     /* A sample the throttle policy discarded is evidence, not a
-     * measurement: counted, never in the statistics. */
-    if (s->discarded) {
-        rt->ndiscarded++;
+     * measurement: counted, never in the statistics; so is an audit (a
+     * candidate's sample on a pool seed's inputs put back and checked:
+     * agent/runner/fresh.h). */
+    if (s->discarded || s->audit) {
+        rt->ndiscarded += s->discarded;
+        rt->naudit += s->audit;
         return 0;
     }
     if (rt->nsamples == rt->cap) {
@@ -320,6 +323,7 @@ static rrow *row_for(rep *r, rtask *rt)
     w->impossible_x = NAN;
     w->impossible_of = NULL;
     w->speedup_err = w->outlier_pct = NAN;
+    w->host_call_s = w->speedup_host = NAN;
     kf_stats_compute(NULL, 0, &w->st);
     return w;
 }
@@ -384,28 +388,63 @@ double kf_rep_median_rel_se(const kf_stats *st)
  * device memcpy reaches ~85-90 % of HBM peak, so a well-tuned kernel may
  * pass it by ~15 %; cuBLAS bf16 reaches ~75-80 % of the bf16 peak, and fp8
  * tensor cores double it. A host kernel's data may sit in caches that the
- * DRAM memcpy ceiling does not describe (L1/L2 move ~10x DRAM). The factors
+ * DRAM memcpy ceiling does not describe (L1/L2 move ~10x DRAM); its FLOP
+ * ceiling is already a peak (every core's every lane). The factors
  * leave that and the measurements' noise room; what passes them is no
  * measurement of work done (docs/report-json.md). */
 #define IMPOSSIBLE_COPY_X 1.5
 #define IMPOSSIBLE_FLOPS_X 2.5
 #define IMPOSSIBLE_HOST_COPY_X 20.0
 
-static void judge_possible(rrow *w, int cuda, const Kfleet__AgentInfo *a)
+/* TF32 keeps 10 of fp32's 23 mantissa bits: its unit roundoff is 2^-11.
+ * An fp32 output whose tolerance admits that error may have come from
+ * TF32 tensor cores; one held tighter (KernelBench's atol = rtol = 1e-4)
+ * cannot have, and is judged by the fp32 FMA rate (issue 43). */
+#define TF32_ROUNDOFF 4.8828125e-4
+
+/* The matrix rate a GPU row's FLOP rate is judged by: its output's
+ * dtype's (ProfileStats.output_dtype); bf16's for fp16, bf16, integer
+ * outputs and an older agent's rows, as before. *of names it. */
+static double mma_ceiling(const rrow *w, const Kfleet__AgentInfo *a, const char **of)
+{
+    const Kfleet__ProfileStats *ps =
+        w->profile && w->profile->res ? w->profile->res->profile : NULL;
+    const char *dt = ps && ps->output_dtype ? ps->output_dtype : "";
+    const Kfleet__Result *vr = w->validate ? w->validate->res : NULL;
+    double rel = vr ? (vr->rtol > 0 ? vr->rtol : vr->tol_rel) : 0;
+    if (strcmp(dt, "f64") == 0 && a->ceiling_f64_tflops > 0) {
+        *of = "fp64 matrix rate";
+        return a->ceiling_f64_tflops;
+    }
+    if (strcmp(dt, "f32") == 0 && rel >= TF32_ROUNDOFF && a->ceiling_tf32_tflops > 0) {
+        *of = "TF32 matrix rate";
+        return a->ceiling_tf32_tflops;
+    }
+    if (strcmp(dt, "f32") == 0 && a->ceiling_f32_tflops > 0) {
+        *of = "fp32 FMA rate";
+        return a->ceiling_f32_tflops;
+    }
+    *of = "bf16 matrix rate";
+    return a->ceiling_bf16_tflops;
+}
+
+void kf_rep_judge_possible(rrow *w, int cuda, const Kfleet__AgentInfo *a)
 {
     if (!a)
         return;
     double host_ceiling = a->ceiling_host_copy_gbps > 0 ? a->ceiling_host_copy_gbps
                           : a->n_gpus == 0              ? a->ceiling_copy_gbps
                                                         : 0;
+    const char *mma_of = NULL;
+    double mma = cuda ? mma_ceiling(w, a, &mma_of) : 0;
     struct {
         double got, ceiling, x;
         const char *of;
     } checks[] = {
         {cuda ? w->gbps : NAN, a->ceiling_copy_gbps, IMPOSSIBLE_COPY_X, "copy bandwidth"},
-        {cuda ? w->gflops / 1e3 : NAN, a->ceiling_bf16_tflops, IMPOSSIBLE_FLOPS_X,
-         "bf16 matrix rate"},
+        {cuda ? w->gflops / 1e3 : NAN, mma, IMPOSSIBLE_FLOPS_X, mma_of},
         {cuda ? NAN : w->gbps, host_ceiling, IMPOSSIBLE_HOST_COPY_X, "host copy bandwidth"},
+        {cuda ? NAN : w->gflops, a->ceiling_host_gflops, IMPOSSIBLE_FLOPS_X, "host FLOP rate"},
     };
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
         double x = checks[i].got / checks[i].ceiling;
@@ -474,7 +513,7 @@ static int build_rows(rep *r)
         if (rc || !p || !p->res || p->res->state != KFLEET__TASK_STATE__SUCCEEDED)
             continue;
         rc = kf_stats_compute_sets(p->samples, p->set, p->nsamples, &w->st);
-        w->mismatch = p->nsamples + p->ndiscarded != p->res->sample_count;
+        w->mismatch = p->nsamples + p->ndiscarded + p->naudit != p->res->sample_count;
         const Kfleet__ProfileStats *ps = p->res->profile;
         /* Noisy is the spread (issue 32), judged against the sweep's
          * max_noise; whether the median reached the precision asked for
@@ -494,6 +533,8 @@ static int build_rows(rep *r)
         w->at_power_cap =
             ps && ps->throttle_keep && p->nsamples && 2 * p->nthrottled >= p->nsamples;
         w->outside_stream_s = ps ? ps->outside_stream_s : 0;
+        if (ps && ps->host_call_s > 0)
+            w->host_call_s = ps->host_call_s;
         if (ps && w->st.n && w->st.median > 0) {
             if (ps->bytes > 0)
                 w->gbps = ps->bytes / w->st.median / 1e9;
@@ -509,7 +550,7 @@ static int build_rows(rep *r)
             w->pct_bw = 100 * w->gbps / a->ceiling_copy_gbps;
         if (a && a->ceiling_bf16_tflops > 0 && isfinite(w->gflops))
             w->pct_mma = 100 * w->gflops / 1e3 / a->ceiling_bf16_tflops;
-        judge_possible(w, k && k->cuda, kf_rep_agent(r, w->node));
+        kf_rep_judge_possible(w, k && k->cuda, kf_rep_agent(r, w->node));
     }
     if (rc)
         return rc;

@@ -40,6 +40,7 @@ typedef struct rtask {
     size_t nsamples, cap;
     size_t nthrottled; /* kept samples NVML saw throttled */
     size_t ndiscarded; /* samples the throttle policy discarded */
+    size_t naudit;     /* a candidate's audit samples (Sample.audit): checked, not timed */
 } rtask;
 
 /* A row's missing speedup (rrow.nobase): the baseline was not measured
@@ -70,6 +71,10 @@ typedef struct rrow {
     kf_stats st;                               /* st.n == 0: no successful profile */
     double gbps, gflops, speedup, base_median; /* NAN when not applicable */
     double speedup_err;                        /* one standard error of the speedup */
+    /* What a caller pays per call (ProfileStats.host_call_s) and the
+     * speedup by it against the same baseline row (issue 41 item 5); NAN
+     * where either has none. */
+    double host_call_s, speedup_host;
     /* Why a row with a timed, possible profile has no speedup although a
      * baseline runs its configuration (report_speedup.c); why 0: it has
      * one, or no baseline runs its configuration. */
@@ -80,7 +85,9 @@ typedef struct rrow {
     double pct_bw, pct_mma;
     /* Impossible (issue 29): the row claims more than the node can do, by
      * impossible_x times the ceiling named by impossible_of ("copy
-     * bandwidth", "bf16 matrix rate", "host copy bandwidth"); its speedup is
+     * bandwidth", the matrix rate of its output's dtype — "bf16 matrix
+     * rate", "fp32 FMA rate", "TF32 matrix rate", "fp64 matrix rate" —,
+     * "host copy bandwidth", "host FLOP rate"); its speedup is
      * not shown. impossible_x NAN, impossible_of NULL: not impossible (or no
      * ceiling to judge by). */
     double impossible_x;
@@ -105,6 +112,14 @@ typedef struct rrow {
     const Kfleet__BuildInfo *build; /* the build on this node, or NULL */
     Kfleet__Result *own_build;      /* a build result of another sweep */
 } rrow;
+
+/* Flags w impossible (impossible_x, impossible_of) when its rate passes a
+ * ceiling of its node a by the report's factor: a GPU row (cuda) by the
+ * copy bandwidth or its output dtype's matrix rate (its profile's
+ * output_dtype, its validation's rtol for TF32), a host row by the host
+ * copy bandwidth or FLOP rate. w's gbps, gflops, validate and profile are
+ * read; a NULL agent flags nothing. */
+void kf_rep_judge_possible(rrow *w, int cuda, const Kfleet__AgentInfo *a);
 
 /* How the sweep used its slots, from the stored attempts: what the
  * coordinator's scheduling cost against an ideal packing. */

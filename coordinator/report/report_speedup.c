@@ -68,7 +68,8 @@ static int is_baseline(const rep *r, const rrow *w)
     return kf_sweep_is_baseline(r->sw->baseline, kf_rep_kernel_name(r, w->kernel));
 }
 
-/* Row w's speedup against b, with the uncertainty of the ratio. */
+/* Row w's speedup against b, with the uncertainty of the ratio, and by the
+ * host time per call (issue 41 item 5). */
 static void divide(rrow *w, const rrow *b)
 {
     w->base_median = b->st.median;
@@ -76,6 +77,9 @@ static void divide(rrow *w, const rrow *b)
     double eb = kf_rep_median_rel_se(&b->st), ew = kf_rep_median_rel_se(&w->st);
     /* The baseline against itself is the same samples: exactly 1. */
     w->speedup_err = b == w ? 0 : w->speedup * sqrt(eb * eb + ew * ew);
+    /* By what a caller pays per call, where both have it. */
+    if (w->host_call_s > 0 && b->host_call_s > 0)
+        w->speedup_host = b->host_call_s / w->host_call_s;
 }
 
 /* Why w has none: its node's baseline row `there` (NULL: none) of the

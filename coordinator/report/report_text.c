@@ -18,6 +18,7 @@
 #include "common/taskkind.h"
 #include "common/text.h"
 #include "common/xalloc.h"
+#include "report/report_launches.h"
 #include "report/report_output.h"
 
 #include <math.h>
@@ -321,10 +322,20 @@ static void flags_str(const rep *r, const rrow *w, char *out, size_t len)
     kf_rep_no_speedup(r, w, nobase, sizeof nobase);
     if (*nobase)
         ADD("no speedup: %s", nobase);
+    /* Under 50 µs a GPU launch is a caller's cost too (issue 41 item 5). */
+    const Kfleet__ProfileStats *ps0 = w->profile && w->profile->res ? w->profile->res->profile : 0;
+    int gpu_short = ps0 && ps0->timer && *ps0->timer && w->st.n && w->st.median < 50e-6;
+    if (gpu_short && isfinite(w->host_call_s) && isfinite(w->speedup_host))
+        ADD("host call %.1f µs, speedup by it %.2fx", w->host_call_s * 1e6, w->speedup_host);
+    else if (gpu_short && isfinite(w->host_call_s))
+        ADD("host call %.1f µs", w->host_call_s * 1e6);
     if (w->sm_clock_mhz)
         ADD("SM %u MHz %.0f W", w->sm_clock_mhz, w->power_mw / 1e3);
     if (w->mismatch)
         ADD("samples-mismatch");
+    if (w->profile && w->profile->res && w->profile->res->profile &&
+        w->profile->res->profile->host_shared)
+        ADD("measured beside another host profile");
     if (w->build && w->build->jit_fallback)
         ADD("jit-fallback");
     const Kfleet__ProfileStats *hp =
@@ -347,7 +358,7 @@ static void flags_str(const rep *r, const rrow *w, char *out, size_t len)
         else if (st == KFLEET__TASK_STATE__CANCELLED && i == 1)
             ADD("profile cancelled");
         else if (st == KFLEET__TASK_STATE__SKIPPED && i == 1)
-            ADD("profile skipped: validation did not pass");
+            ADD("profile %s", kf_rep_skip_why(kf_rep_err_of(t), line, sizeof line));
         else if (!kf_state_terminal(st) && i == 1)
             ADD("profile %s", kf_rep_state_name(st));
     }
@@ -595,8 +606,9 @@ static void render_header(const rep *r, esc *e, kf_buf *out)
     }
     if (r->sw->baseline && *r->sw->baseline)
         kf_buf_addf(out,
-                    "%sspeedup: against %s in the same configuration on the same node "
-                    "(\xC2\xB1 one standard error)\n",
+                    "%sspeedup: against %s in the same configuration on the same node, by the "
+                    "median GPU span (\xC2\xB1 one standard error); under 50 \xC2\xB5s also by "
+                    "what a caller pays per call (flags: host call)\n",
                     md ? "- " : "  ", E(e, r->sw->baseline));
     if (r->problem.k) {
         char pol[160];
@@ -780,6 +792,7 @@ int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
                         E_n(&e, note, nl));
         }
     }
+    kf_rep_render_launches(r, md, out);
     kf_rep_render_output(r, md, out);
     for (size_t i = 0; i < 8; i++)
         kf_buf_release(&e.ring[i]);

@@ -79,8 +79,25 @@ static int has_position(const char *msg)
 
 static void check_spec(const kf_sweep_spec *s, const uint8_t *data, size_t size)
 {
+    /* Kept kernels that were refused say why, with a position. */
+    for (size_t k = 0; k < s->nkernels; k++)
+        if (s->kernels[k].refused && !has_position(s->kernels[k].refused))
+            abort();
     if (!s->name || !s->file || !s->text || memcmp(s->text, data, size) != 0 || s->text[size])
         abort();
+    /* A level (problems:): no kernels of its own; each part is a whole
+     * problem sweep of the same text, and every miss a located line. */
+    if (!s->nkernels && (s->nparts || s->nmissing)) {
+        for (size_t i = 0; i < s->nmissing; i++)
+            if (!has_position(s->missing[i]))
+                abort();
+        for (size_t i = 0; i < s->nparts; i++) {
+            if (!s->parts[i]->problem || s->parts[i]->nparts)
+                abort();
+            check_spec(s->parts[i], data, size);
+        }
+        return;
+    }
     if (!s->nkernels || !s->kernels || !s->tasks)
         abort();
     sink ^= strlen(s->name) + (s->baseline ? strlen(s->baseline) : 0);

@@ -82,3 +82,20 @@ wait_agents() {
 json_field() {
   grep -o "\"$2\": *[0-9.]*" "$1" | head -n1 | sed 's/.*: *//'
 }
+
+# started_beside LOG KERNEL: "KIND KERNEL" of each task an agent started
+# (its runner.start lines in LOG, at debug) while KERNEL's validate ran.
+started_beside() {
+  python3 - "$1" "$2" <<'PY'
+import re, sys
+lines = open(sys.argv[1], errors="replace").read().splitlines()
+start = next(i for i, l in enumerate(lines) if "runner.start" in l and "kind=validate" in l
+             and f"kernel={sys.argv[2]} " in l)
+task = re.search(r"task=(0x[0-9a-f]+)", lines[start]).group(1)
+end = next((i for i in range(start, len(lines)) if "runner.end" in lines[i] and f"task={task} " in lines[i]),
+           len(lines))
+for l in lines[start + 1:end]:
+    if "runner.start" in l:
+        print(" ".join(re.search(r"kind=(\S+) kernel=(\S+)", l).groups()))
+PY
+}

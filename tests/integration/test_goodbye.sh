@@ -5,7 +5,8 @@
 # until the heartbeat timeout and then `LOST`; the task it held is requeued
 # at once and the sweep completes on the other agent. Status tells stopped,
 # lost and revoked apart. The heartbeat timeout here is 120 s, so nothing
-# in this test can be marked gone by silence.
+# in this test can be marked gone by silence. An agent past its
+# --stop-after stops the same way.
 source "$(dirname "$0")/lib.sh"
 
 start_serve --heartbeat-timeout 120s
@@ -77,3 +78,22 @@ state=$(state_after a2)
 [ "$state" = revoked ] || fail "a2 whose key was revoked shows as '$state', not revoked"
 pass "status tells stopped (a1) and revoked (a2) apart"
 kill -TERM "$A2" 2>/dev/null || true
+
+# A batch job's own deadline (--stop-after, what a Slurm job's agent gets
+# should the scheduler's signal be lost): the agent stops by itself as on
+# SIGTERM, goodbye said.
+start_agent a3 --stop-after 10
+A3=$AGENT_PID
+wait_agents 1
+for _ in $(seq 1 400); do
+  kill -0 "$A3" 2>/dev/null || break
+  sleep 0.1
+done
+kill -0 "$A3" 2>/dev/null && fail "a3 still runs 40 s after its --stop-after 10"
+wait "$A3"
+rc=$?
+[ $rc -eq 0 ] || fail "a3 stopped by its deadline exited $rc"
+grep -q 'agent.deadline agent=a3' "$T/agent-a3.log" || fail "a3 did not say its deadline: $(tail -3 "$T/agent-a3.log")"
+state=$(state_after a3)
+[ "$state" = stopped ] || fail "a3 past its --stop-after shows as '$state', not stopped"
+pass "an agent past its --stop-after stops and says goodbye"

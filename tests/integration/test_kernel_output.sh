@@ -33,7 +33,10 @@ assert "py_chatty: setup n=4096" in py and "py_chatty: run" in py, py[:200]
 # 16 MiB of zero bytes a setup (2 seeds): every byte counted, 8 KiB kept.
 fl = rows["flood"]["validation"]["output"]
 assert fl["bytes"] == 2 * 16 * 1048576, fl["bytes"]
-assert fl["kept"].count("\\x00") == 8192, fl["kept"].count("\\x00")
+head, mark, tail = fl["kept"].partition("\n[kfleet: %d bytes not kept]\n" % (fl["bytes"] - 8192))
+assert mark and head == "\\x00" * 4096 and tail == "\\x00" * 4096, (
+    len(head), head.count("\\x00"), mark, len(tail), tail.count("\\x00"), fl["kept"][:80],
+    fl["kept"][-80:])
 v = rows["forger"]["validation"]
 assert v["state"] == "failed" and v["attempt"] == 1, (v["state"], v["attempt"])
 assert "kfleet killed the runner: its message channel carried a frame" in v["error"], v["error"]
@@ -65,3 +68,63 @@ print("ok - cand_print passed, %d bytes of output" % w["profile"]["output"]["byt
 PY
 grep -q "cand_print: rows=64" "$T/p.out" || fail "the candidate's output is not in the text report"
 pass "a printing candidate is judged as any other, its output shown"
+
+# 3. A kernel forging the runner's samples (a well-formed frame on its
+#    channel, one sample numbered 0 every run): killed, said so, no forged
+#    time kept — in a validate (which takes no samples) and in a profile
+#    alone (the second sample 0 is a duplicate).
+rm -rf "$KFLEET_HOME"
+for tasks in "build, validate, profile" "build, profile"; do
+  cat >"$T/forge.yaml" <<YAML
+name: forge
+kernels:
+  - path: $KF_SRC/tests/kernels/output/sample_forger.c
+    params: {n: [4K]}
+tasks: [$tasks]
+attempts: 3
+measure: {min_samples: 10, min_time: 10ms, max_noise: 50, timeout: 1s}
+YAML
+  set +e
+  "$KFLEET" run "$T/forge.yaml" >"$T/forge.out" 2>"$T/forge.log"
+  rc=$?
+  set -e
+  [ $rc -eq 1 ] || fail "the sample forger's sweep ($tasks) should exit 1, got $rc"
+  "$KFLEET" report --format json >"$T/f.json" || fail "report"
+  python3 - "$T/f.json" "$tasks" <<'PY' || fail "the sample forger was not caught ($tasks)"
+import json, sys
+row = json.load(open(sys.argv[1]))["rows"][0]
+t = row["validation"] if row["validation"] and row["validation"]["state"] == "failed" else row["profile"]
+assert t["state"] == "failed" and t["attempt"] == 1, t
+want = ("samples came from a task that takes none" if "validate" in sys.argv[2]
+        else "sample number 0 came where 1 was due")
+assert want in t["error"], t["error"]
+p = row["profile"]
+assert p is None or p["state"] in ("failed", "skipped") and not p.get("median_s"), p
+print("ok -", sys.argv[2], ":", t["error"][:100])
+PY
+done
+pass "a kernel forging samples on the runner's channel is killed, no forged time kept"
+
+# 4. Seeds stay secret: a candidate that spies the problem's setup and
+#    prints the seeds, and a problem whose setup fails naming its seed.
+rm -rf "$KFLEET_HOME"
+set +e
+"$KFLEET" run "$KF_SRC/tests/data/problems/leaky/sweep.yaml" >"$T/leaky.out" 2>"$T/leaky.log"
+set -e
+for f in json md; do "$KFLEET" report --format $f >"$T/leaky.$f" || fail "report $f"; done
+python3 - "$T/leaky.json" <<'PY' || fail "a seed reached the report"
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+text = json.dumps(d)
+assert "<secret seed>" in text, "nothing was scrubbed: " + text[:300]
+for m in re.finditer(r"seed[^0-9a-f]{0,12}([0-9a-fA-F]{8,})", text):
+    raise AssertionError("a seed in the report: ..." + text[max(0, m.start() - 80):m.end() + 20])
+spy = [r for r in d["rows"] if r["kernel"] == "spy" and r["params"]["n"] == 1024][0]
+assert spy["validation"]["state"] == "succeeded", spy["validation"]
+assert "spy saw seed <secret seed>, hex <secret seed>" in spy["validation"]["output"]["kept"]
+err = " ".join(f.get("error") or "" for f in d["failures"])
+assert "cannot use seed <secret seed>" in err and "pool seed #0" in err, err
+print("ok - scrubbed:", text.count("<secret seed>"), "times")
+PY
+grep -qE "seed [0-9]{8,}" "$T/leaky.md" "$T/leaky.out" && fail "a seed in the text reports"
+pass "no seed in any report: spied and printed, or in the problem's own error"

@@ -14,6 +14,10 @@ source "$(dirname "$0")/lib.sh"
 
 # Debian's interpreter, which has python3-numpy (as test_python.sh).
 export KF_PYTHON=/usr/bin/python3
+# Warm runners import numpy only: these problems are numpy's, and the counts
+# of forked tasks below assume a warm runner ready within the agent's wait,
+# which importing Debian's torch (installed for test_formats) outlasts.
+export KF_WARM_IMPORTS=numpy
 "$KF_PYTHON" -c 'import numpy' 2>"$T/numpy.err" ||
   fail "$KF_PYTHON has no numpy (make test-build installs python3-numpy): $(tail -1 "$T/numpy.err")"
 
@@ -181,8 +185,15 @@ pass "12 candidates: 9 pass, a wrong one, a monkeypatching one and one copying t
 # (runner/warm.h), which the agent started once and retired at its stop.
 AL="$KFLEET_HOME/run/agent-0.log"
 [ "$(grep -c 'warm.start ' "$AL")" -eq 1 ] || fail "warm runners started: $(grep 'warm\.' "$AL")"
-grep -q 'warm.retire .* tasks=42 ' "$AL" || fail "the warm runner did not fork the 42 candidate tasks: $(grep 'warm\.' "$AL")"
-pass "the 42 candidate tasks forked from one warm runner"
+# A task that finds no warm runner ready (still importing after the
+# agent's 1.5 s: on a loaded machine the first few may) starts fresh, by
+# design, and the agent says so (warm.skip "no warm runner is ready"): every
+# other candidate task forked from the warm runner, and most did.
+forked=$(grep -o 'warm.retire .* tasks=[0-9]*' "$AL" | grep -o '[0-9]*$' || echo 0)
+unready=$(grep -c 'warm.skip .*no warm runner is ready' "$AL" || true)
+[ $((${forked:-0} + ${unready:-0})) -eq 42 ] && [ "${forked:-0}" -ge 21 ] ||
+  fail "the warm runner forked ${forked:-0} of the 42 candidate tasks, ${unready:-0} found it not ready: $(grep 'warm\.' "$AL")"
+pass "the 42 candidate tasks: ${forked} forked from one warm runner, ${unready} fresh while it imported"
 
 # 3. A new pool (another size: the old one's seeds retire with their
 #    references) with 5 candidates: one reference computation per
@@ -204,7 +215,7 @@ for what in "tol_abs = 1e9:a tolerance" "reference = None:a reference" "seeds = 
   rc=0
   "$KFLEET" run "$P/cheat.yaml" --agents 1 >"$T/cheat.out" 2>"$T/cheat.err" || rc=$?
   [ $rc -eq 2 ] || fail "a candidate declaring $want: exit $rc, want 2"
-  grep -q "cheat.py:1: candidate 'cheat' declares $want" "$T/cheat.err" ||
+  grep -q "cheat.py:1:1: candidate 'cheat' declares $want" "$T/cheat.err" ||
     fail "no reason for $want: $(cat "$T/cheat.err")"
 done
 pass "candidates declaring a tolerance, a reference or seeds refused at submit with the reason"
@@ -438,7 +449,7 @@ rc=0
 KF_PYTHON="$T/py-nosite" KFLEET_HOME="$T/home-nonumpy" timeout 120 "$KFLEET" run \
   "$KF_SRC/examples/problems/rmsnorm-cpu/sweep.yaml" --agents 1 >"$T/nonumpy.out" 2>"$T/nonumpy.err" || rc=$?
 [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "a problem no agent can run: exit $rc (124: it waited): $(tail -3 "$T/nonumpy.err")"
-grep -q "nothing can run the .* pending tasks.*kernel 'problem' is a Python kernel importing numpy" "$T/nonumpy.err" ||
+grep -q "nothing can run the .* pending tasks.*problem 'problem' is a Python problem importing numpy" "$T/nonumpy.err" ||
   fail "no reason naming the problem's numpy: $(tail -5 "$T/nonumpy.err")"
 pass "a problem no agent's Python can import: kfleet run exits $rc at once, naming the problem's numpy"
 
@@ -547,5 +558,9 @@ verdicts "$T/warm.json" 8 wrong 1 ||
 grep -q "warm.exit pid=$warm " "$AL" || fail "the killed warm runner's exit was not noticed: $(grep 'warm\.' "$AL")"
 [ "$(grep -c 'warm.start ' "$AL")" -ge 2 ] || fail "no new warm runner after the kill: $(grep 'warm\.' "$AL")"
 tasks=$(grep -o 'warm.retire .* tasks=[0-9]*' "$AL" | sed 's/.*tasks=//' | awk '{s += $1} END {print s + 0}')
-[ "$tasks" -eq 30 ] || fail "warm runners forked $tasks candidate tasks, want 30 (8 x 2 validates, 7 x 2 profiles): $(grep 'warm\.' "$AL")"
+# Those a warm runner was not ready for (the new one still importing) ran
+# fresh, and the agent said so.
+unready=$(grep -c 'warm.skip .*no warm runner is ready' "$AL" || true)
+[ $((tasks + unready)) -eq 30 ] && [ "$tasks" -ge 15 ] ||
+  fail "warm runners forked $tasks candidate tasks and $unready found none ready, want 30 (8 x 2 validates, 7 x 2 profiles): $(grep 'warm\.' "$AL")"
 pass "warm runner: a candidate poisoning numpy and sys.modules leaves the next ones right (and the wrong one wrong); a forked runner's os.environ is its own (tempfile writes in its scratch dir); killed mid-sweep with a runner of its own running, it is started again and all 30 tasks are judged"

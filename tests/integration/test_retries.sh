@@ -57,6 +57,12 @@ grep -q 'attempt 1 .*from outside kfleet' "$T/report.txt" || fail "the text repo
 pass "the report names why each attempt ended"
 
 # attempts: 1 — the same kill is not tried again, and the reason says so.
+# The mark lives in the kernel's cache, which is its runner's own until the
+# runner ends (agent/kcache.h: then kept): the idle runner leaves first.
+for _ in $(seq 1 100); do
+  pgrep -f -- "--runner --workdir $T/agents/r1 " >/dev/null || break
+  sleep 0.2
+done
 rm -f "$KF_TEST_KILL_ONCE" "$T"/agents/r1/kcache/*/killed-once.mark
 sed -i 's/attempts: 3/attempts: 1/' "$T/retries.yaml"
 set +e

@@ -191,8 +191,11 @@ for _ in $(seq 1 900); do
   case "$stS" in COMPLETED | CANCELLED | FAILED | TIMEOUT | NODE_FAIL | PREEMPTED | OUT_OF_MEMORY) break ;; *) sleep 0.1 ;; esac
 done
 [ "$stS" = COMPLETED ] || fail "short-0's job $jobS ended $stS, not COMPLETED before its 1-minute limit"
-grep -q "agent.stop" "$T/cluster/short/nodes/0/slurm-$jobS.out" ||
+grep -q "agent.stop " "$T/cluster/short/nodes/0/slurm-$jobS.out" ||
   fail "short-0's agent did not stop on Slurm's signal: $(tail -3 "$T/cluster/short/nodes/0/slurm-$jobS.out")"
+# Its own deadline too (the limit less signal_before), should the signal be lost.
+grep -q "agent.stop_after agent=short-0 in_s=[0-9]" "$T/cluster/short/nodes/0/slurm-$jobS.out" ||
+  fail "short-0's agent was not given --stop-after: $(head -3 "$T/cluster/short/nodes/0/slurm-$jobS.out")"
 for _ in $(seq 1 100); do
   "$KFLEET" status >"$T/status3.out"
   grep -q "^short-0 .*$jobS .*COMPLETED" "$T/status3.out" && break

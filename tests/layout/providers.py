@@ -5,9 +5,11 @@ only its own files may name it: everywhere else the code calls through the
 row. "Names" means: the provider's name appears, in any case, as a whole
 word or as a part of an identifier split at '_' (`slurm`, `kf_slurm_x`,
 `SLURM_JOB_ID`, "provider: slurm" in a string) in the code of a .c or .h
-file of coordinator/, agent/ or common/. Comments are left out (they may
-say why, with an example), and so are docs/, tests/, proto/ (the wire
-keeps its field names) and bench/.
+file of coordinator/, agent/ or common/, or of a .proto of proto/ (the
+shared schema: a provider's own message, such as its block inside a launch
+request, is a .proto among its files and travels as bytes). Comments are
+left out (they may say why, with an example), and so are docs/, tests/ and
+bench/.
 
 The providers checked are the rows that coordinator/fleet/provider_*.c
 define (`const kf_provider kf_provider_NAME`), but for UNCHECKED. Each
@@ -31,8 +33,7 @@ UNCHECKED = {"ssh": "SSH is the transport every provider's launch uses (fleet/ss
 # so).
 PROVIDER_FILES = {
     "slurm": ["coordinator/fleet/provider_slurm.c", "coordinator/fleet/fleet_slurm.*",
-              "coordinator/fleet/launch_slurm.c", "coordinator/fleet/slurm_*",
-              "coordinator/fleet/sbatch_opts.*"],
+              "coordinator/fleet/launch_slurm.c", "coordinator/fleet/slurm_*"],
     "runpod": ["coordinator/fleet/provider_ssh.c"],
     "brev": ["coordinator/fleet/provider_ssh.c"],
     "shadeform": ["coordinator/fleet/provider_ssh.c"],
@@ -46,7 +47,8 @@ TABLE = "coordinator/fleet/provider.c"
 # longer names the provider must leave it.
 ALLOWED = {}
 
-CODE_DIRS = ("coordinator", "agent", "common")
+CODE_DIRS = ("coordinator", "agent", "common", "proto")
+CODE_EXTS = (".c", ".h", ".proto")
 ROW_RE = re.compile(r"\bconst\s+kf_provider\s+kf_provider_(\w+)")
 
 
@@ -124,7 +126,7 @@ def code_texts(src):
     for top in CODE_DIRS:
         for dirpath, _, fs in os.walk(os.path.join(src, top)):
             for f in fs:
-                if f.endswith((".c", ".h")):
+                if f.endswith(CODE_EXTS):
                     p = os.path.join(dirpath, f)
                     with open(p, encoding="utf-8", errors="replace") as fh:
                         texts[os.path.relpath(p, src)] = fh.read()
@@ -164,13 +166,15 @@ def self_test():
         "coordinator/fleet/sbatch.c": 'int abbreviation;\n',
         "coordinator/fleet/launch_slurm.c": 'kf_slurm_go();\n',
         "common/inventory.c": 'getenv("SLURM_JOB_ID");\n',
+        "proto/control.proto": '  SlurmShape slurm = 7; // slurm\n',
     }
     pf = {"slurm": ["coordinator/fleet/launch_slurm.c"], "brev": []}
     found, stale = violations(files, {"slurm", "brev"}, pf,
                               {("slurm", "common/inventory.c"): "why",
                                ("slurm", "coordinator/daemon/gone.c"): "why"})
     where = sorted((n, p) for n, p, _, _ in found)
-    if where != [("slurm", "coordinator/cli/cmd_x.c"), ("slurm", "coordinator/fleet/launch.c")]:
+    if where != [("slurm", "coordinator/cli/cmd_x.c"), ("slurm", "coordinator/fleet/launch.c"),
+                 ("slurm", "proto/control.proto")]:
         failures.append(f"providers: planted names not found as they are: {where}")
     if stale != [("slurm", "coordinator/daemon/gone.c")]:
         failures.append(f"providers: a stale allowed entry passed: {stale}")

@@ -191,6 +191,16 @@ static void test_problem_submit(void **state)
     }
     assert_int_equal(sw->seed_pool, 3);
     assert_true(sw->seed_renew_s == 24.0 * 3600.0);
+    for (size_t i = 0; i < 4; i++)
+        assert_true(!sw->kernels[i]->refused || !*sw->kernels[i]->refused);
+    kf_client_free_submit(&req);
+    /* A refused candidate kept (refused: fail) travels with its reason. */
+    spec->kernels[1].refused = strdup("t.yaml:2:3: refused for the test");
+    char kdir[] = KF_SOURCE_DIR "/kernels";
+    kf_err err;
+    assert_int_equal(kf_client_build_submit(spec, kdir, &req, &err), KF_OK);
+    assert_string_equal(req->sweep->kernels[1]->refused, "t.yaml:2:3: refused for the test");
+    assert_true(!req->sweep->kernels[0]->refused || !*req->sweep->kernels[0]->refused);
     kf_client_free_submit(&req);
     kf_sweep_destroy(&spec);
 }
@@ -204,6 +214,7 @@ static void test_measure_travels(void **state)
     snprintf(path, sizeof path, "%s/sweep.yaml", dir);
     put("k.cu", "#include \"kf_kernel.h\"\nint k;\n");
     put("sweep.yaml", "kernels:\n  - path: ./k.cu\n"
+                      "memory_limit: 3G\n"
                       "measure: {thermal: sustained, throttle: keep, precision: 0.25%}\n");
     kf_sweep_spec *spec = NULL;
     Kfleet__SubmitRequest *req = NULL;
@@ -211,12 +222,14 @@ static void test_measure_travels(void **state)
     assert_int_equal(req->sweep->measure->thermal_sustained, 1);
     assert_int_equal(req->sweep->measure->throttle_keep, 1);
     assert_true(req->sweep->measure->precision_pct == 0.25);
+    assert_int_equal(req->sweep->memory_limit_bytes, (uint64_t)3 << 30); /* issue 44 */
     kf_client_free_submit(&req);
     kf_sweep_destroy(&spec);
     put("sweep.yaml", "kernels:\n  - path: ./k.cu\n");
     build(path, &spec, &req);
     assert_int_equal(req->sweep->measure->thermal_sustained, 0); /* burst */
     assert_int_equal(req->sweep->measure->throttle_keep, 0);
+    assert_int_equal(req->sweep->memory_limit_bytes, 0);
     kf_client_free_submit(&req);
     kf_sweep_destroy(&spec);
 }

@@ -107,7 +107,7 @@ static void expect_same(const void *out, kf_dtype dt, const double *ref, size_t 
 {
     hctx_check host;
     kf_devcmp_part dev;
-    hctx_compare(out, dt, ref, n, 8, &host);
+    hctx_compare(out, dt, ref, n, 8, NULL, &host);
     device_reduction(out, dt, ref, n, &dev);
     assert_int_equal(dev.nonfinite, host.nonfinite);
     assert_int_equal(dev.ref_nonzero, host.ref_nonzero);

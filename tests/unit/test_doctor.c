@@ -26,6 +26,11 @@ static void test_host(void **state)
     /* The host ceiling a host kernel is judged against: on a CPU node the
      * same measurement. */
     assert_true(d.host_copy_gbps == d.copy_gbps);
+    /* The host's FLOP ceiling (issue 43), parsed from the child's line: any
+     * CPU of the last twenty years does a GFLOP/s per core with 4-wide
+     * vectors, and none does 100 TFLOP/s; no GPU rate on the host. */
+    assert_true(d.host_gflops > 1 && d.host_gflops < 1e5);
+    assert_true(d.f32_tflops == 0 && d.tf32_tflops == 0 && d.f64_tflops == 0);
     assert_string_equal(d.error, "");
 }
 
@@ -41,6 +46,7 @@ static void test_gpu_without_driver(void **state)
     assert_non_null(strstr(d.error, "libcuda.so.1"));
     /* The host is measured on a GPU node too, driver or not (issue 29). */
     assert_true(d.host_copy_gbps > 0.1);
+    assert_true(d.host_gflops > 1);
 }
 
 static void test_not_a_doctor(void **state)

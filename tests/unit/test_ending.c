@@ -1,8 +1,9 @@
 /* test_ending — why a runner ended without its Result (agent/ending.c):
  * kfleet names what it did itself, names the out-of-memory killer only when
- * the node counted an OOM kill while the runner ran (then the kernel's
- * verdict, not tried again), and otherwise calls an outside SIGKILL the
- * node's fault, tried again. */
+ * the node or the runner's own control group counted an OOM kill while the
+ * runner ran (then the kernel's verdict, not tried again), and otherwise
+ * calls an outside SIGKILL the node's fault, tried again; the group's
+ * limits that acted are named beside any reason. */
 #include "agent/ending.h"
 
 #include <setjmp.h>
@@ -77,6 +78,66 @@ static void test_oom_only_with_evidence(void **st)
     assert_null(strstr(why, "killed by the out-of-memory killer"));
 }
 
+/* The runner's own control group counted the kill (issue 44): the kernel
+ * met its memory limit, said as such and not tried again, whatever the
+ * node's counter says; its group at its limit while the node counted one
+ * (a v1 kernel without per-group counts) is the same evidence. */
+static void test_oom_in_its_own_group(void **st)
+{
+    (void)st;
+    krunner r = {0};
+    char why[1024];
+    int state, infra;
+    r.status = KILLED(SIGKILL);
+    r.oom_kills0 = 7;
+    r.cg_memory_max = (uint64_t)3 << 29; /* 1.5 GiB */
+    r.cg_oom_kills = 1;
+    explain(&r, 7, why, sizeof why, &state, &infra);
+    assert_int_equal(state, KFLEET__TASK_STATE__FAILED);
+    assert_int_equal(infra, 0);
+    assert_non_null(strstr(why, "the kernel used more than 1.50 GiB, its runner's memory limit"));
+    assert_non_null(strstr(why, "not tried again"));
+
+    r.cg_oom_kills = 0;
+    r.cg_memory_hits = 12;
+    explain(&r, 8, why, sizeof why, &state, &infra);
+    assert_int_equal(infra, 0);
+    assert_non_null(strstr(why, "used more than 1.50 GiB"));
+    /* At its limit but nobody killed: not the OOM killer's doing. */
+    explain(&r, 7, why, sizeof why, &state, &infra);
+    assert_int_equal(infra, 1);
+    assert_null(strstr(why, "used more than"));
+}
+
+/* Forks refused at the group's process limit, and a child killed for
+ * memory, are added to the reason the task ended for. */
+static void test_limits_named(void **st)
+{
+    (void)st;
+    krunner r = {0};
+    char why[1024];
+    int state, infra;
+    r.status = KILLED(SIGKILL);
+    r.timed_out = 1;
+    r.limit_s = 10;
+    r.cg_pids_max = 256;
+    r.cg_pids_refused = 4242;
+    explain(&r, 0, why, sizeof why, &state, &infra);
+    assert_int_equal(state, KFLEET__TASK_STATE__TIMED_OUT);
+    assert_non_null(strstr(why, "limit of 10.0 s"));
+    assert_non_null(strstr(why, "its processes reached the runner's limit of 256 processes and "
+                                "threads (forks refused 4242 times)"));
+    r.timed_out = 0;
+    r.cg_pids_refused = 0;
+    r.status = KILLED(SIGSEGV);
+    r.cg_oom_kills = 2;
+    r.cg_memory_max = (uint64_t)1 << 30;
+    explain(&r, 0, why, sizeof why, &state, &infra);
+    assert_non_null(strstr(why, "signal 11"));
+    assert_non_null(strstr(why, "killed 2 processes in the runner's group at its memory limit "
+                                "of 1.00 GiB"));
+}
+
 static void test_crash_and_exit(void **st)
 {
     (void)st;
@@ -109,6 +170,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kfleet_says_what_it_did),
         cmocka_unit_test(test_oom_only_with_evidence),
+        cmocka_unit_test(test_oom_in_its_own_group),
+        cmocka_unit_test(test_limits_named),
         cmocka_unit_test(test_crash_and_exit),
         cmocka_unit_test(test_oom_count_read),
     };

@@ -8,6 +8,7 @@
  * (tests/data/fleets/good_slurm.yaml, bad_slurm_*.yaml) are checked by
  * test_fleet. */
 #include "fleet/fleet.h"
+#include "fleet/fleet_pb.h"
 #include "fleet/fleet_slurm.h"
 
 #include <setjmp.h>
@@ -47,23 +48,26 @@ static void parse_bad(const char *slurm_block, const char *lc, const char *has)
     assert_null(fl);
 }
 
+/* A host with every key of the block. */
+static const char every_key[] = "hosts:\n"
+                                "  - name: lab\n"
+                                "    provider: slurm\n"
+                                "    host: login.example\n"
+                                "    workdir: /shared/me/kf\n"
+                                "    slurm:\n"
+                                "      nodes: 16\n"
+                                "      partition: gpu-h100\n"
+                                "      gres: \"gpu:h100:8\"\n"
+                                "      time: \"2-12:30:00\"\n"
+                                "      account: lab_42\n"
+                                "      sbatch: [\"--qos=high\", \"-Cnvlink\", \"--exclusive\"]\n"
+                                "      relay_host: login1-ib.example\n"
+                                "      signal_before: 900\n";
+
 static void test_every_key(void **state)
 {
     (void)state;
-    kf_fleet *fl = parse_ok("hosts:\n"
-                            "  - name: lab\n"
-                            "    provider: slurm\n"
-                            "    host: login.example\n"
-                            "    workdir: /shared/me/kf\n"
-                            "    slurm:\n"
-                            "      nodes: 16\n"
-                            "      partition: gpu-h100\n"
-                            "      gres: \"gpu:h100:8\"\n"
-                            "      time: \"2-12:30:00\"\n"
-                            "      account: lab_42\n"
-                            "      sbatch: [\"--qos=high\", \"-Cnvlink\", \"--exclusive\"]\n"
-                            "      relay_host: login1-ib.example\n"
-                            "      signal_before: 900\n");
+    kf_fleet *fl = parse_ok(every_key);
     const kf_fleet_host *h = kf_fleet_find(fl, "lab");
     assert_non_null(h);
     assert_non_null(kf_fleet_slurm_of(h));
@@ -98,6 +102,62 @@ static void test_every_key(void **state)
     assert_string_equal(kf_fleet_slurm_of(&copy)->gres, "gpu:h100:8");
     assert_string_equal(kf_fleet_slurm_of(&copy)->sbatch[2], "--exclusive");
     kf_fleet_host_release(&copy);
+}
+
+/* The block crosses to the daemon (a launch request) as LaunchHost.block,
+ * bytes only the row reads: every key comes back as it went; bytes that
+ * do not decode and a shape out of range are refused, not guessed. */
+static void test_to_the_daemon(void **state)
+{
+    (void)state;
+    kf_fleet *fl = parse_ok(every_key);
+    Kfleet__LaunchHost x;
+    kf_fleet_host_to_pb(kf_fleet_find(fl, "lab"), &x);
+    assert_true(x.block.len > 0);
+    /* Through the wire, as the daemon gets it. */
+    size_t n = kfleet__launch_host__get_packed_size(&x);
+    uint8_t *wire = malloc(n);
+    kfleet__launch_host__pack(&x, wire);
+    Kfleet__LaunchHost *y = kfleet__launch_host__unpack(NULL, n, wire);
+    assert_non_null(y);
+    kf_fleet_host back;
+    memset(&back, 0, sizeof back);
+    kf_err err = {0};
+    assert_int_equal(kf_fleet_host_from_pb(y, &back, &err), KF_OK);
+    const kf_fleet_slurm *s = kf_fleet_slurm_of(&back);
+    assert_non_null(s);
+    assert_int_equal(s->nodes, 16);
+    assert_string_equal(s->partition, "gpu-h100");
+    assert_string_equal(s->gres, "gpu:h100:8");
+    assert_string_equal(s->time, "2-12:30:00");
+    assert_string_equal(s->account, "lab_42");
+    assert_int_equal(s->nsbatch, 3);
+    assert_string_equal(s->sbatch[2], "--exclusive");
+    assert_string_equal(s->relay_host, "login1-ib.example");
+    assert_int_equal(s->signal_before_s, 900);
+    kf_fleet_host_release(&back);
+
+    /* Bytes that are not the row's message. */
+    ProtobufCBinaryData kept = y->block;
+    y->block.data = (uint8_t *)"\xff\xff";
+    y->block.len = 2;
+    memset(&back, 0, sizeof back);
+    assert_int_equal(kf_fleet_host_from_pb(y, &back, &err), KF_EINVAL);
+    assert_non_null(strstr(err.msg, "does not decode"));
+    kf_fleet_host_release(&back);
+    /* A shape out of range: field 1 (nodes) 0x7fffffff. */
+    y->block.data = (uint8_t *)"\x08\xff\xff\xff\xff\x07";
+    y->block.len = 6;
+    memset(&back, 0, sizeof back);
+    assert_int_equal(kf_fleet_host_from_pb(y, &back, &err), KF_EINVAL);
+    assert_non_null(strstr(err.msg, "out of range"));
+    kf_fleet_host_release(&back);
+    y->block = kept;
+
+    kfleet__launch_host__free_unpacked(y, NULL);
+    free(wire);
+    kf_fleet_host_pb_release(&x);
+    kf_fleet_destroy(&fl);
 }
 
 static void test_defaults(void **state)
@@ -315,11 +375,9 @@ static void test_sbatch_reading(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_key),
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_seconds),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_owned_every_spelling),
+        cmocka_unit_test(test_every_key),      cmocka_unit_test(test_to_the_daemon),
+        cmocka_unit_test(test_defaults),       cmocka_unit_test(test_seconds),
+        cmocka_unit_test(test_errors),         cmocka_unit_test(test_owned_every_spelling),
         cmocka_unit_test(test_sbatch_reading),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

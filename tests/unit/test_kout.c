@@ -88,6 +88,49 @@ static void test_one_large_write(void **state)
     kf_kout_destroy(&k);
 }
 
+/* A number the gap cuts goes with it: the head's last digits and the tail's
+ * first, so no piece of a seed is kept where no scrubber can know it. */
+static void test_cut_number_left_out(void **state)
+{
+    (void)state;
+    kf_kout *k = kf_kout_new();
+    const char *line = "setup with seed 9476377657501403 (0x21aaf3e8b5b7db)\n";
+    size_t L = strlen(line), total = 0;
+    assert_int_equal(L, 52); /* the head (4096 = 78 lines + 40) ends in the hex */
+    while (total < 3 * (KF_KOUT_HEAD + KF_KOUT_TAIL)) {
+        kf_kout_add(k, line, L);
+        total += L;
+    }
+    kf_buf b = KF_BUF_INIT;
+    kf_kout_render(k, &b);
+    assert_int_equal(kf_kout_total(k), total);
+    /* The head stops before the cut hex number, at "(0x". */
+    size_t head = 78 * L + 36;
+    assert_memory_equal(b.data + head - 3, "(0x\n[kfleet: ", 13);
+    const char *gap = b.data + head + 1;
+    const char *eol = memchr(gap, '\n', b.len - (size_t)(gap - b.data));
+    assert_non_null(eol);
+    size_t tail = b.len - (size_t)(eol + 1 - b.data);
+    unsigned long long lost = strtoull(gap + 9, NULL, 10);
+    assert_int_equal(head + tail + lost, total);
+    assert_true(tail > KF_KOUT_TAIL - 20 && tail <= KF_KOUT_TAIL);
+    /* Every run of digits and hex letters long enough to be a seed's piece
+     * is a whole number the kernel wrote (kfleet's own count aside). */
+    for (size_t i = 0; i < b.len;) {
+        if (b.data + i == gap)
+            i = (size_t)(eol - b.data);
+        size_t j = i;
+        while (j < b.len && strchr("0123456789abcdefABCDEF", b.data[j]) && b.data[j])
+            j++;
+        if (j - i >= 4)
+            assert_true((j - i == 16 && memcmp(b.data + i, "9476377657501403", 16) == 0) ||
+                        (j - i == 14 && memcmp(b.data + i, "21aaf3e8b5b7db", 14) == 0));
+        i = j > i ? j : i + 1;
+    }
+    kf_buf_release(&b);
+    kf_kout_destroy(&k);
+}
+
 /* A pipe is read at most max bytes a call, then to EOF, which closes it. */
 static void test_read_bounded(void **state)
 {
@@ -114,9 +157,8 @@ static void test_read_bounded(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_small_kept_whole),
-        cmocka_unit_test(test_head_and_tail),
-        cmocka_unit_test(test_one_large_write),
+        cmocka_unit_test(test_small_kept_whole), cmocka_unit_test(test_head_and_tail),
+        cmocka_unit_test(test_one_large_write),  cmocka_unit_test(test_cut_number_left_out),
         cmocka_unit_test(test_read_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,6 +24,7 @@
 #include "core/problem.h"
 #include "report/compare.h"
 #include "report/report.h"
+#include "report/report_page.h"
 #include "report/report_stream.h"
 
 #include <ftw.h>
@@ -359,11 +360,29 @@ static void test_compare_by_candidate(void **state)
     free(s);
 }
 
+/* A profile skipped because the problem's reference was not computed
+ * says so, not "validation did not pass" (issue 42): the report takes the
+ * scheduler's words from the task's error. */
+static void test_skip_words(void **state)
+{
+    (void)state;
+    char out[160];
+    assert_string_equal(kf_rep_skip_why("skipped: the problem's reference for this configuration "
+                                        "was not computed (FAILED): setup failed",
+                                        out, sizeof out),
+                        "skipped: the problem's reference for this configuration was not computed");
+    assert_string_equal(
+        kf_rep_skip_why("skipped: its validation did not pass (FAILED): x", out, sizeof out),
+        "skipped: its validation did not pass");
+    assert_string_equal(kf_rep_skip_why(NULL, out, sizeof out), "skipped: validation did not pass");
+    assert_string_equal(kf_rep_skip_why("", out, sizeof out), "skipped: validation did not pass");
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_leaderboard_json),
-                                       cmocka_unit_test(test_leaderboard_formats),
-                                       cmocka_unit_test(test_stream_keeps_seeds_secret),
-                                       cmocka_unit_test(test_compare_by_candidate)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_leaderboard_json), cmocka_unit_test(test_leaderboard_formats),
+        cmocka_unit_test(test_stream_keeps_seeds_secret),
+        cmocka_unit_test(test_compare_by_candidate), cmocka_unit_test(test_skip_words)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -254,6 +254,52 @@ static void drop_seed_pool(Kfleet__SubmitRequest *r)
     r->sweep->seed_pool = 0;
 }
 
+static void refuse_second(Kfleet__SubmitRequest *sub)
+{
+    sub->sweep->kernels[1]->refused = strdup("t.yaml:3:5: x.py:2:1: candidate 'x' declares a "
+                                             "reference (reference), refused");
+}
+
+/* A refused candidate kept by `refused: fail` (KernelRef.refused): its
+ * tasks end failed at submit with the refusal, its profile too (not
+ * skipped as "did not pass"), and nothing of it is built or run, while
+ * the other candidates' tasks wait for their references as usual. */
+static void test_refused_candidate_failed_rows(void **state)
+{
+    (void)state;
+    kf_coord *c = coord();
+    uint32_t id = submit_edited(c, RMSNORM, refuse_second);
+    assert_int_not_equal(id, 0);
+    ksweep *sw = sched_sweep(c, id);
+    assert_int_equal(sw->ntasks, 2 + 3 * 2 * 2);
+    size_t failed = 0;
+    for (uint32_t i = 0; i < sw->ntasks; i++) {
+        ktask *t = &sw->tasks[i];
+        if (t->rec->kernel_index == 1) {
+            assert_int_equal(t->rec->state, KFLEET__TASK_STATE__FAILED);
+            assert_non_null(strstr(t->rec->error, "refused at submit: t.yaml:3:5: x.py:2:1: "
+                                                  "candidate 'x' declares a reference"));
+            failed++;
+        } else {
+            assert_int_equal(t->rec->state, KFLEET__TASK_STATE__PENDING);
+        }
+    }
+    assert_int_equal(failed, 2 * 2); /* validate and profile of 2 configurations */
+    reg_numpy(c, "a1", 4);
+    for (int round = 0; round < 20; round++) {
+        c->dispatch_needed = 1;
+        turn(c);
+        sent s[16];
+        size_t n = drain(c, s, 16);
+        for (size_t i = 0; i < n; i++) {
+            assert_int_not_equal(sched_task(c, s[i].task, NULL)->rec->kernel_index, 1);
+            result(c, "a1", s[i].task, s[i].attempt, KFLEET__TASK_STATE__SUCCEEDED);
+        }
+    }
+    assert_null(sched_sweep(c, id)); /* every other task ran: the sweep finished */
+    done(&c);
+}
+
 /* A request shaped otherwise than kf_client_build_submit makes a problem
  * sweep is refused whole: candidates without their problem, or no seed
  * pool. */
@@ -274,6 +320,7 @@ int main(void)
         cmocka_unit_test(test_problem_reference_tasks),
         cmocka_unit_test(test_reference_task_seeds),
         cmocka_unit_test(test_malformed_problem_sweep_refused),
+        cmocka_unit_test(test_refused_candidate_failed_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

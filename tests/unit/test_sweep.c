@@ -204,6 +204,7 @@ static void test_full_file(void **state)
         "baseline: bar\n"
         "attempts: 7\n"
         "time_limit: 1.5m\n"
+        "memory_limit: 16G\n"
         "measure: {min_samples: 10, min_time: 250ms, max_noise: 2%, precision: 0.25%,\n"
         "          timeout: 15s, min_span: 150ms,\n"
         "          warmup: 2, hot: yes, seeds: 5, batch: 4, throttle: keep,\n"
@@ -262,6 +263,7 @@ static void test_full_file(void **state)
     assert_string_equal(s->baseline, "bar");
     assert_int_equal(s->max_attempts, 7);
     assert_true(s->time_limit_s == 90.0);
+    assert_int_equal(s->memory_limit, (uint64_t)16 << 30);
     assert_int_equal(s->measure.min_samples, 10);
     assert_true(s->measure.min_time_s == 0.25);
     assert_true(s->measure.max_noise_pct == 2.0);
@@ -299,6 +301,7 @@ static void test_defaults(void **state)
     assert_null(s->baseline);
     assert_int_equal(s->max_attempts, 3);
     assert_true(s->time_limit_s == 300.0);
+    assert_int_equal(s->memory_limit, 0); /* the agent's default */
     assert_int_equal(s->measure.min_samples, 0);
     assert_true(s->measure.min_time_s == 0);
     assert_true(s->measure.max_noise_pct == 0);
@@ -626,6 +629,8 @@ static const bad_case bad_cases[] = {
     {"kernels: [foo]\nnodes: some\n", 0, 2, 8, "nodes must be any or all"},
     {"kernels: [foo]\ntime_limit: soon\n", 0, 2, 13, "is not a duration"},
     {"kernels: [foo]\ntime_limit: 0s\n", 0, 2, 13, "must be longer than 0"},
+    {"kernels: [foo]\nmemory_limit: 1M\n", 0, 2, 15, "memory_limit must be at least 67108864"},
+    {"kernels: [foo]\nmemory_limit: lots\n", 0, 2, 15, "memory_limit must be an integer"},
     {"kernels: [foo]\nmeasure: {timeout: -1s}\n", 0, 2, 20, "must be longer than 0"},
     {"kernels: [foo]\nmeasure: {min_time: nan}\n", 0, 2, 21, "is not a duration"},
     {"kernels: [foo]\nmeasure: 3\n", 0, 2, 10, "measure must be a mapping"},

@@ -64,6 +64,13 @@ static int setup(void **state)
                          "const kf_candidate *kf_candidate_get(void) { return &c; }\n");
     /* The refused ones. */
     write_file("tol.py", "def run(s):\n    pass\ntol_rel = 0.5\n");
+    write_file("atol.py", "def run(s):\n    pass\natol = 1e-2\n");
+    write_file("tolfn.py", "def run(s):\n    pass\n\ndef tolerances(params, dtype):\n"
+                           "    return {'rtol': 1}\n");
+    write_file("ctolfn.c", "#include \"kf_kernel.h\"\n"
+                           "const kf_candidate *kf_candidate_get(void) { return 0; }\n"
+                           "int kf_tolerances(const kf_params *p, kf_dtype o, kf_tol *t,\n"
+                           "                  char *e, size_t n) { return 0; }\n");
     write_file("ref.py", "import numpy as np\n\ndef run(s):\n    pass\n\n"
                          "def reference(s):\n    return s['out']\n");
     write_file("own_inputs.py", "def setup(params, seed):\n    return {}\ndef run(s):\n    pass\n");
@@ -157,20 +164,26 @@ typedef struct refused {
 
 static const refused refusals[] = {
     {"problem: problem.py\ncandidates: [tol.py]\n",
-     "tol.py:3: candidate 'tol' declares a tolerance (tol_rel), refused"},
+     "tol.py:3:1: candidate 'tol' declares a tolerance (tol_rel), refused"},
+    {"problem: problem.py\ncandidates: [atol.py]\n",
+     "atol.py:3:1: candidate 'atol' declares a tolerance (atol), refused"},
+    {"problem: problem.py\ncandidates: [tolfn.py]\n",
+     "tolfn.py:4:5: candidate 'tolfn' declares its tolerances (tolerances), refused"},
+    {"problem: problem.py\ncandidates: [ctolfn.c]\n",
+     "ctolfn.c:3:5: candidate 'ctolfn' declares its tolerances (kf_tolerances)"},
     {"problem: problem.py\ncandidates: [fast.py, ref.py]\n",
-     "ref.py:6: candidate 'ref' declares a reference (reference), refused"},
+     "ref.py:6:5: candidate 'ref' declares a reference (reference), refused"},
     {"problem: problem.py\ncandidates: [own_inputs.py]\n",
-     "own_inputs.py:1: candidate 'own_inputs' makes its own inputs"},
+     "own_inputs.py:1:5: candidate 'own_inputs' makes its own inputs"},
     {"problem: problem.py\ncandidates: [seeds.py]\n",
-     "seeds.py:1: candidate 'seeds' declares seeds (seeds)"},
+     "seeds.py:1:1: candidate 'seeds' declares seeds (seeds)"},
     {"problem: problem.py\ncandidates: [norun.py]\n", "candidate 'norun' defines no run"},
     {"problem: problem.py\ncandidates: [whole.c]\n",
-     "whole.c:4: candidate 'whole' is a whole kernel (kf_kernel_get"},
+     "whole.c:4:18: candidate 'whole' is a whole kernel (kf_kernel_get"},
     {"problem: problem.py\ncandidates: [ctol.c]\n",
-     "ctol.c:3: candidate 'ctol' declares a tolerance (tol_abs)"},
+     "ctol.c:3:8: candidate 'ctol' declares a tolerance (tol_abs)"},
     {"problem: problem.py\ncandidates: [cref.c]\n",
-     "cref.c:4: candidate 'cref' declares a reference (reference)"},
+     "cref.c:4:4: candidate 'cref' declares a reference (reference)"},
     {"problem: problem.py\ncandidates: [noentry.c]\n", "defines no kf_candidate_get"},
     {"problem: problem.py\n", "a problem without candidates:"},
     {"problem: problem.py\ncandidates: []\n", "candidates must be a non-empty list"},
@@ -200,6 +213,104 @@ static void test_candidate_contract_refused(void **state)
         }
     }
     assert_int_equal(failures, 0);
+}
+
+/* Every refused candidate is named, not only the first (issue 42): each
+ * message to on_refused, the error their count; without a listener the
+ * first and "more". */
+struct heard {
+    size_t n;
+    char msgs[4][1024];
+};
+
+static void hear(void *ctx, const char *msg)
+{
+    struct heard *h = ctx;
+    if (h->n < 4)
+        snprintf(h->msgs[h->n], sizeof h->msgs[h->n], "%s", msg);
+    h->n++;
+}
+
+static const char *const three_bad = "problem: problem.py\n"
+                                     "candidates: [fast.py, tol.py, ref.py, slow.py, norun.py]\n";
+
+static void test_every_refusal_named(void **state)
+{
+    (void)state;
+    struct heard h = {0, {""}};
+    kf_sweep_parse_opts po = {0, hear, &h};
+    kf_sweep_spec dummy, *s = &dummy;
+    kf_err err;
+    kf_err_clear(&err);
+    int rc = kf_sweep_parse_string_opts(three_bad, strlen(three_bad), "t.yaml", dir, NULL, &po, &s,
+                                        &err);
+    assert_int_equal(rc, KF_EINVAL);
+    assert_ptr_equal(s, &dummy);
+    assert_int_equal(h.n, 3);
+    assert_non_null(strstr(h.msgs[0], "t.yaml:2:23: "));
+    assert_non_null(strstr(h.msgs[0], "tol.py:3:1: candidate 'tol' declares a tolerance"));
+    assert_non_null(strstr(h.msgs[1], "ref.py:6:5: candidate 'ref' declares a reference"));
+    assert_non_null(strstr(h.msgs[2], "candidate 'norun' defines no run"));
+    assert_non_null(strstr(err.msg, "t.yaml: 3 candidates refused (each named above)"));
+    assert_non_null(strstr(err.msg, "--keep-going"));
+
+    /* No listener: the first, and that there are more. */
+    rc = parse(three_bad, &s, &err);
+    assert_int_equal(rc, KF_EINVAL);
+    assert_non_null(strstr(err.msg, "tol.py:3:1: candidate 'tol'"));
+    assert_non_null(strstr(err.msg, "(and more candidates refused)"));
+}
+
+/* refused: fail (or opts.keep_going) keeps them, each with its reason. */
+static void test_refused_kept(void **state)
+{
+    (void)state;
+    char yaml[256];
+    snprintf(yaml, sizeof yaml, "%srefused: fail\n", three_bad);
+    for (int how = 0; how < 2; how++) {
+        kf_sweep_parse_opts po = {how, NULL, NULL};
+        kf_sweep_spec *s = NULL;
+        kf_err err;
+        const char *text = how ? three_bad : yaml;
+        if (kf_sweep_parse_string_opts(text, strlen(text), "t.yaml", dir, NULL, &po, &s, &err))
+            fail_msg("parse: %s", err.msg);
+        assert_int_equal(s->nkernels, 5);
+        assert_true(s->refused_fail);
+        const char *want[5] = {NULL, "declares a tolerance", "declares a reference", NULL,
+                               "defines no run"};
+        for (size_t i = 0; i < 5; i++) {
+            if (!want[i]) {
+                assert_null(s->kernels[i].refused);
+                continue;
+            }
+            assert_non_null(s->kernels[i].refused);
+            assert_non_null(strstr(s->kernels[i].refused, want[i]));
+            assert_int_equal(strncmp(s->kernels[i].refused, "t.yaml:2:", 9), 0);
+        }
+        kf_sweep_destroy(&s);
+    }
+    /* Only stop and fail; and only where there are candidates. */
+    kf_sweep_spec *s = NULL;
+    kf_err err;
+    assert_int_equal(parse("problem: problem.py\ncandidates: [fast.py]\nrefused: skip\n", &s, &err),
+                     KF_EINVAL);
+    assert_non_null(strstr(err.msg, "refused must be stop or fail"));
+    assert_int_equal(parse("kernels: [{path: cand.c}]\nrefused: fail\n", &s, &err), KF_EINVAL);
+    assert_non_null(strstr(err.msg, "refused: is about candidates"));
+}
+
+/* A problem sweep's messages speak of candidates (issue 42). */
+static void test_candidate_words(void **state)
+{
+    (void)state;
+    kf_sweep_spec *s = NULL;
+    kf_err err;
+    assert_int_equal(
+        parse("problem: problem.py\ncandidates: [fast.py]\nbaseline: problem\n", &s, &err),
+        KF_EINVAL);
+    assert_non_null(strstr(err.msg, "baseline 'problem' is not a candidate of this sweep; name "
+                                    "one of the candidates listed under candidates:"));
+    assert_null(strstr(err.msg, "kernels"));
 }
 
 /* The shipped examples (examples/problems/) keep the format and the
@@ -232,12 +343,42 @@ static void test_examples(void **state)
     }
 }
 
+/* A Python candidate that says no device runs where its problem does: one
+ * on a CUDA problem went to a CPU slot and failed cuInit there, a wrong
+ * diagnosis (issue 42's newcomer items). One that says cpu keeps it. */
+static void test_candidate_device_is_the_problems(void **state)
+{
+    (void)state;
+    write_file("gpu_problem.py", "import torch\n\ndevice = \"cuda\"\ntol_abs = 1e-6\n"
+                                 "tol_rel = 1e-6\n\ndef setup(params, seed):\n    return {}\n\n"
+                                 "def output(s):\n    return None\n\n"
+                                 "def reference(s):\n    return None\n");
+    write_file("on_cpu.py", "device = \"cpu\"\n\ndef run(s):\n    pass\n");
+    kf_sweep_spec *s = NULL;
+    kf_err err;
+    int rc = parse("problem: {path: gpu_problem.py, params: {n: [1]}}\n"
+                   "candidates: [slow.py, on_cpu.py]\n",
+                   &s, &err);
+    if (rc != KF_OK)
+        fail_msg("parse: %s", err.msg);
+    assert_true(s->problem->cuda);
+    assert_string_equal(s->kernels[0].name, "slow");
+    assert_true(s->kernels[0].cuda);
+    assert_string_equal(s->kernels[1].name, "on_cpu");
+    assert_false(s->kernels[1].cuda);
+    kf_sweep_destroy(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_problem_and_candidates),
         cmocka_unit_test(test_candidate_contract_refused),
         cmocka_unit_test(test_examples),
+        cmocka_unit_test(test_every_refusal_named),
+        cmocka_unit_test(test_refused_kept),
+        cmocka_unit_test(test_candidate_words),
+        cmocka_unit_test(test_candidate_device_is_the_problems),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,5 +1,5 @@
 /* Tests for common/buf.c, util.c and paths.c: the buffer grows and pads,
- * durations parse or are refused, hashes separate parts, locks exclude,
+ * durations and sizes parse or are refused, hashes separate parts, locks exclude,
  * and KFLEET_HOME puts everything under one directory. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -146,6 +146,28 @@ static void test_duration(void **state)
     assert_int_not_equal(kf_parse_duration("inf", &d), 0);
     assert_int_not_equal(kf_parse_duration("-nan", &d), 0);
     assert_int_not_equal(kf_parse_duration("1e308h", &d), 0);
+}
+
+static void test_size(void **state)
+{
+    (void)state;
+    uint64_t b;
+    assert_int_equal(kf_parse_size("4096", &b), 0);
+    assert_int_equal(b, 4096);
+    assert_int_equal(kf_parse_size("512M", &b), 0);
+    assert_int_equal(b, (uint64_t)512 << 20);
+    assert_int_equal(kf_parse_size("16GiB", &b), 0);
+    assert_int_equal(b, (uint64_t)16 << 30);
+    assert_int_equal(kf_parse_size("2TB", &b), 0);
+    assert_int_equal(b, (uint64_t)2 << 40);
+    assert_int_equal(kf_parse_size("0", &b), 0);
+    assert_int_equal(b, 0);
+    assert_int_not_equal(kf_parse_size("", &b), 0);
+    assert_int_not_equal(kf_parse_size("-1G", &b), 0);
+    assert_int_not_equal(kf_parse_size("1.5G", &b), 0);
+    assert_int_not_equal(kf_parse_size("16 G", &b), 0);
+    assert_int_not_equal(kf_parse_size("16X", &b), 0);
+    assert_int_not_equal(kf_parse_size("99999999999T", &b), 0); /* over 2^64 */
 }
 
 static void test_hash(void **state)
@@ -300,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_shell_word),
         cmocka_unit_test(test_file_safety),
         cmocka_unit_test(test_duration),
+        cmocka_unit_test(test_size),
         cmocka_unit_test(test_hash),
         cmocka_unit_test(test_unpredictable),
         cmocka_unit_test(test_sleep),

@@ -29,8 +29,8 @@ static void test_compare_threads(void **state)
     out[n / 2] = INFINITY;
     out[n - 3] = (float)(ref[n - 3] + 0.5);
     hctx_check one, many;
-    hctx_compare(out, KF_DTYPE_F32, ref, n, 1, &one);
-    hctx_compare(out, KF_DTYPE_F32, ref, n, 8, &many);
+    hctx_compare(out, KF_DTYPE_F32, ref, n, 1, NULL, &one);
+    hctx_compare(out, KF_DTYPE_F32, ref, n, 8, NULL, &many);
     assert_int_equal(one.nonfinite, 2);
     assert_int_equal(many.nonfinite, 2);
     assert_true(fabs(one.max_abs - 0.5) < 1e-4); /* float rounding aside */
@@ -47,7 +47,7 @@ static void test_compare_small(void **state)
     (void)state;
     double out[4] = {1, 2, 3, 4}, ref[4] = {1, 2, 3, 3.5};
     hctx_check c;
-    hctx_compare(out, KF_DTYPE_F64, ref, 4, 8, &c);
+    hctx_compare(out, KF_DTYPE_F64, ref, 4, 8, NULL, &c);
     assert_int_equal(c.nonfinite, 0);
     assert_true(c.max_abs == 0.5);
     assert_true(fabs(c.rel - 0.5 / sqrt(1 + 4 + 9 + 3.5 * 3.5)) < 1e-15);

@@ -1,8 +1,11 @@
-/* tables — the store's insides, shared by store.c and seal.c (the seals
- * live in the store's environment and transactions): the tables, the two
- * structs, the big-endian key helpers. Nobody else includes it. */
-#ifndef KF_TABLES_H
-#define KF_TABLES_H
+/* store_int — the store module's insides, shared by its files: store.c
+ * (the environment, transactions and records, each sealed as it is put),
+ * seal.c (the seals' key and their check, seal.h) and store_check.c (the
+ * whole store's check): the tables, the two structs, the big-endian key
+ * helpers and a record's seal. Arrows run one way: seal.c and
+ * store_check.c use store.c, which uses neither. Nobody else includes it. */
+#ifndef KF_STORE_INT_H
+#define KF_STORE_INT_H
 
 #include "common/err.h"
 
@@ -94,37 +97,13 @@ static inline uint32_t rd32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* seal.c's hooks, called by store.c in the transaction that puts the
- * record. kf_seal_mac: the MAC of record (key, v) of table db (samples,
- * results, late results). kf_seal_add: adds a MAC to the seals table: a
- * result's (and a late result's) is its own seal; a sample's is folded
- * (XOR) into its attempt's, and so may be the XOR of several samples of
- * one attempt (key any of theirs), which costs one seal update for a whole
- * batch. kf_seal_put: both, for one record. 0 or a store error. */
-void kf_seal_mac(const struct kf_store *s, int db, const void *key, size_t klen, const MDB_val *v,
-                 uint8_t mac[SEAL_LEN]);
-int kf_seal_add(struct kf_txn *t, int db, const void *key, size_t klen,
-                const uint8_t mac[SEAL_LEN]);
-int kf_seal_put(struct kf_txn *t, int db, const void *key, size_t klen, const MDB_val *v);
+/* A record's MAC (seal.h): keyed BLAKE2b, with the store's seal key, of
+ * its table's byte, its key k and its stored bytes v. */
+void store_seal_mac(const struct kf_store *s, int db, const MDB_val *k, const MDB_val *v,
+                    uint8_t mac[SEAL_LEN]);
 
-/* mdb_put into table db through the transaction's cursor on it (opened on
- * first use; LMDB frees it with the transaction). A turn's puts into one
- * table are mostly neighbours (the tasks in flight, the results and seals
- * appended at the end), and LMDB starts a cursor's search from the page the
- * cursor is on when the key falls there, where mdb_put searches from the
- * root each time: 2,760 instructions a sample, 1,376 through a cursor
- * (`kfbench ingest`). The first error but MDB_KEYEXIST is kept in
- * t->failed. Here, not in store.c, as both store.c and seal.c put. */
-static inline int kf_txn_put(struct kf_txn *t, int db, MDB_val *k, MDB_val *v, unsigned flags)
-{
-    int rc = 0;
-    if (!t->put[db])
-        rc = mdb_cursor_open(t->txn, t->s->dbi[db], &t->put[db]);
-    if (rc == 0)
-        rc = mdb_cursor_put(t->put[db], k, v, flags);
-    if (rc && rc != MDB_KEYEXIST && !t->failed)
-        t->failed = rc;
-    return rc;
-}
+/* Where the seal of the record with key (klen bytes) of table db lives in
+ * the seals table: its key, written to out, and its length. */
+size_t store_seal_slot(int db, const void *key, size_t klen, uint8_t out[32]);
 
 #endif

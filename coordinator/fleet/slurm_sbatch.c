@@ -1,4 +1,4 @@
-/* sbatch_opts — sbatch's option table and a reader that walks the user's
+/* slurm_sbatch — sbatch's option table and a reader that walks the user's
  * sbatch items as glibc's getopt_long does for sbatch (optstring "+...",
  * long options by name or unique prefix), so that an owned option cannot
  * slip through as an abbreviation or inside a group of short options.
@@ -22,7 +22,7 @@
  * sbatch would refuse it then too. Releases before this table's may lack
  * some options (an abbreviation unique to them may be ambiguous here); they
  * never have owned options under other names. */
-#include "fleet/sbatch_opts.h"
+#include "fleet/slurm_sbatch.h"
 #include "common/err.h"
 
 #include <stdio.h>
@@ -289,7 +289,7 @@ static int check_item(const char *item, int *value_next, int *unknown, char *why
     return KF_OK;
 }
 
-int kf_sbatch_check(const char *const *args, size_t n, size_t *bad, char *why, size_t wl)
+int kf_slurm_sbatch_check(const char *const *args, size_t n, size_t *bad, char *why, size_t wl)
 {
     int value_next = 0, unknown = 0;
     for (size_t i = 0; i < n; i++) {

@@ -1,0 +1,45 @@
+/* kcache — a kernel's own cache (WORKDIR/kcache/HASH: Triton's, CUDA's JIT
+ * and torch extensions' caches, runner/confine.h) under a quota, so that a
+ * kernel that fills its cache fills only its quota: never the node's disk,
+ * which later builds, the outbox and other kernels need.
+ *
+ * Where the agent has a mount namespace of its own (root,
+ * runner/contain.h), each runner of a kernel gets its cache as a tmpfs of
+ * the quota's size at SCRATCH/kcache, filled from the kept copy when it
+ * starts. When it ends the agent keeps what the tmpfs holds as the new copy
+ * (a copy swapped in by rename) unless it is full: then the kernel reached
+ * its quota, and nothing of its cache is kept, the old copy removed too. A
+ * kernel writing past the quota gets "No space left on device" there.
+ *
+ * Without the namespace the cache is the directory itself, on the disk, as
+ * before: the agent measures it after each runner and removes it when it
+ * holds more than the quota (bounded after the fact, not while it runs).
+ *
+ * The copies are made by the agent's loop, so they cost it the time to copy
+ * at most the quota twice per runner (a Triton cache is a few MB). */
+#ifndef KF_AGENT_KCACHE_H
+#define KF_AGENT_KCACHE_H
+
+#include "common/err.h"
+
+#include <stdint.h>
+
+typedef struct kcache kcache;
+
+/* Removes the copies an agent killed while it kept a cache left in
+ * WORKDIR/kcache (HASH.new-PID, HASH.old-PID). At the agent's start. */
+void kcache_sweep(const char *workdir);
+
+/* The cache of kernel `hash` for a runner whose scratch dir is scratch,
+ * under `quota` bytes; mounted (a tmpfs at SCRATCH/kcache) when `mounts`.
+ * NULL with err when the tmpfs could not be made (the runner does not
+ * start: it would write the disk unbounded). */
+kcache *kcache_open(const char *workdir, const char *hash, const char *scratch, uint64_t quota,
+                    int mounts, kf_err *err);
+
+/* The runner ended: its cache kept or, over the quota, removed; the tmpfs
+ * unmounted. Returns 1 when the kernel filled its quota, else 0.
+ * *self NULL. */
+int kcache_close(kcache **self);
+
+#endif

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Timed samples on fresh inputs (issue 43 item 3, agent/runner/fresh.h). A
+# numpy problem (a 256 x 256 float64 product) and three candidates:
+#  - np_matmul multiplies every run: it passes; its samples ran on fresh
+#    inputs and some were audits;
+#  - ahead computes the product in prepare() and copies it in run(): an
+#    audit (a pool seed's inputs put where fresh ones were) fails it, named;
+#  - memo keeps products by the inputs' addresses and first values: it
+#    never hits in a counted sample, so its fastest sample is a product's
+#    time, not a copy's (without fresh inputs its samples were 0.25 ms
+#    copies beside 9 ms products on this machine kind);
+#  - and where the tolerances cannot tell inputs apart (allclose's softmax at
+#    16 x 16384 under atol = 1e-2: every value is below it), an answer kept
+#    from other inputs fails an audit on the distance between the pool's
+#    answers (agent/runner/checker.c), while the honest one passes.
+source "$(dirname "$0")/lib.sh"
+
+export KF_PYTHON=/usr/bin/python3
+"$KF_PYTHON" -c 'import numpy' 2>"$T/numpy.err" ||
+  fail "$KF_PYTHON has no numpy (make test-build installs python3-numpy): $(tail -1 "$T/numpy.err")"
+
+set +e
+"$KFLEET" run "$KF_SRC/tests/data/problems/ahead/sweep.yaml" >"$T/run.out" 2>"$T/run.log"
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "kfleet run of the ahead problem should exit 1 (ahead fails), got $rc: $(tail -5 "$T/run.log")"
+"$KFLEET" report --format json >"$T/r.json" || fail "report"
+python3 - "$T/r.json" <<'PY' || fail "fresh inputs do not stop the kept answers"
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+by = {}
+for w in rows:
+    by.setdefault(w["kernel"], []).append(w)
+for w in by["np_matmul"] + by["memo"]:
+    p = w["profile"]
+    assert w["validation"]["state"] == "succeeded" and p["state"] == "succeeded", (w["kernel"], p)
+    assert p["fresh_samples"] > 0 and p["audit_samples"] > 0, (w["kernel"], p["fresh_samples"], p["audit_samples"])
+    assert p["samples_reported"] == p["samples"] + p["audit_samples"] + p["discarded_samples"], p
+(a,) = by["ahead"]
+err = a["profile"]["error"] or ""
+assert a["profile"]["state"] == "failed", a["profile"]
+# Caught at an audit sample's spot check, or at a re-check (which runs on a
+# pool seed's inputs put back too), whichever comes first: both judge the
+# kept answer against the inputs it was not computed from.
+assert "(pool seed " in err and ("the spot check after timed sample" in err or
+                                 "outside atol + rtol |ref|" in err), err
+honest_min = min(w["profile"]["min_s"] for w in by["np_matmul"])
+memo_min = min(w["profile"]["min_s"] for w in by["memo"])
+assert memo_min >= honest_min / 3, (memo_min, honest_min)
+m = by["memo"][0]["profile"]
+print(f"ok - ahead failed an audit: {err[:110]}; memo's fastest sample {memo_min*1e3:.2f} ms, "
+      f"np_matmul's {honest_min*1e3:.2f} ms; memo {m['fresh_samples']} fresh, {m['audit_samples']} audits")
+PY
+pass "kept answers: ahead fails an audit, memo never hits a timed sample"
+
+set +e
+"$KFLEET" run "$KF_SRC/tests/data/problems/allclose/sweep_ahead.yaml" >"$T/loose.out" 2>"$T/loose.log"
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "the loose-tolerance sweep should exit 1 (np_ahead fails), got $rc: $(tail -5 "$T/loose.log")"
+"$KFLEET" report --format json >"$T/loose.json" || fail "report"
+python3 - "$T/loose.json" <<'PY' || fail "an answer kept under loose tolerances passed"
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+for r in rows:
+    p = r["profile"]
+    if r["kernel"] == "np_softmax":
+        assert p["state"] == "succeeded" and p["audit_samples"] > 0, p
+    else:
+        err = p["error"] or ""
+        assert r["kernel"] == "np_ahead" and p["state"] == "failed", (r["kernel"], p)
+        assert "as large as between the answers of the pool's different inputs" in err, err
+        print("ok - np_ahead:", err[err.index("the relative error"):][:120])
+PY
+pass "under tolerances too loose to tell inputs apart, an answer kept from other inputs fails an audit"

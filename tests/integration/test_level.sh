@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# A whole level in one sweep, and refusals that do not stop the rest
+# (issue 42), on CPU numpy problems (tests/data/level):
+#  1. a problem sweep with three bad candidates names all three (file:line:
+#     column and reason, one error each), exits 2 and submits nothing;
+#  2. the level (problems: a directory of three problems, candidates
+#     matched by name) without --keep-going: the same three, across two
+#     problems, nothing submitted;
+#  3. with --keep-going: a sweep per problem that has candidates, the
+#     three refused candidates failed rows saying why, every other
+#     candidate judged and passing, the problem without candidates a line
+#     per missed pattern, exit 1.
+source "$(dirname "$0")/lib.sh"
+
+export KF_PYTHON=/usr/bin/python3
+"$KF_PYTHON" -c 'import numpy' 2>"$T/numpy.err" ||
+  fail "$KF_PYTHON has no numpy (make test-build installs python3-numpy): $(tail -1 "$T/numpy.err")"
+L="$KF_SRC/tests/data/level"
+
+# 1. One problem, three bad candidates among good ones.
+cat >"$T/three.yaml" <<YAML
+problem: {path: $L/problems/scale/problem.py, params: {n: [64]}}
+candidates:
+  - $L/cands/scale/add.py
+  - $L/cands/scale/bad_tol.py
+  - $L/cands/relu/bad_ref.py
+  - $L/base/scale.py
+  - $L/cands/scale/bad_norun.py
+YAML
+set +e
+"$KFLEET" run "$T/three.yaml" >"$T/three.out" 2>"$T/three.log"
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "three refused candidates should exit 2, got $rc"
+grep -q "three.yaml:4:5: $L/cands/scale/bad_tol.py:4:1: candidate 'bad_tol' declares a tolerance (atol), refused" "$T/three.log" ||
+  fail "bad_tol is not named with its place: $(cat "$T/three.log")"
+grep -q "three.yaml:5:5: $L/cands/relu/bad_ref.py:9:5: candidate 'bad_ref' declares a reference (reference), refused" "$T/three.log" ||
+  fail "bad_ref is not named with its place"
+grep -q "three.yaml:7:5: $L/cands/scale/bad_norun.py: candidate 'bad_norun' defines no run, refused" "$T/three.log" ||
+  fail "bad_norun is not named"
+[ "$(grep -c 'refused' "$T/three.log")" -eq 4 ] ||
+  fail "want one line per refused candidate and the count: $(cat "$T/three.log")"
+grep -q "three.yaml: 3 candidates refused (each named above); nothing was submitted" "$T/three.log" ||
+  fail "the count is not said"
+[ ! -e "$KFLEET_HOME/run/coordinator.log" ] || fail "something ran"
+pass "three refused candidates: all three named with file:line:column, exit 2, nothing run"
+
+# 2. The level, refusals stopping it.
+set +e
+"$KFLEET" run "$L/level.yaml" >"$T/stop.out" 2>"$T/stop.log"
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "the level with refused candidates should exit 2, got $rc"
+for c in "'bad_ref' of problem 'relu'" "'bad_tol' of problem 'scale'" "'bad_norun' of problem 'scale'"; do
+  grep -q "candidate $c" "$T/stop.log" || fail "candidate $c is not named: $(cat "$T/stop.log")"
+done
+grep -q "3 candidates refused" "$T/stop.log" || fail "the level's count is not said"
+pass "the level: the three refusals of two problems named, nothing run"
+
+# 3. --keep-going: the others judged, the refused ones failed rows.
+set +e
+"$KFLEET" run "$L/level.yaml" --keep-going >"$T/keep.out" 2>"$T/keep.log"
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "the level with failed rows should exit 1, got $rc: $(tail -5 "$T/keep.log")"
+grep -q "problems, 7 candidates" "$T/keep.log" || fail "the run's line does not count problems"
+grep -q "level.yaml:10:5: problem 'tanh': no candidate at 'base/tanh.py' (no such file)" "$T/keep.log" ||
+  fail "tanh's missing baseline is not said"
+grep -q "problem 'tanh': no candidate at 'cands/tanh/\*.py'" "$T/keep.log" ||
+  fail "tanh's missing candidates are not said"
+grep -q "kfleet run: 3 refused candidates will be failed rows" "$T/keep.log" || fail "no keep-going note"
+"$KFLEET" report 1 --format json >"$T/r1.json" || fail "report 1"
+"$KFLEET" report 2 --format json >"$T/r2.json" || fail "report 2"
+python3 - "$T/r1.json" "$T/r2.json" <<'PY' || fail "the level's rows are wrong"
+import json, sys
+want = {"lvl.relu": ({"base", "np_where"}, {"bad_ref"}),
+        "lvl.scale": ({"base", "add"}, {"bad_tol", "bad_norun"})}
+seen = set()
+for f in sys.argv[1:]:
+    r = json.load(open(f))
+    name = r["sweep"]["name"]
+    good, bad = want[name]
+    seen.add(name)
+    assert r["problem"]["name"] == name.split(".")[1], r["problem"]
+    rows = {}
+    for w in r["rows"]:
+        rows.setdefault(w["kernel"], []).append(w)
+    assert set(rows) == good | bad, (name, set(rows))
+    for k in good:
+        for w in rows[k]:
+            assert w["validation"]["state"] == "succeeded", (k, w["validation"])
+    for k in bad:
+        for w in rows[k]:
+            v = w["validation"]
+            assert v["state"] == "failed", (k, v)
+            assert v["error"].startswith("refused at submit: ") and "level.yaml:11:5: " in v["error"], v["error"]
+            assert w["profile"]["state"] == "failed", (k, w["profile"])
+assert seen == set(want), seen
+print("ok - rows:", {n: sorted(g | b) for n, (g, b) in want.items()})
+PY
+pass "--keep-going: a sweep per problem, refused candidates failed rows, the others judged, tanh said"
+
+# 4. A problem sweep's runner messages speak of the candidate and the
+#    problem: a candidate that replaces the output buffer is told so.
+cat >"$T/replace.py" <<'PY'
+"""Replaces the output buffer instead of writing into it."""
+
+
+def run(s):
+    s["out"] = s["x"] * 2
+PY
+cat >"$T/replace.yaml" <<YAML
+problem: {path: $L/problems/scale/problem.py, params: {n: [64]}}
+candidates: [replace.py]
+tasks: [build, validate]
+measure: {seeds: 1}
+YAML
+rm -rf "$KFLEET_HOME"
+set +e
+"$KFLEET" run "$T/replace.yaml" --agents 1 --format json >"$T/replace.json" 2>"$T/replace.log"
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "the replacing candidate should fail (exit 1), got $rc"
+python3 - "$T/replace.json" <<'PY' || fail "the replacing candidate's error speaks of kernels"
+import json, sys
+e = json.load(open(sys.argv[1]))["rows"][0]["validation"]["error"]
+assert e.startswith("candidate replace: output() of problem problem after run() describes "
+                    "another buffer"), e
+assert "a candidate's run(s) writes into the output buffer of the state the problem's setup " \
+       "made, and may not replace it" in e, e
+assert "kernel" not in e, e
+print("ok -", e[:100])
+PY
+pass "a candidate replacing the output is told in the words of problems and candidates"
