@@ -28,6 +28,8 @@ int kf_seal_key(kf_store *s, const char *secret_z85, kf_err *err)
     crypto_generichash_update(&st, (const unsigned char *)ctx, sizeof ctx);
     crypto_generichash_update(&st, (const unsigned char *)secret_z85, strlen(secret_z85));
     crypto_generichash_final(&st, s->seal_key, sizeof s->seal_key);
+    crypto_generichash_init(&st, s->seal_key, sizeof s->seal_key, SEAL_LEN);
+    memcpy(s->seal_init, &st, sizeof st);
     s->sealing = 1;
     if (s->readonly)
         return KF_OK;

@@ -115,6 +115,12 @@ int kf_store_put_late(kf_txn *t, const Kfleet__Result *r, int *dup);
 /* *dup is set (and nothing written) when (task, attempt, seq) is stored. */
 int kf_store_put_sample(kf_txn *t, uint64_t task_id, uint32_t attempt, const Kfleet__Sample *s,
                         int *dup);
+/* The n samples of one batch of attempt (task_id, attempt), each stored
+ * once as kf_store_put_sample stores it; *dups (when given) counts those
+ * already stored, which are left as they are. The attempt's seal (seal.h)
+ * is updated once for all that were stored. */
+int kf_store_put_samples(kf_txn *t, uint64_t task_id, uint32_t attempt,
+                         const Kfleet__Sample *const *s, size_t n, size_t *dups);
 /* Stores a telemetry reading once (MDB_NOOVERWRITE): *dup = 1 when its
  * (task, attempt, seq) was already there. */
 int kf_store_put_telemetry(kf_txn *t, uint64_t task_id, uint32_t attempt,
@@ -149,21 +155,6 @@ int kf_store_foreach_reference(kf_txn *t, const char *problem_hash, kf_store_ref
 int kf_store_retire_references(kf_txn *t, const char *problem_hash, uint32_t generation,
                                uint32_t *removed);
 
-/* Prior durations, for the scheduler's longest-first order: each task that
- * SUCCEEDED in a sweep older than `before` (newest sweep first), whose
- * kernel hash is one of hashes[], with its stored result's elapsed_s
- * (> 0). Bounded so that a submit stays cheap on a large store: the
- * KF_STORE_PRIOR_SWEEPS newest sweeps are looked at, the tasks of at most
- * KF_STORE_PRIOR_MATCHES of them that share a kernel are read, and at
- * most KF_STORE_PRIOR_TASKS task records in all. cb gets records it does
- * not own; a non-zero return stops the walk and is returned. */
-#define KF_STORE_PRIOR_SWEEPS 256
-#define KF_STORE_PRIOR_MATCHES 8
-#define KF_STORE_PRIOR_TASKS 200000
-typedef int (*kf_store_prior_cb)(void *ctx, const char *kernel_hash, const Kfleet__Task *task,
-                                 double elapsed_s);
-int kf_store_foreach_prior(kf_txn *t, uint32_t before, const char *const *hashes, size_t nhashes,
-                           kf_store_prior_cb cb, void *ctx);
 /* Iteration: the callback gets a decoded record it does not own; a non-zero
  * return stops the walk and is returned. */
 typedef int (*kf_store_sweep_cb)(void *ctx, const Kfleet__Sweep *sw);

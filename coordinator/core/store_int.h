@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <lmdb.h>
+#include <sodium.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,11 +49,18 @@ struct kf_store {
     int sealing;   /* seal_key is set */
     int has_seals; /* the seals table exists (a store before them has none) */
     unsigned char seal_key[32];
+    /* The BLAKE2b state right after its init with seal_key (set with
+     * it): a MAC starts from a copy instead of keying a state anew
+     * (seal.c). Bytes, copied in and out of an aligned state. */
+    unsigned char seal_init[sizeof(crypto_generichash_state)];
 };
 
 struct kf_txn {
     struct kf_store *s;
     MDB_txn *txn;
+    /* Each table's cursor for puts, opened on first use and freed by LMDB
+     * with the transaction (kf_txn_put). */
+    MDB_cursor *put[DB_COUNT];
     /* The first LMDB error a put met. LMDB then refuses the rest of the
      * transaction with a bare MDB_BAD_TXN; the commit reports this cause
      * (map full, disk full) instead. */

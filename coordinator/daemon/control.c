@@ -263,14 +263,17 @@ static void handle_submit(kf_coord *c, const void *peer, size_t peer_len,
         control_reply_error(c, peer, peer_len, KF_ESTORE, why);
         return;
     }
-    /* Take ownership of a copy of the sweep record. */
-    Kfleet__Sweep *rec = kf_pb_copy(&in->base);
+    /* The sweep takes the request's record (no copy: a record holds the
+     * sweep file and every kernel's sources); the request no longer has it
+     * when the caller frees it. */
+    Kfleet__Sweep *rec = in;
     rec->sweep_id = id;
     rec->created_ns = now;
     rec->finished_ns = 0;
     rec->task_count = (uint32_t)(expanded + nrefs);
     ksweep *sw = sched_add_sweep(c, rec);
     sched_expand(c, sw, txn, req, targets, ntargets, ref_cis, nrefs);
+    req->sweep = NULL;
     sched_fail_refused(c, sw);
     free(ref_cis);
     free(targets);
@@ -429,11 +432,9 @@ static void handle_cancel(kf_coord *c, const void *peer, size_t peer_len, uint32
  * them. */
 #define TASK_STORE_BYTES 1024
 
-size_t control_write_estimate(kf_coord *c, const void *data, size_t len)
+size_t control_write_estimate(kf_coord *c, const Kfleet__ControlRequest *req, size_t len)
 {
     size_t est = 4 * len;
-    kf_err err;
-    Kfleet__ControlRequest *req = kf_ctl_unpack_request(data, len, &err);
     if (!req)
         return est;
     uint64_t tasks = 0;
@@ -449,7 +450,6 @@ size_t control_write_estimate(kf_coord *c, const void *data, size_t len)
         const ksweep *sw = sched_sweep(c, req->cancel);
         tasks = sw ? sw->ntasks : 0;
     }
-    kfleet__control_request__free_unpacked(req, NULL);
     uint64_t bytes = tasks * TASK_STORE_BYTES;
     return bytes > est ? (size_t)bytes : est;
 }
@@ -458,10 +458,18 @@ void control_handle(kf_coord *c, const void *peer, size_t peer_len, const void *
 {
     kf_err err;
     Kfleet__ControlRequest *req = kf_ctl_unpack_request(data, len, &err);
+    control_answer(c, peer, peer_len, req, len, &err);
+    if (req)
+        kfleet__control_request__free_unpacked(req, NULL);
+}
+
+void control_answer(kf_coord *c, const void *peer, size_t peer_len, Kfleet__ControlRequest *req,
+                    size_t len, const kf_err *err)
+{
     if (!req) {
         c->protocol_errors++;
-        kf_warn("control.bad_request", "bytes=%zu error=\"%s\"", len, err.msg);
-        control_reply_error(c, peer, peer_len, KF_EPROTO, err.msg);
+        kf_warn("control.bad_request", "bytes=%zu error=\"%s\"", len, err->msg);
+        control_reply_error(c, peer, peer_len, KF_EPROTO, err->msg);
         return;
     }
     switch (req->body_case) {
@@ -502,5 +510,4 @@ void control_handle(kf_coord *c, const void *peer, size_t peer_len, const void *
         control_reply_error(c, peer, peer_len, KF_EPROTO, "unknown control request");
         break;
     }
-    kfleet__control_request__free_unpacked(req, NULL);
 }

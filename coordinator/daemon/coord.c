@@ -140,6 +140,7 @@ void kf_coord_destroy(kf_coord **self)
         sched_free_agent(c->agents[i]);
     free(c->agents);
     free(c->shares);
+    sched_priors_free(&c->priors);
     for (size_t i = 0; i < c->ntrusted; i++)
         free(c->trusted[i]);
     free(c->trusted);
@@ -404,16 +405,23 @@ static int drain_control(kf_coord *c, turn_room *room, kf_err *err)
         size_t len = zmq_msg_size(&body);
         if (len > c->max_frame)
             c->max_frame = len;
-        size_t need = control_write_estimate(c, zmq_msg_data(&body), len);
+        /* Decoded once, for the estimate and the answer. */
+        kf_err rerr;
+        Kfleet__ControlRequest *req = kf_ctl_unpack_request(zmq_msg_data(&body), len, &rerr);
+        size_t need = control_write_estimate(c, req, len);
         if (room->taken + need > room->budget) {
             if ((c->txn && (rc = commit_turn(c, err))) ||
-                (rc = ensure_room(c, need, &room->budget, err)))
+                (rc = ensure_room(c, need, &room->budget, err))) {
+                if (req)
+                    kfleet__control_request__free_unpacked(req, NULL);
                 break;
+            }
             room->taken = 0;
         }
         room->taken += need;
-        control_handle(c, zmq_msg_data(&peer), zmq_msg_size(&peer), zmq_msg_data(&body),
-                       zmq_msg_size(&body));
+        control_answer(c, zmq_msg_data(&peer), zmq_msg_size(&peer), req, len, &rerr);
+        if (req)
+            kfleet__control_request__free_unpacked(req, NULL);
         m++;
     }
     zmq_msg_close(&peer);

@@ -20,6 +20,7 @@
 #define KF_MAX_SLOTS 64
 
 typedef struct sched_order sched_order;
+typedef struct sched_priors sched_priors;
 typedef struct sched_base sched_base;
 
 typedef struct ktask {
@@ -27,8 +28,15 @@ typedef struct ktask {
     int agent;              /* index into agents of the current attempt, -1 */
     int pin;                /* agent index the task must run on, -1 = any */
     uint64_t assigned_mono; /* when the current attempt was sent */
-    int confirmed;          /* the agent has reported the attempt active */
-    int slot_gpu;           /* which slot it holds: 1 gpu, 0 cpu, 2 install, -1 none */
+    /* Its stored attempt's assigned_ns, kept so that ending the attempt
+     * need not read the record back; 0: not known here (a restart). */
+    uint64_t assigned_ns;
+    /* Its stored result's elapsed_s, once it has one (0: none, or the
+     * sweep was loaded after a restart): what sched_priors.c keeps of the
+     * sweep when it finishes. */
+    double elapsed_s;
+    int confirmed; /* the agent has reported the attempt active */
+    int slot_gpu;  /* which slot it holds: 1 gpu, 0 cpu, 2 install, -1 none */
     uint32_t gpu_index;
     /* A profile runs only after its configuration's validation passed:
      * gate is that validate task's index in the sweep (-1: none asked), and
@@ -52,6 +60,9 @@ typedef struct ksweep {
     uint32_t bcounts[16]; /* build tasks by TaskState (also in counts) */
     uint32_t cpu_pending; /* pending tasks that take a CPU slot (sched_needs_gpu 0) */
     int dirty;            /* rec changed in this batch */
+    /* Every task's result was stored by this process (not loaded after a
+     * restart): its durations are known from memory (ktask.elapsed_s). */
+    int ran_here;
     /* The order its pending tasks are offered in (sched_order.c); NULL
      * until planned. */
     struct sched_order *order;
@@ -158,6 +169,7 @@ struct kf_coord {
     size_t nagents, capagents;
     kshare *shares; /* builds shared by toolchain (sched_share.c) */
     size_t nshares, capshares;
+    sched_priors *priors; /* finished sweeps' durations (sched_priors.c); NULL until read */
     /* The operator's trust list (cfg.trust_file), as last read: the agent
      * ids trusted to build for others beside those on this machine. */
     char **trusted;
@@ -268,9 +280,20 @@ void sched_cancel_sweep(kf_coord *c, ksweep *sw, const char *why);
 void sched_maybe_finish_sweep(kf_coord *c, ksweep *sw);
 void sched_free_sweep(ksweep *sw);
 void sched_free_agent(kagent *a);
+/* sched_priors.c: sw, which ran here (ksweep.ran_here), has finished: its
+ * durations are kept from memory for the next walk, as reading them back
+ * from the store would find them. */
+void sched_priors_finished(sched_priors **cache, const ksweep *sw);
+/* Frees what sched_priors.c keeps of finished sweeps. */
+void sched_priors_free(sched_priors **cache);
 
-/* control.c */
+/* control.c: answers the control request of len bytes at data. */
 void control_handle(kf_coord *c, const void *peer, size_t peer_len, const void *data, size_t len);
+/* control_handle for a request decoded once by the caller
+ * (kf_ctl_unpack_request), who keeps it; NULL: it did not decode, and err
+ * says why. */
+void control_answer(kf_coord *c, const void *peer, size_t peer_len, Kfleet__ControlRequest *req,
+                    size_t len, const kf_err *err);
 /* control_reply.c: queues rep (or an error reply with code and msg) to the
  * control peer. */
 void control_reply(kf_coord *c, const void *peer, size_t peer_len, Kfleet__ControlReply *rep);
@@ -283,9 +306,10 @@ void control_tunnel_close(kf_coord *c, const void *peer, size_t peer_len, const 
 void control_launch(kf_coord *c, const void *peer, size_t peer_len,
                     const Kfleet__LaunchRequest *req);
 void control_launch_status(kf_coord *c, const void *peer, size_t peer_len, uint32_t id);
-/* The store bytes a control request may write (a submit's tasks, a
- * cancel's results), so the loop can make room before handling it. */
-size_t control_write_estimate(kf_coord *c, const void *data, size_t len);
+/* The store bytes a control request of len bytes may write (a submit's
+ * tasks, a cancel's results; req NULL: it did not decode), so the loop can
+ * make room before handling it. */
+size_t control_write_estimate(kf_coord *c, const Kfleet__ControlRequest *req, size_t len);
 /* control_problem.c: NULL when req, a problem sweep, is well formed (the
  * problem last, candidates before it, the seed policy in range, every
  * candidate's group over the same configurations), else why not. */

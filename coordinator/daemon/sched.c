@@ -130,6 +130,7 @@ ksweep *sched_add_sweep(kf_coord *c, Kfleet__Sweep *rec)
     }
     ksweep *sw = kf_xcalloc(1, sizeof *sw);
     sw->rec = rec;
+    sw->ran_here = 1;
     c->sweeps[c->nsweeps++] = sw;
     return sw;
 }
@@ -260,6 +261,8 @@ void sched_maybe_finish_sweep(kf_coord *c, ksweep *sw)
             sw->rec->sweep_id, sw->ntasks, sw->counts[KFLEET__TASK_STATE__SUCCEEDED],
             sw->counts[KFLEET__TASK_STATE__FAILED], sw->counts[KFLEET__TASK_STATE__TIMED_OUT],
             sw->counts[KFLEET__TASK_STATE__CANCELLED], sw->counts[KFLEET__TASK_STATE__SKIPPED]);
+    if (sw->ran_here)
+        sched_priors_finished(&c->priors, sw);
     for (size_t i = 0; i < c->nsweeps; i++) {
         if (c->sweeps[i] == sw) {
             memmove(&c->sweeps[i], &c->sweeps[i + 1], (c->nsweeps - i - 1) * sizeof *c->sweeps);
@@ -496,11 +499,13 @@ void sched_end_attempt(kf_coord *c, ktask *t, int state, const char *note)
     Kfleet__Attempt *old = NULL;
     if (coord_txn(c, &txn) != KF_OK)
         return;
-    if (kf_store_get_attempt(txn, at.task_id, at.attempt, &old) == KF_OK)
+    at.assigned_ns = t->assigned_ns;
+    if (!at.assigned_ns && kf_store_get_attempt(txn, at.task_id, at.attempt, &old) == KF_OK)
         at.assigned_ns = old->assigned_ns;
     kf_store_put_attempt(txn, &at);
     if (old)
         kfleet__attempt__free_unpacked(old, NULL);
+    t->assigned_ns = 0; /* the next attempt's is its own */
 }
 
 static void gate_done(kf_coord *c, ksweep *sw, ktask *t, int log);
@@ -696,6 +701,7 @@ static int load_sweep(void *ctx, const Kfleet__Sweep *rec)
     if (rec->finished_ns)
         return 0;
     ksweep *sw = sched_add_sweep(c, kf_pb_copy(&(rec)->base));
+    sw->ran_here = 0; /* its ended tasks' durations are in the store only */
     void *pp[2] = {c, sw};
     kf_txn *txn;
     int rc = coord_txn(c, &txn);
@@ -705,7 +711,7 @@ static int load_sweep(void *ctx, const Kfleet__Sweep *rec)
     /* The order is not stored: planned again from the store, as at submit
      * (sched_order.c); a failure to read priors only leaves them out. */
     if (rc == KF_OK)
-        sched_order_plan(sw, txn);
+        sched_order_plan(sw, txn, &c->priors);
     return rc;
 }
 

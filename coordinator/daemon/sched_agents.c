@@ -341,11 +341,10 @@ static int on_samples(void *ctx, const kf_peer *peer, const Kfleet__Envelope *en
     if (why) {
         refuse_frame(a, "samples", sb->task_id, sb->attempt, why, benign);
     } else {
-        for (size_t i = 0; i < sb->n_samples; i++) {
-            int dup = 0;
-            if ((rc = kf_store_put_sample(txn, sb->task_id, sb->attempt, sb->samples[i], &dup)))
-                return rc;
-        }
+        if ((rc = kf_store_put_samples(txn, sb->task_id, sb->attempt,
+                                       (const Kfleet__Sample *const *)sb->samples, sb->n_samples,
+                                       NULL)))
+            return rc;
         for (size_t i = 0; i < sb->n_telemetry; i++) {
             int dup = 0;
             if ((rc =
@@ -465,6 +464,10 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
     r->agent_id = saved_agent;
     if (rc)
         return rc;
+    if (dup)
+        sw->ran_here = 0; /* the stored result is another: memory cannot say */
+    else
+        t->elapsed_s = r->elapsed_s;
     sched_end_attempt(c, t, r->state, NULL);
     sched_release_slot(c, t);
     t->agent = -1;

@@ -84,7 +84,7 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     at.task_id = t->rec->task_id;
     at.attempt = t->rec->attempts;
     at.agent_id = a->id;
-    at.assigned_ns = kf_now_ns();
+    at.assigned_ns = t->assigned_ns = kf_now_ns();
     at.state = KFLEET__TASK_STATE__ASSIGNED;
     kf_txn *txn = NULL;
     if (coord_txn(c, &txn) == KF_OK)
@@ -398,7 +398,7 @@ static ktask *pick(kf_coord *c, kagent *a, int ai, ksweep **sw_out)
             continue;
         if (!sw->order) {
             kf_txn *txn = NULL;
-            sched_order_plan(sw, coord_txn(c, &txn) == KF_OK ? txn : NULL);
+            sched_order_plan(sw, coord_txn(c, &txn) == KF_OK ? txn : NULL, &c->priors);
         }
         int again = 0;
         ktask *t = pick_in(c, a, ai, sw, cpu_free, gpu_free, &waiting, &again);

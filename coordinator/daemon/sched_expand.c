@@ -207,7 +207,7 @@ void sched_expand(kf_coord *c, ksweep *sw, kf_txn *txn, const Kfleet__SubmitRequ
     expand_groups(c, sw, txn, req, targets, reps, &idx);
     /* Longest expected first (sched_order.c); earlier sweeps' durations
      * that cannot be read only leave the order without them. */
-    sched_order_plan(sw, txn);
+    sched_order_plan(sw, txn, &c->priors);
 }
 
 void sched_fail_refused(kf_coord *c, ksweep *sw)

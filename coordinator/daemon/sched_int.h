@@ -96,12 +96,27 @@ void sched_requeue(kf_coord *c, ksweep *sw, ktask *t, const char *why);
  * why, and builds in flight there are forgotten. */
 void sched_agent_lost(kf_coord *c, kagent *a, const char *why);
 
+/* sched_priors.c: earlier sweeps' durations, for sched_order.c. The key
+ * of a task of the kernel of this hash: its kind and parameters. */
+uint64_t sched_prior_key(const char *hash, const Kfleet__Task *t);
+typedef int (*sched_prior_cb)(void *ctx, uint64_t key, double elapsed_s);
+/* Calls cb with the key and elapsed seconds of each task that SUCCEEDED,
+ * not a build, in a sweep older than `before` (newest sweep first, each
+ * sweep's in task order), whose kernel hash is one of hashes[], and whose
+ * stored result has elapsed_s > 0; the walk's bounds are sched_priors.c's.
+ * *cache (created on first use; NULL cache: none) keeps what it read of
+ * finished sweeps for the next walk. A non-zero return of cb stops the
+ * walk and is returned; else 0 or a store error. */
+int sched_priors_walk(sched_priors **cache, kf_txn *txn, uint32_t before, const char *const *hashes,
+                      size_t nhashes, sched_prior_cb cb, void *ctx);
+
 /* sched_order.c: the order pick() offers a sweep's pending tasks in,
  * longest expected first (the file-top comment says how it is expected).
- * Plans sw: each task's expected seconds (priors read from txn's store,
- * NULL: none) and its priority; every pending task enters the order.
- * Returns what reading the priors returned (the plan is made anyway). */
-int sched_order_plan(ksweep *sw, kf_txn *txn);
+ * Plans sw: each task's expected seconds (priors read from txn's store
+ * through the coordinator's cache, NULL txn: none) and its priority; every
+ * pending task enters the order. Returns what reading the priors returned
+ * (the plan is made anyway). */
+int sched_order_plan(ksweep *sw, kf_txn *txn, sched_priors **cache);
 /* Task idx was added to a planned sweep (a build): it enters the order. */
 void sched_order_added(ksweep *sw, uint32_t idx);
 /* Task idx is pending again (requeued): it enters the order again. */

@@ -6,7 +6,7 @@
  *
  * Expected seconds of a task (pred), the first that applies:
  *  (a) the elapsed time of the same kernel (source hash), kind and
- *      parameters in an earlier sweep (kf_store_foreach_prior, newest);
+ *      parameters in an earlier sweep (sched_priors.c, the newest);
  *  (b) a profile whose validation passed: 1.2 x that validation's elapsed
  *      time. On one H200 (examples/gpu.yaml, 62 rows) profile/validate
  *      elapsed has median 1.17 and sum ratio 1.29; Spearman 0.76;
@@ -158,27 +158,6 @@ void sched_order_free(sched_order **self)
 
 /* ---- what each task is expected to take ---- */
 
-/* A key for (kernel hash, kind, parameters): FNV-1a, 64 bits. A collision
- * only misplaces a task in the order. */
-static uint64_t task_key(const char *hash, const Kfleet__Task *t)
-{
-    uint64_t h = 1469598103934665603ULL;
-#define MIX(p, n)                                                                                  \
-    for (size_t b_ = 0; b_ < (n); b_++)                                                            \
-        h = (h ^ ((const uint8_t *)(p))[b_]) * 1099511628211ULL;
-    MIX(hash, strlen(hash) + 1);
-    int32_t kind = t->kind;
-    MIX(&kind, sizeof kind);
-    for (size_t i = 0; i < t->n_params; i++) {
-        const char *name = t->params[i]->name ? t->params[i]->name : "";
-        MIX(name, strlen(name) + 1);
-        int64_t v = t->params[i]->value;
-        MIX(&v, sizeof v);
-    }
-#undef MIX
-    return h;
-}
-
 typedef struct prior {
     uint64_t key;
     double s;
@@ -190,16 +169,14 @@ typedef struct priors {
     size_t n, cap;
 } priors;
 
-static int add_prior(void *ctx, const char *hash, const Kfleet__Task *task, double elapsed_s)
+static int add_prior(void *ctx, uint64_t key, double elapsed_s)
 {
     priors *p = ctx;
-    if (kf_task_kind_at(task->kind)->builds)
-        return 0;
     if (p->n == p->cap) {
         p->cap = p->cap ? p->cap * 2 : 64;
         p->v = kf_xrealloc(p->v, p->cap * sizeof *p->v);
     }
-    p->v[p->n] = (prior){task_key(hash, task), elapsed_s, (uint32_t)p->n};
+    p->v[p->n] = (prior){key, elapsed_s, (uint32_t)p->n};
     p->n++;
     return 0;
 }
@@ -313,7 +290,7 @@ static void plan_groups(const ksweep *sw, sched_order *o, size_t nk)
     free(total);
 }
 
-int sched_order_plan(ksweep *sw, kf_txn *txn)
+int sched_order_plan(ksweep *sw, kf_txn *txn, sched_priors **cache)
 {
     sched_order *o = order_of(sw);
     size_t nk = sw->rec->n_kernels;
@@ -323,7 +300,7 @@ int sched_order_plan(ksweep *sw, kf_txn *txn)
         const char **hashes = kf_xcalloc(nk, sizeof *hashes);
         for (size_t k = 0; k < nk; k++)
             hashes[k] = sw->rec->kernels[k]->hash;
-        rc = kf_store_foreach_prior(txn, sw->rec->sweep_id, hashes, nk, add_prior, &pr);
+        rc = sched_priors_walk(cache, txn, sw->rec->sweep_id, hashes, nk, add_prior, &pr);
         free(hashes);
         if (rc)
             kf_warn("sched.priors",
@@ -356,7 +333,8 @@ int sched_order_plan(ksweep *sw, kf_txn *txn)
             o->pred[i] = KF_SCHED_GUESS_S;
             continue;
         }
-        const prior *p = pr.n ? find_prior(&pr, task_key(sw->rec->kernels[k]->hash, t->rec)) : NULL;
+        const prior *p =
+            pr.n ? find_prior(&pr, sched_prior_key(sw->rec->kernels[k]->hash, t->rec)) : NULL;
         double v = 0;
         if (p) {
             o->pred[i] = p->s;

@@ -182,6 +182,83 @@ static void test_priors_and_restart(void **state)
     done(&c);
 }
 
+/* Answers each assignment queued, one at a time, until none comes or max
+ * are answered: a task of sweep S with n = 1K, 2K, 4K lasts d[S][0..2]
+ * seconds (a build 0.5 s). */
+static void run_for(kf_coord *c, const double d[][3], int max)
+{
+    sent s[4];
+    for (int k = 0; k < max; k++) {
+        size_t n = drain(c, s, 4);
+        if (!n)
+            return;
+        assert_int_equal(n, 1);
+        const ktask *t = sched_task(c, s[0].task, NULL);
+        int64_t v = t->rec->n_params ? t->rec->params[0]->value : 0;
+        const double *ds = d[kf_task_sweep(s[0].task)];
+        result_s(c, "a1", s[0].task, s[0].attempt,
+                 v == 1024   ? ds[0]
+                 : v == 2048 ? ds[1]
+                 : v == 4096 ? ds[2]
+                             : 0.5);
+    }
+}
+
+/* The newest earlier sweep's duration wins, configuration by
+ * configuration, whether the coordinator read it from the store or kept
+ * it from an earlier submit (sched_priors.c): sweep 2, still open when
+ * sweep 3 is submitted, gives sweep 3 the one duration it has (1K) and
+ * sweep 1 the rest; once sweep 2 has finished, sweep 4 gets all of its
+ * (2K, 4K; 1K from sweep 3), not what it held when it was first read. */
+static void test_priors_newest_open_then_finished(void **state)
+{
+    (void)state;
+    static const double d[5][3] = {
+        {0, 0, 0}, {5, 0.1, 0.2}, {0.3, 7, 0.05}, {0.9, 0, 0}, {0, 0, 0}};
+    kf_coord *c = coord();
+    reg(c, "a1", 1, 0);
+    run_v3(c); /* sweep 1 */
+    uint32_t id2 = submit(c, V3);
+    ksweep *sw = sched_sweep(c, id2);
+    assert_true(sched_order_expected(sw, 0) == 5.0); /* sweep 1's */
+    run_for(c, d, 1);                                /* 1K, its longest */
+    uint32_t id3 = submit_yaml(c, "name: v1\n"
+                                  "kernels:\n"
+                                  "  - name: triad\n"
+                                  "    params: {n: [1K, 2K, 4K]}\n"
+                                  "tasks: [validate]\n");
+    sw = sched_sweep(c, id3);
+    assert_true(sched_order_expected(sw, 0) == 0.3); /* sweep 2's, still open */
+    assert_true(sched_order_expected(sw, 1) == 0.1); /* sweep 1's */
+    assert_true(sched_order_expected(sw, 2) == 0.2);
+    /* Sweep 3 runs only 1K: the agent fails its others. */
+    run_for(c, d, 2); /* sweep 2's 2K and 4K */
+    assert_int_equal(c->nsweeps, 1);
+    sent s[4];
+    for (int k = 0; k < 3 && c->nsweeps; k++) {
+        assert_int_equal(drain(c, s, 4), 1);
+        const ktask *t = sched_task(c, s[0].task, NULL);
+        if (t->rec->params[0]->value == 1024)
+            result_s(c, "a1", s[0].task, s[0].attempt, d[3][0]);
+        else
+            result(c, "a1", s[0].task, s[0].attempt, KFLEET__TASK_STATE__FAILED);
+    }
+    assert_int_equal(c->nsweeps, 0);
+    uint32_t id4 = submit(c, V3);
+    sw = sched_sweep(c, id4);
+    assert_true(sched_order_expected(sw, 0) == 0.9);  /* sweep 3's */
+    assert_true(sched_order_expected(sw, 1) == 7.0);  /* sweep 2's, finished */
+    assert_true(sched_order_expected(sw, 2) == 0.05); /* sweep 2's */
+    /* After a restart (nothing kept), the same. */
+    c->agents[0]->lost = 1;
+    c = reopen(c);
+    sw = sched_sweep(c, id4);
+    assert_true(sched_order_expected(sw, 0) == 0.9);
+    assert_true(sched_order_expected(sw, 1) == 7.0);
+    assert_true(sched_order_expected(sw, 2) == 0.05);
+    done(&c);
+}
+
 /* A profile's expectation from its passed validation (1.2 x 50 s) puts it
  * before the next validation (2K: 1 + 1 s); after a restart it is read
  * back from the stored result, the same. */
@@ -317,6 +394,7 @@ int main(void)
         cmocka_unit_test(test_longest_first_and_gating),
         cmocka_unit_test(test_ties_keep_submission_order),
         cmocka_unit_test(test_priors_and_restart),
+        cmocka_unit_test(test_priors_newest_open_then_finished),
         cmocka_unit_test(test_restart_keeps_validation_estimate),
         cmocka_unit_test(test_requeue_keeps_priority),
         cmocka_unit_test(test_gpu_busy_cpu_work),
