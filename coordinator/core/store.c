@@ -1,7 +1,7 @@
 /* store — the coordinator's LMDB environment; see store.h for the layout.
  *
  * One environment, its named databases (store_int.h; a problem's seed
- * pools and references at the end of this file), opened once per process.
+ * pools and references in store_problem.c), opened once per process.
  * A sample or result is sealed in the transaction that puts it (seal.h:
  * the seals' key and check are seal.c's, which reads what this file
  * wrote). Records are packed protobuf messages. Keys are big-endian so cursor order is
@@ -294,7 +294,7 @@ static int seal_put(kf_txn *t, int db, const void *key, size_t klen, const MDB_v
 /* ---- generic put/get of packed messages ---- */
 
 /* Packs m into table db under key; *stored (when given) is where its bytes
- * went. The seal is the caller's (put_msg). */
+ * went. The seal is the caller's (store_put_msg). */
 static int put_packed(kf_txn *t, int db, const void *key, size_t klen, const ProtobufCMessage *m,
                       unsigned flags, int *dup, MDB_val *stored)
 {
@@ -324,8 +324,8 @@ static int sealed_table(int db)
     return db == DB_SAMPLES || db == DB_RESULTS || db == DB_LATE;
 }
 
-static int put_msg(kf_txn *t, int db, const void *key, size_t klen, const ProtobufCMessage *m,
-                   unsigned flags, int *dup)
+int store_put_msg(kf_txn *t, int db, const void *key, size_t klen, const ProtobufCMessage *m,
+                  unsigned flags, int *dup)
 {
     MDB_val v;
     int d = 0;
@@ -339,7 +339,7 @@ static int put_msg(kf_txn *t, int db, const void *key, size_t klen, const Protob
     return KF_OK;
 }
 
-static int get_raw(kf_txn *t, int db, const void *key, size_t klen, MDB_val *v)
+int store_get_raw(kf_txn *t, int db, const void *key, size_t klen, MDB_val *v)
 {
     MDB_val k = {klen, (void *)key};
     if (t->s->absent[db])
@@ -347,23 +347,13 @@ static int get_raw(kf_txn *t, int db, const void *key, size_t klen, MDB_val *v)
     return kf_store_map_rc(mdb_get(t->txn, t->s->dbi[db], &k, v));
 }
 
-#define GET_MSG(t, db, key, klen, type, out)                                                       \
-    do {                                                                                           \
-        MDB_val v_;                                                                                \
-        int rc_ = get_raw(t, db, key, klen, &v_);                                                  \
-        if (rc_)                                                                                   \
-            return rc_;                                                                            \
-        *(out) = type##__unpack(NULL, v_.mv_size, v_.mv_data);                                     \
-        return *(out) ? KF_OK : KF_ESTORE;                                                         \
-    } while (0)
-
 /* ---- meta ---- */
 
 int kf_store_next_sweep_id(kf_txn *t, uint32_t *id)
 {
     MDB_val v;
     uint32_t next = 1;
-    int rc = get_raw(t, DB_META, "next_sweep", 10, &v);
+    int rc = store_get_raw(t, DB_META, "next_sweep", 10, &v);
     if (rc == KF_OK && v.mv_size == 4)
         next = rd32(v.mv_data);
     else if (rc != KF_ENOTFOUND && rc != KF_OK)
@@ -400,7 +390,7 @@ int kf_store_put_sweep(kf_txn *t, const Kfleet__Sweep *sw)
 {
     uint8_t k[4];
     be32(k, sw->sweep_id);
-    return put_msg(t, DB_SWEEPS, k, 4, &sw->base, 0, NULL);
+    return store_put_msg(t, DB_SWEEPS, k, 4, &sw->base, 0, NULL);
 }
 
 int kf_store_get_sweep(kf_txn *t, uint32_t id, Kfleet__Sweep **out)
@@ -414,7 +404,7 @@ int kf_store_put_task(kf_txn *t, const Kfleet__Task *task)
 {
     uint8_t k[8];
     be64(k, task->task_id);
-    return put_msg(t, DB_TASKS, k, 8, &task->base, 0, NULL);
+    return store_put_msg(t, DB_TASKS, k, 8, &task->base, 0, NULL);
 }
 
 int kf_store_get_task(kf_txn *t, uint64_t task_id, Kfleet__Task **out)
@@ -429,7 +419,7 @@ int kf_store_put_attempt(kf_txn *t, const Kfleet__Attempt *a)
     uint8_t k[12];
     be64(k, a->task_id);
     be32(k + 8, a->attempt);
-    return put_msg(t, DB_ATTEMPTS, k, 12, &a->base, 0, NULL);
+    return store_put_msg(t, DB_ATTEMPTS, k, 12, &a->base, 0, NULL);
 }
 
 int kf_store_get_attempt(kf_txn *t, uint64_t task_id, uint32_t attempt, Kfleet__Attempt **out)
@@ -444,7 +434,7 @@ int kf_store_put_result(kf_txn *t, const Kfleet__Result *r, int *dup)
 {
     uint8_t k[8];
     be64(k, r->task_id);
-    return put_msg(t, DB_RESULTS, k, 8, &r->base, MDB_NOOVERWRITE, dup);
+    return store_put_msg(t, DB_RESULTS, k, 8, &r->base, MDB_NOOVERWRITE, dup);
 }
 
 int kf_store_get_result(kf_txn *t, uint64_t task_id, Kfleet__Result **out)
@@ -459,7 +449,7 @@ int kf_store_put_late(kf_txn *t, const Kfleet__Result *r, int *dup)
     uint8_t k[12];
     be64(k, r->task_id);
     be32(k + 8, r->attempt);
-    return put_msg(t, DB_LATE, k, 12, &r->base, MDB_NOOVERWRITE, dup);
+    return store_put_msg(t, DB_LATE, k, 12, &r->base, MDB_NOOVERWRITE, dup);
 }
 
 int kf_store_put_sample(kf_txn *t, uint64_t task_id, uint32_t attempt, const Kfleet__Sample *s,
@@ -515,12 +505,12 @@ int kf_store_put_telemetry(kf_txn *t, uint64_t task_id, uint32_t attempt,
     be64(k, task_id);
     be32(k + 8, attempt);
     be32(k + 12, r->seq);
-    return put_msg(t, DB_TELEMETRY, k, 16, &r->base, MDB_NOOVERWRITE, dup);
+    return store_put_msg(t, DB_TELEMETRY, k, 16, &r->base, MDB_NOOVERWRITE, dup);
 }
 
 int kf_store_put_agent(kf_txn *t, const Kfleet__AgentInfo *a)
 {
-    return put_msg(t, DB_AGENTS, a->agent_id, strlen(a->agent_id), &a->base, 0, NULL);
+    return store_put_msg(t, DB_AGENTS, a->agent_id, strlen(a->agent_id), &a->base, 0, NULL);
 }
 
 int kf_store_get_agent(kf_txn *t, const char *agent_id, Kfleet__AgentInfo **out)
@@ -545,7 +535,7 @@ int kf_store_put_build(kf_txn *t, const Kfleet__BuildRecord *b)
     size_t n = build_key(k, sizeof k, b->agent_id, b->kernel_hash);
     if (!n)
         return KF_EINVAL;
-    return put_msg(t, DB_BUILDS, k, n, &b->base, 0, NULL);
+    return store_put_msg(t, DB_BUILDS, k, n, &b->base, 0, NULL);
 }
 
 int kf_store_get_build(kf_txn *t, const char *agent_id, const char *kernel_hash,
@@ -560,10 +550,8 @@ int kf_store_get_build(kf_txn *t, const char *agent_id, const char *kernel_hash,
 
 /* ---- iteration ---- */
 
-typedef int (*raw_cb)(void *ctx, const MDB_val *k, const MDB_val *v);
-
 /* Walks keys starting with prefix (all keys when plen == 0). */
-static int walk(kf_txn *t, int db, const void *prefix, size_t plen, raw_cb cb, void *ctx)
+int store_walk(kf_txn *t, int db, const void *prefix, size_t plen, store_raw_cb cb, void *ctx)
 {
     MDB_cursor *c;
     if (t->s->absent[db])
@@ -587,23 +575,6 @@ static int walk(kf_txn *t, int db, const void *prefix, size_t plen, raw_cb cb, v
     return rc == MDB_NOTFOUND || rc == 0 ? KF_OK : kf_store_map_rc(rc);
 }
 
-#define DECODE_CB(fname, type, ctype, cbtype)                                                      \
-    struct fname##_ctx {                                                                           \
-        cbtype cb;                                                                                 \
-        void *ctx;                                                                                 \
-    };                                                                                             \
-    static int fname(void *c, const MDB_val *k, const MDB_val *v)                                  \
-    {                                                                                              \
-        (void)k;                                                                                   \
-        struct fname##_ctx *x = c;                                                                 \
-        ctype *m = type##__unpack(NULL, v->mv_size, v->mv_data);                                   \
-        if (!m)                                                                                    \
-            return KF_ESTORE;                                                                      \
-        int rc = x->cb(x->ctx, m);                                                                 \
-        type##__free_unpacked(m, NULL);                                                            \
-        return rc;                                                                                 \
-    }
-
 DECODE_CB(sweep_cb, kfleet__sweep, Kfleet__Sweep, kf_store_sweep_cb)
 DECODE_CB(task_cb, kfleet__task, Kfleet__Task, kf_store_task_cb)
 DECODE_CB(sample_cb, kfleet__sample, Kfleet__Sample, kf_store_sample_cb)
@@ -615,7 +586,7 @@ DECODE_CB(telemetry_cb, kfleet__telemetry, Kfleet__Telemetry, kf_store_telemetry
 int kf_store_foreach_sweep(kf_txn *t, kf_store_sweep_cb cb, void *ctx)
 {
     struct sweep_cb_ctx x = {cb, ctx};
-    return walk(t, DB_SWEEPS, NULL, 0, sweep_cb, &x);
+    return store_walk(t, DB_SWEEPS, NULL, 0, sweep_cb, &x);
 }
 
 int kf_store_foreach_task(kf_txn *t, uint32_t sweep_id, kf_store_task_cb cb, void *ctx)
@@ -623,7 +594,7 @@ int kf_store_foreach_task(kf_txn *t, uint32_t sweep_id, kf_store_task_cb cb, voi
     uint8_t p[4];
     be32(p, sweep_id);
     struct task_cb_ctx x = {cb, ctx};
-    return walk(t, DB_TASKS, p, 4, task_cb, &x);
+    return store_walk(t, DB_TASKS, p, 4, task_cb, &x);
 }
 
 struct open_ctx {
@@ -641,7 +612,7 @@ int kf_store_foreach_open_task(kf_txn *t, kf_store_task_cb cb, void *ctx)
 {
     struct open_ctx oc = {cb, ctx};
     struct task_cb_ctx x = {open_task_cb, &oc};
-    return walk(t, DB_TASKS, NULL, 0, task_cb, &x);
+    return store_walk(t, DB_TASKS, NULL, 0, task_cb, &x);
 }
 
 int kf_store_foreach_sample(kf_txn *t, uint64_t task_id, uint32_t attempt, kf_store_sample_cb cb,
@@ -651,7 +622,7 @@ int kf_store_foreach_sample(kf_txn *t, uint64_t task_id, uint32_t attempt, kf_st
     be64(p, task_id);
     be32(p + 8, attempt);
     struct sample_cb_ctx x = {cb, ctx};
-    return walk(t, DB_SAMPLES, p, 12, sample_cb, &x);
+    return store_walk(t, DB_SAMPLES, p, 12, sample_cb, &x);
 }
 
 int kf_store_foreach_telemetry(kf_txn *t, uint64_t task_id, uint32_t attempt,
@@ -661,7 +632,7 @@ int kf_store_foreach_telemetry(kf_txn *t, uint64_t task_id, uint32_t attempt,
     be64(p, task_id);
     be32(p + 8, attempt);
     struct telemetry_cb_ctx x = {cb, ctx};
-    return walk(t, DB_TELEMETRY, p, 12, telemetry_cb, &x);
+    return store_walk(t, DB_TELEMETRY, p, 12, telemetry_cb, &x);
 }
 
 int kf_store_foreach_attempt(kf_txn *t, uint64_t task_id, kf_store_attempt_cb cb, void *ctx)
@@ -669,7 +640,7 @@ int kf_store_foreach_attempt(kf_txn *t, uint64_t task_id, kf_store_attempt_cb cb
     uint8_t p[8];
     be64(p, task_id);
     struct attempt_cb_ctx x = {cb, ctx};
-    return walk(t, DB_ATTEMPTS, p, 8, attempt_cb, &x);
+    return store_walk(t, DB_ATTEMPTS, p, 8, attempt_cb, &x);
 }
 
 int kf_store_foreach_late(kf_txn *t, uint64_t task_id, kf_store_result_cb cb, void *ctx)
@@ -677,13 +648,13 @@ int kf_store_foreach_late(kf_txn *t, uint64_t task_id, kf_store_result_cb cb, vo
     uint8_t p[8];
     be64(p, task_id);
     struct result_cb_ctx x = {cb, ctx};
-    return walk(t, DB_LATE, p, 8, result_cb, &x);
+    return store_walk(t, DB_LATE, p, 8, result_cb, &x);
 }
 
 int kf_store_foreach_agent(kf_txn *t, kf_store_agent_cb cb, void *ctx)
 {
     struct agent_cb_ctx x = {cb, ctx};
-    return walk(t, DB_AGENTS, NULL, 0, agent_cb, &x);
+    return store_walk(t, DB_AGENTS, NULL, 0, agent_cb, &x);
 }
 
 static int count_cb(void *ctx, const MDB_val *k, const MDB_val *v)
@@ -700,118 +671,5 @@ int kf_store_count_samples(kf_txn *t, uint64_t task_id, uint32_t attempt, uint32
     be64(p, task_id);
     be32(p + 8, attempt);
     *n = 0;
-    return walk(t, DB_SAMPLES, p, 12, count_cb, n);
-}
-
-/* ---- problems: seed pools and references (docs/problems.md) ---- */
-
-#define HASH_MAX 128 /* a problem hash, hex */
-
-int kf_store_put_seedpool(kf_txn *t, const Kfleet__SeedPool *p)
-{
-    size_t n = strlen(p->problem_hash);
-    if (n == 0 || n > HASH_MAX)
-        return KF_EINVAL;
-    return put_msg(t, DB_SEEDPOOLS, p->problem_hash, n, &p->base, 0, NULL);
-}
-
-int kf_store_get_seedpool(kf_txn *t, const char *problem_hash, Kfleet__SeedPool **out)
-{
-    size_t n = strlen(problem_hash);
-    if (n == 0 || n > HASH_MAX)
-        return KF_EINVAL;
-    GET_MSG(t, DB_SEEDPOOLS, problem_hash, n, kfleet__seed_pool, out);
-}
-
-/* problem hash, 0, config key (KF_STORE_CONFIG_KEY bytes), seed (be64). */
-static size_t ref_key(uint8_t *k, const char *hash, const uint8_t *cfg, size_t cfglen,
-                      uint64_t seed)
-{
-    size_t h = strlen(hash);
-    if (h == 0 || h > HASH_MAX || cfglen != KF_STORE_CONFIG_KEY)
-        return 0;
-    memcpy(k, hash, h);
-    k[h] = 0;
-    memcpy(k + h + 1, cfg, cfglen);
-    be64(k + h + 1 + cfglen, seed);
-    return h + 1 + cfglen + 8;
-}
-
-int kf_store_put_reference(kf_txn *t, const Kfleet__Reference *r, int *dup)
-{
-    uint8_t k[HASH_MAX + 1 + KF_STORE_CONFIG_KEY + 8];
-    size_t n = ref_key(k, r->problem_hash, r->config_key.data, r->config_key.len, r->seed);
-    if (!n)
-        return KF_EINVAL;
-    return put_msg(t, DB_REFS, k, n, &r->base, MDB_NOOVERWRITE, dup);
-}
-
-int kf_store_get_reference(kf_txn *t, const char *problem_hash, const uint8_t *config_key,
-                           uint64_t seed, Kfleet__Reference **out)
-{
-    uint8_t k[HASH_MAX + 1 + KF_STORE_CONFIG_KEY + 8];
-    size_t n = ref_key(k, problem_hash, config_key, KF_STORE_CONFIG_KEY, seed);
-    if (!n)
-        return KF_EINVAL;
-    GET_MSG(t, DB_REFS, k, n, kfleet__reference, out);
-}
-
-/* The key prefix of a problem's references: its hash and a NUL; 0 for a
- * hash that cannot be one. */
-static size_t ref_prefix(uint8_t *p, const char *hash)
-{
-    size_t h = strlen(hash);
-    if (h == 0 || h > HASH_MAX)
-        return 0;
-    memcpy(p, hash, h);
-    p[h] = 0;
-    return h + 1;
-}
-
-DECODE_CB(reference_cb, kfleet__reference, Kfleet__Reference, kf_store_reference_cb)
-
-int kf_store_foreach_reference(kf_txn *t, const char *problem_hash, kf_store_reference_cb cb,
-                               void *ctx)
-{
-    uint8_t p[HASH_MAX + 1];
-    size_t plen = ref_prefix(p, problem_hash);
-    if (!plen)
-        return KF_EINVAL;
-    struct reference_cb_ctx x = {cb, ctx};
-    return walk(t, DB_REFS, p, plen, reference_cb, &x);
-}
-
-int kf_store_retire_references(kf_txn *t, const char *problem_hash, uint32_t generation,
-                               uint32_t *removed)
-{
-    uint8_t p[HASH_MAX + 1];
-    size_t plen = ref_prefix(p, problem_hash);
-    *removed = 0;
-    if (!plen)
-        return KF_EINVAL;
-    MDB_cursor *c;
-    int rc = mdb_cursor_open(t->txn, t->s->dbi[DB_REFS], &c);
-    if (rc)
-        return kf_store_map_rc(rc);
-    MDB_val k = {plen, p}, v;
-    rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-    while (rc == 0 && k.mv_size > plen && memcmp(k.mv_data, p, plen) == 0) {
-        Kfleet__Reference *r = kfleet__reference__unpack(NULL, v.mv_size, v.mv_data);
-        int stale = !r || r->generation != generation;
-        if (r)
-            kfleet__reference__free_unpacked(r, NULL);
-        if (stale) {
-            if ((rc = mdb_cursor_del(c, 0)) != 0)
-                break;
-            (*removed)++;
-            /* After a delete, MDB_NEXT gives the record after the deleted one. */
-            rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-            continue;
-        }
-        rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-    }
-    mdb_cursor_close(c);
-    if (rc && rc != MDB_NOTFOUND && !t->failed)
-        t->failed = rc;
-    return rc == MDB_NOTFOUND || rc == 0 ? KF_OK : kf_store_map_rc(rc);
+    return store_walk(t, DB_SAMPLES, p, 12, count_cb, n);
 }

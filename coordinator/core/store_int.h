@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <lmdb.h>
+#include <protobuf-c/protobuf-c.h>
 #include <sodium.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -105,5 +106,47 @@ void store_seal_mac(const struct kf_store *s, int db, const MDB_val *k, const MD
 /* Where the seal of the record with key (klen bytes) of table db lives in
  * the seals table: its key, written to out, and its length. */
 size_t store_seal_slot(int db, const void *key, size_t klen, uint8_t out[32]);
+
+/* store.c's record layer, for the store's other files (store_problem.c):
+ * m packed into table db under key (sealed where the table is; *dup set,
+ * nothing written, when flags has MDB_NOOVERWRITE and the key is there);
+ * a record's stored bytes; a walk over the keys starting with prefix (all
+ * when plen is 0), cb's non-zero return stopping it and returned. */
+int store_put_msg(struct kf_txn *t, int db, const void *key, size_t klen, const ProtobufCMessage *m,
+                  unsigned flags, int *dup);
+int store_get_raw(struct kf_txn *t, int db, const void *key, size_t klen, MDB_val *v);
+typedef int (*store_raw_cb)(void *ctx, const MDB_val *k, const MDB_val *v);
+int store_walk(struct kf_txn *t, int db, const void *prefix, size_t plen, store_raw_cb cb,
+               void *ctx);
+
+/* A getter's body: the record of db under key decoded into *out. */
+#define GET_MSG(t, db, key, klen, type, out)                                                       \
+    do {                                                                                           \
+        MDB_val v_;                                                                                \
+        int rc_ = store_get_raw(t, db, key, klen, &v_);                                            \
+        if (rc_)                                                                                   \
+            return rc_;                                                                            \
+        *(out) = type##__unpack(NULL, v_.mv_size, v_.mv_data);                                     \
+        return *(out) ? KF_OK : KF_ESTORE;                                                         \
+    } while (0)
+
+/* A walk callback fname that decodes each record and hands it to a
+ * cbtype callback. */
+#define DECODE_CB(fname, type, ctype, cbtype)                                                      \
+    struct fname##_ctx {                                                                           \
+        cbtype cb;                                                                                 \
+        void *ctx;                                                                                 \
+    };                                                                                             \
+    static int fname(void *c, const MDB_val *k, const MDB_val *v)                                  \
+    {                                                                                              \
+        (void)k;                                                                                   \
+        struct fname##_ctx *x = c;                                                                 \
+        ctype *m = type##__unpack(NULL, v->mv_size, v->mv_data);                                   \
+        if (!m)                                                                                    \
+            return KF_ESTORE;                                                                      \
+        int rc = x->cb(x->ctx, m);                                                                 \
+        type##__free_unpacked(m, NULL);                                                            \
+        return rc;                                                                                 \
+    }
 
 #endif
