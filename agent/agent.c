@@ -574,8 +574,9 @@ int kf_agent_run(kf_agent *a, volatile sig_atomic_t *stop, kf_err *err)
     }
     link_send_register(a);
     a->link_down_mono = kf_mono_ns();
-    /* A batch job's own deadline: Slurm's --signal is sent by a periodic
-     * check and is lost when it comes before the batch step runs. */
+    /* A batch job's own deadline: a batch scheduler's warning signal is
+     * sent by a periodic check, and lost when it comes before the job's
+     * step runs. */
     while (!(stop && *stop) && !a->refused[0]) {
         if (a->cfg.stop_mono && kf_mono_ns() >= a->cfg.stop_mono) {
             kf_info("agent.deadline", "agent=%s reason=\"--stop-after passed\"", a->info->agent_id);
