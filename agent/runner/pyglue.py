@@ -471,24 +471,28 @@ def refresh(arg):
         fresh = _mod.setup(_params(_params_of[h]), seed)
     except BaseException:
         return _fail("setup() (fresh inputs before a timed sample)")
+    err = None
+    n = 0
     try:
         out = _mod.output(s)
         theirs = dict(_arrays(fresh))
-        n = 0
         for k, dst in _arrays(s):
             if dst is out or k not in theirs:
                 continue
             n += _fill(dst, theirs[k])
     except BaseException:
-        return _fail("fresh inputs before a timed sample (set fresh_inputs = False in the "
-                     "problem to time its candidates on the pool's inputs)")
-    finally:
-        f = getattr(_mod, "teardown", None)
-        if f is not None:
-            try:
-                f(fresh)
-            except BaseException:
-                pass
+        err = _fail("fresh inputs before a timed sample (set fresh_inputs = False in the "
+                    "problem to time its candidates on the pool's inputs)")
+    # The fresh state is the problem's own: its teardown() runs, and its
+    # failure is the task's, as teardown()'s of any state.
+    f = getattr(_mod, "teardown", None)
+    if f is not None:
+        try:
+            f(fresh)
+        except BaseException:
+            err = err or _fail("teardown() (of the fresh inputs before a timed sample)")
+    if err:
+        return err
     if n == 0:
         return ("Ethe problem's state holds no array that fresh inputs could be copied into "
                 "(a dict, list or object of numpy arrays or torch tensors); set fresh_inputs = "

@@ -13,8 +13,12 @@ export KF_PYTHON=/usr/bin/python3
 "$KF_PYTHON" -c 'import numpy' 2>"$T/numpy.err" ||
   fail "$KF_PYTHON has no numpy (make test-build installs python3-numpy): $(tail -1 "$T/numpy.err")"
 
+# The pool's inputs: the ahead folder with fresh_inputs = False appended to
+# its problem (one problem file, not a copy kept beside it).
+cp -r "$KF_SRC/tests/data/problems/ahead" "$T/pool"
+printf '\nfresh_inputs = False\n' >>"$T/pool/problem.py"
 set +e
-"$KFLEET" run "$KF_SRC/tests/data/problems/ahead/sweep_pool.yaml" >"$T/run.out" 2>"$T/run.log"
+"$KFLEET" run "$T/pool/sweep_pool.yaml" >"$T/run.out" 2>"$T/run.log"
 rc=$?
 set -e
 [ $rc -eq 0 ] || fail "kfleet run of the ahead problem exited $rc: $(tail -5 "$T/run.log")"

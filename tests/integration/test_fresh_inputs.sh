@@ -13,6 +13,7 @@
 #    16 x 16384 under atol = 1e-2: every value is below it), an answer kept
 #    from other inputs fails an audit on the distance between the pool's
 #    answers (agent/runner/checker.c), while the honest one passes.
+# And a problem whose teardown() fails on a fresh state fails the profile.
 source "$(dirname "$0")/lib.sh"
 
 export KF_PYTHON=/usr/bin/python3
@@ -73,3 +74,57 @@ for r in rows:
         print("ok - np_ahead:", err[err.index("the relative error"):][:120])
 PY
 pass "under tolerances too loose to tell inputs apart, an answer kept from other inputs fails an audit"
+
+# A problem's teardown() that fails on the fresh inputs' state (the state
+# setup() made for a timed sample, which no output() or reference() ever
+# saw) fails the profile, named: the fresh state's teardown is the
+# problem's own, not swallowed.
+cp -r "$KF_SRC/tests/data/problems/ahead" "$T/td"
+cat >>"$T/td/problem.py" <<'PYEOF'
+
+
+_output, _reference = output, reference
+
+
+def output(s):
+    s["seen"] = True
+    return _output(s)
+
+
+def reference(s):
+    s["seen"] = True
+    return _reference(s)
+
+
+def teardown(s):
+    if not s.get("seen"):
+        raise RuntimeError("TEARDOWN_FRESH: a state nothing read")
+PYEOF
+cat >"$T/td/sweep_td.yaml" <<'YEOF'
+name: teardown-fresh
+problem:
+  path: problem.py
+  params: {n: [64]}
+  seeds: 2
+candidates:
+  - np_matmul.py
+tasks: [build, validate, profile]
+measure: {min_samples: 5, min_time: 5ms, max_noise: 50, timeout: 2s}
+YEOF
+set +e
+"$KFLEET" run "$T/td/sweep_td.yaml" >"$T/td.out" 2>"$T/td.log"
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "the sweep whose fresh state's teardown fails should exit 1, got $rc: $(tail -5 "$T/td.log")"
+"$KFLEET" report --format json >"$T/td.json" || fail "report"
+python3 - "$T/td.json" <<'PY' || fail "a failing teardown() of the fresh inputs was swallowed"
+import json, sys
+(r,) = json.load(open(sys.argv[1]))["rows"]
+assert r["validation"]["state"] == "succeeded", r["validation"]
+p = r["profile"]
+err = p["error"] or ""
+assert p["state"] == "failed", p
+assert "teardown() (of the fresh inputs before a timed sample)" in err and "TEARDOWN_FRESH" in err, err
+print("ok - profile failed:", err[:120])
+PY
+pass "a fresh state's failing teardown() fails the profile, named"
