@@ -1,10 +1,12 @@
 /* childenv — the environment of a process the agent is about to exec as
  * a runner (or a warm runner, warms.h), in the forked child: the sandbox's
  * scrub, the GPU it may see, the forward-compatibility libraries, the
- * arch its cache key needs, the machine's host-profile lock. */
+ * arch its cache key needs, the node's Python as probed, the machine's
+ * host-profile lock. */
 #include "agent/childenv.h"
 
 #include "runner/build.h"
+#include "runner/pyenv.h"
 #include "runner/sandbox.h"
 
 #include <stdio.h>
@@ -58,6 +60,8 @@ void childenv_apply(const kf_childenv *a, int gpu, uint32_t gpu_index)
         childenv_visible_device(gpu_index, dev, sizeof dev);
         setenv("CUDA_VISIBLE_DEVICES", dev, 1);
     }
+    /* The node's Python as the agent probed it (runner/pyenv.h). */
+    kf_pyenv_export();
     /* The machine's host-profile lock (runner/hostlock.h): its runners open
      * it before their sandbox, whatever it lets them reach after. */
     if (a->host_lock && a->host_lock[0])

@@ -61,21 +61,39 @@ typedef struct pyenv_memo {
     kf_pyenv env; /* env.interpreter "" = not probed yet */
     int rc;
     char why[512];
+    char *probe; /* the probe's JSON, when it described the interpreter */
 } pyenv_memo;
+
+/* The names kf_pyenv_export sets. */
+#define ENV_FOR "KF_PYENV_FOR"
+#define ENV_PROBE "KF_PYENV_PROBE"
+
+static pyenv_memo memo;
 
 int kf_pyenv_get(const kf_pyenv **out, kf_err *err)
 {
     /* Per process, keyed by the interpreter asked for (as the compiler
      * memo in build.c): every task kind computes the cache key. */
-    static pyenv_memo memo;
     const char *py = interpreter();
     if (strcmp(memo.env.interpreter, py) != 0) {
         snprintf(memo.env.interpreter, sizeof memo.env.interpreter, "%s", py);
         memo.rc = KF_OK;
         memo.why[0] = '\0';
         kf_buf text = KF_BUF_INIT;
-        char *argv[] = {(char *)py, "-c", (char *)kf_py_probe_src, NULL};
-        int st = kf_proc_capture(argv, &text, 1 << 20);
+        /* What the agent probed at its start, when it started this
+         * process for the same interpreter (kf_pyenv_export): a runner
+         * then starts no Python to learn it (a build's cold runner paid
+         * one interpreter start for it, of three). */
+        const char *for_ = getenv(ENV_FOR), *given = getenv(ENV_PROBE);
+        int st = 0;
+        if (for_ && given && strcmp(for_, py) == 0) {
+            kf_buf_adds(&text, given);
+        } else {
+            char *argv[] = {(char *)py, "-c", (char *)kf_py_probe_src, NULL};
+            st = kf_proc_capture(argv, &text, 1 << 20);
+        }
+        free(memo.probe);
+        memo.probe = NULL;
         if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) == 127) {
             memo.rc = KF_ENOTFOUND;
             snprintf(memo.why, sizeof memo.why,
@@ -97,6 +115,8 @@ int kf_pyenv_get(const kf_pyenv **out, kf_err *err)
                      "interpreter built with --enable-shared (KF_PYTHON)",
                      memo.env.version, memo.env.executable, minor, memo.env.version);
         }
+        if (memo.rc == KF_OK)
+            memo.probe = strdup(text.data);
         kf_buf_release(&text);
     }
     *out = &memo.env;
@@ -126,4 +146,15 @@ int kf_pyenv_compile(const kf_pyenv *py, const char *path, const char *filename,
     if (WEXITSTATUS(st) != 0)
         return kf_err_set(err, KF_EINVAL, "the kernel does not compile in Python %s", py->version);
     return KF_OK;
+}
+
+void kf_pyenv_export(void)
+{
+    if (memo.probe && memo.rc == KF_OK && strcmp(memo.env.interpreter, interpreter()) == 0) {
+        setenv(ENV_FOR, memo.env.interpreter, 1);
+        setenv(ENV_PROBE, memo.probe, 1);
+    } else {
+        unsetenv(ENV_FOR);
+        unsetenv(ENV_PROBE);
+    }
 }

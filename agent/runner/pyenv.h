@@ -34,6 +34,14 @@ typedef struct kf_pyenv {
  * to install or set. */
 int kf_pyenv_get(const kf_pyenv **out, kf_err *err);
 
+/* In a child about to exec a runner: what this process probed (when it
+ * did, for the interpreter the child will ask for) goes into the child's
+ * environment, and the child's kf_pyenv_get reads it there instead of
+ * starting the interpreter again; else the variables are removed. The
+ * agent probes at its start, so a runner sees the Python the agent
+ * registered with. */
+void kf_pyenv_export(void);
+
 /* Checks that a kernel's source compiles in that interpreter (a syntax
  * error comes back in `log` with the user's file name and line). Returns 0,
  * KF_EINVAL (log says why) or KF_ENOTFOUND. */
