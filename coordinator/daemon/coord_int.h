@@ -12,6 +12,7 @@
 #include "common/buf.h"
 #include "daemon/coord.h"
 #include "common/keys.h"
+#include "common/taskkind.h"
 #include "core/store.h"
 #include "common/wire.h"
 
@@ -24,7 +25,10 @@ typedef struct sched_priors sched_priors;
 typedef struct sched_base sched_base;
 
 typedef struct ktask {
-    Kfleet__Task *rec;      /* owned; the stored record */
+    Kfleet__Task *rec; /* owned; the stored record */
+    /* rec's row of the task-kind table, resolved once when the task is
+     * added (a kind never changes): what every scheduler step reads. */
+    const kf_task_kind *kind;
     int agent;              /* index into agents of the current attempt, -1 */
     int pin;                /* agent index the task must run on, -1 = any */
     uint64_t assigned_mono; /* when the current attempt was sent */

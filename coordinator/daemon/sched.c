@@ -140,13 +140,14 @@ ksweep *sched_add_sweep(kf_coord *c, Kfleet__Sweep *rec)
  * lacked references at submit, in configuration order (sched_expand.c), so a
  * binary search over them finds the one of rec's configuration, at submit
  * and when the coordinator reloads the sweep alike. -1: none. */
-static int32_t ref_gate_of(const ksweep *sw, const Kfleet__Task *rec)
+static int32_t ref_gate_of(const ksweep *sw, const ktask *t)
 {
-    if (!kf_task_kind_at(rec->kind)->needs_reference || rec->kernel_index >= sw->rec->n_kernels ||
+    const Kfleet__Task *rec = t->rec;
+    if (!t->kind->needs_reference || rec->kernel_index >= sw->rec->n_kernels ||
         !sw->rec->kernels[rec->kernel_index]->candidate)
         return -1;
     uint32_t lo = 0, hi = 0;
-    while (hi < sw->ntasks && kf_task_kind_at(sw->tasks[hi].rec->kind)->references)
+    while (hi < sw->ntasks && sw->tasks[hi].kind->references)
         hi++;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
@@ -173,6 +174,7 @@ ktask *sched_add_task(kf_coord *c, ksweep *sw, Kfleet__Task *rec)
     t->agent = -1;
     t->slot_gpu = -1;
     t->pin = -1;
+    t->kind = kf_task_kind_at(rec->kind);
     t->gate = t->dependent = t->ref_gate = -1;
     if (rec->pin_agent && *rec->pin_agent)
         t->pin = sched_agent_index(c, sched_agent(c, rec->pin_agent, 1));
@@ -181,7 +183,7 @@ ktask *sched_add_task(kf_coord *c, ksweep *sw, Kfleet__Task *rec)
      * all, agent by agent): link the two, so this one waits for it. One
      * pinned nowhere gates one pinned to an agent: a baseline profile
      * pinned to the agent that first needed it (sched_baseline.c). */
-    Kfleet__TaskKind gate = kf_task_kind_at(rec->kind)->gated_by;
+    Kfleet__TaskKind gate = t->kind->gated_by;
     if (gate) {
         for (uint32_t back = 1; back <= 64 && back < sw->ntasks; back++) {
             ktask *v = &sw->tasks[sw->ntasks - 1 - back];
@@ -194,9 +196,9 @@ ktask *sched_add_task(kf_coord *c, ksweep *sw, Kfleet__Task *rec)
             }
         }
     }
-    t->ref_gate = ref_gate_of(sw, rec);
+    t->ref_gate = ref_gate_of(sw, t);
     sw->counts[rec->state & 15]++;
-    if (kf_task_kind_at(rec->kind)->builds)
+    if (t->kind->builds)
         sw->bcounts[rec->state & 15]++;
     if (rec->state == KFLEET__TASK_STATE__PENDING && !sched_needs_gpu(sw, t))
         sw->cpu_pending++;
@@ -220,7 +222,7 @@ void sched_free_sweep(ksweep *sw)
 void sched_set_state(ksweep *sw, ktask *t, int state)
 {
     sw->counts[t->rec->state & 15]--;
-    if (kf_task_kind_at(t->rec->kind)->builds) {
+    if (t->kind->builds) {
         sw->bcounts[t->rec->state & 15]--;
         sw->bcounts[state & 15]++;
     }
@@ -277,7 +279,7 @@ void sched_maybe_finish_sweep(kf_coord *c, ksweep *sw)
 
 int sched_needs_gpu(const ksweep *sw, const ktask *t)
 {
-    const kf_task_kind *k = kf_task_kind_of(t->rec->kind);
+    const kf_task_kind *k = t->kind;
     return k && k->slot == KF_SLOT_GPU_IF_CUDA && t->rec->kernel_index < sw->rec->n_kernels &&
            sw->rec->kernels[t->rec->kernel_index]->cuda;
 }
@@ -553,7 +555,7 @@ void sched_gate_done(kf_coord *c, ksweep *sw, ktask *t)
  * tasks of its configuration could not be judged, so they are skipped. */
 static void ref_gate_done(kf_coord *c, ksweep *sw, ktask *t, int log)
 {
-    if (!kf_task_kind_at(t->rec->kind)->references || !kf_state_terminal(t->rec->state) ||
+    if (!t->kind->references || !kf_state_terminal(t->rec->state) ||
         t->rec->state == KFLEET__TASK_STATE__SUCCEEDED)
         return;
     int32_t me = (int32_t)(t - sw->tasks);
@@ -632,7 +634,7 @@ void sched_requeue_as(kf_coord *c, ksweep *sw, ktask *t, int attempt_state, cons
     t->agent = -1;
     t->confirmed = 0;
     char msg[512];
-    if (kf_task_kind_at(t->rec->kind)->builds && t->pin >= 0) {
+    if (t->kind->builds && t->pin >= 0) {
         if (a)
             sched_forget_build(c, a, sw->rec->kernels[t->rec->kernel_index]->hash);
         snprintf(msg, sizeof msg, "build abandoned: %s", why);

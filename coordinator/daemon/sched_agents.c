@@ -426,13 +426,13 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
      * the attempt ends failed with the agent's reason and the task is tried
      * again while attempts remain. A build pinned to its agent is not. */
     if (r->infra && r->state != KFLEET__TASK_STATE__SUCCEEDED &&
-        !(kf_task_kind_at(t->rec->kind)->builds && t->pin >= 0)) {
+        !(t->kind->builds && t->pin >= 0)) {
         char why[300];
         kf_text_first_lines(r->error, 1, why, sizeof why);
         r->agent_id = saved_agent;
         /* Its cached artifact was not what the build made (and is gone):
          * the agent builds the kernel again before the next try. */
-        if (r->artifact_stale && !kf_task_kind_at(t->rec->kind)->builds) {
+        if (r->artifact_stale && !t->kind->builds) {
             kf_warn("task.artifact_stale", "task=0x%llx agent=%s error=\"%s\"",
                     (unsigned long long)r->task_id, a->id, why);
             sched_invalidate_build(c, a, sw->rec->kernels[t->rec->kernel_index]->hash);
@@ -442,9 +442,9 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
             coord_ack_later(a, env->oseq);
         return KF_OK;
     }
-    if (kf_task_kind_at(t->rec->kind)->builds)
+    if (t->kind->builds)
         sched_share_result(c, a, sw->rec->kernels[t->rec->kernel_index]->hash, r);
-    if (kf_task_kind_at(t->rec->kind)->references && r->state == KFLEET__TASK_STATE__SUCCEEDED) {
+    if (t->kind->references && r->state == KFLEET__TASK_STATE__SUCCEEDED) {
         /* A problem's references: into the store once, out of the Result. */
         size_t stored = 0;
         rc = kf_problem_store_result(txn, sw->rec->kernels[t->rec->kernel_index]->hash,
@@ -478,7 +478,7 @@ static int on_result(void *ctx, const kf_peer *peer, const Kfleet__Envelope *env
     sched_put_task(c, t);
     sched_order_ended(sw, t, r->elapsed_s);
     sched_gate_done(c, sw, t);
-    if (kf_task_kind_at(t->rec->kind)->builds) {
+    if (t->kind->builds) {
         const char *hash = sw->rec->kernels[t->rec->kernel_index]->hash;
         int st = r->state == KFLEET__TASK_STATE__SUCCEEDED ? KFLEET__TASK_STATE__SUCCEEDED
                                                            : KFLEET__TASK_STATE__FAILED;

@@ -216,8 +216,7 @@ static void index_baseline(const ksweep *sw, sched_base *b, uint32_t ti, size_t 
         f->tasks = kf_xrealloc(f->tasks, f->captasks * sizeof *f->tasks);
     }
     f->tasks[f->ntasks++] = ti;
-    int32_t *first =
-        kf_task_kind_at(t->rec->kind)->report == KF_REPORT_TIMING ? &f->profile : &f->validate;
+    int32_t *first = t->kind->report == KF_REPORT_TIMING ? &f->profile : &f->validate;
     if (*first < 0)
         *first = (int32_t)ti;
 }
@@ -242,7 +241,7 @@ static sched_base *index_of(const kf_coord *c, ksweep *sw)
     }
     for (; b->indexed < sw->ntasks; b->indexed++) {
         const Kfleet__Task *t = sw->tasks[b->indexed].rec;
-        const kf_task_kind *tk = kf_task_kind_at(t->kind);
+        const kf_task_kind *tk = sw->tasks[b->indexed].kind;
         int bi = baseline_at(b, t->kernel_index);
         if (bi >= 0 && tk->per_config &&
             (tk->report == KF_REPORT_TIMING || tk->report == KF_REPORT_VALIDATION))
@@ -254,7 +253,7 @@ static sched_base *index_of(const kf_coord *c, ksweep *sw)
         const Kfleet__Task *t = sw->tasks[i].rec;
         int ai = agent_named(c, t->agent_id);
         if (ai < 0 || !t->attempts || baseline_at(b, t->kernel_index) >= 0 ||
-            kf_task_kind_at(t->kind)->report != KF_REPORT_TIMING)
+            sw->tasks[i].kind->report != KF_REPORT_TIMING)
             continue;
         for (size_t bi = 0; bi < b->nkernels; bi++) {
             int32_t fi = find(sw, b, bi, i, 0);
@@ -272,8 +271,7 @@ static int covered(const kf_coord *c, const ksweep *sw, const bconf *f, int ai)
 {
     for (uint32_t i = 0; i < f->ntasks; i++) {
         const ktask *t = &sw->tasks[f->tasks[i]];
-        if (kf_task_kind_at(t->rec->kind)->report != KF_REPORT_TIMING ||
-            t->rec->state == KFLEET__TASK_STATE__CANCELLED)
+        if (t->kind->report != KF_REPORT_TIMING || t->rec->state == KFLEET__TASK_STATE__CANCELLED)
             continue;
         if (t->pin == ai)
             return 1;
@@ -300,7 +298,7 @@ size_t sched_baseline_placed(kf_coord *c, ksweep *sw, uint32_t idx, int ai, sche
                              size_t max)
 {
     const Kfleet__Task *t = idx < sw->ntasks ? sw->tasks[idx].rec : NULL;
-    if (!t || ai < 0 || kf_task_kind_at(t->kind)->report != KF_REPORT_TIMING)
+    if (!t || ai < 0 || sw->tasks[idx].kind->report != KF_REPORT_TIMING)
         return 0;
     sched_base *b = index_of(c, sw);
     if (!b || baseline_at(b, t->kernel_index) >= 0)
@@ -349,7 +347,7 @@ size_t sched_baseline_pinned(kf_coord *c, ksweep *sw, int ai, uint32_t **out)
             for (uint32_t k = 0; k < f->ntasks; k++) {
                 const ktask *t = &sw->tasks[f->tasks[k]];
                 if (t->pin != ai || kf_state_terminal(t->rec->state) ||
-                    (kf_task_kind_at(t->rec->kind)->report == KF_REPORT_TIMING) != profiles)
+                    (t->kind->report == KF_REPORT_TIMING) != profiles)
                     continue;
                 if (n == cap) {
                     cap = cap ? 2 * cap : 8;

@@ -96,7 +96,7 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     spec.kernel = k->name;
     spec.kernel_hash = k->hash;
     Kfleet__Result *shared = NULL;
-    if (kf_task_kind_at(t->rec->kind)->builds) {
+    if (t->kind->builds) {
         spec.n_sources = k->n_sources;
         spec.sources = k->sources;
         if (t->share_task)
@@ -128,7 +128,7 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
     /* A reference task is told the problem's secret seeds it computes for
      * (docs/problems.md); no other task ever is. */
     uint64_t *seeds = NULL;
-    if (kf_task_kind_at(t->rec->kind)->references && txn &&
+    if (t->kind->references && txn &&
         control_reference_seeds(txn, sw->rec, t->rec, kf_now_ns(), &seeds, &spec.n_seeds) != KF_OK)
         kf_warn("task.seeds",
                 "task=0x%llx: the store has no seed pool for its problem; the runner will "
@@ -139,7 +139,7 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
      * seeds with a stored reference and those references. */
     Kfleet__Reference **refs = NULL;
     size_t nrefs = 0;
-    if (k->candidate && !kf_task_kind_at(t->rec->kind)->builds && txn) {
+    if (k->candidate && !t->kind->builds && txn) {
         const Kfleet__KernelRef *pk = sw->rec->kernels[sw->rec->n_kernels - 1];
         const kbuild *pb = sched_agent_build(c, a, pk->hash);
         spec.problem_kernel = pk->name;
@@ -271,7 +271,7 @@ static ktask *pick_in(kf_coord *c, kagent *a, int ai, ksweep *sw, int cpu_free, 
         /* A Python kernel goes where its imports are (sched_match). */
         if (!sched_can_run(a, sw->rec->kernels[t->rec->kernel_index], NULL, 0))
             continue;
-        const kf_task_kind *tk = kf_task_kind_of(t->rec->kind);
+        const kf_task_kind *tk = t->kind;
         if (!tk || !tk->needs_build) { /* a build, on a CPU slot */
             if (!cpu_free)
                 continue;

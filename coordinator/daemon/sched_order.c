@@ -239,7 +239,7 @@ static double chain_of(const ksweep *sw, const sched_order *o, uint32_t i)
 
 static int first_kind(const ktask *t)
 {
-    const kf_task_kind *tk = kf_task_kind_of(t->rec->kind);
+    const kf_task_kind *tk = t->kind;
     return !tk || !tk->needs_build || tk->references;
 }
 
@@ -318,8 +318,8 @@ int sched_order_plan(ksweep *sw, kf_txn *txn, sched_priors **cache)
     uint32_t *count = kf_xcalloc(nk ? nk : 1, sizeof *count);
     for (uint32_t i = 0; i < sw->ntasks; i++) {
         const Kfleet__Task *t = sw->tasks[i].rec;
-        const kf_task_kind *tk = kf_task_kind_of(t->kind);
-        if (t->kernel_index < nk && tk && !tk->builds) {
+        const kf_task_kind *tk = sw->tasks[i].kind;
+        if (t->kernel_index < nk && tk->kind && !tk->builds) {
             logsum[t->kernel_index] += log(params_product(t));
             count[t->kernel_index]++;
         }

@@ -212,7 +212,7 @@ void sched_priors_finished(sched_priors **cache, const ksweep *sw)
     for (uint32_t i = 0; i < sw->ntasks && i < KF_PRIOR_TASKS; i++) {
         const ktask *t = &sw->tasks[i];
         if (t->rec->state != KFLEET__TASK_STATE__SUCCEEDED || t->elapsed_s <= 0 ||
-            t->rec->kernel_index >= p.nk || kf_task_kind_at(t->rec->kind)->builds)
+            t->rec->kernel_index >= p.nk || t->kind->builds)
             continue;
         if (p.n == p.cap) {
             p.cap = p.cap ? p.cap * 2 : 64;
