@@ -5,6 +5,7 @@
  * escapes rather than handed to a terminal that may read them as C1. */
 #include "common/text.h"
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -186,4 +187,19 @@ void kf_text_first_lines(const char *s, int lines, char *out, size_t len)
     }
     memcpy(out, s, n);
     out[n] = '\0';
+}
+
+void kf_text_html(kf_buf *out, const char *s)
+{
+    kf_text_inert(out, s, KF_TEXT_HTML);
+}
+
+void kf_text_htmlf(kf_buf *out, const char *fmt, ...)
+{
+    char s[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s, sizeof s, fmt, ap);
+    va_end(ap);
+    kf_text_inert(out, s, KF_TEXT_HTML);
 }

@@ -43,6 +43,12 @@ typedef enum kf_text_mode {
 void kf_text_inert_n(kf_buf *out, const char *s, size_t n, kf_text_mode mode);
 /* The same for a NUL-terminated s (NULL: nothing). */
 void kf_text_inert(kf_buf *out, const char *s, kf_text_mode mode);
+/* kf_text_inert(out, s, KF_TEXT_HTML), and the same for a formatted
+ * string of up to 1023 bytes: the HTML report's cells, attributes and
+ * charts, escaped beside the buffer they go to (git's
+ * strbuf_addstr_xml_quoted). */
+void kf_text_html(kf_buf *out, const char *s);
+void kf_text_htmlf(kf_buf *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends the n bytes at s to out as valid UTF-8, the text kept as
  * written: each byte that is not part of a valid UTF-8 character becomes
  * the text "\xff", and nothing else changes (controls included). For a

@@ -14,6 +14,7 @@
  * Every string from the JSON is escaped (& < > " ') and every number is
  * checked: null ("not applicable") is written as a dash, never as a number.
  * `sample_seconds` is never read. */
+#include "common/text.h"
 #include "report/report_html.h"
 #include "report/report_page.h"
 #include "report/report_svg.h"
@@ -28,7 +29,6 @@
 
 typedef struct page {
     const json_t *sweep, *rows, *agents;
-    kf_buf *b;
     kf_rep_svg *charts;
 } page;
 
@@ -41,7 +41,7 @@ static void td(kf_buf *b, const char *cls, const char *s)
         kf_buf_adds(b, cls);
         kf_buf_adds(b, "\">");
     }
-    kf_rep_esc(b, s && *s ? s : KF_REP_DASH);
+    kf_text_html(b, s && *s ? s : KF_REP_DASH);
     kf_buf_adds(b, "</td>");
 }
 
@@ -53,7 +53,7 @@ static void td_num(kf_buf *b, int ok, double sort, const char *text)
         kf_buf_addf(b, "<td class=\"n\" data-sort=\"%.17g\">", sort);
     else
         kf_buf_adds(b, "<td class=\"n\" data-sort=\"\">");
-    kf_rep_esc(b, ok ? text : KF_REP_DASH);
+    kf_text_html(b, ok ? text : KF_REP_DASH);
     kf_buf_adds(b, "</td>");
 }
 
@@ -114,7 +114,7 @@ static void td_validation(kf_buf *b, const json_t *v)
         snprintf(s, sizeof s, "%s", pass ? "pass" : "FAIL");
     kf_buf_addf(b, "<td class=\"%s\" title=\"max abs error over %zu seed%s\">", pass ? "ok" : "bad",
                 seeds, seeds == 1 ? "" : "s");
-    kf_rep_esc(b, s);
+    kf_text_html(b, s);
     kf_buf_adds(b, "</td>");
 }
 
@@ -241,7 +241,7 @@ static void td_flags(kf_buf *b, const json_t *row, int failed)
 static void dd(kf_buf *b, const char *name, const char *value)
 {
     kf_buf_addf(b, "<dt>%s</dt><dd>", name);
-    kf_rep_esc(b, value && *value ? value : KF_REP_DASH);
+    kf_text_html(b, value && *value ? value : KF_REP_DASH);
     kf_buf_adds(b, "</dd>");
 }
 
@@ -295,9 +295,8 @@ static void td_provenance(kf_buf *b, const json_t *row)
     kf_buf_adds(b, "</dl></details></td>");
 }
 
-static void table_row(page *pg, const json_t *row)
+static void table_row(kf_buf *b, page *pg, const json_t *row)
 {
-    kf_buf *b = pg->b;
     /* A configuration that failed or was skipped shows its row (red, with
      * why in the flags) but no figure: its numbers are not a result. */
     const json_t *p = kf_rep_result_profile(row);
@@ -334,9 +333,8 @@ static const char *const columns_names[] = {
     "noise",      "GB/s",    "GFLOP/s", "% ceiling",
     "speedup",    "rank",    "flags",   "provenance"};
 
-static void results_table(page *pg)
+static void results_table(kf_buf *b, page *pg)
 {
-    kf_buf *b = pg->b;
     size_t n = sizeof columns_names / sizeof columns_names[0], i;
     const json_t *row;
     kf_buf_adds(b, "<h2 id=\"results\">Results</h2>\n");
@@ -354,7 +352,7 @@ static void results_table(page *pg)
                                         : "",
                     columns_names[c]);
     kf_buf_adds(b, "</tr></thead>\n<tbody>\n");
-    json_array_foreach(pg->rows, i, row) table_row(pg, row);
+    json_array_foreach(pg->rows, i, row) table_row(b, pg, row);
     /* No scrolling box around it: that would clip an open provenance card. */
     kf_buf_adds(b, "</tbody></table>\n");
 }
@@ -434,14 +432,13 @@ static const char script[] =
     "  table.setAttribute('data-sortable', 'yes');\n"
     "})();\n";
 
-static void page_head(page *pg)
+static void page_head(kf_buf *b, page *pg)
 {
-    kf_buf *b = pg->b;
     kf_buf_adds(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
                    "<title>");
-    kf_rep_escf(b, "kfleet sweep %.0f: %s", kf_rep_num_or(pg->sweep, "sweep_id", 0),
-                kf_rep_str_at(pg->sweep, "name") ? kf_rep_str_at(pg->sweep, "name") : "");
+    kf_text_htmlf(b, "kfleet sweep %.0f: %s", kf_rep_num_or(pg->sweep, "sweep_id", 0),
+                  kf_rep_str_at(pg->sweep, "name") ? kf_rep_str_at(pg->sweep, "name") : "");
     kf_buf_addf(b, "</title>\n<style>%s</style>\n</head>\n<body>\n", css);
 }
 
@@ -470,9 +467,9 @@ static void problem_line(kf_buf *b, const json_t *p)
     const json_t *pol = kf_rep_obj_at(p, "seed_policy"), *refs = kf_rep_obj_at(p, "references");
     double renew, gen;
     kf_buf_adds(b, "<p class=\"meta\">Problem <b>");
-    kf_rep_esc(b, kf_rep_str_at(p, "name"));
+    kf_text_html(b, kf_rep_str_at(p, "name"));
     kf_buf_adds(b, "</b> (hash <code>");
-    kf_rep_esc(b, kf_rep_str_at(p, "hash") ? kf_rep_str_at(p, "hash") : KF_REP_DASH);
+    kf_text_html(b, kf_rep_str_at(p, "hash") ? kf_rep_str_at(p, "hash") : KF_REP_DASH);
     kf_buf_addf(b, "</code>) judges every row &middot; seeds: pool of %.0f",
                 kf_rep_num_or(pol, "pool_size", 0));
     if (kf_rep_num_at(pol, "renew_s", &renew))
@@ -487,31 +484,30 @@ static void problem_line(kf_buf *b, const json_t *p)
                 kf_rep_num_or(refs, "stored", 0), kf_rep_num_or(refs, "configurations", 0));
 }
 
-static void page_summary(page *pg, const json_t *report)
+static void page_summary(kf_buf *b, page *pg, const json_t *report)
 {
-    kf_buf *b = pg->b;
     const json_t *s = pg->sweep;
     const char *fin = kf_rep_str_at(s, "finished"), *base = kf_rep_str_at(s, "baseline");
     kf_buf_adds(b, "<h1>");
-    kf_rep_escf(b, "Sweep %.0f: %s", kf_rep_num_or(s, "sweep_id", 0),
-                kf_rep_str_at(s, "name") ? kf_rep_str_at(s, "name") : "");
+    kf_text_htmlf(b, "Sweep %.0f: %s", kf_rep_num_or(s, "sweep_id", 0),
+                  kf_rep_str_at(s, "name") ? kf_rep_str_at(s, "name") : "");
     kf_buf_adds(b, "</h1>\n<p class=\"meta\"><code>");
-    kf_rep_esc(b, kf_rep_str_at(s, "file"));
+    kf_text_html(b, kf_rep_str_at(s, "file"));
     kf_buf_adds(b, "</code> &middot; created ");
-    kf_rep_esc(b, kf_rep_str_at(s, "created") ? kf_rep_str_at(s, "created") : KF_REP_DASH);
+    kf_text_html(b, kf_rep_str_at(s, "created") ? kf_rep_str_at(s, "created") : KF_REP_DASH);
     kf_buf_adds(b, fin ? ", finished " : ", not finished");
-    kf_rep_esc(b, fin);
+    kf_text_html(b, fin);
     if (json_is_true(json_object_get(s, "cancelled")))
         kf_buf_adds(b, " (cancelled)");
     kf_buf_adds(b, " &middot; nodes: ");
-    kf_rep_esc(b, kf_rep_str_at(s, "nodes"));
+    kf_text_html(b, kf_rep_str_at(s, "nodes"));
     if (base) {
         kf_buf_adds(b, " &middot; speedup against ");
-        kf_rep_esc(b, base);
+        kf_text_html(b, base);
         kf_buf_adds(b, " in the same configuration on the same node");
     }
     kf_buf_adds(b, " &middot; kfleet ");
-    kf_rep_esc(b, kf_rep_str_at(report, "kfleet_version"));
+    kf_text_html(b, kf_rep_str_at(report, "kfleet_version"));
     kf_buf_adds(b, "</p>\n");
     problem_line(b, kf_rep_obj_at(report, "problem"));
     totals(b, kf_rep_obj_at(report, "totals"));
@@ -549,22 +545,22 @@ static void node_line(kf_buf *b, const json_t *a)
     kf_buf_adds(b, "</tr>\n");
 }
 
-static void nodes_table(page *pg)
+static void nodes_table(kf_buf *b, page *pg)
 {
     size_t i;
     const json_t *a;
-    kf_buf_adds(pg->b, "<h2 id=\"nodes\">Nodes</h2>\n");
+    kf_buf_adds(b, "<h2 id=\"nodes\">Nodes</h2>\n");
     if (!json_array_size(pg->agents)) {
-        kf_buf_adds(pg->b, "<p>No agent ran a task of this sweep.</p>\n");
+        kf_buf_adds(b, "<p>No agent ran a task of this sweep.</p>\n");
         return;
     }
-    kf_buf_adds(pg->b, "<div class=\"scroll\"><table>\n<thead><tr><th>node</th><th>host</th>"
-                       "<th>device</th><th>driver</th><th class=\"n\">copy GB/s</th>"
-                       "<th class=\"n\">bf16 TFLOP/s</th><th>note</th></tr></thead>\n<tbody>\n");
-    json_array_foreach(pg->agents, i, a) node_line(pg->b, a);
-    kf_buf_adds(pg->b, "</tbody></table></div>\n<p class=\"note\">Ceilings: the doctor's "
-                       "device-to-device copy rate (host memcpy on a CPU node) and cuBLAS bf16 "
-                       "rate, measured when the agent registered.</p>\n");
+    kf_buf_adds(b, "<div class=\"scroll\"><table>\n<thead><tr><th>node</th><th>host</th>"
+                   "<th>device</th><th>driver</th><th class=\"n\">copy GB/s</th>"
+                   "<th class=\"n\">bf16 TFLOP/s</th><th>note</th></tr></thead>\n<tbody>\n");
+    json_array_foreach(pg->agents, i, a) node_line(b, a);
+    kf_buf_adds(b, "</tbody></table></div>\n<p class=\"note\">Ceilings: the doctor's "
+                   "device-to-device copy rate (host memcpy on a CPU node) and cuBLAS bf16 "
+                   "rate, measured when the agent registered.</p>\n");
 }
 
 /* The first lines of an error: enough to see the cause; the whole message
@@ -577,16 +573,15 @@ static void error_block(kf_buf *b, const char *e)
         p += strcspn(p, "\n") + (p[strcspn(p, "\n")] == '\n');
     kf_buf_adds(b, "<pre>");
     char *part = strndup(e, (size_t)(p - e));
-    kf_rep_esc(b, part ? part : "");
+    kf_text_html(b, part ? part : "");
     free(part);
     if (*p)
         kf_buf_adds(b, "\n\xE2\x80\xA6 (the whole message is in the JSON report)");
     kf_buf_adds(b, "</pre>");
 }
 
-static void failures(page *pg, const json_t *list)
+static void failures(kf_buf *b, page *pg, const json_t *list)
 {
-    kf_buf *b = pg->b;
     size_t i;
     const json_t *f;
     char params[320];
@@ -602,15 +597,15 @@ static void failures(page *pg, const json_t *list)
                    *e = kf_rep_str_at(f, "error");
         kf_rep_params_str(NULL, f, 0, params, sizeof params);
         kf_buf_adds(b, "<li><b>");
-        kf_rep_esc(b, kf_rep_str_at(f, "kind"));
+        kf_text_html(b, kf_rep_str_at(f, "kind"));
         kf_buf_adds(b, "</b> ");
-        kf_rep_escf(
+        kf_text_htmlf(
             b, "%s%s%s%s on %s: ", kf_rep_str_at(f, "kernel") ? kf_rep_str_at(f, "kernel") : "?",
             params[0] ? " [" : "", params, params[0] ? "]" : "", node ? node : "no node");
         kf_buf_addf(b, "<span class=\"bad\">%s</span>",
                     st && strcmp(st, "timed_out") == 0 ? "timed out" : "failed");
         kf_buf_adds(b, ", task ");
-        kf_rep_esc(b, kf_rep_str_at(f, "task_id") ? kf_rep_str_at(f, "task_id") : "?");
+        kf_text_html(b, kf_rep_str_at(f, "task_id") ? kf_rep_str_at(f, "task_id") : "?");
         kf_buf_addf(b, ", attempt %.0f", kf_rep_num_or(f, "attempt", 0));
         if (e)
             error_block(b, e);
@@ -627,22 +622,22 @@ int kf_report_html(const json_t *report, kf_buf *out, kf_err *err)
                           "not a kfleet report: the HTML renderer reads schema \"%s\", got %s%s%s",
                           SCHEMA, schema ? "\"" : "", schema ? schema : "none", schema ? "\"" : "");
     page pg = {kf_rep_obj_at(report, "sweep"), json_object_get(report, "rows"),
-               json_object_get(report, "agents"), out, NULL};
+               json_object_get(report, "agents"), NULL};
     if (!pg.sweep || !json_is_array(pg.rows))
         return kf_err_set(err, KF_EINVAL,
                           "report JSON without its \"sweep\" object or \"rows\" array: it "
                           "was not written by `kfleet report --format json`");
-    pg.charts = kf_rep_svg_new(pg.rows, pg.agents, out);
+    pg.charts = kf_rep_svg_new(pg.rows, pg.agents);
     int rc = pg.charts ? KF_OK : KF_ENOMEM;
     if (rc == KF_OK) {
-        page_head(&pg);
-        page_summary(&pg, report);
-        nodes_table(&pg);
-        results_table(&pg);
-        kf_rep_svg_kernel_charts(pg.charts);
-        kf_rep_svg_rooflines(pg.charts);
-        kf_rep_svg_node_charts(pg.charts);
-        failures(&pg, json_object_get(report, "failures"));
+        page_head(out, &pg);
+        page_summary(out, &pg, report);
+        nodes_table(out, &pg);
+        results_table(out, &pg);
+        kf_rep_svg_kernel_charts(pg.charts, out);
+        kf_rep_svg_rooflines(pg.charts, out);
+        kf_rep_svg_node_charts(pg.charts, out);
+        failures(out, &pg, json_object_get(report, "failures"));
         kf_buf_addf(out, "<script>\n%s</script>\n</body>\n</html>\n", script);
     }
     kf_rep_svg_destroy(&pg.charts);

@@ -4,7 +4,6 @@
 #include "common/text.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -111,21 +110,6 @@ void kf_rep_params_str(const json_t *rows, const json_t *row, int which, char *o
 }
 
 /* ---- writing ---- */
-
-void kf_rep_esc(kf_buf *b, const char *s)
-{
-    kf_text_inert(b, s, KF_TEXT_HTML);
-}
-
-void kf_rep_escf(kf_buf *b, const char *fmt, ...)
-{
-    char s[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(s, sizeof s, fmt, ap);
-    va_end(ap);
-    kf_rep_esc(b, s);
-}
 
 /* Three significant digits without an exponent: 1.23, 12.3, 123, 12345. */
 void kf_rep_fmt_short(double v, char *out, size_t len)

@@ -1,7 +1,8 @@
 /* report_page — the building blocks the HTML page (report_html.c) and its
  * charts (report_svg.c) share, so that a figure is read and written the same
  * way in the table and on a chart: readers of the report JSON
- * (kfleet.report/1), HTML escaping, and the number and time formats. */
+ * (kfleet.report/1) and the number and time formats; the HTML escaping is
+ * beside the buffer (common/text.h: kf_text_html). */
 #ifndef KF_REPORT_PAGE_H
 #define KF_REPORT_PAGE_H
 
@@ -32,10 +33,6 @@ const json_t *kf_rep_result_profile(const json_t *row);
  * across the kernel's rows (what tells its bars apart), 2 only the fixed. */
 void kf_rep_params_str(const json_t *rows, const json_t *row, int which, char *out, size_t len);
 
-/* Appends s (NULL: nothing) HTML-escaped: & < > " '. */
-void kf_rep_esc(kf_buf *b, const char *s);
-/* The same for a formatted string of up to 1023 bytes. */
-void kf_rep_escf(kf_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Three significant digits without an exponent: 1.23, 12.3, 123, 12345. */
 void kf_rep_fmt_short(double v, char *out, size_t len);
 /* The multiplier and name of the unit a time (seconds) reads best in. */

@@ -3,6 +3,7 @@
  * bandwidth and bf16 rate (the doctor's ceilings), labels placed where they
  * cover nothing. Reads the report JSON through report_page.h, like the
  * rest of the page. */
+#include "common/text.h"
 #include "report/report_page.h"
 #include "report/report_svg_int.h"
 
@@ -167,7 +168,7 @@ static void roof_lines(kf_buf *b, roof *f)
                         "<text x=\"%.1f\" y=\"%.1f\" class=\"rooflabel\" "
                         "transform=\"rotate(%.2f %.1f %.1f)\">",
                         lx, ly, deg, lx, ly);
-            kf_rep_esc(b, s);
+            kf_text_html(b, s);
             kf_buf_adds(b, "</text>\n");
             double w = svgi_text_w(s), c = cos(deg * M_PI / 180), sn = sin(deg * M_PI / 180);
             roof_obstacle(f, lx, ly + w * sn - 12, w * c, 12 - w * sn);
@@ -231,7 +232,7 @@ static void roof_marks(kf_buf *b, roof *f, point *pts, size_t n)
     for (size_t i = 0; i < n; i++) {
         kf_buf_addf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"%s\"><title>",
                     rx(f, pts[i].ai), ry(f, pts[i].gf), svgi_palette[pts[i].color]);
-        kf_rep_esc(b, pts[i].tip);
+        kf_text_html(b, pts[i].tip);
         kf_buf_adds(b, "</title></circle>\n");
     }
     /* Each kernel's first point gets its name first, then the others where
@@ -251,7 +252,7 @@ static void roof_caption(kf_buf *b, const swatch *skipped, size_t nsk, const roo
         kf_buf_adds(b, "Not on the chart, as they count no FLOPs: ");
         for (size_t i = 0; i < nsk; i++) {
             kf_buf_adds(b, i ? ", " : "");
-            kf_rep_esc(b, skipped[i].name);
+            kf_text_html(b, skipped[i].name);
         }
         kf_buf_adds(b, ". ");
     }
@@ -266,7 +267,7 @@ static void roof_caption(kf_buf *b, const swatch *skipped, size_t nsk, const roo
     kf_buf_adds(b, "Hover a point for its figures.</p>\n");
 }
 
-static void roofline(kf_rep_svg *ch, const json_t *agent)
+static void roofline(kf_rep_svg *ch, kf_buf *b, const json_t *agent)
 {
     point *pts = ch->pts;
     const char *id = kf_rep_str_at(agent, "agent_id");
@@ -288,33 +289,33 @@ static void roofline(kf_rep_svg *ch, const json_t *agent)
     f.y0 = top;
     f.y1 = top + RH - 110;
     roof_range(&f, pts, n);
-    svgi_svg_open(ch->b, "kf-roofline", RW, f.y1 + 50, title);
-    svgi_svg_text(ch->b, 8, 18, "start", "title", title);
-    svgi_svg_text(ch->b, 8, 36, "start", "sub",
+    svgi_svg_open(b, "kf-roofline", RW, f.y1 + 50, title);
+    svgi_svg_text(b, 8, 18, "start", "title", title);
+    svgi_svg_text(b, 8, 36, "start", "sub",
                   n ? "one point per row: GFLOP/s at the median time against FLOPs per byte"
                     : "no row on this node counts both FLOPs and bytes");
-    svgi_svg_legend(ch->b, 8, 58, RW, kernels, nk);
-    roof_axes(ch->b, &f);
-    roof_marks(ch->b, &f, pts, n);
-    kf_buf_adds(ch->b, "</svg>\n");
-    roof_caption(ch->b, skipped, nsk, &f, gpu == NULL);
+    svgi_svg_legend(b, 8, 58, RW, kernels, nk);
+    roof_axes(b, &f);
+    roof_marks(b, &f, pts, n);
+    kf_buf_adds(b, "</svg>\n");
+    roof_caption(b, skipped, nsk, &f, gpu == NULL);
 }
 
-void kf_rep_svg_rooflines(kf_rep_svg *ch)
+void kf_rep_svg_rooflines(kf_rep_svg *ch, kf_buf *b)
 {
     size_t i;
     int any = 0;
     const json_t *a;
-    kf_buf_adds(ch->b, "<h2 id=\"roofline\">Roofline</h2>\n");
+    kf_buf_adds(b, "<h2 id=\"roofline\">Roofline</h2>\n");
     json_array_foreach(ch->agents, i, a)
     {
         if (kf_rep_num_or(a, "ceiling_copy_gbps", 0) <= 0 &&
             kf_rep_num_or(a, "ceiling_bf16_tflops", 0) <= 0)
             continue;
         any = 1;
-        roofline(ch, a);
+        roofline(ch, b, a);
     }
     if (!any)
-        kf_buf_adds(ch->b, "<p>No node has measured ceilings (the doctor's copy and bf16 "
-                           "rates), so there is no roofline.</p>\n");
+        kf_buf_adds(b, "<p>No node has measured ceilings (the doctor's copy and bf16 "
+                       "rates), so there is no roofline.</p>\n");
 }

@@ -8,6 +8,7 @@
  *
  * Like the page, the charts read only the report JSON, through the readers
  * report_html.c shares, and escape every string they draw. */
+#include "common/text.h"
 #include "report/report_page.h"
 #include "report/report_svg.h"
 #include "report/report_svg_int.h"
@@ -106,7 +107,7 @@ void svgi_svg_open(kf_buf *b, const char *cls, double w, double h, const char *l
                 "<svg class=\"%s\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %.0f %.0f\" "
                 "width=\"%.0f\" height=\"%.0f\" role=\"img\" aria-label=\"",
                 cls, w, h, w, h);
-    kf_rep_esc(b, label);
+    kf_text_html(b, label);
     kf_buf_adds(b, "\">\n");
 }
 
@@ -117,7 +118,7 @@ void svgi_svg_text(kf_buf *b, double x, double y, const char *anchor, const char
     if (cls)
         kf_buf_addf(b, " class=\"%s\"", cls);
     kf_buf_addc(b, '>');
-    kf_rep_esc(b, s);
+    kf_text_html(b, s);
     kf_buf_adds(b, "</text>\n");
 }
 
@@ -217,7 +218,7 @@ static void bar_one(kf_buf *b, const bar *r, double x0, double y, double px)
                 "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
                 "<title>",
                 x0, y, w, BAR_H, svgi_palette[r->color]);
-    kf_rep_esc(b, r->tip);
+    kf_text_html(b, r->tip);
     kf_buf_adds(b, "</title></rect>\n");
     if (r->hi > r->lo) {
         double a = x0 + r->lo * px, z = x0 + r->hi * px, m = y + BAR_H / 2.0;
@@ -397,11 +398,11 @@ static void chart_texts(const kf_rep_svg *ch, barchart *c, const char *kernel, m
                  metric_name(m));
 }
 
-void kf_rep_svg_kernel_charts(kf_rep_svg *ch)
+void kf_rep_svg_kernel_charts(kf_rep_svg *ch, kf_buf *b)
 {
-    kf_buf_adds(ch->b, "<h2 id=\"kernels\">Per kernel</h2>\n<p class=\"note\">One bar per "
-                       "configuration and node: GFLOP/s for a kernel that counts FLOPs, GB/s for "
-                       "one that counts only bytes, else the median time.</p>\n");
+    kf_buf_adds(b, "<h2 id=\"kernels\">Per kernel</h2>\n<p class=\"note\">One bar per "
+                   "configuration and node: GFLOP/s for a kernel that counts FLOPs, GB/s for "
+                   "one that counts only bytes, else the median time.</p>\n");
     for (size_t i = 0; i < json_array_size(ch->rows); i++) {
         if (!first_of_kernel(ch->rows, i))
             continue;
@@ -410,20 +411,20 @@ void kf_rep_svg_kernel_charts(kf_rep_svg *ch)
         barchart c = {.cls = "kf-bars", .bars = ch->bars};
         c.n = kernel_bars(ch, k, m, 0, ch->bars);
         if (!c.n) {
-            kf_buf_adds(ch->b, "<p>");
-            kf_rep_escf(ch->b, "%s: no successful profile to chart.", k);
-            kf_buf_adds(ch->b, "</p>\n");
+            kf_buf_adds(b, "<p>");
+            kf_text_htmlf(b, "%s: no successful profile to chart.", k);
+            kf_buf_adds(b, "</p>\n");
             continue;
         }
         chart_texts(ch, &c, k, m);
-        bar_chart(ch->b, &c);
+        bar_chart(b, &c);
     }
 }
 
-void kf_rep_svg_node_charts(kf_rep_svg *ch)
+void kf_rep_svg_node_charts(kf_rep_svg *ch, kf_buf *b)
 {
     int any = 0;
-    kf_buf_adds(ch->b, "<h2 id=\"nodes-compared\">Across nodes</h2>\n");
+    kf_buf_adds(b, "<h2 id=\"nodes-compared\">Across nodes</h2>\n");
     for (size_t i = 0; i < json_array_size(ch->rows); i++) {
         if (!first_of_kernel(ch->rows, i))
             continue;
@@ -433,32 +434,28 @@ void kf_rep_svg_node_charts(kf_rep_svg *ch)
         if (!c.n)
             continue;
         if (!any)
-            kf_buf_adds(ch->b, "<p class=\"note\">The configurations that ran on more than one "
-                               "node: the median per node.</p>\n");
+            kf_buf_adds(b, "<p class=\"note\">The configurations that ran on more than one "
+                           "node: the median per node.</p>\n");
         any = 1;
         chart_texts(ch, &c, k, MET_TIME);
         snprintf(c.title, sizeof c.title, "%s: median time per node", k);
-        bar_chart(ch->b, &c);
+        bar_chart(b, &c);
     }
     if (!any)
-        kf_buf_adds(ch->b, "<p>No configuration ran on more than one node, so there is nothing to "
-                           "compare (a sweep with <code>nodes: all</code> runs each on every "
-                           "node).</p>\n");
+        kf_buf_adds(b, "<p>No configuration ran on more than one node, so there is nothing to "
+                       "compare (a sweep with <code>nodes: all</code> runs each on every "
+                       "node).</p>\n");
 }
 
 /* ---- life cycle ---- */
 
-kf_rep_svg *kf_rep_svg_new(const json_t *rows, const json_t *agents, kf_buf *out)
+kf_rep_svg *kf_rep_svg_new(const json_t *rows, const json_t *agents)
 {
     kf_rep_svg *ch = calloc(1, sizeof *ch);
     if (!ch)
         return NULL;
     size_t n = json_array_size(rows) + 1;
-    *ch = (kf_rep_svg){rows,
-                       agents,
-                       out,
-                       calloc(n, sizeof(bar)),
-                       calloc(n, sizeof(point)),
+    *ch = (kf_rep_svg){rows, agents, calloc(n, sizeof(bar)), calloc(n, sizeof(point)),
                        calloc(2 * n + 2, sizeof(rect))};
     if (!ch->bars || !ch->pts || !ch->placed)
         kf_rep_svg_destroy(&ch);

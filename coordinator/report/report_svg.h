@@ -17,17 +17,18 @@
  * before anything is written. */
 typedef struct kf_rep_svg kf_rep_svg;
 
-/* rows and agents: the report's "rows" and "agents" arrays; the charts are
- * appended to out. All three stay the caller's and must outlive the
- * result. Returns NULL when out of memory. */
-kf_rep_svg *kf_rep_svg_new(const json_t *rows, const json_t *agents, kf_buf *out);
+/* rows and agents: the report's "rows" and "agents" arrays; both stay the
+ * caller's and must outlive the result. Returns NULL when out of memory. */
+kf_rep_svg *kf_rep_svg_new(const json_t *rows, const json_t *agents);
 void kf_rep_svg_destroy(kf_rep_svg **self);
 
 /* The page's chart sections, each with its <h2> and notes: a bar chart per
  * kernel; a roofline per node that has measured ceilings; the median per
- * node of each configuration that ran on two nodes or more. */
-void kf_rep_svg_kernel_charts(kf_rep_svg *self);
-void kf_rep_svg_rooflines(kf_rep_svg *self);
-void kf_rep_svg_node_charts(kf_rep_svg *self);
+ * node of each configuration that ran on two nodes or more; appended to out,
+ * which the charts' scratch does not keep (the page passes its buffer to
+ * each writer, as git passes a strbuf). */
+void kf_rep_svg_kernel_charts(kf_rep_svg *self, kf_buf *out);
+void kf_rep_svg_rooflines(kf_rep_svg *self, kf_buf *out);
+void kf_rep_svg_node_charts(kf_rep_svg *self, kf_buf *out);
 
 #endif

@@ -20,7 +20,6 @@ typedef struct rect rect;
 
 struct kf_rep_svg {
     const json_t *rows, *agents;
-    kf_buf *b;
     /* scratch for the charts, one entry per row (two for labels) */
     bar *bars;
     point *pts;
