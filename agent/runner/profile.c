@@ -659,11 +659,9 @@ static void summarize(prof *p, Kfleet__ProfileStats *ps)
     ps->default_sm_clock_mhz = p->tp.default_mhz;
     ps->sm_clock_median_mhz = kf_stats_median_u32(p->clk, p->n);
     ps->power_median_mw = kf_stats_median_u32(p->pw, p->n);
-    /* The loop checks the precision every ~1 % of the samples; where the
-     * timeout came between two checks, the samples it stopped on may meet
-     * the rule all the same, and the report (which recomputes the
-     * precision from the stored samples) must not show a profile precise
-     * to the target yet "not converged". */
+    /* The timeout may come between two precision checks (every ~1 %) on
+     * samples that meet the rule: the report, which recomputes the
+     * precision from them, must not show them precise yet "not converged". */
     if (!p->converged &&
         kf_stats_stop_precise(&p->rule, p->times, p->set, p->n, p->total_timed, &p->achieved) &&
         p->span >= p->min_span)

@@ -27,6 +27,14 @@ static json_t *jnum(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
+/* kfleet's own words (a state or kind name, a time it formatted, a task
+ * id, the schema): ASCII, nothing to make valid, unlike the text that
+ * comes from a node or a kernel, which goes through kf_json_str. */
+static json_t *jword(const char *s)
+{
+    return json_string(s);
+}
+
 static json_t *jstr_or_null(const char *s)
 {
     return s && *s ? kf_json_str(s) : json_null();
@@ -45,14 +53,14 @@ static json_t *jtask(uint64_t id)
 {
     char s[24];
     snprintf(s, sizeof s, "0x%llx", (unsigned long long)id);
-    return kf_json_str(s);
+    return jword(s);
 }
 
 static json_t *json_task_common(const rtask *rt)
 {
     json_t *o = json_object();
     set(o, "task_id", jtask(rt->task->task_id));
-    set(o, "state", kf_json_str(kf_rep_state_name(kf_rep_state_of(rt))));
+    set(o, "state", jword(kf_rep_state_name(kf_rep_state_of(rt))));
     set(o, "attempt", rt->res ? json_integer(rt->res->attempt) : json_null());
     set(o, "agent_id", jstr_or_null(rt->res ? rt->res->agent_id : rt->task->agent_id));
     set(o, "elapsed_s", rt->res ? jnum(rt->res->elapsed_s) : json_null());
@@ -96,7 +104,7 @@ static json_t *json_task_common(const rtask *rt)
 
 static json_t *jtol(double x)
 {
-    return isfinite(x) ? json_real(x) : kf_json_str(isnan(x) ? "nan" : x > 0 ? "inf" : "-inf");
+    return isfinite(x) ? json_real(x) : jword(isnan(x) ? "nan" : x > 0 ? "inf" : "-inf");
 }
 
 /* secret: a problem sweep's trial, whose seed came from the problem's
@@ -172,8 +180,7 @@ static json_t *json_profile(const rrow *w, int with_samples)
     set(p, "audit_samples", json_integer((json_int_t)pt->naudit));
     set(p, "fresh_samples",
         pt->res && pt->res->profile ? json_integer(pt->res->profile->fresh_samples) : json_null());
-    set(p, "throttle_policy",
-        ps ? kf_json_str(ps->throttle_keep ? "keep" : "discard") : json_null());
+    set(p, "throttle_policy", ps ? jword(ps->throttle_keep ? "keep" : "discard") : json_null());
     set(p, "clock_threshold_mhz",
         ps && ps->clock_threshold_mhz ? json_integer(ps->clock_threshold_mhz) : json_null());
     set(p, "default_sm_clock_mhz",
@@ -369,10 +376,10 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
         for (size_t i = 0; i < rt->natt; i++) {
             const rattempt *x = &rt->att[i];
             json_t *e = json_object();
-            set(e, "task", kf_json_str(kf_rep_kind_name((int)rt->task->kind)));
+            set(e, "task", jword(rt->kind->name));
             set(e, "attempt", json_integer(x->attempt));
             set(e, "agent", jstr_or_null(x->agent));
-            set(e, "state", kf_json_str(kf_rep_state_name(x->state)));
+            set(e, "state", jword(kf_rep_state_name(x->state)));
             set(e, "note", kf_json_str(x->note ? x->note : ""));
             json_array_append_new(atts, e);
         }
@@ -449,12 +456,12 @@ static json_t *json_sweep(const rep *r)
     set(o, "file", jstr(s->file));
     set(o, "created_ns", json_integer((json_int_t)s->created_ns));
     kf_rep_fmt_iso(s->created_ns, iso, sizeof iso);
-    set(o, "created", s->created_ns ? kf_json_str(iso) : json_null());
+    set(o, "created", s->created_ns ? jword(iso) : json_null());
     set(o, "finished_ns", s->finished_ns ? json_integer((json_int_t)s->finished_ns) : json_null());
     kf_rep_fmt_iso(s->finished_ns, iso, sizeof iso);
-    set(o, "finished", s->finished_ns ? kf_json_str(iso) : json_null());
+    set(o, "finished", s->finished_ns ? jword(iso) : json_null());
     set(o, "cancelled", json_boolean(s->cancelled));
-    set(o, "nodes", kf_json_str(s->nodes_all ? "all" : "any"));
+    set(o, "nodes", jword(s->nodes_all ? "all" : "any"));
     set(o, "baseline", jstr_or_null(s->baseline));
     set(o, "max_attempts", json_integer(s->max_attempts));
     json_t *kernels = json_array();
@@ -496,7 +503,7 @@ static json_t *json_cost(const rep *r)
     size_t n = kf_rep_costs(r, c, r->nagents + 1);
     int gpu = r->sched.gpu_attempts > 0;
     json_t *o = json_cost_one(&c[0], gpu);
-    set(o, "slots", kf_json_str(gpu ? "gpu" : "cpu"));
+    set(o, "slots", jword(gpu ? "gpu" : "cpu"));
     json_t *nodes = json_array();
     for (size_t i = 1; i < n; i++)
         json_array_append_new(nodes, json_cost_one(&c[i], gpu));
@@ -656,7 +663,7 @@ static json_t *json_build(const rep *r, const rtask *rt)
 static json_t *json_failure(const rep *r, const rtask *rt)
 {
     json_t *f = json_task_common(rt), *params = json_object();
-    set(f, "kind", kf_json_str(kf_rep_kind_name((int)rt->task->kind)));
+    set(f, "kind", jword(rt->kind->name));
     set(f, "kernel", kf_json_str(kf_rep_kernel_name(r, rt->task->kernel_index)));
     for (size_t i = 0; i < rt->task->n_params; i++)
         set(params, kf_rep_nz(rt->task->params[i]->name), json_integer(rt->task->params[i]->value));
@@ -681,7 +688,7 @@ static json_t *json_problem(const rep *r)
     set(pol, "renew_s", p->seed_renew_s > 0 ? jnum(p->seed_renew_s) : json_null());
     set(pol, "generation", p->generation ? json_integer(p->generation) : json_null());
     kf_rep_fmt_iso(p->drawn_ns, iso, sizeof iso);
-    set(pol, "pool_drawn", p->generation && p->drawn_ns ? kf_json_str(iso) : json_null());
+    set(pol, "pool_drawn", p->generation && p->drawn_ns ? jword(iso) : json_null());
     set(o, "seed_policy", pol);
     set(refs, "stored", json_integer((json_int_t)p->nrefs));
     set(refs, "configurations", json_integer((json_int_t)p->nconfigs));
@@ -694,8 +701,8 @@ static json_t *json_problem(const rep *r)
 json_t *kf_rep_json_doc(const rep *r, int with_samples)
 {
     json_t *root = json_object();
-    set(root, "schema", kf_json_str(KF_REPORT_SCHEMA));
-    set(root, "kfleet_version", kf_json_str(KF_VERSION));
+    set(root, "schema", jword(KF_REPORT_SCHEMA));
+    set(root, "kfleet_version", jword(KF_VERSION));
     set(root, "sweep", json_sweep(r));
     set(root, "schedule", json_schedule(r));
     set(root, "cost", json_cost(r));
@@ -720,7 +727,7 @@ json_t *kf_rep_json_doc(const rep *r, int with_samples)
     json_t *builds = json_array(), *failures = json_array();
     for (size_t i = 0; i < r->ntasks; i++) {
         const rtask *rt = &r->tasks[i];
-        if (kf_task_kind_at(rt->task->kind)->report == KF_REPORT_BUILD)
+        if (rt->kind->report == KF_REPORT_BUILD)
             json_array_append_new(builds, json_build(r, rt));
         if (kf_rep_is_failure(kf_rep_state_of(rt)))
             json_array_append_new(failures, json_failure(r, rt));

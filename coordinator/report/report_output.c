@@ -29,7 +29,7 @@ static void render_one(const rep *r, const rtask *rt, int md, kf_buf *out)
     char params[256];
     kf_rep_task_params(rt->task, params, sizeof params);
     kf_buf_adds(out, md ? "\n- " : "  ");
-    kf_buf_adds(out, kf_rep_kind_name((int)rt->task->kind));
+    kf_buf_adds(out, rt->kind->name);
     kf_buf_addc(out, ' ');
     kf_text_inert(out, kf_rep_kernel_name(r, rt->task->kernel_index), mode);
     if (*params) {

@@ -141,8 +141,7 @@ void kf_rep_verdict(const rrow *w, char *out, size_t len)
             continue;
         int st = kf_rep_state_of(both[i]);
         if (st != KFLEET__TASK_STATE__SUCCEEDED) {
-            snprintf(out, len, "%s %s", kf_rep_kind_name((int)both[i]->task->kind),
-                     kf_rep_state_name(st));
+            snprintf(out, len, "%s %s", both[i]->kind->name, kf_rep_state_name(st));
             return;
         }
     }

@@ -95,11 +95,6 @@ const char *kf_rep_declared_name(const rep *r, const rrow *w)
     return NULL;
 }
 
-const char *kf_rep_kind_name(int k)
-{
-    return kf_task_kind_name(k);
-}
-
 /* The node a task belongs to: its pin, else the agent that ran it. */
 const char *kf_rep_node_of(const rtask *rt)
 {
@@ -227,16 +222,17 @@ static int task_cb(void *ctx, const Kfleet__Task *task)
     rtask *rt = &r->tasks[r->ntasks++];
     memset(rt, 0, sizeof *rt);
     rt->task = copy;
+    rt->kind = kf_task_kind_at(task->kind);
     int rc = kf_store_get_result(r->t, task->task_id, &rt->res);
     if (rc == KF_ENOTFOUND) {
         rt->res = NULL;
         rc = 0;
     }
-    if (rc == 0 && rt->res && kf_task_kind_at(task->kind)->report == KF_REPORT_TIMING)
+    if (rc == 0 && rt->res && rt->kind->report == KF_REPORT_TIMING)
         rc = kf_store_foreach_sample(r->t, task->task_id, rt->res->attempt, sample_cb, rt);
     if (rc == 0) {
         const Kfleet__KernelRef *k = kf_rep_kref(r, task->kernel_index);
-        struct attempt_ctx ac = {r, k && k->cuda && !kf_task_kind_at(task->kind)->builds, rt};
+        struct attempt_ctx ac = {r, k && k->cuda && !rt->kind->builds, rt};
         rc = kf_store_foreach_attempt(r->t, task->task_id, attempt_cb, &ac);
         if (rt->natt == 1 && !rt->att[0].note)
             drop_attempts(rt);
@@ -336,9 +332,9 @@ static int find_build(rep *r, rrow *w)
     const Kfleet__KernelRef *k = kf_rep_kref(r, w->kernel);
     for (size_t i = 0; i < r->ntasks; i++) {
         rtask *rt = &r->tasks[i];
-        if (kf_task_kind_at(rt->task->kind)->report == KF_REPORT_BUILD &&
-            rt->task->kernel_index == w->kernel && strcmp(kf_rep_node_of(rt), w->node) == 0 &&
-            rt->res && rt->res->state == KFLEET__TASK_STATE__SUCCEEDED) {
+        if (rt->kind->report == KF_REPORT_BUILD && rt->task->kernel_index == w->kernel &&
+            strcmp(kf_rep_node_of(rt), w->node) == 0 && rt->res &&
+            rt->res->state == KFLEET__TASK_STATE__SUCCEEDED) {
             w->build_task = rt->task->task_id;
             w->build = rt->res->build;
             return 0;
@@ -495,7 +491,7 @@ static int build_rows(rep *r)
         kf_report_as want = pass == 0 ? KF_REPORT_TIMING : KF_REPORT_VALIDATION;
         for (size_t i = 0; i < r->ntasks; i++) {
             rtask *rt = &r->tasks[i];
-            if (kf_task_kind_at(rt->task->kind)->report != want)
+            if (rt->kind->report != want)
                 continue;
             rrow *w = row_for(r, rt);
             if (want == KF_REPORT_TIMING && !w->profile)
@@ -630,7 +626,7 @@ size_t kf_rep_slot_time(const rep *r, kf_rep_phase *out, double *total_s, double
     for (size_t i = 0; i < r->ntasks; i++) {
         const rtask *rt = &r->tasks[i];
         const Kfleet__KernelRef *k = kf_rep_kref(r, rt->task->kernel_index);
-        int on_gpu = !kf_task_kind_at(rt->task->kind)->builds && k && k->cuda;
+        int on_gpu = !rt->kind->builds && k && k->cuda;
         if (!rt->res || on_gpu != gpu)
             continue;
         in_runners += rt->res->elapsed_s;

@@ -10,6 +10,7 @@
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/stats.h"
+#include "common/taskkind.h"
 #include "core/store.h"
 #include "report/report_opts.h"
 
@@ -30,6 +31,9 @@ typedef struct rattempt {
 
 typedef struct rtask {
     Kfleet__Task *task; /* owned copy */
+    /* task's row of the task-kind table, resolved once when collected:
+     * what every printer reads (its name, where the report puts it). */
+    const kf_task_kind *kind;
     uint32_t nattempts; /* attempts made */
     rattempt *att;      /* NULL when the one attempt says nothing more than the result */
     size_t natt;
@@ -268,7 +272,6 @@ const char *kf_rep_err_of(const rtask *rt);
 int kf_rep_is_failure(int state);
 /* "succeeded", "timed_out", ... as in the JSON. */
 const char *kf_rep_state_name(int st);
-const char *kf_rep_kind_name(int kind);
 /* The node a task belongs to: its pin (nodes: all), else the agent of its
  * record, else the agent it was assigned to. */
 const char *kf_rep_node_of(const rtask *rt);

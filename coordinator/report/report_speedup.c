@@ -158,8 +158,7 @@ void kf_rep_no_speedup(const rep *r, const rrow *w, char *out, size_t len)
         }
         const char *err = kf_rep_err_of(t);
         int n = (int)strcspn(err, "\n");
-        snprintf(out, len, "baseline %s on %s: %s %s%s%.*s", name, node,
-                 kf_rep_kind_name((int)t->task->kind), kf_rep_state_name(kf_rep_state_of(t)),
-                 n ? ": " : "", n < 200 ? n : 200, err);
+        snprintf(out, len, "baseline %s on %s: %s %s%s%.*s", name, node, t->kind->name,
+                 kf_rep_state_name(kf_rep_state_of(t)), n ? ": " : "", n < 200 ? n : 200, err);
     }
 }

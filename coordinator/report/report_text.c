@@ -353,8 +353,7 @@ static void flags_str(const rep *r, const rrow *w, char *out, size_t len)
         char line[160];
         headline(kf_rep_err_of(t), line, sizeof line, 120);
         if (kf_rep_is_failure(st))
-            ADD("%s failed: %s", kf_rep_kind_name((int)t->task->kind),
-                *line ? line : state_text(st));
+            ADD("%s failed: %s", t->kind->name, *line ? line : state_text(st));
         else if (st == KFLEET__TASK_STATE__CANCELLED && i == 1)
             ADD("profile cancelled");
         else if (st == KFLEET__TASK_STATE__SKIPPED && i == 1)
@@ -713,7 +712,7 @@ int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
     render_header(r, &e, out);
     size_t nb = 0;
     for (size_t i = 0; i < r->ntasks; i++)
-        nb += kf_task_kind_at(r->tasks[i].task->kind)->report == KF_REPORT_BUILD;
+        nb += r->tasks[i].kind->report == KF_REPORT_BUILD;
     size_t n = (r->nrows > nb ? r->nrows : nb) + 1;
     char(*cells)[CELL] = kf_xcalloc(n * R_N, sizeof *cells);
 
@@ -742,7 +741,7 @@ int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
         kf_buf_adds(out, md ? "\n## Builds\n\n" : "\nbuilds:\n");
         size_t k = 0;
         for (size_t i = 0; i < r->ntasks; i++)
-            if (kf_task_kind_at(r->tasks[i].task->kind)->report == KF_REPORT_BUILD)
+            if (r->tasks[i].kind->report == KF_REPORT_BUILD)
                 build_cells(r, &r->tasks[i], &cells[k++ * B_N]);
         grid gb = {B_N, build_names, build_right, cells, nb, build_color, 0};
         grid_render(&gb, &e, color, out);
@@ -761,9 +760,8 @@ int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
         char params[256];
         kf_rep_task_params(rt->task, params, sizeof params);
         kf_buf_addf(out, "%s%s %s%s%s%s on %s, task 0x%llx: %s\n", md ? "\n- " : "  ",
-                    kf_rep_kind_name((int)rt->task->kind),
-                    E(&e, kf_rep_kernel_name(r, rt->task->kernel_index)), *params ? " [" : "",
-                    E(&e, params), *params ? "]" : "",
+                    rt->kind->name, E(&e, kf_rep_kernel_name(r, rt->task->kernel_index)),
+                    *params ? " [" : "", E(&e, params), *params ? "]" : "",
                     E(&e, *kf_rep_node_of(rt) ? kf_rep_node_of(rt) : "no node"),
                     (unsigned long long)rt->task->task_id, state_text(st));
         render_error(r, &e, kf_rep_err_of(rt), out);
@@ -779,8 +777,7 @@ int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
         tried = 1;
         char params[256];
         kf_rep_task_params(rt->task, params, sizeof params);
-        kf_buf_addf(out, "%s%s %s%s%s%s, task 0x%llx:\n", md ? "\n- " : "  ",
-                    kf_rep_kind_name((int)rt->task->kind),
+        kf_buf_addf(out, "%s%s %s%s%s%s, task 0x%llx:\n", md ? "\n- " : "  ", rt->kind->name,
                     E(&e, kf_rep_kernel_name(r, rt->task->kernel_index)), *params ? " [" : "",
                     E(&e, params), *params ? "]" : "", (unsigned long long)rt->task->task_id);
         for (size_t k = 0; k < rt->natt; k++) {
