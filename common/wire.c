@@ -39,25 +39,45 @@ static int has_field_zero(const ProtobufCMessage *m)
     return 0;
 }
 
-void kf_wire_pack(Kfleet__Envelope *env, kf_buf *out)
+/* Packs m (its version set by the caller) into out, NUL-terminated. */
+static void pack_msg(const ProtobufCMessage *m, kf_buf *out)
 {
-    env->version = KF_PROTOCOL_VERSION;
-    size_t n = kfleet__envelope__get_packed_size(env);
+    size_t n = protobuf_c_message_get_packed_size(m);
     kf_buf_reset(out);
     kf_buf_grow(out, n);
-    kfleet__envelope__pack(env, (uint8_t *)out->data);
+    protobuf_c_message_pack(m, (uint8_t *)out->data);
     out->len = n;
     out->data[n] = '\0';
 }
 
-Kfleet__Envelope *kf_wire_unpack(const void *data, size_t len, kf_err *err)
+/* Decodes len bytes as a message of descriptor d, refusing one that does
+ * not decode or carries a field 0 (has_field_zero): NULL then, err says
+ * "WHAT of LEN bytes does not decode". */
+static ProtobufCMessage *unpack_msg(const ProtobufCMessageDescriptor *d, const void *data,
+                                    size_t len, const char *what, kf_err *err)
 {
-    Kfleet__Envelope *env = kfleet__envelope__unpack(NULL, len, data);
-    if (!env || has_field_zero(&env->base)) {
-        kf_err_set(err, KF_EPROTO, "frame of %zu bytes does not decode as an envelope", len);
-        kf_wire_free(env);
+    ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len, data);
+    if (!m || has_field_zero(m)) {
+        kf_err_set(err, KF_EPROTO, "%s of %zu bytes does not decode", what, len);
+        if (m)
+            protobuf_c_message_free_unpacked(m, NULL);
         return NULL;
     }
+    return m;
+}
+
+void kf_wire_pack(Kfleet__Envelope *env, kf_buf *out)
+{
+    env->version = KF_PROTOCOL_VERSION;
+    pack_msg(&env->base, out);
+}
+
+Kfleet__Envelope *kf_wire_unpack(const void *data, size_t len, kf_err *err)
+{
+    Kfleet__Envelope *env = (Kfleet__Envelope *)unpack_msg(&kfleet__envelope__descriptor, data, len,
+                                                           "envelope frame", err);
+    if (!env)
+        return NULL;
     if (env->version != KF_PROTOCOL_VERSION) {
         kf_err_set(err, KF_EPROTO, "protocol version %u, this side speaks %u", env->version,
                    KF_PROTOCOL_VERSION);
@@ -143,34 +163,21 @@ const char *kf_wire_body_name(int bc)
 void kf_ctl_pack_request(Kfleet__ControlRequest *req, kf_buf *out)
 {
     req->version = KF_PROTOCOL_VERSION;
-    size_t n = kfleet__control_request__get_packed_size(req);
-    kf_buf_reset(out);
-    kf_buf_grow(out, n);
-    kfleet__control_request__pack(req, (uint8_t *)out->data);
-    out->len = n;
-    out->data[n] = '\0';
+    pack_msg(&req->base, out);
 }
 
 void kf_ctl_pack_reply(Kfleet__ControlReply *rep, kf_buf *out)
 {
     rep->version = KF_PROTOCOL_VERSION;
-    size_t n = kfleet__control_reply__get_packed_size(rep);
-    kf_buf_reset(out);
-    kf_buf_grow(out, n);
-    kfleet__control_reply__pack(rep, (uint8_t *)out->data);
-    out->len = n;
-    out->data[n] = '\0';
+    pack_msg(&rep->base, out);
 }
 
 Kfleet__ControlRequest *kf_ctl_unpack_request(const void *data, size_t len, kf_err *err)
 {
-    Kfleet__ControlRequest *r = kfleet__control_request__unpack(NULL, len, data);
-    if (!r || has_field_zero(&r->base)) {
-        kf_err_set(err, KF_EPROTO, "control request of %zu bytes does not decode", len);
-        if (r)
-            kfleet__control_request__free_unpacked(r, NULL);
+    Kfleet__ControlRequest *r = (Kfleet__ControlRequest *)unpack_msg(
+        &kfleet__control_request__descriptor, data, len, "control request", err);
+    if (!r)
         return NULL;
-    }
     if (r->version != KF_PROTOCOL_VERSION ||
         r->body_case == KFLEET__CONTROL_REQUEST__BODY__NOT_SET) {
         kf_err_set(err, KF_EPROTO, "control request of version %u (want %u) or empty", r->version,
@@ -183,13 +190,10 @@ Kfleet__ControlRequest *kf_ctl_unpack_request(const void *data, size_t len, kf_e
 
 Kfleet__ControlReply *kf_ctl_unpack_reply(const void *data, size_t len, kf_err *err)
 {
-    Kfleet__ControlReply *r = kfleet__control_reply__unpack(NULL, len, data);
-    if (!r || has_field_zero(&r->base)) {
-        kf_err_set(err, KF_EPROTO, "control reply of %zu bytes does not decode", len);
-        if (r)
-            kfleet__control_reply__free_unpacked(r, NULL);
+    Kfleet__ControlReply *r = (Kfleet__ControlReply *)unpack_msg(&kfleet__control_reply__descriptor,
+                                                                 data, len, "control reply", err);
+    if (!r)
         return NULL;
-    }
     if (r->version != KF_PROTOCOL_VERSION) {
         kf_err_set(err, KF_EPROTO, "coordinator speaks protocol %u, this kfleet speaks %u",
                    r->version, KF_PROTOCOL_VERSION);
