@@ -366,8 +366,7 @@ static reply spot(server *s, const msg *m, const unsigned char *payload, size_t 
         return (reply){0, 1};
     }
     const kf_reffile *r = &s->refs[m->ref];
-    uint64_t nonfinite = 0, not_close = 0;
-    double max_abs = 0, diff2 = 0, ref2 = 0;
+    kf_cmp_spot c = {0};
     for (uint32_t i = 0; i < m->n; i++) {
         uint64_t at;
         double o;
@@ -379,24 +378,15 @@ static reply spot(server *s, const msg *m, const unsigned char *payload, size_t 
                     (unsigned long long)at);
             return (reply){0, 1};
         }
-        double ref = kf_reffile_at(r, (size_t)at);
-        if (!isfinite(o)) {
-            nonfinite++;
-            continue;
-        }
-        double d = fabs(o - ref);
-        max_abs = d > max_abs ? d : max_abs;
-        not_close += s->tol.close && d > s->tol.atol + s->tol.rtol * fabs(ref);
-        diff2 += d * d;
-        ref2 += ref * ref;
+        kf_cmp_spot_add(&c, &s->tol, o, kf_reffile_at(r, (size_t)at));
     }
     /* The guard's bounds (guard.c): an honest output meets the absolute and
      * close tolerances at every element; over a few chunks its relative
      * error can exceed tol_rel where the reference is small, so that bound
      * is loose: an output of other inputs is off by ~1 relative. */
-    double rel = ref2 > 0 ? sqrt(diff2 / ref2) : 0, rel_bound = fmax(0.25, 10 * s->tol.rel);
-    int pass = nonfinite == 0 && max_abs <= s->tol.abs && rel <= rel_bound && not_close == 0;
-    double apart = pass ? answers_apart(s, m, payload, ref2) : INFINITY;
+    double rel = kf_cmp_spot_rel(&c), rel_bound = fmax(0.25, 10 * s->tol.rel);
+    int pass = c.nonfinite == 0 && c.max_abs <= s->tol.abs && rel <= rel_bound && c.not_close == 0;
+    double apart = pass ? answers_apart(s, m, payload, c.ref2) : INFINITY;
     if (pass && rel > apart / 4 && apart > 4 * fmax(s->tol.rtol, 1e-3)) {
         s->spot_failed++;
         verdict("spot %llu ref %u fail of %u elements at secret positions, the relative error "
@@ -411,8 +401,8 @@ static reply spot(server *s, const msg *m, const unsigned char *payload, size_t 
         verdict("spot %llu ref %u fail of %u elements at secret positions, %llu still the poison "
                 "or non-finite, %llu outside atol + rtol |ref|, max abs error %.3g (tolerance "
                 "%.3g), relative error %.3g (bound %.3g)\n",
-                seq, m->ref, m->n, (unsigned long long)nonfinite, (unsigned long long)not_close,
-                max_abs, s->tol.abs, rel, rel_bound);
+                seq, m->ref, m->n, (unsigned long long)c.nonfinite, (unsigned long long)c.not_close,
+                c.max_abs, s->tol.abs, rel, rel_bound);
     }
     return (reply){pass, 0};
 }

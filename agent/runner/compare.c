@@ -232,3 +232,21 @@ void kf_cmp_why(const kf_cmp *c, const kf_tols *t, char *out, size_t len)
     else if (c->rel > t->rel)
         snprintf(out, len, "relative L2 error %.3g (tolerance %.3g)", c->rel, t->rel);
 }
+
+void kf_cmp_spot_add(kf_cmp_spot *s, const kf_tols *t, double out, double ref)
+{
+    if (!isfinite(out)) {
+        s->nonfinite++;
+        return;
+    }
+    double d = fabs(out - ref);
+    s->max_abs = d > s->max_abs ? d : s->max_abs;
+    s->not_close += t->close && d > t->atol + t->rtol * fabs(ref);
+    s->diff2 += d * d;
+    s->ref2 += ref * ref;
+}
+
+double kf_cmp_spot_rel(const kf_cmp_spot *s)
+{
+    return s->ref2 > 0 ? sqrt(s->diff2 / s->ref2) : 0;
+}

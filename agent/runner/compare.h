@@ -69,6 +69,17 @@ unsigned kf_cpus(void);
 void kf_cmp_run(const void *out, kf_dtype odt, const void *ref, kf_dtype rdt, size_t n,
                 const kf_tols *t, unsigned threads, kf_cmp *c);
 
+/* A spot check's measures, element by element (the profile guard's and
+ * the checker's): the same bounds as kf_cmp_run's, over a few elements
+ * at positions the kernel cannot predict. Start from {0}. */
+typedef struct kf_cmp_spot {
+    uint64_t nonfinite, not_close;
+    double max_abs, diff2, ref2;
+} kf_cmp_spot;
+void kf_cmp_spot_add(kf_cmp_spot *s, const kf_tols *t, double out, double ref);
+/* The relative L2 error of what was added; 0 when the reference is 0. */
+double kf_cmp_spot_rel(const kf_cmp_spot *s);
+
 /* Whether c meets t: every element finite, the reference not all zeros
  * (a vacuous check), and each stated bound. */
 int kf_cmp_passed(const kf_cmp *c, const kf_tols *t);

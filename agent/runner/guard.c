@@ -296,8 +296,9 @@ static int check_set(hctx_guard *g, hctx *h, const loaded *L, void *state, guard
         return check_set_device(g, h, L, s, sample);
     size_t nchunks = s->view.location == KF_LOC_HOST ? CHUNKS : HCTX_GUARD_DEVICE_CHUNKS;
     double buf[CHUNK_LEN]; /* room for CHUNK_LEN elements of any dtype */
-    uint64_t poison = 0, not_close = 0, at[CHUNKS * CHUNK_LEN];
-    double max_abs = 0, diff2 = 0, ref2 = 0, vals[CHUNKS * CHUNK_LEN];
+    uint64_t at[CHUNKS * CHUNK_LEN];
+    double vals[CHUNKS * CHUNK_LEN];
+    kf_cmp_spot sc = {0};
     size_t nvals = 0;
     for (size_t k = 0; k < nchunks; k++) {
         size_t c = s->view.location == KF_LOC_HOST ? k : (size_t)(next_rand(g) % CHUNKS);
@@ -313,19 +314,10 @@ static int check_set(hctx_guard *g, hctx *h, const loaded *L, void *state, guard
                 vals[nvals++] = o;
                 continue;
             }
-            if (!isfinite(o)) {
-                poison++;
-                continue;
-            }
-            double d = fabs(o - r);
-            max_abs = d > max_abs ? d : max_abs;
-            not_close += h->tol.close && d > h->tol.atol + h->tol.rtol * fabs(r);
-            diff2 += d * d;
-            ref2 += r * r;
+            kf_cmp_spot_add(&sc, &h->tol, o, r);
         }
     }
     g->checks++;
-    double rel = ref2 > 0 ? sqrt(diff2 / ref2) : 0;
     if (h->spot) {
         int passed = 0;
         if (h->spot(h, state, at, vals, nvals, &passed) != 0)
@@ -341,7 +333,8 @@ static int check_set(hctx_guard *g, hctx *h, const loaded *L, void *state, guard
                                   "not a measurement",
                                   sample, nvals);
     }
-    return spot_verdict(h, L, sample, nchunks * s->len, poison, not_close, max_abs, rel);
+    return spot_verdict(h, L, sample, nchunks * s->len, sc.nonfinite, sc.not_close, sc.max_abs,
+                        kf_cmp_spot_rel(&sc));
 }
 
 /* check_set on the GPU: every chunk of the set, one launch, the sums read
