@@ -3,14 +3,19 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 int kf_err_set(kf_err *err, int code, const char *fmt, ...)
 {
     if (err) {
+        /* Formatted aside first: an argument may be err->msg itself (a
+         * caller wrapping the error it got in what it was doing). */
+        char msg[sizeof err->msg];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
+        memcpy(err->msg, msg, sizeof msg);
         err->code = code;
     }
     return code;

@@ -29,7 +29,8 @@ typedef struct kf_err {
 } kf_err;
 
 /* Fills err (when not NULL) and returns code, so callers can write
- * `return kf_err_set(err, KF_EINVAL, "...")`. */
+ * `return kf_err_set(err, KF_EINVAL, "...")`. An argument may be err->msg
+ * itself: `kf_err_set(err, rc, "cannot X: %s", err->msg)` wraps it. */
 int kf_err_set(kf_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Clears err to KF_OK and an empty message. */

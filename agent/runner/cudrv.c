@@ -106,13 +106,11 @@ static int init_fail(kf_cudrv *cu, CUresult r, kf_err *err)
     const char *compat = getenv("KF_CUDA_COMPAT_DIR");
     if (!compat || !*compat || (r != 803 && r != 804) || !err)
         return rc;
-    char first[sizeof err->msg];
-    snprintf(first, sizeof first, "%s", err->msg);
     return kf_err_set(err, KF_EIO,
                       "%s (this runner loaded the forward-compatibility libraries in %s and the "
                       "driver refused them: they must come from a newer driver branch than the "
                       "node's, on a datacenter GPU)",
-                      first, compat);
+                      err->msg, compat);
 }
 
 #define SYM(cu, name, ver)                                                                         \

@@ -300,13 +300,11 @@ static int commit_turn(kf_coord *c, kf_err *err)
              (unsigned long long)(free_b >> 20));
     /* LMDB reports a short write on a full disk as an I/O error: the free
      * space says which it was. */
-    char cause[sizeof err->msg];
-    snprintf(cause, sizeof cause, "%s", err->msg);
     return kf_err_set(err, rc,
                       "cannot write the store %s: %s (%llu MiB free on its disk); it stops here "
                       "and nothing committed was lost. Free disk space there and start the "
                       "coordinator again",
-                      c->cfg.store_dir, cause, (unsigned long long)(free_b >> 20));
+                      c->cfg.store_dir, err->msg, (unsigned long long)(free_b >> 20));
 }
 
 /* Connections fdguard refused, said at once and then at most every 5 s. */
