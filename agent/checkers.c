@@ -4,6 +4,7 @@
 
 #include "agent/refstore.h"
 #include "common/log.h"
+#include "common/taskspec.h"
 #include "common/util.h"
 #include "common/xalloc.h"
 #include "runner/channel.h"
@@ -51,16 +52,9 @@ int checkers_prestage(const kf_agent *a, const Kfleet__TaskAssign *ta, uint8_t *
             seeds[n++] = s->seeds[i];
     /* The problem as a reference task sees it (the coordinator's own
      * reference tasks are the problem's kernel): loaded alone. */
-    Kfleet__TaskSpec spec = *s;
+    Kfleet__TaskSpec spec;
+    kf_taskspec_problem(s, &spec);
     spec.kind = KFLEET__TASK_KIND__REFERENCE;
-    spec.kernel = s->problem_kernel;
-    spec.kernel_hash = s->problem_hash;
-    spec.artifact_hash = s->problem_artifact_hash;
-    spec.python = s->problem_python;
-    spec.device_cuda = s->problem_cuda;
-    spec.n_extension = 0;
-    spec.files = s->problem_files;
-    spec.n_files = s->n_problem_files;
     spec.problem_files = NULL;
     spec.n_problem_files = 0;
     spec.problem_kernel = spec.problem_hash = spec.problem_artifact_hash = "";

@@ -19,6 +19,7 @@
 #include "runner/hctx.h"
 
 #include "common/taskkind.h"
+#include "common/taskspec.h"
 #include "common/err.h"
 #include "common/util.h"
 #include "common/xalloc.h"
@@ -228,24 +229,10 @@ static int refresh(hctx *h, void *state, int pool)
     return 0;
 }
 
-/* The problem's spec as hctx_load_kernel and the artifact check read it. */
-static void problem_spec(const Kfleet__TaskSpec *sp, Kfleet__TaskSpec *ps)
-{
-    *ps = *sp;
-    ps->kernel = sp->problem_kernel;
-    ps->kernel_hash = sp->problem_hash;
-    ps->artifact_hash = sp->problem_artifact_hash;
-    ps->python = sp->problem_python;
-    ps->device_cuda = sp->problem_cuda;
-    ps->n_extension = 0;
-    ps->files = sp->problem_files; /* its own files, beside its build */
-    ps->n_files = sp->n_problem_files;
-}
-
 static int load_problem(hctx *h, loaded *P)
 {
     Kfleet__TaskSpec ps;
-    problem_spec(h->spec, &ps);
+    kf_taskspec_problem(h->spec, &ps); /* as hctx_load_kernel and the artifact check read it */
     kf_err err;
     int rc = kf_artifact_check(h->workdir, &ps, ps.artifact_hash, &err);
     if (rc != KF_OK && rc != KF_ENOTFOUND)

@@ -2,6 +2,7 @@
 #include "runner/confine.h"
 
 #include "common/log.h"
+#include "common/taskspec.h"
 #include "common/util.h"
 #include "common/xalloc.h"
 #include "runner/build.h"
@@ -307,13 +308,8 @@ int kf_confine_runner(const Kfleet__TaskSpec *sp, const char *workdir, const cha
     own_artifact(s, sp, workdir);
     if (sp->problem_hash && *sp->problem_hash) {
         /* A candidate's task loads its problem too (docs/problems.md). */
-        Kfleet__TaskSpec ps = *sp;
-        ps.kernel_hash = sp->problem_hash;
-        ps.python = sp->problem_python;
-        ps.device_cuda = sp->problem_cuda;
-        ps.n_extension = 0;
-        ps.files = sp->problem_files;
-        ps.n_files = sp->n_problem_files;
+        Kfleet__TaskSpec ps;
+        kf_taskspec_problem(sp, &ps);
         own_artifact(s, &ps, workdir);
     }
     kernel_cache(s, sp, workdir, scratch);
