@@ -226,11 +226,9 @@ static int refuse(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel *k, con
 int kf_sweep_check_candidate(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
 {
     kf_buf b = KF_BUF_INIT;
-    char why[160];
-    if (kf_buf_read_file_max(&b, k->path, KF_MAX_SOURCE_FILE, why, sizeof why) != KF_OK) {
-        kf_buf_release(&b);
-        return kf_yaml_fail(&c->y, n, "candidate source %s: %s", k->path, why);
-    }
+    int read = kf_sweep_read_source(c, n, k, "candidate", &b);
+    if (read != KF_OK)
+        return read;
     unsigned lang = k->python ? LANG_PY : LANG_C;
     const struct forbidden *bad = NULL;
     int bad_line = 0, bad_col = 0, has_entry = 0;

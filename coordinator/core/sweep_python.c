@@ -383,11 +383,9 @@ static int check_ext_files(kf_sweep_ctx *c, const yaml_node_t *n, const kf_sweep
 int kf_sweep_python_scan(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
 {
     kf_buf b = KF_BUF_INIT;
-    char why[160];
-    if (kf_buf_read_file_max(&b, k->path, KF_MAX_SOURCE_FILE, why, sizeof why) != KF_OK) {
-        kf_buf_release(&b);
-        return kf_yaml_fail(&c->y, n, "kernel source %s: %s", k->path, why);
-    }
+    int read = kf_sweep_read_source(c, n, k, "kernel", &b);
+    if (read != KF_OK)
+        return read;
     int line = 0, ext_line = 0, files_line = 0, rc = KF_OK, tol_line[2] = {0, 0};
     double tol[2] = {0, 0};
     k->py_needs = 0;
