@@ -126,27 +126,27 @@ void link_send_register(kf_agent *a)
     a->last_register_mono = kf_mono_ns();
 }
 
+/* One attempt the heartbeat says is active, at refs[*n]. */
+static void add_active(Kfleet__AttemptRef *refs, Kfleet__AttemptRef **ptrs, size_t *n,
+                       uint64_t task_id, uint32_t attempt)
+{
+    kfleet__attempt_ref__init(&refs[*n]);
+    refs[*n].task_id = task_id;
+    refs[*n].attempt = attempt;
+    ptrs[*n] = &refs[*n];
+    ++*n;
+}
+
 void link_send_heartbeat(kf_agent *a)
 {
     Kfleet__AttemptRef refs[MAX_RUNNERS + 256];
     Kfleet__AttemptRef *ptrs[MAX_RUNNERS + 256];
     size_t n = 0;
-    for (size_t i = 0; i < a->nrunners && n < MAX_RUNNERS; i++) {
-        kfleet__attempt_ref__init(&refs[n]);
-        refs[n].task_id = a->runners[i]->task_id;
-        refs[n].attempt = a->runners[i]->attempt;
-        ptrs[n] = &refs[n];
-        n++;
-    }
-    for (size_t i = 0; i < a->npending && n < MAX_RUNNERS + 256; i++) {
-        if (!a->pending[i].is_result)
-            continue;
-        kfleet__attempt_ref__init(&refs[n]);
-        refs[n].task_id = a->pending[i].task_id;
-        refs[n].attempt = a->pending[i].attempt;
-        ptrs[n] = &refs[n];
-        n++;
-    }
+    for (size_t i = 0; i < a->nrunners && n < MAX_RUNNERS; i++)
+        add_active(refs, ptrs, &n, a->runners[i]->task_id, a->runners[i]->attempt);
+    for (size_t i = 0; i < a->npending && n < MAX_RUNNERS + 256; i++)
+        if (a->pending[i].is_result)
+            add_active(refs, ptrs, &n, a->pending[i].task_id, a->pending[i].attempt);
     Kfleet__Heartbeat hb = KFLEET__HEARTBEAT__INIT;
     hb.n_active = n;
     hb.active = ptrs;

@@ -25,6 +25,7 @@
  * kf_neq: grid-stride over 16-bit words of two buffers, setting a flag on
  * the first difference it sees (determinism: bitwise, as memcmp). */
 #include "runner/devcmp.h"
+#include "runner/cudrv_ptx.h"
 
 #include "common/xalloc.h"
 
@@ -200,15 +201,7 @@ const char kf_devcmp_ptx[] =
     "  ld.param.u64 a, [p_a];\n"
     "  ld.param.u64 b, [p_b];\n"
     "  ld.param.u64 n, [p_n16];\n"
-    "  ld.param.u64 fl, [p_flag];\n"
-    "  mov.u32 tid, %tid.x;\n"
-    "  mov.u32 ntid, %ntid.x;\n"
-    "  mov.u32 cta, %ctaid.x;\n"
-    "  mov.u32 ncta, %nctaid.x;\n"
-    "  cvt.u64.u32 t, tid;\n"
-    "  mad.wide.u32 i, cta, ntid, t;\n"
-    "  mul.wide.u32 st, ntid, ncta;\n"
-    "  mov.u32 one, 1;\n"
+    "  ld.param.u64 fl, [p_flag];\n" KF_PTX_GRID_STRIDE_START "  mov.u32 one, 1;\n"
     "N_LOOP:\n"
     "  setp.ge.u64 p, i, n;\n"
     "  @p bra N_END;\n"

@@ -54,6 +54,17 @@ static const char *E(esc *e, const char *s)
     return E_n(e, s, s ? strlen(s) : 0);
 }
 
+/* A task's line in the failures and attempts: "  profile triad [n=1024]"
+ * (Markdown: a list item). */
+static void task_head(const rep *r, const rtask *rt, esc *e, kf_buf *out)
+{
+    char params[256];
+    kf_rep_task_params(rt->task, params, sizeof params);
+    kf_buf_addf(out, "%s%s %s%s%s%s", e->md ? "\n- " : "  ", rt->kind->name,
+                E(e, kf_rep_kernel_name(r, rt->task->kernel_index)), *params ? " [" : "",
+                E(e, params), *params ? "]" : "");
+}
+
 static const char *state_text(int st)
 {
     return st == KFLEET__TASK_STATE__TIMED_OUT ? "timed out" : kf_rep_state_name(st);
@@ -757,11 +768,8 @@ int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
         if (!any)
             kf_buf_adds(out, md ? "\n## Failures\n" : "\nfailures:\n");
         any = 1;
-        char params[256];
-        kf_rep_task_params(rt->task, params, sizeof params);
-        kf_buf_addf(out, "%s%s %s%s%s%s on %s, task 0x%llx: %s\n", md ? "\n- " : "  ",
-                    rt->kind->name, E(&e, kf_rep_kernel_name(r, rt->task->kernel_index)),
-                    *params ? " [" : "", E(&e, params), *params ? "]" : "",
+        task_head(r, rt, &e, out);
+        kf_buf_addf(out, " on %s, task 0x%llx: %s\n",
                     E(&e, *kf_rep_node_of(rt) ? kf_rep_node_of(rt) : "no node"),
                     (unsigned long long)rt->task->task_id, state_text(st));
         render_error(r, &e, kf_rep_err_of(rt), out);
@@ -775,11 +783,8 @@ int kf_rep_render_text(const rep *r, int md, int color, kf_buf *out)
         if (!tried)
             kf_buf_adds(out, md ? "\n## Attempts\n" : "\nattempts:\n");
         tried = 1;
-        char params[256];
-        kf_rep_task_params(rt->task, params, sizeof params);
-        kf_buf_addf(out, "%s%s %s%s%s%s, task 0x%llx:\n", md ? "\n- " : "  ", rt->kind->name,
-                    E(&e, kf_rep_kernel_name(r, rt->task->kernel_index)), *params ? " [" : "",
-                    E(&e, params), *params ? "]" : "", (unsigned long long)rt->task->task_id);
+        task_head(r, rt, &e, out);
+        kf_buf_addf(out, ", task 0x%llx:\n", (unsigned long long)rt->task->task_id);
         for (size_t k = 0; k < rt->natt; k++) {
             const rattempt *x = &rt->att[k];
             const char *note = x->note ? x->note : "";
