@@ -423,9 +423,10 @@ static int parse_settings(ctx *c, const yaml_node_t *root, kf_sweep_spec *s)
 
 static int parse_root(ctx *c, const yaml_node_t *root, kf_sweep_spec *s)
 {
-    static const char *const keys[] = {"name",     "kernels",    "params",     "tasks",   "nodes",
-                                       "baseline", "attempts",   "time_limit", "measure", "problem",
-                                       "problems", "candidates", "refused",    "memory_limit", NULL};
+    static const char *const keys[] = {"name",    "kernels",      "params",   "tasks",
+                                       "nodes",   "baseline",     "attempts", "time_limit",
+                                       "measure", "problem",      "problems", "candidates",
+                                       "refused", "memory_limit", NULL};
     kf_sweep_axis *top = NULL;
     size_t ntop = 0;
     yaml_node_t *v;

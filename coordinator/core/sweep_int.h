@@ -83,10 +83,6 @@ int kf_sweep_kernel_at(kf_sweep_ctx *c, const yaml_node_t *n, const char *path, 
                        kf_sweep_kernel *k);
 /* Whether path ends in a kernel source's suffix (.c, .cu, .py). */
 int kf_sweep_is_source(const char *path);
-/* k's source, read whole into out (KF_MAX_SOURCE_FILE at most), for a
- * scan; else the error at n, "WHAT source PATH: why", and out released. */
-int kf_sweep_read_source(kf_sweep_ctx *c, const yaml_node_t *n, const kf_sweep_kernel *k,
-                         const char *what, kf_buf *out);
 /* sweep_spec.c: a file's stem, the default sweep name ("runs/quick.yaml"
  * -> "quick"), allocated. */
 char *kf_sweep_file_stem(const char *file);

@@ -156,16 +156,6 @@ int kf_sweep_is_source(const char *path)
     return source_suffix(path) != NULL;
 }
 
-int kf_sweep_read_source(kf_sweep_ctx *c, const yaml_node_t *n, const kf_sweep_kernel *k,
-                         const char *what, kf_buf *out)
-{
-    char why[160];
-    if (kf_buf_read_file_max(out, k->path, KF_MAX_SOURCE_FILE, why, sizeof why) == KF_OK)
-        return KF_OK;
-    kf_buf_release(out);
-    return kf_yaml_fail(&c->y, n, "%s source %s: %s", what, k->path, why);
-}
-
 /* ---- kernels ---- */
 
 static int parse_flags(ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)

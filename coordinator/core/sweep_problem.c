@@ -226,7 +226,7 @@ static int refuse(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel *k, con
 int kf_sweep_check_candidate(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
 {
     kf_buf b = KF_BUF_INIT;
-    int read = kf_sweep_read_source(c, n, k, "candidate", &b);
+    int read = kf_yaml_read_named(&c->y, n, "candidate source", k->path, KF_MAX_SOURCE_FILE, &b);
     if (read != KF_OK)
         return read;
     unsigned lang = k->python ? LANG_PY : LANG_C;

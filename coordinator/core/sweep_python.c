@@ -383,7 +383,7 @@ static int check_ext_files(kf_sweep_ctx *c, const yaml_node_t *n, const kf_sweep
 int kf_sweep_python_scan(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel *k)
 {
     kf_buf b = KF_BUF_INIT;
-    int read = kf_sweep_read_source(c, n, k, "kernel", &b);
+    int read = kf_yaml_read_named(&c->y, n, "kernel source", k->path, KF_MAX_SOURCE_FILE, &b);
     if (read != KF_OK)
         return read;
     int line = 0, ext_line = 0, files_line = 0, rc = KF_OK, tol_line[2] = {0, 0};

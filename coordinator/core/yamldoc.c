@@ -49,6 +49,16 @@ int kf_yaml_oom(kf_yaml *y)
     return kf_err_set(y->err, KF_ENOMEM, "out of memory");
 }
 
+int kf_yaml_read_named(kf_yaml *y, const yaml_node_t *n, const char *what, const char *path,
+                       size_t max, kf_buf *out)
+{
+    char why[160];
+    if (kf_buf_read_file_max(out, path, max, why, sizeof why) == KF_OK)
+        return KF_OK;
+    kf_buf_release(out);
+    return kf_yaml_fail(y, n, "%s %s: %s", what, path, why);
+}
+
 /* ---- the node tree ---- */
 
 static yaml_node_t *node(kf_yaml *y, int index)

@@ -43,6 +43,11 @@ int kf_yaml_fail_at(kf_yaml *y, size_t line, size_t col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Fills y->err with "out of memory"; returns KF_ENOMEM. */
 int kf_yaml_oom(kf_yaml *y);
+/* The file at path (a kernel's source the node names), read whole into
+ * out, at most max bytes; else "FILE:LINE:COL: WHAT PATH: why" at n, out
+ * released, and KF_EINVAL. */
+int kf_yaml_read_named(kf_yaml *y, const yaml_node_t *n, const char *what, const char *path,
+                       size_t max, kf_buf *out);
 
 /* ---- loading ---- */
 

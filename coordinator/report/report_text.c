@@ -15,7 +15,6 @@
 #include "report/report_text.h"
 #include "report/report_problem.h"
 #include "report/report_page.h"
-#include "common/taskkind.h"
 #include "common/text.h"
 #include "common/xalloc.h"
 #include "report/report_launches.h"
@@ -54,8 +53,7 @@ static const char *E(esc *e, const char *s)
     return E_n(e, s, s ? strlen(s) : 0);
 }
 
-/* A task's line in the failures and attempts: "  profile triad [n=1024]"
- * (Markdown: a list item). */
+/* "  profile triad [n=1024]": a task's line in the failures and attempts. */
 static void task_head(const rep *r, const rtask *rt, esc *e, kf_buf *out)
 {
     char params[256];
