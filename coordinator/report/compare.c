@@ -5,6 +5,7 @@
 #include "common/text.h"
 #include "common/xalloc.h"
 #include "core/sweep.h"
+#include "report/report_json.h"
 #include "report/report_model.h"
 
 #include <jansson.h>
@@ -38,7 +39,7 @@ typedef struct cfg {
 
 typedef struct side {
     kf_report_model *m;
-    const json_t *report; /* the model's tree */
+    json_t *report; /* the JSON printer's tree of its model */
     cfg *c;
     size_t n;
     uint32_t id;
@@ -147,7 +148,9 @@ static int load_side(kf_txn *t, uint32_t id, side *s, kf_err *err)
     int rc = kf_report_model_new(t, id, &o, &s->m, err);
     if (rc != KF_OK)
         return rc;
-    s->report = kf_report_model_doc(s->m);
+    s->report = kf_rep_json_doc(kf_report_model_rows(s->m), 0);
+    if (!s->report)
+        return kf_err_set(err, KF_ENOMEM, "sweep %u: out of memory building its report", id);
     s->id = id;
     s->name = json_string_value(json_object_get(json_object_get(s->report, "sweep"), "name"));
     const json_t *prob = json_object_get(s->report, "problem");
@@ -184,6 +187,7 @@ static int load_side(kf_txn *t, uint32_t id, side *s, kf_err *err)
 
 static void free_side(side *s)
 {
+    json_decref(s->report);
     kf_report_model_destroy(&s->m);
     free(s->c);
 }

@@ -1,11 +1,11 @@
 /* report — the report of a sweep in the format asked for; see report.h.
  *
- * The one place that knows the formats: a table of name and renderer.
- * The report is built once from the store (report_model.h): the table and
- * Markdown (report_text.c) render its rows; the JSON (report_json.c)
- * writes its tree, which the CSV (report_csv.c) and the HTML page
- * (report_html.c) read too, so every format shows the same figures. No
- * renderer calls back into this file or re-parses another's output. */
+ * The one place that knows the formats: a table of name and printer. The
+ * report is built once from the store (report_model.h), typed; the table
+ * and Markdown (report_text.c) and the CSV (report_csv.c) print its rows;
+ * the JSON printer (report_json.c) makes its tree from them, which the
+ * HTML page (report_html.c) reads, so every format shows the same figures.
+ * No printer calls back into this file or re-parses another's output. */
 #include "report/report.h"
 #include "report/report_csv.h"
 #include "report/report_html.h"
@@ -15,7 +15,7 @@
 
 #include <string.h>
 
-/* Each renderer reads the model (report_model.h): the rows or the tree. */
+/* Each printer reads the model (report_model.h). */
 typedef int (*render_fn)(const kf_report_model *m, const kf_report_opts *o, kf_buf *out);
 
 static int render_table(const kf_report_model *m, const kf_report_opts *o, kf_buf *out)
@@ -28,23 +28,40 @@ static int render_md(const kf_report_model *m, const kf_report_opts *o, kf_buf *
     return kf_rep_render_text(kf_report_model_rows(m), 1, o->color, out);
 }
 
+/* The JSON printer's tree, with each profile's samples unless asked not
+ * to (HTML: never; it would only parse and drop them). */
+static int with_tree(const kf_report_model *m, int with_samples, kf_buf *out,
+                     int (*print)(const json_t *doc, kf_buf *out))
+{
+    json_t *doc = kf_rep_json_doc(kf_report_model_rows(m), with_samples);
+    if (!doc)
+        return KF_ENOMEM;
+    int rc = print(doc, out);
+    json_decref(doc);
+    return rc;
+}
+
 static int render_json(const kf_report_model *m, const kf_report_opts *o, kf_buf *out)
 {
-    (void)o;
-    return kf_rep_json_write(kf_report_model_doc(m), out);
+    return with_tree(m, !o->omit_samples, out, kf_rep_json_write);
 }
 
 static int render_csv(const kf_report_model *m, const kf_report_opts *o, kf_buf *out)
 {
-    return kf_report_csv(kf_report_model_doc(m), o->provenance, out);
+    return kf_report_csv(kf_report_model_rows(m), o->provenance, out);
 }
 
-/* The page reads the tree the JSON writes: what it shows is what a script
- * reading the JSON sees. */
+/* The page reads the tree the JSON printer makes: what it shows is what a
+ * script reading the JSON sees. */
+static int print_html(const json_t *doc, kf_buf *out)
+{
+    return kf_report_html(doc, out, NULL);
+}
+
 static int render_html(const kf_report_model *m, const kf_report_opts *o, kf_buf *out)
 {
     (void)o;
-    return kf_report_html(kf_report_model_doc(m), out, NULL);
+    return with_tree(m, 0, out, print_html);
 }
 
 /* Every format, in kf_report_format order (the order the help lists them);

@@ -3,6 +3,7 @@
  * that does not apply is null, never 0; numbers that are not finite are
  * null too. */
 #include "report/report_json.h"
+#include "report/report_fields.h"
 #include "common/json.h"
 #include "report/report_launches.h"
 #include "report/report_rank.h"
@@ -114,7 +115,6 @@ static json_t *json_validation(const rtask *vt, int secret)
     json_t *v = json_task_common(vt);
     const Kfleet__Result *res = vt->res;
     json_t *trials = json_array();
-    double mx = NAN;
     for (size_t i = 0; res && i < res->n_trials; i++) {
         const Kfleet__ValidateTrial *t = res->trials[i];
         json_t *jt = json_object();
@@ -147,10 +147,9 @@ static json_t *json_validation(const rtask *vt, int secret)
             set(jt, "worst_close", json_null());
         }
         json_array_append_new(trials, jt);
-        mx = !(t->max_abs_err <= mx) ? t->max_abs_err : mx;
     }
     set(v, "passed", res ? json_boolean(res->state == KFLEET__TASK_STATE__SUCCEEDED) : json_null());
-    set(v, "max_abs_err", jnum(mx));
+    set(v, "max_abs_err", jnum(kf_rep_max_abs_err(vt)));
     set(v, "deterministic", res ? json_boolean(res->deterministic) : json_null());
     /* Never null (issue 29): a number, "inf"/"-inf"/"nan" where it is not
      * finite (the runner refuses those, but an older record may hold one),
@@ -325,11 +324,7 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     set(prov, "cpu_model", a ? jstr_or_null(a->cpu_model) : json_null());
     set(prov, "driver_version", a ? jstr_or_null(a->driver_version) : json_null());
     /* The compiler the build reported; the agent's inventory otherwise. */
-    const char *cc = w->build && w->build->compiler && *w->build->compiler ? w->build->compiler
-                     : !a                                                  ? NULL
-                     : k && k->cuda                                        ? a->nvcc_version
-                                                                           : a->cc_version;
-    set(prov, "compiler", jstr_or_null(cc));
+    set(prov, "compiler", jstr_or_null(kf_rep_compiler(w)));
     set(prov, "kernel_hash", k ? jstr_or_null(k->hash) : json_null());
     set(prov, "build_task_id", w->build ? jtask(w->build_task) : json_null());
     set(prov, "artifact_hash", w->build ? jstr_or_null(w->build->artifact_hash) : json_null());
@@ -414,29 +409,9 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     }
 
     json_t *flags = json_array();
-    if (w->noisy)
-        json_array_append_new(flags, json_string("noisy"));
-    if (w->imprecise)
-        json_array_append_new(flags, json_string("imprecise"));
-    if (w->waits_capped)
-        json_array_append_new(flags, json_string("throttle-waits-capped"));
-    if (isfinite(w->outlier_pct))
-        json_array_append_new(flags, json_string("outlier"));
-    if (w->profile && w->profile->nthrottled)
-        json_array_append_new(flags, json_string("throttled"));
-    if (w->at_power_cap)
-        json_array_append_new(flags, json_string("sustained-at-power-cap"));
-    if (w->outside_stream_s > 0)
-        json_array_append_new(flags, json_string("outside-stream"));
-    if (w->impossible_of)
-        json_array_append_new(flags, json_string("impossible"));
-    if (w->mismatch)
-        json_array_append_new(flags, json_string("samples-mismatch"));
-    if (w->build && w->build->jit_fallback)
-        json_array_append_new(flags, json_string("jit-fallback"));
-    if ((w->validate && kf_rep_is_failure(kf_rep_state_of(w->validate))) ||
-        (w->profile && kf_rep_is_failure(kf_rep_state_of(w->profile))))
-        json_array_append_new(flags, json_string("failed"));
+    const char *fl[KF_REP_MAX_FLAGS];
+    for (size_t i = 0, n = kf_rep_row_flags(w, fl); i < n; i++)
+        json_array_append_new(flags, json_string(fl[i]));
     set(o, "flags", flags);
     return o;
 }

@@ -3,11 +3,9 @@
  * The build is four steps over the store's records, each in its module:
  * collect the rows (report_rows.c), their speedups (report_speedup.c), the
  * problem's provenance (report_problem.c, which also takes the problem's
- * own rows out), the ranks (report_rank.c); then the document tree
- * (report_json.c) from them. */
+ * own rows out), the ranks (report_rank.c). */
 #include "report/report_model.h"
 #include "common/xalloc.h"
-#include "report/report_json.h"
 #include "report/report_problem.h"
 #include "report/report_rank.h"
 
@@ -15,7 +13,6 @@
 
 struct kf_report_model {
     rep rows;
-    json_t *doc;
 };
 
 int kf_report_model_new(kf_txn *t, uint32_t sweep_id, const kf_report_opts *opts,
@@ -34,10 +31,6 @@ int kf_report_model_new(kf_txn *t, uint32_t sweep_id, const kf_report_opts *opts
         if (m->rows.problem.k && !opts->group_set)
             m->rows.group_by = KF_GROUP_CONFIG;
         kf_rep_rank(&m->rows);
-        m->doc = kf_rep_json_doc(&m->rows, opts->fmt == KF_REPORT_JSON && !opts->omit_samples);
-        if (!m->doc)
-            rc =
-                kf_err_set(err, KF_ENOMEM, "sweep %u: out of memory building the report", sweep_id);
     }
     if (rc) {
         kf_report_model_destroy(&m);
@@ -51,7 +44,6 @@ void kf_report_model_destroy(kf_report_model **self)
 {
     if (!*self)
         return;
-    json_decref((*self)->doc);
     kf_rep_release(&(*self)->rows);
     free(*self);
     *self = NULL;
@@ -60,9 +52,4 @@ void kf_report_model_destroy(kf_report_model **self)
 const rep *kf_report_model_rows(const kf_report_model *self)
 {
     return &self->rows;
-}
-
-const json_t *kf_report_model_doc(const kf_report_model *self)
-{
-    return self->doc;
 }
