@@ -258,7 +258,9 @@ static const char *const outcome_name[O_COUNT] = {
 typedef struct pair {
     const cfg *a, *b; /* one may be NULL: only in one sweep */
     enum outcome o;
-    double change_pct, band_pct;
+    /* change_pct as measured; vs_machine_pct over the machine's shift (the
+     * same where none is known), which the verdict reads */
+    double change_pct, vs_machine_pct, band_pct;
     int regression;
     char why[300]; /* impossible, changed: what */
 } pair;
@@ -310,9 +312,51 @@ static enum outcome judgement(pair *p, enum outcome o, unsigned flags)
     return o;
 }
 
-static void judge(pair *p, double threshold, unsigned flags)
+/* Whether a pair can tell the machine's shift: both pass with a median and
+ * the same kernel source. */
+static int control(const pair *p)
 {
-    p->change_pct = p->band_pct = NAN;
+    return p->a && p->b && p->a->ok && p->b->ok && !p->a->pending && !p->b->pending &&
+           !isnan(p->a->median) && !isnan(p->b->median) && p->a->median > 0 && *p->a->hash &&
+           strcmp(p->a->hash, p->b->hash) == 0;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* The machine's shift from A to B over the control pairs (compare.h):
+ * res's machine_* fields, and *ratio the factor B's times are judged
+ * over (1 with fewer than three controls, which tell nothing). */
+#define MACHINE_MIN_CONTROLS 3
+static void machine_shift(const pair *p, size_t np, kf_compare_result *res, double *ratio)
+{
+    double *l = kf_xcalloc(np + 1, sizeof *l);
+    size_t n = 0;
+    for (size_t i = 0; i < np; i++)
+        if (control(&p[i]))
+            l[n++] = log(p[i].b->median / p[i].a->median);
+    *ratio = 1;
+    if (n >= MACHINE_MIN_CONTROLS) {
+        qsort(l, n, sizeof *l, cmp_double);
+        double mid = n % 2 ? l[n / 2] : (l[n / 2 - 1] + l[n / 2]) / 2;
+        for (size_t i = 0; i < n; i++)
+            l[i] = fabs(l[i] - mid);
+        qsort(l, n, sizeof *l, cmp_double);
+        double mad = n % 2 ? l[n / 2] : (l[n / 2 - 1] + l[n / 2]) / 2;
+        *ratio = exp(mid);
+        res->machine_controls = n;
+        res->machine_shift_pct = (*ratio - 1) * 100;
+        res->machine_spread_pct = (exp(1.4826 * mad) - 1) * 100;
+    }
+    free(l);
+}
+
+static void judge(pair *p, double threshold, unsigned flags, double ratio, double spread_pct)
+{
+    p->change_pct = p->vs_machine_pct = p->band_pct = NAN;
     if ((p->a && p->a->pending) || (p->b && p->b->pending)) {
         p->o = O_PENDING;
         return;
@@ -331,17 +375,22 @@ static void judge(pair *p, double threshold, unsigned flags)
         p->o = O_SAME; /* validated in both, nothing timed to compare */
     } else {
         p->change_pct = (p->b->median / p->a->median - 1) * 100;
-        p->band_pct = sqrt(p->a->noise * p->a->noise + p->b->noise * p->b->noise);
-        if (fabs(p->change_pct) <= p->band_pct)
+        p->vs_machine_pct = (p->b->median / p->a->median / ratio - 1) * 100;
+        p->band_pct =
+            sqrt(p->a->noise * p->a->noise + p->b->noise * p->b->noise + spread_pct * spread_pct);
+        if (fabs(p->vs_machine_pct) <= p->band_pct)
             p->o = O_SAME;
-        else if (p->change_pct < 0)
+        else if (p->vs_machine_pct < 0)
             p->o = O_FASTER;
         else
             p->o = O_SLOWER;
     }
     p->o = judgement(p, p->o, flags);
+    if (ratio != 1 && !p->why[0] && (p->o == O_SLOWER || p->o == O_FASTER || p->o == O_SAME))
+        snprintf(p->why, sizeof p->why, "%+.2f%% against the machine's %+.2f%%", p->vs_machine_pct,
+                 (ratio - 1) * 100);
     p->regression = p->o == O_BROKEN || p->o == O_IMPOSSIBLE || p->o == O_CHANGED ||
-                    (p->o == O_SLOWER && p->change_pct > threshold);
+                    (p->o == O_SLOWER && p->vs_machine_pct > threshold);
 }
 
 /* Times as the report writes them. */
@@ -388,14 +437,21 @@ static void render_text(const side *a, const side *b, const pair *p, size_t np,
     kf_buf e[5] = {KF_BUF_INIT, KF_BUF_INIT, KF_BUF_INIT, KF_BUF_INIT, KF_BUF_INIT};
     if (md)
         kf_buf_addf(out,
-                    "## compare: sweep %u (%s) → sweep %u (%s)\n\nregression threshold "
-                    "%.1f%%\n\n| kernel | params | node A | node B | A | B | A median | B "
-                    "median | change | noise | verdict |\n| --- | --- | --- | --- | --- | "
-                    "--- | ---: | ---: | ---: | ---: | --- |\n",
+                    "## compare: sweep %u (%s) → sweep %u (%s)\n\nregression threshold %.1f%%\n\n",
                     a->id, inert(&e[0], a->name, md), b->id, inert(&e[1], b->name, md), threshold);
     else
         kf_buf_addf(out, "compare: sweep %u (%s) -> sweep %u (%s), regression threshold %.1f%%\n\n",
                     a->id, inert(&e[0], a->name, 0), b->id, inert(&e[1], b->name, 0), threshold);
+    if (res->machine_controls)
+        kf_buf_addf(out,
+                    "machine: the %zu configurations with the same kernel source ran %+.2f%% in "
+                    "B (spread %.2f%%), so each change is judged against that shift, its spread "
+                    "in the noise\n\n",
+                    res->machine_controls, res->machine_shift_pct, res->machine_spread_pct);
+    if (md)
+        kf_buf_adds(out, "| kernel | params | node A | node B | A | B | A median | B median | "
+                         "change | noise | verdict |\n| --- | --- | --- | --- | --- | --- | ---: "
+                         "| ---: | ---: | ---: | --- |\n");
     int wk = 6, wp = 6, wa = 6, wb = 6;
     for (size_t i = 0; i < np; i++) {
         const cfg *c = any_of(&p[i]);
@@ -488,6 +544,12 @@ static int render_json(const side *a, const side *b, const pair *p, size_t np,
     json_object_set_new(o, "sweep_a", json_integer(a->id));
     json_object_set_new(o, "sweep_b", json_integer(b->id));
     json_object_set_new(o, "threshold_pct", json_real(threshold));
+    json_t *mach = json_object();
+    json_object_set_new(mach, "controls", json_integer((json_int_t)res->machine_controls));
+    json_object_set_new(mach, "shift_pct", json_real(res->machine_shift_pct));
+    json_object_set_new(mach, "spread_pct", json_real(res->machine_spread_pct));
+    json_object_set_new(o, "machine",
+                        res->machine_controls ? mach : (json_decref(mach), json_null()));
     for (int pass = 0; pass < 2; pass++)
         for (int oc = 0; oc < O_COUNT; oc++) {
             for (size_t i = 0; i < np; i++) {
@@ -502,6 +564,9 @@ static int render_json(const side *a, const side *b, const pair *p, size_t np,
                 json_object_set_new(r, "change_pct",
                                     isnan(p[i].change_pct) ? json_null()
                                                            : json_real(p[i].change_pct));
+                json_object_set_new(r, "change_vs_machine_pct",
+                                    isnan(p[i].vs_machine_pct) ? json_null()
+                                                               : json_real(p[i].vs_machine_pct));
                 json_object_set_new(r, "noise_band_pct",
                                     isnan(p[i].band_pct) ? json_null() : json_real(p[i].band_pct));
                 json_object_set_new(r, "verdict", kf_json_str(outcome_name[oc]));
@@ -569,8 +634,11 @@ int kf_compare_render(kf_txn *t, uint32_t a, uint32_t b, double threshold_pct, u
                         "sweeps %u (%s) and %u (%s) have no configuration in common (the same "
                         "kernel name and parameters): nothing to compare",
                         a, sa.name ? sa.name : "", b, sb.name ? sb.name : "");
+    double ratio = 1;
+    if (rc == KF_OK)
+        machine_shift(p, np, res, &ratio);
     for (size_t i = 0; rc == KF_OK && i < np; i++) {
-        judge(&p[i], threshold_pct, flags);
+        judge(&p[i], threshold_pct, flags, ratio, res->machine_spread_pct);
         size_t *count[O_COUNT] = {&res->broken,       &res->slower, &res->impossible, &res->changed,
                                   &res->both_failing, &res->fixed,  &res->faster,     &res->same,
                                   &res->only_b,       &res->pending};

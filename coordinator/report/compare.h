@@ -24,7 +24,14 @@
  *  - passing in both: change = median_B / median_A - 1 against the noise
  *    band sqrt(noise_A^2 + noise_B^2) (each 1.4826 * MAD / median, %): inside
  *    it "same", else faster or slower; slower by more than the threshold
- *    is a regression;
+ *    is a regression. Where three configurations or more pass in both with
+ *    the same kernel source (the same code run twice, or the kernels an A/B
+ *    left alone), the machine's own shift between the runs or nodes is
+ *    known: the median of their changes (in logs), and their spread around
+ *    it (1.4826 * MAD). Every change is then judged as its ratio over that
+ *    shift, the spread joining the band: a run on which every kernel alike
+ *    ran 20 % slower (a busy host, another node) is not a regression of
+ *    each (issue 43: the same code never exits 1); the shift is shown;
  *  - only in B: new; a task not ended: no verdict.
  * What B passes with is never called an improvement when it cannot be one
  * (issue 29), and each is a regression (exit 1) saying why:
@@ -52,6 +59,10 @@ typedef struct kf_compare_result {
     size_t pairs; /* configurations found in both */
     size_t broken, slower, impossible, changed, both_failing, fixed, faster, same, only_b, pending;
     size_t regressions; /* broken + slower + impossible + changed */
+    /* The machine's shift from A to B (compare.h), from machine_controls
+     * configurations of the same source; 0 controls: none known (0, 0). */
+    size_t machine_controls;
+    double machine_shift_pct, machine_spread_pct;
 } kf_compare_result;
 
 typedef enum { KF_COMPARE_TABLE = 0, KF_COMPARE_MD, KF_COMPARE_JSON } kf_compare_format;

@@ -436,12 +436,62 @@ static void test_baseline_on_more_nodes(void **state)
     }
 }
 
+/* The same code run twice on a machine that was 25 % slower the second
+ * time: sweeps 40 -> 41, k(n=1..4) all 10 ms -> 12.5 ms and n=5 10 ms ->
+ * 16 ms, one source. The machine's shift (+25 %, from the five controls)
+ * is no regression of each; n=5 is 28 % slower than the machine and is. */
+static void test_machine_shift(void **state)
+{
+    (void)state;
+    kf_err err;
+    kf_txn *t = NULL;
+    assert_int_equal(kf_store_begin(store, 0, &t, &err), 0);
+    put_sweep(t, 40);
+    put_sweep(t, 41);
+    static const double ten[3] = {10, 10, 10}, slow[3] = {12.5, 12.5, 12.5},
+                        slower[3] = {16, 16, 16};
+    for (uint32_t i = 0; i < 5; i++) {
+        put_profile(t, 40, i, i + 1, "n1", ten, 3);
+        put_profile(t, 41, i, i + 1, "n1", i < 4 ? slow : slower, 3);
+    }
+    assert_int_equal(kf_store_commit(&t, &err), 0);
+    kf_compare_result res;
+    char *s = compare(40, 41, 5, KF_COMPARE_TABLE, &res);
+    assert_int_equal(res.machine_controls, 5);
+    assert_true(fabs(res.machine_shift_pct - 25) < 1e-9);
+    assert_true(fabs(res.machine_spread_pct) < 1e-9);
+    assert_int_equal(res.same, 4);
+    assert_int_equal(res.slower, 1);
+    assert_int_equal(res.regressions, 1);
+    assert_non_null(strstr(s, "the 5 configurations with the same kernel source ran +25.00% in B"));
+    assert_non_null(strstr(s, "+60.00%")); /* the change as measured */
+    assert_non_null(strstr(s, "+28.00% against the machine's +25.00%"));
+    free(s);
+    s = compare(40, 41, 30, KF_COMPARE_JSON, &res);
+    assert_int_equal(res.regressions, 0);
+    json_error_t je;
+    json_t *root = json_loads(s, 0, &je);
+    assert_non_null(root);
+    json_t *m = json_object_get(root, "machine");
+    assert_int_equal(json_integer_value(json_object_get(m, "controls")), 5);
+    assert_true(fabs(json_real_value(json_object_get(m, "shift_pct")) - 25) < 1e-9);
+    json_decref(root);
+    free(s);
+    /* Two sweeps of other sources tell nothing of the machine: 3 -> 7's
+     * one pair is judged as measured. */
+    s = compare(3, 7, 5, KF_COMPARE_TABLE, &res);
+    assert_int_equal(res.machine_controls, 0);
+    assert_null(strstr(s, "machine:"));
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_table),      cmocka_unit_test(test_json),
-        cmocka_unit_test(test_judgement),  cmocka_unit_test(test_missing),
-        cmocka_unit_test(test_exit_codes), cmocka_unit_test(test_baseline_on_more_nodes),
+        cmocka_unit_test(test_table),         cmocka_unit_test(test_json),
+        cmocka_unit_test(test_judgement),     cmocka_unit_test(test_missing),
+        cmocka_unit_test(test_exit_codes),    cmocka_unit_test(test_baseline_on_more_nodes),
+        cmocka_unit_test(test_machine_shift),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
