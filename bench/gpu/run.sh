@@ -628,9 +628,18 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], "fc-*.json"))):
 PY
   ;;
 cachecheats) # issue 43 item 3: output caches and answers computed ahead, fresh inputs and the pool's
+  # Each problem's pool twin (NAME_pool: the same problem with fresh_inputs = False, what every
+  # profile did before) is made here, in a copy of the folder, not kept as a second file.
+  CC="$W/cachecheats"
+  rm -rf "$CC" && cp -r "$ROOT/bench/gpu/cachecheats" "$CC"
+  for base in softmax matmul; do
+    { cat "$CC/$base.py"; printf '\nfresh_inputs = False  # the pool twin (run.sh)\n'; } >"$CC/${base}_pool.py"
+    sed -e "s/^name: cache-$base\$/name: cache-${base}_pool/" -e "s/^  path: $base.py\$/  path: ${base}_pool.py/" \
+      -e "s/, fresh inputs\.\$/, the pool inputs, fresh_inputs = False./" "$CC/sweep_$base.yaml" >"$CC/sweep_${base}_pool.yaml"
+  done
   for name in ${CC_NAMES:-softmax_pool softmax matmul_pool matmul}; do
     rm -rf "$KFLEET_HOME"
-    SWEEP_LIMIT=${CC_LIMIT:-100} sweep "cc-$name" "$ROOT/bench/gpu/cachecheats/sweep_$name.yaml"
+    SWEEP_LIMIT=${CC_LIMIT:-100} sweep "cc-$name" "$CC/sweep_$name.yaml"
   done
   for name in ${CC_NAMES:-softmax_pool softmax matmul_pool matmul}; do
     python3 - "$W/cc-$name.json" "$name" <<'PY' | tee -a "$W/times.txt"
