@@ -87,12 +87,17 @@ samples=$(json_field "$T/verify.json" samples)
 [ "$records" -eq "$tasks" ] || fail "$records terminal records for $tasks tasks"
 [ "$succeeded" -eq "$tasks" ] || fail "$succeeded of $tasks succeeded"
 [ "$profiles" -eq 300 ] || fail "$profiles successful profiles, expected 300"
-# No agent was lost, so no attempt was superseded: a late record here is a
-# terminal result that an agent resent after a restart (the coordinator
-# committed it but died before the ack) stored a second time.
+# A terminal result that an agent resent after a restart (the coordinator
+# committed it but died before the ack) stored a second time is a verify
+# violation (its own terminal record stored again as late), which the loop
+# above would not have passed. A late record may only be the result of an
+# attempt the restarted coordinator superseded: one whose agent did not
+# confirm it within the assignment grace (a loaded machine's agents can
+# take longer to re-register), requeued and run again.
 late=$(json_field "$T/verify.json" late_results)
-[ "$late" -eq 0 ] || fail "$late late records: resent results stored twice"
-pass "verify: $tasks tasks, $records terminal records, $samples samples, 0 late, 0 violations"
+requeued=$(json_field "$T/verify.json" requeued)
+[ "$late" -le "$requeued" ] || fail "$late late records but $requeued requeued attempts: results stored twice"
+pass "verify: $tasks tasks, $records terminal records, $samples samples, $late late of $requeued requeued, 0 violations"
 
 # The agents did resend after restarts, and the coordinator resumed.
 grep -q 'coordinator.resume' "$T/serve.log" || fail "no coordinator.resume in the log"
