@@ -2,6 +2,7 @@
  * the rules. */
 #include "report/compare.h"
 #include "common/json.h"
+#include "common/stats.h"
 #include "common/text.h"
 #include "common/xalloc.h"
 #include "core/sweep.h"
@@ -321,12 +322,6 @@ static int control(const pair *p)
            strcmp(p->a->hash, p->b->hash) == 0;
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
 /* The machine's shift from A to B over the control pairs (compare.h):
  * res's machine_* fields, and *ratio the factor B's times are judged
  * over (1 with fewer than three controls, which tell nothing). */
@@ -340,12 +335,12 @@ static void machine_shift(const pair *p, size_t np, kf_compare_result *res, doub
             l[n++] = log(p[i].b->median / p[i].a->median);
     *ratio = 1;
     if (n >= MACHINE_MIN_CONTROLS) {
-        qsort(l, n, sizeof *l, cmp_double);
-        double mid = n % 2 ? l[n / 2] : (l[n / 2 - 1] + l[n / 2]) / 2;
+        kf_stats_sort(l, n);
+        double mid = kf_stats_quantile(l, n, 0.5);
         for (size_t i = 0; i < n; i++)
             l[i] = fabs(l[i] - mid);
-        qsort(l, n, sizeof *l, cmp_double);
-        double mad = n % 2 ? l[n / 2] : (l[n / 2 - 1] + l[n / 2]) / 2;
+        kf_stats_sort(l, n);
+        double mad = kf_stats_quantile(l, n, 0.5);
         *ratio = exp(mid);
         res->machine_controls = n;
         res->machine_shift_pct = (*ratio - 1) * 100;

@@ -72,7 +72,6 @@ static void integer(kf_buf *out, long long v)
 typedef struct cell_ctx {
     const rep *r;
     const rrow *w;
-    const Kfleet__ProfileStats *ps; /* the profile's stats, or NULL */
 } cell_ctx;
 
 static void c_kernel(kf_buf *o, const cell_ctx *c)
@@ -351,7 +350,7 @@ int kf_report_csv(const rep *r, int provenance, kf_buf *out)
     kf_buf_adds(out, "\r\n");
     for (size_t i = 0; i < r->nrows; i++) {
         const rrow *w = &r->rows[i];
-        cell_ctx cx = {r, w, w->profile && w->profile->res ? w->profile->res->profile : NULL};
+        cell_ctx cx = {r, w};
         for (int s = 0; s < 3; s++)
             for (const column *c = sets[s]; c && c->name; c++)
                 c->cell(out, &cx);
