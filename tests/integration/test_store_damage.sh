@@ -43,15 +43,27 @@ wait "$SERVE_PID" 2>/dev/null || true
 rm -f "$KFLEET_HOME/run/agent-endpoint"
 cp "$T/whole.mdb" "$STORE/data.mdb"
 
-# Three pages that hold a branch or a leaf (their header names them, flags
-# 1 or 2), picked by a fixed seed, overwritten with random bytes.
+# Three pages that hold a branch or a leaf of a named table (their header
+# names them, flags 1 or 2; the root of the table of tables, read from the
+# newer meta page, left out: its damage is checked on its own below),
+# picked by a fixed seed, overwritten with random bytes. Which pages exist
+# depends on the run, so the seed alone does not fix the choice.
 python3 - "$STORE/data.mdb" >"$T/pages" <<'PY' || fail "could not scribble"
 import random, struct, sys
 path = sys.argv[1]
 data = bytearray(open(path, "rb").read())
 psize = struct.unpack_from("<I", data, 40)[0]
+# MDB_meta after the 16-byte page header: magic, version, address, mapsize,
+# then two MDB_db of 48 bytes (free, main; md_root at +40, md_depth at +6),
+# last_pg, txnid.
+metas = [(struct.unpack_from("<Q", data, m * psize + 144)[0], m) for m in (0, 1)]
+meta = max(metas)[1] * psize
+main_depth = struct.unpack_from("<H", data, meta + 88 + 6)[0]
+main_root = struct.unpack_from("<Q", data, meta + 88 + 40)[0]
+assert main_depth == 1, "the table of tables is deeper than one page"
 tables = [pg for pg in range(2, len(data) // psize)
-          if struct.unpack_from("<Q", data, pg * psize)[0] == pg
+          if pg != main_root
+          and struct.unpack_from("<Q", data, pg * psize)[0] == pg
           and struct.unpack_from("<H", data, pg * psize + 10)[0] in (1, 2)]
 r = random.Random(44)
 pages = sorted(r.sample(tables, 3))
@@ -101,6 +113,28 @@ assert d["schema"] == "kfleet.verify-store/1" and d["damaged"] == 3 and len(d["p
 PY
 [ "$(sha256sum <"$STORE/data.mdb")" = "$before" ] || fail "kfleet verify changed the damaged store"
 pass "verify --store lists the 3 pages and exits 1"
+
+# The root of the table of tables overwritten: serve names it as such.
+cp "$STORE/data.mdb" "$T/damaged3.mdb"
+cp "$T/whole.mdb" "$STORE/data.mdb"
+root=$(python3 - "$STORE/data.mdb" <<'PY'
+import struct, sys
+data = bytearray(open(sys.argv[1], "rb").read())
+psize = struct.unpack_from("<I", data, 40)[0]
+meta = max((struct.unpack_from("<Q", data, m * psize + 144)[0], m) for m in (0, 1))[1] * psize
+root = struct.unpack_from("<Q", data, meta + 88 + 40)[0]
+data[root * psize:(root + 1) * psize] = bytes((i * 97 + 13) % 256 for i in range(psize))
+open(sys.argv[1], "r+b").write(data)
+print(root)
+PY
+) || fail "could not scribble the table of tables"
+rc=0
+timeout 60 "$KFLEET" serve >"$T/serve3.out" 2>"$T/serve3.err" || rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "kfleet serve on a damaged table of tables exited $rc"
+grep -q "data.mdb is damaged: the table of tables: page $root (byte $((root * 4096)))" "$T/serve3.err" ||
+  fail "kfleet serve did not name the table of tables: $(cat "$T/serve3.err")"
+pass "the table of tables' root overwritten: serve refuses, exit $rc, naming page $root"
+cp "$T/damaged3.mdb" "$STORE/data.mdb"
 
 mv "$STORE" "$STORE.damaged"
 start_serve
