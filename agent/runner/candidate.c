@@ -220,7 +220,7 @@ static int refresh(hctx *h, void *state, int pool)
         pool = -1;
     uint64_t seed = pool >= 0 ? sp->seeds[pool] : kf_unpredictable_u64();
     char err[HCTX_KERR_LEN] = "";
-    if (kf_pyk_refresh(cs->ps, seed, err, sizeof err) != 0)
+    if (kf_pyk_refresh(cs->ps, seed, pool >= 0, err, sizeof err) != 0)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "problem %s: %s", sp->problem_kernel,
                          err); /* the agent scrubs seeds from errors (agent/results.c) */
     cs->ref = pool >= 0 ? (uint32_t)pool : NO_REF;

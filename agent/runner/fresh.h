@@ -12,7 +12,9 @@
  * candidate's scratch stay; contents, not only addresses, change): most
  * samples on inputs from seeds no one knows, a quarter (drawn
  * unpredictably, the same kind of copy) on the inputs of one of the pool's
- * seeds, put where fresh ones were, which the guard spot-checks against
+ * seeds, put where fresh ones were (the problem's states kept and mixed
+ * where small, pyglue.py refresh: a setup() per sample costs more than a
+ * microsecond kernel's sample), which the guard spot-checks against
  * the stored reference: an answer kept from earlier inputs fails there.
  * The pool's inputs are new to the runner at their first audit (the sets
  * never start on them, and validation ran in another process), so a

@@ -423,14 +423,15 @@ int kf_pyk_tolerances(const kf_params *params, kf_dtype out, kf_tol *t, char *er
     return 0;
 }
 
-int kf_pyk_refresh(void *state, uint64_t seed, char *err, size_t errlen)
+int kf_pyk_refresh(void *state, uint64_t seed, int pool, char *err, size_t errlen)
 {
     if (!the_host) {
         snprintf(err, errlen, "internal: no Python kernel loaded");
         return -1;
     }
     char arg[64];
-    snprintf(arg, sizeof arg, "%ld %llu", (long)(intptr_t)state, (unsigned long long)seed);
+    snprintf(arg, sizeof arg, "%ld %llu %d", (long)(intptr_t)state, (unsigned long long)seed,
+             pool ? 1 : 0);
     return glue_call(the_host, "refresh", arg, NULL, 0, err, errlen);
 }
 
