@@ -135,6 +135,65 @@ sweep() { # NAME FILE [kfleet run args...]
   "$B/kfleet" report --format md >"$W/$name.md"
 }
 
+# A cgroup v2 group delegated for an agent (PART=memlimit), as systemd's
+# Delegate=yes makes one: every process of this script's group moved into
+# its leaf kf-rest, the memory and pids controllers given to its children,
+# and kf-agent made for the agent to run in alone (the agent then moves
+# itself into a leaf and gives its runners' groups the controllers).
+# undelegate_group puts the processes back. 0 when the group is ready.
+delegate_group() {
+  CG=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)
+  [ -w "$CG/cgroup.procs" ] && grep -qw memory "$CG/cgroup.controllers" 2>/dev/null ||
+    { echo "delegate_group: $CG cannot be delegated (not v2, not writable, or no memory controller)" | tee -a "$W/times.txt"; return 1; }
+  mkdir -p "$CG/kf-rest" "$CG/kf-agent" || return 1
+  local p
+  for p in $(cat "$CG/cgroup.procs"); do echo "$p" >"$CG/kf-rest/cgroup.procs" 2>/dev/null; done
+  if ! echo "+memory +pids" >"$CG/cgroup.subtree_control"; then
+    echo "delegate_group: $CG keeps processes it cannot move: $(cat "$CG/cgroup.procs" | tr '\n' ' ')" | tee -a "$W/times.txt"
+    return 1
+  fi
+  echo "delegate_group: $CG: processes moved to kf-rest, children get: $(cat "$CG/cgroup.subtree_control")" | tee -a "$W/times.txt"
+}
+undelegate_group() {
+  [ -n "${CG:-}" ] && [ -d "$CG/kf-rest" ] || return 0
+  find "$CG/kf-agent" -mindepth 1 -depth -type d -exec rmdir {} \; 2>/dev/null
+  rmdir "$CG/kf-agent" 2>/dev/null
+  echo "-memory -pids" >"$CG/cgroup.subtree_control" 2>/dev/null
+  local p
+  for p in $(cat "$CG/kf-rest/cgroup.procs"); do echo "$p" >"$CG/cgroup.procs" 2>/dev/null; done
+  rmdir "$CG/kf-rest" 2>/dev/null
+}
+
+# One sweep as `sweep` runs it, but under `kfleet serve` with one agent
+# (local-0, every GPU) started alone in the delegated group $CG/kf-agent.
+sweep_served() { # NAME FILE
+  local name=$1 file=$2 t0=$SECONDS ep agent rc=0
+  echo "== $name: $file (served; the agent in $CG/kf-agent)"
+  "$B/kfleet" stop >/dev/null 2>&1
+  rm -f "$KFLEET_HOME/run/agent-endpoint"
+  "$B/kfleet" serve >"$W/$name.serve.out" 2>"$W/$name.serve.log" &
+  local serve=$!
+  for _ in $(seq 1 200); do [ -s "$KFLEET_HOME/run/agent-endpoint" ] && break; sleep 0.05; done
+  ep=$(cat "$KFLEET_HOME/run/agent-endpoint") || { echo "$name: kfleet serve did not start" | tee -a "$W/times.txt"; return 1; }
+  sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$CG/kf-agent" \
+    "$B/kfleet-agent" --coordinator "$ep" --workdir "$W/agent" --name local-0 2>"$W/$name.agent.log" &
+  agent=$!
+  "$B/kfleet" submit "$file" >"$W/$name.submit" 2>&1 || rc=$?
+  local id
+  id=$(grep -o 'sweep [0-9]*' "$W/$name.submit" | head -1 | cut -d' ' -f2)
+  while [ "$rc" = 0 ] && [ $((SECONDS - t0)) -lt "$SWEEP_LIMIT" ]; do
+    "$B/kfleet" status --format json 2>/dev/null | python3 -c 'import json,sys; sys.exit(0 if all(s["finished"] for s in json.load(sys.stdin)["sweeps"]) else 1)' && break
+    sleep 1
+  done
+  mkdir -p "$W/logs-$name" && cp "$W/$name.agent.log" "$W/logs-$name/agent-local-0.log" 2>/dev/null
+  echo "$name: served, submit exit $rc, sweep ${id:-?}, $((SECONDS - t0)) s" | tee -a "$W/times.txt"
+  "$B/kfleet" report ${id:+"$id"} --format json >"$W/$name.json"
+  "$B/kfleet" report ${id:+"$id"} --format md >"$W/$name.md"
+  "$B/kfleet" stop >/dev/null 2>&1
+  kill "$agent" 2>/dev/null
+  wait "$agent" "$serve" 2>/dev/null
+}
+
 # The schedule line of a sweep's report: makespan against the ideal, the
 # measured fraction (timed samples over makespan), overall and per agent.
 schedule() { # NAME
@@ -285,17 +344,26 @@ memlimit) # issue 44: bench/gpu/targets.yaml with each runner in its control gro
   # limit's own cost on each median (target: within 1 %). MEMLIMIT_RUNS sets
   # the order (default "off on nolimit"; repeat names for a second pass),
   # MEMLIMIT_SWEEP another sweep (a CPU one, to try the part without a GPU).
+  # A group that holds other processes cannot give its children the memory
+  # controller (cgroup v2), and the device host starts this script in such a
+  # group: MEMLIMIT_DELEGATE=1 (default) delegates one as systemd's
+  # Delegate=yes would (delegate_group), and the agent runs there alone, under
+  # `kfleet serve` (sweep_served), not spawned by `kfleet run` beside it.
   f=${MEMLIMIT_SWEEP:-$ROOT/bench/gpu/targets.yaml}
+  run_one=sweep
+  if [ "${MEMLIMIT_DELEGATE:-1}" = 1 ] && delegate_group; then run_one=sweep_served; fi
   n=0
   for m in ${MEMLIMIT_RUNS:-off on nolimit}; do
     n=$((n + 1))
     case $m in
-    off) KF_CONTAIN=0 sweep "memlimit-$n-off" "$f" ;;
-    nolimit) KF_RUNNER_MEMORY=0 sweep "memlimit-$n-nolimit" "$f" ;;
-    *) sweep "memlimit-$n-on" "$f" ;;
+    off) KF_CONTAIN=0 $run_one "memlimit-$n-off" "$f" ;;
+    nolimit) KF_RUNNER_MEMORY=0 $run_one "memlimit-$n-nolimit" "$f" ;;
+    *) $run_one "memlimit-$n-on" "$f" ;;
     esac
-    grep -h 'agent.contain' "$KFLEET_HOME"/run/agent-*.log | tail -2 | tee -a "$W/times.txt"
+    grep -h 'agent.contain' "$KFLEET_HOME"/run/agent-*.log "$W/logs-memlimit-$n-$m"/agent*.log 2>/dev/null |
+      tail -2 | tee -a "$W/times.txt"
   done
+  undelegate_group
   on=$(ls "$W"/memlimit-*-on.json 2>/dev/null | head -1 | xargs -r basename | sed 's/.json$//')
   for base in off nolimit; do
     b=$(ls "$W"/memlimit-*-$base.json 2>/dev/null | head -1 | xargs -r basename | sed 's/.json$//')
