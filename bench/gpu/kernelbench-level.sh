@@ -68,24 +68,35 @@ YAML
 done
 echo "submitted $n problems of $LEVEL"
 
+# `kfleet status` lists the last ten sweeps only: every submitted id is
+# waited for by its own report (sweep.finished_ns), in id order, the first
+# unfinished one ending each look.
+grep -o 'submitted sweep [0-9]* ([^)]*)' "$OUT/submit.out" | sed 's/submitted sweep \([0-9]*\) (\(.*\))/\1 \2/' >"$OUT/ids.txt"
 limit=${WAIT_LIMIT:-7200}
+done_ids=" "
 while :; do
-  "$B/kfleet" status --format json >"$OUT/status.json" 2>/dev/null
-  left=$(python3 -c 'import json,sys; print(sum(1 for s in json.load(open(sys.argv[1]))["sweeps"] if not s["finished"]))' "$OUT/status.json" 2>/dev/null || echo "?")
+  left=0
+  while read -r id name; do
+    case $done_ids in *" $id "*) continue ;; esac
+    if "$B/kfleet" report "$id" --format json >"$OUT/reports/$name.json" 2>>"$OUT/report.err" &&
+      python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["sweep"].get("finished_ns") else 1)' "$OUT/reports/$name.json"; then
+      done_ids="$done_ids$id "
+    else
+      left=$((left + 1))
+      break
+    fi
+  done <"$OUT/ids.txt"
   [ "$left" = 0 ] && break
-  [ $(($(date +%s) - ${t0%.*})) -gt "$limit" ] && { echo "gave up waiting: $left sweeps unfinished" >&2; break; }
+  if [ $(($(date +%s) - ${t0%.*})) -gt "$limit" ]; then
+    echo "gave up waiting: $(($(wc -l <"$OUT/ids.txt") - $(echo $done_ids | wc -w))) sweeps unfinished" >&2
+    while read -r id name; do
+      "$B/kfleet" report "$id" --format json >"$OUT/reports/$name.json" 2>>"$OUT/report.err"
+    done <"$OUT/ids.txt"
+    break
+  fi
   sleep 2
 done
 t1=$(date +%s.%N)
-
-python3 - "$OUT/status.json" <<'PY' >"$OUT/ids.txt"
-import json, sys
-for s in json.load(open(sys.argv[1]))["sweeps"]:
-    print(s["sweep_id"], s["name"])
-PY
-while read -r id name; do
-  "$B/kfleet" report "$id" --format json >"$OUT/reports/$name.json" 2>>"$OUT/report.err"
-done <"$OUT/ids.txt"
 
 python3 - "$OUT/reports" "$t0" "$t1" <<'PY' | tee "$OUT/summary.txt"
 import glob, json, os, sys
@@ -100,6 +111,8 @@ for p in sorted(glob.glob(os.path.join(sys.argv[1], "*.json")),
         print("%-60s validate %-9s profile %-9s %10s  %s" % (
             os.path.basename(p)[3:-5], state, pr.get("state") or "-",
             "%.1f us" % (med * 1e6) if med else "-", (v.get("error") or pr.get("error") or "")[:100]))
+    for f in json.load(open(p)).get("failures") or []:
+        print("    failure: %s" % json.dumps(f)[:300])
 print("verdicts: %s; makespan %.1f s (first submit to last sweep finished)" % (
     ", ".join("%s %d" % kv for kv in sorted(verdicts.items())), float(sys.argv[3]) - float(sys.argv[2])))
 PY

@@ -148,17 +148,21 @@ delegate_group() {
   mkdir -p "$CG/kf-rest" "$CG/kf-agent" || return 1
   local p
   for p in $(cat "$CG/cgroup.procs"); do echo "$p" >"$CG/kf-rest/cgroup.procs" 2>/dev/null; done
-  if ! echo "+memory +pids" >"$CG/cgroup.subtree_control"; then
-    echo "delegate_group: $CG keeps processes it cannot move: $(cat "$CG/cgroup.procs" | tr '\n' ' ')" | tee -a "$W/times.txt"
+  # One controller a write: a write naming one the group lacks (pids, on the
+  # device host) fails whole.
+  if ! echo "+memory" >"$CG/cgroup.subtree_control"; then
+    echo "delegate_group: $CG cannot give its children memory; left in it: $(cat "$CG/cgroup.procs" | tr '\n' ' ')" | tee -a "$W/times.txt"
     return 1
   fi
+  grep -qw pids "$CG/cgroup.controllers" && echo "+pids" >"$CG/cgroup.subtree_control"
   echo "delegate_group: $CG: processes moved to kf-rest, children get: $(cat "$CG/cgroup.subtree_control")" | tee -a "$W/times.txt"
 }
 undelegate_group() {
   [ -n "${CG:-}" ] && [ -d "$CG/kf-rest" ] || return 0
   find "$CG/kf-agent" -mindepth 1 -depth -type d -exec rmdir {} \; 2>/dev/null
   rmdir "$CG/kf-agent" 2>/dev/null
-  echo "-memory -pids" >"$CG/cgroup.subtree_control" 2>/dev/null
+  echo "-pids" >"$CG/cgroup.subtree_control" 2>/dev/null
+  echo "-memory" >"$CG/cgroup.subtree_control" 2>/dev/null
   local p
   for p in $(cat "$CG/kf-rest/cgroup.procs"); do echo "$p" >"$CG/cgroup.procs" 2>/dev/null; done
   rmdir "$CG/kf-rest" 2>/dev/null
