@@ -138,7 +138,7 @@ sweep() { # NAME FILE [kfleet run args...]
 # A cgroup v2 group delegated for an agent (PART=memlimit), as systemd's
 # Delegate=yes makes one: every process of this script's group moved into
 # its leaf kf-rest, the memory and pids controllers given to its children,
-# and kf-agent made for the agent to run in alone (the agent then moves
+# and kf-agent made for the agents to run in, each alone (the agent then moves
 # itself into a leaf and gives its runners' groups the controllers).
 # undelegate_group puts the processes back. 0 when the group is ready.
 delegate_group() {
@@ -169,7 +169,8 @@ undelegate_group() {
 }
 
 # One sweep as `sweep` runs it, but under `kfleet serve` with one agent
-# (local-0, every GPU) started alone in the delegated group $CG/kf-agent.
+# (local-0, every GPU) started alone in a group of the delegated one,
+# $CG/kf-agent/NAME.
 sweep_served() { # NAME FILE
   local name=$1 file=$2 t0=$SECONDS ep agent rc=0
   echo "== $name: $file (served; the agent in $CG/kf-agent)"
@@ -179,13 +180,17 @@ sweep_served() { # NAME FILE
   local serve=$!
   for _ in $(seq 1 200); do [ -s "$KFLEET_HOME/run/agent-endpoint" ] && break; sleep 0.05; done
   ep=$(cat "$KFLEET_HOME/run/agent-endpoint") || { echo "$name: kfleet serve did not start" | tee -a "$W/times.txt"; return 1; }
-  sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$CG/kf-agent" \
+  # A group of its own each time: the last agent gave its group's children
+  # the controllers, and a group that does cannot take a process.
+  mkdir -p "$CG/kf-agent/$name"
+  sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$CG/kf-agent/$name" \
     "$B/kfleet-agent" --coordinator "$ep" --workdir "$W/agent" --name local-0 2>"$W/$name.agent.log" &
   agent=$!
   "$B/kfleet" submit "$file" >"$W/$name.submit" 2>&1 || rc=$?
   local id
   id=$(grep -o 'sweep [0-9]*' "$W/$name.submit" | head -1 | cut -d' ' -f2)
   while [ "$rc" = 0 ] && [ $((SECONDS - t0)) -lt "$SWEEP_LIMIT" ]; do
+    kill -0 "$agent" 2>/dev/null || { echo "$name: the agent ended: $(tail -2 "$W/$name.agent.log")" | tee -a "$W/times.txt"; break; }
     "$B/kfleet" status --format json 2>/dev/null | python3 -c 'import json,sys; sys.exit(0 if all(s["finished"] for s in json.load(sys.stdin)["sweeps"]) else 1)' && break
     sleep 1
   done

@@ -428,6 +428,12 @@ static int kernel_sources(const kf_sweep_spec *spec, const kf_sweep_kernel *k,
     if (k->format != KF_FORMAT_KFLEET)
         parts[np++] = k->cuda ? (kf_hash_part){"format device: cuda", 19}
                               : (kf_hash_part){"format device: cpu", 18};
+    /* How the runner draws a KernelBench file's weights decides its
+     * references: since they come from KernelBench's seed 42 and no longer
+     * from the pool's seed, a reference stored before is another
+     * problem's, never reused (agent/runner/pyformats.py). */
+    if (k->format == KF_FORMAT_KERNELBENCH)
+        parts[np++] = (kf_hash_part){"kernelbench weights: seed 42", 28};
     char hex[65];
     kf_hash_hex(parts, np, hex);
     kr->hash = xstrdup(hex);

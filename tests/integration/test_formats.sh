@@ -8,7 +8,9 @@
 #     returning zeros, within atol = 1e-4 everywhere, fails on kfleet's
 #     relative-L2 bound; the tolerances are KernelBench's 1e-4.
 #  3. KernelBench's 63_conv_standard_2D (weights): a ModelNew making its
-#     Conv2d as Model does passes, one with other weights fails.
+#     Conv2d as Model does passes, its profile too (its audits, timed
+#     samples on a pool seed's inputs, meet the stored reference), one with
+#     other weights fails.
 #  4. A GPU MODE problem (reference.py + task.yml with ../utils.py): its 2
 #     tests and 2 benchmarks are 4 configurations; submission.py passes,
 #     a wrong submission fails.
@@ -69,15 +71,18 @@ pass "23_Softmax at 16 x 16384: zeros, within atol = 1e-4 everywhere, fail on th
 run_sweep "$KB/conv.yaml" 1 conv
 python3 - "$T/conv.json" <<'PY' || fail "63_conv's verdicts are wrong"
 import json, sys
-rows = {r["kernel"]: r["validation"] for r in json.load(open(sys.argv[1]))["rows"]}
+full = {r["kernel"]: r for r in json.load(open(sys.argv[1]))["rows"]}
+rows = {k: r["validation"] for k, r in full.items()}
 for k in ("torch", "conv_new"):
     assert rows[k]["state"] == "succeeded", (k, rows[k].get("error"))
+    p = full[k]["profile"]
+    assert p["state"] == "succeeded" and p["audit_samples"] > 0, (k, p.get("error"), p.get("audit_samples"))
 bad = rows["conv_reseeded"]
 assert bad["state"] == "failed", bad
 assert "outside atol + rtol |ref| (atol 0.0001, rtol 0.0001)" in bad["error"], bad["error"]
 print("ok - other weights: " + bad["error"][:100])
 PY
-pass "63_conv: a ModelNew with Model's weights passes, one with other weights fails"
+pass "63_conv: a ModelNew with Model's weights passes, profiled through its audits; one with other weights fails"
 
 # 4. GPU MODE: the reference submission passes every case, a wrong one fails.
 run_sweep "$GM/sweep.yaml" 1 gm
