@@ -219,13 +219,22 @@ static int refresh(hctx *h, void *state, int pool)
     if (pool >= (int)sp->n_seeds)
         pool = -1;
     uint64_t seed = pool >= 0 ? sp->seeds[pool] : kf_unpredictable_u64();
+    uint64_t seed2 = pool >= 0 ? 0 : kf_unpredictable_u64();
     char err[HCTX_KERR_LEN] = "";
-    if (kf_pyk_refresh(cs->ps, seed, pool >= 0, err, sizeof err) != 0)
+    int used = 0;
+    /* Noted before the call: a setup() that fails may print its seed. */
+    if (pool < 0) {
+        note_fresh(h, seed);
+        note_fresh(h, seed2);
+    }
+    int rc = kf_pyk_refresh(cs->ps, seed, seed2, pool >= 0, &used, err, sizeof err);
+    if (rc != 0)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "problem %s: %s", sp->problem_kernel,
                          err); /* the agent scrubs seeds from errors (agent/results.c) */
-    cs->ref = pool >= 0 ? (uint32_t)pool : NO_REF;
+    /* Seeds no setup() saw (kept states served) need no scrubbing. */
     if (pool < 0)
-        note_fresh(h, seed);
+        h->nfresh_seeds -= (size_t)(2 - used);
+    cs->ref = pool >= 0 ? (uint32_t)pool : NO_REF;
     return 0;
 }
 

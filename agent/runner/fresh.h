@@ -10,8 +10,9 @@
  * start on inputs from unpredictable seeds, and before every sample the
  * sets it runs on get new contents, in place (the buffers and the
  * candidate's scratch stay; contents, not only addresses, change): most
- * samples on inputs from seeds no one knows, a quarter (drawn
- * unpredictably, the same kind of copy) on the inputs of one of the pool's
+ * samples on inputs from seeds no one knows, some (drawn unpredictably:
+ * one in four of the first 32, one in sixteen after; the same kind of
+ * copy) on the inputs of one of the pool's
  * seeds, put where fresh ones were (the problem's states kept and mixed
  * where small, pyglue.py refresh: a setup() per sample costs more than a
  * microsecond kernel's sample), which the guard spot-checks against
@@ -42,8 +43,8 @@ typedef struct hctx_fresh {
 /* Marks every set fresh (they were set up from unpredictable seeds). */
 void hctx_fresh_start(hctx_fresh *f, size_t nsets);
 /* Before a sample whose runs use sets first, first+1, ... (count runs,
- * modulo nsets): new contents for each, fresh or (one sample in four) a
- * pool seed's. Nothing without h->refresh. 0, or -1 with the task failed. */
+ * modulo nsets): new contents for each, fresh or (one sample in four of
+ * the first 32, one in sixteen after) a pool seed's. Nothing without h->refresh. 0, or -1 with the task failed. */
 int hctx_fresh_before(hctx *h, hctx_fresh *f, void *const *states, size_t nsets, size_t first,
                       size_t count);
 /* Before a re-check of `set`: a pool seed's inputs where fresh ones are. */

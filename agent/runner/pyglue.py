@@ -589,11 +589,12 @@ def refresh(arg):
     own, in place, mixed (_copy): the candidate keeps its buffers and its
     prepare()'s scratch, and nothing it computed ahead matches the new
     contents. pool "1": the seed is a pool seed's (an audit), its inputs
-    copied as they are. The output buffer is left (the guard poisons it
-    next)."""
+    copied as they are; else seed and seed2 make the two states a mix
+    draws from. The output buffer is left (the guard poisons it next).
+    Answers how many fresh seeds reached setup() ("", "1", "2")."""
     import random
-    h, seed, pool = arg.split()
-    h, seed, pool = int(h), int(seed), pool == "1"
+    h, seed, seed2, pool = arg.split()
+    h, seed, seed2, pool = int(h), int(seed), int(seed2), pool == "1"
     s = _states[h]
     key = _params_of[h]
     kept = _fresh_src.setdefault(key, {})
@@ -601,8 +602,7 @@ def refresh(arg):
     entry = kept.get(slot)
     made = None
     if entry is None or (not pool and entry[1] <= 0):
-        rng = random.Random(seed)
-        made, err = _make(key, [seed] if pool else [seed, rng.getrandbits(63)])
+        made, err = _make(key, [seed] if pool else [seed, seed2])
         if made is None:
             return err
         srcs = made
@@ -637,7 +637,8 @@ def refresh(arg):
         return ("Ethe problem's state holds no array that fresh inputs could be copied into "
                 "(a dict, list or object of numpy arrays or torch tensors); set fresh_inputs = "
                 "False in the problem to time its candidates on the pool's inputs")
-    return ""
+    # How many of the fresh seeds reached setup(), for the agent's scrub.
+    return "" if pool or made is None else str(len(made))
 
 
 def fresh_inputs(_arg=""):

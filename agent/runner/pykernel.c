@@ -423,16 +423,21 @@ int kf_pyk_tolerances(const kf_params *params, kf_dtype out, kf_tol *t, char *er
     return 0;
 }
 
-int kf_pyk_refresh(void *state, uint64_t seed, int pool, char *err, size_t errlen)
+int kf_pyk_refresh(void *state, uint64_t seed, uint64_t seed2, int pool, int *used, char *err,
+                   size_t errlen)
 {
+    *used = 0;
     if (!the_host) {
         snprintf(err, errlen, "internal: no Python kernel loaded");
         return -1;
     }
-    char arg[64];
-    snprintf(arg, sizeof arg, "%ld %llu %d", (long)(intptr_t)state, (unsigned long long)seed,
-             pool ? 1 : 0);
-    return glue_call(the_host, "refresh", arg, NULL, 0, err, errlen);
+    char arg[96], out[16] = "";
+    snprintf(arg, sizeof arg, "%ld %llu %llu %d", (long)(intptr_t)state,
+             (unsigned long long)seed, (unsigned long long)seed2, pool ? 1 : 0);
+    int rc = glue_call(the_host, "refresh", arg, out, sizeof out, err, errlen);
+    if (rc == 0)
+        *used = out[0] == '2' ? 2 : out[0] == '1';
+    return rc;
 }
 
 int kf_pyk_fresh_inputs(void)

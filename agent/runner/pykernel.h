@@ -71,11 +71,14 @@ int kf_pyk_tolerances(const kf_params *params, kf_dtype out, kf_tol *t, char *er
 int kf_pyk_per_config(void);
 
 /* Fresh contents for the inputs of a problem's state (issue 43 item 3):
- * the problem's setup() alone makes states from seed (or ones it made
- * serve again), and their arrays are copied into the state's own, in
- * place: a pool seed's (pool) as they are, fresh ones mixed (pyglue.py
- * refresh). 0, or -1 with err. */
-int kf_pyk_refresh(void *state, uint64_t seed, int pool, char *err, size_t errlen);
+ * the problem's setup() alone makes states from seed (and seed2, for a
+ * fresh mix), or ones it made serve again, and their arrays are copied
+ * into the state's own, in place: a pool seed's (pool) as they are, fresh
+ * ones mixed (pyglue.py refresh). *used: how many of seed, seed2 reached
+ * setup() (0, 1 or 2), for the agent to scrub them from the task's text.
+ * 0, or -1 with err. */
+int kf_pyk_refresh(void *state, uint64_t seed, uint64_t seed2, int pool, int *used, char *err,
+                   size_t errlen);
 /* Whether the loaded problem lets its candidates' timed samples run on
  * fresh inputs (it does unless it says fresh_inputs = False). */
 int kf_pyk_fresh_inputs(void);
