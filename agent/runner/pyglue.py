@@ -602,7 +602,16 @@ def refresh(arg):
     entry = kept.get(slot)
     made = None
     if entry is None or (not pool and entry[1] <= 0):
-        made, err = _make(key, [seed] if pool else [seed, seed2])
+        made, err = _make(key, [seed])
+        # The second state to mix with only where the pair will be kept: a
+        # state too large to keep is used once, as setup() made it.
+        if made is not None and not pool and _keepable(made[0]):
+            more, err = _make(key, [seed2])
+            if more is None:
+                _drop_state(made[0])
+                made = None
+            else:
+                made += more
         if made is None:
             return err
         srcs = made
