@@ -9,10 +9,10 @@
 #   bash bench/gpu/kernelbench-level.sh ~/KernelBench/KernelBench/level1 1 50
 #
 # One coordinator (`kfleet serve`) and one agent (a slot per GPU) take the
-# sweeps, one per problem, submitted at once (until issue 42 item 3 puts a
-# directory of problems in one sweep); the script waits until every sweep
-# has finished, then writes one JSON report per problem and prints each
-# row's verdict and median and the makespan (first submit to last task).
+# level as one sweep file (problems:, a sweep per problem); the script
+# waits until every sweep has finished, then writes one JSON report per
+# problem and prints each row's verdict and median and the makespan (first
+# submit to last task).
 #
 # KF_BIN: the directory of kfleet and kfleet-agent (default: bundle/, else
 # build/); KF_PYTHON: an interpreter with torch built for CUDA (default the
@@ -47,13 +47,35 @@ for _ in $(seq 1 600); do
   sleep 0.1
 done
 
+# The level in one sweep file (docs/sweep-format.md "A whole level"): the
+# problems FIRST..LAST copied into $OUT/level, each its own candidate
+# "torch"; `kfleet submit` makes a sweep of each (kb.NAME). DEVICE=cpu or
+# PER_PROBLEM=1: a sweep file per problem instead (problems: has no
+# device: key; KernelBench's files run on cuda by default).
 t0=$(date +%s.%N)
 n=0
+rm -rf "$OUT/level" && mkdir -p "$OUT/level"
 for base in $(cd "$LEVEL" && ls *.py | sort -t_ -k1,1n); do
-  f=$LEVEL/$base
-  base=${base%.py}
   num=${base%%_*}
   [ "$num" -ge "$FIRST" ] 2>/dev/null && [ "$num" -le "$LAST" ] || continue
+  cp "$LEVEL/$base" "$OUT/level/"
+done
+if [ "${DEVICE:-cuda}" = cuda ] && [ "${PER_PROBLEM:-0}" != 1 ]; then
+  cat >"$OUT/sweeps/level.yaml" <<YAML
+name: kb
+problems: {path: $OUT/level, seeds: $SEEDS}
+candidates:
+  - {name: torch, path: "$OUT/level/{name}.py"}
+baseline: torch
+tasks: [build, validate, profile]
+YAML
+  "$B/kfleet" submit "$OUT/sweeps/level.yaml" >>"$OUT/submit.out" 2>>"$OUT/submit.err" ||
+    echo "level: refused at submit: $(tail -3 "$OUT/submit.err")" | tee -a "$OUT/refused.txt"
+  n=$(ls "$OUT/level" | wc -l)
+fi
+for base in $( [ -s "$OUT/submit.out" ] || ls "$OUT/level" | sort -t_ -k1,1n); do
+  f=$OUT/level/$base
+  base=${base%.py}
   cat >"$OUT/sweeps/$base.yaml" <<YAML
 name: kb-$base
 problem: {path: $f, format: kernelbench, device: ${DEVICE:-cuda}, seeds: $SEEDS}

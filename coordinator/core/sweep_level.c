@@ -228,7 +228,11 @@ static int add_candidate(kf_sweep_ctx *c, const yaml_node_t *it, kf_sweep_spec *
     if (rc)
         return rc;
     k->candidate = 1;
-    if (k->python && !k->device_said)
+    /* As under problem: (sweep_problem.c): a KernelBench or GPU MODE
+     * problem's Python candidates are files of its format, on its device. */
+    if ((k->format = part->problem->format) != KF_FORMAT_KFLEET && k->python)
+        k->cuda = part->problem->cuda;
+    else if (k->python && !k->device_said)
         k->cuda = part->problem->cuda; /* a candidate runs on its problem's state */
     for (size_t f = 0; f < entry->nflags; f++) {
         k->flags = kf_xrealloc(k->flags, (k->nflags + 1) * sizeof *k->flags);
@@ -410,13 +414,17 @@ static int baseline_list(kf_sweep_ctx *c, const yaml_node_t *v, char **out)
     return KF_OK;
 }
 
-static int parse_part(kf_sweep_ctx *c, const yaml_node_t *ln, const kf_sweep_axis *axes,
-                      size_t naxes, centry *ents, size_t nents, const problem_path *p,
-                      kf_sweep_spec *s, kf_sweep_spec **out)
+static int parse_part(kf_sweep_ctx *c, const yaml_node_t *ln, const yaml_node_t *pn,
+                      const kf_sweep_axis *axes, size_t naxes, int own, centry *ents, size_t nents,
+                      const problem_path *p, kf_sweep_spec *s, kf_sweep_spec **out)
 {
     kf_sweep_spec *part = new_part(c, s, p);
-    int rc = kf_sweep_kernel_at(c, ln, p->path, p->name, part->problem);
+    int axes_set = 0, rc = kf_sweep_kernel_at(c, ln, p->path, p->name, part->problem);
+    /* Its format (and, for KernelBench and GPU MODE, its device and GPU
+     * MODE's cases) as a problem: path's (sweep_formats.c). */
     if (rc == KF_OK)
+        rc = kf_sweep_problem_format(c, pn, part->problem, own, &axes_set);
+    if (rc == KF_OK && !axes_set)
         rc = kf_sweep_axes_dup(c, axes, naxes, part->problem);
     part->seed_pool = s->seed_pool;
     part->seed_renew_s = s->seed_renew_s;
@@ -448,7 +456,7 @@ static int parse_part(kf_sweep_ctx *c, const yaml_node_t *ln, const kf_sweep_axi
 int kf_sweep_parse_level(kf_sweep_ctx *c, const yaml_node_t *root, const kf_sweep_axis *top,
                          size_t ntop, kf_sweep_spec *s)
 {
-    static const char *const keys[] = {"path", "params", "seeds", "renew", NULL};
+    static const char *const keys[] = {"path", "params", "seeds", "renew", "format", "device", NULL};
     const yaml_node_t *ln = kf_yaml_map_get(&c->y, root, "problems");
     const yaml_node_t *cn = kf_yaml_map_get(&c->y, root, "candidates");
     const yaml_node_t *paths = ln, *v;
@@ -505,8 +513,8 @@ int kf_sweep_parse_level(kf_sweep_ctx *c, const yaml_node_t *root, const kf_swee
     s->parts = kf_xcalloc(l.n ? l.n : 1, sizeof *s->parts);
     for (size_t i = 0; i < l.n && rc == KF_OK; i++) {
         kf_sweep_spec *part = NULL;
-        rc = parse_part(c, paths, own ? axes : top, own ? naxes : ntop, ents, nents, &l.p[i], s,
-                        &part);
+        rc = parse_part(c, paths, ln, own ? axes : top, own ? naxes : ntop, own, ents, nents,
+                        &l.p[i], s, &part);
         if (part)
             s->parts[s->nparts++] = part;
     }

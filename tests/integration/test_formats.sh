@@ -16,6 +16,9 @@
 #     a wrong submission fails.
 #  5. Refusals at submit: a stated format the file lacks, a ModelNew-less
 #     candidate of a KernelBench problem, a device other than cuda or cpu.
+#  6. KernelBench's 19_ReLU and 23_Softmax as a level (problems:, device:
+#     cpu): each problem loaded in its format, its Model a candidate (before,
+#     a level read every problem as kfleet's own and refused the Models).
 source "$(dirname "$0")/lib.sh"
 
 export KF_PYTHON=/usr/bin/python3
@@ -102,6 +105,24 @@ for case, v in by["wrong"].items():
 print("ok")
 PY
 pass "GPU MODE vectoradd (reference.py + task.yml): submission.py passes its 4 cases, a wrong one fails"
+
+# 6. KernelBench's files as a level (problems:), on the CPU: each problem in
+#    its format, its Model the candidate, validated and profiled.
+run_sweep "$KB/level.yaml" 0 kblevel
+last=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sweep"]["sweep_id"])' "$T/kblevel.json")
+for id in $((last - 1)) "$last"; do
+  "$KFLEET" report "$id" --format json >"$T/kblevel-$id.json" || fail "report $id"
+  python3 - "$T/kblevel-$id.json" <<'PY' || fail "a KernelBench level's row did not pass: $(head -c 600 "$T/kblevel-$id.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["sweep"]["name"] in ("kblevel.19_ReLU", "kblevel.23_Softmax"), d["sweep"]["name"]
+(r,) = d["rows"]
+assert r["kernel"] == "torch" and r["validation"]["state"] == "succeeded", r["validation"].get("error")
+assert r["profile"]["state"] == "succeeded", r["profile"].get("error")
+print("ok - %s: %s passed, profiled" % (d["sweep"]["name"], r["kernel"]))
+PY
+done
+pass "KernelBench's 19_ReLU and 23_Softmax as a level: their Models validated and profiled"
 
 # 5. Refusals at submit, with the place and the reason.
 refuse() { # YAML-TEXT EXPECTED-SUBSTRING
