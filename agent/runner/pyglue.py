@@ -463,7 +463,7 @@ def _copy(dst, src, mix=None):
     d = _flat(dst)
     s = _flat(src)
     s2 = _flat(mix[0]) if mix is not None else None
-    if d is None or s is None or s2 is None or d.shape[0] == 0:
+    if d is None or s is None or s2 is None or d.shape[0] == 0 or s2.shape[0] != s.shape[0]:
         _put(dst, src)
         return
     n, rng = d.shape[0], mix[1]
