@@ -601,11 +601,13 @@ def refresh(arg):
     slot = seed if pool else "base"
     entry = kept.get(slot)
     made = None
+    keep = False
     if entry is None or (not pool and entry[1] <= 0):
         made, err = _make(key, [seed])
+        keep = made is not None and _keepable(made[0])
         # The second state to mix with only where the pair will be kept: a
         # state too large to keep is used once, as setup() made it.
-        if made is not None and not pool and _keepable(made[0]):
+        if keep and not pool:
             more, err = _make(key, [seed2])
             if more is None:
                 _drop_state(made[0])
@@ -633,7 +635,7 @@ def refresh(arg):
         err = _fail("fresh inputs before a timed sample (set fresh_inputs = False in the "
                     "problem to time its candidates on the pool's inputs)")
     if made is not None:
-        if err is None and all(_keepable(st) for st in made):
+        if err is None and keep and all(_keepable(st) for st in made[1:]):
             for st in (entry[0] if entry is not None else []):
                 err = err or _drop_state(st) or None
             kept[slot] = [made, 0 if pool else _FRESH_USES - 1]
