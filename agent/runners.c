@@ -272,7 +272,7 @@ static int wants_warm(kf_agent *a, const Kfleet__TaskAssign *ta)
             return 0;
         }
     }
-    int ready = warms_ready(a->warms, on_gpu(ta), ta->gpu_index, s->problem_hash);
+    int ready = warms_ready(a->warms, on_gpu(ta), ta->gpu_index);
     if (!ready) /* still importing, or given up on: a fresh runner */
         kf_info("warm.skip", "task=0x%llx why=\"no warm runner is ready\"",
                 (unsigned long long)ta->task_id);
@@ -346,8 +346,7 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
         if (kf_sandbox_enabled())
             snprintf(req.scratch, sizeof req.scratch, "%s", r->dir);
         int fds[KF_WARM_MAX_FDS] = {in_fd, pfd[1], log_fd, ofd[1], cfd};
-        pid = warms_spawn(a->warms, r->gpu, r->gpu_index, ta->spec->problem_hash, &req, fds,
-                          &warm_pid, err);
+        pid = warms_spawn(a->warms, r->gpu, r->gpu_index, &req, fds, &warm_pid, err);
         if (pid < 0 && err->code == KF_EUNAVAIL) {
             kf_info("warm.skip", "task=0x%llx why=\"%s\"", (unsigned long long)ta->task_id,
                     err->msg);

@@ -24,8 +24,8 @@
 #include <unistd.h>
 
 #define WARMS_MAX 16
-/* A sweep's candidates of one problem come one after another; a problem
- * not asked for this long is done. */
+/* A slot's Python tasks come one after another; a warm process not asked
+ * for this long is done. */
 #define WARMS_IDLE_S 60.0
 /* How long the agent's loop waits, in all, for a new warm process's
  * imports (numpy takes a tenth of a second, torch and Triton 3.7-5 s on an
@@ -45,7 +45,6 @@ typedef struct kwarm {
     int sock;
     int gpu;
     uint32_t gpu_index;
-    char problem[128];
     int dead, status;
     int ready;        /* its imports done: it takes requests */
     int wait_left_ms; /* of WARMS_READY_WAIT_MS, for its ready message */
@@ -116,8 +115,7 @@ static void retire(kwarms *w, size_t i, const char *why)
         while (waitpid(m->pid, &st, 0) < 0 && errno == EINTR)
             ;
     }
-    kf_info("warm.retire", "pid=%d problem=%.16s tasks=%u why=\"%s\"", (int)m->pid, m->problem,
-            m->tasks, why);
+    kf_info("warm.retire", "pid=%d tasks=%u why=\"%s\"", (int)m->pid, m->tasks, why);
     close(m->sock);
     if (!w->keep_tmp)
         unlink(m->log);
@@ -136,7 +134,7 @@ void warms_destroy(kwarms **self)
     *self = NULL;
 }
 
-static kwarm *start(kwarms *w, int gpu, uint32_t gpu_index, const char *problem, kf_err *err)
+static kwarm *start(kwarms *w, int gpu, uint32_t gpu_index, kf_err *err)
 {
     char dir[PATH_MAX + 8];
     snprintf(dir, sizeof dir, "%s/tmp", w->workdir);
@@ -145,7 +143,6 @@ static kwarm *start(kwarms *w, int gpu, uint32_t gpu_index, const char *problem,
     kwarm *m = kf_xcalloc(1, sizeof *m);
     m->gpu = gpu;
     m->gpu_index = gpu_index;
-    snprintf(m->problem, sizeof m->problem, "%s", problem);
     snprintf(m->log, sizeof m->log, "%s/warm-%u.log", dir, ++w->started);
     int sv[2] = {-1, -1};
     int log_fd = open(m->log, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -189,27 +186,26 @@ static kwarm *start(kwarms *w, int gpu, uint32_t gpu_index, const char *problem,
     m->wait_left_ms = WARMS_READY_WAIT_MS;
     m->last_mono = kf_mono_ns();
     w->w[w->n++] = m;
-    kf_info("warm.start", "pid=%d problem=%.16s gpu=%s%u log=%s", (int)pid, problem,
-            gpu ? "" : "cpu-", gpu ? gpu_index : 0, m->log);
+    kf_info("warm.start", "pid=%d gpu=%s%u log=%s", (int)pid, gpu ? "" : "cpu-",
+            gpu ? gpu_index : 0, m->log);
     return m;
 }
 
 /* The live warm process of the key, or a new one (the least recently used
  * retired when the table is full). */
-static kwarm *warm_of(kwarms *w, int gpu, uint32_t gpu_index, const char *problem, kf_err *err)
+static kwarm *warm_of(kwarms *w, int gpu, uint32_t gpu_index, kf_err *err)
 {
     size_t lru = 0;
     for (size_t i = 0; i < w->n; i++) {
         kwarm *m = w->w[i];
-        if (!m->dead && m->gpu == gpu && (!gpu || m->gpu_index == gpu_index) &&
-            strcmp(m->problem, problem) == 0)
+        if (!m->dead && m->gpu == gpu && (!gpu || m->gpu_index == gpu_index))
             return m;
         if (m->last_mono < w->w[lru]->last_mono)
             lru = i;
     }
     if (w->n == WARMS_MAX)
-        retire(w, lru, "another problem or GPU needs its entry");
-    return start(w, gpu, gpu_index, problem, err);
+        retire(w, lru, "another GPU needs its entry");
+    return start(w, gpu, gpu_index, err);
 }
 
 /* One request; 0, or -1 when the warm process cannot take it. */
@@ -274,12 +270,12 @@ static void retire_warm(kwarms *w, kwarm *m, const char *why)
         }
 }
 
-int warms_ready(kwarms *w, int gpu, uint32_t gpu_index, const char *problem)
+int warms_ready(kwarms *w, int gpu, uint32_t gpu_index)
 {
     if (w->fails >= WARMS_MAX_FAILS)
         return 0;
     kf_err err;
-    kwarm *m = warm_of(w, gpu, gpu_index, problem, &err);
+    kwarm *m = warm_of(w, gpu, gpu_index, &err);
     if (m && m->ready) {
         /* A ready one says nothing until asked: anything readable is its
          * end (it died before the agent reaped it). */
@@ -287,10 +283,10 @@ int warms_ready(kwarms *w, int gpu, uint32_t gpu_index, const char *problem)
         if (poll(&p, 1, 0) == 0)
             return 1;
         retire_warm(w, m, "its socket closed");
-        m = warm_of(w, gpu, gpu_index, problem, &err);
+        m = warm_of(w, gpu, gpu_index, &err);
     }
     if (!m) {
-        kf_warn("warm.start", "problem=%.16s error=\"%s\"", problem, err.msg);
+        kf_warn("warm.start", "error=\"%s\"", err.msg);
         w->fails++;
         return 0;
     }
@@ -306,13 +302,13 @@ int warms_ready(kwarms *w, int gpu, uint32_t gpu_index, const char *problem)
     if (rc == 0 && rep.pid == m->pid) {
         m->ready = 1;
         w->fails = 0;
-        kf_info("warm.ready", "pid=%d problem=%.16s imported=\"%s\" wait_ms=%d", (int)m->pid,
-                problem, rep.why, WARMS_READY_WAIT_MS - m->wait_left_ms);
+        kf_info("warm.ready", "pid=%d imported=\"%s\" wait_ms=%d", (int)m->pid, rep.why,
+                WARMS_READY_WAIT_MS - m->wait_left_ms);
         return 1;
     }
     if (rc == 0)
         snprintf(why, sizeof why, "%s", rep.pid < 0 ? rep.why : "it answered another pid");
-    kf_warn("warm.failed", "pid=%d problem=%.16s why=\"%s\"", (int)m->pid, problem, why);
+    kf_warn("warm.failed", "pid=%d why=\"%s\"", (int)m->pid, why);
     retire_warm(w, m, "it could not start");
     if (++w->fails == WARMS_MAX_FAILS)
         kf_error("warm.off",
@@ -322,13 +318,13 @@ int warms_ready(kwarms *w, int gpu, uint32_t gpu_index, const char *problem)
     return 0;
 }
 
-pid_t warms_spawn(kwarms *w, int gpu, uint32_t gpu_index, const char *problem,
-                  const kf_warm_req *req, const int *fds, pid_t *warm_pid, kf_err *err)
+pid_t warms_spawn(kwarms *w, int gpu, uint32_t gpu_index, const kf_warm_req *req, const int *fds,
+                  pid_t *warm_pid, kf_err *err)
 {
     kwarm *m = NULL;
     for (size_t i = 0; i < w->n && !m; i++)
         if (w->w[i]->ready && !w->w[i]->dead && w->w[i]->gpu == gpu &&
-            (!gpu || w->w[i]->gpu_index == gpu_index) && strcmp(w->w[i]->problem, problem) == 0)
+            (!gpu || w->w[i]->gpu_index == gpu_index))
             m = w->w[i];
     if (!m) {
         kf_err_set(err, KF_EUNAVAIL, "no warm runner is ready");
@@ -355,7 +351,7 @@ pid_t warms_spawn(kwarms *w, int gpu, uint32_t gpu_index, const char *problem,
      * twice on them. */
     if (rc == 0)
         snprintf(why, sizeof why, "%s", rep.why);
-    kf_warn("warm.lost", "pid=%d problem=%.16s task=0x%llx why=\"%s\"", (int)m->pid, problem,
+    kf_warn("warm.lost", "pid=%d task=0x%llx why=\"%s\"", (int)m->pid,
             (unsigned long long)req->task_id, why);
     kf_err_set(err, KF_EIO, "the warm runner %d took the task and failed it: %s", (int)m->pid, why);
     retire_warm(w, m, "it failed a request");
@@ -372,8 +368,8 @@ int warms_reaped(kwarms *w, pid_t pid, int status)
         m->status = status;
         char tail[512];
         last_line(m, tail, sizeof tail);
-        kf_warn("warm.exit", "pid=%d problem=%.16s tasks=%u status=0x%x log=\"%s\"", (int)pid,
-                m->problem, m->tasks, (unsigned)status, tail);
+        kf_warn("warm.exit", "pid=%d tasks=%u status=0x%x log=\"%s\"", (int)pid, m->tasks,
+                (unsigned)status, tail);
         return 1;
     }
     return 0;

@@ -1,9 +1,11 @@
 /* warms — the agent's warm runners (runner/warm.h): a process that has
- * imported a Python problem's packages, started once per (GPU slot or the
- * CPU, problem) on the first candidate task that wants it, and forking the
- * runner of each later one. The runner it forks is re-parented to the
- * agent (a child subreaper), so runners.c waits for it, kills it and
- * reads its status as it does a runner it forked itself.
+ * imported the packages Python problems use, started once per GPU slot
+ * (or the CPU) on the first Python task that wants it, and forking the
+ * runner of each later one, whatever its problem: it holds no problem's
+ * code (runner/warm.h), so the problems of a level share it. The runner
+ * it forks is re-parented to the agent (a child subreaper), so runners.c
+ * waits for it, kills it and reads its status as it does a runner it
+ * forked itself.
  *
  * A new warm process imports before it takes a task: the agent's loop
  * waits for that at most WARMS_READY_WAIT_MS in all (under the
@@ -42,20 +44,20 @@ kwarms *warms_new(const char *exe, const char *workdir, int keep_tmp, warms_env_
 /* Kills every warm process, waits for it, frees all; *self NULL. */
 void warms_destroy(kwarms **self);
 
-/* Whether the warm process of (gpu, gpu_index, problem) is ready for a
+/* Whether the warm process of (gpu, gpu_index) is ready for a
  * task: it is started when there is none (or it died), and a new one is
  * waited for within what is left of its WARMS_READY_WAIT_MS. */
-int warms_ready(kwarms *w, int gpu, uint32_t gpu_index, const char *problem);
+int warms_ready(kwarms *w, int gpu, uint32_t gpu_index);
 
-/* Has the ready warm process of (gpu, gpu_index, problem) fork the runner
+/* Has the ready warm process of (gpu, gpu_index) fork the runner
  * of one task, with fds[0..req->nfds) (warm.h's order) as its descriptors
  * (the caller keeps and closes its own). Returns the runner's pid (a
  * process group leader, the agent's child once waited for) and *warm_pid,
  * or -1 with err: KF_EUNAVAIL when no warm process got the descriptors
  * (the task may take a fresh runner), KF_EIO when one took them and
  * failed (the task fails with err). */
-pid_t warms_spawn(kwarms *w, int gpu, uint32_t gpu_index, const char *problem,
-                  const kf_warm_req *req, const int *fds, pid_t *warm_pid, kf_err *err);
+pid_t warms_spawn(kwarms *w, int gpu, uint32_t gpu_index, const kf_warm_req *req, const int *fds,
+                  pid_t *warm_pid, kf_err *err);
 
 /* A child the agent reaped: 1 when it was a warm process (noted dead,
  * logged), else 0. */

@@ -25,10 +25,12 @@
 #     place (fresh.h), but the candidate's model keeps the weights of the
 #     seed its set started on, and rebuilding it at an audit would tell the
 #     candidate which samples are judged;
-#   - set_seed(seed ^ _KB_INPUT_SALT), then get_inputs(), each floating
-#     tensor cast to float32 and every tensor moved to the device
-#     (eval.py's _process_input_tensor casts every tensor; an integer one,
-#     class indices, keeps its dtype here);
+#   - set_seed(seed ^ _KB_INPUT_SALT), then get_inputs() with the device
+#     as torch's default device (drawn there; eval.py draws on the host and
+#     moves them: the same distributions, other values, and the seeds are
+#     secret), each floating tensor cast to float32 and every tensor moved
+#     to the device (eval.py's _process_input_tensor casts every tensor; an
+#     integer one, class indices, keeps its dtype here);
 #   - the reference is Model's forward on them, computed by the reference
 #     task (a process that loads only the problem); the candidate's forward
 #     result is copied into the problem's output buffer (allocated once per
@@ -152,6 +154,24 @@ class _KernelBenchProblem(_Adapted):
             x = x.to(dtype=torch.float32)
         return x.to(device=self.device)
 
+    def _draw(self):
+        """get_inputs() with the device as torch's default device: drawn
+        there (a level's inputs are up to gigabytes: drawn on the host, as
+        eval.py does before moving them, they cost seconds a state, and a
+        timed sample's fresh inputs are a state), with the same seeded
+        generator in every process, so the reference task and each
+        candidate's runner draw the same values. A get_inputs() that cannot
+        run there (it calls something host-only) is run on the host."""
+        import torch
+
+        if self.device == "cpu":
+            return self.kb.get_inputs()
+        try:
+            with torch.device(self.device):
+                return self.kb.get_inputs()
+        except Exception:
+            return self.kb.get_inputs()
+
     def setup(self, params, seed):
         import torch
 
@@ -164,7 +184,7 @@ class _KernelBenchProblem(_Adapted):
         _seed_all(_KB_WEIGHT_SEED)
         init = [self._dev(x) for x in self.kb.get_init_inputs()]
         _seed_all(seed ^ _KB_INPUT_SALT)
-        inputs = [self._dev(x) for x in self.kb.get_inputs()]
+        inputs = [self._dev(x) for x in self._draw()]
         # init is held, not listed: it is the same for every seed, and what
         # fresh inputs renew (the state's lists of arrays) is the inputs.
         s = {"inputs": inputs, "init": types.SimpleNamespace(args=init),

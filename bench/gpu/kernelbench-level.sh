@@ -135,6 +135,25 @@ for p in sorted(glob.glob(os.path.join(sys.argv[1], "*.json")),
             "%.1f us" % (med * 1e6) if med else "-", (v.get("error") or pr.get("error") or "")[:100]))
     for f in json.load(open(p)).get("failures") or []:
         print("    failure: %s" % json.dumps(f)[:300])
+# Where the GPU slot's time went (issue 45): per problem its GPU task
+# time (the sweep's gpu_busy_s) and tasks' elapsed, then the slot time's
+# phases summed over the level.
+ph, busy, outside, idle, per = {}, 0.0, 0.0, 0.0, []
+for p in glob.glob(os.path.join(sys.argv[1], "*.json")):
+    s = json.load(open(p)).get("schedule") or {}
+    st = s.get("slot_time") or {}
+    for k, v in (st.get("phases_s") or {}).items():
+        ph[k] = ph.get(k, 0) + v
+    busy += s.get("gpu_busy_s") or 0
+    outside += st.get("outside_runners_s") or 0
+    idle += st.get("idle_s") or 0
+    per.append((s.get("gpu_busy_s") or 0, os.path.basename(p)[3:-5]))
+done = [b for b, _ in per if b > 0]
+print("GPU task time: %.1f s over %d problems (%.1f s a problem; median %.1f s)" % (
+    busy, len(done), busy / max(len(done), 1), sorted(done)[len(done) // 2] if done else 0))
+print("slowest: " + ", ".join("%s %.1f s" % (n, b) for b, n in sorted(per, reverse=True)[:8]))
+print("slot time phases: " + ", ".join("%s %.1f" % kv for kv in sorted(ph.items(), key=lambda kv: -kv[1])) +
+      "; outside runners %.1f, idle %.1f" % (outside, idle))
 print("verdicts: %s; makespan %.1f s (first submit to last sweep finished)" % (
     ", ".join("%s %d" % kv for kv in sorted(verdicts.items())), float(sys.argv[3]) - float(sys.argv[2])))
 PY

@@ -100,6 +100,22 @@ print("ok - rows:", {n: sorted(g | b) for n, (g, b) in want.items()})
 PY
 pass "--keep-going: a sweep per problem, refused candidates failed rows, the others judged, tanh said"
 
+# The problems of a level share the agent's warm runner: it holds no
+# problem's code, so one per slot forks the runners of every problem's
+# candidates (it was one per problem: a level paid the interpreter's and
+# torch's start once a problem).
+rm -rf "$KFLEET_HOME"
+set +e
+KF_WARM_IMPORTS=numpy "$KFLEET" run "$L/level.yaml" --keep-going --agents 1 >"$T/one.out" 2>"$T/one.log"
+set -e
+AL=$KFLEET_HOME/run/agent-0.log
+for id in 1 2; do
+  "$KFLEET" report $id --format json | python3 -c 'import json,sys; sys.exit(0 if any((w.get("validation") or {}).get("state") == "succeeded" for w in json.load(sys.stdin)["rows"]) else 1)' ||
+    fail "sweep $id of the level has no candidate validated: $(tail -5 "$T/one.log")"
+done
+[ "$(grep -c 'warm.start ' "$AL")" -eq 1 ] || fail "want one warm runner for the level's two problems: $(grep 'warm\.' "$AL")"
+pass "one warm runner on an agent for a level's two problems"
+
 # 4. A problem sweep's runner messages speak of the candidate and the
 #    problem: a candidate that replaces the output buffer is told so.
 cat >"$T/replace.py" <<'PY'
