@@ -257,11 +257,16 @@ static void warm_env(void *ctx, int gpu, uint32_t gpu_index)
 }
 
 /* Whether ta's runner comes from a warm runner (warms.h): a candidate's
- * validate or profile of a Python problem, on a node that can have them. */
+ * validate or profile of a Python problem, or a Python problem's reference
+ * task (the agent's own, for references it lacks, or the coordinator's):
+ * one per problem of a level, each paying the interpreter's and torch's
+ * start otherwise. On a node that can have them. */
 static int wants_warm(kf_agent *a, const Kfleet__TaskAssign *ta)
 {
     const Kfleet__TaskSpec *s = ta->spec;
-    if (a->warms_off || !kf_verdict_wanted(s) || !s->problem_python)
+    int python = kf_verdict_wanted(s) ? s->problem_python
+                                      : s && s->kind == KFLEET__TASK_KIND__REFERENCE && s->python;
+    if (a->warms_off || !python)
         return 0;
     if (!a->warms) {
         kf_err err;
@@ -468,9 +473,9 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
         r->then_len = kfleet__task_assign__get_packed_size(ta);
         r->then = kf_xmalloc(r->then_len ? r->then_len : 1);
         kfleet__task_assign__pack(ta, r->then);
-        kf_info("refs.compute", "task=0x%llx attempt=%u missing=%zu of %zu",
+        kf_info("refs.compute", "task=0x%llx attempt=%u missing=%zu of %zu warm=%d",
                 (unsigned long long)ta->task_id, ta->attempt, checkers_missing(a, ta->spec),
-                ta->spec->n_references);
+                ta->spec->n_references, (int)r->warm_pid);
         return KF_OK;
     }
     return start_runner(a, ta, err) ? KF_OK : (err->code ? err->code : KF_EIO);

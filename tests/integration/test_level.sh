@@ -114,7 +114,18 @@ for id in 1 2; do
     fail "sweep $id of the level has no candidate validated: $(tail -5 "$T/one.log")"
 done
 [ "$(grep -c 'warm.start ' "$AL")" -eq 1 ] || fail "want one warm runner for the level's two problems: $(grep 'warm\.' "$AL")"
-pass "one warm runner on an agent for a level's two problems"
+# Its problems' reference tasks fork from it too (each paid a fresh
+# interpreter's start before): it forked more runners than the level had
+# candidate tasks (the first task may come while it still imports).
+ran=0
+for id in 1 2; do
+  n=$("$KFLEET" report $id --format json | python3 -c 'import json,sys; print(sum(1 for w in json.load(sys.stdin)["rows"] for t in ("validation", "profile") if (w.get(t) or {}).get("state") in ("succeeded", "failed") and not (w[t].get("error") or "").startswith("refused")))')
+  ran=$((ran + n))
+done
+forked=$(grep -o 'warm.retire .* tasks=[0-9]*' "$AL" | sed 's/.*tasks=//')
+[ "$ran" -gt 0 ] && [ "${forked:-0}" -gt "$ran" ] ||
+  fail "the warm runner forked ${forked:-0} runners for $ran candidate tasks and 2 references: $(grep 'warm\.' "$AL")"
+pass "one warm runner on an agent for a level's two problems, their references forked from it too"
 
 # 4. A problem sweep's runner messages speak of the candidate and the
 #    problem: a candidate that replaces the output buffer is told so.

@@ -2,8 +2,9 @@
 # bench/gpu/kernelbench-asis/run.sh KB_ROOT [GM_ROOT] — issue 42's GPU
 # checks of items 1-2 with kfleet's bundle (or KF_BIN):
 #   1. KernelBench's level1/19_ReLU.py, unedited, at its own size (4096 x
-#      393216): its Model ("torch", the baseline), a load_inline CUDA
-#      ModelNew, a Triton ModelNew and zeros (must fail);
+#      393216; RELU_PARAMS='{dim: [16384]}' overrides its sizes, as a
+#      sweep's params do): its Model ("torch", the baseline), a load_inline
+#      CUDA ModelNew, a Triton ModelNew and zeros (must fail);
 #   2. with GM_ROOT (a gpu-mode/reference-kernels checkout):
 #      problems/pmpp_v2/vectoradd_py as it is, its submission.py and
 #      solutions/correct/submission_triton.py (when there).
@@ -22,7 +23,7 @@ L1=$KB/KernelBench/level1
 [ -d "$L1" ] || L1=$KB
 cat >"$OUT/relu.yaml" <<YAML
 name: kb-relu-asis
-problem: {path: $L1/19_ReLU.py, format: kernelbench, device: cuda, seeds: 2}
+problem: {path: $L1/19_ReLU.py, format: kernelbench, device: cuda, seeds: 2${RELU_PARAMS:+, params: $RELU_PARAMS}}
 candidates:
   - {path: $L1/19_ReLU.py, name: torch}
   - $HERE/relu_inline.py
