@@ -120,7 +120,7 @@ static json_t *json_validation(const rtask *vt, int secret)
         json_t *jt = json_object();
         char seed[24]; /* uint64: past 2^63 a JSON integer reads as negative */
         snprintf(seed, sizeof seed, "%llu", (unsigned long long)t->seed);
-        set(jt, "seed", secret ? json_null() : kf_json_str(seed));
+        set(jt, "seed", secret ? json_null() : jword(seed));
         set(jt, "max_abs_err", jnum(t->max_abs_err));
         set(jt, "rel_err", jnum(t->rel_err));
         set(jt, "nonfinite", json_integer((json_int_t)t->nonfinite));
@@ -388,7 +388,7 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     set(o, "profile", w->profile ? json_profile(w, with_samples) : json_null());
     char verdict[64];
     kf_rep_verdict(w, verdict, sizeof verdict);
-    set(o, "verdict", kf_json_str(verdict));
+    set(o, "verdict", jword(verdict)); /* a kind and a state, or "passed" */
     set(o, "rank", w->rank ? json_integer(w->rank) : json_null());
     set(o, "speedup", jnum(w->speedup));
     set(o, "speedup_err", jnum(w->speedup_err));
@@ -401,7 +401,7 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     set(o, "no_speedup", *why ? json_string(why) : json_null());
     if (w->impossible_of) {
         json_t *im = json_object();
-        set(im, "of", kf_json_str(w->impossible_of));
+        set(im, "of", jword(w->impossible_of)); /* a ceiling's name */
         set(im, "times_ceiling", jnum(w->impossible_x));
         set(o, "impossible", im);
     } else {
@@ -683,7 +683,7 @@ json_t *kf_rep_json_doc(const rep *r, int with_samples)
     set(root, "cost", json_cost(r));
     char th[48];
     kf_rep_thermal(r, th, sizeof th);
-    set(root, "thermal_protocol", *th ? kf_json_str(th) : json_null());
+    set(root, "thermal_protocol", *th ? jword(th) : json_null()); /* kf_rep_thermal's names */
     set(root, "problem", json_problem(r));
     json_t *tot = json_object();
     set(tot, "tasks", json_integer((json_int_t)r->ntasks));
