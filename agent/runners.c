@@ -265,7 +265,7 @@ static int wants_warm(kf_agent *a, const Kfleet__TaskAssign *ta)
 {
     const Kfleet__TaskSpec *s = ta->spec;
     int python = kf_verdict_wanted(s) ? s->problem_python
-                                      : s && s->kind == KFLEET__TASK_KIND__REFERENCE && s->python;
+                                      : s && kf_task_kind_at(s->kind)->references && s->python;
     if (a->warms_off || !python)
         return 0;
     if (!a->warms) {

@@ -72,3 +72,30 @@ print("ok - measured beside another after %.1f s" % p["host_wait_s"])
 PY
 grep -q "measured beside another host profile" "$T/run2.out" || fail "the text report lacks the flag"
 pass "a host profile that cannot have the machine is measured anyway, flagged"
+
+# A host runner's heap: glibc's mmap and trim thresholds fixed (the agent's
+# childenv), so a kernel's temporaries come from a heap that keeps them
+# and not from pages mapped per call by the heap's history in that process
+# (the same numpy code measured 0.7 and 1.1 ms in two runs). A candidate
+# that fails unless its process has them.
+cat >"$T/heap.py" <<'PY'
+"""Scales by 2 if its runner's heap keeps freed blocks (GLIBC_TUNABLES)."""
+import os
+
+
+def run(s):
+    t = os.environ.get("GLIBC_TUNABLES", "")
+    if "glibc.malloc.mmap_threshold=33554432" not in t or "glibc.malloc.trim_threshold=" not in t:
+        raise RuntimeError("GLIBC_TUNABLES is %r" % t)
+    s["out"][:] = s["x"] * 2
+PY
+cat >"$T/heap.yaml" <<YAML
+problem: {path: $KF_SRC/tests/data/level/problems/scale/problem.py, params: {n: [4096]}}
+candidates: [heap.py]
+tasks: [build, validate, profile]
+measure: {seeds: 1, min_samples: 10, min_time: 10ms, max_noise: 50, timeout: 1s}
+YAML
+rm -rf "$KFLEET_HOME"
+KF_PYTHON=/usr/bin/python3 KF_WARM_IMPORTS=numpy "$KFLEET" run "$T/heap.yaml" --agents 1 >"$T/heap.out" 2>"$T/heap.log" ||
+  fail "a host runner lacks the fixed heap thresholds: $(tail -5 "$T/heap.out" "$T/heap.log")"
+pass "host runners keep their heap (glibc's mmap and trim thresholds fixed)"

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# bench/same-code.sh [N] — issue 43 item 5: the same host sweep (examples/
+# problems/rmsnorm-cpu, 2 local agents) run N times (4) in one home, every
+# pair compared with `kfleet compare --threshold 20`: the same code should
+# never exit 1. Prints each failing pair's regression lines, the count, and
+# each run's medians (kernel/rows: µs). KF_BIN: kfleet's directory (build/);
+# HOME_DIR: the kfleet home (/tmp/kf-same-code, removed first).
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+K=${KF_BIN:-$ROOT/build}/kfleet
+export KFLEET_HOME=${HOME_DIR:-/tmp/kf-same-code}
+rm -rf "$KFLEET_HOME"
+N=${1:-4}
+for i in $(seq 1 "$N"); do
+  "$K" run "$ROOT/examples/problems/rmsnorm-cpu/sweep.yaml" >/dev/null 2>&1 || echo "run $i exit $?"
+done
+bad=0 tot=0
+for a in $(seq 1 "$N"); do
+  for b in $(seq $((a + 1)) "$N"); do
+    tot=$((tot + 1))
+    if ! out=$("$K" compare "$a" "$b" --threshold 20 2>&1); then
+      bad=$((bad + 1))
+      echo "== $a -> $b exit 1"
+      echo "$out" | grep -E "REGRESSION|broken" | head -4
+    fi
+  done
+done
+echo "exit 1: $bad of $tot"
+for i in $(seq 1 "$N"); do
+  "$K" report "$i" --format json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(" ".join("%s/%s:%.1f" % (r["kernel"], r["params"].get("rows"), (r["profile"].get("median_s") or 0) * 1e6)
+               for r in d["rows"]))'
+done
