@@ -17,9 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Text from a node, a kernel or a sweep file (names, notes, versions):
+ * made valid UTF-8 by kf_json_str; NULL is null. */
+static json_t *jtext(const char *s)
+{
+    return kf_json_str(s);
+}
+
 static json_t *jstr(const char *s)
 {
-    return kf_json_str(kf_rep_nz(s));
+    return jtext(kf_rep_nz(s));
 }
 
 /* A number, or null where there is none: JSON has no NaN. */
@@ -30,7 +37,7 @@ static json_t *jnum(double v)
 
 /* kfleet's own words (a state or kind name, a time it formatted, a task
  * id, the schema): ASCII, nothing to make valid, unlike the text that
- * comes from a node or a kernel, which goes through kf_json_str. */
+ * comes from a node or a kernel, which goes through jtext. */
 static json_t *jword(const char *s)
 {
     return json_string(s);
@@ -38,7 +45,7 @@ static json_t *jword(const char *s)
 
 static json_t *jstr_or_null(const char *s)
 {
-    return s && *s ? kf_json_str(s) : json_null();
+    return s && *s ? jtext(s) : json_null();
 }
 
 static void set(json_t *o, const char *key, json_t *v)
@@ -69,8 +76,7 @@ static json_t *json_task_common(const rtask *rt)
     /* Where the task's checks ran ("device", or "host: " and why) and where
      * its runner's time went: what a row's checks cost, row by row. */
     set(o, "checks_on",
-        rt->res && rt->res->compare && *rt->res->compare ? kf_json_str(rt->res->compare)
-                                                         : json_null());
+        rt->res && rt->res->compare && *rt->res->compare ? jtext(rt->res->compare) : json_null());
     /* What the kernel wrote on its stdout and stderr (agent/kout.h): every
      * byte counted, the first and last part kept, made inert (not always
      * UTF-8); null when it wrote nothing. */
@@ -80,7 +86,7 @@ static json_t *json_task_common(const rtask *rt)
         kf_text_inert_n(&text, (const char *)rt->res->kernel_output.data,
                         rt->res->kernel_output.len, KF_TEXT_BLOCK);
         set(out, "bytes", json_integer((json_int_t)rt->res->kernel_output_bytes));
-        set(out, "kept", kf_json_str(text.data ? text.data : ""));
+        set(out, "kept", jtext(text.data ? text.data : ""));
         kf_buf_release(&text);
         set(o, "output", out);
     } else {
@@ -162,7 +168,7 @@ static json_t *json_validation(const rtask *vt, int secret)
     set(v, "atol", res && res->close ? jtol(res->atol) : json_null());
     set(v, "rtol", res && res->close ? jtol(res->rtol) : json_null());
     set(v, "sanitizer",
-        res && res->sanitizer && *res->sanitizer ? kf_json_str(res->sanitizer) : json_null());
+        res && res->sanitizer && *res->sanitizer ? jtext(res->sanitizer) : json_null());
     set(v, "trials", trials);
     return v;
 }
@@ -188,7 +194,7 @@ static json_t *json_profile(const rrow *w, int with_samples)
     set(p, "power_median_w", w->power_mw ? jnum(w->power_mw / 1e3) : json_null());
     set(p, "sustained_at_power_cap", json_boolean(w->at_power_cap));
     set(p, "outside_stream_s", w->outside_stream_s > 0 ? jnum(w->outside_stream_s) : json_null());
-    set(p, "timer", ps && ps->timer && *ps->timer ? kf_json_str(ps->timer) : json_null());
+    set(p, "timer", ps && ps->timer && *ps->timer ? jtext(ps->timer) : json_null());
     set(p, "event_median_s", ps && ps->event_median_s > 0 ? jnum(ps->event_median_s) : json_null());
     set(p, "host_call_s", ps && ps->host_call_s > 0 ? jnum(ps->host_call_s) : json_null());
     /* A host profile measured beside another one on its machine. */
@@ -218,7 +224,7 @@ static json_t *json_profile(const rrow *w, int with_samples)
     set(p, "imprecise", json_boolean(w->imprecise));
     if (ps && ps->thermal && *ps->thermal) {
         json_t *th = json_object();
-        set(th, "protocol", kf_json_str(ps->thermal));
+        set(th, "protocol", jtext(ps->thermal));
         set(th, "warmup_s", jnum(ps->warmup_s));
         set(th, "warmup_samples", json_integer(ps->warmup_samples));
         set(th, "steady_sm_clock_mhz",
@@ -303,9 +309,9 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     const rtask *any = w->profile ? w->profile : w->validate;
     const Kfleet__KernelRef *k = w->kref;
     const Kfleet__AgentInfo *a = w->agent;
-    set(o, "kernel", kf_json_str(w->kernel_name));
+    set(o, "kernel", jtext(w->kernel_name));
     /* The name the kernel declares itself, when that is another. */
-    set(o, "declared_name", w->declared ? kf_json_str(w->declared) : json_null());
+    set(o, "declared_name", w->declared ? jtext(w->declared) : json_null());
     set(o, "kernel_index", json_integer(w->kernel));
     set(o, "config_index", json_integer(w->config));
     json_t *params = json_object();
@@ -314,7 +320,7 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
             json_integer(any->task->params[i]->value));
     set(o, "params", params);
     set(o, "node", jstr_or_null(w->node));
-    set(o, "device", kf_json_str(w->device));
+    set(o, "device", jtext(w->device));
 
     json_t *prov = json_object();
     set(prov, "agent_id", jstr_or_null(w->node));
@@ -331,21 +337,18 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
     set(prov, "agent_version", a ? jstr_or_null(a->version) : json_null());
     const Kfleet__BuildInfo *b = w->build;
     set(prov, "sass_archs",
-        b && b->sass_archs && *b->sass_archs ? kf_json_str(b->sass_archs) : json_null());
+        b && b->sass_archs && *b->sass_archs ? jtext(b->sass_archs) : json_null());
     set(prov, "has_ptx", b && k && k->cuda ? json_boolean(b->has_ptx) : json_null());
     set(prov, "jit_fallback", b && k && k->cuda ? json_boolean(b->jit_fallback) : json_null());
     set(prov, "registers", b && k && k->cuda ? json_integer(b->registers) : json_null());
     set(prov, "spill_bytes", b && k && k->cuda ? json_integer(b->spill_bytes) : json_null());
-    set(prov, "nvcc_cuda",
-        b && b->nvcc_cuda && *b->nvcc_cuda ? kf_json_str(b->nvcc_cuda) : json_null());
+    set(prov, "nvcc_cuda", b && b->nvcc_cuda && *b->nvcc_cuda ? jtext(b->nvcc_cuda) : json_null());
     set(prov, "driver_cuda",
-        b && b->driver_cuda && *b->driver_cuda ? kf_json_str(b->driver_cuda) : json_null());
+        b && b->driver_cuda && *b->driver_cuda ? jtext(b->driver_cuda) : json_null());
     set(prov, "forward_compat",
-        b && b->forward_compat && *b->forward_compat ? kf_json_str(b->forward_compat)
-                                                     : json_null());
+        b && b->forward_compat && *b->forward_compat ? jtext(b->forward_compat) : json_null());
     set(prov, "torch_extension",
-        b && b->torch_extension && *b->torch_extension ? kf_json_str(b->torch_extension)
-                                                       : json_null());
+        b && b->torch_extension && *b->torch_extension ? jtext(b->torch_extension) : json_null());
     /* Which task of its runner process each ran as (1: a fresh runner;
      * more: a serving runner that had the kernel and context loaded). */
     set(prov, "validate_runner_task",
@@ -375,7 +378,7 @@ static json_t *json_row(const rep *r, const rrow *w, int with_samples)
             set(e, "attempt", json_integer(x->attempt));
             set(e, "agent", jstr_or_null(x->agent));
             set(e, "state", jword(kf_rep_state_name(x->state)));
-            set(e, "note", kf_json_str(x->note ? x->note : ""));
+            set(e, "note", jtext(x->note ? x->note : ""));
             json_array_append_new(atts, e);
         }
     }
@@ -460,7 +463,7 @@ static json_t *json_cost_one(const kf_rep_cost *c, int gpu)
 {
     json_t *o = json_object();
     if (c->node)
-        set(o, "node", kf_json_str(c->node));
+        set(o, "node", jtext(c->node));
     set(o, "evaluations", json_integer(c->evaluations));
     set(o, "slot_hours", jnum(c->slot_hours));
     set(o, "evaluations_per_slot_hour", jnum(c->per_slot_hour));
@@ -615,13 +618,12 @@ static json_t *json_build(const rep *r, const rtask *rt)
     const Kfleet__KernelRef *k = kf_rep_kref(r, rt->task->kernel_index);
     json_t *b = json_task_common(rt);
     set(b, "kind", json_string("build"));
-    set(b, "kernel", kf_json_str(kf_rep_kernel_name(r, rt->task->kernel_index)));
+    set(b, "kernel", jtext(kf_rep_kernel_name(r, rt->task->kernel_index)));
     set(b, "kernel_hash", k ? jstr_or_null(k->hash) : json_null());
     set(b, "node", jstr_or_null(kf_rep_node_of(rt)));
     set(b, "cached", bi ? json_boolean(bi->cached) : json_null());
     set(b, "compile_s", bi ? jnum(bi->compile_s) : json_null());
-    set(b, "built_by",
-        bi && bi->built_by && *bi->built_by ? kf_json_str(bi->built_by) : json_null());
+    set(b, "built_by", bi && bi->built_by && *bi->built_by ? jtext(bi->built_by) : json_null());
     set(b, "compiler", bi ? jstr_or_null(bi->compiler) : json_null());
     set(b, "artifact_hash", bi ? jstr_or_null(bi->artifact_hash) : json_null());
     set(b, "registers", bi ? json_integer(bi->registers) : json_null());
@@ -630,7 +632,7 @@ static json_t *json_build(const rep *r, const rtask *rt)
     set(b, "spill_bytes", bi ? json_integer(bi->spill_bytes) : json_null());
     set(b, "warnings", bi ? jstr_or_null(bi->warnings) : json_null());
     set(b, "torch_extension",
-        bi && bi->torch_extension && *bi->torch_extension ? kf_json_str(bi->torch_extension)
+        bi && bi->torch_extension && *bi->torch_extension ? jtext(bi->torch_extension)
                                                           : json_null());
     return b;
 }
@@ -639,7 +641,7 @@ static json_t *json_failure(const rep *r, const rtask *rt)
 {
     json_t *f = json_task_common(rt), *params = json_object();
     set(f, "kind", jword(rt->kind->name));
-    set(f, "kernel", kf_json_str(kf_rep_kernel_name(r, rt->task->kernel_index)));
+    set(f, "kernel", jtext(kf_rep_kernel_name(r, rt->task->kernel_index)));
     for (size_t i = 0; i < rt->task->n_params; i++)
         set(params, kf_rep_nz(rt->task->params[i]->name), json_integer(rt->task->params[i]->value));
     set(f, "params", params);
