@@ -122,32 +122,35 @@ t1=$(date +%s.%N)
 
 python3 - "$OUT/reports" "$t0" "$t1" <<'PY' | tee "$OUT/summary.txt"
 import glob, json, os, sys
-rows, verdicts = [], {}
-for p in sorted(glob.glob(os.path.join(sys.argv[1], "*.json")),
-                key=lambda p: int(os.path.basename(p)[3:].split("_")[0])):
-    for r in json.load(open(p))["rows"]:
+verdicts = {}
+# Each report read once (a level's reports hold every sample: megabytes).
+reps = [(os.path.basename(p)[3:-5], json.load(open(p)))
+        for p in sorted(glob.glob(os.path.join(sys.argv[1], "*.json")),
+                        key=lambda p: int(os.path.basename(p)[3:].split("_")[0]))]
+for name, d in reps:
+    for r in d["rows"]:
         v, pr = r.get("validation") or {}, r.get("profile") or {}
         state = v.get("state") or "none"
         verdicts[state] = verdicts.get(state, 0) + 1
         med = pr.get("median_s")
         print("%-60s validate %-9s profile %-9s %10s  %s" % (
-            os.path.basename(p)[3:-5], state, pr.get("state") or "-",
+            name, state, pr.get("state") or "-",
             "%.1f us" % (med * 1e6) if med else "-", (v.get("error") or pr.get("error") or "")[:100]))
-    for f in json.load(open(p)).get("failures") or []:
+    for f in d.get("failures") or []:
         print("    failure: %s" % json.dumps(f)[:300])
 # Where the GPU slot's time went (issue 45): per problem its GPU task
 # time (the sweep's gpu_busy_s) and tasks' elapsed, then the slot time's
 # phases summed over the level.
 ph, busy, outside, idle, per = {}, 0.0, 0.0, 0.0, []
-for p in glob.glob(os.path.join(sys.argv[1], "*.json")):
-    s = json.load(open(p)).get("schedule") or {}
+for name, d in reps:
+    s = d.get("schedule") or {}
     st = s.get("slot_time") or {}
     for k, v in (st.get("phases_s") or {}).items():
         ph[k] = ph.get(k, 0) + v
     busy += s.get("gpu_busy_s") or 0
     outside += st.get("outside_runners_s") or 0
     idle += st.get("idle_s") or 0
-    per.append((s.get("gpu_busy_s") or 0, os.path.basename(p)[3:-5]))
+    per.append((s.get("gpu_busy_s") or 0, name))
 done = [b for b, _ in per if b > 0]
 print("GPU task time: %.1f s over %d problems (%.1f s a problem; median %.1f s)" % (
     busy, len(done), busy / max(len(done), 1), sorted(done)[len(done) // 2] if done else 0))

@@ -183,6 +183,14 @@ static int gpumode_task(kf_sweep_ctx *c, const yaml_node_t *at, kf_sweep_kernel 
     return kf_sweep_charge(c, at, ncases * sizeof(int64_t));
 }
 
+void kf_sweep_candidate_of(kf_sweep_kernel *k, const kf_sweep_kernel *problem)
+{
+    k->candidate = 1;
+    k->format = problem->format;
+    if (k->python && (k->format != KF_FORMAT_KFLEET || !k->device_said))
+        k->cuda = problem->cuda; /* a candidate runs on its problem's state */
+}
+
 int kf_sweep_problem_format(kf_sweep_ctx *c, const yaml_node_t *pn, kf_sweep_kernel *k, int own,
                             int *axes_set)
 {

@@ -124,6 +124,11 @@ int kf_sweep_problem_format(kf_sweep_ctx *c, const yaml_node_t *pn, kf_sweep_ker
  * `format` (run(s), class ModelNew or Model, custom_kernel); *says is
  * what a candidate of that format defines, for a message. */
 int kf_sweep_candidate_entry(int format, const char *text, size_t len, const char **says);
+/* k, a candidate of `problem` (under problem: or a level's problems:):
+ * marked one, of the problem's format, and a Python one on the problem's
+ * device where its file is of KernelBench's or GPU MODE's format (such
+ * files say none) or it says none itself. */
+void kf_sweep_candidate_of(kf_sweep_kernel *k, const kf_sweep_kernel *problem);
 /* "kfleet", "kernelbench", "gpumode". */
 const char *kf_sweep_format_name(int format);
 

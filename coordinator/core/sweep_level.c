@@ -227,13 +227,7 @@ static int add_candidate(kf_sweep_ctx *c, const yaml_node_t *it, kf_sweep_spec *
     int rc = kf_sweep_kernel_at(c, it, path, name, k);
     if (rc)
         return rc;
-    k->candidate = 1;
-    /* As under problem: (sweep_problem.c): a KernelBench or GPU MODE
-     * problem's Python candidates are files of its format, on its device. */
-    if ((k->format = part->problem->format) != KF_FORMAT_KFLEET && k->python)
-        k->cuda = part->problem->cuda;
-    else if (k->python && !k->device_said)
-        k->cuda = part->problem->cuda; /* a candidate runs on its problem's state */
+    kf_sweep_candidate_of(k, part->problem);
     for (size_t f = 0; f < entry->nflags; f++) {
         k->flags = kf_xrealloc(k->flags, (k->nflags + 1) * sizeof *k->flags);
         k->flags[k->nflags++] = kf_xstrdup(entry->flags[f]);
@@ -456,7 +450,8 @@ static int parse_part(kf_sweep_ctx *c, const yaml_node_t *ln, const yaml_node_t 
 int kf_sweep_parse_level(kf_sweep_ctx *c, const yaml_node_t *root, const kf_sweep_axis *top,
                          size_t ntop, kf_sweep_spec *s)
 {
-    static const char *const keys[] = {"path", "params", "seeds", "renew", "format", "device", NULL};
+    static const char *const keys[] = {"path",   "params", "seeds", "renew",
+                                       "format", "device", NULL};
     const yaml_node_t *ln = kf_yaml_map_get(&c->y, root, "problems");
     const yaml_node_t *cn = kf_yaml_map_get(&c->y, root, "candidates");
     const yaml_node_t *paths = ln, *v;

@@ -332,11 +332,7 @@ int kf_sweep_parse_problem(kf_sweep_ctx *c, const yaml_node_t *root, const kf_sw
         const yaml_node_t *it = kf_yaml_seq_item(&c->y, cn, i);
         if ((rc = kf_sweep_parse_kernel(c, it, NULL, k, &own)))
             return rc;
-        k->candidate = 1;
-        if ((k->format = s->problem->format) != KF_FORMAT_KFLEET && k->python)
-            k->cuda = s->problem->cuda; /* such files say no device: the problem's */
-        else if (k->python && !k->device_said)
-            k->cuda = s->problem->cuda; /* a candidate runs on its problem's state */
+        kf_sweep_candidate_of(k, s->problem);
         if (own)
             return kf_yaml_fail(&c->y, it,
                                 "candidate '%s' has params: of its own; a candidate runs the "
