@@ -127,6 +127,95 @@ forked=$(grep -o 'warm.retire .* tasks=[0-9]*' "$AL" | sed 's/.*tasks=//')
   fail "the warm runner forked ${forked:-0} runners for $ran candidate tasks and 2 references: $(grep 'warm\.' "$AL")"
 pass "one warm runner on an agent for a level's two problems, their references forked from it too"
 
+# Adversarial: a candidate of each problem poisons, at import, the numpy
+# functions the other problem's candidates call (relu's: np.add and
+# np.multiply, which scale's use; scale's: np.maximum, which relu's use),
+# betting that whichever problem comes second, its candidates, forked from
+# the same warm runner, inherit it. Each runner is a copy of the warm
+# runner's memory that no candidate touched: every row passes. (In one
+# process the poison works: checked first, so the test can fail.)
+mkdir -p "$T/lvl2/problems" "$T/lvl2/base" "$T/lvl2/cands/relu" "$T/lvl2/cands/scale"
+cp "$L/problems/relu.py" "$T/lvl2/problems/"
+cp -r "$L/problems/scale" "$T/lvl2/problems/"
+cp "$L/base/relu.py" "$L/base/scale.py" "$T/lvl2/base/"
+cp "$L/cands/scale/add.py" "$T/lvl2/cands/scale/"
+cat >"$T/lvl2/cands/relu/poison.py" <<'PY'
+"""relu, right, after poisoning what a later problem's candidates use."""
+import sys
+
+import numpy as np
+
+
+def _zeros(a, *args, out=None, **kw):
+    if out is not None:
+        out[...] = 0
+        return out
+    return np.zeros_like(a)
+
+
+np.add = _zeros
+np.multiply = _zeros
+sys.modules["numpy"].add = _zeros
+
+
+def run(s):
+    np.maximum(s["x"], 0, out=s["out"])
+PY
+cat >"$T/lvl2/cands/scale/poison.py" <<'PY'
+"""scale, right (by operators), after poisoning np.maximum for relu's."""
+import numpy as np
+
+
+def _zeros(a, *args, out=None, **kw):
+    if out is not None:
+        out[...] = 0
+        return out
+    return np.zeros_like(a)
+
+
+np.maximum = _zeros
+
+
+def run(s):
+    s["out"][:] = s["x"] + s["x"]
+PY
+(cd "$T/lvl2" && /usr/bin/python3 -c '
+import importlib.util, sys, numpy as np
+for f, fn in (("cands/relu/poison.py", "multiply"), ("cands/scale/poison.py", "maximum")):
+    spec = importlib.util.spec_from_file_location("p", f)
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    x = np.ones(4, np.float32)
+    o = np.empty_like(x)
+    getattr(np, fn)(x, 2, out=o)
+    assert (o == 0).all(), (f, fn, o)
+print("the poisons work in their own process")') || fail "the poisons do not poison"
+cat >"$T/lvl2/level.yaml" <<YAML
+name: lvl2
+problems: {path: [problems/relu.py, problems/scale], params: {n: [256]}, seeds: 2}
+candidates:
+  - {name: base, path: "base/{name}.py"}
+  - "cands/{name}/*.py"
+baseline: base
+tasks: [build, validate, profile]
+measure: {min_samples: 5, min_time: 10ms, max_noise: 50, precision: 50, timeout: 1s}
+YAML
+rm -rf "$KFLEET_HOME"
+KF_WARM_IMPORTS=numpy "$KFLEET" run "$T/lvl2/level.yaml" --agents 1 >"$T/poison.out" 2>"$T/poison.log" ||
+  fail "a level with a candidate poisoning numpy failed: $(tail -8 "$T/poison.out" "$T/poison.log")"
+[ "$(grep -c 'warm.start ' "$KFLEET_HOME/run/agent-0.log")" -eq 1 ] ||
+  fail "want one warm runner for both problems: $(grep 'warm\.' "$KFLEET_HOME/run/agent-0.log")"
+for id in 1 2; do
+  "$KFLEET" report $id --format json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for w in d["rows"]:
+    assert w["validation"]["state"] == "succeeded" and w["profile"]["state"] == "succeeded", (d["sweep"]["name"], w["kernel"], w["validation"].get("error"))
+assert "poison" in {w["kernel"] for w in d["rows"]}, d["rows"]
+print("ok - %s: %s passed" % (d["sweep"]["name"], ", ".join(sorted({w["kernel"] for w in d["rows"]}))))' ||
+    fail "sweep $id: a candidate was judged on a poisoned numpy"
+done
+pass "candidates poisoning numpy for the other problem leave it right: each runner a fresh copy of the shared warm runner"
+
 # 4. A problem sweep's runner messages speak of the candidate and the
 #    problem: a candidate that replaces the output buffer is told so.
 cat >"$T/replace.py" <<'PY'
