@@ -109,6 +109,15 @@ static int spot(hctx *h, const void *state, const uint64_t *at, const double *va
     return 0;
 }
 
+/* hctx.out_buffer: the checker's buffer, which kf_checker_check sees the
+ * output is already in. NULL when it cannot be made: the output is then
+ * fetched to the runner's own buffer and the check says why it fails. */
+static void *out_buffer(hctx *h, size_t bytes)
+{
+    kf_err err;
+    return kf_checker_buffer(h->checker, bytes, &err);
+}
+
 static void c_teardown(void *state)
 {
     cstate *cs = state;
@@ -270,6 +279,7 @@ static int start_checker(hctx *h)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "candidate %s: %s", sp->kernel, err.msg);
     h->judge = judge;
     h->spot = spot;
+    h->out_buffer = out_buffer;
     return 0;
 }
 

@@ -78,6 +78,12 @@ kf_checker *kf_checker_connect(int fd, kf_err *err);
 int kf_checker_check(kf_checker *c, uint32_t ref_index, const void *out, kf_dtype dtype,
                      size_t count, int *passed, kf_err *err);
 
+/* The shared buffer with room for `bytes` (made and sent to the checker
+ * when the last one is smaller): an output put there is not copied again
+ * by kf_checker_check. Valid until the next call that needs more room or
+ * kf_checker_finish. NULL with err. */
+void *kf_checker_buffer(kf_checker *c, size_t bytes, kf_err *err);
+
 /* The guard's spot check: n <= KF_CHECKER_SPOT_MAX output values (as
  * doubles) at element positions `at` against reference ref_index, under
  * the spot bounds (every value finite and within the absolute and close

@@ -89,12 +89,11 @@ unsigned kf_par_parts(size_t n, unsigned threads)
     return nt > KF_PAR_MAX ? KF_PAR_MAX : nt;
 }
 
-void kf_par_ranges(size_t n, unsigned threads, kf_range_fn fn, void *ctx)
+static void par_run(size_t n, unsigned nt, kf_range_fn fn, void *ctx)
 {
     range_job jobs[KF_PAR_MAX];
     pthread_t tid[KF_PAR_MAX];
     int started[KF_PAR_MAX] = {0};
-    unsigned nt = kf_par_parts(n, threads);
     for (unsigned t = 0; t < nt; t++) {
         jobs[t] = (range_job){fn, ctx, t, n * t / nt, n * (t + 1) / nt};
         started[t] = t > 0 && pthread_create(&tid[t], NULL, range_main, &jobs[t]) == 0;
@@ -106,6 +105,17 @@ void kf_par_ranges(size_t n, unsigned threads, kf_range_fn fn, void *ctx)
         else
             range_main(&jobs[t]);
     }
+}
+
+void kf_par_ranges(size_t n, unsigned threads, kf_range_fn fn, void *ctx)
+{
+    par_run(n, kf_par_parts(n, threads), fn, ctx);
+}
+
+void kf_par_items(size_t n, unsigned threads, kf_range_fn fn, void *ctx)
+{
+    size_t nt = n < threads ? n : threads;
+    par_run(n, nt < 1 ? 1 : nt > KF_PAR_MAX ? KF_PAR_MAX : (unsigned)nt, fn, ctx);
 }
 
 unsigned kf_cpus(void)

@@ -61,6 +61,9 @@ typedef void (*kf_range_fn)(void *ctx, unsigned part, size_t lo, size_t hi);
 #define KF_PAR_MAX 8
 unsigned kf_par_parts(size_t n, unsigned threads);
 void kf_par_ranges(size_t n, unsigned threads, kf_range_fn fn, void *ctx);
+/* The same over n items each worth a thread of its own however few there
+ * are (a reference file's hash chunks): min(n, threads, 8) parts. */
+void kf_par_items(size_t n, unsigned threads, kf_range_fn fn, void *ctx);
 
 /* The node's online CPUs. */
 unsigned kf_cpus(void);

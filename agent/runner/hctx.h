@@ -112,6 +112,10 @@ typedef struct hctx {
      * 0, or -1 with the task failed. */
     int (*spot)(struct hctx *h, const void *state, const uint64_t *at, const double *values,
                 size_t n, int *passed);
+    /* Where a device output of `bytes` is fetched to: the checker's shared
+     * buffer (candidate.c), so that a gigabyte output is not copied a
+     * second time to reach it; NULL (or its NULL): h->host_out. */
+    void *(*out_buffer)(struct hctx *h, size_t bytes);
     /* A candidate's fresh inputs (issue 43 item 3, candidate.c): new
      * contents for a state's inputs from the problem's setup() alone, from
      * an unpredictable seed (pool < 0: no reference judges the state) or

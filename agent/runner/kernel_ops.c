@@ -261,7 +261,9 @@ int hctx_fetch_output(hctx *h, const loaded *L, void *state, const kf_view *v, v
     if (!h->cu)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "a device output from a host kernel");
     size_t n = v->count * hctx_dtype_size(v->dtype);
-    *host = hctx_host_buffer(&h->host_out, &h->host_out_cap, n);
+    *host = h->out_buffer ? h->out_buffer(h, n) : NULL;
+    if (!*host)
+        *host = hctx_host_buffer(&h->host_out, &h->host_out_cap, n);
     if (!*host)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory for %zu output bytes", n);
     *owned = 0;

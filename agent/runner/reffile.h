@@ -6,7 +6,7 @@
  * frame, so a reference is as large as the node's disk allows.
  *
  * Layout: 24 bytes of header, then the values, little-endian:
- *   "KFREF\0\1\0"  magic and version
+ *   "KFREF\0\2\0"  magic and version
  *   u32 dtype      KF_DTYPE_F64; KF_DTYPE_F32 for an output narrower than
  *                  f64 whose reference would pass KF_REFFILE_F64_MAX in
  *                  doubles (rounded to nearest: its error, 6e-8 relative,
@@ -15,7 +15,10 @@
  *                  393216 softmax's 38.6 GB of references)
  *   u32 0
  *   u64 count      elements
- * The digest is BLAKE2b-256 of the whole file, in hex. */
+ * The digest, in hex: BLAKE2b-256 of the header followed by the BLAKE2b-256
+ * of each 32 MiB of the values in turn (the last piece shorter), so that
+ * the pieces are hashed on every core. Version 1 hashed the file whole: a
+ * file of it is refused (not a reference) and computed anew. */
 #ifndef KF_REFFILE_H
 #define KF_REFFILE_H
 

@@ -19,6 +19,7 @@
 #include "runner/sandbox.h"
 
 #include <fcntl.h>
+#include <sodium.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,6 +217,80 @@ static void test_damaged_reference(void **state)
     assert_null(strstr(text, "done checks"));
 }
 
+/* The digest as reffile.h defines it, recomputed here from the file's
+ * bytes: BLAKE2b-256 of the header and of each 32 MiB piece's BLAKE2b-256. */
+static void expected_digest(const char *path, char hex[KF_REFFILE_DIGEST_HEX])
+{
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    assert_int_equal(fseek(fp, 0, SEEK_END), 0);
+    size_t len = (size_t)ftell(fp);
+    rewind(fp);
+    unsigned char *f = malloc(len);
+    assert_non_null(f);
+    assert_int_equal(fread(f, 1, len, fp), len);
+    fclose(fp);
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, NULL, 0, 32);
+    crypto_generichash_update(&st, f, KF_REFFILE_HEADER);
+    const size_t piece = (size_t)32 << 20;
+    for (size_t off = KF_REFFILE_HEADER; off < len; off += piece) {
+        unsigned char d[32];
+        size_t n = len - off < piece ? len - off : piece;
+        crypto_generichash(d, sizeof d, f + off, n, NULL, 0);
+        crypto_generichash_update(&st, d, sizeof d);
+    }
+    unsigned char d[32];
+    crypto_generichash_final(&st, d, sizeof d);
+    sodium_bin2hex(hex, KF_REFFILE_DIGEST_HEX, d, sizeof d);
+    free(f);
+}
+
+/* A reference of several hashed pieces (f64 as it is, and f32 converted
+ * piece by piece on several threads): its digest is the format's, its
+ * values are the reference's, a byte changed in its last piece is found,
+ * and a file of version 1 (hashed whole) is not taken for one. */
+static void test_reference_pieces(void **state)
+{
+    (void)state;
+    const size_t n = (size_t)9 << 20; /* f64: 72 MiB, 3 pieces; f32: 36 MiB, 2 */
+    double *ref = malloc(n * sizeof *ref);
+    assert_non_null(ref);
+    for (size_t i = 0; i < n; i++)
+        ref[i] = 0.5 + (double)(i % 1000) / 7.0 + (double)i * 1e-7;
+    kf_dtype dts[2] = {KF_DTYPE_F64, KF_DTYPE_F32};
+    for (int k = 0; k < 2; k++) {
+        char path[256], digest[KF_REFFILE_DIGEST_HEX], want[KF_REFFILE_DIGEST_HEX];
+        kf_err err;
+        snprintf(path, sizeof path, "%s/pieces%d", dir, k);
+        unlink(path);
+        assert_int_equal(kf_reffile_write(path, ref, n, dts[k], digest, &err), KF_OK);
+        expected_digest(path, want);
+        assert_string_equal(digest, want);
+        int fd = open(path, O_RDWR);
+        assert_true(fd >= 0);
+        kf_reffile r;
+        assert_int_equal(kf_reffile_map(fd, n, digest, 1, &r, &err), KF_OK);
+        assert_int_equal(r.dtype, dts[k]);
+        for (size_t i = 0; i < n; i += 1234567)
+            assert_true(kf_reffile_at(&r, i) == (k == 0 ? ref[i] : (double)(float)ref[i]));
+        assert_true(kf_reffile_at(&r, n - 1) == (k == 0 ? ref[n - 1] : (double)(float)ref[n - 1]));
+        kf_reffile_unmap(&r);
+        unsigned char byte = 0x5a;
+        off_t last = (off_t)(KF_REFFILE_HEADER + n * (k == 0 ? 8 : 4) - 3);
+        assert_int_equal(pwrite(fd, &byte, 1, last), 1);
+        assert_int_equal(kf_reffile_map(fd, n, digest, 1, &r, &err), KF_EINVAL);
+        assert_non_null(strstr(err.msg, "is damaged"));
+        unsigned char v1 = 1;
+        assert_int_equal(pwrite(fd, &v1, 1, 6), 1); /* "KFREF\0\1\0" */
+        assert_int_equal(kf_reffile_map(fd, n, digest, 0, &r, &err), KF_EINVAL);
+        assert_non_null(strstr(err.msg, "no reference header"));
+        close(fd);
+        unlink(path);
+    }
+    free(ref);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -235,6 +310,7 @@ int main(void)
         cmocka_unit_test(test_judged_outside),
         cmocka_unit_test(test_allclose),
         cmocka_unit_test(test_damaged_reference),
+        cmocka_unit_test(test_reference_pieces),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
