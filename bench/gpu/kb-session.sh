@@ -12,6 +12,15 @@
 #   wait SECONDS             until `start`'s levels are done or SECONDS pass;
 #                            then each level's summary, its slowest problems'
 #                            phases and its reports (xz) into $OUT
+#   fg KB_LEVEL_DIR SECONDS  one level in this command, its wait cut at
+#                            SECONDS (then the unfinished rows' reports too)
+#
+# A watchdog beside each level logs the machine's memory and disk every 10 s
+# and ends the level before the machine runs out (used
+# memory over 112 GiB of the H200 machine's 128, or under 4 GB of disk
+# left): a machine that stops answering returns nothing. The log is
+# /tmp/kb-sess/watch.log, copied to $OUT by `wait` and `fg`. KF_REFS_MAX_GB
+# bounds the agent's references (16 GB unless set).
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -42,6 +51,26 @@ for busy, name, refs, ph in sorted(rows, reverse=True)[: int(sys.argv[2])]:
     print("%-40s %6.1f s  slot reference %5.1f  %s" % (
         name, busy, refs, ", ".join("%s %.1f" % kv for kv in top)))
 PY
+}
+
+export KF_REFS_MAX_GB=${KF_REFS_MAX_GB:-16}
+
+# watch PID_TO_END: logs memory, disk and the largest processes; ends the
+# level's process group when the machine is about to run out.
+watch() {
+  while kill -0 "$1" 2>/dev/null; do
+    used=$(awk '/^MemTotal/{t=$2}/^MemAvailable/{a=$2}END{printf "%d", (t-a)/1048576}' /proc/meminfo)
+    shm=$(awk '/^Shmem:/{printf "%d", $2/1048576}' /proc/meminfo)
+    disk=$(df -BG --output=avail /tmp | tail -1 | tr -dc 0-9)
+    echo "$(date -u +%T) used ${used}G shmem ${shm}G disk-left ${disk}G top: $(ps -eo rss=,comm= --sort=-rss | head -3 | awk '{printf "%s %dM; ", $2, $1/1024}')"
+    if [ "$used" -gt 112 ] || [ "$disk" -lt 4 ]; then
+      echo "watchdog: ending the level (used ${used}G, disk left ${disk}G)"
+      kill -- -"$(ps -o pgid= "$1" | tr -d ' ')" 2>/dev/null
+      pkill -f kfleet-agent
+      break
+    fi
+    sleep 10
+  done >>"$S/watch.log" 2>&1
 }
 
 case ${1:-} in
@@ -75,7 +104,21 @@ start)
       OUT=$o bash "$0/kernelbench-level.sh" "$level" >"$o.log" 2>&1
       echo done >"$o.done"
     done <"$1/levels"' "$HERE" "$S" </dev/null >/dev/null 2>&1 &
+  (setsid bash -c "$(declare -f watch); S=$S watch $!" </dev/null >/dev/null 2>&1 &)
   echo "started $n levels: $(cut -d" " -f2 "$S/levels" | tr "\n" " ")"
+  ;;
+fg)
+  o=$S/fg
+  WAIT_LIMIT=${3:?seconds} OUT=$o setsid bash "$HERE/kernelbench-level.sh" "$2" >"$o.log" 2>&1 &
+  lv=$!
+  watch "$lv" &
+  wait "$lv"
+  tail -8 "$o.log"
+  slowest "$o/reports" 12
+  cp "$o/summary.txt" "$RES/summary-fg.txt"
+  tar -C "$o" -cJf "$RES/reports-fg.tar.xz" reports 2>/dev/null
+  cp "$S/watch.log" "$RES/"
+  tail -3 "$S/watch.log"
   ;;
 wait)
   end=$(($(date +%s) + ${2:?seconds}))
@@ -97,9 +140,10 @@ wait)
     elif [ -d "$o/home" ]; then
       # How far it got: the finished sweeps of `kfleet status`.
       KFLEET_HOME=$o/home "$ROOT/bundle/kfleet" status 2>/dev/null | tail -12
-      grep -c "task .* finished\|result" "$o/agent.log" 2>/dev/null | sed 's/^/agent log result lines: /'
     fi
   done <"$S/levels"
+  cp "$S/watch.log" "$RES/"
+  tail -4 "$S/watch.log"
   ;;
 *)
   sed -n '2,16p' "$0"
