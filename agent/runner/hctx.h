@@ -168,6 +168,10 @@ typedef struct loaded {
      * kf_tolerances; a Python kernel's atol, rtol and tolerances()), NULL
      * when its tol_abs and tol_rel are all. */
     kf_tolerances_fn tolfn;
+    /* A Python kernel's reference written straight in f32 (kf_pyk_reference_f32)
+     * for a reference the file keeps in f32 (reffile.h): half the memory of
+     * doubles, no widening and narrowing back; NULL for a C kernel. */
+    int (*reference_f32)(void *state, float *ref, char *err, size_t errlen);
 } loaded;
 
 /* kernel_ops.c */

@@ -167,6 +167,7 @@ int hctx_load_kernel(hctx *h, loaded *L)
             return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", perr);
         if (kf_pyk_per_config()) /* atol, rtol, tolerances(): the glue's */
             L->tolfn = kf_pyk_tolerances;
+        L->reference_f32 = kf_pyk_reference_f32;
     } else {
         L->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
         if (!L->dl)

@@ -313,60 +313,52 @@ def inputs(h):
     return "\n".join(lines)
 
 
-def reference(h, ptr, count):
+def reference(h, ptr, count, width=8):
+    """State h's reference at ptr: count f64 (width 8) or f32 (4) values."""
     if _cand is not None:
         return ("Ereference() is not called in a candidate's process: the checker judges it "
                 "against the stored reference")
     try:
         r = _mod.reference(_states[h])
-        mod = type(r).__module__ or ""
-        if mod.startswith("torch"):
-            return _reference_torch(h, r, ptr, count)
-        if hasattr(r, "__cuda_array_interface__") and hasattr(r, "get"):
-            r = r.get()  # CuPy to the host
-        import numpy
+        torch_ref = (type(r).__module__ or "").startswith("torch")
+        if not torch_ref:
+            if hasattr(r, "__cuda_array_interface__") and hasattr(r, "get"):
+                r = r.get()  # CuPy to the host
+            import numpy
 
-        keep = numpy.ascontiguousarray(numpy.asarray(r, dtype=numpy.float64))
-        shape, addr, n = keep.shape, keep.ctypes.data, keep.size
-    except BaseException:
-        return _fail("reference()")
-    want = _shapes.get(h)
-    if want is not None and tuple(shape) != tuple(want):
-        return ("Ereference() has shape %s but output() has shape %s; they are compared "
-                "element by element" % (tuple(shape), tuple(want)))
-    if n != count:
-        return "Ereference() has %d elements, output() %d" % (n, count)
-    ctypes.memmove(ptr, addr, n * 8)
-    del keep
-    return ""
-
-
-# Elements of a torch reference converted and copied at a time: a device
-# reference of gigabytes is widened to f64 a piece at a time, never whole on
-# the device or the host.
-_REF_PIECE = 1 << 26
-
-
-def _reference_torch(h, r, ptr, count):
-    """A torch reference written straight into the harness's f64 buffer, in
-    pieces: no host copy of it in f64 beside the buffer, no second copy."""
-    try:
-        import torch
-
-        shape, n = tuple(r.shape), r.numel()
+            r = numpy.ascontiguousarray(
+                numpy.asarray(r, dtype=numpy.float64 if width == 8 else numpy.float32))
+        shape, n = tuple(r.shape), r.numel() if torch_ref else r.size
         want = _shapes.get(h)
         if want is not None and shape != tuple(want):
             return ("Ereference() has shape %s but output() has shape %s; they are compared "
                     "element by element" % (shape, tuple(want)))
         if n != count:
             return "Ereference() has %d elements, output() %d" % (n, count)
-        flat = r.detach().reshape(-1)
-        dst = torch.frombuffer((ctypes.c_double * n).from_address(ptr), dtype=torch.float64)
-        for at in range(0, n, _REF_PIECE):
-            dst[at:at + _REF_PIECE].copy_(flat[at:at + _REF_PIECE])
+        if torch_ref:
+            _copy_torch(r, ptr, n, width)
+        else:
+            ctypes.memmove(ptr, r.ctypes.data, n * width)
     except BaseException:
         return _fail("reference()")
     return ""
+
+
+# Elements of a torch reference converted and copied at a time: one of
+# gigabytes is never converted whole on the device or the host.
+_REF_PIECE = 1 << 26
+
+
+def _copy_torch(r, ptr, n, width):
+    """A torch reference (on its device) into the harness's buffer, in
+    pieces: no host copy of it beside the buffer, no second copy."""
+    import torch
+
+    flat = r.detach().reshape(-1)
+    ct, dt = (ctypes.c_double, torch.float64) if width == 8 else (ctypes.c_float, torch.float32)
+    dst = torch.frombuffer((ct * n).from_address(ptr), dtype=dt)
+    for at in range(0, n, _REF_PIECE):
+        dst[at:at + _REF_PIECE].copy_(flat[at:at + _REF_PIECE])
 
 
 def _tol_line(t):

@@ -148,7 +148,8 @@ static int py_output(void *state, kf_view *out)
     return rc;
 }
 
-static int py_reference(void *state, double *ref, char *err, size_t errlen)
+/* reference() into ref, `width` bytes an element (8: f64, 4: f32). */
+static int reference_as(void *state, void *ref, long width, char *err, size_t errlen)
 {
     pyhost *p = the_host;
     /* The element count is the output's: the harness sized ref by it. */
@@ -160,14 +161,24 @@ static int py_reference(void *state, double *ref, char *err, size_t errlen)
     pyobj *obj;
     const char *s =
         text_of(p,
-                p->call(p->fn_reference, "lKK", (long)(intptr_t)state,
-                        (unsigned long long)(uintptr_t)ref, (unsigned long long)v.count),
+                p->call(p->fn_reference, "lKKl", (long)(intptr_t)state,
+                        (unsigned long long)(uintptr_t)ref, (unsigned long long)v.count, width),
                 &obj, err, errlen);
     int rc = s && s[0] == '\0' ? 0 : -1;
     if (s && s[0] == 'E')
         copy_error(s + 1, err, errlen);
     p->decref(obj);
     return rc;
+}
+
+static int py_reference(void *state, double *ref, char *err, size_t errlen)
+{
+    return reference_as(state, ref, 8, err, errlen);
+}
+
+int kf_pyk_reference_f32(void *state, float *ref, char *err, size_t errlen)
+{
+    return reference_as(state, ref, 4, err, errlen);
 }
 
 static double py_measure(const char *fn, const kf_params *params)
@@ -432,8 +443,8 @@ int kf_pyk_refresh(void *state, uint64_t seed, uint64_t seed2, int pool, int *us
         return -1;
     }
     char arg[96], out[16] = "";
-    snprintf(arg, sizeof arg, "%ld %llu %llu %d", (long)(intptr_t)state,
-             (unsigned long long)seed, (unsigned long long)seed2, pool ? 1 : 0);
+    snprintf(arg, sizeof arg, "%ld %llu %llu %d", (long)(intptr_t)state, (unsigned long long)seed,
+             (unsigned long long)seed2, pool ? 1 : 0);
     int rc = glue_call(the_host, "refresh", arg, out, sizeof out, err, errlen);
     if (rc == 0)
         *used = out[0] == '2' ? 2 : out[0] == '1';

@@ -66,6 +66,10 @@ void kf_pyk_after_fork_child(void);
  * tol_rel, atol and rtol, changed for this configuration and dtype by its
  * tolerances(params, dtype) where it defines one (pyglue.py). */
 int kf_pyk_tolerances(const kf_params *params, kf_dtype out, kf_tol *t, char *err, size_t errlen);
+/* The loaded kernel's reference() for a state, written as f32 into ref (the
+ * output's element count): for a reference kept in f32 (reffile.h). 0, or
+ * -1 with err. */
+int kf_pyk_reference_f32(void *state, float *ref, char *err, size_t errlen);
 /* Whether the loaded kernel states any (atol, rtol or tolerances()): else
  * its tol_abs and tol_rel are all. */
 int kf_pyk_per_config(void);

@@ -112,12 +112,10 @@ static int hash_values(hashjob *j, const unsigned char h[KF_REFFILE_HEADER],
     return failed;
 }
 
-int kf_reffile_write(const char *path, const double *ref, size_t n, kf_dtype dtype,
-                     char digest[KF_REFFILE_DIGEST_HEX], kf_err *err)
+/* A new file at path with the header and the job's values, and its digest. */
+static int write_file(const char *path, kf_dtype dtype, size_t n, hashjob *j,
+                      char digest[KF_REFFILE_DIGEST_HEX], kf_err *err)
 {
-    if (dtype != KF_DTYPE_F64 && dtype != KF_DTYPE_F32)
-        return kf_err_set(err, KF_EINVAL, "a reference is kept as f64 or f32, not dtype %d",
-                          (int)dtype);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return kf_err_set(err, KF_EIO, "cannot create the reference file %s: %s", path,
@@ -125,12 +123,9 @@ int kf_reffile_write(const char *path, const double *ref, size_t n, kf_dtype dty
     unsigned char h[KF_REFFILE_HEADER];
     header(h, dtype, n);
     int saved = kf_write_all(fd, h, sizeof h) == 0 ? 0 : errno ? errno : EIO;
-    hashjob j = {.bytes = dtype == KF_DTYPE_F64 ? (const unsigned char *)ref : NULL,
-                 .f64 = ref,
-                 .size = n * (dtype == KF_DTYPE_F64 ? sizeof(double) : sizeof(float)),
-                 .fd = fd};
+    j->fd = fd;
     if (saved == 0)
-        saved = hash_values(&j, h, digest);
+        saved = hash_values(j, h, digest);
     if (close(fd) != 0 && saved == 0)
         saved = errno;
     if (saved != 0) {
@@ -141,6 +136,25 @@ int kf_reffile_write(const char *path, const double *ref, size_t n, kf_dtype dty
                           path, n, strerror(saved));
     }
     return KF_OK;
+}
+
+int kf_reffile_write(const char *path, const double *ref, size_t n, kf_dtype dtype,
+                     char digest[KF_REFFILE_DIGEST_HEX], kf_err *err)
+{
+    if (dtype != KF_DTYPE_F64 && dtype != KF_DTYPE_F32)
+        return kf_err_set(err, KF_EINVAL, "a reference is kept as f64 or f32, not dtype %d",
+                          (int)dtype);
+    hashjob j = {.bytes = dtype == KF_DTYPE_F64 ? (const unsigned char *)ref : NULL,
+                 .f64 = ref,
+                 .size = n * (dtype == KF_DTYPE_F64 ? sizeof(double) : sizeof(float))};
+    return write_file(path, dtype, n, &j, digest, err);
+}
+
+int kf_reffile_write_f32(const char *path, const float *ref, size_t n,
+                         char digest[KF_REFFILE_DIGEST_HEX], kf_err *err)
+{
+    hashjob j = {.bytes = (const unsigned char *)ref, .size = n * sizeof(float)};
+    return write_file(path, KF_DTYPE_F32, n, &j, digest, err);
 }
 
 int kf_reffile_map(int fd, uint64_t count, const char *digest, int verify, kf_reffile *out,

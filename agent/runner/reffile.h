@@ -48,6 +48,11 @@ kf_dtype kf_reffile_dtype(kf_dtype out, size_t count);
  * removed), KF_EINVAL for another dtype. */
 int kf_reffile_write(const char *path, const double *ref, size_t n, kf_dtype dtype,
                      char digest[KF_REFFILE_DIGEST_HEX], kf_err *err);
+/* The same for values already in f32 (a reference computed so, for a file
+ * kept in f32): the file and digest kf_reffile_write makes of the same
+ * values widened to doubles. */
+int kf_reffile_write_f32(const char *path, const float *ref, size_t n,
+                         char digest[KF_REFFILE_DIGEST_HEX], kf_err *err);
 
 typedef struct kf_reffile {
     void *map;

@@ -247,7 +247,8 @@ static void expected_digest(const char *path, char hex[KF_REFFILE_DIGEST_HEX])
 }
 
 /* A reference of several hashed pieces (f64 as it is, and f32 converted
- * piece by piece on several threads): its digest is the format's, its
+ * piece by piece on several threads, or written from f32 values, the same
+ * file): its digest is the format's, its
  * values are the reference's, a byte changed in its last piece is found,
  * and a file of version 1 (hashed whole) is not taken for one. */
 static void test_reference_pieces(void **state)
@@ -267,6 +268,19 @@ static void test_reference_pieces(void **state)
         assert_int_equal(kf_reffile_write(path, ref, n, dts[k], digest, &err), KF_OK);
         expected_digest(path, want);
         assert_string_equal(digest, want);
+        if (dts[k] == KF_DTYPE_F32) { /* values computed in f32: the same file */
+            float *f = malloc(n * sizeof *f);
+            assert_non_null(f);
+            for (size_t i = 0; i < n; i++)
+                f[i] = (float)ref[i];
+            char p32[300], d32[KF_REFFILE_DIGEST_HEX];
+            snprintf(p32, sizeof p32, "%s.f32", path);
+            unlink(p32);
+            assert_int_equal(kf_reffile_write_f32(p32, f, n, d32, &err), KF_OK);
+            assert_string_equal(d32, digest);
+            unlink(p32);
+            free(f);
+        }
         int fd = open(path, O_RDWR);
         assert_true(fd >= 0);
         kf_reffile r;
