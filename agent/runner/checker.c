@@ -296,8 +296,9 @@ static int take_map(server *s, int fd, size_t len)
     if (s->map)
         munmap((void *)s->map, s->map_len);
     s->map = NULL;
-    void *p =
-        fd >= 0 && len ? mmap(NULL, len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0) : MAP_FAILED;
+    /* Not populated: the buffer is the candidate's to size, and a check
+     * reads only an output's bytes of it. */
+    void *p = fd >= 0 && len ? mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
     if (fd >= 0)
         close(fd);
     if (p == MAP_FAILED)

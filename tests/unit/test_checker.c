@@ -217,6 +217,49 @@ static void test_damaged_reference(void **state)
     assert_null(strstr(text, "done checks"));
 }
 
+/* A kB of /proc/PID/status's field (RssShmem: the shared pages it maps). */
+static long status_kb(pid_t pid, const char *field)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, field, strlen(field)) == 0)
+            kb = atol(line + strlen(field) + 1);
+    fclose(f);
+    return kb;
+}
+
+/* The buffer a runner hands the checker is the candidate's to size: a
+ * candidate holding the socket could send one of terabytes, mostly holes.
+ * The checker maps it and touches no more than a check reads (the bytes
+ * of an output of the reference's size), so the buffer costs it nothing
+ * outside the candidate's own memory. */
+static void test_buffer_not_touched(void **state)
+{
+    (void)state;
+    char digests[2][KF_REFFILE_DIGEST_HEX], cfg[512], text[8192];
+    make_refs(digests, KF_DTYPE_F64);
+    config(cfg, sizeof cfg, "tol 1e-5 1e-5 0 0 0", digests, 1);
+    judge j = start(cfg);
+    kf_err err;
+    const size_t big = (size_t)128 << 20;
+    float *buf = kf_checker_buffer(j.c, big, &err);
+    assert_non_null(buf);
+    long before = status_kb(j.pid, "RssShmem:");
+    assert_true(before >= 0);
+    assert_true(before < 16 * 1024); /* not the 128 MiB it was handed */
+    for (size_t i = 0; i < N; i++)
+        buf[i] = (float)(1.0 + (double)i / N);
+    int passed = -1;
+    assert_int_equal(kf_checker_check(j.c, 0, buf, KF_DTYPE_F32, N, &passed, &err), KF_OK);
+    assert_int_equal(passed, 1);
+    assert_true(status_kb(j.pid, "RssShmem:") < 16 * 1024);
+    assert_int_equal(finish(&j, text, sizeof text), 0);
+}
+
 /* The digest as reffile.h defines it, recomputed here from the file's
  * bytes: BLAKE2b-256 of the header and of each 32 MiB piece's BLAKE2b-256. */
 static void expected_digest(const char *path, char hex[KF_REFFILE_DIGEST_HEX])
@@ -321,10 +364,9 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_judged_outside),
-        cmocka_unit_test(test_allclose),
-        cmocka_unit_test(test_damaged_reference),
-        cmocka_unit_test(test_reference_pieces),
+        cmocka_unit_test(test_judged_outside),     cmocka_unit_test(test_allclose),
+        cmocka_unit_test(test_damaged_reference),  cmocka_unit_test(test_reference_pieces),
+        cmocka_unit_test(test_buffer_not_touched),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
