@@ -140,7 +140,7 @@ static int prepare_set(hctx_guard *g, hctx *h, const loaded *L, void *state, siz
         ref = hctx_host_buffer(&h->host_ref, &h->host_ref_cap, n * sizeof(double));
     if (!ref)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "out of memory for the reference");
-    hctx_nan_fill(ref, n);
+    hctx_nan_fill(ref, n * sizeof(double));
     char kerr[HCTX_KERR_LEN] = "";
     uint64_t t0 = kf_mono_ns();
     int rc = L->k->reference(state, ref, kerr, sizeof kerr);

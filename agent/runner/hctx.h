@@ -246,9 +246,10 @@ void hctx_compare(const void *out, kf_dtype dtype, const double *ref, size_t n, 
  * Result.tol_abs, tol_rel, close, atol, rtol set. 0, or -1 with the task
  * failed. */
 int hctx_tolerances(hctx *h, const loaded *L, kf_dtype out);
-/* Sets n doubles to NaN (all bits one), split over threads as the
- * comparison is: a reference is NaN wherever reference() writes nothing. */
-void hctx_nan_fill(double *ref, size_t n);
+/* Sets `bytes` of ref to all bits one (a NaN in every f64 or f32 element),
+ * split over threads as the comparison is: a reference is NaN wherever
+ * reference() writes nothing. */
+void hctx_nan_fill(void *ref, size_t bytes);
 /* Where a check of output v runs: 1 on the GPU (a device output, the
  * kernel defines kf_reference_device, not a candidate's task, and
  * KF_COMPARE is not "host"), 0 on the host, -1 with the task failed

@@ -24,24 +24,13 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-/* A reference buffer filled with NaN (where the reference writes nothing)
- * and then scanned, both on the node's cores: at KernelBench's sizes the
- * buffer is 12.8 GB and one core took seconds for each. */
+/* A reference buffer scanned on the node's cores: at KernelBench's sizes
+ * it is 12.8 GB and one core took seconds. */
 typedef struct scan {
     double *f64; /* the buffer: doubles, or with f64 NULL floats */
     float *f32;
     size_t nonfinite[KF_PAR_MAX], nonzero[KF_PAR_MAX];
 } scan;
-
-static void nan_fill(void *arg, unsigned part, size_t lo, size_t hi)
-{
-    (void)part;
-    scan *sc = arg; /* all bits set: a NaN in f64 and in f32 alike */
-    if (sc->f64)
-        memset(sc->f64 + lo, 0xFF, (hi - lo) * sizeof *sc->f64);
-    else
-        memset(sc->f32 + lo, 0xFF, (hi - lo) * sizeof *sc->f32);
-}
 
 static void count_values(void *arg, unsigned part, size_t lo, size_t hi)
 {
@@ -96,7 +85,8 @@ static int one_seed(hctx *h, const loaded *L, size_t index, uint64_t seed, Kflee
      * the buffer (6.4 GB, not 12.8, for KernelBench's largest outputs) and
      * the same file as its doubles narrowed. */
     int f32 = kept == KF_DTYPE_F32 && L->reference_f32;
-    void *ref = malloc(v.count * (f32 ? sizeof(float) : sizeof(double)));
+    size_t bytes = v.count * (f32 ? sizeof(float) : sizeof(double));
+    void *ref = malloc(bytes);
     if (!ref) {
         L->k->teardown(state);
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
@@ -104,8 +94,7 @@ static int one_seed(hctx *h, const loaded *L, size_t index, uint64_t seed, Kflee
     }
     char kerr[HCTX_KERR_LEN] = "";
     t0 = kf_mono_ns();
-    scan sc = {.f64 = f32 ? NULL : ref, .f32 = f32 ? ref : NULL};
-    kf_par_ranges(v.count, kf_cpus(), nan_fill, &sc);
+    hctx_nan_fill(ref, bytes);
     int rc = f32 ? L->reference_f32(state, ref, kerr, sizeof kerr)
                  : L->k->reference(state, ref, kerr, sizeof kerr);
     hctx_phase_add(h, HCTX_PH_REFERENCE, t0);
@@ -117,6 +106,7 @@ static int one_seed(hctx *h, const loaded *L, size_t index, uint64_t seed, Kflee
     }
     size_t nonfinite = 0, nonzero = 0;
     t0 = kf_mono_ns();
+    scan sc = {.f64 = f32 ? NULL : ref, .f32 = f32 ? ref : NULL};
     kf_par_ranges(v.count, kf_cpus(), count_values, &sc);
     for (unsigned i = 0; i < kf_par_parts(v.count, kf_cpus()); i++) {
         nonfinite += sc.nonfinite[i];

@@ -82,7 +82,7 @@ int hctx_tolerances(hctx *h, const loaded *L, kf_dtype out)
 static void fill_range(void *arg, unsigned part, size_t lo, size_t hi)
 {
     (void)part;
-    memset((double *)arg + lo, 0xFF, (hi - lo) * sizeof(double));
+    memset((unsigned char *)arg + lo, 0xFF, hi - lo);
 }
 
 /* Exchanges the task's output and reference host buffers. */
@@ -96,9 +96,9 @@ static void swap_host_buffers(hctx *h)
     h->host_ref_cap = c;
 }
 
-void hctx_nan_fill(double *ref, size_t n)
+void hctx_nan_fill(void *ref, size_t bytes)
 {
-    kf_par_ranges(n, kf_cpus(), fill_range, ref);
+    kf_par_ranges(bytes, kf_cpus(), fill_range, ref);
 }
 
 int hctx_compare_on_device(hctx *h, const loaded *L, const kf_view *v)
@@ -232,7 +232,7 @@ int hctx_run_and_check(hctx *h, const loaded *L, void *state, const kf_view *v, 
     /* NaN where the reference writes nothing: never the last seed's values
      * left in the reused buffer. */
     if (ref)
-        hctx_nan_fill(ref, v->count);
+        hctx_nan_fill(ref, v->count * sizeof *ref);
     hctx_phase_add(h, HCTX_PH_REFERENCE, t0);
     t0 = kf_mono_ns();
     int rc = ref || known || judged ? hctx_poison(h, v)
