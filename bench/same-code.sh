@@ -12,7 +12,7 @@ export KFLEET_HOME=${HOME_DIR:-/tmp/kf-same-code}
 rm -rf "$KFLEET_HOME"
 N=${1:-4}
 for i in $(seq 1 "$N"); do
-  "$K" run "$ROOT/examples/problems/rmsnorm-cpu/sweep.yaml" >/dev/null 2>&1 || echo "run $i exit $?"
+  "$K" run "$ROOT/examples/problems/rmsnorm-cpu/sweep.yaml" ${RUN_ARGS:-} >/dev/null 2>&1 || echo "run $i exit $?"
 done
 bad=0 tot=0
 for a in $(seq 1 "$N"); do

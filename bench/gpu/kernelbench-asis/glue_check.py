@@ -1,4 +1,4 @@
-"""The runner's adapters (agent/runner/pyglue.py + pyformats.py) on this
+"""The runner's adapters (agent/runner/pyglue.py + pyformats.py + pylayout.py) on this
 GPU, without kfleet around them: KernelBench's 19_ReLU at its own size
 (4096 x 393216) as a problem, its Model, a load_inline ModelNew, a Triton
 ModelNew and zeros as candidates, each judged here with the problem's
@@ -17,7 +17,7 @@ root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 here = os.path.dirname(os.path.abspath(__file__))
 kb = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "tests/data/problems/kernelbench")
 glue = {"__name__": "kfleet_glue"}
-src = "".join(open(os.path.join(root, "agent/runner", f)).read() for f in ("pyglue.py", "pyformats.py"))
+src = "".join(open(os.path.join(root, "agent/runner", f)).read() for f in ("pyglue.py", "pyformats.py", "pylayout.py"))
 exec(compile(src, "<string>", "exec"), glue)
 
 
