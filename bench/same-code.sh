@@ -4,13 +4,26 @@
 # pair compared with `kfleet compare --threshold 20`: the same code should
 # never exit 1. Prints each failing pair's regression lines, the count, and
 # each run's medians (kernel/rows: µs). KF_BIN: kfleet's directory (build/);
-# HOME_DIR: the kfleet home (/tmp/kf-same-code, removed first).
+# HOME_DIR: the kfleet home (/tmp/kf-same-code, removed first); RUN_ARGS:
+# more `kfleet run` arguments (--agents 1). REPEAT=K: K homes of N runs each
+# (HOME_DIR-1 ...), the issue's "submitted twice, ten times out of ten" being
+# REPEAT=10 with N=2; the counts are summed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 K=${KF_BIN:-$ROOT/build}/kfleet
+N=${1:-4}
+if [ -n "${REPEAT:-}" ]; then
+  bad=0 tot=0
+  for r in $(seq 1 "$REPEAT"); do
+    line=$(REPEAT= HOME_DIR=${HOME_DIR:-/tmp/kf-same-code}-$r bash "$0" "$N" | tee /dev/stderr | grep '^exit 1:')
+    set -- $line
+    bad=$((bad + $3)) tot=$((tot + $5))
+  done
+  echo "all homes: exit 1: $bad of $tot"
+  exit 0
+fi
 export KFLEET_HOME=${HOME_DIR:-/tmp/kf-same-code}
 rm -rf "$KFLEET_HOME"
-N=${1:-4}
 for i in $(seq 1 "$N"); do
   "$K" run "$ROOT/examples/problems/rmsnorm-cpu/sweep.yaml" ${RUN_ARGS:-} >/dev/null 2>&1 || echo "run $i exit $?"
 done

@@ -36,6 +36,8 @@ typedef struct cfg {
     /* A row of a `nodes: any` sweep's baseline, which runs on every agent
      * that ran a candidate of its configuration (sched_baseline.c). */
     int baseline_any;
+    /* Where it ran, from its provenance: "" when not known. */
+    const char *hostname, *cpu_model, *gpu_uuid, *driver, *agent_version, *artifact;
 } cfg;
 
 typedef struct side {
@@ -182,6 +184,13 @@ static int load_side(kf_txn *t, uint32_t id, side *s, kf_err *err)
         c->candidate = json_is_object(prob);
         c->problem_hash = s->problem_hash;
         c->baseline_any = any && kf_sweep_is_baseline(baseline, c->kernel);
+        const json_t *pv = json_object_get(r, "provenance");
+        c->hostname = str_of(pv, "hostname");
+        c->cpu_model = str_of(pv, "cpu_model");
+        c->gpu_uuid = str_of(pv, "gpu_uuid");
+        c->driver = str_of(pv, "driver_version");
+        c->agent_version = str_of(pv, "agent_version");
+        c->artifact = str_of(pv, "artifact_hash");
     }
     return KF_OK;
 }
@@ -247,14 +256,15 @@ enum outcome {
     O_BOTH,       /* failing in both */
     O_FIXED,      /* failed in A, passes in B */
     O_FASTER,     /* both pass, B faster beyond the noise */
+    O_MOVED,      /* the same code on the same machine beyond the band: the machine's doing */
     O_SAME,       /* both pass, within the noise (or slower within the threshold) */
     O_NEW,        /* only in B */
     O_PENDING,    /* a task of it has not ended: no verdict yet */
     O_COUNT
 };
 static const char *const outcome_name[O_COUNT] = {
-    "broken", "slower", "impossible", "changed",   "failing in both",
-    "fixed",  "faster", "same",       "only in B", "not ended"};
+    "broken", "slower",           "impossible", "changed",   "failing in both", "fixed",
+    "faster", "same code, moved", "same",       "only in B", "not ended"};
 
 typedef struct pair {
     const cfg *a, *b; /* one may be NULL: only in one sweep */
@@ -271,7 +281,8 @@ typedef struct pair {
 static enum outcome judgement(pair *p, enum outcome o, unsigned flags)
 {
     const cfg *a = p->a, *b = p->b;
-    if (!a || !b || !(o == O_SLOWER || o == O_FIXED || o == O_FASTER || o == O_SAME))
+    if (!a || !b ||
+        !(o == O_SLOWER || o == O_FIXED || o == O_FASTER || o == O_MOVED || o == O_SAME))
         return o;
     if (*b->impossible || *a->impossible) {
         snprintf(p->why, sizeof p->why, "%s%s%s%s%s: not a measurement of work done",
@@ -322,6 +333,20 @@ static int control(const pair *p)
            strcmp(p->a->hash, p->b->hash) == 0;
 }
 
+/* Whether a control ran on the same machine in both sweeps, as its
+ * provenance says (the host, its CPU and GPU, driver and agent; the same
+ * binary where both were built): what differs between its two medians is
+ * then the machine's state over time, not the code nor where it ran. A side
+ * whose provenance is not known is not the same machine. */
+static int same_machine(const pair *p)
+{
+    const cfg *a = p->a, *b = p->b;
+    return control(p) && *a->hostname && strcmp(a->hostname, b->hostname) == 0 &&
+           strcmp(a->cpu_model, b->cpu_model) == 0 && strcmp(a->gpu_uuid, b->gpu_uuid) == 0 &&
+           strcmp(a->driver, b->driver) == 0 && strcmp(a->agent_version, b->agent_version) == 0 &&
+           strcmp(a->artifact, b->artifact) == 0;
+}
+
 /* The machine's shift from A to B over the control pairs (compare.h):
  * res's machine_* fields, and *ratio the factor B's times are judged
  * over (1 with fewer than three controls, which tell nothing). */
@@ -342,6 +367,7 @@ static void machine_shift(const pair *p, size_t np, kf_compare_result *res, doub
         kf_stats_sort(l, n);
         double mad = kf_stats_quantile(l, n, 0.5);
         *ratio = exp(mid);
+        res->machine_moved_pct = (exp(l[n - 1]) - 1) * 100;
         res->machine_controls = n;
         res->machine_shift_pct = (*ratio - 1) * 100;
         res->machine_spread_pct = (exp(1.4826 * mad) - 1) * 100;
@@ -349,7 +375,8 @@ static void machine_shift(const pair *p, size_t np, kf_compare_result *res, doub
     free(l);
 }
 
-static void judge(pair *p, double threshold, unsigned flags, double ratio, double spread_pct)
+static void judge(pair *p, double threshold, unsigned flags, double ratio, double spread_pct,
+                  double moved_pct)
 {
     p->change_pct = p->vs_machine_pct = p->band_pct = NAN;
     if ((p->a && p->a->pending) || (p->b && p->b->pending)) {
@@ -373,14 +400,25 @@ static void judge(pair *p, double threshold, unsigned flags, double ratio, doubl
         p->vs_machine_pct = (p->b->median / p->a->median / ratio - 1) * 100;
         p->band_pct =
             sqrt(p->a->noise * p->a->noise + p->b->noise * p->b->noise + spread_pct * spread_pct);
+        /* A change of other code within what the same code moved between
+         * these runs is not told apart from the machine (compare.h). */
+        if (!control(p) && moved_pct > p->band_pct)
+            p->band_pct = moved_pct;
         if (fabs(p->vs_machine_pct) <= p->band_pct)
             p->o = O_SAME;
+        else if (same_machine(p))
+            p->o = O_MOVED;
         else if (p->vs_machine_pct < 0)
             p->o = O_FASTER;
         else
             p->o = O_SLOWER;
     }
     p->o = judgement(p, p->o, flags);
+    if (p->o == O_MOVED && !p->why[0])
+        snprintf(p->why, sizeof p->why,
+                 "%+.2f%% against the machine's %+.2f%%: the same code on the same machine "
+                 "(%.100s), what the machine varied between the runs",
+                 p->vs_machine_pct, (ratio - 1) * 100, p->b->hostname);
     if (ratio != 1 && !p->why[0] && (p->o == O_SLOWER || p->o == O_FASTER || p->o == O_SAME))
         snprintf(p->why, sizeof p->why, "%+.2f%% against the machine's %+.2f%%", p->vs_machine_pct,
                  (ratio - 1) * 100);
@@ -440,9 +478,11 @@ static void render_text(const side *a, const side *b, const pair *p, size_t np,
     if (res->machine_controls)
         kf_buf_addf(out,
                     "machine: the %zu configurations with the same kernel source ran %+.2f%% in "
-                    "B (spread %.2f%%), so each change is judged against that shift, its spread "
-                    "in the noise\n\n",
-                    res->machine_controls, res->machine_shift_pct, res->machine_spread_pct);
+                    "B (spread %.2f%%, the most one moved against it %.2f%%), so each change is "
+                    "judged against that shift, its spread in the noise, and a change of other "
+                    "code within the most the same code moved is not told apart from it\n\n",
+                    res->machine_controls, res->machine_shift_pct, res->machine_spread_pct,
+                    res->machine_moved_pct);
     if (md)
         kf_buf_adds(out, "| kernel | params | node A | node B | A | B | A median | B median | "
                          "change | noise | verdict |\n| --- | --- | --- | --- | --- | --- | ---: "
@@ -505,11 +545,11 @@ static void render_text(const side *a, const side *b, const pair *p, size_t np,
     kf_buf_addf(out,
                 "\n%zu configurations: %zu broken (passed in A, failed or missing in B), %zu "
                 "slower, %zu impossible, %zu with a changed check, %zu failing in both, %zu "
-                "fixed, %zu faster, %zu within the noise, %zu only in B, %zu not ended; %zu "
-                "regression%s (threshold %.1f%%)\n",
+                "fixed, %zu faster, %zu of the same code on the same machine moved, %zu within "
+                "the noise, %zu only in B, %zu not ended; %zu regression%s (threshold %.1f%%)\n",
                 np, res->broken, res->slower, res->impossible, res->changed, res->both_failing,
-                res->fixed, res->faster, res->same, res->only_b, res->pending, res->regressions,
-                res->regressions == 1 ? "" : "s", threshold);
+                res->fixed, res->faster, res->moved, res->same, res->only_b, res->pending,
+                res->regressions, res->regressions == 1 ? "" : "s", threshold);
     for (int i = 0; i < 5; i++)
         kf_buf_release(&e[i]);
 }
@@ -543,6 +583,7 @@ static int render_json(const side *a, const side *b, const pair *p, size_t np,
     json_object_set_new(mach, "controls", json_integer((json_int_t)res->machine_controls));
     json_object_set_new(mach, "shift_pct", json_real(res->machine_shift_pct));
     json_object_set_new(mach, "spread_pct", json_real(res->machine_spread_pct));
+    json_object_set_new(mach, "moved_pct", json_real(res->machine_moved_pct));
     json_object_set_new(o, "machine",
                         res->machine_controls ? mach : (json_decref(mach), json_null()));
     for (int pass = 0; pass < 2; pass++)
@@ -579,6 +620,7 @@ static int render_json(const side *a, const side *b, const pair *p, size_t np,
     json_object_set_new(sum, "failing_in_both", json_integer((json_int_t)res->both_failing));
     json_object_set_new(sum, "fixed", json_integer((json_int_t)res->fixed));
     json_object_set_new(sum, "faster", json_integer((json_int_t)res->faster));
+    json_object_set_new(sum, "moved", json_integer((json_int_t)res->moved));
     json_object_set_new(sum, "same", json_integer((json_int_t)res->same));
     json_object_set_new(sum, "only_b", json_integer((json_int_t)res->only_b));
     json_object_set_new(sum, "not_ended", json_integer((json_int_t)res->pending));
@@ -633,10 +675,10 @@ int kf_compare_render(kf_txn *t, uint32_t a, uint32_t b, double threshold_pct, u
     if (rc == KF_OK)
         machine_shift(p, np, res, &ratio);
     for (size_t i = 0; rc == KF_OK && i < np; i++) {
-        judge(&p[i], threshold_pct, flags, ratio, res->machine_spread_pct);
+        judge(&p[i], threshold_pct, flags, ratio, res->machine_spread_pct, res->machine_moved_pct);
         size_t *count[O_COUNT] = {&res->broken,       &res->slower, &res->impossible, &res->changed,
-                                  &res->both_failing, &res->fixed,  &res->faster,     &res->same,
-                                  &res->only_b,       &res->pending};
+                                  &res->both_failing, &res->fixed,  &res->faster,     &res->moved,
+                                  &res->same,         &res->only_b, &res->pending};
         (*count[p[i].o])++;
         res->regressions += (size_t)p[i].regression;
     }

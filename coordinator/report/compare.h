@@ -31,7 +31,15 @@
  *    it (1.4826 * MAD). Every change is then judged as its ratio over that
  *    shift, the spread joining the band: a run on which every kernel alike
  *    ran 20 % slower (a busy host, another node) is not a regression of
- *    each (issue 43: the same code never exits 1); the shift is shown;
+ *    each; the shift is shown, and the most a control moved against it:
+ *    a change of other code within that is not told apart from the
+ *    machine (its band is at least that). A control that moved beyond its
+ *    band on the same machine in both sweeps (the provenance's host, CPU,
+ *    GPU, driver, agent and binary the same) is "same code, moved": what
+ *    the machine varied between the runs, not a change and never a
+ *    regression (issue 43 item 5: the same code never exits 1). On
+ *    another machine, or where a side's provenance is not known, it is
+ *    judged as any pair: a slower node or driver is worth a verdict;
  *  - only in B: new; a task not ended: no verdict.
  * What B passes with is never called an improvement when it cannot be one
  * (issue 29), and each is a regression (exit 1) saying why:
@@ -57,12 +65,15 @@
 
 typedef struct kf_compare_result {
     size_t pairs; /* configurations found in both */
-    size_t broken, slower, impossible, changed, both_failing, fixed, faster, same, only_b, pending;
+    size_t broken, slower, impossible, changed, both_failing, fixed, faster, moved, same, only_b,
+        pending;
     size_t regressions; /* broken + slower + impossible + changed */
     /* The machine's shift from A to B (compare.h), from machine_controls
      * configurations of the same source; 0 controls: none known (0, 0). */
     size_t machine_controls;
     double machine_shift_pct, machine_spread_pct;
+    /* The most a control moved against the shift, % (0: none known). */
+    double machine_moved_pct;
 } kf_compare_result;
 
 typedef enum { KF_COMPARE_TABLE = 0, KF_COMPARE_MD, KF_COMPARE_JSON } kf_compare_format;

@@ -485,13 +485,112 @@ static void test_machine_shift(void **state)
     free(s);
 }
 
+/* An agent of a host's: its provenance (hostname, CPU) is what "the same
+ * machine" reads. */
+static void put_host_agent(kf_txn *t, const char *id, const char *host)
+{
+    Kfleet__AgentInfo ai = KFLEET__AGENT_INFO__INIT;
+    ai.agent_id = (char *)id;
+    ai.hostname = (char *)host;
+    ai.cpu_model = "Xeon";
+    ai.version = "1";
+    assert_int_equal(kf_store_put_agent(t, &ai), 0);
+}
+
+/* Issue 43 item 5: the same code on the same machine never exits 1. Sweeps
+ * 50 -> 51: kernel k (one source) n=1..5 at 10 ms on h1, then n=1..4 at
+ * 12.5 ms and n=5 at 16 ms on h2, another agent of the same host "box":
+ * n=5 moved +28 % against the machine's +25 %, beyond its band — "same code,
+ * moved", no regression. 52 -> 53: the same times, B on h3 of host "other":
+ * n=5 is judged as any pair, slower, a regression. 54 -> 55: a second
+ * kernel j whose source changed (timed with KF_COMPARE_ACCEPT_SOURCE) runs
+ * +20 % against the machine while the same code k moved up to 28 %: within
+ * what the same code did, not told apart ("same"); 56 -> 57, where k moved
+ * only with the machine, the same +20 % of j is slower, a regression. */
+static void test_same_machine(void **state)
+{
+    (void)state;
+    kf_err err;
+    kf_txn *t = NULL;
+    assert_int_equal(kf_store_begin(store, 0, &t, &err), 0);
+    put_host_agent(t, "h1", "box");
+    put_host_agent(t, "h2", "box");
+    put_host_agent(t, "h3", "other");
+    static const double ten[3] = {10, 10, 10}, slow[3] = {12.5, 12.5, 12.5},
+                        slower[3] = {16, 16, 16}, j_b[3] = {15, 15, 15};
+    for (uint32_t sw = 50; sw <= 53; sw++) {
+        put_sweep(t, sw);
+        const char *node = sw == 50 || sw == 52 ? "h1" : sw == 51 ? "h2" : "h3";
+        for (uint32_t i = 0; i < 5; i++)
+            put_profile(t, sw, i, i + 1, node, sw % 2 == 0 ? ten : i < 4 ? slow : slower, 3);
+    }
+    Kfleet__KernelRef kk = KFLEET__KERNEL_REF__INIT, kj = KFLEET__KERNEL_REF__INIT;
+    Kfleet__KernelRef *kernels[2] = {&kk, &kj};
+    kk.name = "k";
+    kk.hash = "aa";
+    kj.name = "j";
+    for (uint32_t sw = 54; sw <= 57; sw++) {
+        kj.hash = sw % 2 == 0 ? "j1" : "j2";
+        Kfleet__Sweep sweep = KFLEET__SWEEP__INIT;
+        sweep.sweep_id = sw;
+        sweep.name = "two";
+        sweep.n_kernels = 2;
+        sweep.kernels = kernels;
+        assert_int_equal(kf_store_put_sweep(t, &sweep), 0);
+        next_kernel = 0;
+        for (uint32_t i = 0; i < 5; i++)
+            put_profile(t, sw, i, i + 1, "h1",
+                        sw % 2 == 0         ? ten
+                        : i < 4 || sw == 57 ? slow
+                                            : slower,
+                        3);
+        next_kernel = 1;
+        put_profile(t, sw, 5, 9, "h1", sw % 2 == 0 ? ten : j_b, 3);
+        next_kernel = 0;
+    }
+    assert_int_equal(kf_store_commit(&t, &err), 0);
+    kf_compare_result res;
+    char *s = compare(50, 51, 5, KF_COMPARE_TABLE, &res);
+    assert_int_equal(res.machine_controls, 5);
+    assert_int_equal(res.moved, 1);
+    assert_int_equal(res.slower, 0);
+    assert_int_equal(res.regressions, 0);
+    assert_true(fabs(res.machine_moved_pct - 28) < 1e-9);
+    assert_non_null(strstr(s, "same code, moved: +28.00% against the machine's +25.00%: the "
+                              "same code on the same machine (box)"));
+    free(s);
+    s = compare(52, 53, 5, KF_COMPARE_JSON, &res);
+    assert_int_equal(res.moved, 0);
+    assert_int_equal(res.slower, 1);
+    assert_int_equal(res.regressions, 1);
+    free(s);
+    kf_buf out = KF_BUF_INIT;
+    assert_int_equal(kf_store_begin(store, 1, &t, &err), 0);
+    assert_int_equal(kf_compare_render(t, 54, 55, 5, KF_COMPARE_ACCEPT_SOURCE, KF_COMPARE_TABLE,
+                                       &out, &res, &err),
+                     0);
+    assert_int_equal(res.moved, 1);  /* k n=5, as in 50 -> 51 */
+    assert_int_equal(res.slower, 0); /* j +20 % within k's 28 % */
+    assert_int_equal(res.regressions, 0);
+    kf_buf_reset(&out);
+    assert_int_equal(kf_compare_render(t, 56, 57, 5, KF_COMPARE_ACCEPT_SOURCE, KF_COMPARE_TABLE,
+                                       &out, &res, &err),
+                     0);
+    assert_true(fabs(res.machine_moved_pct) < 1e-9);
+    assert_int_equal(res.slower, 1);
+    assert_int_equal(res.regressions, 1);
+    assert_non_null(strstr(out.data, "+20.00% against the machine's +25.00%"));
+    kf_store_abort(&t);
+    kf_buf_release(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),         cmocka_unit_test(test_json),
         cmocka_unit_test(test_judgement),     cmocka_unit_test(test_missing),
         cmocka_unit_test(test_exit_codes),    cmocka_unit_test(test_baseline_on_more_nodes),
-        cmocka_unit_test(test_machine_shift),
+        cmocka_unit_test(test_machine_shift), cmocka_unit_test(test_same_machine),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
