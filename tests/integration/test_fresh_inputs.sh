@@ -46,6 +46,11 @@ for w in by["np_matmul"] + by["memo"] + by["summemo"]:
 lerr = late["profile"]["error"] or ""
 assert late["profile"]["state"] == "failed" and "(pool seed " in lerr, late["profile"]
 print("ok - late (honest for 60 runs, then a kept answer) failed: " + lerr[:100])
+(r,) = by["reach"]
+said = (r["validation"].get("output") or {}).get("kept", "")
+assert "reach: reached no process" in said and "answered passed=0" in said, said
+assert r["validation"]["state"] == "failed" and "spot check" in r["validation"]["error"], r["validation"]
+print("ok - reach reached no process; its own spot check of the checker failed it")
 (a,) = by["ahead"]
 err = a["profile"]["error"] or ""
 assert a["profile"]["state"] == "failed", a["profile"]

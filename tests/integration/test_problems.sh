@@ -383,13 +383,19 @@ cand c_copier 'double want[3];
 for f in c_overwrite c_copier; do
   sed -i 's/#include <string.h>/#include <string.h>\n#include <stdio.h>/' "$C/$f.c"
 done
+# Two that go for the judge itself (issue 43 item 1): one tries to signal,
+# attach to and read every other process (the checker among them) and
+# computes the right answer only when it reached none; one asks the checker
+# a spot check of its own (an oracle's first question), then computes the
+# right answer: its question's FAIL fails it.
+cp "$KF_SRC/tests/kernels/hostile/checker_reach.c" "$KF_SRC/tests/kernels/hostile/checker_ask.c" "$C/"
 cat >"$C/sweep.yaml" <<YAML
 name: scale-c
 problem:
   path: scale.c
   params: {n: [4096]}
   seeds: 2
-candidates: [c_right.c, c_wrong.c, c_overwrite.c, c_copier.c]
+candidates: [c_right.c, c_wrong.c, c_overwrite.c, c_copier.c, checker_reach.c, checker_ask.c]
 baseline: c_right
 tasks: [build, validate, profile]
 measure: {min_samples: 5, min_time: 20ms, max_noise: 50, timeout: 1s}
@@ -401,8 +407,16 @@ python3 - "$T/c.json" <<'PY' || fail "the C candidates' verdicts: $(cat "$T/c.ou
 import json, sys
 d = json.load(open(sys.argv[1]))
 v = {r["kernel"]: r["validation"] for r in d["rows"]}
-assert sorted(v) == ["c_copier", "c_overwrite", "c_right", "c_wrong"], sorted(v)
+assert sorted(v) == ["c_copier", "c_overwrite", "c_right", "c_wrong", "checker_ask",
+                     "checker_reach"], sorted(v)
 assert v["c_right"]["state"] == "succeeded", v["c_right"]["error"]
+said = (v["checker_reach"].get("output") or {}).get("kept", "")
+assert v["checker_reach"]["state"] == "succeeded" and "reached nothing" in said, \
+    (v["checker_reach"], said)
+asked = (v["checker_ask"].get("output") or {}).get("kept", "")
+assert "answered passed=0" in asked, asked  # it did reach its runner's socket to the checker
+assert v["checker_ask"]["state"] == "failed" and "spot check" in v["checker_ask"]["error"], \
+    v["checker_ask"]
 for k in ("c_wrong", "c_overwrite", "c_copier"):
     assert v[k]["state"] == "failed" and not v[k]["passed"], (k, v[k])
 # The runner compares with nothing of its own: the checker's answer fails
@@ -415,7 +429,7 @@ assert v["c_copier"]["trials"][0]["nonfinite"] == 4096, v["c_copier"]["trials"]
 print("ok")
 PY
 [ "$(reference_count)" -eq 2 ] || fail "the C problem stored $(reference_count) references, want 1 configuration x 2 seeds"
-pass "a C problem with C candidates: the right one passes; a wrong one, one writing over the reference in its process and one copying it from there fail"
+pass "a C problem with C candidates: the right one passes; a wrong one, one writing over the reference in its process and one copying it from there fail; one trying to signal, attach to or read any other process reached none; one asking the checker a spot check of its own failed by its answer"
 
 # 6. The benchmarks' generated sweeps (bench/problems_gen.py): the numpy
 #    one through bench/problems.sh as `make bench` runs it, smaller; the
