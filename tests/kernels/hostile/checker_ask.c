@@ -6,6 +6,7 @@
  * would begin; then it computes the right answer. The checker answers
  * PASS or FAIL only, and a failed spot check fails the task: the guess
  * costs the candidate its verdict, right answer or not. */
+#define _GNU_SOURCE
 #include "kf_kernel.h"
 #include <stdint.h>
 #include <stdio.h>
