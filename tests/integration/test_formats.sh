@@ -56,6 +56,21 @@ print("ok")
 PY
 pass "19_ReLU unedited: Model as the candidate and a ModelNew pass (atol = rtol = 1e-4)"
 
+# 1b. A torch ModelNew that goes for its judge (issue 43 item 1): it reaches
+#     no other process, and its own spot check of the checker fails it.
+run_sweep "$KB/relu_reach.yaml" 1 reach
+python3 - "$T/reach.json" <<'PY' || fail "relu_reach's verdict is wrong"
+import json, sys
+rows = {r["kernel"]: r for r in json.load(open(sys.argv[1]))["rows"]}
+v = rows["relu_reach"]["validation"]
+said = (v.get("output") or {}).get("kept", "")
+assert "reach: reached no process" in said and "answered passed=0" in said, said
+assert v["state"] == "failed" and "spot check" in v["error"], v
+assert rows["torch"]["validation"]["state"] == "succeeded", rows["torch"]["validation"]
+print("ok")
+PY
+pass "a torch ModelNew going for its judge reached no process and failed by its own question"
+
 # 2. Softmax 16 x 16384: zeros fail though within atol everywhere.
 run_sweep "$KB/softmax.yaml" 1 softmax
 python3 - "$T/softmax.json" <<'PY' || fail "23_Softmax's verdicts are wrong"

