@@ -73,12 +73,14 @@ pass "a printing candidate is judged as any other, its output shown"
 #    channel, one sample numbered 0 every run): killed, said so, no forged
 #    time kept — in a validate (which takes no samples) and in a profile
 #    alone (the second sample 0 is a duplicate).
+#    The same in C and in Python (py_sample_forger.py).
 rm -rf "$KFLEET_HOME"
+for forger in sample_forger.c py_sample_forger.py; do
 for tasks in "build, validate, profile" "build, profile"; do
   cat >"$T/forge.yaml" <<YAML
 name: forge
 kernels:
-  - path: $KF_SRC/tests/kernels/output/sample_forger.c
+  - path: $KF_SRC/tests/kernels/output/$forger
     params: {n: [4K]}
 tasks: [$tasks]
 attempts: 3
@@ -88,9 +90,9 @@ YAML
   "$KFLEET" run "$T/forge.yaml" >"$T/forge.out" 2>"$T/forge.log"
   rc=$?
   set -e
-  [ $rc -eq 1 ] || fail "the sample forger's sweep ($tasks) should exit 1, got $rc"
+  [ $rc -eq 1 ] || fail "the sample forger's sweep ($forger, $tasks) should exit 1, got $rc"
   "$KFLEET" report --format json >"$T/f.json" || fail "report"
-  python3 - "$T/f.json" "$tasks" <<'PY' || fail "the sample forger was not caught ($tasks)"
+  python3 - "$T/f.json" "$tasks" <<'PY' || fail "the sample forger was not caught ($forger, $tasks)"
 import json, sys
 row = json.load(open(sys.argv[1]))["rows"][0]
 t = row["validation"] if row["validation"] and row["validation"]["state"] == "failed" else row["profile"]
@@ -100,10 +102,11 @@ want = ("samples came from a task that takes none" if "validate" in sys.argv[2]
 assert want in t["error"], t["error"]
 p = row["profile"]
 assert p is None or p["state"] in ("failed", "skipped") and not p.get("median_s"), p
-print("ok -", sys.argv[2], ":", t["error"][:100])
+print("ok -", row["kernel"], sys.argv[2], ":", t["error"][:100])
 PY
 done
-pass "a kernel forging samples on the runner's channel is killed, no forged time kept"
+done
+pass "a kernel forging samples on the runner's channel (C and Python) is killed, no forged time kept"
 
 # 4. Seeds stay secret: a candidate that spies the problem's setup and
 #    prints the seeds, and a problem whose setup fails naming its seed.
