@@ -51,6 +51,10 @@
 #   PART=torch    examples/torch.yaml alone (KF_BUNDLE=DIR: another bundle)
 #   PART=freshcost examples/problems/softmax with fresh inputs and on the
 #                 pool's (fresh_inputs = False), alternated: their cost
+#   PART=judge    issue 43 in Triton: examples/problems/softmax's Triton
+#                 candidate beside three of bench/gpu/judge (going for the
+#                 checker, forging sample frames, spying the seeds); each
+#                 expectation printed PASS or FAIL
 #   PART=cachecheats issue 43's output caches and answers computed ahead on
 #                 the GPU (bench/gpu/cachecheats): fresh inputs and the pool's
 #   PART=build    kfleet built here by this machine's gcc and CMake, every
@@ -743,6 +747,48 @@ for r in d["rows"]:
           "; ".join("%s %.0f%% %s/run" % (l["name"][:40], 100 * (l.get("share") or 0), l.get("per_run")) for l in la[:3])))
 PY
   done
+  ;;
+judge) # issue 43 items 1-2 in Triton: candidates going for the judge, forging samples, spying seeds
+  J="$W/judge"
+  rm -rf "$J" && mkdir -p "$J"
+  cp "$ROOT/examples/problems/softmax/problem.py" "$ROOT/examples/problems/softmax/triton_softmax.py" \
+    "$ROOT"/bench/gpu/judge/tr_*.py "$J/"
+  cat >"$J/sweep.yaml" <<YAML
+name: judge
+problem: {path: problem.py, params: {rows: [256], cols: [512]}, seeds: 2}
+candidates: [triton_softmax.py, tr_reach.py, tr_forger.py, tr_spy.py]
+baseline: triton_softmax
+tasks: [build, validate, profile]
+YAML
+  rm -rf "$KFLEET_HOME"
+  SWEEP_LIMIT=${JUDGE_LIMIT:-150} sweep judge "$J/sweep.yaml"
+  python3 - "$W/judge.json" "$W/judge.txt" <<'PY' | tee -a "$W/times.txt"
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+rows = {r["kernel"]: r for r in d["rows"]}
+def task(r):  # the row's first task that did not succeed, else its validation
+    for k in ("validation", "profile"):
+        if (r.get(k) or {}).get("state") not in (None, "succeeded"):
+            return r[k]
+    return r.get("validation") or {}
+def said(r):
+    return " ".join(((r.get(k) or {}).get("output") or {}).get("kept", "") for k in ("validation", "profile"))
+checks = []
+t = rows["triton_softmax"]
+checks.append(("honest twin passes and is profiled", (t.get("profile") or {}).get("state") == "succeeded"))
+r = rows["tr_reach"]
+checks.append(("tr_reach reached no process", "reached no process" in said(r)))
+checks.append(("tr_reach failed by its own spot check", task(r).get("state") == "failed" and "spot check" in (task(r).get("error") or "")))
+f = rows["tr_forger"]
+checks.append(("tr_forger killed, no forged time", task(f).get("state") == "failed" and "kfleet killed the runner" in (task(f).get("error") or "") and not (f.get("profile") or {}).get("median_s")))
+text = json.dumps(d) + open(sys.argv[2]).read()
+checks.append(("no seed in the report or the table", re.search(r"seed[^0-9a-f]{0,12}[0-9a-fA-F]{8,}", text) is None and "spy saw seed <secret seed>" in said(rows["tr_spy"])))
+for name, ok in checks:
+    print("judge: %s: %s" % ("PASS" if ok else "FAIL", name))
+for k, r in sorted(rows.items()):
+    x = task(r)
+    print("judge: %s: %s %s | %s" % (k, x.get("state"), (x.get("error") or "")[:160], said(r)[:160].replace("\n", " / ")))
+PY
   ;;
 torch) # examples/torch.yaml alone, with its schedule and runner tasks
   sweep torch "$ROOT/examples/torch.yaml"
