@@ -22,7 +22,12 @@ def _reach():
     me = os.getpid()
     own = set(int(t) for t in os.listdir("/proc/self/task"))
     got = []
-    for pid in range(1, 1 << 16):
+    try:  # every pid a process here could have: up to the kernel's pid_max
+        with open("/proc/sys/kernel/pid_max") as f:
+            top = int(f.read())
+    except (OSError, ValueError):
+        top = 1 << 22
+    for pid in range(1, top):
         if pid == me or pid in own:
             continue
         try:
