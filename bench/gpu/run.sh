@@ -752,7 +752,7 @@ judge) # issue 43 items 1-2 in Triton: candidates going for the judge, forging s
   J="$W/judge"
   rm -rf "$J" && mkdir -p "$J"
   cp "$ROOT/examples/problems/softmax/problem.py" "$ROOT/examples/problems/softmax/triton_softmax.py" \
-    "$ROOT"/bench/gpu/judge/tr_*.py "$J/"
+    "$ROOT"/bench/gpu/judge/*.py "$J/"
   cat >"$J/sweep.yaml" <<YAML
 name: judge
 problem: {path: problem.py, params: {rows: [256], cols: [512]}, seeds: 2}

