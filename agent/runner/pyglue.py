@@ -20,7 +20,6 @@ _next = [1]
 _shapes = {}  # handle -> shape of the last output()
 _params_of = {}  # handle -> its configuration's text, for refresh()
 _tol = {}  # the kernel's module-level tol_abs, tol_rel, atol, rtol (load)
-_host = [True]  # a host kernel's states get their arrays placed (pylayout.py)
 
 # Element types the harness compares, by kf_dtype code (kf_kernel.h).
 _DTYPES = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 3, "int32": 4}
@@ -196,7 +195,6 @@ def load(path, filename, name, want_cuda, ext_dir="", ext_module="", files_dir="
         _tol[t] = float(v)
     tol = _tol_line(_tol).split()
     _mod = mod
-    _host[0] = device == "cpu"
     desc = str(getattr(mod, "description", "") or (mod.__doc__ or "").strip().split("\n")[0])
     # Whether the runner asks tolerances() per configuration: with atol,
     # rtol or tolerances(); a kernel with only tol_abs and tol_rel is
@@ -221,7 +219,7 @@ def _params(text):
 def setup(params, seed):
     try:
         state = _mod.setup(_params(params), seed)
-        if _host[0]:
+        if getattr(_mod, "device", "cpu") == "cpu":  # a host kernel's (pylayout.py)
             _layout_host(state)
     except BaseException:
         return _fail("setup()")
