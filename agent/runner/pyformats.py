@@ -191,6 +191,15 @@ class _KernelBenchProblem(_Adapted):
              "wseed": _KB_WEIGHT_SEED, "device": self.device, "out": None}
         if _cand is None:  # the reference task: only the problem is in this process
             model = _kb_model(self.kb.Model, s)
+            why = _kb_random(model)
+            if why:
+                raise _ProblemRefused(
+                    "its Model is random: %s draws new random numbers at every forward "
+                    "(nn.Module's training mode, as KernelBench builds it), so a candidate "
+                    "could meet its reference only by chance, and KernelBench's own eval.py "
+                    "draws Model's and ModelNew's from different generator states too; "
+                    "kfleet does not judge a random problem: set that probability to 0 or "
+                    "call .eval() in a copy of the file" % why)
             with torch.no_grad():
                 r = model(*inputs)
             s["ref"] = s["out"] = _as_output(r, "Model.forward()")
@@ -201,6 +210,33 @@ class _KernelBenchProblem(_Adapted):
         import torch
 
         return [x for x in s["inputs"] if isinstance(x, torch.Tensor)]
+
+
+class _ProblemRefused(Exception):
+    """A problem that cannot judge any candidate: what the reference task
+    says instead of a traceback."""
+
+
+def _kb_random(model):
+    """Where a KernelBench Model draws random numbers in training mode (the
+    mode its constructor leaves it in): the first module found, named as
+    its attribute path, else None. What its forward draws itself
+    (torch.rand, F.dropout) is not seen here."""
+    import torch.nn as nn
+
+    for name, m in model.named_modules():
+        if not m.training:
+            continue
+        where = "Model.%s" % name if name else "Model"
+        if isinstance(m, nn.modules.dropout._DropoutNd) and m.p > 0:
+            return "%s (%s, p=%g)" % (where, type(m).__name__, m.p)
+        if isinstance(m, nn.RReLU) and m.lower != m.upper:
+            return "%s (RReLU, slopes %g..%g)" % (where, m.lower, m.upper)
+        if isinstance(m, nn.RNNBase) and m.dropout > 0 and m.num_layers > 1:
+            return "%s (%s, dropout=%g)" % (where, type(m).__name__, m.dropout)
+        if isinstance(m, nn.MultiheadAttention) and m.dropout > 0:
+            return "%s (MultiheadAttention, dropout=%g)" % (where, m.dropout)
+    return None
 
 
 def _kb_model(cls, s):

@@ -30,6 +30,8 @@ def _fail(what):
     """The exception first (what a one-line view shows), then the
     traceback from the kernel's own frames (this glue's are dropped)."""
     et, ev, tb = sys.exc_info()
+    if et.__name__ == "_ProblemRefused":  # pyformats': a diagnosis, not a fault of its code
+        return "E%s" % ev
     while tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
         tb = tb.tb_next
     summary = "".join(traceback.format_exception_only(et, ev)).strip()

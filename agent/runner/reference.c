@@ -119,8 +119,11 @@ static int one_seed(hctx *h, const loaded *L, size_t index, uint64_t seed, Kflee
                          nonfinite ? "problem %s: its reference for a seed has %zu non-finite or "
                                      "unwritten elements of %zu; it cannot judge a candidate"
                                    : "problem %s: its reference for a seed is all zeros (%zu "
-                                     "nonzero of %zu), which an output of zeros would meet; "
-                                     "make setup's inputs give a nonzero reference",
+                                     "nonzero of %zu), which an output of zeros would meet, so "
+                                     "it cannot tell a candidate from one that computes "
+                                     "nothing; the problem must make a nonzero reference "
+                                     "(its inputs: setup(), or get_inputs() in KernelBench's "
+                                     "format; or its computation)",
                          h->spec->kernel, nonfinite, v.count);
     }
     char path[PATH_MAX + 64];

@@ -19,6 +19,8 @@
 #  6. KernelBench's 19_ReLU and 23_Softmax as a level (problems:, device:
 #     cpu): each problem loaded in its format, its Model a candidate (before,
 #     a level read every problem as kfleet's own and refused the Models).
+#  7. KernelBench level 2's 66 (dropout in training mode) and 80 (an output
+#     of zeros for every input): refused as problems, not failed candidates.
 source "$(dirname "$0")/lib.sh"
 
 export KF_PYTHON=/usr/bin/python3
@@ -38,6 +40,16 @@ run_sweep() { # SWEEP WANT_RC NAME: kfleet run, then the JSON report in $T/NAME.
   set -e
   [ $rc -eq "$2" ] || { tail -30 "$T/$3.log" >&2; cat "$T/$3.out" >&2; fail "kfleet run $1: exit $rc, want $2"; }
   "$KFLEET" report --format json >"$T/$3.json" || fail "report of $3"
+}
+
+level_sweeps() { # NAME WHAT: each of the two sweeps a level run NAME made, its report checked by the Python on stdin
+  local check last id
+  check=$(cat)
+  last=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sweep"]["sweep_id"])' "$T/$1.json")
+  for id in $((last - 1)) "$last"; do
+    "$KFLEET" report "$id" --format json >"$T/$1-$id.json" || fail "report $id"
+    python3 -c "$check" "$T/$1-$id.json" || fail "$2: $(head -c 900 "$T/$1-$id.json")"
+  done
 }
 
 # 1. ReLU: Model and ModelNew pass, validated and profiled.
@@ -124,10 +136,7 @@ pass "GPU MODE vectoradd (reference.py + task.yml): submission.py passes its 4 c
 # 6. KernelBench's files as a level (problems:), on the CPU: each problem in
 #    its format, its Model the candidate, validated and profiled.
 run_sweep "$KB/level.yaml" 0 kblevel
-last=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sweep"]["sweep_id"])' "$T/kblevel.json")
-for id in $((last - 1)) "$last"; do
-  "$KFLEET" report "$id" --format json >"$T/kblevel-$id.json" || fail "report $id"
-  python3 - "$T/kblevel-$id.json" <<'PY' || fail "a KernelBench level's row did not pass: $(head -c 600 "$T/kblevel-$id.json")"
+level_sweeps kblevel "a KernelBench level's row did not pass" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["sweep"]["name"] in ("kblevel.19_ReLU", "kblevel.23_Softmax"), d["sweep"]["name"]
@@ -136,8 +145,26 @@ assert r["kernel"] == "torch" and r["validation"]["state"] == "succeeded", r["va
 assert r["profile"]["state"] == "succeeded", r["profile"].get("error")
 print("ok - %s: %s passed, profiled" % (d["sweep"]["name"], r["kernel"]))
 PY
-done
 pass "KernelBench's 19_ReLU and 23_Softmax as a level: their Models validated and profiled"
+
+# 7. Level 2's problems that cannot judge: 66's Model is random (dropout in
+#    training mode: on the H200 its own Model failed against its reference,
+#    blamed on the candidate), 80's output is zero for every input. Each is
+#    refused by its reference task with that diagnosis; its row is skipped.
+run_sweep "$KB/level2.yaml" 1 kblevel2
+level_sweeps kblevel2 "a refused level 2 problem's row is wrong" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+(r,) = d["rows"]
+v = r["validation"]
+assert v["state"] == "skipped", v
+assert "reference for this configuration was not computed" in v["error"], v["error"]
+want = {"kblevel2.66_Matmul_Dropout_Softmax": "its Model is random: Model.dropout (Dropout, p=0.2)",
+        "kblevel2.80_Gemm_Max_Subtract_GELU": "its reference for a seed is all zeros"}[d["sweep"]["name"]]
+assert want in v["error"], v["error"]
+print("ok - %s: %s" % (d["sweep"]["name"], v["error"][60:160]))
+PY
+pass "KernelBench level 2's 66 (random Model) and 80 (zero output) refused with that diagnosis, not blamed on the candidate"
 
 # 5. Refusals at submit, with the place and the reason.
 refuse() { # YAML-TEXT EXPECTED-SUBSTRING
