@@ -9,6 +9,7 @@
 #include "common/xalloc.h"
 #include "runner/channel.h"
 #include "runner/checker.h"
+#include "runner/compare.h"
 #include "runner/reffile.h"
 #include "runner/sandbox.h"
 
@@ -59,6 +60,7 @@ int checkers_prestage(const kf_agent *a, const Kfleet__TaskAssign *ta, uint8_t *
     spec.n_problem_files = 0;
     spec.problem_kernel = spec.problem_hash = spec.problem_artifact_hash = "";
     spec.problem_python = spec.problem_cuda = 0;
+    spec.tol_override = 0; /* a reference keeps the problem's own tolerances */
     spec.seeds = seeds;
     spec.n_seeds = n;
     spec.references = NULL;
@@ -175,13 +177,24 @@ Kfleet__TaskAssign *checkers_handoff(kf_agent *a, const krunner *r, const Kfleet
     return ta;
 }
 
+/* The tolerances a candidate is judged by: its problem's, as the reference
+ * task stored them, or the sweep's atol and rtol where it overrides them
+ * (a KernelBench or GPU MODE problem's; the relative-L2 bound is kept). */
+static kf_tols judged_by(const Kfleet__TaskSpec *s)
+{
+    const Kfleet__Reference *r0 = s->references[0];
+    if (s->tol_override)
+        return (kf_tols){r0->tol_abs, r0->tol_rel, 1, s->tol_atol, s->tol_rtol};
+    return (kf_tols){r0->tol_abs, r0->tol_rel, r0->close, r0->atol, r0->rtol};
+}
+
 /* The checker's configuration (checker.h) in a memory file, at its start. */
 static int config_fd(const kf_agent *a, const Kfleet__TaskSpec *s, kf_err *err)
 {
     kf_buf b = KF_BUF_INIT;
-    const Kfleet__Reference *r0 = s->references[0];
-    kf_buf_addf(&b, "tol %.17g %.17g %d %.17g %.17g\n", r0->tol_abs, r0->tol_rel, r0->close ? 1 : 0,
-                r0->atol, r0->rtol);
+    kf_tols t = judged_by(s);
+    kf_buf_addf(&b, "tol %.17g %.17g %d %.17g %.17g\n", t.abs, t.rel, t.close ? 1 : 0, t.atol,
+                t.rtol);
     for (size_t i = 0; i < s->n_references; i++)
         kf_buf_addf(&b, "ref %llu %s %d\n", (unsigned long long)s->references[i]->count,
                     s->references[i]->digest,
@@ -264,13 +277,13 @@ int checkers_start(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta, int *r
     fcntl(vp[0], F_SETFL, O_NONBLOCK);
     r->verdict_fd = vp[0];
     r->checker_pid = pid;
-    const Kfleet__Reference *r0 = s->references[0];
+    kf_tols t = judged_by(s);
     r->has_tols = 1;
-    r->tol_abs = r0->tol_abs;
-    r->tol_rel = r0->tol_rel;
-    r->tol_close = r0->close;
-    r->atol = r0->atol;
-    r->rtol = r0->rtol;
+    r->tol_abs = t.abs;
+    r->tol_rel = t.rel;
+    r->tol_close = t.close;
+    r->atol = t.atol;
+    r->rtol = t.rtol;
     *runner_fd = sv[1];
     kf_debug("checker.start", "task=0x%llx pid=%d refs=%zu", (unsigned long long)ta->task_id,
              (int)pid, n);

@@ -303,6 +303,9 @@ static Kfleet__Sweep *sweep_record(const kf_sweep_spec *spec, size_t nrefs)
     if (spec->problem) {
         sw->seed_pool = spec->seed_pool;
         sw->seed_renew_s = spec->seed_renew_s;
+        sw->tol_override = spec->tol_override != 0;
+        sw->tol_atol = spec->tol_atol;
+        sw->tol_rtol = spec->tol_rtol;
     }
     return sw;
 }

@@ -154,6 +154,10 @@ typedef struct kf_sweep_spec {
     kf_sweep_kernel *problem;
     uint32_t seed_pool;  /* secret seeds kept per problem */
     double seed_renew_s; /* the pool's renewal period */
+    /* problem:'s atol: and rtol: (KernelBench and GPU MODE problems only):
+     * the check every task of the sweep is judged by, for the file's. */
+    int tol_override;
+    double tol_atol, tol_rtol;
     /* kfleet run --price: per GPU-hour of nodes that give none; 0: none. */
     double price_per_gpu_hour;
     /* `refused: fail` (or --keep-going): refused candidates are kept, as

@@ -104,6 +104,12 @@ int kf_sweep_parse_problem(kf_sweep_ctx *c, const yaml_node_t *root, const kf_sw
 int kf_sweep_check_candidate(kf_sweep_ctx *c, const yaml_node_t *n, kf_sweep_kernel *k);
 /* The seed policy (seeds:, renew:) of a problem entry pn into s. */
 int kf_sweep_seed_policy(kf_sweep_ctx *c, const yaml_node_t *pn, kf_sweep_spec *s);
+/* The problem's atol: and rtol: (both or neither) into s; then whether
+ * they may apply to the problem k (a KernelBench or GPU MODE one: a kfleet
+ * problem states its own in its source). */
+int kf_sweep_tol_override(kf_sweep_ctx *c, const yaml_node_t *pn, kf_sweep_spec *s);
+int kf_sweep_tol_applies(kf_sweep_ctx *c, const yaml_node_t *pn, const kf_sweep_spec *s,
+                         const kf_sweep_kernel *k);
 
 /* sweep_level.c: problems: (the root has it): every problem it names, each
  * with the candidates its patterns match, as s->parts (docs/sweep-format.md,

@@ -422,6 +422,11 @@ static int parse_part(kf_sweep_ctx *c, const yaml_node_t *ln, const yaml_node_t 
         rc = kf_sweep_axes_dup(c, axes, naxes, part->problem);
     part->seed_pool = s->seed_pool;
     part->seed_renew_s = s->seed_renew_s;
+    part->tol_override = s->tol_override;
+    part->tol_atol = s->tol_atol;
+    part->tol_rtol = s->tol_rtol;
+    if (rc == KF_OK)
+        rc = kf_sweep_tol_applies(c, pn, s, part->problem);
     c->level_problem = p->name;
     for (size_t e = 0; e < nents && rc == KF_OK; e++)
         rc = match_entry(c, s, part, p, &ents[e]);
@@ -450,8 +455,8 @@ static int parse_part(kf_sweep_ctx *c, const yaml_node_t *ln, const yaml_node_t 
 int kf_sweep_parse_level(kf_sweep_ctx *c, const yaml_node_t *root, const kf_sweep_axis *top,
                          size_t ntop, kf_sweep_spec *s)
 {
-    static const char *const keys[] = {"path",   "params", "seeds", "renew",
-                                       "format", "device", NULL};
+    static const char *const keys[] = {"path",   "params", "seeds", "renew", "format",
+                                       "device", "atol",   "rtol",  NULL};
     const yaml_node_t *ln = kf_yaml_map_get(&c->y, root, "problems");
     const yaml_node_t *cn = kf_yaml_map_get(&c->y, root, "candidates");
     const yaml_node_t *paths = ln, *v;
@@ -478,7 +483,7 @@ int kf_sweep_parse_level(kf_sweep_ctx *c, const yaml_node_t *root, const kf_swee
             if ((rc = kf_sweep_parse_params(c, v, &axes, &naxes)))
                 return rc;
         }
-        if ((rc = kf_sweep_seed_policy(c, ln, s)))
+        if ((rc = kf_sweep_seed_policy(c, ln, s)) || (rc = kf_sweep_tol_override(c, ln, s)))
             goto out;
     }
     if ((v = kf_yaml_map_get(&c->y, root, "baseline")) && (rc = baseline_list(c, v, &s->baseline)))

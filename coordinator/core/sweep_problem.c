@@ -18,11 +18,14 @@
  * from the store. */
 #include "common/buf.h"
 #include "common/limits.h"
+#include "common/tolerance.h"
 #include "core/sweep_int.h"
 
 #include "common/xalloc.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,10 +291,65 @@ int kf_sweep_seed_policy(kf_sweep_ctx *c, const yaml_node_t *pn, kf_sweep_spec *
     return KF_OK;
 }
 
+/* One of atol:/rtol:: a plain number at least 0 ("1e-2", "0.001"). */
+static int tol_value(kf_sweep_ctx *c, const yaml_node_t *v, const char *key, double *out)
+{
+    const char *s;
+    int rc = kf_yaml_nonempty_scalar(&c->y, v, key, &s);
+    if (rc)
+        return rc;
+    char *end;
+    errno = 0;
+    double d = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(d) || d < 0 ||
+        !(isdigit((unsigned char)s[0]) || s[0] == '.'))
+        return kf_yaml_fail(&c->y, v,
+                            "%s '%.40s' is not a number at least 0; write one like 1e-2 or 0.001",
+                            key, s);
+    *out = d;
+    return KF_OK;
+}
+
+int kf_sweep_tol_override(kf_sweep_ctx *c, const yaml_node_t *pn, kf_sweep_spec *s)
+{
+    if (pn->type != YAML_MAPPING_NODE)
+        return KF_OK;
+    const yaml_node_t *a = kf_yaml_map_get(&c->y, pn, "atol"),
+                      *r = kf_yaml_map_get(&c->y, pn, "rtol");
+    if (!a && !r)
+        return KF_OK;
+    if (!a || !r)
+        return kf_yaml_fail(&c->y, a ? a : r,
+                            "%s without %s: the check is |out - ref| <= atol + rtol |ref|; give "
+                            "both (KernelBench's fp32 default is atol: 1e-4 and rtol: 1e-4)",
+                            a ? "atol:" : "rtol:", a ? "rtol:" : "atol:");
+    int rc = tol_value(c, a, "atol:", &s->tol_atol);
+    if (rc || (rc = tol_value(c, r, "rtol:", &s->tol_rtol)))
+        return rc;
+    /* Beside the relative-L2 bound these problems keep (0.5). */
+    char why[400];
+    if (kf_tol_close_vacuous(s->tol_atol, s->tol_rtol, INFINITY, 0.5, why, sizeof why))
+        return kf_yaml_fail(&c->y, r, "%s", why);
+    s->tol_override = 1;
+    return KF_OK;
+}
+
+int kf_sweep_tol_applies(kf_sweep_ctx *c, const yaml_node_t *pn, const kf_sweep_spec *s,
+                         const kf_sweep_kernel *k)
+{
+    if (!s->tol_override || k->format != KF_FORMAT_KFLEET)
+        return KF_OK;
+    return kf_yaml_fail(&c->y, kf_yaml_map_get(&c->y, pn, "atol"),
+                        "atol: and rtol: override the tolerances of KernelBench and GPU MODE "
+                        "problems, whose files are judged as they are; %s is a kfleet problem: "
+                        "state them in its source (atol = ..., rtol = ..., or tolerances())",
+                        k->path);
+}
+
 int kf_sweep_parse_problem(kf_sweep_ctx *c, const yaml_node_t *root, const kf_sweep_axis *top,
                            size_t ntop, kf_sweep_spec *s)
 {
-    static const char *const extra[] = {"seeds", "renew", "format", "device", NULL};
+    static const char *const extra[] = {"seeds", "renew", "format", "device", "atol", "rtol", NULL};
     const yaml_node_t *pn = kf_yaml_map_get(&c->y, root, "problem");
     const yaml_node_t *kn = kf_yaml_map_get(&c->y, root, "kernels");
     const yaml_node_t *cn = kf_yaml_map_get(&c->y, root, "candidates");
@@ -323,7 +381,8 @@ int kf_sweep_parse_problem(kf_sweep_ctx *c, const yaml_node_t *root, const kf_sw
         return rc;
     if (!own && !axes_set && (rc = kf_sweep_axes_dup(c, top, ntop, s->problem)))
         return rc;
-    if ((rc = kf_sweep_seed_policy(c, pn, s)))
+    if ((rc = kf_sweep_seed_policy(c, pn, s)) || (rc = kf_sweep_tol_override(c, pn, s)) ||
+        (rc = kf_sweep_tol_applies(c, pn, s, s->problem)))
         return rc;
     s->kernels = kf_xcalloc(len, sizeof *s->kernels);
     s->nkernels = len; /* zeroed entries free cleanly if we stop early */

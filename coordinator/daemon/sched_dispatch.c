@@ -148,6 +148,12 @@ static void assign(kf_coord *c, ksweep *sw, ktask *t, kagent *a)
         spec.problem_cuda = pk->cuda;
         spec.problem_files = pk->files;
         spec.n_problem_files = pk->n_files;
+        /* The sweep's atol/rtol for the problem's: the checker judges by
+         * them. References keep the problem's own, stored for every sweep
+         * of the problem (its hash) to share. */
+        spec.tol_override = sw->rec->tol_override;
+        spec.tol_atol = sw->rec->tol_atol;
+        spec.tol_rtol = sw->rec->tol_rtol;
         if (pb && pb->artifact_hash[0])
             spec.problem_artifact_hash = (char *)pb->artifact_hash;
         if (control_candidate_refs(txn, sw->rec, t->rec, kf_now_ns(), &seeds, &refs, &nrefs) !=

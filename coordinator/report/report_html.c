@@ -480,8 +480,13 @@ static void problem_line(kf_buf *b, const json_t *p)
         kf_buf_addf(b, ", generation %.0f", gen);
     else
         kf_buf_adds(b, ", no pool stored yet");
-    kf_buf_addf(b, " &middot; %.0f references stored for %.0f configurations</p>\n",
+    kf_buf_addf(b, " &middot; %.0f references stored for %.0f configurations",
                 kf_rep_num_or(refs, "stored", 0), kf_rep_num_or(refs, "configurations", 0));
+    const json_t *tol = kf_rep_obj_at(p, "tolerances");
+    if (tol)
+        kf_buf_addf(b, " &middot; tolerances: the sweep's atol %g, rtol %g for the problem's",
+                    kf_rep_num_or(tol, "atol", 0), kf_rep_num_or(tol, "rtol", 0));
+    kf_buf_adds(b, "</p>\n");
 }
 
 static void page_summary(kf_buf *b, page *pg, const json_t *report)

@@ -672,6 +672,13 @@ static json_t *json_problem(const rep *r)
     set(refs, "generation_min", p->nrefs ? json_integer(p->ref_gen_lo) : json_null());
     set(refs, "generation_max", p->nrefs ? json_integer(p->ref_gen_hi) : json_null());
     set(o, "references", refs);
+    json_t *tol = json_null();
+    if (r->sw->tol_override) {
+        tol = json_object();
+        set(tol, "atol", jnum(r->sw->tol_atol));
+        set(tol, "rtol", jnum(r->sw->tol_rtol));
+    }
+    set(o, "tolerances", tol);
     return o;
 }
 

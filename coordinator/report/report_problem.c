@@ -83,6 +83,17 @@ int kf_rep_problem_collect(rep *r, kf_err *err)
     return KF_OK;
 }
 
+void kf_rep_problem_refs(const rep *r, char *out, size_t len)
+{
+    const rproblem *p = &r->problem;
+    int n = snprintf(out, len, "%zu reference%s stored for %zu configuration%s", p->nrefs,
+                     p->nrefs == 1 ? "" : "s", p->nconfigs, p->nconfigs == 1 ? "" : "s");
+    if (r->sw->tol_override && n > 0 && (size_t)n < len)
+        snprintf(out + n, len - (size_t)n,
+                 "; tolerances: the sweep's atol %g, rtol %g for the problem's", r->sw->tol_atol,
+                 r->sw->tol_rtol);
+}
+
 void kf_rep_seed_policy(const rproblem *p, char *out, size_t len)
 {
     char renew[48], gen[48];

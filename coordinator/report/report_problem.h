@@ -22,6 +22,11 @@ int kf_rep_problem_collect(rep *r, kf_err *err);
  * renewed", "no pool stored yet"), the policy as every format words it. */
 void kf_rep_seed_policy(const rproblem *p, char *out, size_t len);
 
+/* "12 references stored for 4 configurations", then, where the sweep
+ * overrides the problem's tolerances, "; tolerances: the sweep's atol
+ * 0.01, rtol 0.01 for the problem's". */
+void kf_rep_problem_refs(const rep *r, char *out, size_t len);
+
 /* Whether row w is the problem's own (a task of the problem's kernel). */
 int kf_rep_is_problem_row(const rep *r, const rrow *w);
 

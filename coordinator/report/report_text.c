@@ -619,13 +619,12 @@ static void render_header(const rep *r, esc *e, kf_buf *out)
                     "what a caller pays per call (flags: host call)\n",
                     md ? "- " : "  ", E(e, r->sw->baseline));
     if (r->problem.k) {
-        char pol[160];
+        char pol[160], refs[200];
         kf_rep_seed_policy(&r->problem, pol, sizeof pol);
-        kf_buf_addf(out, "%sproblem: %s (hash %s) judges every row; seeds: %s; ", md ? "- " : "  ",
-                    E(e, r->problem.k->name), E(e, kf_rep_nz(r->problem.k->hash)), pol);
-        kf_buf_addf(out, "%zu reference%s stored for %zu configuration%s\n", r->problem.nrefs,
-                    r->problem.nrefs == 1 ? "" : "s", r->problem.nconfigs,
-                    r->problem.nconfigs == 1 ? "" : "s");
+        kf_rep_problem_refs(r, refs, sizeof refs);
+        kf_buf_addf(out, "%sproblem: %s (hash %s) judges every row; seeds: %s; %s\n",
+                    md ? "- " : "  ", E(e, r->problem.k->name), E(e, kf_rep_nz(r->problem.k->hash)),
+                    pol, refs);
     }
 }
 

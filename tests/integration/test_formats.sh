@@ -3,7 +3,8 @@
 # on the CPU with the node's torch:
 #  1. KernelBench's 19_ReLU, unedited, sizes overridden by params: the
 #     problem file itself as the candidate (its Model) and a ModelNew pass,
-#     validated and profiled.
+#     validated and profiled; with the sweep's atol/rtol a candidate 1e-3
+#     off passes, without them it fails at KernelBench's 1e-4.
 #  2. KernelBench's 23_Softmax at 16 x 16384 (format: stated): a ModelNew
 #     returning zeros, within atol = 1e-4 everywhere, fails on kfleet's
 #     relative-L2 bound; the tolerances are KernelBench's 1e-4.
@@ -67,6 +68,38 @@ for k, r in rows.items():
 print("ok")
 PY
 pass "19_ReLU unedited: Model as the candidate and a ModelNew pass (atol = rtol = 1e-4)"
+
+# 1a. The sweep's atol/rtol for the file's: a candidate 1e-3 off passes at
+#     1e-2 (the checker judges by them, the report says so); the same sweep
+#     without them then fails it at KernelBench's 1e-4, on the references
+#     the first stored: what they keep is the problem's own tolerances.
+run_sweep "$KB/relu_tol.yaml" 0 relutol
+"$KFLEET" report >"$T/relutol.txt" || fail "report of relutol"
+grep -qF "tolerances: the sweep's atol 0.01, rtol 0.01 for the problem's" "$T/relutol.txt" ||
+  fail "the text report does not say the sweep's tolerances: $(grep problem: "$T/relutol.txt")"
+"$KFLEET" report --format html >"$T/relutol.html" || fail "html report of relutol"
+grep -qF "tolerances: the sweep's atol 0.01, rtol 0.01 for the problem's" "$T/relutol.html" ||
+  fail "the HTML report does not say the sweep's tolerances"
+grep -v -e '^  atol:' -e '^  rtol:' "$KB/relu_tol.yaml" | sed 's/kb-relu-tol/kb-relu-kbtol/' >"$T/relu_kbtol.yaml"
+cp "$KB/19_ReLU.py" "$KB/relu_rough.py" "$T/"
+run_sweep "$T/relu_kbtol.yaml" 1 relukbtol
+python3 - "$T/relutol.json" "$T/relukbtol.json" <<'PY' || fail "the sweep's tolerances were not what judged"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["problem"]["tolerances"] == {"atol": 0.01, "rtol": 0.01}, d["problem"]
+rows = {r["kernel"]: r["validation"] for r in d["rows"]}
+for k in ("torch", "relu_rough"):
+    assert rows[k]["state"] == "succeeded", (k, rows[k].get("error"))
+    assert rows[k]["atol"] == 0.01 and rows[k]["rtol"] == 0.01, (k, rows[k]["atol"], rows[k]["rtol"])
+e = json.load(open(sys.argv[2]))
+assert e["problem"]["tolerances"] is None, e["problem"]
+assert e["problem"]["hash"] == d["problem"]["hash"], "not the same problem: its references not reused"
+rough = {r["kernel"]: r["validation"] for r in e["rows"]}["relu_rough"]
+assert rough["state"] == "failed", rough
+assert "(atol 0.0001, rtol 0.0001)" in rough["error"], rough["error"]
+print("ok - without the override: " + rough["error"][:90])
+PY
+pass "the sweep's atol/rtol judge a KernelBench problem's candidates; its stored references keep the file's"
 
 # 1b. A torch ModelNew that goes for its judge (issue 43 item 1): it reaches
 #     no other process, and its own spot check of the checker fails it.
@@ -182,4 +215,12 @@ refuse "problem: {path: $KB/19_ReLU.py, device: cpu}
 candidates: [$GM/submission.py]" "defines class ModelNew"
 refuse "problem: {path: $KB/19_ReLU.py, device: gpu}
 candidates: [$KB/relu_new.py]" "device is 'gpu'; write cuda or cpu"
-pass "refused at submit: a stated format the file lacks, a candidate without ModelNew, a bad device"
+refuse "problem: {path: $KB/19_ReLU.py, device: cpu, atol: 1e-2}
+candidates: [$KB/relu_new.py]" "atol: without rtol:"
+refuse "problem: {path: $KB/19_ReLU.py, device: cpu, atol: 1e-2, rtol: 1}
+candidates: [$KB/relu_new.py]" "rtol = 1: with rtol >= 1 every element of an output of zeros"
+refuse "problem: {path: $KF_SRC/tests/data/problems/allclose/problem.py, atol: 1e-2, rtol: 1e-2}
+candidates: [$KF_SRC/tests/data/problems/allclose/np_softmax.py]" "is a kfleet problem: state them in its source"
+refuse "problems: {path: [$KB/19_ReLU.py, $KF_SRC/tests/data/problems/allclose/problem.py], atol: 1e-2, rtol: 1e-2}
+candidates: [\"{dir}/{name}.py\"]" "is a kfleet problem: state them in its source"
+pass "refused at submit: a stated format the file lacks, a candidate without ModelNew, a bad device, tolerances half given, vacuous or for a kfleet problem"
