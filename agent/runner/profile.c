@@ -572,7 +572,13 @@ static int sample_loop(prof *p)
                                  "cannot stream samples to the agent");
             if (!audit)
                 kf_thermal_wait(&p->tp, p->timed_all);
-            if ((double)(kf_mono_ns() - start) / 1e9 >= p->timeout)
+            /* Audits alone do not end a profile at its timeout: one whose
+             * first sample (of a few, on a loaded node) was an audit had no
+             * sample kept, so no re-check after the last, and its checker
+             * judged one output of the two it must: a right candidate
+             * failed. It goes on to a sample it keeps (or one discarded for
+             * throttling, whose failure says so), within the task's limit. */
+            if ((double)(kf_mono_ns() - start) / 1e9 >= p->timeout && (p->n || p->discarded))
                 return mid_recheck(p, &rechecked);
             continue;
         }
