@@ -525,10 +525,10 @@ static int mid_recheck(prof *p, int *rechecked)
 
 /* The samples, each guarded, until the median is precise enough (past the
  * floors: samples, timed seconds, and on a GPU the wall time they span) or
- * the timeout; the re-check at a sample index the kernel cannot predict,
- * before the minimum is reached, and where the timeout comes first (a
- * loaded node's few samples) before the loop ends: every profile has one,
- * as its checker counts (agent/verdict.c). 0, or -1 with the task failed. */
+ * the timeout, met past a kept sample (audits alone would leave none, nor
+ * the re-check after the last, which the checker counts: agent/verdict.c);
+ * the re-check at a sample index the kernel cannot predict, before the
+ * minimum, or at the timeout. 0, or -1 with the task failed. */
 static int sample_loop(prof *p)
 {
     hctx *h = p->h;
@@ -572,12 +572,6 @@ static int sample_loop(prof *p)
                                  "cannot stream samples to the agent");
             if (!audit)
                 kf_thermal_wait(&p->tp, p->timed_all);
-            /* Audits alone do not end a profile at its timeout: one whose
-             * first sample (of a few, on a loaded node) was an audit had no
-             * sample kept, so no re-check after the last, and its checker
-             * judged one output of the two it must: a right candidate
-             * failed. It goes on to a sample it keeps (or one discarded for
-             * throttling, whose failure says so), within the task's limit. */
             if ((double)(kf_mono_ns() - start) / 1e9 >= p->timeout && (p->n || p->discarded))
                 return mid_recheck(p, &rechecked);
             continue;
