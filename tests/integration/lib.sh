@@ -55,6 +55,13 @@ start_serve() {
   [ -n "$ENDPOINT" ] || fail "no agent endpoint"
 }
 
+# need_numpy: fails the test unless $KF_PYTHON (set by the test) imports
+# numpy; make test-build installs python3-numpy.
+need_numpy() {
+  "$KF_PYTHON" -c 'import numpy' 2>"$T/numpy.err" ||
+    fail "$KF_PYTHON has no numpy (make test-build installs python3-numpy): $(tail -1 "$T/numpy.err")"
+}
+
 # start_agent NAME [ARGS...]: starts an agent; its pid in AGENT_PID.
 start_agent() {
   local name=$1

@@ -16,8 +16,7 @@ source "$(dirname "$0")/lib.sh"
 
 # Debian's interpreter, which has python3-numpy (as test_problems.sh).
 export KF_PYTHON=/usr/bin/python3
-"$KF_PYTHON" -c 'import numpy' 2>"$T/numpy.err" ||
-  fail "$KF_PYTHON has no numpy (make test-build installs python3-numpy): $(tail -1 "$T/numpy.err")"
+need_numpy
 
 # check REPORT BASELINE CANDIDATES: every row passed; every row has a
 # speedup, against the baseline's row of its configuration on its own node

@@ -10,8 +10,7 @@
 source "$(dirname "$0")/lib.sh"
 
 export KF_PYTHON=/usr/bin/python3
-"$KF_PYTHON" -c 'import numpy' 2>"$T/numpy.err" ||
-  fail "$KF_PYTHON has no numpy (make test-build installs python3-numpy): $(tail -1 "$T/numpy.err")"
+need_numpy
 
 # The pool's inputs: the ahead folder with fresh_inputs = False appended to
 # its problem (one problem file, not a copy kept beside it).

@@ -13,7 +13,7 @@
 source "$(dirname "$0")/lib.sh"
 
 export KF_PYTHON=/usr/bin/python3
-"$KF_PYTHON" -c 'import numpy' 2>/dev/null || fail "$KF_PYTHON has no numpy (make test-build installs python3-numpy)"
+need_numpy
 
 rc=0
 "$KFLEET" run "$KF_SRC/tests/data/sweeps/hostile_text.yaml" --agents 1 >"$T/run.out" 2>"$T/run.err" ||

@@ -7,8 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 
 export KF_PYTHON=/usr/bin/python3
-"$KF_PYTHON" -c 'import numpy' 2>"$T/numpy.err" ||
-  fail "$KF_PYTHON has no numpy (make test-build installs python3-numpy): $(tail -1 "$T/numpy.err")"
+need_numpy
 
 set +e
 "$KFLEET" run "$KF_SRC/tests/data/sweeps/kernel_output.yaml" >"$T/run.out" 2>"$T/run.log"

@@ -18,8 +18,7 @@ export KF_PYTHON=/usr/bin/python3
 # of forked tasks below assume a warm runner ready within the agent's wait,
 # which importing Debian's torch (installed for test_formats) outlasts.
 export KF_WARM_IMPORTS=numpy
-"$KF_PYTHON" -c 'import numpy' 2>"$T/numpy.err" ||
-  fail "$KF_PYTHON has no numpy (make test-build installs python3-numpy): $(tail -1 "$T/numpy.err")"
+need_numpy
 
 # reference_count: values stored by reference tasks, from the coordinator's
 # log of the last `kfleet run` (reference.stored ... stored=N).

@@ -14,8 +14,7 @@ source "$(dirname "$0")/lib.sh"
 # Debian's interpreter, which has python3-numpy (deploy/install-deps.sh
 # --test); a PATH python3 (pyenv, a venv) may not.
 export KF_PYTHON=/usr/bin/python3
-"$KF_PYTHON" -c 'import numpy' 2>"$T/numpy.err" ||
-  fail "$KF_PYTHON has no numpy (make test-build installs python3-numpy): $(tail -1 "$T/numpy.err")"
+need_numpy
 
 rc=0
 "$KFLEET" run "$KF_SRC/tests/data/sweeps/python.yaml" --agents 2 --format json -o "$T/r.json" \

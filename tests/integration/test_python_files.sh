@@ -9,7 +9,7 @@
 source "$(dirname "$0")/lib.sh"
 
 export KF_PYTHON=/usr/bin/python3
-"$KF_PYTHON" -c 'import numpy' 2>/dev/null || fail "$KF_PYTHON has no numpy (make test-build installs python3-numpy)"
+need_numpy
 
 # A copy of the kernels, so the helper can be changed.
 mkdir -p "$T/k/tests/kernels/python" "$T/k/tests/data/sweeps"

@@ -19,7 +19,7 @@
 source "$(dirname "$0")/lib.sh"
 
 export KF_PYTHON=/usr/bin/python3
-"$KF_PYTHON" -c 'import numpy' 2>/dev/null || fail "$KF_PYTHON has no numpy (make test-build installs python3-numpy)"
+need_numpy
 STATE="$KFLEET_HOME/state"
 WD="$STATE/agents/run-0"
 
