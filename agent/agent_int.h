@@ -131,6 +131,7 @@ struct kf_agent {
     int warms_off;            /* they cannot be had here (said once): fresh runners */
     uint32_t cpu_used;
     uint8_t gpu_busy[64];
+    uint64_t gpu_freed_mono[64]; /* when each GPU slot's last task ended; 0: none yet */
     kpending *pending;
     size_t npending, cappending;
     kf_buf scratch;

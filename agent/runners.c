@@ -24,6 +24,7 @@
 #include "runner/build.h"
 #include "runner/channel.h"
 #include "runner/sandbox.h"
+#include "runner/thermal.h"
 #include "runner/toolhost.h"
 #include "agent/verdict.h"
 #include "agent/warms.h"
@@ -107,9 +108,10 @@ static void free_slot(kf_agent *a, krunner *r)
     if (!r->slot_held)
         return;
     r->slot_held = 0;
-    if (r->gpu && r->gpu_index < 64)
+    if (r->gpu && r->gpu_index < 64) {
         a->gpu_busy[r->gpu_index] = 0;
-    else if (a->cpu_used > 0)
+        a->gpu_freed_mono[r->gpu_index] = kf_mono_ns();
+    } else if (a->cpu_used > 0)
         a->cpu_used--;
 }
 
@@ -138,9 +140,21 @@ static void begin_task(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta)
     take_slot(a, r);
 }
 
-/* ta as one frame on a serving runner's stdin. */
-static int hand_task(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta, kf_err *err)
+/* ta as its runner gets it: with the agent's own word on its GPU slot
+ * (TaskAssign.slot_warm: busy until less than KF_SLOT_WARM_S ago, which
+ * shortens the profile's warm-up, thermal.h), whatever the coordinator sent. */
+static Kfleet__TaskAssign stamped(const kf_agent *a, const Kfleet__TaskAssign *ta)
 {
+    Kfleet__TaskAssign c = *ta;
+    uint64_t freed = on_gpu(ta) && ta->gpu_index < 64 ? a->gpu_freed_mono[ta->gpu_index] : 0;
+    c.slot_warm = freed && kf_mono_ns() - freed < (uint64_t)(KF_SLOT_WARM_S * 1e9);
+    return c;
+}
+
+/* ta as one frame on a serving runner's stdin. */
+static int hand_task(kf_agent *a, krunner *r, const Kfleet__TaskAssign *task, kf_err *err)
+{
+    Kfleet__TaskAssign st = stamped(a, task), *ta = &st;
     size_t n = kfleet__task_assign__get_packed_size(ta);
     kf_buf_reset(&a->scratch);
     kf_buf_grow(&a->scratch, n + 4);
@@ -310,10 +324,11 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
         if (pipe2(task_fd, O_CLOEXEC) == 0)
             in_fd = task_fd[0];
     } else {
-        size_t n = kfleet__task_assign__get_packed_size(ta);
+        Kfleet__TaskAssign st = stamped(a, ta);
+        size_t n = kfleet__task_assign__get_packed_size(&st);
         kf_buf_reset(&a->scratch);
         kf_buf_grow(&a->scratch, n);
-        kfleet__task_assign__pack(ta, (uint8_t *)a->scratch.data);
+        kfleet__task_assign__pack(&st, (uint8_t *)a->scratch.data);
         snprintf(path, sizeof path, "%s/task.pb", r->dir);
         if ((rc = kf_write_file(path, a->scratch.data, n, 0600, err)))
             goto fail;

@@ -345,7 +345,7 @@ static void prof_settings(prof *p, hctx *h, const loaded *L)
          * a rest, so the samples run back to back and the row says so. */
         .sustained = (m && m->thermal_sustained) || (h->cu && !kf_cudrv_blocking(h->cu)),
         .recovery_s = m && m->throttle_recovery_s > 0 ? m->throttle_recovery_s : 0.05,
-    };
+        .slot_warm = h->ta && h->ta->slot_warm};
     p->thr_pct = m && m->throttle_threshold_pct > 0 ? m->throttle_threshold_pct
                                                     : KF_DEFAULT_THROTTLE_THRESHOLD_PCT;
     p->achieved = INFINITY;
@@ -660,9 +660,8 @@ static void summarize(prof *p, Kfleet__ProfileStats *ps)
     ps->default_sm_clock_mhz = p->tp.default_mhz;
     ps->sm_clock_median_mhz = kf_stats_median_u32(p->clk, p->n);
     ps->power_median_mw = kf_stats_median_u32(p->pw, p->n);
-    /* The timeout may come between two precision checks (every ~1 %) on
-     * samples that meet the rule: the report, which recomputes the
-     * precision from them, must not show them precise yet "not converged". */
+    /* The timeout may come between two precision checks (every ~1 %): the report, which
+     * recomputes the precision, must not show precise samples "not converged". */
     if (!p->converged &&
         kf_stats_stop_precise(&p->rule, p->times, p->set, p->n, p->total_timed, &p->achieved) &&
         p->span >= p->min_span)
@@ -674,6 +673,7 @@ static void summarize(prof *p, Kfleet__ProfileStats *ps)
     ps->rest_s = p->tp.rest_s;
     ps->warmup_s = p->tp.warmup_s;
     ps->warmup_samples = p->tp.warmup_samples;
+    ps->warmup_slot_warm = p->tp.slot_warm;
     ps->steady_sm_clock_mhz = p->tp.steady_mhz;
     ps->clock_steady = p->tp.steady;
     ps->measured_s = p->timed_all;

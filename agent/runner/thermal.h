@@ -58,6 +58,7 @@ typedef struct kf_thermal {
     uint32_t warmup_samples; /* its samples (timed, not kept) */
     uint32_t steady_mhz;     /* the clock it settled at; 0: not measured */
     int steady;              /* 1: settled before the warm-up's cap */
+    int slot_warm;           /* the agent's word: the slot was busy just before */
     double rest_s;           /* burst: the rests before samples, host time */
 } kf_thermal;
 
@@ -101,8 +102,18 @@ typedef int (*kf_thermal_sample_fn)(void *arg, double *seconds, double *sm_mhz);
 
 /* The warm-up to a steady clock: samples until the last 5 clocks are within
  * 1 % of each other and at least 50 ms of device time has run, or until
- * cap_s of device time (t->steady stays 0). Without clock readings it runs
- * 50 ms and says so (steady_mhz 0). 0, or -1 when a sample failed. */
+ * cap_s of device time or three times that of wall time (t->steady stays
+ * 0). Without clock readings it runs 50 ms and says so (steady_mhz 0).
+ *
+ * On a slot that was busy until just before (t->slot_warm: the agent saw
+ * its last task end less than KF_SLOT_WARM_S ago) 50 ms of wall time also
+ * meets the floor: the GPU is as warm as the work it has been running keeps
+ * it, and the clock check still decides. A 2 us kernel needs 25,000 runs,
+ * ~2 s of launches on an H200, for 50 ms of device time, and those barely
+ * load the GPU more than its samples will (issue 45: 1.7 s of a Triton
+ * candidate's 7.4 s of slot time). The first profile on an idle slot has
+ * the device-time floor. 0, or -1 when a sample failed. */
+#define KF_SLOT_WARM_S 1.0
 int kf_thermal_warm(kf_thermal *t, double cap_s, kf_thermal_sample_fn fn, void *arg);
 
 #endif

@@ -8,7 +8,10 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "common/util.h"
 #include "runner/thermal.h"
+
+#define STEADY_WINDOW_TEST 5 /* thermal.c's window of clocks */
 
 #include <math.h>
 
@@ -48,11 +51,14 @@ typedef struct script {
     int n, at;
     double s;
     int cycle;
+    double wall_s; /* each run also sleeps this long: its launch overhead */
 } script;
 
 static int scripted(void *arg, double *seconds, double *sm_mhz)
 {
     script *sc = arg;
+    if (sc->wall_s > 0)
+        kf_sleep_s(sc->wall_s);
     *seconds = sc->s;
     *sm_mhz = sc->mhz[sc->cycle ? sc->at % sc->n : sc->at < sc->n ? sc->at : sc->n - 1];
     sc->at++;
@@ -71,7 +77,7 @@ static void test_warm_until_steady(void **state)
 {
     (void)state;
     const double mhz[] = {1980, 1900, 1800, 1700, 1670, 1668, 1666, 1667, 1665};
-    script sc = {mhz, 9, 0, 0.002, 0};
+    script sc = {mhz, 9, 0, 0.002, 0, 0};
     kf_thermal t = {0};
     assert_int_equal(kf_thermal_warm(&t, 1.0, scripted, &sc), 0);
     assert_int_equal(t.steady, 1);
@@ -80,14 +86,14 @@ static void test_warm_until_steady(void **state)
     assert_int_equal(t.steady_mhz, 1665);
     /* A clock that never settles runs to the cap, not steady. */
     const double wobble[] = {1980, 1500};
-    script w = {wobble, 2, 0, 0.01, 1};
+    script w = {wobble, 2, 0, 0.01, 1, 0};
     kf_thermal u = {0};
     assert_int_equal(kf_thermal_warm(&u, 0.1, scripted, &w), 0);
     assert_int_equal(u.steady, 0);
     assert_true(u.warmup_s >= 0.1);
     /* No clock readings: 50 ms of the kernel, the clock unknown. */
     const double none[] = {0};
-    script z = {none, 1, 0, 0.02, 0};
+    script z = {none, 1, 0, 0.02, 0, 0};
     kf_thermal v = {0};
     assert_int_equal(kf_thermal_warm(&v, 1.0, scripted, &z), 0);
     assert_int_equal(v.steady, 0);
@@ -96,6 +102,41 @@ static void test_warm_until_steady(void **state)
     /* A failed run fails the warm-up. */
     kf_thermal f = {0};
     assert_int_equal(kf_thermal_warm(&f, 1.0, failing, NULL), -1);
+}
+
+/* A 2 us kernel whose runs cost 1 ms of launch each: on an idle slot the
+ * floor is 50 ms of device time (25,000 runs); on a slot busy until just
+ * before (the agent's word), 50 ms of wall time also meets it, and the
+ * clock check still decides. A clock that never settles stops at three
+ * times the cap in wall time, not after the cap's ~500,000 runs. */
+static void test_warm_slot_busy(void **state)
+{
+    (void)state;
+    const double flat[] = {1980};
+    script cold = {flat, 1, 0, 2e-6, 0, 0};
+    kf_thermal t = {0};
+    assert_int_equal(kf_thermal_warm(&t, 1.0, scripted, &cold), 0);
+    assert_int_equal(t.steady, 1);
+    assert_in_range(t.warmup_samples, 24999, 25001);
+    script busy = {flat, 1, 0, 2e-6, 0, 1e-3};
+    kf_thermal u = {.slot_warm = 1};
+    assert_int_equal(kf_thermal_warm(&u, 1.0, scripted, &busy), 0);
+    assert_int_equal(u.steady, 1);
+    assert_in_range(u.warmup_samples, STEADY_WINDOW_TEST, 50);
+    assert_int_equal(u.steady_mhz, 1980);
+    /* Busy, but the clock still moving: the check decides, not the floor. */
+    const double ramp[] = {1200, 1400, 1600, 1800, 1980};
+    script moving = {ramp, 5, 0, 2e-6, 0, 12e-3};
+    kf_thermal v = {.slot_warm = 1};
+    assert_int_equal(kf_thermal_warm(&v, 1.0, scripted, &moving), 0);
+    assert_int_equal(v.steady, 1);
+    assert_true(v.warmup_samples >= 9); /* the 5 ramp clocks out of the window */
+    const double wobble[] = {1980, 1500};
+    script never = {wobble, 2, 0, 2e-6, 1, 1e-3};
+    kf_thermal w = {.slot_warm = 1};
+    assert_int_equal(kf_thermal_warm(&w, 0.01, scripted, &never), 0);
+    assert_int_equal(w.steady, 0);
+    assert_in_range(w.warmup_samples, 2, 30); /* 30 ms of 1 ms runs, not 5,000 */
 }
 
 /* Recovery waits never exceed the time measured: with none measured the
@@ -130,7 +171,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_protocol_names),     cmocka_unit_test(test_rest),
         cmocka_unit_test(test_warm_until_steady),  cmocka_unit_test(test_waits_budget),
-        cmocka_unit_test(test_judge_without_nvml),
+        cmocka_unit_test(test_judge_without_nvml), cmocka_unit_test(test_warm_slot_busy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
