@@ -227,6 +227,7 @@ static json_t *json_profile(const rrow *w, int with_samples)
         set(th, "protocol", jtext(ps->thermal));
         set(th, "warmup_s", jnum(ps->warmup_s));
         set(th, "warmup_samples", json_integer(ps->warmup_samples));
+        set(th, "warmup_slot_warm", json_boolean(ps->warmup_slot_warm));
         set(th, "steady_sm_clock_mhz",
             ps->steady_sm_clock_mhz ? json_integer(ps->steady_sm_clock_mhz) : json_null());
         set(th, "clock_steady", json_boolean(ps->clock_steady));
@@ -523,6 +524,39 @@ static json_t *json_idle(const rep *r)
     return o;
 }
 
+/* slot_time.by_row: the rows' runner time (kf_rep_row_time), each phase
+ * keyed by its task's kind and its name ("profile warm-up"). */
+static json_t *phases_json(const kf_rep_rphase *ph, size_t n)
+{
+    json_t *o = json_object();
+    char key[192];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(key, sizeof key, "%s %s", ph[i].task, ph[i].name);
+        set(o, key, json_real(ph[i].s));
+    }
+    return o;
+}
+
+static json_t *json_row_time(const rep *r)
+{
+    kf_rep_rowtime t;
+    size_t rows = kf_rep_row_time(r, &t);
+    if (!rows)
+        return json_null();
+    json_t *o = json_object(), *c = json_object();
+    set(o, "rows", json_integer((json_int_t)rows));
+    set(o, "median_s", json_real(t.median_s));
+    set(o, "mean_s", json_real(t.mean_s));
+    set(o, "mean_phases_s", phases_json(t.mean, t.nmean));
+    set(c, "kernel", jtext(t.costliest->kernel_name));
+    set(c, "kernel_index", json_integer(t.costliest->kernel));
+    set(c, "config_index", json_integer(t.costliest->config));
+    set(c, "seconds", json_real(t.costliest_s));
+    set(c, "phases_s", phases_json(t.worst, t.nworst));
+    set(o, "costliest", c);
+    return o;
+}
+
 static json_t *json_schedule(const rep *r)
 {
     double makespan, startup, ideal, over;
@@ -559,6 +593,7 @@ static json_t *json_schedule(const rep *r)
         set(st, "phases_s", phases);
         set(st, "outside_runners_s", json_real(outside));
         set(st, "idle_s", json_real(idle));
+        set(st, "by_row", json_row_time(r));
     }
     set(o, "slot_time", st);
     set(o, "idle", json_idle(r));

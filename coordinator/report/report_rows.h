@@ -203,6 +203,28 @@ typedef struct kf_rep_phase {
 size_t kf_rep_slot_time(const rep *r, kf_rep_phase *out, double *total_s, double *outside_s,
                         double *idle_s);
 
+/* A finished sweep's runner time row by row (report_rowtime.c, issue 45):
+ * what one candidate-configuration costs, so that the next lever is the
+ * rows' own and not hidden in the sweep's sum. Each row that ran a validate
+ * or a profile: the two tasks' runner time (Result.elapsed_s), by phase
+ * (the task's kind beside the phase's name; "other": its time in no
+ * phase); over those rows the median and mean, the mean by phase and the
+ * costliest row's phases, each list largest first. Returns the rows
+ * counted: 0 while the sweep runs or when none ran. */
+typedef struct kf_rep_rphase {
+    const char *task; /* "validate" or "profile" */
+    const char *name; /* points into a Result, or "other" */
+    double s;
+} kf_rep_rphase;
+#define KF_REP_MAX_RPHASES (2 * KF_REP_MAX_PHASES + 2)
+typedef struct kf_rep_rowtime {
+    double median_s, mean_s, costliest_s;
+    const rrow *costliest;
+    kf_rep_rphase mean[KF_REP_MAX_RPHASES], worst[KF_REP_MAX_RPHASES];
+    size_t nmean, nworst;
+} kf_rep_rowtime;
+size_t kf_rep_row_time(const rep *r, kf_rep_rowtime *out);
+
 /* Where a finished sweep's idle slot time went, slot by slot: each
  * agent's attempts of the slot kind kf_rep_measured counts are laid on its
  * slots (by start; each onto the slot freed last before it), and each slot's idle time is split

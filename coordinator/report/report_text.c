@@ -19,6 +19,7 @@
 #include "common/xalloc.h"
 #include "report/report_launches.h"
 #include "report/report_output.h"
+#include "report/report_rowtime.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -507,10 +508,9 @@ static void render_idle(const rep *r, esc *e, kf_buf *out)
     size_t n = kf_rep_slot_idle(r, sl, 64, &sum);
     if (!n)
         return;
-    kf_buf_addf(out,
-                "%sidle: start-up %.1f s, between tasks %.1f s, tail %.1f s; by slot "
-                "(start-up+gaps+tail s):",
-                e->md ? "- " : "  ", sum.startup_s, sum.gaps_s, sum.tail_s);
+    kf_buf_addf(out, "%sidle: start-up %.1f s, between tasks %.1f s, tail %.1f s; by slot %s:",
+                e->md ? "- " : "  ", sum.startup_s, sum.gaps_s, sum.tail_s,
+                "(start-up+gaps+tail s)");
     for (size_t i = 0; i < n && i < 64; i++)
         kf_buf_addf(out, "%s %s/%u %.1f+%.1f+%.1f", i ? "," : "", E(e, sl[i].agent), sl[i].slot,
                     sl[i].startup_s, sl[i].gaps_s, sl[i].tail_s);
@@ -562,6 +562,7 @@ static void render_schedule(const rep *r, esc *e, kf_buf *out)
         kf_buf_addf(out, " %s %.1f s (%.0f%%),", ph[i].name, ph[i].s, ph[i].s / total * 100);
     kf_buf_addf(out, " outside runners %.1f s (%.0f%%), idle %.1f s (%.0f%%)\n", outside,
                 outside / total * 100, idle, idle / total * 100);
+    kf_rep_row_time_text(r, md, out);
     render_idle(r, e, out);
 }
 

@@ -32,6 +32,34 @@ PY
 grep -q "slot time: .* sampling .* outside runners .* idle " "$T/run.out" || fail "no slot time line in the text report"
 pass "slot time broken down: $(grep -o 'slot time: .*' "$T/run.out" | cut -c1-150)"
 
+# Issue 45: the slot time a row, what one kernel-configuration cost: each
+# row's validate and profile runner time, their mean by phase, and the
+# costliest row, against the rows' own tasks in the same report.
+python3 - "$T/report.json" <<'PY' || fail "the report's slot time a row is wrong"
+import json, sys
+d = json.load(open(sys.argv[1]))
+br = d["schedule"]["slot_time"]["by_row"]
+per = {}
+for r in d["rows"]:
+    ts = [t for t in (r.get("validation"), r.get("profile")) if t and (t.get("elapsed_s") or 0) > 0]
+    if ts:
+        per[(r["kernel_index"], r["config_index"])] = sum(t["elapsed_s"] for t in ts)
+assert br["rows"] == len(per) == 9, (br["rows"], len(per))
+assert abs(br["mean_s"] * br["rows"] - sum(per.values())) < 1e-6 * max(1, sum(per.values())), br
+assert abs(sum(br["mean_phases_s"].values()) - br["mean_s"]) < 1e-6, br
+assert any(k.startswith("profile samples") for k in br["mean_phases_s"]), br["mean_phases_s"]
+assert any(k.startswith("validate run") for k in br["mean_phases_s"]), br["mean_phases_s"]
+c = br["costliest"]
+assert abs(c["seconds"] - max(per.values())) < 1e-9, (c, per)
+assert abs(per[(c["kernel_index"], c["config_index"])] - c["seconds"]) < 1e-9, c
+s = sorted(per.values())
+assert abs(br["median_s"] - s[len(s) // 2]) < 1e-9, (br, s)
+print("ok - a row: median %.3f s, mean %.3f s, costliest %s %.3f s" % (br["median_s"], br["mean_s"], c["kernel"], c["seconds"]))
+PY
+grep -q "slot time a row (9 rows that ran): median .* profile .*; costliest .* s: " "$T/run.out" ||
+  fail "no slot time a row line in the text report"
+pass "slot time a row: $(grep -o 'slot time a row.*' "$T/run.out" | cut -c1-160)"
+
 # Issue 32: what the sweep cost, from `--price` (per slot-hour on CPU
 # agents): every row an evaluation, the total the nodes' sum, per evaluation
 # the total over the rows; every profile stopped on the median's precision
