@@ -141,13 +141,17 @@ static void begin_task(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta)
 }
 
 /* ta as its runner gets it: with the agent's own word on its GPU slot
- * (TaskAssign.slot_warm: busy until less than KF_SLOT_WARM_S ago, which
- * shortens the profile's warm-up, thermal.h), whatever the coordinator sent. */
+ * (TaskAssign.slot_warm: held by a task now, its runner on its way out
+ * after its result, or until less than KF_SLOT_WARM_S ago; the profile's
+ * warm-up is then shorter, thermal.h), whatever the coordinator sent. */
 static Kfleet__TaskAssign stamped(const kf_agent *a, const Kfleet__TaskAssign *ta)
 {
     Kfleet__TaskAssign c = *ta;
-    uint64_t freed = on_gpu(ta) && ta->gpu_index < 64 ? a->gpu_freed_mono[ta->gpu_index] : 0;
-    c.slot_warm = freed && kf_mono_ns() - freed < (uint64_t)(KF_SLOT_WARM_S * 1e9);
+    uint32_t g = ta->gpu_index;
+    uint64_t freed = on_gpu(ta) && g < 64 ? a->gpu_freed_mono[g] : 0;
+    c.slot_warm =
+        on_gpu(ta) && g < 64 &&
+        (a->gpu_busy[g] || (freed && kf_mono_ns() - freed < (uint64_t)(KF_SLOT_WARM_S * 1e9)));
     return c;
 }
 
