@@ -130,6 +130,9 @@ struct kf_agent {
     struct kcontain *contain; /* contain.h: runners' groups, mounts and limits */
     int warms_off;            /* they cannot be had here (said once): fresh runners */
     uint32_t cpu_used;
+    /* Runners holding each GPU slot: two at once while one that sent its
+     * result exits and the next task's starts (a flag was cleared by the
+     * one leaving, and the slot said free while in use). */
     uint8_t gpu_busy[64];
     uint64_t gpu_freed_mono[64]; /* when each GPU slot's last task ended; 0: none yet */
     kpending *pending;

@@ -98,7 +98,7 @@ static void take_slot(kf_agent *a, krunner *r)
         return;
     r->slot_held = 1;
     if (r->gpu && r->gpu_index < 64)
-        a->gpu_busy[r->gpu_index] = 1;
+        a->gpu_busy[r->gpu_index]++;
     else
         a->cpu_used++;
 }
@@ -109,7 +109,7 @@ static void free_slot(kf_agent *a, krunner *r)
         return;
     r->slot_held = 0;
     if (r->gpu && r->gpu_index < 64) {
-        a->gpu_busy[r->gpu_index] = 0;
+        a->gpu_busy[r->gpu_index] -= a->gpu_busy[r->gpu_index] > 0;
         a->gpu_freed_mono[r->gpu_index] = kf_mono_ns();
     } else if (a->cpu_used > 0)
         a->cpu_used--;
