@@ -140,25 +140,28 @@ static void begin_task(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta)
     take_slot(a, r);
 }
 
-/* ta as its runner gets it: with the agent's own word on its GPU slot
- * (TaskAssign.slot_warm: held by a task now, its runner on its way out
- * after its result, or until less than KF_SLOT_WARM_S ago; the profile's
- * warm-up is then shorter, thermal.h), whatever the coordinator sent. */
-static Kfleet__TaskAssign stamped(const kf_agent *a, const Kfleet__TaskAssign *ta)
+/* ta as runner r gets it: with the agent's own word on its GPU slot
+ * (TaskAssign.slot_warm: held by another task now, its runner on its way
+ * out after its result, or until less than KF_SLOT_WARM_S ago; the
+ * profile's warm-up is then shorter, thermal.h), whatever the coordinator
+ * sent. r's own hold (a serving runner's first task begins before it is
+ * handed) does not count. */
+static Kfleet__TaskAssign stamped(const kf_agent *a, const krunner *r, const Kfleet__TaskAssign *ta)
 {
     Kfleet__TaskAssign c = *ta;
     uint32_t g = ta->gpu_index;
-    uint64_t freed = on_gpu(ta) && g < 64 ? a->gpu_freed_mono[g] : 0;
-    c.slot_warm =
-        on_gpu(ta) && g < 64 &&
-        (a->gpu_busy[g] || (freed && kf_mono_ns() - freed < (uint64_t)(KF_SLOT_WARM_S * 1e9)));
+    if (!on_gpu(ta) || g >= 64)
+        return c.slot_warm = 0, c;
+    int others = a->gpu_busy[g] - (r->slot_held && r->gpu && r->gpu_index == g);
+    uint64_t freed = a->gpu_freed_mono[g];
+    c.slot_warm = others > 0 || (freed && kf_mono_ns() - freed < (uint64_t)(KF_SLOT_WARM_S * 1e9));
     return c;
 }
 
 /* ta as one frame on a serving runner's stdin. */
 static int hand_task(kf_agent *a, krunner *r, const Kfleet__TaskAssign *task, kf_err *err)
 {
-    Kfleet__TaskAssign st = stamped(a, task), *ta = &st;
+    Kfleet__TaskAssign st = stamped(a, r, task), *ta = &st;
     size_t n = kfleet__task_assign__get_packed_size(ta);
     kf_buf_reset(&a->scratch);
     kf_buf_grow(&a->scratch, n + 4);
@@ -328,7 +331,7 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
         if (pipe2(task_fd, O_CLOEXEC) == 0)
             in_fd = task_fd[0];
     } else {
-        Kfleet__TaskAssign st = stamped(a, ta);
+        Kfleet__TaskAssign st = stamped(a, r, ta);
         size_t n = kfleet__task_assign__get_packed_size(&st);
         kf_buf_reset(&a->scratch);
         kf_buf_grow(&a->scratch, n);
