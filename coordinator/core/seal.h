@@ -13,10 +13,14 @@
 
 /* Seals (issue 31): with a key, every result this store writes gets a
  * keyed BLAKE2b of its stored bytes in the "seals" table, and every
- * attempt's samples one seal together (the XOR of their MACs, updated as
- * they arrive), so a record whose bytes were changed, or that was added or
- * removed, afterwards (through liblmdb, by anyone without the key) is
- * found by kf_seal_check. The key is derived
+ * attempt's samples one seal together, updated as they arrive: the XOR of
+ * the MACs of its runs (issue 45; store_int.h: each run of consecutive
+ * seqs a batch brings, one keyed BLAKE2b over its bounds and its samples'
+ * bytes, its MAC also under its own record), or in a sweep from before
+ * runs (the store's first one sealed by them is in its meta) the XOR of
+ * each sample's MAC. So a record whose bytes were changed, or that was
+ * added or removed, afterwards (through liblmdb, by anyone without the
+ * key) is found by kf_seal_check. The key is derived
  * from the coordinator's Curve secret (Z85), which the coordinator and
  * `kfleet verify` read and no kernel's sandbox can. The first sweep id
  * sealed is kept in the store: records of later sweeps must all be

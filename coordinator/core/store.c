@@ -266,6 +266,39 @@ size_t store_seal_slot(int db, const void *key, size_t klen, uint8_t out[32])
     return klen + 1;
 }
 
+void store_run_begin(const kf_store *s, store_run *r, const uint8_t attempt_key[12], uint32_t lo)
+{
+    uint8_t tag = RUN_TAG, b[4];
+    memcpy(&r->st, s->seal_init, sizeof r->st);
+    crypto_generichash_update(&r->st, &tag, 1);
+    crypto_generichash_update(&r->st, attempt_key, 12);
+    be32(b, lo);
+    crypto_generichash_update(&r->st, b, 4);
+    r->lo = r->next = lo;
+}
+
+void store_run_add(store_run *r, const MDB_val *v)
+{
+    uint8_t b[4];
+    be32(b, (uint32_t)v->mv_size);
+    crypto_generichash_update(&r->st, b, 4);
+    crypto_generichash_update(&r->st, v->mv_data, v->mv_size);
+    r->next++;
+}
+
+void store_run_end(store_run *r, const uint8_t attempt_key[12], uint8_t mac[SEAL_LEN],
+                   uint8_t slot[RUN_SLOT_LEN])
+{
+    uint8_t b[4];
+    be32(b, r->next - 1);
+    crypto_generichash_update(&r->st, b, 4);
+    crypto_generichash_final(&r->st, mac, SEAL_LEN);
+    slot[0] = RUN_TAG;
+    memcpy(slot + 1, attempt_key, 12);
+    be32(slot + 13, r->lo);
+    be32(slot + 17, r->next - 1);
+}
+
 /* Adds mac to the seals table: a result's is its own seal; a sample's is
  * folded (XOR) into its attempt's, so mac may be the XOR of several
  * samples of one attempt (key any of theirs): one seal update a batch. */
@@ -462,6 +495,18 @@ int kf_store_put_sample(kf_txn *t, uint64_t task_id, uint32_t attempt, const Kfl
     return rc;
 }
 
+/* The run r of the attempt keyed ak ends: its seal put, its MAC folded
+ * into acc (the attempt's seal's update). */
+static int run_close(kf_txn *t, store_run *r, const uint8_t ak[12], uint8_t acc[SEAL_LEN])
+{
+    uint8_t mac[SEAL_LEN], slot[RUN_SLOT_LEN];
+    store_run_end(r, ak, mac, slot);
+    for (int j = 0; j < SEAL_LEN; j++)
+        acc[j] ^= mac[j];
+    MDB_val k = {RUN_SLOT_LEN, slot}, v = {SEAL_LEN, mac};
+    return kf_store_map_rc(kf_txn_put(t, DB_SEALS, &k, &v, 0));
+}
+
 int kf_store_put_samples(kf_txn *t, uint64_t task_id, uint32_t attempt,
                          const Kfleet__Sample *const *s, size_t n, size_t *dups)
 {
@@ -470,6 +515,12 @@ int kf_store_put_samples(kf_txn *t, uint64_t task_id, uint32_t attempt,
     be32(k + 8, attempt);
     size_t sealed = 0, d = 0;
     int rc = KF_OK;
+    /* Sealed by runs (seal.h): one MAC over each run of consecutive seqs
+     * as they come, a few bytes of hashing a sample instead of a keyed
+     * BLAKE2b of its own (two compressions, 0.44 us: a third of ingest's
+     * coordinator CPU). */
+    int by_runs = t->s->sealing && kf_task_sweep(task_id) >= t->s->runs_since, open = 0;
+    store_run run;
     for (size_t i = 0; i < n; i++) {
         be32(k + 12, s[i]->seq);
         MDB_val v;
@@ -480,7 +531,18 @@ int kf_store_put_samples(kf_txn *t, uint64_t task_id, uint32_t attempt,
             d++;
             continue;
         }
-        if (t->s->sealing) {
+        if (by_runs) {
+            if (open && (s[i]->seq != run.next || run.next == 0)) {
+                if ((rc = run_close(t, &run, k, seal)))
+                    break;
+                open = 0;
+            }
+            if (!open)
+                store_run_begin(t->s, &run, k, s[i]->seq);
+            open = 1;
+            store_run_add(&run, &v);
+            sealed++;
+        } else if (t->s->sealing) {
             /* The attempt's seal is the XOR of its samples' MACs: the
              * batch's XOR is folded in once, not once per sample. */
             uint8_t mac[SEAL_LEN];
@@ -491,6 +553,8 @@ int kf_store_put_samples(kf_txn *t, uint64_t task_id, uint32_t attempt,
             sealed++;
         }
     }
+    if (!rc && open)
+        rc = run_close(t, &run, k, seal);
     if (rc)
         return rc;
     if (dups)

@@ -54,6 +54,9 @@ struct kf_store {
      * it): a MAC starts from a copy instead of keying a state anew
      * (seal.c). Bytes, copied in and out of an aligned state. */
     unsigned char seal_init[sizeof(crypto_generichash_state)];
+    /* The first sweep whose samples are sealed by runs (seal.h); UINT32_MAX
+     * in a store sealed before runs, opened read-only. */
+    uint32_t runs_since;
 };
 
 struct kf_txn {
@@ -106,6 +109,23 @@ void store_seal_mac(const struct kf_store *s, int db, const MDB_val *k, const MD
 /* Where the seal of the record with key (klen bytes) of table db lives in
  * the seals table: its key, written to out, and its length. */
 size_t store_seal_slot(int db, const void *key, size_t klen, uint8_t out[32]);
+
+/* A run of an attempt's samples (seal.h), seqs lo..hi one after another:
+ * its MAC is keyed BLAKE2b of RUN_TAG, the attempt's key (task, attempt:
+ * 12 bytes), lo, then each sample's stored length and bytes in seq order,
+ * then hi; its seal lives under run_slot (RUN_TAG, the attempt's key, lo,
+ * hi: RUN_SLOT_LEN bytes) and the attempt's seal is the XOR of its runs'. */
+#define RUN_TAG 0xF0
+#define RUN_SLOT_LEN 21
+typedef struct store_run {
+    crypto_generichash_state st;
+    uint32_t lo, next;
+} store_run;
+void store_run_begin(const struct kf_store *s, store_run *r, const uint8_t attempt_key[12],
+                     uint32_t lo);
+void store_run_add(store_run *r, const MDB_val *v);
+void store_run_end(store_run *r, const uint8_t attempt_key[12], uint8_t mac[SEAL_LEN],
+                   uint8_t slot[RUN_SLOT_LEN]);
 
 /* store.c's record layer, for the store's other files (store_problem.c):
  * m packed into table db under key (sealed where the table is; *dup set,

@@ -1,7 +1,10 @@
 /* test_seal — the seals of samples stored a batch at a time
- * (kf_store_put_samples): one seal update per batch, the same seal as one
- * per sample, resent samples neither stored again nor folded in twice.
- * test_store's test_seals covers what a rewritten record does to them. */
+ * (kf_store_put_samples): sealed by runs of consecutive seqs, resent
+ * samples neither stored again nor folded in twice; a sample changed,
+ * removed or added, or a run's seal removed, found; a store sealed before
+ * runs sealing its sweeps sample by sample as before (one seal update per
+ * batch, the same seal as one per sample). test_store's test_seals covers
+ * what a rewritten record does to them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -141,9 +144,146 @@ static size_t seals_of(const char *d, uint8_t *out, size_t cap)
     return n;
 }
 
-/* The same samples stored one at a time in one store and as one batch in
- * another (same key, same task): the two seals tables are byte for byte
- * the same, so a store written before batches checks as it did. */
+/* Puts (val) or deletes (val NULL) the record key of table `table` in the
+ * store in d, through liblmdb as anyone without the key could. */
+static void lmdb_edit(const char *d, const char *table, const void *key, size_t klen,
+                      const void *val, size_t vlen)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    assert_int_equal(mdb_env_create(&env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(env, 32), 0);
+    assert_int_equal(mdb_env_open(env, d, 0, 0600), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, table, 0, &dbi), 0);
+    MDB_val k = {klen, (void *)key}, v = {vlen, (void *)val};
+    assert_int_equal(val ? mdb_put(txn, dbi, &k, &v, 0) : mdb_del(txn, dbi, &k, NULL), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+}
+
+/* The record key of table `table` of the store in d into out (its
+ * length), or 0 when there is none. */
+static size_t lmdb_get(const char *d, const char *table, const void *key, size_t klen, uint8_t *out,
+                       size_t cap)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    assert_int_equal(mdb_env_create(&env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(env, 32), 0);
+    assert_int_equal(mdb_env_open(env, d, MDB_RDONLY, 0600), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, table, 0, &dbi), 0);
+    MDB_val k = {klen, (void *)key}, v;
+    size_t n = 0;
+    if (mdb_get(txn, dbi, &k, &v) == 0) {
+        assert_true(v.mv_size <= cap);
+        memcpy(out, v.mv_data, v.mv_size);
+        n = v.mv_size;
+    }
+    mdb_txn_abort(txn);
+    mdb_env_close(env);
+    return n;
+}
+
+static void sample_key(uint64_t task, uint32_t seq, uint8_t k[16])
+{
+    for (int i = 0; i < 8; i++)
+        k[i] = (uint8_t)(task >> (56 - 8 * i));
+    const uint8_t rest[8] = {
+        0, 0, 0, 1, (uint8_t)(seq >> 24), (uint8_t)(seq >> 16), (uint8_t)(seq >> 8), (uint8_t)seq};
+    memcpy(k + 8, rest, 8);
+}
+
+/* The seals of store d against its samples of (task, attempt 1). */
+static kf_seal_count check_dir(const char *d, uint64_t task, size_t *stored)
+{
+    kf_err err;
+    kf_store *s = NULL;
+    assert_int_equal(kf_store_open(d, 1, &s, &err), 0);
+    assert_int_equal(kf_seal_key(s, "secret-one", &err), 0);
+    kf_seal_count sc = check(s, task, stored);
+    kf_store_close(&s);
+    return sc;
+}
+
+/* Samples 0..11 sealed by runs in batches of four (the second with a gap:
+ * 4, 5, 7, then 6), each then damaged through liblmdb in turn: a sample's
+ * byte changed, a sample removed, a sample added, a run's seal removed,
+ * each found as changed; put back, the store checks again. */
+static void test_runs_find_damage(void **state)
+{
+    (void)state;
+    kf_err err;
+    kf_store *s = NULL;
+    uint64_t task = kf_task_id(1, 0);
+    assert_int_equal(kf_store_open(dir, 0, &s, &err), 0);
+    assert_int_equal(kf_seal_key(s, "secret-one", &err), 0);
+    const uint32_t a[] = {0, 1, 2, 3}, b[] = {4, 5, 7, 6}, c[] = {8, 9, 10, 11};
+    assert_int_equal(put_batch(s, task, a, 4), 0);
+    assert_int_equal(put_batch(s, task, b, 4), 0);
+    assert_int_equal(put_batch(s, task, c, 4), 0);
+    kf_store_close(&s);
+    size_t stored;
+    kf_seal_count sc = check_dir(dir, task, &stored);
+    assert_int_equal(stored, 12);
+    assert_int_equal(sc.checked, 12);
+    assert_int_equal(sc.changed + sc.unsealed, 0);
+    /* Runs, not one seal a sample: 0-3, 4-5, 7, 6, 8-11 and the attempt's. */
+    uint8_t all[8192];
+    size_t nall = seals_of(dir, all, sizeof all);
+    assert_int_equal(nall, 5 * (21 + 16) + (13 + 16));
+
+    uint8_t k[16], old[256];
+    sample_key(task, 5, k);
+    size_t n = lmdb_get(dir, "samples", k, 16, old, sizeof old);
+    assert_true(n > 0);
+    uint8_t changed[256];
+    memcpy(changed, old, n);
+    changed[n - 1] ^= 0x01; /* the seconds' last byte */
+    lmdb_edit(dir, "samples", k, 16, changed, n);
+    sc = check_dir(dir, task, &stored);
+    assert_int_equal(sc.changed, 1);
+    assert_int_equal(sc.samples_bad, 1);
+    lmdb_edit(dir, "samples", k, 16, NULL, 0); /* removed */
+    sc = check_dir(dir, task, &stored);
+    assert_int_equal(stored, 11);
+    assert_int_equal(sc.changed, 1);
+    lmdb_edit(dir, "samples", k, 16, old, n); /* put back */
+    sc = check_dir(dir, task, &stored);
+    assert_int_equal(sc.checked, 12);
+    assert_int_equal(sc.changed + sc.unsealed, 0);
+
+    uint8_t k12[16];
+    sample_key(task, 12, k12); /* added after the last run */
+    lmdb_edit(dir, "samples", k12, 16, old, n);
+    sc = check_dir(dir, task, &stored);
+    assert_int_equal(stored, 13);
+    assert_int_equal(sc.changed, 1);
+    lmdb_edit(dir, "samples", k12, 16, NULL, 0);
+
+    uint8_t run[21] = {0xF0}, mac[64];
+    memcpy(run + 1, k, 12);
+    const uint8_t lohi[8] = {0, 0, 0, 8, 0, 0, 0, 11};
+    memcpy(run + 13, lohi, 8);
+    size_t m = lmdb_get(dir, "seals", run, 21, mac, sizeof mac);
+    assert_int_equal(m, 16);
+    lmdb_edit(dir, "seals", run, 21, NULL, 0); /* the run 8-11's seal removed */
+    sc = check_dir(dir, task, &stored);
+    assert_int_equal(sc.changed, 1);
+    lmdb_edit(dir, "seals", run, 21, mac, m);
+    sc = check_dir(dir, task, &stored);
+    assert_int_equal(sc.checked, 12);
+    assert_int_equal(sc.changed + sc.unsealed, 0);
+}
+
+/* A store sealed before runs (its meta names a later first sweep for
+ * them): the same samples stored one at a time in one such store and as
+ * one batch in another (same key, same task) seal sample by sample, the
+ * two seals tables byte for byte the same, so a store written before
+ * batches checks as it did. */
 static void test_batch_seal_is_per_sample_seal(void **state)
 {
     (void)state;
@@ -153,7 +293,11 @@ static void test_batch_seal_is_per_sample_seal(void **state)
     assert_int_equal(mkdir(other, 0700), 0);
     uint64_t task = kf_task_id(1, 0);
     const uint32_t seq[] = {3, 1, 4, 0, 5, 9, 2, 6};
+    const uint8_t later[4] = {0, 0, 0, 100};
     kf_store *s = NULL;
+    assert_int_equal(kf_store_open(other, 0, &s, &err), 0);
+    kf_store_close(&s);
+    lmdb_edit(other, "meta", "seal_runs_since", 15, later, 4);
     assert_int_equal(kf_store_open(other, 0, &s, &err), 0);
     assert_int_equal(kf_seal_key(s, "secret-one", &err), 0);
     for (size_t i = 0; i < 8; i++) {
@@ -172,14 +316,21 @@ static void test_batch_seal_is_per_sample_seal(void **state)
     snprintf(batched, sizeof batched, "%s/batched", dir);
     assert_int_equal(mkdir(batched, 0700), 0);
     assert_int_equal(kf_store_open(batched, 0, &s, &err), 0);
+    kf_store_close(&s);
+    lmdb_edit(batched, "meta", "seal_runs_since", 15, later, 4);
+    assert_int_equal(kf_store_open(batched, 0, &s, &err), 0);
     assert_int_equal(kf_seal_key(s, "secret-one", &err), 0);
     assert_int_equal(put_batch(s, task, seq, 8), 0);
     kf_store_close(&s);
     uint8_t a[4096], b[4096];
     size_t na = seals_of(other, a, sizeof a), nb = seals_of(batched, b, sizeof b);
-    assert_true(na > 16);
+    assert_int_equal(na, 13 + 16); /* one seal, the attempt's: no runs */
     assert_int_equal(na, nb);
     assert_memory_equal(a, b, na);
+    size_t stored;
+    kf_seal_count sc = check_dir(other, task, &stored);
+    assert_int_equal(sc.checked, 8);
+    assert_int_equal(sc.changed + sc.unsealed, 0);
 }
 
 int main(void)
@@ -187,6 +338,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_batches_sealed_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batch_seal_is_per_sample_seal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_runs_find_damage, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
