@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The coordinator survives running out of descriptors (issue 31): `kfleet
-# serve` under `ulimit -n 256` takes 400 idle TCP connections on its agent
+# serve` under `ulimit -n 128` takes 400 idle TCP connections on its agent
 # port from ten source addresses, each reopened as soon as it is closed. It
 # does not abort (libzmq 4.3.4 asserts when its ipc listener meets EMFILE),
 # says what it refused, answers `kfleet status` meanwhile with the agent
@@ -8,9 +8,9 @@
 # lets a new agent register once the flood is over. Loopback only; bounded.
 source "$(dirname "$0")/lib.sh"
 
-SERVE_NOFILE=256 start_serve
+SERVE_NOFILE=128 start_serve
 port=${ENDPOINT##*:}
-grep -q "coordinator.start .*fd_limit=256" "$T/serve.log" || fail "not under ulimit -n 256"
+grep -q "coordinator.start .*fd_limit=128" "$T/serve.log" || fail "not under ulimit -n 128"
 start_agent early
 wait_agents 1
 
@@ -23,9 +23,14 @@ grep -q "idle connections open: 400" "$T/flood.out" || fail "no flood: $(cat "$T
 
 # Under the flood: up, answering, the early agent still known and allowed.
 # The listen backlog holds about 100 connections and the kernel retries the
-# SYNs it dropped after 1, 3, 7 and 15 s, so when the coordinator reaches its
-# limit depends on those retries: it is waited for (at most 30 s), with
-# `kfleet status` asked each second meanwhile.
+# SYNs it dropped after 1, 3, 7 and 15 s, while the coordinator drops a
+# connection that has not finished its handshake in 10 s. Under `ulimit -n
+# 256` (224 usable: the guard keeps 32) whether enough were ever held at
+# once depended on those retries: fresh-clone CI runs saw no refusal in 30 s,
+# once in 70 s, and alone it never failed (the cause not proven). Under 128
+# (96 usable, some of them the coordinator's own) the first backlog's worth
+# is enough. It is waited for (at most 30 s), with `kfleet status` asked each
+# second meanwhile.
 i=0
 while :; do
   i=$((i + 1))
@@ -47,4 +52,4 @@ grep -q "closed by the server: [1-9]" "$T/flood.out" || fail "the coordinator cl
 start_agent late
 wait_agents 2
 kill -0 "$SERVE_PID" 2>/dev/null || fail "kfleet serve died"
-pass "serve under ulimit -n 256 and 400 reopened idle connections: up, status answered, early agent kept, late agent registered"
+pass "serve under ulimit -n 128 and 400 reopened idle connections: up, status answered, early agent kept, late agent registered"
