@@ -143,8 +143,8 @@ static int check_runs(kf_txn *t, const uint8_t ak[12], uint8_t acc[SEAL_LEN], ui
             if (seq == hi)
                 break;
         }
-        uint8_t mac[SEAL_LEN], own[RUN_SLOT_LEN];
-        store_run_end(&run, ak, mac, own);
+        uint8_t mac[SEAL_LEN];
+        store_run_end(&run, ak, mac, NULL);
         if (sodium_memcmp(mac, cv.mv_data, SEAL_LEN) != 0)
             *bad = 1;
         for (int i = 0; i < SEAL_LEN; i++)

@@ -293,6 +293,8 @@ void store_run_end(store_run *r, const uint8_t attempt_key[12], uint8_t mac[SEAL
     be32(b, r->next - 1);
     crypto_generichash_update(&r->st, b, 4);
     crypto_generichash_final(&r->st, mac, SEAL_LEN);
+    if (!slot)
+        return;
     slot[0] = RUN_TAG;
     memcpy(slot + 1, attempt_key, 12);
     be32(slot + 13, r->lo);

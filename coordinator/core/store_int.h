@@ -114,7 +114,8 @@ size_t store_seal_slot(int db, const void *key, size_t klen, uint8_t out[32]);
  * its MAC is keyed BLAKE2b of RUN_TAG, the attempt's key (task, attempt:
  * 12 bytes), lo, then each sample's stored length and bytes in seq order,
  * then hi; its seal lives under run_slot (RUN_TAG, the attempt's key, lo,
- * hi: RUN_SLOT_LEN bytes) and the attempt's seal is the XOR of its runs'. */
+ * hi: RUN_SLOT_LEN bytes; slot NULL: not wanted) and the attempt's seal is
+ * the XOR of its runs'. */
 #define RUN_TAG 0xF0
 #define RUN_SLOT_LEN 21
 typedef struct store_run {

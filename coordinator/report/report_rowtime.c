@@ -6,6 +6,7 @@
  * costly row hides the rest. */
 #include "report/report_rowtime.h"
 
+#include "common/stats.h"
 #include "common/text.h"
 #include "report/report_output.h"
 
@@ -54,12 +55,6 @@ static int by_size(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 size_t kf_rep_row_time(const rep *r, kf_rep_rowtime *out)
 {
     memset(out, 0, sizeof *out);
@@ -69,7 +64,6 @@ size_t kf_rep_row_time(const rep *r, kf_rep_rowtime *out)
     if (!secs)
         return 0;
     size_t rows = 0;
-    double sum = 0;
     for (size_t i = 0; i < r->nrows; i++) {
         kf_rep_rphase own[KF_REP_MAX_RPHASES];
         size_t nown = 0;
@@ -77,7 +71,6 @@ size_t kf_rep_row_time(const rep *r, kf_rep_rowtime *out)
         if (!nown)
             continue;
         secs[rows++] = s;
-        sum += s;
         for (size_t j = 0; j < nown; j++)
             add(out->mean, &out->nmean, own[j].task, own[j].name, own[j].s);
         if (!out->costliest || s > out->costliest_s) {
@@ -87,10 +80,10 @@ size_t kf_rep_row_time(const rep *r, kf_rep_rowtime *out)
             out->nworst = nown;
         }
     }
-    if (rows) {
-        qsort(secs, rows, sizeof *secs, by_value);
-        out->median_s = rows % 2 ? secs[rows / 2] : (secs[rows / 2 - 1] + secs[rows / 2]) / 2;
-        out->mean_s = sum / (double)rows;
+    kf_stats st;
+    if (rows && kf_stats_compute(secs, rows, &st) == KF_OK) {
+        out->median_s = st.median;
+        out->mean_s = st.mean;
         for (size_t j = 0; j < out->nmean; j++)
             out->mean[j].s /= (double)rows;
         qsort(out->mean, out->nmean, sizeof *out->mean, by_size);
