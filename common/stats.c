@@ -132,7 +132,13 @@ int kf_stats_stop_precise(const kf_stop_rule *r, const double *v, const uint32_t
     }
     if (achieved_pct)
         *achieved_pct = got;
-    return n >= r->min_samples && timed_s >= r->min_time_s && got <= r->precision_pct;
+    return kf_stats_floors_met(r, n, timed_s) && got <= r->precision_pct;
+}
+
+int kf_stats_floors_met(const kf_stop_rule *r, size_t n, double timed_s)
+{
+    return n >= r->min_samples &&
+           (timed_s >= r->min_time_s || (r->time_floor_samples && n >= r->time_floor_samples));
 }
 
 /* Every figure from one sorted copy of all the samples. */

@@ -65,7 +65,7 @@ double kf_stats_precision_pct(const kf_stats *st);
 
 /* The profile's stopping rule (issue 32): stop when the reported statistic,
  * the median (over input sets where there are several), is known to precision_pct at 95 %, once
- * there are at least min_samples samples and min_time_s seconds of them. A distribution-free
+ * past the floors (kf_stats_floors_met). A distribution-free
  * interval (order statistics), not a mean's standard error: timing samples
  * are skewed and carry preemption outliers, which widen a mean's interval
  * and move the mean, but not the median's. The spread of the samples (their
@@ -74,8 +74,16 @@ double kf_stats_precision_pct(const kf_stats *st);
 typedef struct kf_stop_rule {
     size_t min_samples;
     double min_time_s;
+    /* Where non-zero, this many samples also meet the time floor (see
+     * kf_stats_floors_met). */
+    size_t time_floor_samples;
     double precision_pct;
 } kf_stop_rule;
+
+/* Whether n samples of timed_s seconds in all are past r's floors: at
+ * least min_samples, and min_time_s seconds of them or (where set)
+ * time_floor_samples of them. */
+int kf_stats_floors_met(const kf_stop_rule *r, size_t n, double timed_s);
 
 /* 1 when the n samples v (unsorted; not modified), taken on input sets
  * set (NULL: one) in timed_s seconds, meet rule r, else 0. *achieved_pct

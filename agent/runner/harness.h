@@ -32,6 +32,18 @@
  * noisy. */
 #define KF_DEFAULT_MIN_SAMPLES 20
 #define KF_DEFAULT_MIN_TIME_S 0.01
+/* Unless the sweep sets min_time, this many samples also meet the time
+ * floor (issue 45): a kernel of 2.3 us took ~4,300 samples to reach 10 ms,
+ * each ~0.8 ms of host work around it (fresh inputs, the guard, launch
+ * and sync), so its samples already spanned seconds of wall time: the
+ * floor bought no settling, only samples. Replayed on the stored samples
+ * of 94 Triton candidates' profiles on an H200 (2026-11-29, 664,531
+ * samples), stopping at the precision past 1,000 samples needed 4.8x
+ * fewer (3.6-5.7x a sweep), median shift p90 0.04 %, worst 1.35 %: one
+ * tick of CUPTI's 32 ns clock at 2.3 us; on examples/gpu.yaml's 62 rows
+ * it changed no stop (their kernels reach 10 ms first).
+ * bench/gpu/replay_floor.py replays it. */
+#define KF_DEFAULT_TIME_FLOOR_SAMPLES 1000
 /* No least span of a profile's samples by default (measure: min_span sets
  * one): 300 ms on every GPU profile cost examples/gpu.yaml 20 s on an H200
  * (46.9 -> 66.9 s) and did not make a GEMM's median independent of what ran
@@ -57,8 +69,6 @@ int kf_harness_run(const Kfleet__TaskAssign *assign, const char *workdir, int ou
  * (confine.h): a validate or profile before its kernel is loaded, a
  * build's tools each. */
 int kf_runner_main(const char *workdir, const char *scratch, int channel);
-
-
 
 /* Entry point of `kfleet-agent --runner --serve --workdir DIR`: a runner
  * that serves one kernel. Tasks come as frames (u32 little-endian length,

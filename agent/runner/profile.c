@@ -331,6 +331,7 @@ static void prof_settings(prof *p, hctx *h, const loaded *L)
     p->rule = (kf_stop_rule){
         .min_samples = m && m->min_samples ? m->min_samples : KF_DEFAULT_MIN_SAMPLES,
         .min_time_s = m && m->min_time_s > 0 ? m->min_time_s : KF_DEFAULT_MIN_TIME_S,
+        .time_floor_samples = m && m->min_time_s > 0 ? 0 : KF_DEFAULT_TIME_FLOOR_SAMPLES,
         .precision_pct = m && m->precision_pct > 0 ? m->precision_pct : KF_DEFAULT_PRECISION_PCT,
     };
     p->timeout = m && m->timeout_s > 0 ? m->timeout_s : KF_DEFAULT_TIMEOUT_S;
@@ -583,8 +584,8 @@ static int sample_loop(prof *p)
          * samples. (As `n % (1 + n / 100) == 0` it never fired again past
          * 10,000 samples.) Noisy samples are not a reason to stop: they
          * take more samples to pin the median down, up to the timeout. */
-        if (p->n >= p->rule.min_samples && p->total_timed >= p->rule.min_time_s &&
-            p->span >= p->min_span && p->n >= next_check) {
+        if (kf_stats_floors_met(&p->rule, p->n, p->total_timed) && p->span >= p->min_span &&
+            p->n >= next_check) {
             next_check = p->n + 1 + p->n / 100;
             if (kf_stats_stop_precise(&p->rule, p->times, p->set, p->n, p->total_timed,
                                       &p->achieved)) {
@@ -619,7 +620,6 @@ static void loop_phases(prof *p, double loop_s)
              p->nsets, (unsigned long long)hctx_guard_checks(p->guard), guard_s);
 }
 
-/* The stored summary of a profile with samples. */
 /* What a caller pays per call of a GPU kernel (ProfileStats.host_call_s):
  * run() and a wait for the device, timed on the host, back to back over
  * the input sets, HOST_CALLS times or for HOST_CALL_S at most, untimed for

@@ -286,6 +286,18 @@ static void test_stop_precise(void **state)
     r.min_time_s = 0.01;
     size_t t = stops_at(&r, quiet, N, &got);
     assert_true(t >= 99 && t <= 101);
+    /* Or a count of samples where the rule has one (the agent's 1,000
+     * unless the sweep sets min_time): under a floor of 1 s, which 6,000
+     * quiet samples of ~100 us never reach, 50 of them stop; without the
+     * count they never do. */
+    r.min_time_s = 1.0;
+    r.time_floor_samples = 50;
+    assert_int_equal(stops_at(&r, quiet, N, &got), 50);
+    assert_true(got <= 0.1);
+    r.time_floor_samples = 0;
+    assert_int_equal(stops_at(&r, quiet, N, &got), 0);
+    assert_true(kf_stats_floors_met(&r, 20, 1.0) && !kf_stats_floors_met(&r, 19, 1.0));
+    r.min_time_s = 0.01;
     /* Too few samples for an interval: never precise. */
     assert_int_equal(kf_stats_stop_precise(&r, quiet, NULL, 5, 1.0, &got), 0);
     assert_true(isinf(got));
