@@ -698,6 +698,51 @@ def teardown(h):
 _WARM = ("numpy", "torch", "triton")
 
 
+def _inside(root):
+    """"E" and the first module imported from under root, or ""."""
+    for mname, m in list(sys.modules.items()):
+        f = getattr(m, "__file__", None) or ""
+        if f and os.path.realpath(f).startswith(root):
+            return ("Ethe warm runner imported %s from %s, inside the agent's work dir, "
+                    "which kernels write: refused" % (mname, f))
+    return ""
+
+
+# What Triton does at a kernel's first call in every process, the same in
+# each and needing no CUDA context: its key (a hash of its own installed
+# files, lru-cached) and the modules its first specialization imports. On
+# an H200 host (Triton 3.6, bench/gpu/triton_first_call.py) they were 0.39
+# and 0.11 s of a cached kernel's 0.54-0.60 s first call in a forked
+# runner, paid by each candidate's validate and again by its profile.
+_TRITON_KEYS = (("triton.runtime.cache", "triton_key"), ("triton.compiler.compiler", "triton_key"))
+_TRITON_IMPORTS = ("triton.experimental.gluon",)
+
+
+def _warm_triton():
+    """Triton's per-process first-call work done here, before the forks:
+    the names of what was done ("triton_key", modules), for the log.
+    Where a Triton lacks one, it is skipped: each runner then pays it."""
+    import importlib
+
+    if "triton" not in sys.modules:
+        return []
+    done = []
+    for mod, fn in _TRITON_KEYS:
+        try:
+            getattr(importlib.import_module(mod), fn)()
+            done.append(fn)
+            break
+        except (ImportError, AttributeError, OSError):
+            continue
+    for mod in _TRITON_IMPORTS:
+        try:
+            importlib.import_module(mod)
+            done.append(mod)
+        except ImportError:
+            continue
+    return done
+
+
 def warm(unsafe):
     """Imports the installed packages of _WARM from the module path the
     warm start left (pykernel.c: nothing inside the agent's work dir,
@@ -722,12 +767,14 @@ def warm(unsafe):
             importlib.import_module(name)
         except BaseException:
             return _fail("the warm runner could not import %s" % name)
-        for mname, m in list(sys.modules.items()):
-            f = getattr(m, "__file__", None) or ""
-            if f and os.path.realpath(f).startswith(root):
-                return ("Ethe warm runner imported %s from %s, inside the agent's work dir, "
-                        "which kernels write: refused" % (mname, f))
+        inside = _inside(root)
+        if inside:
+            return inside
         names.append(name)
+    names += _warm_triton()
+    inside = _inside(root)
+    if inside:
+        return inside
     # A CUDA context made here would be every forked runner's, broken
     # after the fork: refused, so that the candidates get fresh runners.
     torch = sys.modules.get("torch")
