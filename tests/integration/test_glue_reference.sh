@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The glue's reference() (agent/runner/pyglue.py), run as the runner runs it
-# (pyglue.py with pyformats.py and pylayout.py in one namespace) in the node's Python: a
+# (pyglue.py with pyformats.py, pylayout.py and pywarm.py in one namespace) in the node's Python: a
 # problem's reference written into the harness's buffer in f64 (width 8) and
 # in f32 (width 4, for a reference its file keeps in f32), for a numpy
 # problem and for a torch (CPU) KernelBench problem, whose reference is
@@ -40,7 +40,7 @@ import numpy as np
 src, kb = sys.argv[1], sys.argv[2]
 ns = {"__name__": "kfleet_glue"}
 code = "".join(open(src + "/agent/runner/" + f).read()
-               for f in ("pyglue.py", "pyformats.py", "pylayout.py"))
+               for f in ("pyglue.py", "pyformats.py", "pylayout.py", "pywarm.py"))
 exec(compile(code, "pyglue.py", "exec"), ns)
 ns["_REF_PIECE"] = 10  # 91 elements: ten pieces, the last of one element
 
