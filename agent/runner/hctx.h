@@ -46,11 +46,13 @@ enum {
     HCTX_PH_SYNC,        /* waiting for each sample beyond its timed interval: the
                           * flush's and stamps' device time, the host's wake-up */
     HCTX_PH_CLOCKS,      /* NVML clock and event reads judging each sample */
-    HCTX_PH_WARMUP,      /* the profile's warm-up runs and outside-stream probes */
+    HCTX_PH_WARMUP,      /* the profile's outside-stream probes and run to a steady clock */
     HCTX_PH_DETERMINISM, /* validation's second run of the first seed, fetched and
                           * compared bitwise */
     HCTX_PH_REST,        /* the burst protocol's rests before samples (thermal.h) */
     HCTX_PH_HOSTWAIT,    /* a host profile waiting for the machine (harness.h's lock) */
+    HCTX_PH_FIRST,       /* the profile's warm-up runs: a process's first calls of the
+                          * kernel (a JIT's load, lazy module loading) */
     HCTX_NPHASES
 };
 extern const char *const hctx_phase_names[HCTX_NPHASES];

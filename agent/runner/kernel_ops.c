@@ -312,9 +312,10 @@ int hctx_run_once(hctx *h, const loaded *L, void *state)
 }
 
 const char *const hctx_phase_names[HCTX_NPHASES] = {
-    "load",        "context",     "setup",   "run",         "reference",      "compare",
-    "sampling",    "tools",       "build",   "samples",     "throttle waits", "sample launch",
-    "sample sync", "clock reads", "warm-up", "determinism", "rests",          "host wait"};
+    "load",           "context",       "setup",       "run",         "reference",
+    "compare",        "sampling",      "tools",       "build",       "samples",
+    "throttle waits", "sample launch", "sample sync", "clock reads", "warm-up",
+    "determinism",    "rests",         "host wait",   "first runs"};
 
 int hctx_timer_open(hctx *h)
 {

@@ -316,8 +316,7 @@ typedef struct prof {
     uint32_t discarded;
     int converged;
     double achieved, total_timed, span;
-    /* Where the loop's time went: the samples as timed (kept or not) and
-     * the loop's own steps (the report's slot time). */
+    /* Where the loop's time went, samples and steps (the slot time). */
     double timed_all, enq_s, sync_s, nvml_s, recheck_s;
 } prof;
 
@@ -394,9 +393,9 @@ static int sets_open(prof *p)
     return 0;
 }
 
-/* The warm-up runs, the outside-stream probe, and on a GPU the thermal
- * protocol's run to a steady SM clock (thermal.h; within a fifth of the
- * timeout and at most 1 s). 0, or -1 with the task failed. */
+/* The warm-up runs (phase "first runs"), the outside-stream probe, and on
+ * a GPU the thermal protocol's run to a steady SM clock (thermal.h; within
+ * a fifth of the timeout, at most 1 s). 0, or -1 with the task failed. */
 static int warm_up(prof *p)
 {
     hctx *h = p->h;
@@ -404,6 +403,8 @@ static int warm_up(prof *p)
     for (uint32_t i = 0; i < p->warmup * p->nsets; i++)
         if (hctx_run_once(h, p->L, p->states[p->rot.next++ % p->nsets]) != 0)
             return -1;
+    hctx_phase_add(h, HCTX_PH_FIRST, tw0);
+    tw0 = kf_mono_ns();
     /* Cold samples: write a buffer of twice the private cache between runs
      * (L2 on the device; per-core L2 on the host — a VM's shared LLC of
      * hundreds of MB would make per-sample flushing dominate the run). */
@@ -580,10 +581,9 @@ static int sample_loop(prof *p)
         if (keep_sample(p, secs, first, throttled, &at) != 0)
             return -1;
         p->span = (double)(kf_mono_ns() - start) / 1e9;
-        /* The precision check sorts: do it at most ~every 1% of the
-         * samples. (As `n % (1 + n / 100) == 0` it never fired again past
-         * 10,000 samples.) Noisy samples are not a reason to stop: they
-         * take more samples to pin the median down, up to the timeout. */
+        /* The precision check sorts: at most ~every 1% of the samples.
+         * Noisy samples are not a reason to stop: they take more samples
+         * to pin the median down, up to the timeout. */
         if (kf_stats_floors_met(&p->rule, p->n, p->total_timed) && p->span >= p->min_span &&
             p->n >= next_check) {
             next_check = p->n + 1 + p->n / 100;

@@ -83,8 +83,13 @@ int kf_thermal_warm(kf_thermal *t, double cap_s, kf_thermal_sample_fn fn, void *
             clk[with_clock++ % STEADY_WINDOW] = mhz;
         if (spent < STEADY_MIN_S && !(t->slot_warm && wall >= STEADY_MIN_S))
             continue;
-        if (with_clock == 0 && n >= STEADY_WINDOW)
-            break; /* no stamps: 50 ms of the kernel, the clock unknown */
+        /* No stamps, or stamps on too few runs to judge by: 50 ms of the
+         * kernel, the clock unknown. A kernel of ~10 us gets a clock on
+         * the odd run whose stamps lie over 20 us apart (cudrv.c), from
+         * intervals mostly idle: on an H200 a window of those never
+         * agreed and its warm-up ran to the cap (42,300 runs, 3 s). */
+        if (n >= STEADY_WINDOW && 2 * with_clock < n)
+            break;
         if (with_clock >= STEADY_WINDOW) {
             double lo = clk[0], hi = clk[0];
             for (int i = 1; i < STEADY_WINDOW; i++) {

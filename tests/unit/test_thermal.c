@@ -99,6 +99,16 @@ static void test_warm_until_steady(void **state)
     assert_int_equal(v.steady, 0);
     assert_int_equal(v.steady_mhz, 0);
     assert_int_equal(v.warmup_samples, 5);
+    /* Clocks on one run in fifty (stamps far enough apart only now and
+     * then), never agreeing: the clock unknown at the floor, not the cap. */
+    double sparse[100] = {0};
+    sparse[0] = 1980;
+    sparse[50] = 1500;
+    script sp = {sparse, 100, 0, 2e-6, 1, 0};
+    kf_thermal q = {0};
+    assert_int_equal(kf_thermal_warm(&q, 1.0, scripted, &sp), 0);
+    assert_int_equal(q.steady, 0);
+    assert_in_range(q.warmup_samples, 24999, 25001); /* 50 ms of 2 us runs, not 500,000 */
     /* A failed run fails the warm-up. */
     kf_thermal f = {0};
     assert_int_equal(kf_thermal_warm(&f, 1.0, failing, NULL), -1);
