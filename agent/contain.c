@@ -339,6 +339,11 @@ void contain_relay(kf_agent *a, krunner *r, Kfleet__Envelope *env)
             res->error = why;
         }
     }
+    /* Its cache kept before its Result goes out: the coordinator may send
+     * the kernel's next task at once, to a runner started before this one
+     * has exited (kcache.h). */
+    if (k && res->state == KFLEET__TASK_STATE__SUCCEEDED && !res->runner_stays)
+        kcache_keep(k->kc);
     results_relay(a, r, env);
     res->error = was; /* the decoder's to free */
     if (k && k->cg) {

@@ -230,6 +230,20 @@ static void keep(kcache *k)
         kf_remove_tree(old);
 }
 
+/* Whether the mounted tmpfs is full: the kernel reached its quota. */
+static int tmpfs_full(const kcache *k)
+{
+    struct statvfs vs;
+    return statvfs(k->live, &vs) == 0 &&
+           ((uint64_t)vs.f_bavail * vs.f_frsize < KCACHE_FULL_MARGIN || vs.f_favail < 16);
+}
+
+void kcache_keep(kcache *k)
+{
+    if (k && k->mounted && !tmpfs_full(k))
+        keep(k);
+}
+
 int kcache_close(kcache **self)
 {
     kcache *k = *self;
@@ -237,9 +251,7 @@ int kcache_close(kcache **self)
         return 0;
     int full;
     if (k->mounted) {
-        struct statvfs vs;
-        full = statvfs(k->live, &vs) == 0 &&
-               ((uint64_t)vs.f_bavail * vs.f_frsize < KCACHE_FULL_MARGIN || vs.f_favail < 16);
+        full = tmpfs_full(k);
         if (!full)
             keep(k);
         kf_contain_unmount(k->live);

@@ -37,6 +37,15 @@ void kcache_sweep(const char *workdir);
 kcache *kcache_open(const char *workdir, const char *hash, const char *scratch, uint64_t quota,
                     int mounts, kf_err *err);
 
+/* The runner's task is done (its Result is in): what its tmpfs holds
+ * kept now, unless full, for the kernel's next runner, which may start
+ * before this one has exited (a candidate's profile right after its
+ * validate: without it, Triton compiled the kernel again, 0.69 s a
+ * candidate on an H200). The runner may still write: kcache_close keeps
+ * it again; a copy torn by the kernel's own writes is its own next
+ * runner's cache, no other kernel's. Nothing unmounted. */
+void kcache_keep(kcache *k);
+
 /* The runner ended: its cache kept or, over the quota, removed; the tmpfs
  * unmounted. Returns 1 when the kernel filled its quota, else 0.
  * *self NULL. */
