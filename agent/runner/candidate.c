@@ -109,6 +109,12 @@ static int spot(hctx *h, const void *state, const uint64_t *at, const double *va
     return 0;
 }
 
+/* hctx.spot_blind. */
+static int spot_blind(const void *state)
+{
+    return ((const cstate *)state)->ref == NO_REF;
+}
+
 /* hctx.out_buffer: the checker's buffer, which kf_checker_check sees the
  * output is already in. NULL when it cannot be made: the output is then
  * fetched to the runner's own buffer and the check says why it fails. */
@@ -279,6 +285,7 @@ static int start_checker(hctx *h)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "candidate %s: %s", sp->kernel, err.msg);
     h->judge = judge;
     h->spot = spot;
+    h->spot_blind = spot_blind;
     h->out_buffer = out_buffer;
     return 0;
 }

@@ -114,6 +114,9 @@ typedef struct hctx {
      * 0, or -1 with the task failed. */
     int (*spot)(struct hctx *h, const void *state, const uint64_t *at, const double *values,
                 size_t n, int *passed);
+    /* Whether spot would judge nothing of the state (it holds fresh inputs,
+     * which have no reference): its values are then not fetched. */
+    int (*spot_blind)(const void *state);
     /* Where a device output of `bytes` is fetched to: the checker's shared
      * buffer (candidate.c), so that a gigabyte output is not copied a
      * second time to reach it; NULL (or its NULL): h->host_out. */

@@ -4,8 +4,11 @@ candidate-configuration (issue 45): each row's validate and profile tasks'
 runner phases (v.NAME, p.NAME), the mean over rows, largest first, and the
 costliest rows; the next lever to pull is the top line."""
 import json
+import signal
 import statistics
 import sys
+
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends it quietly
 
 d = json.load(open(sys.argv[1]))
 name = sys.argv[2] if len(sys.argv) > 2 else sys.argv[1]
