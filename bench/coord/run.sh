@@ -4,8 +4,8 @@
 #   bash bench/coord/run.sh [--build DIR] [BENCH ...]
 #
 # BENCH: dispatch latency ingest scale peers blocks (default: all of them, then
-# the table), or profile (perf record of the coordinator during the 64-agent
-# dispatch run; prints the hottest symbols). Each kfleet benchmark gets a
+# the table), or profile (perf record of the coordinator during the dispatch run
+# of KFB_PROFILE_AGENTS agents, 64 unless set; prints the hottest symbols). Each kfleet benchmark gets a
 # fresh `kfleet serve --home TMP` (durability and CURVE on, as always) and
 # `kfbench` speaks the real agent protocol to it. The peers (beanstalkd,
 # gearmand) are started here on free loopback ports, each setting fresh,
@@ -179,12 +179,12 @@ bench_profile() {
     echo "bench/coord/run.sh: perf is missing: bash deploy/install-deps.sh --bench" >&2
     exit 1
   }
-  say "profile: perf record -g on kfleet serve during the 64-agent dispatch run"
+  say "profile: perf record -g on kfleet serve during the ${KFB_PROFILE_AGENTS:-64}-agent dispatch run"
   start_coord
   perf record -g -o "$WORK/perf.data" -p "$COORD_PID" 2>"$WORK/perf.err" &
   local perf_pid=$!
   sleep 0.5
-  kfb dispatch --home "$HOME_DIR" --agents 64 --tasks "$TASKS" --runs 3
+  kfb dispatch --home "$HOME_DIR" --agents ${KFB_PROFILE_AGENTS:-64} --tasks "$TASKS" --runs 3
   kill -INT "$perf_pid"
   wait "$perf_pid" || true
   stop_coord
