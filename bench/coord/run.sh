@@ -5,12 +5,13 @@
 #
 # BENCH: dispatch latency ingest scale peers blocks (default: all of them, then
 # the table), or profile (perf record of the coordinator during the dispatch run
-# of KFB_PROFILE_AGENTS agents, 64 unless set; prints the hottest symbols). Each kfleet benchmark gets a
-# fresh `kfleet serve --home TMP` (durability and CURVE on, as always) and
-# `kfbench` speaks the real agent protocol to it. The peers (beanstalkd,
-# gearmand) are started here on free loopback ports, each setting fresh,
-# and stopped after. Needs `bash deploy/install-deps.sh --bench` and
-# `cmake --build DIR --target kfbench` (bench/run.sh does both).
+# of KFB_PROFILE_AGENTS agents, 64 unless set; prints the hottest symbols).
+# Each kfleet benchmark gets a fresh `kfleet serve --home TMP` (durability
+# and CURVE on, as always) and `kfbench` speaks the real agent protocol to
+# it. The peers (beanstalkd, gearmand) are started here on free loopback
+# ports, each setting fresh, and stopped after. Needs `bash
+# deploy/install-deps.sh --bench` and `cmake --build DIR --target kfbench`
+# (bench/run.sh does both).
 #
 # Knobs (environment): KFB_RUNS (5), KFB_TASKS (10000), KFB_PEER_DURABLE_JOBS
 # (3000), KFB_SCALE_AGENTS (1000), KFB_IDLE_S (10).
