@@ -16,7 +16,8 @@
  * holds more than the quota (bounded after the fact, not while it runs).
  *
  * The copies are made by the agent's loop, so they cost it the time to copy
- * at most the quota twice per runner (a Triton cache is a few MB). */
+ * at most the quota three times per runner: in at its start, out at its
+ * Result and at its exit (a Triton cache is a few MB). */
 #ifndef KF_AGENT_KCACHE_H
 #define KF_AGENT_KCACHE_H
 
