@@ -32,16 +32,29 @@ struct kcache {
     int mounted;
 };
 
-static int copy_file(int sfd, int dfd, const char *name, mode_t mode)
+/* Copies regular file `name`, at most *budget bytes. The source is
+ * judged by what was opened, not by the name's earlier stat: a runner still
+ * alive when its cache is kept (kcache_keep) may swap in a FIFO, whose open
+ * would wait for a writer for ever, or grow the file while it is read. */
+static int copy_file(int sfd, int dfd, const char *name, uint64_t *budget)
 {
-    int in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    int out = in < 0 ? -1
-                     : openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                              mode & 0700);
-    int rc = in >= 0 && out >= 0 ? 0 : -1;
+    struct stat st;
+    int in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int ok =
+        in >= 0 && fstat(in, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size <= *budget;
+    int out = !ok ? -1
+                  : openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                           st.st_mode & 0700);
+    int rc = out >= 0 ? 0 : -1;
+    uint64_t left = rc == 0 ? (uint64_t)st.st_size : 0;
+    if (rc == 0)
+        *budget -= left;
     char buf[65536];
-    for (ssize_t n; rc == 0 && (n = read(in, buf, sizeof buf)) != 0;)
+    for (ssize_t n;
+         rc == 0 && left > 0 && (n = read(in, buf, left < sizeof buf ? left : sizeof buf)) != 0;) {
         rc = n > 0 && kf_write_all(out, buf, (size_t)n) == KF_OK ? 0 : -1;
+        left -= n > 0 ? (uint64_t)n : 0;
+    }
     if (in >= 0)
         close(in);
     if (out >= 0 && close(out) != 0)
@@ -79,12 +92,7 @@ static int copy_dir(int sfd, int dfd, uint64_t *budget, int depth)
             if (d2 >= 0)
                 close(d2);
         } else if (S_ISREG(st.st_mode)) {
-            if ((uint64_t)st.st_size > *budget)
-                rc = -1;
-            else {
-                *budget -= (uint64_t)st.st_size;
-                rc = copy_file(sfd, dfd, e->d_name, st.st_mode);
-            }
+            rc = copy_file(sfd, dfd, e->d_name, budget);
         } else if (S_ISLNK(st.st_mode)) {
             char target[PATH_MAX];
             ssize_t n = readlinkat(sfd, e->d_name, target, sizeof target - 1);
