@@ -96,12 +96,6 @@ static int spot(hctx *h, const void *state, const uint64_t *at, const double *va
                 int *passed)
 {
     kf_err err;
-    if (((const cstate *)state)->ref == NO_REF) {
-        /* Fresh inputs have no reference: the profile checks such a set
-         * after it has put a pool seed's inputs back (an audit). */
-        *passed = 1;
-        return 0;
-    }
     if (kf_checker_spot(h->checker, ((const cstate *)state)->ref, at, values, n, passed, &err) !=
         KF_OK)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "candidate %s: %s", h->spec->kernel,
@@ -109,7 +103,8 @@ static int spot(hctx *h, const void *state, const uint64_t *at, const double *va
     return 0;
 }
 
-/* hctx.spot_blind. */
+/* hctx.spot_blind: fresh inputs have no reference; the profile checks such
+ * a set after it has put a pool seed's inputs back (an audit). */
 static int spot_blind(const void *state)
 {
     return ((const cstate *)state)->ref == NO_REF;

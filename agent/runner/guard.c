@@ -298,7 +298,7 @@ static int check_set(hctx_guard *g, hctx *h, const loaded *L, void *state, guard
      * its output by, so nothing fetched (on a GPU four copies from the
      * device, each waited for). It was poisoned like any other, so the
      * kernel cannot tell it from an audit, which is checked. */
-    if (h->spot && h->spot_blind && h->spot_blind(state))
+    if (h->spot_blind && h->spot_blind(state))
         return 0;
     size_t nchunks = s->view.location == KF_LOC_HOST ? CHUNKS : HCTX_GUARD_DEVICE_CHUNKS;
     double buf[CHUNK_LEN]; /* room for CHUNK_LEN elements of any dtype */

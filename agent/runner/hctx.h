@@ -114,8 +114,9 @@ typedef struct hctx {
      * 0, or -1 with the task failed. */
     int (*spot)(struct hctx *h, const void *state, const uint64_t *at, const double *values,
                 size_t n, int *passed);
-    /* Whether spot would judge nothing of the state (it holds fresh inputs,
-     * which have no reference): its values are then not fetched. */
+    /* Whether the state has nothing spot could judge it by (fresh inputs,
+     * which have no reference): the guard then fetches nothing, and spot
+     * is never asked. Set with spot. */
     int (*spot_blind)(const void *state);
     /* Where a device output of `bytes` is fetched to: the checker's shared
      * buffer (candidate.c), so that a gigabyte output is not copied a

@@ -77,9 +77,6 @@ def warm(unsafe):
             importlib.import_module(name)
         except BaseException:
             return _fail("the warm runner could not import %s" % name)
-        inside = _inside(root)
-        if inside:
-            return inside
         names.append(name)
     names += _warm_triton()
     inside = _inside(root)
