@@ -124,15 +124,60 @@ double kf_stats_precision_pct(const kf_stats *st)
 int kf_stats_stop_precise(const kf_stop_rule *r, const double *v, const uint32_t *set, size_t n,
                           double timed_s, double *achieved_pct)
 {
-    double got = INFINITY;
+    double got = INFINITY, median = NAN;
     if (n >= 6) {
         kf_stats st;
-        if (kf_stats_compute_sets(v, set, n, &st) == KF_OK)
+        if (kf_stats_compute_sets(v, set, n, &st) == KF_OK) {
             got = kf_stats_precision_pct(&st);
+            median = st.median;
+        }
     }
     if (achieved_pct)
         *achieved_pct = got;
-    return kf_stats_floors_met(r, n, timed_s) && got <= r->precision_pct;
+    if (!kf_stats_floors_met(r, n, timed_s))
+        return 0;
+    if (got <= r->precision_pct)
+        return 1;
+    if (!r->by_tick || !isfinite(got))
+        return 0;
+    double tick = kf_stats_timer_tick(v, n);
+    return tick > 0 && got / 100.0 * median <= tick * (1 + 1e-9);
+}
+
+double kf_stats_timer_tick(const double *v, size_t n)
+{
+    const double eps = KF_STATS_TICK_JITTER_S;
+    if (n < 64)
+        return 0;
+    double *s = kf_xmalloc(n * sizeof *s);
+    memcpy(s, v, n * sizeof *s);
+    kf_stats_sort(s, n);
+    /* The points: runs of values each within eps of the one before, at
+     * most 2 eps wide, each at its middle value; at most n / 4 of them. */
+    size_t maxp = n / 4, np = 0, first = 0;
+    double *pt = kf_xmalloc((maxp + 1) * sizeof *pt);
+    int grid = 1;
+    for (size_t i = 1; i <= n && grid; i++) {
+        if (i < n && s[i] - s[i - 1] <= eps)
+            continue;
+        if (s[i - 1] - s[first] > 2 * eps || np == maxp)
+            grid = 0;
+        else
+            pt[np++] = s[first + (i - 1 - first) / 2];
+        first = i;
+    }
+    double tick = INFINITY;
+    for (size_t i = 1; grid && i < np; i++)
+        tick = fmin(tick, pt[i] - pt[i - 1]);
+    /* Every step whole ticks, within the jitter of both ends. */
+    for (size_t i = 1; grid && i < np; i++) {
+        double d = pt[i] - pt[i - 1], k = round(d / tick);
+        grid = fabs(d - k * tick) <= 2 * eps;
+    }
+    free(s);
+    free(pt);
+    /* A tick near the jitter would take any values for a grid. */
+    return grid && np >= 3 && tick >= 8 * eps && isfinite(tick) ? tick : 0;
 }
 
 int kf_stats_floors_met(const kf_stop_rule *r, size_t n, double timed_s)

@@ -78,6 +78,11 @@ typedef struct kf_stop_rule {
      * kf_stats_floors_met). */
     size_t time_floor_samples;
     double precision_pct;
+    /* Where non-zero, a median whose half-width is within one tick of the
+     * timer the samples show (kf_stats_timer_tick) is precise too: the
+     * median is one of the timer's values, and no more samples place it
+     * finer than its neighbours. */
+    int by_tick;
 } kf_stop_rule;
 
 /* Whether n samples of timed_s seconds in all are past r's floors: at
@@ -89,9 +94,23 @@ int kf_stats_floors_met(const kf_stop_rule *r, size_t n, double timed_s);
  * set (NULL: one) in timed_s seconds, meet rule r, else 0. *achieved_pct
  * (may be NULL) is the precision the median has (kf_stats_precision_pct of
  * kf_stats_compute_sets; INFINITY while n < 6 or a set has fewer than 6),
- * computed even when the floors are not met yet. */
+ * computed even when the floors are not met yet. Past the floors, a
+ * half-width over precision_pct still meets the rule within one tick of the
+ * samples' timer where r->by_tick. */
 int kf_stats_stop_precise(const kf_stop_rule *r, const double *v, const uint32_t *set, size_t n,
                           double timed_s, double *achieved_pct);
+
+/* The tick of the timer that gave the n samples v (unsorted; not
+ * modified), in their unit, where they show one: every value within
+ * KF_STATS_TICK_JITTER_S of a grid's point (values within it of each other
+ * are one point; at least 3 points, whole ticks apart, each point holding 4
+ * samples on average or more; a tick of 8 jitters or more). A value off the
+ * grid gives a finer tick or none, never a coarser one. 0 where they do not: a fine timer (the
+ * host's clock), too few samples, or values off any grid. CUPTI on an H200 gives 32 ns steps with 1
+ * ns of conversion jitter: a 2.3 us kernel's median cannot be known to 0.5 % (11.5 ns) there, and a
+ * rule asking it ran to 7,000 samples where 1,000 had it within a tick. */
+#define KF_STATS_TICK_JITTER_S 1.5e-9
+double kf_stats_timer_tick(const double *v, size_t n);
 
 /* Sorts v ascending in place (the input the functions below want). */
 void kf_stats_sort(double *v, size_t n);

@@ -332,6 +332,7 @@ static void prof_settings(prof *p, hctx *h, const loaded *L)
         .min_time_s = m && m->min_time_s > 0 ? m->min_time_s : KF_DEFAULT_MIN_TIME_S,
         .time_floor_samples = m && m->min_time_s > 0 ? 0 : KF_DEFAULT_TIME_FLOOR_SAMPLES,
         .precision_pct = m && m->precision_pct > 0 ? m->precision_pct : KF_DEFAULT_PRECISION_PCT,
+        .by_tick = 1,
     };
     p->timeout = m && m->timeout_s > 0 ? m->timeout_s : KF_DEFAULT_TIMEOUT_S;
     /* No least span unless the sweep sets one (harness.h says why). */
@@ -669,6 +670,7 @@ static void summarize(prof *p, Kfleet__ProfileStats *ps)
     ps->converged = p->converged;
     ps->precision_pct = isfinite(p->achieved) ? p->achieved : -1;
     ps->precision_target_pct = p->rule.precision_pct;
+    ps->timer_tick_s = kf_stats_timer_tick(p->times, p->n);
     ps->thermal = (char *)kf_thermal_protocol(&p->tp, p->h->cu != NULL);
     ps->rest_s = p->tp.rest_s;
     ps->warmup_s = p->tp.warmup_s;
@@ -718,11 +720,9 @@ static void prof_close(prof *p)
         p->L->k->teardown(p->states[i]);
 }
 
-/* The machine's host-profile lock for a host kernel's profile (harness.h),
- * waited for at most the profile's own timeout four times and 10 s, at
- * most 120 s (a process holding it for ever costs others that, not their
- * tasks): 1 when held, 0 when not (none, or not had: the profile is
- * measured beside another, and says so). */
+/* The machine's host-profile lock for a host kernel's profile (hostlock.h),
+ * waited for at most 4 timeouts and 10 s, and 120 s (one held for ever costs
+ * others that): 1 when held, 0 when not (none, or not had: said so). */
 static int host_lock(prof *p, Kfleet__ProfileStats *ps)
 {
     int fd = kf_hostlock_fd();

@@ -221,6 +221,7 @@ static json_t *json_profile(const rrow *w, int with_samples)
                                                  : json_null());
     set(p, "precision_target_pct",
         ps && ps->precision_target_pct > 0 ? jnum(ps->precision_target_pct) : json_null());
+    set(p, "timer_tick_s", ps && ps->timer_tick_s > 0 ? jnum(ps->timer_tick_s) : json_null());
     set(p, "imprecise", json_boolean(w->imprecise));
     if (ps && ps->thermal && *ps->thermal) {
         json_t *th = json_object();

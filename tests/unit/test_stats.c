@@ -360,6 +360,63 @@ static void test_stop_by_set(void **state)
     assert_true(isinf(got));
 }
 
+/* A timer of 32 ns ticks with 1 ns of jitter (CUPTI on an H200): a kernel
+ * of ~2.32 us whose samples fall half on 2304 ns and half on 2336 ns. Its
+ * median sits on the step between two ticks, where the interval never
+ * narrows to 0.5 % (11.6 ns): the rule alone never stops on it. Within one
+ * tick, by_tick stops it at the floor; a fine timer's samples (the host's
+ * clock) show no tick and are never stopped by it. */
+static void test_stop_by_tick(void **state)
+{
+    (void)state;
+    enum { N = 4000 };
+    static double v[N], fine[N], off[N];
+    uint64_t x = 7;
+    for (size_t i = 0; i < N; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        int jitter = (int)((x >> 33) % 3) - 1; /* -1, 0, +1 ns */
+        /* Of 16: 7 on 2304, 7 on 2336, one on each tick beside them. */
+        size_t k = (i * 7) % 16;
+        double ns = k < 7 ? 2304 : k < 14 ? 2336 : k == 14 ? 2272 : 2368;
+        v[i] = (ns + jitter) * 1e-9;
+    }
+    assert_near(kf_stats_timer_tick(v, N), 32e-9, 1.5e-9);
+    /* Under 64 samples, no tick is claimed. */
+    assert_true(kf_stats_timer_tick(v, 63) == 0);
+    /* A fine timer: no grid. */
+    synth(fine, N, 2.32e-6, 0.01, 11);
+    assert_true(kf_stats_timer_tick(fine, N) == 0);
+    /* A value off the grid gives a finer tick (half: 16 ns), or none (5 ns
+     * past that, 11 ns from the nearest point), never a coarser one. */
+    memcpy(off, v, sizeof off);
+    off[N / 2] = 2320e-9;
+    assert_near(kf_stats_timer_tick(off, N), 16e-9, 1.5e-9);
+    off[N / 2] = 2325e-9;
+    assert_true(kf_stats_timer_tick(off, N) == 0);
+    /* Two points are not enough to call them a grid. */
+    double two[100];
+    for (size_t i = 0; i < 100; i++)
+        two[i] = i % 2 ? 2e-6 : 3e-6;
+    assert_true(kf_stats_timer_tick(two, 100) == 0);
+
+    kf_stop_rule r = {
+        .min_samples = 20, .min_time_s = 1.0, .time_floor_samples = 1000, .precision_pct = 0.5};
+    double got = 0;
+    assert_int_equal(stops_at(&r, v, N, &got), 0);
+    print_message("on the tick's step: never stopped, precision %.2f %%\n", got);
+    assert_true(got > 0.5 && got < 2.0);
+    r.by_tick = 1;
+    size_t k = stops_at(&r, v, N, &got);
+    print_message("within a tick: stopped after %zu samples, precision %.2f %%\n", k, got);
+    assert_int_equal(k, 1000);
+    assert_true(got * 2.32e-6 / 100 <= 32.5e-9);
+    /* A fine timer's noisy samples are not stopped by it before the rule. */
+    kf_stop_rule plain = r;
+    plain.by_tick = 0;
+    synth(fine, N, 2.32e-6, 0.2, 5);
+    assert_int_equal(stops_at(&r, fine, N, &got), stops_at(&plain, fine, N, &got));
+}
+
 static void test_report_vector(void **state)
 {
     (void)state;
@@ -383,6 +440,7 @@ int main(void)
         cmocka_unit_test(test_zero_median),   cmocka_unit_test(test_helpers),
         cmocka_unit_test(test_report_vector), cmocka_unit_test(test_median_ci),
         cmocka_unit_test(test_stop_precise),  cmocka_unit_test(test_stop_by_set),
+        cmocka_unit_test(test_stop_by_tick),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
