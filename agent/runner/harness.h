@@ -34,16 +34,17 @@
 #define KF_DEFAULT_MIN_TIME_S 0.01
 /* Unless the sweep sets min_time, this many samples also meet the time
  * floor (issue 45): a kernel of 2.3 us took ~4,300 samples to reach 10 ms,
- * each ~0.8 ms of host work around it (fresh inputs, the guard, launch
+ * each ~0.5-0.8 ms of host work around it (fresh inputs, the guard, launch
  * and sync), so its samples already spanned seconds of wall time: the
- * floor bought no settling, only samples. Replayed on the stored samples
- * of 94 Triton candidates' profiles on an H200 (2026-11-29, 664,531
- * samples), stopping at the precision past 1,000 samples needed 4.8x
- * fewer (3.6-5.7x a sweep), median shift p90 0.04 %, worst 1.35 %: one
- * tick of CUPTI's 32 ns clock at 2.3 us; on examples/gpu.yaml's 62 rows
- * it changed no stop (their kernels reach 10 ms first).
- * bench/gpu/replay_floor.py replays it. */
-#define KF_DEFAULT_TIME_FLOOR_SAMPLES 1000
+ * floor bought no settling, only samples. With the median also precise
+ * within one tick of the timer (common/stats.h), bench/gpu/replay_floor.py
+ * on the stored samples of 95 Triton candidates' profiles on an H200
+ * (2026-11-29/30, 561,129 samples): past 1,000 samples 4.0-5.4x fewer a
+ * sweep, past 300 10.7-18.4x, medians moved by at most one tick of CUPTI's
+ * 32 ns (worst 1.35 % at 2.3 us, as past 1,000); on examples/gpu.yaml's 62
+ * rows (four runs) 300 moved none by over 0.28 %. On the GPU (2026-11-30,
+ * 24 candidates, two calls): medians within 1.18 % and 0.65 % of 1,000's. */
+#define KF_DEFAULT_TIME_FLOOR_SAMPLES 300
 /* No least span of a profile's samples by default (measure: min_span sets
  * one): 300 ms on every GPU profile cost examples/gpu.yaml 20 s on an H200
  * (46.9 -> 66.9 s) and did not make a GEMM's median independent of what ran
