@@ -169,10 +169,19 @@ double kf_stats_timer_tick(const double *v, size_t n)
     double tick = INFINITY;
     for (size_t i = 1; grid && i < np; i++)
         tick = fmin(tick, pt[i] - pt[i - 1]);
-    /* Every step whole ticks, within the jitter of both ends. */
+    /* The tick over all the steps (the smallest alone is off by the
+     * jitter, which k steps would multiply), then every step whole ticks,
+     * within the jitter of both ends. */
+    double sum_d = 0, sum_k = 0;
+    for (size_t i = 1; grid && i < np; i++) {
+        sum_d += pt[i] - pt[i - 1];
+        sum_k += round((pt[i] - pt[i - 1]) / tick);
+    }
+    if (grid && sum_k > 0)
+        tick = sum_d / sum_k;
     for (size_t i = 1; grid && i < np; i++) {
         double d = pt[i] - pt[i - 1], k = round(d / tick);
-        grid = fabs(d - k * tick) <= 2 * eps;
+        grid = k >= 1 && fabs(d - k * tick) <= 2 * eps;
     }
     free(s);
     free(pt);

@@ -39,11 +39,11 @@
  * floor bought no settling, only samples. With the median also precise
  * within one tick of the timer (common/stats.h), bench/gpu/replay_floor.py
  * on the stored samples of 95 Triton candidates' profiles on an H200
- * (2026-11-29/30, 561,129 samples): past 1,000 samples 4.0-5.4x fewer a
- * sweep, past 300 10.7-18.4x, medians moved by at most one tick of CUPTI's
- * 32 ns (worst 1.35 % at 2.3 us, as past 1,000); on examples/gpu.yaml's 62
- * rows (four runs) 300 moved none by over 0.28 %. On the GPU (2026-11-30,
- * 24 candidates, two calls): medians within 1.18 % and 0.65 % of 1,000's. */
+ * (2026-11-29/30, 561,129 samples): past 1,000 samples 4.4-6.5x fewer a
+ * sweep, past 300 14.7-23.9x, medians moved by at most one tick of CUPTI's
+ * 32 ns (worst 1.41 % at 2.27 us; past 1,000 1.29 %); on examples/gpu.yaml's
+ * 62 rows (four runs) 300 moved none by over 0.28 %. On the GPU (2026-11-30,
+ * docs/benchmarks.md): medians within one tick of 1,000's. */
 #define KF_DEFAULT_TIME_FLOOR_SAMPLES 300
 /* No least span of a profile's samples by default (measure: min_span sets
  * one): 300 ms on every GPU profile cost examples/gpu.yaml 20 s on an H200

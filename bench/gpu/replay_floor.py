@@ -44,8 +44,10 @@ def timer_tick(v):
     if len(pts) < 3:
         return 0.0
     tick = min(b - a for a, b in zip(pts, pts[1:]))
+    tick = (pts[-1] - pts[0]) / sum(round((b - a) / tick) for a, b in zip(pts, pts[1:]))
     for a, b in zip(pts, pts[1:]):
-        if abs((b - a) - round((b - a) / tick) * tick) > 2 * JITTER:
+        k = round((b - a) / tick)
+        if k < 1 or abs((b - a) - k * tick) > 2 * JITTER:
             return 0.0
     return tick if tick >= 8 * JITTER else 0.0
 

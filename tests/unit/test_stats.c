@@ -393,6 +393,13 @@ static void test_stop_by_tick(void **state)
     assert_near(kf_stats_timer_tick(off, N), 16e-9, 1.5e-9);
     off[N / 2] = 2325e-9;
     assert_true(kf_stats_timer_tick(off, N) == 0);
+    /* The tick over all the steps: the smallest step here is 31 ns (jitter),
+     * and 4 ticks of 31 would put 2432 off the grid. */
+    double far[200];
+    const double at[] = {2240, 2271, 2304, 2432};
+    for (size_t i = 0; i < 200; i++)
+        far[i] = at[i % 4] * 1e-9;
+    assert_near(kf_stats_timer_tick(far, 200), 32e-9, 0.5e-9);
     /* Two points are not enough to call them a grid. */
     double two[100];
     for (size_t i = 0; i < 100; i++)
