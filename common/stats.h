@@ -100,15 +100,16 @@ int kf_stats_floors_met(const kf_stop_rule *r, size_t n, double timed_s);
 int kf_stats_stop_precise(const kf_stop_rule *r, const double *v, const uint32_t *set, size_t n,
                           double timed_s, double *achieved_pct);
 
-/* The tick of the timer that gave the n samples v (unsorted; not
- * modified), in their unit, where they show one: every value within
- * KF_STATS_TICK_JITTER_S of a grid's point (values within it of each other
- * are one point; at least 3 points, whole ticks apart, each point holding 4
- * samples on average or more; a tick of 8 jitters or more). A value off the
- * grid gives a finer tick or none, never a coarser one. 0 where they do not: a fine timer (the
- * host's clock), too few samples, or values off any grid. CUPTI on an H200 gives 32 ns steps with 1
- * ns of conversion jitter: a 2.3 us kernel's median cannot be known to 0.5 % (11.5 ns) there, and a
- * rule asking it ran to 7,000 samples where 1,000 had it within a tick. */
+/* The tick of the timer that gave the n samples v (seconds, unsorted; not
+ * modified), where they show one: every value within KF_STATS_TICK_JITTER_S
+ * of a grid's point (values within it of each other are one point; at least
+ * 3 points, whole ticks apart, each holding 4 samples on average or more; a
+ * tick of 8 jitters or more). 0 where they do not: a fine timer (the host's
+ * clock), under 64 samples, or values off any grid; a value off the grid
+ * gives a finer tick or none, never a coarser one. CUPTI on an H200 gives
+ * 32 ns steps with 1 ns of conversion jitter: a 2.3 us kernel's median
+ * cannot be known to 0.5 % (11.5 ns) there, and a rule asking it ran to
+ * 7,000 samples where 1,000 had it within a tick. */
 #define KF_STATS_TICK_JITTER_S 1.5e-9
 double kf_stats_timer_tick(const double *v, size_t n);
 
