@@ -121,15 +121,69 @@ double kf_stats_precision_pct(const kf_stats *st)
     return half_width_pct(st->ci_lo, st->median, st->ci_hi);
 }
 
+/* The next point of sorted s from *i: a run of values each within the
+ * jitter of the one before, at its middle value (*pt). 1, 0 past the end,
+ * -1 for a run wider than two jitters (no grid). */
+static int next_point(const double *s, size_t n, size_t *i, double *pt)
+{
+    const double eps = KF_STATS_TICK_JITTER_S;
+    if (*i >= n)
+        return 0;
+    size_t first = *i, j = first + 1;
+    while (j < n && s[j] - s[j - 1] <= eps)
+        j++;
+    *i = j;
+    if (s[j - 1] - s[first] > 2 * eps)
+        return -1;
+    *pt = s[first + (j - 1 - first) / 2];
+    return 1;
+}
+
+/* kf_stats_timer_tick of sorted values, in three walks over their points
+ * and nothing allocated: the smallest step, the tick over all the steps
+ * (the smallest alone is off by the jitter, which k steps would multiply),
+ * then every step whole ticks within the jitter of both ends. */
+static double tick_sorted(const double *s, size_t n)
+{
+    const double eps = KF_STATS_TICK_JITTER_S;
+    if (n < 64)
+        return 0;
+    size_t i = 0, np = 0;
+    double pt, prev = 0, first = 0, step = INFINITY, ticks = 0;
+    int r;
+    while ((r = next_point(s, n, &i, &pt)) == 1) {
+        if (++np > n / 4)
+            return 0;
+        if (np == 1)
+            first = pt;
+        else
+            step = fmin(step, pt - prev);
+        prev = pt;
+    }
+    if (r < 0 || np < 3)
+        return 0;
+    for (i = 0, np = 0; next_point(s, n, &i, &pt) == 1; prev = pt)
+        ticks += np++ ? round((pt - prev) / step) : 0;
+    double tick = (prev - first) / ticks;
+    for (i = 0, np = 0; next_point(s, n, &i, &pt) == 1; prev = pt) {
+        double k = round((pt - prev) / tick);
+        if (np++ && (k < 1 || fabs(pt - prev - k * tick) > 2 * eps))
+            return 0;
+    }
+    /* A tick near the jitter would take any values for a grid. */
+    return tick >= 8 * eps ? tick : 0;
+}
+
 int kf_stats_stop_precise(const kf_stop_rule *r, const double *v, const uint32_t *set, size_t n,
                           double timed_s, double *achieved_pct)
 {
-    double got = INFINITY, median = NAN;
+    double got = INFINITY, median = NAN, tick = 0;
     if (n >= 6) {
         kf_stats st;
         if (kf_stats_compute_sets(v, set, n, &st) == KF_OK) {
             got = kf_stats_precision_pct(&st);
             median = st.median;
+            tick = st.tick;
         }
     }
     if (achieved_pct)
@@ -138,55 +192,19 @@ int kf_stats_stop_precise(const kf_stop_rule *r, const double *v, const uint32_t
         return 0;
     if (got <= r->precision_pct)
         return 1;
-    if (!r->by_tick || !isfinite(got))
-        return 0;
-    double tick = kf_stats_timer_tick(v, n);
-    return tick > 0 && got / 100.0 * median <= tick * (1 + 1e-9);
+    return r->by_tick && tick > 0 && got / 100.0 * median <= tick * (1 + 1e-9);
 }
 
 double kf_stats_timer_tick(const double *v, size_t n)
 {
-    const double eps = KF_STATS_TICK_JITTER_S;
     if (n < 64)
         return 0;
     double *s = kf_xmalloc(n * sizeof *s);
     memcpy(s, v, n * sizeof *s);
     kf_stats_sort(s, n);
-    /* The points: runs of values each within eps of the one before, at
-     * most 2 eps wide, each at its middle value; at most n / 4 of them. */
-    size_t maxp = n / 4, np = 0, first = 0;
-    double *pt = kf_xmalloc((maxp + 1) * sizeof *pt);
-    int grid = 1;
-    for (size_t i = 1; i <= n && grid; i++) {
-        if (i < n && s[i] - s[i - 1] <= eps)
-            continue;
-        if (s[i - 1] - s[first] > 2 * eps || np == maxp)
-            grid = 0;
-        else
-            pt[np++] = s[first + (i - 1 - first) / 2];
-        first = i;
-    }
-    double tick = INFINITY;
-    for (size_t i = 1; grid && i < np; i++)
-        tick = fmin(tick, pt[i] - pt[i - 1]);
-    /* The tick over all the steps (the smallest alone is off by the
-     * jitter, which k steps would multiply), then every step whole ticks,
-     * within the jitter of both ends. */
-    double sum_d = 0, sum_k = 0;
-    for (size_t i = 1; grid && i < np; i++) {
-        sum_d += pt[i] - pt[i - 1];
-        sum_k += round((pt[i] - pt[i - 1]) / tick);
-    }
-    if (grid && sum_k > 0)
-        tick = sum_d / sum_k;
-    for (size_t i = 1; grid && i < np; i++) {
-        double d = pt[i] - pt[i - 1], k = round(d / tick);
-        grid = k >= 1 && fabs(d - k * tick) <= 2 * eps;
-    }
+    double tick = tick_sorted(s, n);
     free(s);
-    free(pt);
-    /* A tick near the jitter would take any values for a grid. */
-    return grid && np >= 3 && tick >= 8 * eps && isfinite(tick) ? tick : 0;
+    return tick;
 }
 
 int kf_stats_floors_met(const kf_stop_rule *r, size_t n, double timed_s)
@@ -199,6 +217,7 @@ int kf_stats_floors_met(const kf_stop_rule *r, size_t n, double timed_s)
 static void pooled(double *s, size_t n, kf_stats *out)
 {
     kf_stats_sort(s, n);
+    out->tick = tick_sorted(s, n);
     out->n = n;
     out->sets = 1;
     out->min = s[0];
@@ -269,6 +288,7 @@ int kf_stats_compute_sets(const double *v, const uint32_t *set, size_t n, kf_sta
     out->ci_lo = out->ci_hi = NAN;
     out->median = out->mean = out->min = out->max = NAN;
     out->stddev = out->p10 = out->p90 = out->noise_pct = out->rsd_pct = NAN;
+    out->tick = 0;
     if (n == 0)
         return KF_OK;
     unsigned nsets = 1;

@@ -34,6 +34,8 @@ typedef struct kf_stats {
      * samples; K > 1 (kf_stats_compute_sets), the mean of the K sets'
      * medians, whose interval and noise are taken within each set. */
     unsigned sets;
+    /* The tick of the timer the samples show (kf_stats_timer_tick), 0: none. */
+    double tick;
 } kf_stats;
 
 /* A profile runs its kernel on at most this many input sets. */
