@@ -53,6 +53,78 @@ def _warm_triton():
     return done
 
 
+# Triton's CUDA helper module (its driver.c, built as cuda_utils), which
+# every process builds with the C compiler into its Triton cache at its
+# first kernel's launch. A runner's cache is its kernel's own (confine.c,
+# agent/kcache.h), empty for a new candidate, so each candidate's validate
+# built it again: 0.28-0.45 s of a 0.75 s first call in a runner forked from
+# here (bench/gpu/triton_first_call.py, an H200 host, Triton 3.6). No
+# kernel's code is in it.
+def _warm_triton_utils(root):
+    """Starts building Triton's CudaUtils, here, once, before the forks, in
+    a directory of this interpreter's own (outside the agent's work dir,
+    removed once loaded), on a thread: the C compiler runs as its own
+    process while Triton's key is hashed. Returns the function that waits
+    for it: then each forked runner has the module loaded, and no file of it
+    that a kernel could write; Triton's later CudaUtils() calls reuse it.
+    That function returns ["cuda_utils"], or [] where Triton has no
+    CudaUtils of this shape or it cannot be built (each runner then builds
+    its own)."""
+    import shutil
+    import tempfile
+    import threading
+
+    none = lambda: []  # noqa: E731
+    if "triton" not in sys.modules:
+        return none
+    try:
+        from triton.backends.nvidia import driver as nvd
+    except BaseException:
+        return none
+    cls = getattr(nvd, "CudaUtils", None)
+    if not isinstance(cls, type) or "__init__" not in vars(cls):
+        return none
+    try:
+        d = tempfile.mkdtemp(prefix="kf-warm-triton-")
+    except OSError:
+        return none
+    if os.path.join(os.path.realpath(d), "").startswith(root):
+        shutil.rmtree(d, ignore_errors=True)
+        return none
+    prev = os.environ.get("TRITON_CACHE_DIR")
+    os.environ["TRITON_CACHE_DIR"] = d
+    ok = []
+
+    def build():
+        try:
+            ok.append(hasattr(cls(), "load_binary"))
+        except BaseException:
+            pass
+
+    t = threading.Thread(target=build, name="kf-warm-cuda-utils")
+    t.start()
+
+    def wait():
+        t.join()
+        if prev is None:
+            os.environ.pop("TRITON_CACHE_DIR", None)
+        else:
+            os.environ["TRITON_CACHE_DIR"] = prev
+        shutil.rmtree(d, ignore_errors=True)
+        if ok != [True]:
+            return []
+        init = vars(cls)["__init__"]
+
+        def once(self):
+            if not hasattr(self, "load_binary"):
+                init(self)
+
+        cls.__init__ = once
+        return ["cuda_utils"]
+
+    return wait
+
+
 def warm(unsafe):
     """Imports the installed packages of _WARM from the module path the
     warm start left (pykernel.c: nothing inside the agent's work dir,
@@ -78,7 +150,10 @@ def warm(unsafe):
         except BaseException:
             return _fail("the warm runner could not import %s" % name)
         names.append(name)
+    # The helper's compile (gcc, its own process) beside the key's hashing.
+    utils = _warm_triton_utils(root)
     names += _warm_triton()
+    names += utils()
     inside = _inside(root)
     if inside:
         return inside

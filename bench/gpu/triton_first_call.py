@@ -91,7 +91,36 @@ def main():
                       "cuda_initialized": torch.cuda.is_initialized()}), flush=True)
     for i in range(3):
         fork(cache, "warm-%d" % i, prof=(i == 0))
-    fork(tempfile.mkdtemp(prefix="tfc-"), "compile-warm")  # a validate after it
+    import inspect
+    from triton.backends.nvidia import driver as nvd
+    from triton.runtime import build as tbuild
+    print(inspect.getsource(nvd.CudaUtils), flush=True)
+    print(inspect.getsource(nvd.CudaLauncher.__init__), flush=True)
+    print(inspect.getsource(tbuild.compile_module_from_src), flush=True)
+    fork(tempfile.mkdtemp(prefix="tfc-"), "compile-warm-before-utils")
+    # Triton's own helper module, built once here into a cache of its own.
+    t0 = time.perf_counter()
+    own = tempfile.mkdtemp(prefix="tfc-own-")
+    prev = os.environ.get("TRITON_CACHE_DIR")
+    os.environ["TRITON_CACHE_DIR"] = own
+    u = nvd.CudaUtils()
+    if prev is None:
+        del os.environ["TRITON_CACHE_DIR"]
+    else:
+        os.environ["TRITON_CACHE_DIR"] = prev
+    nvd.CudaUtils.__init__ = lambda self: None
+    print(json.dumps({"parent_cuda_utils_s": round(time.perf_counter() - t0, 4),
+                      "cuda_initialized": torch.cuda.is_initialized(),
+                      "has": hasattr(u, "load_binary")}), flush=True)
+    fork(tempfile.mkdtemp(prefix="tfc-"), "compile-warm-utils", prof=True)
+    # A validate after it, in a kernel's own empty cache: what its first
+    # call compiles or builds, and the files it leaves.
+    empty = tempfile.mkdtemp(prefix="tfc-")
+    fork(empty, "compile-warm", prof=True)
+    for root, _, files in os.walk(empty):
+        for f in files:
+            p = os.path.join(root, f)
+            print("cache file %s %d" % (os.path.relpath(p, empty), os.path.getsize(p)), flush=True)
 
 
 if __name__ == "__main__":
