@@ -372,6 +372,12 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
         contain_warm(r, &req);
         if (kf_sandbox_enabled())
             snprintf(req.scratch, sizeof req.scratch, "%s", r->dir);
+        /* Its kept cache's recorded launchers, built by the warm runner
+         * first (warm.h): a candidate's profile, after its validate,
+         * brings its signatures to the next candidates. */
+        const char *kh = ta->spec->kernel_hash;
+        if (kh && strlen(kh) < sizeof req.kernel_hash)
+            snprintf(req.kernel_hash, sizeof req.kernel_hash, "%s", kh);
         int fds[KF_WARM_MAX_FDS] = {in_fd, pfd[1], log_fd, ofd[1], cfd};
         pid = warms_spawn(a->warms, r->gpu, r->gpu_index, &req, fds, &warm_pid, err);
         if (pid < 0 && err->code == KF_EUNAVAIL) {

@@ -381,6 +381,15 @@ int kf_pyk_warm(const kf_pyenv *py, const char *unsafe, char *imported, size_t i
     return glue_call(p, "warm", unsafe, imported, implen, err, errlen);
 }
 
+int kf_pyk_warm_learn(const char *kcache, char *built, size_t builtlen, char *err, size_t errlen)
+{
+    if (!the_host || !the_host->warm) {
+        snprintf(err, errlen, "internal: no warm interpreter in this process");
+        return -1;
+    }
+    return glue_call(the_host, "learn_launchers", kcache, built, builtlen, err, errlen);
+}
+
 void kf_pyk_before_fork(void)
 {
     if (the_host)

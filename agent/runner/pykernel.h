@@ -55,6 +55,11 @@ int kf_pyk_inputs(void *state, kf_view *in, size_t max, size_t *n, char *err, si
 int kf_pyk_warm(const kf_pyenv *py, const char *unsafe, char *imported, size_t implen, char *err,
                 size_t errlen);
 
+/* In the warm interpreter: pywarm.py's learn_launchers on a kernel's kept
+ * cache dir; *built, how many launchers it built ("0" when none). 0, or
+ * -1 with err. */
+int kf_pyk_warm_learn(const char *kcache, char *built, size_t builtlen, char *err, size_t errlen);
+
 /* Around a fork(2) of a process with an interpreter (PyOS_BeforeFork and
  * friends; nothing without one); in the child, the numpy and random
  * generators are reseeded. */

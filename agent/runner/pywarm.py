@@ -125,6 +125,192 @@ def _warm_triton_utils(root):
     return wait
 
 
+# Triton's launcher of a kernel's signature: C that Triton generates from
+# the argument types alone and builds with the C compiler at the kernel's
+# first launch, into the kernel's own cache: 0.18-0.27 s of a candidate's
+# validate on an H200 host, the same source for every candidate of one
+# signature. A runner cannot share what it built (a kernel could write it),
+# so each records its signature (data) in its cache, and this interpreter,
+# which no kernel's code reaches, builds the launcher from the recorded
+# types itself, with Triton's own generator, when the agent hands it a
+# kernel's kept cache (learn_launchers): every runner forked after that
+# finds it loaded.
+_LAUNCHERS = {"root": "", "built": {}, "nvd": None, "make": None, "compile": None}
+_LAUNCHER_NAME = "__triton_launcher"
+_LEARN_FILES = 16        # signatures read at one learn
+_LEARN_BUILDS = 4        # launchers built at one learn (each a C compile)
+_LEARN_BYTES = 8192      # a signature's file
+_LEARN_ARGS = 128        # arguments a signature may have
+
+
+def _launcher_key(src):
+    import hashlib
+
+    return hashlib.sha256(src.encode("utf-8")).hexdigest()
+
+
+def _signature_ok(sig):
+    """A recorded signature as types Triton's launcher generator maps by
+    table (scalars), by their first character (pointers) or by name: no
+    text of it reaches the C source. Tuples and tensor descriptors: no."""
+    import re
+
+    if not isinstance(sig, list) or not 0 < len(sig) <= _LEARN_ARGS:
+        return False
+    scalar = re.compile(r"^(?:[iu](?:1|8|16|32|64)|fp16|bf16|fp32|f32|fp64)$")
+    pointer = re.compile(r"^\*k?[a-z0-9]{1,16}$")
+    return all(isinstance(t, str) and (t == "constexpr" or scalar.match(t) or pointer.match(t))
+               for t in sig)
+
+
+def _warm_triton_launchers(root):
+    """Wraps Triton's launcher generator (each forked runner records the
+    signature it generates a launcher for) and its module builder (a
+    launcher this interpreter built is returned, not built again).
+    ["launchers"], or [] where Triton's NVIDIA driver has neither."""
+    if "triton" not in sys.modules:
+        return []
+    try:
+        from triton.backends.nvidia import driver as nvd
+    except BaseException:
+        return []
+    make, build = getattr(nvd, "make_launcher", None), getattr(nvd, "compile_module_from_src", None)
+    if not callable(make) or not callable(build):
+        return []
+    _LAUNCHERS.update(root=root, nvd=nvd, make=make, compile=build)
+    built = _LAUNCHERS["built"]
+
+    def make_recorded(constants, signature, tensordesc_meta=None, *args, **kw):
+        src = make(constants, signature, tensordesc_meta, *args, **kw)
+        try:
+            sig = list(signature.values())
+            cache = os.environ.get("TRITON_CACHE_DIR", "")
+            if cache and not tensordesc_meta and _signature_ok(sig) and \
+                    _launcher_key(src) not in built:
+                import json
+
+                d = os.path.join(cache, "kf-launchers")
+                os.makedirs(d, exist_ok=True)
+                text = json.dumps(sig)
+                with open(os.path.join(d, _launcher_key(text)[:32] + ".json"), "w") as f:
+                    f.write(text)
+        except BaseException:
+            pass  # unrecorded: the next candidate builds its own
+        return src
+
+    def compile_known(src, name, *args, **kw):
+        if name == _LAUNCHER_NAME:
+            mod = built.get(_launcher_key(src))
+            if mod is not None:
+                return mod
+        return build(src, name, *args, **kw)
+
+    nvd.make_launcher = make_recorded
+    nvd.compile_module_from_src = compile_known
+    return ["launchers"]
+
+
+def _read_signature(dfd, name):
+    """The signature recorded in name under the directory dfd: a regular
+    file of at most _LEARN_BYTES (no link followed), or None."""
+    import json
+    import stat
+
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > _LEARN_BYTES:
+            return None
+        sig = json.loads(os.read(fd, _LEARN_BYTES + 1).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+    return sig if _signature_ok(sig) else None
+
+
+def _recorded(kcache):
+    """The signatures recorded under kcache/triton/kf-launchers, the first
+    _LEARN_FILES files there; walked by descriptor, never through a link
+    (the kept cache is the kernel's to write: a link it planted must not
+    make this interpreter read elsewhere)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fds, sigs = [], []
+    try:
+        fds.append(os.open(kcache, flags))
+        for part in ("triton", "kf-launchers"):
+            fds.append(os.open(part, flags, dir_fd=fds[-1]))
+        with os.scandir(fds[-1]) as it:
+            for e in it:
+                if len(sigs) >= _LEARN_FILES:
+                    break
+                if e.name.endswith(".json"):
+                    sig = _read_signature(fds[-1], e.name)
+                    if sig is not None:
+                        sigs.append(sig)
+    except OSError:
+        pass
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return sigs
+
+
+def learn_launchers(kcache):
+    """In the warm interpreter, between forks: the launchers of the
+    signatures a kernel's runners recorded in its kept cache (kcache, the
+    agent's copy: agent/kcache.h), built here from the types with Triton's
+    own generator, in a directory of this interpreter's own. Returns how
+    many were built (as text); a signature refused, a build that fails, or
+    no cache: not built, never an error (the runners build their own)."""
+    import shutil
+    import tempfile
+
+    nvd, make, build = _LAUNCHERS["nvd"], _LAUNCHERS["make"], _LAUNCHERS["compile"]
+    if nvd is None:
+        return "0"
+    todo = []
+    for sig in _recorded(kcache):
+        try:
+            src = make({}, dict(enumerate(sig)), None)
+        except BaseException:
+            continue
+        k = _launcher_key(src)
+        if k not in _LAUNCHERS["built"] and k not in (x[0] for x in todo):
+            todo.append((k, src))
+    if not todo:
+        return "0"
+    try:
+        tmp = tempfile.mkdtemp(prefix="kf-warm-launchers-")
+    except OSError:
+        return "0"
+    n = 0
+    prev = os.environ.get("TRITON_CACHE_DIR")
+    try:
+        if os.path.join(os.path.realpath(tmp), "").startswith(_LAUNCHERS["root"]):
+            return "0"
+        os.environ["TRITON_CACHE_DIR"] = tmp
+        for k, src in todo[:_LEARN_BUILDS]:
+            try:
+                _LAUNCHERS["built"][k] = build(src=src, name=_LAUNCHER_NAME,
+                                               library_dirs=nvd.library_dirs(),
+                                               include_dirs=nvd.include_dirs,
+                                               libraries=nvd.libraries)
+                n += 1
+            except BaseException:
+                continue
+    finally:
+        if prev is None:
+            os.environ.pop("TRITON_CACHE_DIR", None)
+        else:
+            os.environ["TRITON_CACHE_DIR"] = prev
+        shutil.rmtree(tmp, ignore_errors=True)
+    return str(n)
+
+
 def warm(unsafe):
     """Imports the installed packages of _WARM from the module path the
     warm start left (pykernel.c: nothing inside the agent's work dir,
@@ -154,6 +340,7 @@ def warm(unsafe):
     utils = _warm_triton_utils(root)
     names += _warm_triton()
     names += utils()
+    names += _warm_triton_launchers(root)
     inside = _inside(root)
     if inside:
         return inside

@@ -55,7 +55,8 @@ static int receive(kf_warm_req *req, int fds[KF_WARM_MAX_FDS])
     }
     int ok = (size_t)n == sizeof *req && !(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
              req->nfds >= KF_WARM_FD_CHECKER && req->nfds <= KF_WARM_MAX_FDS && got == req->nfds &&
-             memchr(req->scratch, '\0', sizeof req->scratch);
+             memchr(req->scratch, '\0', sizeof req->scratch) &&
+             memchr(req->kernel_hash, '\0', sizeof req->kernel_hash);
     if (!ok) {
         for (size_t i = 0; i < got; i++)
             close(fds[i]);
@@ -119,6 +120,24 @@ static void be_runner(const char *workdir, const kf_warm_req *req, const int *fd
              (unsigned long long)req->task_id, req->attempt, (int)getpid(), (int)getppid());
     int rc = kf_runner_main(workdir, req->scratch[0] ? req->scratch : NULL, 1);
     _exit(rc); /* a copy of an interpreter: never finalized (pykernel.h) */
+}
+
+/* The Triton launchers the runners of req's kernel recorded in its kept
+ * cache, built here before the fork (warm.h). Nothing when it names none,
+ * or names no hash. */
+static void learn(const char *workdir, const kf_warm_req *req)
+{
+    const char *h = req->kernel_hash;
+    size_t n = strlen(h);
+    if (!n || strspn(h, "0123456789abcdefABCDEF") != n)
+        return;
+    char dir[PATH_MAX], built[32] = "", err[512] = "";
+    if (snprintf(dir, sizeof dir, "%s/kcache/%s", workdir, h) >= (int)sizeof dir)
+        return;
+    if (kf_pyk_warm_learn(dir, built, sizeof built, err, sizeof err) != 0)
+        kf_warn("warm.learn", "kernel=%.16s error=\"%s\"", h, err);
+    else if (strcmp(built, "0") != 0)
+        kf_info("warm.learn", "kernel=%.16s launchers=%s", h, built);
 }
 
 /* Forks the runner of one request through an intermediate process (see
@@ -202,6 +221,7 @@ int kf_runner_warm(const char *workdir)
             answer(-1, "the warm runner got a malformed request");
             continue;
         }
+        learn(workdir, &req);
         fork_runner(workdir, &req, fds, agent);
         for (uint32_t i = 0; i < req.nfds; i++)
             close(fds[i]);
