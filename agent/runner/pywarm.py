@@ -139,6 +139,10 @@ _LAUNCHERS = {"root": "", "built": {}, "nvd": None, "make": None, "compile": Non
 _LAUNCHER_NAME = "__triton_launcher"
 _LEARN_FILES = 16        # signatures read at one learn
 _LEARN_BUILDS = 4        # launchers built at one learn (each a C compile)
+# Launchers built over the warm interpreter's life: the signatures are the
+# kernels' to record, and a stream of candidates each recording new ones
+# must not keep it compiling between forks, or growing.
+_LEARN_TOTAL = 64
 _LEARN_BYTES = 8192      # a signature's file
 _LEARN_ARGS = 128        # arguments a signature may have
 
@@ -270,7 +274,8 @@ def learn_launchers(kcache):
     import tempfile
 
     nvd, make, build = _LAUNCHERS["nvd"], _LAUNCHERS["make"], _LAUNCHERS["compile"]
-    if nvd is None:
+    room = min(_LEARN_BUILDS, _LEARN_TOTAL - len(_LAUNCHERS["built"]))
+    if nvd is None or room <= 0:
         return "0"
     todo = []
     for sig in _recorded(kcache):
@@ -293,7 +298,7 @@ def learn_launchers(kcache):
         if os.path.join(os.path.realpath(tmp), "").startswith(_LAUNCHERS["root"]):
             return "0"
         os.environ["TRITON_CACHE_DIR"] = tmp
-        for k, src in todo[:_LEARN_BUILDS]:
+        for k, src in todo[:room]:
             try:
                 _LAUNCHERS["built"][k] = build(src=src, name=_LAUNCHER_NAME,
                                                library_dirs=nvd.library_dirs(),

@@ -125,6 +125,15 @@ def later():
 
 assert child(later) == 0, "a runner forked after the learn built the launcher again"
 print("ok - a runner forked after it finds the launcher built and records nothing")
+
+# Over its life the warm interpreter builds a bounded number: past it, a
+# new signature is left to the runners.
+g["_LEARN_TOTAL"] = 2
+for n, sig in enumerate((["*fp32", "i64"], ["*fp32", "i64", "i64"], ["i64"] * 4)):
+    open(os.path.join(rec, "s%d.json" % n), "w").write(json.dumps(sig))
+assert g["learn_launchers"](K) == "1", "the life's bound was not kept"
+assert g["learn_launchers"](K) == "0" and len(drv.builds) == 2, drv.builds
+print("ok - at most _LEARN_TOTAL launchers over the warm interpreter's life")
 PY
 python3 "$T/check.py" "$T" || fail "the warm interpreter's launchers (above)"
 pass "test_warm_launchers"
