@@ -373,8 +373,9 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
         if (kf_sandbox_enabled())
             snprintf(req.scratch, sizeof req.scratch, "%s", r->dir);
         /* Its kept cache's recorded launchers, built by the warm runner
-         * first (warm.h): a candidate's profile, after its validate,
-         * brings its signatures to the next candidates. */
+         * once this runner is forked (warm.h): a candidate's profile,
+         * after its validate, brings its signatures to the next
+         * candidates. */
         const char *kh = ta->spec->kernel_hash;
         if (kh && strlen(kh) < sizeof req.kernel_hash)
             snprintf(req.kernel_hash, sizeof req.kernel_hash, "%s", kh);

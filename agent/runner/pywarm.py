@@ -138,7 +138,7 @@ def _warm_triton_utils(root):
 _LAUNCHERS = {"root": "", "built": {}, "nvd": None, "make": None, "compile": None}
 _LAUNCHER_NAME = "__triton_launcher"
 _LEARN_FILES = 16        # signatures read at one learn
-_LEARN_BUILDS = 4        # launchers built at one learn (each a C compile)
+_LEARN_BUILDS = 2        # launchers built at one learn (each a C compile)
 # Launchers built over the warm interpreter's life: the signatures are the
 # kernels' to record, and a stream of candidates each recording new ones
 # must not keep it compiling between forks, or growing.
@@ -263,8 +263,21 @@ def _recorded(kcache):
     return sigs
 
 
+def _request_waiting():
+    """Whether the agent's next request waits on this warm interpreter's
+    socket (its stdin): the agent waits for the answer, so no build
+    starts then (the signatures stay recorded for a later learn)."""
+    import select
+    import stat
+
+    try:
+        return stat.S_ISSOCK(os.fstat(0).st_mode) and bool(select.select([0], [], [], 0)[0])
+    except (OSError, ValueError):
+        return False
+
+
 def learn_launchers(kcache):
-    """In the warm interpreter, between forks: the launchers of the
+    """In the warm interpreter, after a fork: the launchers of the
     signatures a kernel's runners recorded in its kept cache (kcache, the
     agent's copy: agent/kcache.h), built here from the types with Triton's
     own generator, in a directory of this interpreter's own. Returns how
@@ -299,6 +312,8 @@ def learn_launchers(kcache):
             return "0"
         os.environ["TRITON_CACHE_DIR"] = tmp
         for k, src in todo[:room]:
+            if _request_waiting():
+                break
             try:
                 _LAUNCHERS["built"][k] = build(src=src, name=_LAUNCHER_NAME,
                                                library_dirs=nvd.library_dirs(),

@@ -123,8 +123,9 @@ static void be_runner(const char *workdir, const kf_warm_req *req, const int *fd
 }
 
 /* The Triton launchers the runners of req's kernel recorded in its kept
- * cache, built here before the fork (warm.h). Nothing when it names none,
- * or names no hash. */
+ * cache, built here after its runner is forked and answered (warm.h): the
+ * agent waits for no build, and one stops before it starts when the next
+ * request is waiting. Nothing when it names none, or names no hash. */
 static void learn(const char *workdir, const kf_warm_req *req)
 {
     const char *h = req->kernel_hash;
@@ -221,10 +222,10 @@ int kf_runner_warm(const char *workdir)
             answer(-1, "the warm runner got a malformed request");
             continue;
         }
-        learn(workdir, &req);
         fork_runner(workdir, &req, fds, agent);
         for (uint32_t i = 0; i < req.nfds; i++)
             close(fds[i]);
+        learn(workdir, &req);
         tasks++;
     }
     kf_info("warm.end", "pid=%d tasks=%u", (int)getpid(), tasks);

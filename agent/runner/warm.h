@@ -44,10 +44,11 @@ typedef struct kf_warm_req {
     uint32_t attempt;
     uint32_t nfds;          /* 4, or 5 with the checker's socket */
     char scratch[PATH_MAX]; /* the runner's scratch dir (turns the sandbox on), "" for none */
-    /* A candidate's kernel hash (hex), "" for none: before forking, the
-     * warm process builds the Triton launchers its runners recorded in its
-     * kept cache, WORKDIR/kcache/HASH (pywarm.py learn_launchers), so that
-     * the next runners find them built. */
+    /* A candidate's kernel hash (hex), "" for none: once the runner is
+     * forked and answered, the warm process builds the Triton launchers
+     * the kernel's runners recorded in its kept cache, WORKDIR/kcache/HASH
+     * (pywarm.py learn_launchers), so that the next runners find them
+     * built. */
     char kernel_hash[129];
     kf_contain_plan contain; /* its control group and private mounts, entered first */
 } kf_warm_req;

@@ -44,9 +44,13 @@ def compile_module_from_src(src, name, library_dirs=None, include_dirs=None, lib
 PY
 
 cat >"$T/check.py" <<'PY'
-import json, os, sys
+import json, os, socket, sys
 
 T = sys.argv[1]
+# The warm interpreter's stdin is its socket to the agent: a request waiting
+# there stops a build before it starts.
+agent, warm = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+os.dup2(warm.fileno(), 0)
 sys.path.insert(0, os.path.join(T, "site"))
 import triton  # noqa: F401,E402  (the stand-in)
 
@@ -126,13 +130,21 @@ def later():
 assert child(later) == 0, "a runner forked after the learn built the launcher again"
 print("ok - a runner forked after it finds the launcher built and records nothing")
 
+# The agent's next request waiting: nothing built until it is taken.
+open(os.path.join(rec, "s0.json"), "w").write(json.dumps(["*fp32", "i64"]))
+agent.send(b"request")
+assert g["learn_launchers"](K) == "0", "a build started while a request waited"
+os.read(0, 64)
+assert g["learn_launchers"](K) == "1" and len(drv.builds) == 2, drv.builds
+print("ok - no build starts while the agent's next request waits")
+
 # Over its life the warm interpreter builds a bounded number: past it, a
 # new signature is left to the runners.
-g["_LEARN_TOTAL"] = 2
-for n, sig in enumerate((["*fp32", "i64"], ["*fp32", "i64", "i64"], ["i64"] * 4)):
-    open(os.path.join(rec, "s%d.json" % n), "w").write(json.dumps(sig))
+g["_LEARN_TOTAL"] = 3
+for n, sig in enumerate((["*fp32", "i64", "i64"], ["i64"] * 4, ["i64"] * 5)):
+    open(os.path.join(rec, "t%d.json" % n), "w").write(json.dumps(sig))
 assert g["learn_launchers"](K) == "1", "the life's bound was not kept"
-assert g["learn_launchers"](K) == "0" and len(drv.builds) == 2, drv.builds
+assert g["learn_launchers"](K) == "0" and len(drv.builds) == 3, drv.builds
 print("ok - at most _LEARN_TOTAL launchers over the warm interpreter's life")
 PY
 python3 "$T/check.py" "$T" || fail "the warm interpreter's launchers (above)"
