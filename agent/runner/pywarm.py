@@ -57,7 +57,7 @@ def _warm_triton():
 # every process builds with the C compiler into its Triton cache at its
 # first kernel's launch. A runner's cache is its kernel's own (confine.c,
 # agent/kcache.h), empty for a new candidate, so each candidate's validate
-# built it again: 0.28-0.45 s of a 0.75 s first call in a runner forked from
+# built it again: 0.28-0.38 s of a 0.75 s first call in a runner forked from
 # here (bench/gpu/triton_first_call.py, an H200 host, Triton 3.6). No
 # kernel's code is in it.
 def _warm_triton_utils(root):
