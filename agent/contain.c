@@ -9,6 +9,7 @@
 #include "common/xalloc.h"
 #include "runner/cgroup.h"
 #include "runner/channel.h"
+#include "runner/confine.h"
 #include "runner/contain.h"
 #include "runner/sandbox.h"
 
@@ -210,8 +211,7 @@ static uint64_t memory_of(const kcontain *c, const Kfleet__TaskSpec *sp)
  * sandboxed runner that runs a built kernel). */
 static int has_cache(const Kfleet__TaskSpec *sp)
 {
-    const char *h = sp ? sp->kernel_hash : NULL;
-    return h && *h && strlen(h) <= 128 && strspn(h, "0123456789abcdefABCDEF") == strlen(h) &&
+    return sp && kf_confine_kcache_dir("", sp->kernel_hash, NULL, 0) == 0 &&
            !kf_task_kind_at(sp->kind)->builds && kf_sandbox_enabled();
 }
 

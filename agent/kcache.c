@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "common/xalloc.h"
+#include "runner/confine.h"
 #include "runner/contain.h"
 
 #include <dirent.h>
@@ -182,7 +183,11 @@ kcache *kcache_open(const char *workdir, const char *hash, const char *scratch, 
 {
     kcache *k = kf_xcalloc(1, sizeof *k);
     k->quota = quota;
-    snprintf(k->dir, sizeof k->dir, "%s/kcache/%s", workdir, hash);
+    if (kf_confine_kcache_dir(workdir, hash, k->dir, sizeof k->dir) != 0) {
+        free(k);
+        kf_err_set(err, KF_EINVAL, "kernel hash '%.140s' names no cache", hash);
+        return NULL;
+    }
     if (!mounts) {
         snprintf(k->live, sizeof k->live, "%s", k->dir);
         return k;

@@ -222,20 +222,30 @@ static void own_artifact(kf_sandbox *s, const Kfleet__TaskSpec *sp, const char *
     }
 }
 
+int kf_confine_kcache_dir(const char *workdir, const char *hash, char *out, size_t len)
+{
+    size_t n = hash ? strlen(hash) : 0;
+    if (!n || n > 128 || strspn(hash, "0123456789abcdefABCDEF") != n)
+        return -1;
+    if (out && (size_t)snprintf(out, len, "%s/kcache/%s", workdir, hash) >= len)
+        return -1;
+    return 0;
+}
+
 /* The kernel's own caches: SCRATCH/kcache where the agent put them there
  * (a tmpfs of the cache quota, agent/kcache.h), else WORKDIR/kcache/HASH,
  * made here. */
 static void kernel_cache(kf_sandbox *s, const Kfleet__TaskSpec *sp, const char *workdir,
                          const char *scratch)
 {
-    const char *h = sp->kernel_hash;
-    if (!h || !*h || strlen(h) > 128 || strspn(h, "0123456789abcdefABCDEF") != strlen(h))
-        return;
     char dir[PATH_MAX], sub[PATH_MAX + 16];
+    if (kf_confine_kcache_dir(workdir, sp->kernel_hash, NULL, 0) != 0)
+        return;
     struct stat st;
     snprintf(dir, sizeof dir, "%s/kcache", scratch);
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        snprintf(dir, sizeof dir, "%s/kcache/%s", workdir, h);
+    if ((stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) &&
+        kf_confine_kcache_dir(workdir, sp->kernel_hash, dir, sizeof dir) != 0)
+        return;
     if (kf_mkdirs(dir, 0700, NULL) != KF_OK)
         return;
     kf_sandbox_own(s, dir, 1);

@@ -58,6 +58,11 @@ int kf_confine_runner(const Kfleet__TaskSpec *sp, const char *workdir, const cha
 int kf_confine_runner_finish(const Kfleet__TaskSpec *sp, const char *scratch, unsigned *missing,
                              kf_err *err);
 
+/* A kernel's kept cache dir, WORKDIR/kcache/HASH, into out (NULL: only
+ * the check): 0, or -1 when hash is not 1-128 hex digits, the only names
+ * such a dir is made of, or the path does not fit. */
+int kf_confine_kcache_dir(const char *workdir, const char *hash, char *out, size_t len);
+
 /* Makes the sandbox in which a build runner's tools run (kf_proc_sandbox
  * takes it) for a build of sp in scratch. NULL when the sandbox is off or
  * scratch is NULL. */

@@ -53,6 +53,45 @@ def _warm_triton():
     return done
 
 
+def _nvidia_driver():
+    """Triton's NVIDIA driver module, where Triton was imported and has
+    one, else None."""
+    if "triton" not in sys.modules:
+        return None
+    try:
+        from triton.backends.nvidia import driver as nvd
+    except BaseException:
+        return None
+    return nvd
+
+
+def _own_dir(prefix, root):
+    """A new directory of this interpreter's own, outside the agent's work
+    dir (root), for Triton's C builds; None where there is none."""
+    import shutil
+    import tempfile
+
+    try:
+        d = tempfile.mkdtemp(prefix=prefix)
+    except OSError:
+        return None
+    if os.path.join(os.path.realpath(d), "").startswith(root):
+        shutil.rmtree(d, ignore_errors=True)
+        return None
+    return d
+
+
+def _end_own_dir(d, prev):
+    """TRITON_CACHE_DIR back to prev (None: unset) and d removed."""
+    import shutil
+
+    if prev is None:
+        os.environ.pop("TRITON_CACHE_DIR", None)
+    else:
+        os.environ["TRITON_CACHE_DIR"] = prev
+    shutil.rmtree(d, ignore_errors=True)
+
+
 # Triton's CUDA helper module (its driver.c, built as cuda_utils), which
 # every process builds with the C compiler into its Triton cache at its
 # first kernel's launch. A runner's cache is its kernel's own (confine.c,
@@ -70,26 +109,15 @@ def _warm_triton_utils(root):
     That function returns ["cuda_utils"], or [] where Triton has no
     CudaUtils of this shape or it cannot be built (each runner then builds
     its own)."""
-    import shutil
-    import tempfile
     import threading
 
     none = lambda: []  # noqa: E731
-    if "triton" not in sys.modules:
-        return none
-    try:
-        from triton.backends.nvidia import driver as nvd
-    except BaseException:
-        return none
+    nvd = _nvidia_driver()
     cls = getattr(nvd, "CudaUtils", None)
     if not isinstance(cls, type) or "__init__" not in vars(cls):
         return none
-    try:
-        d = tempfile.mkdtemp(prefix="kf-warm-triton-")
-    except OSError:
-        return none
-    if os.path.join(os.path.realpath(d), "").startswith(root):
-        shutil.rmtree(d, ignore_errors=True)
+    d = _own_dir("kf-warm-triton-", root)
+    if d is None:
         return none
     prev = os.environ.get("TRITON_CACHE_DIR")
     os.environ["TRITON_CACHE_DIR"] = d
@@ -106,11 +134,7 @@ def _warm_triton_utils(root):
 
     def wait():
         t.join()
-        if prev is None:
-            os.environ.pop("TRITON_CACHE_DIR", None)
-        else:
-            os.environ["TRITON_CACHE_DIR"] = prev
-        shutil.rmtree(d, ignore_errors=True)
+        _end_own_dir(d, prev)
         if ok != [True]:
             return []
         init = vars(cls)["__init__"]
@@ -172,12 +196,7 @@ def _warm_triton_launchers(root):
     signature it generates a launcher for) and its module builder (a
     launcher this interpreter built is returned, not built again).
     ["launchers"], or [] where Triton's NVIDIA driver has neither."""
-    if "triton" not in sys.modules:
-        return []
-    try:
-        from triton.backends.nvidia import driver as nvd
-    except BaseException:
-        return []
+    nvd = _nvidia_driver()
     make, build = getattr(nvd, "make_launcher", None), getattr(nvd, "compile_module_from_src", None)
     if not callable(make) or not callable(build):
         return []
@@ -283,9 +302,6 @@ def learn_launchers(kcache):
     own generator, in a directory of this interpreter's own. Returns how
     many were built (as text); a signature refused, a build that fails, or
     no cache: not built, never an error (the runners build their own)."""
-    import shutil
-    import tempfile
-
     nvd, make, build = _LAUNCHERS["nvd"], _LAUNCHERS["make"], _LAUNCHERS["compile"]
     room = min(_LEARN_BUILDS, _LEARN_TOTAL - len(_LAUNCHERS["built"]))
     if nvd is None or room <= 0:
@@ -299,17 +315,12 @@ def learn_launchers(kcache):
         k = _launcher_key(src)
         if k not in _LAUNCHERS["built"] and k not in (x[0] for x in todo):
             todo.append((k, src))
-    if not todo:
-        return "0"
-    try:
-        tmp = tempfile.mkdtemp(prefix="kf-warm-launchers-")
-    except OSError:
+    tmp = _own_dir("kf-warm-launchers-", _LAUNCHERS["root"]) if todo else None
+    if tmp is None:
         return "0"
     n = 0
     prev = os.environ.get("TRITON_CACHE_DIR")
     try:
-        if os.path.join(os.path.realpath(tmp), "").startswith(_LAUNCHERS["root"]):
-            return "0"
         os.environ["TRITON_CACHE_DIR"] = tmp
         for k, src in todo[:room]:
             if _request_waiting():
@@ -323,11 +334,7 @@ def learn_launchers(kcache):
             except BaseException:
                 continue
     finally:
-        if prev is None:
-            os.environ.pop("TRITON_CACHE_DIR", None)
-        else:
-            os.environ["TRITON_CACHE_DIR"] = prev
-        shutil.rmtree(tmp, ignore_errors=True)
+        _end_own_dir(tmp, prev)
     return str(n)
 
 

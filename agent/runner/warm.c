@@ -2,6 +2,7 @@
 #include "runner/warm.h"
 #include "common/log.h"
 #include "runner/channel.h"
+#include "runner/confine.h"
 #include "runner/harness.h"
 #include "runner/hctx.h"
 #include "runner/pykernel.h"
@@ -129,11 +130,8 @@ static void be_runner(const char *workdir, const kf_warm_req *req, const int *fd
 static void learn(const char *workdir, const kf_warm_req *req)
 {
     const char *h = req->kernel_hash;
-    size_t n = strlen(h);
-    if (!n || strspn(h, "0123456789abcdefABCDEF") != n)
-        return;
     char dir[PATH_MAX], built[32] = "", err[512] = "";
-    if (snprintf(dir, sizeof dir, "%s/kcache/%s", workdir, h) >= (int)sizeof dir)
+    if (kf_confine_kcache_dir(workdir, h, dir, sizeof dir) != 0)
         return;
     if (kf_pyk_warm_learn(dir, built, sizeof built, err, sizeof err) != 0)
         kf_warn("warm.learn", "kernel=%.16s error=\"%s\"", h, err);
