@@ -5,8 +5,8 @@
 # that cache, builds the launcher itself from the types, with the generator,
 # and every runner forked after finds it built. What a kernel can write
 # there is data the warm interpreter checks: a link (to a file or to the
-# directory), an oversized file, a type that is not a type, a tuple: never
-# built.
+# directory), a FIFO, an oversized file, a type that is not a type, a tuple:
+# never built, and nothing waited on.
 #
 # The CI machine has no Triton: a stand-in package with Triton's two entry
 # points (make_launcher, compile_module_from_src; their real use is measured
@@ -97,6 +97,7 @@ open(os.path.join(rec, "text.json"), "w").write(json.dumps(['*fp32"; system("x")
 open(os.path.join(rec, "tuple.json"), "w").write(json.dumps([["i32", "i32"]]))
 open(os.path.join(rec, "empty.json"), "w").write("[]")
 open(os.path.join(rec, "junk.json"), "w").write("{not json")
+os.mkfifo(os.path.join(rec, "fifo.json"))  # a read of it would wait for a writer
 # A signature reached through a link the kernel planted in its cache, for
 # its recording directory or its Triton directory: not read.
 ELSE = os.path.join(T, "elsewhere")
