@@ -337,8 +337,6 @@ static void python_facts(kf_agent *a)
     a->python.triton = rc == KF_OK ? (char *)py->triton : "";
     a->python.cupy = rc == KF_OK ? (char *)py->cupy : "";
     a->info->python = &a->python;
-    if (rc == KF_OK)
-        torch_gpus(a, py);
     kf_info("agent.python",
             "version=%s numpy=%s torch=%s torch_cuda=%s triton=%s cupy=%s error=\"%s\"",
             a->python.version, a->python.numpy, a->python.torch, a->python.torch_cuda,
@@ -417,17 +415,15 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
     if (cfg->cpu_slots)
         a->info->cpu_slots = cfg->cpu_slots;
     a->info->price_per_gpu_hour = cfg->price;
-    /* The doctor measures while Python is probed (ceilings_start). */
+    /* The doctor measures while Python is probed (ceilings_start), and
+     * the warm runners import while torch is (warmup_at_start: they take
+     * the runners' environment, so after cuda_compat and contain_ready). */
     uint64_t t0 = kf_mono_ns();
     kf_doctor_child doc;
     kf_doctor found;
     ceilings_start(a, &doc, &found);
-    python_facts(a);
     cuda_compat(a);
-    uint64_t t1 = kf_mono_ns();
-    ceilings_finish(a, &doc, &found);
-    kf_info("agent.facts", "python_s=%.2f with_doctor_s=%.2f", (double)(t1 - t0) / 1e9,
-            (double)(kf_mono_ns() - t0) / 1e9);
+    python_facts(a);
     /* Said once at start, and in every registration (`kfleet status`). */
     kf_sandbox_probe(a->sandbox_missing, sizeof a->sandbox_missing);
     a->info->sandbox_missing = a->sandbox_missing;
@@ -437,6 +433,15 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
         kf_info("agent.sandbox", "enforced=\"Landlock files, TCP and signals; own network; "
                                  "seccomp, Unix sockets refused; no_new_privs\"");
     contain_ready(a);
+    warmup_at_start(a, a->python.torch);
+    const kf_pyenv *py = NULL;
+    kf_err pyerr;
+    if (kf_pyenv_get(&py, &pyerr) == KF_OK)
+        torch_gpus(a, py);
+    uint64_t t1 = kf_mono_ns();
+    ceilings_finish(a, &doc, &found);
+    kf_info("agent.facts", "python_s=%.2f with_doctor_s=%.2f", (double)(t1 - t0) / 1e9,
+            (double)(kf_mono_ns() - t0) / 1e9);
     kf_outbox_foreach(a->outbox, link_load_pending_cb, a);
 
     a->zctx = zmq_ctx_new();

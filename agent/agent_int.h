@@ -171,6 +171,21 @@ void contain_ready(kf_agent *a);
 /* Kills and removes what is left (every runner's group), frees. */
 void contain_fini(kf_agent *a);
 
+/* warmup.c (warms.h: the warm runners Python problems' tasks fork from) */
+/* At the agent's start, once its facts but torch's probe are in (torch:
+ * the version of the node's torch, "" for none): the warm runners of its
+ * GPU slots, started to import while torch is probed (KF_WARM=start: the
+ * CPU's too); waits for none. */
+void warmup_at_start(kf_agent *a, const char *torch);
+/* Whether ta's runner comes from a warm runner (gpu: whether ta runs on a
+ * GPU slot): a candidate's validate or profile of a Python problem, or a
+ * Python problem's reference task (the agent's own, for references it
+ * lacks, or the coordinator's), one per problem of a level, each paying
+ * the interpreter's and torch's start otherwise; on a node that can have
+ * them, when the slot's is ready (its import waited for within
+ * warms.h's bound). */
+int warmup_for_task(kf_agent *a, const Kfleet__TaskAssign *ta, int gpu);
+
 /* runners.c */
 krunner *runners_find(kf_agent *a, uint64_t task, uint32_t attempt);
 /* Starts ta: on an idle serving runner of its kernel (and GPU) when there

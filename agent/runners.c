@@ -269,42 +269,6 @@ static int reuse(kf_agent *a, const Kfleet__TaskAssign *ta)
     return 0;
 }
 
-/* warms.h's warms_env_fn. */
-static void warm_env(void *ctx, int gpu, uint32_t gpu_index)
-{
-    kf_agent *a = ctx;
-    kf_childenv e = {a->compat_dir, a->host_lock, a->info};
-    childenv_apply(&e, gpu, gpu_index);
-}
-
-/* Whether ta's runner comes from a warm runner (warms.h): a candidate's
- * validate or profile of a Python problem, or a Python problem's reference
- * task (the agent's own, for references it lacks, or the coordinator's):
- * one per problem of a level, each paying the interpreter's and torch's
- * start otherwise. On a node that can have them. */
-static int wants_warm(kf_agent *a, const Kfleet__TaskAssign *ta)
-{
-    const Kfleet__TaskSpec *s = ta->spec;
-    int python = kf_verdict_wanted(s) ? s->problem_python
-                                      : s && kf_task_kind_at(s->kind)->references && s->python;
-    if (a->warms_off || !python)
-        return 0;
-    if (!a->warms) {
-        kf_err err;
-        a->warms = warms_new(a->runner_exe, a->workdir, a->cfg.keep_tmp, warm_env, a, &err);
-        if (!a->warms) {
-            a->warms_off = 1;
-            kf_warn("warm.off", "error=\"%s\" candidates get a fresh runner each", err.msg);
-            return 0;
-        }
-    }
-    int ready = warms_ready(a->warms, on_gpu(ta), ta->gpu_index);
-    if (!ready) /* still importing, or given up on: a fresh runner */
-        kf_info("warm.skip", "task=0x%llx why=\"no warm runner is ready\"",
-                (unsigned long long)ta->task_id);
-    return ready;
-}
-
 /* Starts a runner for ta (a fresh or a warm runner's child): the runner,
  * in a->runners, or NULL with err. */
 static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
@@ -363,7 +327,7 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
     }
     /* A Python problem's candidate: forked by its warm runner. */
     pid_t warm_pid = 0, pid;
-    if (wants_warm(a, ta)) {
+    if (warmup_for_task(a, ta, on_gpu(ta))) {
         kf_warm_req req;
         memset(&req, 0, sizeof req);
         req.task_id = ta->task_id;

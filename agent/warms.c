@@ -72,8 +72,8 @@ kwarms *warms_new(const char *exe, const char *workdir, int keep_tmp, warms_env_
         kf_err_set(err, KF_EINVAL, "KF_WARM=0 in the agent's environment");
         return NULL;
     }
-    if (off && *off && strcmp(off, "1") != 0) {
-        kf_err_set(err, KF_EINVAL, "KF_WARM is '%s'; it takes 0 or 1", off);
+    if (off && *off && strcmp(off, "1") != 0 && strcmp(off, "start") != 0) {
+        kf_err_set(err, KF_EINVAL, "KF_WARM is '%s'; it takes 0, 1 or start", off);
         return NULL;
     }
     /* The runners a warm process forks are re-parented to the agent. */
@@ -206,6 +206,19 @@ static kwarm *warm_of(kwarms *w, int gpu, uint32_t gpu_index, kf_err *err)
     if (w->n == WARMS_MAX)
         retire(w, lru, "another GPU needs its entry");
     return start(w, gpu, gpu_index, err);
+}
+
+int warms_start(kwarms *w, int gpu, uint32_t gpu_index)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (!w->w[i]->dead && w->w[i]->gpu == gpu && (!gpu || w->w[i]->gpu_index == gpu_index))
+            return 0;
+    kf_err err;
+    if (w->n < WARMS_MAX && start(w, gpu, gpu_index, &err))
+        return 0;
+    if (w->n < WARMS_MAX)
+        kf_warn("warm.start", "error=\"%s\"", err.msg);
+    return -1;
 }
 
 /* One request; 0, or -1 when the warm process cannot take it. */

@@ -1,6 +1,7 @@
 /* warms — the agent's warm runners (runner/warm.h): a process that has
  * imported the packages Python problems use, started once per GPU slot
- * (or the CPU) on the first Python task that wants it, and forking the
+ * (or the CPU) on the first Python task that wants it or with the agent
+ * (warms_start), and forking the
  * runner of each later one, whatever its problem: it holds no problem's
  * code (runner/warm.h), so the problems of a level share it. The runner
  * it forks is re-parented to the agent (a child subreaper), so runners.c
@@ -36,13 +37,18 @@ typedef void (*warms_env_fn)(void *ctx, int gpu, uint32_t gpu_index);
 /* The agent's warm runners, none started: `exe` and `workdir` as a
  * runner's, `env` for each warm process's environment. NULL with err
  * filled when this node cannot have them (KF_WARM=0 in the agent's
- * environment, or no PR_SET_CHILD_SUBREAPER): candidates then get a fresh
- * runner each, as before. keep_tmp: the warm processes' logs stay. */
+ * environment (it takes 0, 1 or start: agent_int.h's warmup_at_start), or no
+ * PR_SET_CHILD_SUBREAPER): candidates then get a fresh runner each, as before. keep_tmp: the warm
+ * processes' logs stay. */
 kwarms *warms_new(const char *exe, const char *workdir, int keep_tmp, warms_env_fn env, void *ctx,
                   kf_err *err);
 
 /* Kills every warm process, waits for it, frees all; *self NULL. */
 void warms_destroy(kwarms **self);
+
+/* Starts the warm process of (gpu, gpu_index) unless one lives or the
+ * table is full (warms_ready waits for its imports): 0, or -1 (logged). */
+int warms_start(kwarms *w, int gpu, uint32_t gpu_index);
 
 /* Whether the warm process of (gpu, gpu_index) is ready for a
  * task: it is started when there is none (or it died), and a new one is

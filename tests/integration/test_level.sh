@@ -126,6 +126,23 @@ forked=$(grep -o 'warm.retire .* tasks=[0-9]*' "$AL" | sed 's/.*tasks=//')
   fail "the warm runner forked ${forked:-0} runners for $ran candidate tasks and 2 references: $(grep 'warm\.' "$AL")"
 pass "one warm runner on an agent for a level's two problems, their references forked from it too"
 
+# A warm runner can start with the agent (on a GPU node with torch it
+# does; KF_WARM=start makes the CPU's too): it imports while the agent
+# probes torch and measures, and the level's tasks take that one rather
+# than start another.
+rm -rf "$KFLEET_HOME"
+set +e
+KF_WARM=start KF_WARM_IMPORTS=numpy "$KFLEET" run "$L/level.yaml" --keep-going --agents 1 >"$T/early.out" 2>"$T/early.log"
+set -e
+started=$(grep -n 'warm.start ' "$AL" | head -1 | cut -d: -f1)
+registered=$(grep -n 'agent.registered ' "$AL" | head -1 | cut -d: -f1)
+[ -n "$started" ] && [ -n "$registered" ] && [ "$started" -lt "$registered" ] ||
+  fail "the warm runner did not start before the agent registered: $(grep -E 'warm\.|agent.registered' "$AL")"
+[ "$(grep -c 'warm.start ' "$AL")" -eq 1 ] || fail "want the one warm runner started with the agent: $(grep 'warm\.' "$AL")"
+forked=$(grep -o 'warm.retire .* tasks=[0-9]*' "$AL" | sed 's/.*tasks=//')
+[ "${forked:-0}" -gt 0 ] || fail "the warm runner started with the agent forked no runner: $(grep 'warm\.' "$AL")"
+pass "KF_WARM=start: the warm runner starts before the agent registers, and the level's tasks fork from it"
+
 # Adversarial: a candidate of each problem poisons, at import, the numpy
 # functions the other problem's candidates call (relu's: np.add and
 # np.multiply, which scale's use; scale's: np.maximum, which relu's use),
