@@ -175,7 +175,7 @@ void contain_fini(kf_agent *a);
 /* At the agent's start, once its facts but torch's probe are in (torch:
  * the version of the node's torch, "" for none): the warm runners of its
  * GPU slots, started to import while torch is probed (KF_WARM=start: the
- * CPU's too); waits for none. */
+ * CPU's too; KF_WARM=later: none); waits for none. */
 void warmup_at_start(kf_agent *a, const char *torch);
 /* Whether ta's runner comes from a warm runner (gpu: whether ta runs on a
  * GPU slot): a candidate's validate or profile of a Python problem, or a

@@ -72,8 +72,9 @@ kwarms *warms_new(const char *exe, const char *workdir, int keep_tmp, warms_env_
         kf_err_set(err, KF_EINVAL, "KF_WARM=0 in the agent's environment");
         return NULL;
     }
-    if (off && *off && strcmp(off, "1") != 0 && strcmp(off, "start") != 0) {
-        kf_err_set(err, KF_EINVAL, "KF_WARM is '%s'; it takes 0, 1 or start", off);
+    if (off && *off && strcmp(off, "1") != 0 && strcmp(off, "start") != 0 &&
+        strcmp(off, "later") != 0) {
+        kf_err_set(err, KF_EINVAL, "KF_WARM is '%s'; it takes 0, 1, start or later", off);
         return NULL;
     }
     /* The runners a warm process forks are re-parented to the agent. */

@@ -37,7 +37,7 @@ typedef void (*warms_env_fn)(void *ctx, int gpu, uint32_t gpu_index);
 /* The agent's warm runners, none started: `exe` and `workdir` as a
  * runner's, `env` for each warm process's environment. NULL with err
  * filled when this node cannot have them (KF_WARM=0 in the agent's
- * environment (it takes 0, 1 or start: agent_int.h's warmup_at_start), or no
+ * environment (it takes 0, 1, start or later: agent_int.h's warmup_at_start), or no
  * PR_SET_CHILD_SUBREAPER): candidates then get a fresh runner each, as before. keep_tmp: the warm
  * processes' logs stay. */
 kwarms *warms_new(const char *exe, const char *workdir, int keep_tmp, warms_env_fn env, void *ctx,

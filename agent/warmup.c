@@ -41,9 +41,17 @@ void warmup_at_start(kf_agent *a, const char *torch)
      * measures its ceilings, rather than after the first task came (a
      * fresh runner importing it again meanwhile: 5.2 + 1.5 + 4.4 s before
      * the first reference on an H200, 2026-11-30). One not asked for in
-     * WARMS_IDLE_S leaves, as any. KF_WARM=start also starts the CPU's. */
+     * WARMS_IDLE_S leaves, as any. KF_WARM=start also starts the CPU's;
+     * KF_WARM=later starts none before a task wants one (`kfleet run` of a
+     * sweep without a Python problem: the import would only slow the
+     * agent's own probe of torch). */
     const char *env = getenv("KF_WARM");
     int cpu = env && strcmp(env, "start") == 0;
+    if (env && strcmp(env, "later") == 0) {
+        kf_info("warm.later", "why=\"KF_WARM=later: a warm runner starts on the first task "
+                              "that wants one\"");
+        return;
+    }
     size_t gpus = torch && *torch ? a->info->n_gpus : 0;
     if ((!gpus && !cpu) || !table(a))
         return;

@@ -158,8 +158,9 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
     size_t nparts = spec->nparts ? spec->nparts : 1, nkernels = 0;
     const kf_sweep_spec *const *parts =
         spec->nparts ? (const kf_sweep_spec *const *)spec->parts : &spec;
-    int cuda = 0, nodes_all = 0;
+    int cuda = 0, nodes_all = 0, python_problem = 0;
     for (size_t pi = 0; pi < nparts; pi++) {
+        python_problem |= parts[pi]->problem && parts[pi]->problem->python;
         for (size_t i = 0; i < parts[pi]->nkernels; i++)
             cuda |= parts[pi]->kernels[i].cuda;
         nkernels += parts[pi]->nkernels;
@@ -226,7 +227,11 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
     /* The agents are the local provider's row (fleet/provider_local.h),
      * run on this thread: they die with it. */
     kf_fleet_host local = {0};
-    kf_provider_local_host(&local, p->agents_dir, nagents, gpus, p->run);
+    /* A warm runner started with each agent imports torch while the agent
+     * probes it: 3.6 s sooner to a Python problem's first reference on an
+     * H200, and 1.2 s later to the registration (the two imports side by
+     * side) of a sweep that has no use for it (2026-11-30). */
+    kf_provider_local_host(&local, p->agents_dir, nagents, gpus, !python_problem, p->run);
     kf_launch_opts lo = {
         .direct = agent_ep, .server_pub_file = p->coord_pub, .allow_file = p->allow};
     kf_launch_result lr;

@@ -23,6 +23,7 @@
 
 typedef struct local_block {
     int agents, gpus;
+    int warm_later; /* KF_WARM=later for the agents, unless set (provider_local.h) */
     char *logdir;
 } local_block;
 
@@ -91,6 +92,8 @@ static pid_t spawn(const job *j, int n)
         snprintf(dev, sizeof dev, "%d", n % b->gpus);
         setenv("CUDA_VISIBLE_DEVICES", dev, 1);
     }
+    if (b->warm_later)
+        setenv("KF_WARM", "later", 0);
     execl(agent, "kfleet-agent", "--coordinator", j->o->direct, "--workdir", wd, "--name", name,
           "--server-key", j->o->server_pub_file, "--log-level",
           kf_log_get_level() == KF_LOG_DEBUG ? "debug" : "info", (char *)NULL);
@@ -193,11 +196,12 @@ const kf_provider kf_provider_local = {
 };
 
 void kf_provider_local_host(kf_fleet_host *h, const char *agents_dir, int agents, int gpus,
-                            const char *logdir)
+                            int warm_later, const char *logdir)
 {
     local_block *b = kf_xcalloc(1, sizeof *b);
     b->agents = agents;
     b->gpus = gpus;
+    b->warm_later = warm_later;
     b->logdir = kf_xstrdup(logdir);
     h->name = kf_xstrdup("local");
     h->provider = kf_xstrdup("local");

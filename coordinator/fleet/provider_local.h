@@ -13,11 +13,14 @@
 /* Fills h (zeroed by the caller; freed with kf_fleet_host_release) as the
  * local host "local" with agents agents local-0 .. local-(agents-1), each
  * working in agents_dir/run-I and logging to logdir/agent-I.log; with
- * gpus > 0 agent I sees GPU I % gpus only. The launch (kf_launch_here)
+ * gpus > 0 agent I sees GPU I % gpus only; with warm_later, KF_WARM=later
+ * in their environment unless KF_WARM is set (the sweep has no Python
+ * problem: no warm runner starts with an agent, agent_int.h's
+ * warmup_at_start). The launch (kf_launch_here)
  * takes the agent endpoint from the options' direct, the coordinator's key
  * from server_pub_file, and enrolls each agent's key in allow_file; the
  * teardown stops them (SIGTERM, SIGKILL after 5 s). */
 void kf_provider_local_host(kf_fleet_host *h, const char *agents_dir, int agents, int gpus,
-                            const char *logdir);
+                            int warm_later, const char *logdir);
 
 #endif

@@ -113,6 +113,8 @@ for id in 1 2; do
     fail "sweep $id of the level has no candidate validated: $(tail -5 "$T/one.log")"
 done
 [ "$(grep -c 'warm.start ' "$AL")" -eq 1 ] || fail "want one warm runner for the level's two problems: $(grep 'warm\.' "$AL")"
+# Python problems: `kfleet run` leaves the agents' start policy as it is.
+if grep -q 'warm.later ' "$AL"; then fail "kfleet run of Python problems set KF_WARM=later"; fi
 # Its problems' reference tasks fork from it too (each paid a fresh
 # interpreter's start before): it forked more runners than the level had
 # candidate tasks (the first task may come while it still imports).

@@ -11,6 +11,12 @@ pass "quickstart ran: $(grep -c . "$T/run.out") report lines"
 if pgrep -f "kfleet-agent --coordinator ipc://$KFLEET_HOME" >/dev/null; then fail "agents left running"; fi
 [ -e "$KFLEET_HOME/run/control.sock" ] && fail "control socket left behind"
 pass "nothing left running"
+# The quickstart has no Python problem: its agents start no warm runner
+# with themselves (on a GPU node with torch they would, to import it while
+# the agent probes torch; here the import would only slow that probe).
+grep -q 'warm.later ' "$KFLEET_HOME/run/agent-0.log" ||
+  fail "kfleet run of a sweep without a Python problem did not say KF_WARM=later: $(grep 'warm\.' "$KFLEET_HOME/run/agent-0.log")"
+pass "no warm runner at the agents' start for a sweep without a Python problem"
 "$KFLEET" verify >/dev/null || fail "verify after run"
 "$KFLEET" report --format json >"$T/report.json" || fail "report after run"
 grep -q '"schema": "kfleet.report/2"' "$T/report.json" || fail "report after run lacks the schema"
