@@ -308,6 +308,19 @@ static int parse_args(int argc, char **argv, agent_args *a)
     return -1;
 }
 
+/* When the agent started this runner (KF_RUNNER_SPAWN_NS, its
+ * CLOCK_MONOTONIC nanoseconds: runner/harness.h's spawn_ns), taken out of
+ * the environment the kernel will see; 0 when absent or not a number. */
+static uint64_t spawn_stamp(void)
+{
+    const char *v = getenv("KF_RUNNER_SPAWN_NS");
+    char *end = NULL;
+    unsigned long long ns = v && *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
+    if (v)
+        unsetenv("KF_RUNNER_SPAWN_NS");
+    return end && *end == '\0' ? (uint64_t)ns : 0;
+}
+
 /* The log, then the modes that run no daemon: --doctor and --runner. */
 static int run_modes(const agent_args *a)
 {
@@ -331,9 +344,10 @@ static int run_modes(const agent_args *a)
             fprintf(stderr, "kfleet-agent: --runner needs --workdir\n");
             return 2;
         }
+        uint64_t spawn = spawn_stamp();
         int rc = a->warm    ? kf_runner_warm(a->workdir)
-                 : a->serve ? kf_runner_serve(a->workdir, a->scratch, a->channel)
-                            : kf_runner_main(a->workdir, a->scratch, a->channel);
+                 : a->serve ? kf_runner_serve(a->workdir, a->scratch, a->channel, spawn)
+                            : kf_runner_main(a->workdir, a->scratch, a->channel, spawn);
         return rc < 0 ? 1 : rc; /* -1 means "go on" here */
     }
     /* Its runners read it for every profile (cudrv.h): a misspelling is

@@ -273,6 +273,7 @@ static int reuse(kf_agent *a, const Kfleet__TaskAssign *ta)
  * in a->runners, or NULL with err. */
 static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
 {
+    uint64_t spawn = kf_mono_ns(); /* the runner's start phase from here (harness.h) */
     int serve = serves(ta);
     krunner *r = kf_xcalloc(1, sizeof *r);
     kf_buf_init(&r->in);
@@ -332,6 +333,7 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
         memset(&req, 0, sizeof req);
         req.task_id = ta->task_id;
         req.attempt = ta->attempt;
+        req.spawn_ns = spawn;
         req.nfds = cfd >= 0 ? KF_WARM_FD_CHECKER + 1 : KF_WARM_FD_CHECKER;
         contain_warm(r, &req);
         if (kf_sandbox_enabled())
@@ -389,6 +391,9 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
         int sandboxed = kf_sandbox_enabled();
         kf_childenv e = {a->compat_dir, a->host_lock, a->info};
         childenv_apply(&e, r->gpu, r->gpu_index);
+        char stamp[32];
+        snprintf(stamp, sizeof stamp, "%llu", (unsigned long long)spawn);
+        setenv("KF_RUNNER_SPAWN_NS", stamp, 1);
         /* The scratch dir is what turns the runner's sandbox on. */
         char *argv[] = {"kfleet-agent", "--runner", "--workdir", a->workdir, "--channel",
                         NULL,           NULL,       NULL,        NULL};

@@ -304,9 +304,11 @@ static const kind_handler *handler_of(int kind)
 
 /* Runs one task; with `keep` (a serving runner), a validate or profile of
  * the kernel it already holds skips the load and the context, and *stays
- * says whether the runner takes another task. */
+ * says whether the runner takes another task. spawn_ns: when the agent
+ * started this runner (CLOCK_MONOTONIC, the node's), for its first task;
+ * 0 for none. */
 static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const char *scratch,
-                    int out_fd, hkeep *keep, int *stays)
+                    int out_fd, hkeep *keep, int *stays, uint64_t spawn_ns)
 {
     Kfleet__Result res = KFLEET__RESULT__INIT;
     Kfleet__BuildInfo bi = KFLEET__BUILD_INFO__INIT;
@@ -330,6 +332,13 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
     res.attempt = ta->attempt;
     res.state = KFLEET__TASK_STATE__SUCCEEDED;
     uint64_t t0 = kf_mono_ns();
+    /* The runner's start is its first task's phase (HCTX_PH_START), kept
+     * out of elapsed_s, the task's own time, which the coordinator's
+     * schedule predicts from (a serving runner's next task pays no
+     * start); the report counts it as the runner's. A stamp from the
+     * future or from over a minute ago is not this runner's start. */
+    if (spawn_ns && spawn_ns <= t0 && t0 - spawn_ns < 60000000000ull)
+        h.phase_s[HCTX_PH_START] = (double)(t0 - spawn_ns) / 1e9;
     loaded L = {0};
     const kind_handler *kh = h.spec ? handler_of(h.spec->kind) : NULL;
     int kernel_task = kh && kf_task_kind_at(h.spec->kind)->runs_kernel;
@@ -450,7 +459,7 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
 
 int kf_harness_run(const Kfleet__TaskAssign *ta, const char *workdir, int out_fd)
 {
-    return run_task(ta, workdir, NULL, out_fd, NULL, NULL);
+    return run_task(ta, workdir, NULL, out_fd, NULL, NULL, 0);
 }
 
 /* All of fd into *out (len bytes; the caller wipes and frees it). A
@@ -501,7 +510,7 @@ static void take_channel(int channel, int *task_fd, int *frames_fd)
     kf_log_set_fd(KF_RUNNER_FD_LOG);
 }
 
-int kf_runner_main(const char *workdir, const char *scratch, int channel)
+int kf_runner_main(const char *workdir, const char *scratch, int channel, uint64_t spawn_ns)
 {
     struct rlimit nocore = {0, 0};
     setrlimit(RLIMIT_CORE, &nocore);
@@ -519,7 +528,7 @@ int kf_runner_main(const char *workdir, const char *scratch, int channel)
         return 1;
     }
     int python = ta->spec && ta->spec->python && !kf_task_kind_at(ta->spec->kind)->builds;
-    int rc = run_task(ta, workdir, scratch, frames_fd, NULL, NULL);
+    int rc = run_task(ta, workdir, scratch, frames_fd, NULL, NULL, spawn_ns);
     kfleet__task_assign__free_unpacked(ta, NULL);
     /* A runner that hosted Python leaves without finalizing it: its
      * frames are written, and finalizing an interpreter with torch or CUDA
@@ -545,7 +554,7 @@ static int read_full(int fd, uint8_t *p, size_t n)
     return 1;
 }
 
-int kf_runner_serve(const char *workdir, const char *scratch, int channel)
+int kf_runner_serve(const char *workdir, const char *scratch, int channel, uint64_t spawn_ns)
 {
     struct rlimit nocore = {0, 0};
     setrlimit(RLIMIT_CORE, &nocore);
@@ -574,7 +583,8 @@ int kf_runner_serve(const char *workdir, const char *scratch, int channel)
         }
         python |= ta->spec && ta->spec->python && !kf_task_kind_at(ta->spec->kind)->builds;
         int stays = 0;
-        int wrc = run_task(ta, workdir, scratch, frames_fd, &keep, &stays);
+        int wrc = run_task(ta, workdir, scratch, frames_fd, &keep, &stays, spawn_ns);
+        spawn_ns = 0; /* the next tasks' runner was already running */
         kfleet__task_assign__free_unpacked(ta, NULL);
         if (wrc != KF_OK) {
             rc = 1;

@@ -68,8 +68,9 @@ int kf_harness_run(const Kfleet__TaskAssign *assign, const char *workdir, int ou
  * on the descriptors of channel.h with --channel).
  * With a scratch dir (the agent always gives one) the runner is sandboxed
  * (confine.h): a validate or profile before its kernel is loaded, a
- * build's tools each. */
-int kf_runner_main(const char *workdir, const char *scratch, int channel);
+ * build's tools each. spawn_ns: when the agent started it
+ * (CLOCK_MONOTONIC; 0 for unknown), its first task's "start" phase. */
+int kf_runner_main(const char *workdir, const char *scratch, int channel, uint64_t spawn_ns);
 
 /* Entry point of `kfleet-agent --runner --serve --workdir DIR`: a runner
  * that serves one kernel. Tasks come as frames (u32 little-endian length,
@@ -77,7 +78,7 @@ int kf_runner_main(const char *workdir, const char *scratch, int channel);
  * keeps the kernel loaded and its CUDA context between them, and leaves at
  * EOF or after a task whose Result says runner_stays = false. Returns the
  * exit status. */
-int kf_runner_serve(const char *workdir, const char *scratch, int channel);
+int kf_runner_serve(const char *workdir, const char *scratch, int channel, uint64_t spawn_ns);
 
 /* Writes one framed envelope to fd (handles short writes). */
 int kf_harness_write_frame(int fd, Kfleet__Envelope *env);

@@ -53,6 +53,10 @@ enum {
     HCTX_PH_HOSTWAIT,    /* a host profile waiting for the machine (harness.h's lock) */
     HCTX_PH_FIRST,       /* the profile's warm-up runs: a process's first calls of the
                           * kernel (a JIT's load, lazy module loading) */
+    HCTX_PH_START,       /* a runner's first task: from the agent starting it (its
+                          * checker, the fork and exec or the warm runner's forks, the
+                          * sandbox's group and mounts) to the task's first step;
+                          * before, and not in, the task's elapsed_s */
     HCTX_NPHASES
 };
 extern const char *const hctx_phase_names[HCTX_NPHASES];

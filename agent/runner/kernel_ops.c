@@ -315,7 +315,7 @@ const char *const hctx_phase_names[HCTX_NPHASES] = {
     "load",           "context",       "setup",       "run",         "reference",
     "compare",        "sampling",      "tools",       "build",       "samples",
     "throttle waits", "sample launch", "sample sync", "clock reads", "warm-up",
-    "determinism",    "rests",         "host wait",   "first runs"};
+    "determinism",    "rests",         "host wait",   "first runs",  "start"};
 
 int hctx_timer_open(hctx *h)
 {

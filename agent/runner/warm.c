@@ -119,7 +119,7 @@ static void be_runner(const char *workdir, const kf_warm_req *req, const int *fd
     }
     kf_debug("warm.runner", "task=0x%llx attempt=%u pid=%d warm=%d",
              (unsigned long long)req->task_id, req->attempt, (int)getpid(), (int)getppid());
-    int rc = kf_runner_main(workdir, req->scratch[0] ? req->scratch : NULL, 1);
+    int rc = kf_runner_main(workdir, req->scratch[0] ? req->scratch : NULL, 1, req->spawn_ns);
     _exit(rc); /* a copy of an interpreter: never finalized (pykernel.h) */
 }
 

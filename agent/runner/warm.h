@@ -51,6 +51,7 @@ typedef struct kf_warm_req {
      * built. */
     char kernel_hash[129];
     kf_contain_plan contain; /* its control group and private mounts, entered first */
+    uint64_t spawn_ns;       /* when the agent started the runner (harness.h) */
 } kf_warm_req;
 
 /* The answer: the runner's pid, or -1 and why. The warm process's first

@@ -611,6 +611,15 @@ void kf_rep_measured(const rep *r, const Kfleet__AgentInfo *a, double *timed_s, 
         *pct = t / ((double)(r->sw->finished_ns - r->sw->created_ns) / 1e9 * slots) * 100;
 }
 
+double kf_rep_runner_s(const Kfleet__Result *res)
+{
+    double s = res->elapsed_s;
+    for (size_t p = 0; p < res->n_phases; p++)
+        if (res->phases[p]->name && strcmp(res->phases[p]->name, "start") == 0)
+            s += res->phases[p]->seconds;
+    return s;
+}
+
 size_t kf_rep_slot_time(const rep *r, kf_rep_phase *out, double *total_s, double *outside_s,
                         double *idle_s)
 {
@@ -629,7 +638,7 @@ size_t kf_rep_slot_time(const rep *r, kf_rep_phase *out, double *total_s, double
         int on_gpu = !rt->kind->builds && k && k->cuda;
         if (!rt->res || on_gpu != gpu)
             continue;
-        in_runners += rt->res->elapsed_s;
+        in_runners += kf_rep_runner_s(rt->res);
         for (size_t p = 0; p < rt->res->n_phases; p++) {
             const Kfleet__Phase *ph = rt->res->phases[p];
             size_t j = 0;

@@ -188,14 +188,19 @@ void kf_rep_schedule_figures(const rep *r, double *makespan_s, double *startup_s
  * time went to builds, runner starts, setup, references, checks and idling. */
 void kf_rep_measured(const rep *r, const Kfleet__AgentInfo *a, double *timed_s, double *pct);
 
+/* A task's runner time: its elapsed_s and, for a runner's first task,
+ * the runner's start before it (its "start" phase, which elapsed_s does
+ * not hold). */
+double kf_rep_runner_s(const Kfleet__Result *res);
+
 /* Where the slot time of a finished sweep went (the slots kf_rep_measured
  * counts): the runners' phases (Result.phases) summed over the tasks that
  * held those slots, by name in first-seen order, then "other in runners"
  * (a runner's time in no phase: frames, exit); the time attempts held a
- * slot outside their runner's own clock (dispatch, runner start and exit,
+ * slot outside their runner's own clock and start (dispatch, runner exit,
  * attempts tried again); and the slots' idle time. Returns the number of
  * phases, or 0 while the sweep runs (*total_s = makespan x slots). */
-#define KF_REP_MAX_PHASES 16
+#define KF_REP_MAX_PHASES 24
 typedef struct kf_rep_phase {
     const char *name; /* points into a Result */
     double s;
@@ -206,7 +211,7 @@ size_t kf_rep_slot_time(const rep *r, kf_rep_phase *out, double *total_s, double
 /* A finished sweep's runner time row by row (report_rowtime.c, issue 45):
  * what one candidate-configuration costs, so that the next lever is the
  * rows' own and not hidden in the sweep's sum. Each row that ran a validate
- * or a profile: the two tasks' runner time (Result.elapsed_s), by phase
+ * or a profile: the two tasks' runner time (kf_rep_runner_s), by phase
  * (the task's kind beside the phase's name; "other": its time in no
  * phase); over those rows the median and mean, the mean by phase and the
  * costliest row's phases, each list largest first. Returns the rows

@@ -42,9 +42,10 @@ static double row_phases(const rrow *w, kf_rep_rphase *ph, size_t *n)
             add(ph, n, kinds[k], res->phases[i]->name, res->phases[i]->seconds);
             phased += res->phases[i]->seconds;
         }
-        if (res->elapsed_s > phased)
-            add(ph, n, kinds[k], "other", res->elapsed_s - phased);
-        total += res->elapsed_s;
+        double runner = kf_rep_runner_s(res);
+        if (runner > phased)
+            add(ph, n, kinds[k], "other", runner - phased);
+        total += runner;
     }
     return total;
 }

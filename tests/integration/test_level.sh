@@ -143,6 +143,21 @@ registered=$(grep -n 'agent.registered ' "$AL" | head -1 | cut -d: -f1)
 [ "$(grep -c 'warm.start ' "$AL")" -eq 1 ] || fail "want the one warm runner started with the agent: $(grep 'warm\.' "$AL")"
 forked=$(grep -o 'warm.retire .* tasks=[0-9]*' "$AL" | sed 's/.*tasks=//')
 [ "${forked:-0}" -gt 0 ] || fail "the warm runner started with the agent forked no runner: $(grep 'warm\.' "$AL")"
+# A candidate's runner never serves: each of its tasks has the runner's
+# start (the agent's request to the warm runner, to the task's first step)
+# as its own phase.
+"$KFLEET" report 1 --format json >"$T/early.json"
+python3 - "$T/early.json" <<'PY' || fail "a task of a warm-forked runner lacks its start phase"
+import json, sys
+n = 0
+for r in json.load(open(sys.argv[1]))["rows"]:
+    for t in (r.get("validation"), r.get("profile")):
+        if t and t.get("state") in ("succeeded", "failed") and t.get("phases_s"):
+            s = t["phases_s"].get("start", 0)
+            assert 0 < s < 60, (r["kernel"], t["phases_s"], t["elapsed_s"])
+            n += 1
+assert n > 0
+PY
 pass "KF_WARM=start: the warm runner starts before the agent registers, and the level's tasks fork from it"
 
 # Adversarial: a candidate of each problem poisons, at import, the numpy

@@ -29,11 +29,23 @@ python3 - "$T/report.json" <<'PY' || fail "the report's slot time does not add u
 import json, sys
 st = json.load(open(sys.argv[1]))["schedule"]["slot_time"]
 ph = st["phases_s"]
-for name in ("load", "setup", "run", "reference", "compare", "sampling", "samples", "build"):
+for name in ("load", "setup", "run", "reference", "compare", "sampling", "samples", "build", "start"):
     assert ph.get(name, 0) > 0, (name, ph)
 parts = sum(ph.values()) + st["outside_runners_s"] + st["idle_s"]
 assert abs(parts - st["total_s"]) <= 0.05 * st["total_s"], (parts, st)
 print("ok - slot time %.2f s: %s" % (st["total_s"], ", ".join("%s %.2f" % kv for kv in ph.items())))
+# A runner's start (the agent starting it, to its task's first step) is
+# its first task's phase, before that task's own elapsed time; a serving
+# runner's later tasks of its kernel have none. Each kernel's tasks had a
+# runner started for them.
+started = {}
+for r in json.load(open(sys.argv[1]))["rows"]:
+    for t in (r["validation"], r["profile"]):
+        s = t["phases_s"].get("start", 0)
+        assert 0 <= s < 60, ("start", s)
+        assert sum(t["phases_s"].values()) - s <= t["elapsed_s"] * 1.001 + 1e-6, t
+        started[r["kernel"]] = started.get(r["kernel"], 0) + (s > 0)
+assert started and all(started.values()), started
 PY
 grep -q "slot time: .* sampling .* outside runners .* idle " "$T/run.out" || fail "no slot time line in the text report"
 pass "slot time broken down: $(grep -o 'slot time: .*' "$T/run.out" | cut -c1-150)"
@@ -49,7 +61,8 @@ per = {}
 for r in d["rows"]:
     ts = [t for t in (r.get("validation"), r.get("profile")) if t and (t.get("elapsed_s") or 0) > 0]
     if ts:
-        per[(r["kernel_index"], r["config_index"])] = sum(t["elapsed_s"] for t in ts)
+        # a task's runner time: its own, and its runner's start before it
+        per[(r["kernel_index"], r["config_index"])] = sum(t["elapsed_s"] + t["phases_s"].get("start", 0) for t in ts)
 assert br["rows"] == len(per) == 9, (br["rows"], len(per))
 assert abs(br["mean_s"] * br["rows"] - sum(per.values())) < 1e-6 * max(1, sum(per.values())), br
 assert abs(sum(br["mean_phases_s"].values()) - br["mean_s"]) < 1e-6, br

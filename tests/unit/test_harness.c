@@ -652,7 +652,7 @@ static int serve(Kfleet__TaskAssign **tas, size_t n, int cut_short, Kfleet__Resu
         dup2(in[0], 0);
         dup2(out, 1);
         close(in[1]);
-        _exit(kf_runner_serve(workdir, NULL, 0));
+        _exit(kf_runner_serve(workdir, NULL, 0, 0));
     }
     close(in[0]);
     close(out);
