@@ -318,8 +318,9 @@ static void torch_gpus(kf_agent *a, const kf_pyenv *py)
 /* The node's Python as its runners will find it (the same $KF_PYTHON),
  * probed once per start: the coordinator sends a Python kernel only to an
  * agent whose interpreter has the packages the kernel imports. The strings
- * point into the process's pyenv memo, which lives as long as the agent. */
-static void python_facts(kf_agent *a)
+ * point into the process's pyenv memo, which lives as long as the agent.
+ * Returns that memo, or NULL when there is no usable Python. */
+static const kf_pyenv *python_facts(kf_agent *a)
 {
     const kf_pyenv *py = NULL;
     kf_err err;
@@ -341,6 +342,7 @@ static void python_facts(kf_agent *a)
             "version=%s numpy=%s torch=%s torch_cuda=%s triton=%s cupy=%s error=\"%s\"",
             a->python.version, a->python.numpy, a->python.torch, a->python.torch_cuda,
             a->python.triton, a->python.cupy, a->python.error);
+    return rc == KF_OK ? py : NULL;
 }
 
 /* Whether the toolkit that builds can run on this node's driver, decided
@@ -423,7 +425,7 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
     kf_doctor found;
     ceilings_start(a, &doc, &found);
     cuda_compat(a);
-    python_facts(a);
+    const kf_pyenv *py = python_facts(a);
     /* Said once at start, and in every registration (`kfleet status`). */
     kf_sandbox_probe(a->sandbox_missing, sizeof a->sandbox_missing);
     a->info->sandbox_missing = a->sandbox_missing;
@@ -434,9 +436,7 @@ int kf_agent_new(const kf_agent_config *cfg, kf_agent **out, kf_err *err)
                                  "seccomp, Unix sockets refused; no_new_privs\"");
     contain_ready(a);
     warmup_at_start(a, a->python.torch);
-    const kf_pyenv *py = NULL;
-    kf_err pyerr;
-    if (kf_pyenv_get(&py, &pyerr) == KF_OK)
+    if (py)
         torch_gpus(a, py);
     uint64_t t1 = kf_mono_ns();
     ceilings_finish(a, &doc, &found);

@@ -579,6 +579,14 @@ void runners_drain(kf_agent *a, krunner *r)
         close(r->out_fd); /* EOF, or an error: no more frames */
         r->out_fd = -1;
     }
+    if (r->killed_why[0]) {
+        /* Killed for what its channel carried: what it wrote before the
+         * kill landed (a Result, samples), or a process of its that
+         * outlived it writes after, is not its runner's. The pipe is still
+         * read to its end, and dropped. */
+        kf_buf_reset(&r->in);
+        return;
+    }
     size_t off = 0;
     while (r->in.len - off >= 4) {
         const uint8_t *p = (const uint8_t *)r->in.data + off;

@@ -192,18 +192,28 @@ static kwarm *start(kwarms *w, int gpu, uint32_t gpu_index, kf_err *err)
     return m;
 }
 
-/* The live warm process of the key, or a new one (the least recently used
- * retired when the table is full). */
-static kwarm *warm_of(kwarms *w, int gpu, uint32_t gpu_index, kf_err *err)
+/* The live warm process of the key, or NULL. */
+static kwarm *find(const kwarms *w, int gpu, uint32_t gpu_index)
 {
-    size_t lru = 0;
     for (size_t i = 0; i < w->n; i++) {
         kwarm *m = w->w[i];
         if (!m->dead && m->gpu == gpu && (!gpu || m->gpu_index == gpu_index))
             return m;
-        if (m->last_mono < w->w[lru]->last_mono)
-            lru = i;
     }
+    return NULL;
+}
+
+/* The live warm process of the key, or a new one (the least recently used
+ * retired when the table is full). */
+static kwarm *warm_of(kwarms *w, int gpu, uint32_t gpu_index, kf_err *err)
+{
+    kwarm *m = find(w, gpu, gpu_index);
+    if (m)
+        return m;
+    size_t lru = 0;
+    for (size_t i = 1; i < w->n; i++)
+        if (w->w[i]->last_mono < w->w[lru]->last_mono)
+            lru = i;
     if (w->n == WARMS_MAX)
         retire(w, lru, "another GPU needs its entry");
     return start(w, gpu, gpu_index, err);
@@ -211,14 +221,14 @@ static kwarm *warm_of(kwarms *w, int gpu, uint32_t gpu_index, kf_err *err)
 
 int warms_start(kwarms *w, int gpu, uint32_t gpu_index)
 {
-    for (size_t i = 0; i < w->n; i++)
-        if (!w->w[i]->dead && w->w[i]->gpu == gpu && (!gpu || w->w[i]->gpu_index == gpu_index))
-            return 0;
-    kf_err err;
-    if (w->n < WARMS_MAX && start(w, gpu, gpu_index, &err))
+    if (find(w, gpu, gpu_index))
         return 0;
-    if (w->n < WARMS_MAX)
-        kf_warn("warm.start", "error=\"%s\"", err.msg);
+    if (w->n == WARMS_MAX) /* taken by other GPUs' runners: the first task starts one */
+        return -1;
+    kf_err err;
+    if (start(w, gpu, gpu_index, &err))
+        return 0;
+    kf_warn("warm.start", "error=\"%s\"", err.msg);
     return -1;
 }
 
@@ -335,12 +345,8 @@ int warms_ready(kwarms *w, int gpu, uint32_t gpu_index)
 pid_t warms_spawn(kwarms *w, int gpu, uint32_t gpu_index, const kf_warm_req *req, const int *fds,
                   pid_t *warm_pid, kf_err *err)
 {
-    kwarm *m = NULL;
-    for (size_t i = 0; i < w->n && !m; i++)
-        if (w->w[i]->ready && !w->w[i]->dead && w->w[i]->gpu == gpu &&
-            (!gpu || w->w[i]->gpu_index == gpu_index))
-            m = w->w[i];
-    if (!m) {
+    kwarm *m = find(w, gpu, gpu_index);
+    if (!m || !m->ready) {
         kf_err_set(err, KF_EUNAVAIL, "no warm runner is ready");
         return -1;
     }

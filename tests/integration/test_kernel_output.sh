@@ -107,6 +107,45 @@ done
 done
 pass "a kernel forging samples on the runner's channel (C and Python) is killed, no forged time kept"
 
+# 3b. A kernel whose process outlives its runner's kill (setsid) and then
+#     writes a well-formed Result saying the task succeeded on the channel:
+#     the agent takes nothing from a runner it killed. Before, a Result
+#     still in the pipe when the kill landed was taken as the task's (the
+#     forger above passed its validate once in a loaded CI run).
+rm -rf "$KFLEET_HOME"
+mkdir -p "$T/late"
+ver=$(sed -n 's/^#define KF_PROTOCOL_VERSION \([0-9]*\)$/\1/p' "$KF_SRC/common/wire.h")
+[ -n "$ver" ] && [ "$ver" -lt 128 ] || fail "KF_PROTOCOL_VERSION is '$ver': late_forger.c writes it as one varint byte"
+echo "#define LATE_VERSION $ver" >"$T/late/late_version.h"
+cp "$KF_SRC/tests/kernels/output/late_forger.c" "$KF_SRC/tests/kernels/output/output_common.h" "$T/late/"
+cat >"$T/late.yaml" <<YAML
+name: late
+kernels:
+  - path: $T/late/late_forger.c
+    params: {n: [4K]}
+tasks: [build, validate, profile]
+attempts: 3
+time_limit: 30s
+measure: {min_samples: 10, min_time: 10ms, max_noise: 50, timeout: 1s}
+YAML
+set +e
+"$KFLEET" run "$T/late.yaml" >"$T/late.out" 2>"$T/late.log"
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "the late forger's sweep should exit 1, got $rc"
+"$KFLEET" report --format json >"$T/l.json" || fail "report"
+python3 - "$T/l.json" <<'PY' || fail "a Result written after the runner's kill was taken"
+import json, sys
+row = json.load(open(sys.argv[1]))["rows"][0]
+v = row["validation"]
+assert v["state"] == "failed" and v["attempt"] == 1, (v["state"], v["attempt"], v["error"])
+assert "its message channel carried a frame of 2147483647 bytes" in v["error"], v["error"]
+assert not v.get("trials"), v
+print("ok - late_forger:", v["error"][:80])
+PY
+grep -q "runner.killed" "$KFLEET_HOME"/run/agent-*.log || fail "no agent logged the kill"
+pass "a Result written on a runner's channel after its kill is not taken"
+
 # 4. Seeds stay secret: a candidate that spies the problem's setup and
 #    prints the seeds, and a problem whose setup fails naming its seed.
 rm -rf "$KFLEET_HOME"

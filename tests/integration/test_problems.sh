@@ -524,6 +524,8 @@ def run(s):
     seen = os.environ.get("TMPDIR")
     if real is None or seen != os.fsdecode(real):
         raise RuntimeError("os.environ says TMPDIR=%r, the process %r" % (seen, real))
+    if _libc.getenv(b"KF_RUNNER_SPAWN_NS") is not None or "KF_RUNNER_SPAWN_NS" in os.environ:
+        raise RuntimeError("the agent's runner stamp reached the candidate")
     with tempfile.NamedTemporaryFile() as f:
         f.write(b"x")
     x = s["x"]

@@ -57,6 +57,7 @@ static void attack(void)
     tried(opens(CACHE "/planted-c.so", O_WRONLY | O_CREAT), "plant a .so in the cache");
     tried(opens(ESCAPE "-c", O_WRONLY | O_CREAT), "write outside its scratch dir");
     tried(getenv("KFLEET_HOME") != NULL, "see KFLEET_HOME");
+    tried(getenv("KF_RUNNER_SPAWN_NS") != NULL, "see the agent's runner stamp");
     /* Root's own secret, readable by a runner that keeps uid 0. */
     tried(geteuid() == 0 && opens("/etc/shadow", O_RDONLY), "read /etc/shadow");
     tried(kill(getppid(), 0) == 0, "signal the agent");

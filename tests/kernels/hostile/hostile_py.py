@@ -67,6 +67,7 @@ def _attack():
         (_opens(CACHE + "/planted-py.py", os.O_WRONLY | os.O_CREAT), "plant a .py in the cache"),
         (_opens(ESCAPE + "-py", os.O_WRONLY | os.O_CREAT), "write outside its scratch dir"),
         ("KFLEET_HOME" in os.environ, "see KFLEET_HOME"),
+        ("KF_RUNNER_SPAWN_NS" in os.environ, "see the agent's runner stamp"),
         (os.geteuid() == 0 and _opens("/etc/shadow", os.O_RDONLY), "read /etc/shadow"),
         (_signals(), "signal the agent"),
         (_connects(), "connect to 127.0.0.1"),
