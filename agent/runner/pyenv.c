@@ -70,6 +70,11 @@ typedef struct pyenv_memo {
 
 static pyenv_memo memo;
 
+/* The probe reads package metadata and imports nothing: one that runs
+ * this long is stuck (an interpreter that waits on something), and an
+ * agent waiting for it would never register. */
+#define PYENV_PROBE_LIMIT_S 60
+
 int kf_pyenv_get(const kf_pyenv **out, kf_err *err)
 {
     /* Per process, keyed by the interpreter asked for (as the compiler
@@ -90,11 +95,18 @@ int kf_pyenv_get(const kf_pyenv **out, kf_err *err)
             kf_buf_adds(&text, given);
         } else {
             char *argv[] = {(char *)py, "-c", (char *)kf_py_probe_src, NULL};
-            st = kf_proc_capture(argv, &text, 1 << 20);
+            st = kf_proc_capture_limit(argv, &text, 1 << 20, PYENV_PROBE_LIMIT_S);
         }
         free(memo.probe);
         memo.probe = NULL;
-        if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) == 127) {
+        if (st == -2) {
+            memo.rc = KF_ENOTFOUND;
+            snprintf(memo.why, sizeof memo.why,
+                     "Python interpreter %s did not describe itself within %d s (its probe "
+                     "imports no package and takes well under a second): it was killed; check "
+                     "that `%s -c pass` returns, or set KF_PYTHON to an interpreter that does",
+                     py, PYENV_PROBE_LIMIT_S, py);
+        } else if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) == 127) {
             memo.rc = KF_ENOTFOUND;
             snprintf(memo.why, sizeof memo.why,
                      "Python interpreter %s does not run on this node; install python3 or set "

@@ -3,6 +3,7 @@
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "cli/follow.h"
+#include "cli/procview.h"
 #include "common/buf.h"
 #include "common/text.h"
 #include "daemon/coord.h"
@@ -38,6 +39,26 @@ static void *coord_main(void *arg)
     struct coord_thread *ct = arg;
     ct->rc = kf_coord_run(ct->c, &ct->stop, &ct->err);
     return NULL;
+}
+
+/* Local agent i's last words (print_agent_tail) and, when it is alive
+ * and never registered, what it is running: an agent stuck in its start
+ * (a probe that does not return) has nothing in its log to say so. */
+static void print_agent_tail(const char *path);
+
+static void print_agent(const kf_paths *p, int i)
+{
+    char lp[PATH_MAX + 32];
+    snprintf(lp, sizeof lp, "%s/agent-%d.log", p->run, i);
+    print_agent_tail(lp);
+    kf_buf log = KF_BUF_INIT, view = KF_BUF_INIT;
+    int registered = kf_buf_read_file(&log, lp) == KF_OK && log.len &&
+                     strstr(log.data, " agent.registered ") != NULL;
+    if (!registered &&
+        kf_procview_describe(kf_provider_local_pid(p->agents_dir, i), "    ", &view) == 0)
+        fprintf(stderr, "  agent-%d never registered and is still running:\n%s", i, view.data);
+    kf_buf_release(&log);
+    kf_buf_release(&view);
 }
 
 /* The last lines of an agent's log that say what went wrong (warnings and
@@ -268,11 +289,8 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
     }
     if (nodes_all && wait_registered(cl, nagents, &err) != KF_OK) {
         fprintf(stderr, "kfleet run: %s\n", err.msg);
-        for (int i = 0; i < nagents; i++) {
-            char lp[PATH_MAX + 32];
-            snprintf(lp, sizeof lp, "%s/agent-%d.log", p->run, i);
-            print_agent_tail(lp);
-        }
+        for (int i = 0; i < nagents; i++)
+            print_agent(p, i);
         goto out;
     }
     /* Every part is built (its sources read) before any is sent, so a bad
@@ -308,11 +326,8 @@ int kf_run(const kf_paths *p, const kf_sweep_spec *spec, const kf_run_options *o
      * what works without it (the report reads the store). */
     if (rc == KF_EUNAVAIL) {
         fprintf(stderr, "kfleet run: %s\nwhat the local agents said last:\n", err.msg);
-        for (int i = 0; i < nagents; i++) {
-            char lp[PATH_MAX + 32];
-            snprintf(lp, sizeof lp, "%s/agent-%d.log", p->run, i);
-            print_agent_tail(lp);
-        }
+        for (int i = 0; i < nagents; i++)
+            print_agent(p, i);
         fprintf(stderr, "the coordinator's log: %s\n", clog);
         for (size_t i = 0; i < nids; i++) /* this one and the level's others after it */
             if (ids[i] >= sweep_id)

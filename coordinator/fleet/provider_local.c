@@ -103,9 +103,28 @@ static pid_t spawn(const job *j, int n)
     _exit(127);
 }
 
+static void pidfile_in(const char *agents_dir, char *out, size_t n)
+{
+    snprintf(out, n, "%s/local.pids", agents_dir);
+}
+
 static void pidfile(const job *j, char *out, size_t n)
 {
-    snprintf(out, n, "%s/local.pids", j->h->workdir);
+    pidfile_in(j->h->workdir, out, n);
+}
+
+pid_t kf_provider_local_pid(const char *agents_dir, int i)
+{
+    char path[PATH_MAX + 16];
+    pidfile_in(agents_dir, path, sizeof path);
+    FILE *f = fopen(path, "r");
+    long v = -1;
+    for (int n = 0; f && n <= i; n++)
+        if (fscanf(f, "%ld", &v) != 1)
+            v = -1;
+    if (f)
+        fclose(f);
+    return v > 0 ? (pid_t)v : -1;
 }
 
 static void launch(job *j)

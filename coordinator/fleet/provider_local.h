@@ -10,6 +10,8 @@
 #include "common/err.h"
 #include "fleet/fleet.h"
 
+#include <sys/types.h>
+
 /* Fills h (zeroed by the caller; freed with kf_fleet_host_release) as the
  * local host "local" with agents agents local-0 .. local-(agents-1), each
  * working in agents_dir/run-I and logging to logdir/agent-I.log; with
@@ -22,5 +24,9 @@
  * teardown stops them (SIGTERM, SIGKILL after 5 s). */
 void kf_provider_local_host(kf_fleet_host *h, const char *agents_dir, int agents, int gpus,
                             int warm_later, const char *logdir);
+
+/* The pid of local agent i as launched for agents_dir (its pid file), or
+ * -1 when there is none. */
+pid_t kf_provider_local_pid(const char *agents_dir, int i);
 
 #endif

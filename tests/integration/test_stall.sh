@@ -35,6 +35,28 @@ grep -q "coordinator's log: .*coordinator.log" "$T/run.err" || fail "no coordina
 grep -q 'coordinator.start' "$T/h1/run/coordinator.log" || fail "the coordinator log lacks its start"
 pass "kfleet run, agents that never start: exit 1 in bounded time, with the agents' errors and the coordinator's log"
 
+# ---- kfleet run, its agents stuck in their start ----
+# An interpreter that never answers the agent's Python probe: the agents
+# log nothing and never register. kfleet run shows what each one is
+# running (the probe, named by its command line) instead of an empty log.
+mkdir -p "$T/stuck"
+cat >"$T/stuck/python3" <<'SH'
+#!/bin/sh
+# Stuck until the agent that started it is gone.
+while kill -0 "$PPID" 2>/dev/null; do sleep 0.2; done
+SH
+chmod +x "$T/stuck/python3"
+KF_PYTHON="$T/stuck/python3" run_bounded 60 "$T/stuck.out" "$T/stuck.err" "$KFLEET" \
+  --home "$T/h-stuck" run "$KF_SRC/tests/data/sweeps/tiny.yaml" --stall-timeout 3s
+[ "$RC" -eq 1 ] || fail "kfleet run with stuck agents exited $RC, not 1"
+grep -q 'agent-0 never registered and is still running' "$T/stuck.err" ||
+  fail "the stuck agent is not described: $(cat "$T/stuck.err")"
+grep -q "pid [0-9]*, state ., started [0-9]* s ago.*: kfleet-agent --coordinator" "$T/stuck.err" ||
+  fail "the agent's own process is not shown: $(cat "$T/stuck.err")"
+grep -q "^      pid [0-9]*, state .*: /bin/sh $T/stuck/python3 -c " "$T/stuck.err" ||
+  fail "the probe it waits for is not shown: $(cat "$T/stuck.err")"
+pass "kfleet run, agents stuck in their start: each one's processes shown, the probe named"
+
 # ---- submit --follow against a daemon ----
 start_serve --heartbeat-interval 250ms --heartbeat-timeout 1s
 run_bounded 60 "$T/f1.out" "$T/f1.err" "$KFLEET" submit "$KF_SRC/tests/data/sweeps/tiny.yaml" \
