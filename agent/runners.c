@@ -245,7 +245,9 @@ static int reuse(kf_agent *a, const Kfleet__TaskAssign *ta)
     for (size_t i = 0; i < a->nrunners;) {
         krunner *r = a->runners[i];
         int same_gpu = gpu && r->gpu && r->gpu_index == ta->gpu_index;
-        if (!r->idle || r->exited || (!same_gpu && (gpu || r->gpu))) {
+        /* One killed for its channel (while idle: a process of its kernel
+         * wrote after its Result) is on its way out, not a runner. */
+        if (!r->idle || r->exited || r->killed_why[0] || (!same_gpu && (gpu || r->gpu))) {
             i++;
             continue;
         }

@@ -11,6 +11,7 @@
 #include "fleet/provider.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -67,6 +68,66 @@ static int enroll(const job *j, int n, kf_err *err)
     return KF_OK;
 }
 
+/* Agent n's environment: this process's, with CUDA_VISIBLE_DEVICES its GPU
+ * and KF_WARM=later unless KF_WARM is set (provider_local.h). The strings
+ * are environ's and the caller's: free only the array. */
+static char **agent_env(const local_block *b, char *cvd, char *warm)
+{
+    extern char **environ;
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = kf_xcalloc(n + 3, sizeof *env);
+    size_t k = 0;
+    int has_warm = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (b->gpus > 0 && strncmp(environ[i], "CUDA_VISIBLE_DEVICES=", 21) == 0)
+            continue;
+        has_warm |= strncmp(environ[i], "KF_WARM=", 8) == 0;
+        env[k++] = environ[i];
+    }
+    if (b->gpus > 0)
+        env[k++] = cvd;
+    if (b->warm_later && !has_warm)
+        env[k++] = warm;
+    return env;
+}
+
+/* Why an exec failed, from a table (strerror may translate, and take a
+ * lock, between fork and exec). */
+static const char *exec_why(int e)
+{
+    switch (e) {
+    case ENOENT:
+        return "No such file or directory";
+    case EACCES:
+        return "Permission denied";
+    case ENOEXEC:
+        return "Exec format error";
+    case ENOTDIR:
+        return "Not a directory";
+    case ELOOP:
+        return "Too many levels of symbolic links";
+    case ENAMETOOLONG:
+        return "File name too long";
+    case ETXTBSY:
+        return "Text file busy";
+    case ENOMEM:
+        return "Cannot allocate memory";
+    case E2BIG:
+        return "Argument list too long";
+    default:
+        return "the exec failed";
+    }
+}
+
+/* Forks and execs agent n. Everything the child needs is made here first:
+ * kfleet run has other threads (the embedded coordinator's, libzmq's),
+ * and a lock one of them held at the fork (the allocator's, a stream's)
+ * stays held forever in the child, so between fork and exec the child
+ * only calls what takes none. Allocating there (freopen, setenv) is how a
+ * local agent once hung before its exec, its log empty (ASan's allocator
+ * keeps no lock across fork). */
 static pid_t spawn(const job *j, int n)
 {
     const local_block *b = j->h->block;
@@ -77,29 +138,45 @@ static pid_t spawn(const job *j, int n)
     snprintf(wd, sizeof wd, "%s/run-%d", j->h->workdir, n);
     snprintf(name, sizeof name, "%s-%d", j->h->name, n);
     snprintf(logp, sizeof logp, "%s/agent-%d.log", b->logdir, n);
+    char cvd[48], warm[] = "KF_WARM=later", failed[PATH_MAX + 64];
+    snprintf(cvd, sizeof cvd, "CUDA_VISIBLE_DEVICES=%d", b->gpus > 0 ? n % b->gpus : 0);
+    int flen = snprintf(failed, sizeof failed, "kfleet run: cannot exec %s: ", agent);
+    if (flen < 0 || (size_t)flen >= sizeof failed)
+        flen = 0;
+    char *argv[] = {"kfleet-agent",
+                    "--coordinator",
+                    (char *)j->o->direct,
+                    "--workdir",
+                    wd,
+                    "--name",
+                    name,
+                    "--server-key",
+                    (char *)j->o->server_pub_file,
+                    "--log-level",
+                    kf_log_get_level() == KF_LOG_DEBUG ? "debug" : "info",
+                    NULL};
+    char **env = agent_env(b, cvd, warm);
+    int log = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     pid_t parent = getpid();
     pid_t pid = fork();
-    if (pid != 0)
+    if (pid != 0) {
+        if (log >= 0)
+            close(log);
+        free(env);
         return pid;
+    }
     /* Child: dies with kfleet run, whatever kills it. */
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent)
         _exit(1);
-    FILE *log = freopen(logp, "w", stderr);
-    (void)log;
-    if (b->gpus > 0) {
-        char dev[16];
-        snprintf(dev, sizeof dev, "%d", n % b->gpus);
-        setenv("CUDA_VISIBLE_DEVICES", dev, 1);
-    }
-    if (b->warm_later)
-        setenv("KF_WARM", "later", 0);
-    execl(agent, "kfleet-agent", "--coordinator", j->o->direct, "--workdir", wd, "--name", name,
-          "--server-key", j->o->server_pub_file, "--log-level",
-          kf_log_get_level() == KF_LOG_DEBUG ? "debug" : "info", (char *)NULL);
-    /* _exit flushes nothing, and stderr reopened on a file is buffered: say
-     * it with one write, or the log stays empty. */
-    dprintf(STDERR_FILENO, "kfleet run: cannot exec %s: %s\n", agent, strerror(errno));
+    if (log >= 0)
+        dup2(log, STDERR_FILENO);
+    execve(agent, argv, env);
+    const char *why = exec_why(errno);
+    ssize_t w = write(STDERR_FILENO, failed, (size_t)flen);
+    w = write(STDERR_FILENO, why, strlen(why));
+    w = write(STDERR_FILENO, "\n", 1);
+    (void)w;
     _exit(127);
 }
 
