@@ -156,12 +156,12 @@ static pid_t spawn(const job *j, int n)
                     kf_log_get_level() == KF_LOG_DEBUG ? "debug" : "info",
                     NULL};
     char **env = agent_env(b, cvd, warm);
-    int log = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int log_fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid != 0) {
-        if (log >= 0)
-            close(log);
+        if (log_fd >= 0)
+            close(log_fd);
         free(env);
         return pid;
     }
@@ -169,8 +169,8 @@ static pid_t spawn(const job *j, int n)
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent)
         _exit(1);
-    if (log >= 0)
-        dup2(log, STDERR_FILENO);
+    if (log_fd >= 0)
+        dup2(log_fd, STDERR_FILENO);
     execve(agent, argv, env);
     const char *why = exec_why(errno);
     ssize_t w = write(STDERR_FILENO, failed, (size_t)flen);
