@@ -41,42 +41,21 @@ static void *coord_main(void *arg)
     return NULL;
 }
 
-/* Local agent i's last words (print_agent_tail) and, when it is alive
- * and never registered, what it is running: an agent stuck in its start
- * (a probe that does not return) has nothing in its log to say so. */
-static void print_agent_tail(const char *path);
-
-static void print_agent(const kf_paths *p, int i)
-{
-    char lp[PATH_MAX + 32];
-    snprintf(lp, sizeof lp, "%s/agent-%d.log", p->run, i);
-    print_agent_tail(lp);
-    kf_buf log = KF_BUF_INIT, view = KF_BUF_INIT;
-    int registered = kf_buf_read_file(&log, lp) == KF_OK && log.len &&
-                     strstr(log.data, " agent.registered ") != NULL;
-    if (!registered &&
-        kf_procview_describe(kf_provider_local_pid(p->agents_dir, i), "    ", &view) == 0)
-        fprintf(stderr, "  agent-%d never registered and is still running:\n%s", i, view.data);
-    kf_buf_release(&log);
-    kf_buf_release(&view);
-}
-
 /* The last lines of an agent's log that say what went wrong (warnings and
  * errors), else its last line: what `kfleet run` prints when nothing could
- * run, so nobody has to go and find the log. */
-static void print_agent_tail(const char *path)
+ * run, so nobody has to go and find the log. `b` holds the log as read
+ * (`read_rc` its reading's result); its lines are cut in place. */
+static void print_agent_tail(const char *path, kf_buf *b, int read_rc)
 {
-    kf_buf b = KF_BUF_INIT;
-    if (kf_buf_read_file(&b, path) != KF_OK || !b.len) {
+    if (read_rc != KF_OK || !b->len) {
         fprintf(stderr, "  %s: %s\n", path,
-                b.len ? "unreadable" : "empty: the agent never started");
-        kf_buf_release(&b);
+                b->len ? "unreadable" : "empty: the agent never started");
         return;
     }
     enum { KEEP = 3 };
     const char *ring[KEEP], *last = NULL;
     size_t have = 0;
-    for (char *p = b.data; p && *p;) {
+    for (char *p = b->data; p && *p;) {
         char *nl = strchr(p, '\n');
         if (nl)
             *nl = '\0';
@@ -97,7 +76,25 @@ static void print_agent_tail(const char *path)
             break;
     }
     kf_buf_release(&line);
-    kf_buf_release(&b);
+}
+
+/* Local agent i's last words (print_agent_tail) and, when it is alive
+ * and never registered, what it is running: an agent stuck in its start
+ * (a probe that does not return) has nothing in its log to say so. */
+static void print_agent(const kf_paths *p, int i)
+{
+    char lp[PATH_MAX + 32];
+    snprintf(lp, sizeof lp, "%s/agent-%d.log", p->run, i);
+    kf_buf log = KF_BUF_INIT, view = KF_BUF_INIT;
+    int rc = kf_buf_read_file(&log, lp);
+    /* Asked before the tail cuts the log's lines in place. */
+    int registered = rc == KF_OK && log.len && strstr(log.data, " agent.registered ") != NULL;
+    print_agent_tail(lp, &log, rc);
+    if (!registered &&
+        kf_procview_describe(kf_provider_local_pid(p->agents_dir, i), "    ", &view) == 0)
+        fprintf(stderr, "  agent-%d never registered and is still running:\n%s", i, view.data);
+    kf_buf_release(&log);
+    kf_buf_release(&view);
 }
 
 /* Marks a sweep that `kfleet run` leaves unfinished as such in the store:
