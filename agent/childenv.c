@@ -1,5 +1,6 @@
-/* childenv — the environment of a process the agent is about to exec as
- * a runner (or a warm runner, warms.h), in the forked child: the sandbox's
+/* childenv — the environment of a process the agent is about to fork and
+ * exec as a runner (or a warm runner, warms.h), made before the fork
+ * (common/execenv.h says why): the sandbox's
  * scrub, the GPU it may see, the forward-compatibility libraries, the
  * arch its cache key needs, the node's Python as probed, the machine's
  * host-profile lock. */
@@ -42,59 +43,57 @@ void childenv_visible_device(uint32_t index, char *out, size_t len)
  * thresholds fixed). The kernel is timed in the steady state of a process
  * that has allocated before. Only the CPU's runners: a GPU runner's host
  * side is the launch's. */
-static void childenv_host_malloc(void)
+static void childenv_host_malloc(kf_execenv *env)
 {
     static const char mine[] = "glibc.malloc.mmap_threshold=33554432:"
                                "glibc.malloc.trim_threshold=1073741824";
-    const char *old = getenv("GLIBC_TUNABLES");
+    const char *old = kf_execenv_get(env, "GLIBC_TUNABLES");
     char v[2048];
     snprintf(v, sizeof v, "%s%s%s", old && *old ? old : "", old && *old ? ":" : "", mine);
-    setenv("GLIBC_TUNABLES", v, 1);
+    kf_execenv_set(env, "GLIBC_TUNABLES", v);
 }
 
-/* The environment of a process about to exec a runner (or a warm runner,
- * warms.h) of GPU slot gpu_index (gpu 0: the CPU), in the forked child. */
-void childenv_apply(const kf_childenv *a, int gpu, uint32_t gpu_index)
+void childenv_make(const kf_childenv *a, int gpu, uint32_t gpu_index, kf_execenv *env)
 {
     if (kf_sandbox_enabled())
-        kf_sandbox_scrub_env();
+        kf_sandbox_scrub_env(env);
     /* In a sanitizer build, let a kernel's fault kill the runner by its
      * signal (what the task reports) instead of ASan's own exit. */
-    const char *asan = getenv("ASAN_OPTIONS");
+    const char *asan = kf_execenv_get(env, "ASAN_OPTIONS");
     if (asan) {
         char opts[1024];
         snprintf(opts, sizeof opts, "%s:handle_segv=0:handle_sigbus=0:handle_sigfpe=0", asan);
-        setenv("ASAN_OPTIONS", opts, 1);
+        kf_execenv_set(env, "ASAN_OPTIONS", opts);
     }
     if (a->compat_dir && a->compat_dir[0]) {
         /* The toolkit's libcuda before the system's (runner/compat.h). */
-        const char *old = getenv("LD_LIBRARY_PATH");
+        const char *old = kf_execenv_get(env, "LD_LIBRARY_PATH");
         char libpath[8192];
         snprintf(libpath, sizeof libpath, "%s%s%s", a->compat_dir, old && *old ? ":" : "",
                  old ? old : "");
-        setenv("LD_LIBRARY_PATH", libpath, 1);
-        setenv("KF_CUDA_COMPAT_DIR", a->compat_dir, 1);
+        kf_execenv_set(env, "LD_LIBRARY_PATH", libpath);
+        kf_execenv_set(env, "KF_CUDA_COMPAT_DIR", a->compat_dir);
     }
     if (gpu) {
         char dev[128];
         childenv_visible_device(gpu_index, dev, sizeof dev);
-        setenv("CUDA_VISIBLE_DEVICES", dev, 1);
+        kf_execenv_set(env, "CUDA_VISIBLE_DEVICES", dev);
     } else {
-        childenv_host_malloc();
+        childenv_host_malloc(env);
     }
     /* The node's Python as the agent probed it (runner/pyenv.h). */
-    kf_pyenv_export();
+    kf_pyenv_export(env);
     /* The machine's host-profile lock (runner/hostlock.h): its runners open
      * it before their sandbox, whatever it lets them reach after. */
     if (a->host_lock && a->host_lock[0])
-        setenv("KF_HOST_LOCK", a->host_lock, 1);
+        kf_execenv_set(env, "KF_HOST_LOCK", a->host_lock);
     else
-        unsetenv("KF_HOST_LOCK");
+        kf_execenv_unset(env, "KF_HOST_LOCK");
     /* The arch its cache key needs, from the agent's inventory: the
      * runner then starts no CUDA driver (threads the sandbox, entered
      * by one thread, would not hold) before its sandbox. A build takes
      * GPU 0's, as the runner's own device 0 would be. */
-    const char *arch_env = getenv("KF_CUDA_ARCH");
+    const char *arch_env = kf_execenv_get(env, "KF_CUDA_ARCH");
     uint32_t want = gpu ? gpu_index : 0;
     size_t ngpus = a->info ? a->info->n_gpus : 0;
     for (size_t g = 0; (!arch_env || !*arch_env) && g < ngpus; g++) {
@@ -102,7 +101,7 @@ void childenv_apply(const kf_childenv *a, int gpu, uint32_t gpu_index)
         if (gi->index == want && gi->cc_major > 0) {
             char arch[32];
             kf_build_arch_name((int)gi->cc_major, (int)gi->cc_minor, arch, sizeof arch);
-            setenv("KF_CUDA_ARCH", arch, 1);
+            kf_execenv_set(env, "KF_CUDA_ARCH", arch);
             break;
         }
     }

@@ -1,8 +1,9 @@
-/* childenv — a runner's environment, set in the child before its exec;
- * see childenv.c. */
+/* childenv — a runner's environment, made before its fork; see
+ * childenv.c. */
 #ifndef KF_CHILDENV_H
 #define KF_CHILDENV_H
 
+#include "common/execenv.h"
 #include "proto/kfleet.pb-c.h"
 
 #include <stddef.h>
@@ -20,7 +21,8 @@ typedef struct kf_childenv {
     const Kfleet__AgentInfo *info; /* its GPUs' archs */
 } kf_childenv;
 
-/* The environment of a runner of GPU slot gpu_index (gpu 0: the CPU). */
-void childenv_apply(const kf_childenv *a, int gpu, uint32_t gpu_index);
+/* `env` (a copy of the agent's, kf_execenv_new) made the environment of a
+ * runner of GPU slot gpu_index (gpu 0: the CPU). */
+void childenv_make(const kf_childenv *a, int gpu, uint32_t gpu_index, kf_execenv *env);
 
 #endif

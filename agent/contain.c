@@ -3,6 +3,7 @@
 
 #include "agent/kcache.h"
 #include "agent/results.h"
+#include "common/execenv.h"
 #include "common/log.h"
 #include "common/taskkind.h"
 #include "common/util.h"
@@ -275,8 +276,8 @@ void contain_child(const krunner *r)
 {
     const char *what = "";
     if (r->cont && kf_contain_enter(&r->cont->plan, &what) != 0) {
-        dprintf(KF_RUNNER_FD_LOG, "cannot contain the runner: cannot %s: %s\n", what,
-                strerror(errno));
+        kf_exec_say(KF_RUNNER_FD_LOG, "cannot contain the runner: cannot ", what,
+                    kf_exec_why(errno));
         _exit(127);
     }
 }

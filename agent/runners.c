@@ -17,6 +17,7 @@
 #include "agent/ending.h"
 #include "agent/kout.h"
 #include "agent/results.h"
+#include "common/execenv.h"
 #include "common/log.h"
 #include "common/taskkind.h"
 #include "common/util.h"
@@ -271,6 +272,19 @@ static int reuse(kf_agent *a, const Kfleet__TaskAssign *ta)
     return 0;
 }
 
+/* A runner's environment, made before its fork (common/execenv.h): the
+ * agent's made a runner's (childenv.h), with its spawn's stamp. */
+static kf_execenv *runner_env(const kf_agent *a, const krunner *r, uint64_t spawn)
+{
+    kf_execenv *env = kf_execenv_new();
+    kf_childenv e = {a->compat_dir, a->host_lock, a->info};
+    childenv_make(&e, r->gpu, r->gpu_index, env);
+    char stamp[32];
+    snprintf(stamp, sizeof stamp, "%llu", (unsigned long long)spawn);
+    kf_execenv_set(env, "KF_RUNNER_SPAWN_NS", stamp);
+    return env;
+}
+
 /* Starts a runner for ta (a fresh or a warm runner's child): the runner,
  * in a->runners, or NULL with err. */
 static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
@@ -328,7 +342,19 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
             close(log_fd);
         goto fail;
     }
-    /* A Python problem's candidate: forked by its warm runner. */
+    /* A Python problem's candidate: forked by its warm runner. Else forked
+     * here, its environment and arguments made first (common/execenv.h). */
+    kf_execenv *env = NULL;
+    /* The scratch dir is what turns the runner's sandbox on. */
+    char *argv[] = {"kfleet-agent", "--runner", "--workdir", a->workdir, "--channel",
+                    NULL,           NULL,       NULL,        NULL};
+    int argn = 5;
+    if (kf_sandbox_enabled()) {
+        argv[argn++] = "--scratch";
+        argv[argn++] = r->dir;
+    }
+    if (serve)
+        argv[argn++] = "--serve";
     pid_t warm_pid = 0, pid;
     if (warmup_for_task(a, ta, on_gpu(ta))) {
         kf_warm_req req;
@@ -352,15 +378,18 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
         if (pid < 0 && err->code == KF_EUNAVAIL) {
             kf_info("warm.skip", "task=0x%llx why=\"%s\"", (unsigned long long)ta->task_id,
                     err->msg);
+            env = runner_env(a, r, spawn);
             pid = fork(); /* no warm runner got its descriptors */
         } else if (pid < 0) {
             errno = 0;
         }
     } else {
+        env = runner_env(a, r, spawn);
         pid = fork();
     }
     if (pid < 0) {
         rc = errno ? kf_err_set(err, KF_EIO, "fork: %s", strerror(errno)) : KF_EIO;
+        kf_execenv_destroy(&env);
         close(in_fd);
         if (task_fd[1] >= 0)
             close(task_fd[1]);
@@ -386,30 +415,15 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
         int null = open("/dev/null", O_RDONLY);
         int place[KF_RUNNER_FD_CHECKER + 1] = {null, ofd[1], ofd[1], in_fd, pfd[1], log_fd, cfd};
         if (kf_sandbox_place_fds(place, KF_RUNNER_FD_CHECKER + 1) != 0) {
-            dprintf(log_fd, "cannot place the runner's descriptors: %s\n", strerror(errno));
+            kf_exec_say(log_fd, "cannot place the runner's descriptors", "", kf_exec_why(errno));
             _exit(127);
         }
         contain_child(r); /* its group and mounts, before anything of it runs */
-        int sandboxed = kf_sandbox_enabled();
-        kf_childenv e = {a->compat_dir, a->host_lock, a->info};
-        childenv_apply(&e, r->gpu, r->gpu_index);
-        char stamp[32];
-        snprintf(stamp, sizeof stamp, "%llu", (unsigned long long)spawn);
-        setenv("KF_RUNNER_SPAWN_NS", stamp, 1);
-        /* The scratch dir is what turns the runner's sandbox on. */
-        char *argv[] = {"kfleet-agent", "--runner", "--workdir", a->workdir, "--channel",
-                        NULL,           NULL,       NULL,        NULL};
-        int n = 5;
-        if (sandboxed) {
-            argv[n++] = "--scratch";
-            argv[n++] = r->dir;
-        }
-        if (serve)
-            argv[n++] = "--serve";
-        execv(a->runner_exe, argv);
-        dprintf(KF_RUNNER_FD_LOG, "cannot exec runner %s: %s\n", a->runner_exe, strerror(errno));
+        execve(a->runner_exe, argv, kf_execenv_array(env));
+        kf_exec_say(KF_RUNNER_FD_LOG, "cannot exec runner ", a->runner_exe, kf_exec_why(errno));
         _exit(127);
     }
+    kf_execenv_destroy(&env);
     if (!warm_pid) /* a warm runner's child set its own group */
         setpgid(pid, pid);
     r->warm_pid = warm_pid;

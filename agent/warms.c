@@ -148,26 +148,29 @@ static kwarm *start(kwarms *w, int gpu, uint32_t gpu_index, kf_err *err)
     int sv[2] = {-1, -1};
     int log_fd = open(m->log, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    kf_execenv *env = kf_execenv_new();
+    w->env(w->ctx, gpu, gpu_index, env);
+    char *argv[] = {"kfleet-agent", "--runner", "--warm", "--workdir", w->workdir, NULL};
     pid_t pid = -1;
     if (log_fd >= 0 && null_fd >= 0 &&
         socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0)
         pid = fork();
     if (pid == 0) {
         /* As runners.c's child: its own group, dies with the agent, no
-         * descriptor of the agent's, the runner's environment. */
+         * descriptor of the agent's, the runner's environment; system
+         * calls only (common/execenv.h). */
         setpgid(0, 0);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         dup2(sv[1], 0);
         dup2(null_fd, 1);
         dup2(log_fd, 2);
         kf_sandbox_close_fds(3);
-        w->env(w->ctx, gpu, gpu_index);
-        char *argv[] = {"kfleet-agent", "--runner", "--warm", "--workdir", w->workdir, NULL};
-        execv(w->exe, argv);
-        dprintf(2, "cannot exec the warm runner %s: %s\n", w->exe, strerror(errno));
+        execve(w->exe, argv, kf_execenv_array(env));
+        kf_exec_say(2, "cannot exec the warm runner ", w->exe, kf_exec_why(errno));
         _exit(127);
     }
     int e = errno;
+    kf_execenv_destroy(&env);
     if (log_fd >= 0)
         close(log_fd);
     if (null_fd >= 0)

@@ -23,6 +23,7 @@
 #define KF_AGENT_WARMS_H
 
 #include "common/err.h"
+#include "common/execenv.h"
 #include "runner/warm.h"
 
 #include <stdint.h>
@@ -30,9 +31,9 @@
 
 typedef struct kwarms kwarms;
 
-/* Sets the environment of a process about to exec a runner of the GPU slot
- * (gpu 0: the CPU), in the forked child (runners.c). */
-typedef void (*warms_env_fn)(void *ctx, int gpu, uint32_t gpu_index);
+/* Makes `env` (a copy of the agent's) the environment of a runner of the
+ * GPU slot (gpu 0: the CPU), before its fork (childenv.h). */
+typedef void (*warms_env_fn)(void *ctx, int gpu, uint32_t gpu_index, kf_execenv *env);
 
 /* The agent's warm runners, none started: `exe` and `workdir` as a
  * runner's, `env` for each warm process's environment. NULL with err

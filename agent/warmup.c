@@ -11,11 +11,11 @@
 #include <string.h>
 
 /* warms.h's warms_env_fn. */
-static void warm_env(void *ctx, int gpu, uint32_t gpu_index)
+static void warm_env(void *ctx, int gpu, uint32_t gpu_index, kf_execenv *env)
 {
     kf_agent *a = ctx;
     kf_childenv e = {a->compat_dir, a->host_lock, a->info};
-    childenv_apply(&e, gpu, gpu_index);
+    childenv_make(&e, gpu, gpu_index, env);
 }
 
 /* The agent's warm runners' table, made on first use; NULL (said once)

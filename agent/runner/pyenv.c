@@ -160,13 +160,13 @@ int kf_pyenv_compile(const kf_pyenv *py, const char *path, const char *filename,
     return KF_OK;
 }
 
-void kf_pyenv_export(void)
+void kf_pyenv_export(kf_execenv *env)
 {
     if (memo.probe && memo.rc == KF_OK && strcmp(memo.env.interpreter, interpreter()) == 0) {
-        setenv(ENV_FOR, memo.env.interpreter, 1);
-        setenv(ENV_PROBE, memo.probe, 1);
+        kf_execenv_set(env, ENV_FOR, memo.env.interpreter);
+        kf_execenv_set(env, ENV_PROBE, memo.probe);
     } else {
-        unsetenv(ENV_FOR);
-        unsetenv(ENV_PROBE);
+        kf_execenv_unset(env, ENV_FOR);
+        kf_execenv_unset(env, ENV_PROBE);
     }
 }

@@ -10,6 +10,7 @@
 
 #include "common/buf.h"
 #include "common/err.h"
+#include "common/execenv.h"
 
 #include <limits.h>
 
@@ -34,13 +35,12 @@ typedef struct kf_pyenv {
  * to install or set. */
 int kf_pyenv_get(const kf_pyenv **out, kf_err *err);
 
-/* In a child about to exec a runner: what this process probed (when it
- * did, for the interpreter the child will ask for) goes into the child's
- * environment, and the child's kf_pyenv_get reads it there instead of
- * starting the interpreter again; else the variables are removed. The
- * agent probes at its start, so a runner sees the Python the agent
- * registered with. */
-void kf_pyenv_export(void);
+/* What this process probed (when it did, for the interpreter the runner
+ * will ask for) goes into `env`, a runner's environment made before its
+ * fork, and the runner's kf_pyenv_get reads it there instead of starting
+ * the interpreter again; else the variables are removed. The agent probes
+ * at its start, so a runner sees the Python the agent registered with. */
+void kf_pyenv_export(kf_execenv *env);
 
 /* Checks that a kernel's source compiles in that interpreter (a syntax
  * error comes back in `log` with the user's file name and line). Returns 0,

@@ -525,25 +525,13 @@ unsigned kf_sandbox_probe(char *text, size_t len)
     return miss;
 }
 
-void kf_sandbox_scrub_env(void)
+void kf_sandbox_scrub_env(kf_execenv *env)
 {
     static const char *const exact[] = {"SSH_AUTH_SOCK", "SSH_AGENT_PID", "XDG_RUNTIME_DIR",
                                         "DBUS_SESSION_BUS_ADDRESS"};
-    extern char **environ;
     for (size_t i = 0; i < sizeof exact / sizeof *exact; i++)
-        unsetenv(exact[i]);
-    for (int again = 1; again;) {
-        again = 0;
-        for (char **e = environ; e && *e; e++) {
-            if (strncmp(*e, "KFLEET_", 7) == 0) {
-                char name[256];
-                snprintf(name, sizeof name, "%.*s", (int)strcspn(*e, "="), *e);
-                unsetenv(name);
-                again = 1;
-                break;
-            }
-        }
-    }
+        kf_execenv_unset(env, exact[i]);
+    kf_execenv_unset_prefix(env, "KFLEET_");
 }
 
 void kf_sandbox_close_fds(int from)

@@ -38,6 +38,7 @@
 #define KF_SANDBOX_H
 
 #include "common/err.h"
+#include "common/execenv.h"
 
 #include <stddef.h>
 
@@ -117,9 +118,10 @@ unsigned kf_sandbox_probe(char *text, size_t len);
 /* The sentence for a missing mask, as kf_sandbox_probe writes it. */
 void kf_sandbox_describe(unsigned missing, char *text, size_t len);
 
-/* The runner's environment made clean: KFLEET_* (its home, keys), the SSH
- * agent socket and the session's runtime and bus addresses removed. */
-void kf_sandbox_scrub_env(void);
+/* A runner's environment (made before its fork) clean: KFLEET_* (its
+ * home, keys), the SSH agent socket and the session's runtime and bus
+ * addresses removed. */
+void kf_sandbox_scrub_env(kf_execenv *env);
 
 /* Threads of this process now (/proc/self/task). */
 int kf_sandbox_threads(void);

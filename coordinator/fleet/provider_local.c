@@ -2,6 +2,7 @@
  * caller's thread and die with the process (PR_SET_PDEATHSIG); their pids
  * are kept in AGENTS_DIR/local.pids for the teardown. */
 #include "fleet/provider_local.h"
+#include "common/execenv.h"
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -69,56 +70,18 @@ static int enroll(const job *j, int n, kf_err *err)
 }
 
 /* Agent n's environment: this process's, with CUDA_VISIBLE_DEVICES its GPU
- * and KF_WARM=later unless KF_WARM is set (provider_local.h). The strings
- * are environ's and the caller's: free only the array. */
-static char **agent_env(const local_block *b, char *cvd, char *warm)
+ * and KF_WARM=later unless KF_WARM is set (provider_local.h). */
+static kf_execenv *agent_env(const local_block *b, int n)
 {
-    extern char **environ;
-    size_t n = 0;
-    while (environ[n])
-        n++;
-    char **env = kf_xcalloc(n + 3, sizeof *env);
-    size_t k = 0;
-    int has_warm = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (b->gpus > 0 && strncmp(environ[i], "CUDA_VISIBLE_DEVICES=", 21) == 0)
-            continue;
-        has_warm |= strncmp(environ[i], "KF_WARM=", 8) == 0;
-        env[k++] = environ[i];
+    kf_execenv *env = kf_execenv_new();
+    if (b->gpus > 0) {
+        char cvd[24];
+        snprintf(cvd, sizeof cvd, "%d", n % b->gpus);
+        kf_execenv_set(env, "CUDA_VISIBLE_DEVICES", cvd);
     }
-    if (b->gpus > 0)
-        env[k++] = cvd;
-    if (b->warm_later && !has_warm)
-        env[k++] = warm;
+    if (b->warm_later)
+        kf_execenv_default(env, "KF_WARM", "later");
     return env;
-}
-
-/* Why an exec failed, from a table (strerror may translate, and take a
- * lock, between fork and exec). */
-static const char *exec_why(int e)
-{
-    switch (e) {
-    case ENOENT:
-        return "No such file or directory";
-    case EACCES:
-        return "Permission denied";
-    case ENOEXEC:
-        return "Exec format error";
-    case ENOTDIR:
-        return "Not a directory";
-    case ELOOP:
-        return "Too many levels of symbolic links";
-    case ENAMETOOLONG:
-        return "File name too long";
-    case ETXTBSY:
-        return "Text file busy";
-    case ENOMEM:
-        return "Cannot allocate memory";
-    case E2BIG:
-        return "Argument list too long";
-    default:
-        return "the exec failed";
-    }
 }
 
 /* Forks and execs agent n. Everything the child needs is made here first:
@@ -138,11 +101,6 @@ static pid_t spawn(const job *j, int n)
     snprintf(wd, sizeof wd, "%s/run-%d", j->h->workdir, n);
     snprintf(name, sizeof name, "%s-%d", j->h->name, n);
     snprintf(logp, sizeof logp, "%s/agent-%d.log", b->logdir, n);
-    char cvd[48], warm[] = "KF_WARM=later", failed[PATH_MAX + 64];
-    snprintf(cvd, sizeof cvd, "CUDA_VISIBLE_DEVICES=%d", b->gpus > 0 ? n % b->gpus : 0);
-    int flen = snprintf(failed, sizeof failed, "kfleet run: cannot exec %s: ", agent);
-    if (flen < 0 || (size_t)flen >= sizeof failed)
-        flen = 0;
     char *argv[] = {"kfleet-agent",
                     "--coordinator",
                     (char *)j->o->direct,
@@ -155,14 +113,14 @@ static pid_t spawn(const job *j, int n)
                     "--log-level",
                     kf_log_get_level() == KF_LOG_DEBUG ? "debug" : "info",
                     NULL};
-    char **env = agent_env(b, cvd, warm);
+    kf_execenv *env = agent_env(b, n);
     int log_fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid != 0) {
         if (log_fd >= 0)
             close(log_fd);
-        free(env);
+        kf_execenv_destroy(&env);
         return pid;
     }
     /* Child: dies with kfleet run, whatever kills it. */
@@ -171,12 +129,8 @@ static pid_t spawn(const job *j, int n)
         _exit(1);
     if (log_fd >= 0)
         dup2(log_fd, STDERR_FILENO);
-    execve(agent, argv, env);
-    const char *why = exec_why(errno);
-    ssize_t w = write(STDERR_FILENO, failed, (size_t)flen);
-    w = write(STDERR_FILENO, why, strlen(why));
-    w = write(STDERR_FILENO, "\n", 1);
-    (void)w;
+    execve(agent, argv, kf_execenv_array(env));
+    kf_exec_say(STDERR_FILENO, "kfleet run: cannot exec ", agent, kf_exec_why(errno));
     _exit(127);
 }
 

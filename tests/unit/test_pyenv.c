@@ -39,9 +39,11 @@ static void test_description_from_the_agent(void **st)
     assert_string_equal(py->libpython, "/nowhere/lib/libpython3.99.so.1.0");
     unsetenv("KF_PYENV_FOR");
     unsetenv("KF_PYENV_PROBE");
-    kf_pyenv_export();
-    assert_string_equal(getenv("KF_PYENV_FOR"), "/nowhere/bin/python3");
-    assert_string_equal(getenv("KF_PYENV_PROBE"), probe);
+    kf_execenv *env = kf_execenv_new();
+    kf_pyenv_export(env);
+    assert_string_equal(kf_execenv_get(env, "KF_PYENV_FOR"), "/nowhere/bin/python3");
+    assert_string_equal(kf_execenv_get(env, "KF_PYENV_PROBE"), probe);
+    kf_execenv_destroy(&env);
 }
 
 /* A description for another interpreter is not taken: the one asked for is
@@ -58,9 +60,11 @@ static void test_other_interpreter_is_probed(void **st)
     kf_err_clear(&err);
     assert_int_equal(kf_pyenv_get(&py, &err), KF_ENOTFOUND);
     assert_non_null(strstr(err.msg, "/nowhere-else/python3 does not run on this node"));
-    kf_pyenv_export();
-    assert_null(getenv("KF_PYENV_FOR"));
-    assert_null(getenv("KF_PYENV_PROBE"));
+    kf_execenv *env = kf_execenv_new(); /* a copy of this process's: both set */
+    kf_pyenv_export(env);
+    assert_null(kf_execenv_get(env, "KF_PYENV_FOR"));
+    assert_null(kf_execenv_get(env, "KF_PYENV_PROBE"));
+    kf_execenv_destroy(&env);
 }
 
 int main(void)

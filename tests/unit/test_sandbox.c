@@ -296,11 +296,15 @@ static void test_scrub_env(void **state)
     setenv("KFLEET_OTHER", "/y", 1);
     setenv("SSH_AUTH_SOCK", "/z", 1);
     setenv("KF_PYTHON", "/usr/bin/python3", 1);
-    kf_sandbox_scrub_env();
-    assert_null(getenv("KFLEET_HOME"));
-    assert_null(getenv("KFLEET_OTHER"));
-    assert_null(getenv("SSH_AUTH_SOCK"));
-    assert_string_equal(getenv("KF_PYTHON"), "/usr/bin/python3"); /* the runner's own */
+    kf_execenv *env = kf_execenv_new();
+    kf_sandbox_scrub_env(env);
+    assert_null(kf_execenv_get(env, "KFLEET_HOME"));
+    assert_null(kf_execenv_get(env, "KFLEET_OTHER"));
+    assert_null(kf_execenv_get(env, "SSH_AUTH_SOCK"));
+    assert_string_equal(kf_execenv_get(env, "KF_PYTHON"),
+                        "/usr/bin/python3");          /* the runner's own */
+    assert_string_equal(getenv("KFLEET_HOME"), "/x"); /* the agent's own stays */
+    kf_execenv_destroy(&env);
 }
 
 /* The CUDA driver names its threads at cuInit (through the process's own
