@@ -3,6 +3,7 @@
 #include "agent/checkers.h"
 
 #include "agent/refstore.h"
+#include "common/execenv.h"
 #include "common/log.h"
 #include "common/taskspec.h"
 #include "common/util.h"
@@ -255,7 +256,7 @@ int checkers_start(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta, int *r
             _exit(127);
         char *argv[] = {"kfleet-agent", "--checker", NULL};
         execv(a->runner_exe, argv);
-        dprintf(2, "cannot exec the checker %s: %s\n", a->runner_exe, strerror(errno));
+        kf_exec_say(2, "cannot exec the checker ", a->runner_exe, kf_exec_why(errno));
         _exit(127);
     }
     for (size_t i = 0; i < sizeof place / sizeof *place; i++)

@@ -1,6 +1,7 @@
 /* proc — see proc.h. */
 #include "runner/proc.h"
 
+#include "common/execenv.h"
 #include "common/util.h"
 #include "runner/sandbox.h"
 
@@ -41,7 +42,7 @@ pid_t kf_proc_spawn(char *const argv[], int out_fd, const char *cwd)
         }
     }
     execvp(argv[0], argv);
-    dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
+    kf_exec_say(2, "cannot run ", argv[0], kf_exec_why(errno));
     _exit(127);
 }
 

@@ -7,7 +7,13 @@ children one after another, each doing what a candidate's runner does first:
 dlopen libcuda, cuInit, the primary context made current, libcupti loaded
 and its activity enabled, torch's first tensor on the GPU, a launch and its
 sync. Prints each step's median in ms, per mode; modes alternate in two
-rounds so that drift shows."""
+rounds so that drift shows. Other modes: "ahead" (each child forked 0.3 s
+before it starts), "-spin" (the parent busy 0.3 s after a child starts),
+"overlap" (the next child forked as soon as the last one has reported,
+while it exits), "keeper-init" and "keeper-ctx" (another process holds the
+GPU meanwhile: after cuInit, or with a context too); a mode ending in
+"-shm" gives each child a private /dev/shm first, "-net" a network namespace
+of its own, as a kfleet runner has."""
 import ctypes
 import os
 import statistics
@@ -53,9 +59,27 @@ def _done(ctx, stream, buf, size, valid):
     pass
 
 
-def child(w):
+def private_shm():
+    """A /dev/shm of the child's own, as a kfleet runner has (contain.c)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    MS_REC, MS_PRIVATE = 16384, 1 << 18
+    if libc.unshare(0x00020000) != 0:  # CLONE_NEWNS
+        raise OSError(ctypes.get_errno(), "unshare")
+    if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        raise OSError(ctypes.get_errno(), "mount private")
+    if libc.mount(b"kf-shm", b"/dev/shm", b"tmpfs", 0, None) != 0:
+        raise OSError(ctypes.get_errno(), "mount /dev/shm")
+
+
+def child(w, mode=""):
     import torch
 
+    if mode.endswith("shm"):
+        private_shm()
+    if mode.endswith("net"):  # a network namespace of its own, as a runner's sandbox makes
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(0x40000000) != 0:  # CLONE_NEWNET
+            raise OSError(ctypes.get_errno(), "unshare net")
     t = [time.perf_counter()]
     cu = ctypes.CDLL("libcuda.so.1", mode=os.RTLD_NOW)
     t.append(time.perf_counter())
@@ -87,13 +111,35 @@ def spin(seconds):
         pass
 
 
+KEEPER = r"""
+import ctypes, os, sys
+cu = ctypes.CDLL("libcuda.so.1", mode=os.RTLD_NOW)
+rc = cu.cuInit(0)
+if sys.argv[1] == "ctx":
+    dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+    cu.cuDeviceGet(ctypes.byref(dev), 0)
+    cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev)
+print(rc, flush=True)
+sys.stdin.read()
+"""
+
+
 def parent(mode, n):
     import torch  # noqa: F401  the warm runner's import
+
+    keeper = None
+    if mode.startswith("keeper"):
+        # Another process holding the GPU open meanwhile: cuInit alone
+        # ("keeper-init") or a context too ("keeper-ctx").
+        keeper = subprocess.Popen([sys.executable, "-c", KEEPER, mode.split("-")[1]],  # init, ctx
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        keeper.stdout.readline()
+        time.sleep(1.0)
 
     if mode == "pre":
         ctypes.CDLL("libcuda.so.1", mode=os.RTLD_NOW)
         load_cupti()
-    out = []
+    out, pending = [], []
     for _ in range(n):
         r, w = os.pipe()
         go_r, go_w = os.pipe()
@@ -103,7 +149,7 @@ def parent(mode, n):
             os.close(go_w)
             if mode.startswith("ahead"):
                 os.read(go_r, 1)  # forked ahead: waits for its task
-            child(w)
+            child(w, mode)
         os.close(w)
         os.close(go_r)
         if mode.startswith("ahead"):
@@ -114,8 +160,19 @@ def parent(mode, n):
         os.close(go_w)
         line = os.read(r, 4096).decode()
         os.close(r)
-        os.waitpid(pid, 0)
+        if mode == "overlap":
+            # The next child forked while this one exits (its context torn
+            # down), as the agent starts a task's runner once the last
+            # one's Result is in, before that runner has exited.
+            pending.append(pid)
+        else:
+            os.waitpid(pid, 0)
         out.append(line.strip())
+    for pid in pending:
+        os.waitpid(pid, 0)
+    if keeper:
+        keeper.stdin.close()
+        keeper.wait()
     print("\n".join(out))
 
 
