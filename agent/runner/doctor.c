@@ -2,6 +2,7 @@
 #include "runner/doctor.h"
 #include "runner/cudrv.h"
 #include "runner/hostpeak.h"
+#include "common/execenv.h"
 #include "common/util.h"
 
 #include <dlfcn.h>
@@ -251,19 +252,25 @@ int kf_doctor_start(const char *exe, int gpu, const char *visible, kf_doctor_chi
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0)
         return kf_err_set(err, KF_EIO, "doctor: pipe: %s", strerror(errno));
+    /* Its environment made before the fork (common/execenv.h). */
+    kf_execenv *env = kf_execenv_new();
+    if (visible)
+        kf_execenv_set(env, "CUDA_VISIBLE_DEVICES", visible);
+    char *argv[] = {"kfleet-agent", "--doctor", gpu ? "--gpu" : "--host", NULL};
     pid_t pid = fork();
     if (pid < 0) {
+        int e = errno;
+        kf_execenv_destroy(&env);
         close(fds[0]);
         close(fds[1]);
-        return kf_err_set(err, KF_EIO, "doctor: fork: %s", strerror(errno));
+        return kf_err_set(err, KF_EIO, "doctor: fork: %s", strerror(e));
     }
     if (pid == 0) {
         dup2(fds[1], 1);
-        if (visible)
-            setenv("CUDA_VISIBLE_DEVICES", visible, 1);
-        execl(exe, "kfleet-agent", "--doctor", gpu ? "--gpu" : "--host", (char *)NULL);
+        execve(exe, argv, kf_execenv_array(env));
         _exit(127);
     }
+    kf_execenv_destroy(&env);
     close(fds[1]);
     c->pid = pid;
     c->fd = fds[0];

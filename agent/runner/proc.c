@@ -37,7 +37,7 @@ pid_t kf_proc_spawn(char *const argv[], int out_fd, const char *cwd)
     if (tool_sandbox) {
         kf_err err;
         if (kf_sandbox_enter(tool_sandbox, NULL, &err) != KF_OK) {
-            dprintf(2, "kfleet: %s\n", err.msg);
+            kf_exec_say(2, "kfleet: ", "cannot enter the tools' sandbox", err.msg);
             _exit(126);
         }
     }

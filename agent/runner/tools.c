@@ -4,6 +4,7 @@
  * library is packaged for Debian that would be smaller than this. */
 #include "runner/tools.h"
 #include "common/xalloc.h"
+#include "common/execenv.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -101,7 +102,7 @@ int kf_tools_run_nested(const char *runner, const char *workdir, const char *tmp
         if (devnull >= 0)
             dup2(devnull, 1); /* the nested runner's frames: nobody reads them */
         execv(argv[0], argv);
-        dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
+        kf_exec_say(2, "cannot run ", argv[0], kf_exec_why(errno));
         _exit(127);
     }
     int e = errno;

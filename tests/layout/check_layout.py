@@ -29,6 +29,10 @@ The rules (docs/architecture.md, "What the build and the tests enforce"):
   agent     `kfleet` links no agent code: its binary defines none of the
             symbols that libkfagent.a and libkfrunner.a define, and (with the
             Makefile generator) its link line names neither.
+  forks     A child forked by the agent or `kfleet run` (both have other
+            threads) calls nothing that may take a lock before its exec
+            (tests/layout/forks.py says which calls are allowed, and which
+            files' children do not exec, by design).
   providers No file outside a provider's own files names the provider (its
             name as a word or identifier part in code, comments aside):
             the rest calls through its row (tests/layout/providers.py says
@@ -48,7 +52,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import providers  # noqa: E402  (beside this script)
+import forks  # noqa: E402  (beside this script)
+import providers  # noqa: E402
 
 LIMIT = 800
 
@@ -463,6 +468,7 @@ def self_test():
     if module_of("coordinator/report/report_int.h") != "coordinator/report/report":
         failures.append("module_of does not fold x_int.h into x")
     failures += providers.self_test()
+    failures += forks.self_test()
     for f in failures:
         print(f"layout self-test: {f}")
     print(f"layout: self-test: {'ok' if not failures else 'FAILED'}")
@@ -474,7 +480,8 @@ def main():
     ap.add_argument("--src", required=True)
     ap.add_argument("--build", required=True)
     ap.add_argument("--self-test", action="store_true")
-    ap.add_argument("--only", choices=("includes", "calls", "lines", "kinds", "agent", "providers"))
+    ap.add_argument("--only",
+                    choices=("includes", "calls", "lines", "kinds", "agent", "providers", "forks"))
     a = ap.parse_args()
     src, build = os.path.abspath(a.src), os.path.abspath(a.build)
     broken = 0
@@ -487,6 +494,7 @@ def main():
         "kinds": lambda: check_kinds(src),
         "agent": lambda: check_agent(build),
         "providers": lambda: providers.check(src),
+        "forks": lambda: forks.check(src),
     }
     for name, rule in rules.items():
         if a.only and name != a.only:
