@@ -14,7 +14,8 @@ typedef struct kf_execenv kf_execenv;
 kf_execenv *kf_execenv_new(void);
 void kf_execenv_destroy(kf_execenv **self);
 
-/* The value of `name`, NULL when unset. */
+/* The value of `name`, NULL when unset; valid until `name` is next set or
+ * unset (read it before setting a value made from it). */
 const char *kf_execenv_get(const kf_execenv *e, const char *name);
 /* Sets `name` (replaced where set). */
 void kf_execenv_set(kf_execenv *e, const char *name, const char *value);

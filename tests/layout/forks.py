@@ -65,15 +65,7 @@ def blank(text):
 
 def block_end(code, start):
     """The index just past the brace block opening at code[start] == '{'."""
-    depth = 0
-    for i in range(start, len(code)):
-        if code[i] == "{":
-            depth += 1
-        elif code[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return len(code)
+    return enclosing_end(code, start + 1) + 1
 
 
 def enclosing_end(code, pos):
