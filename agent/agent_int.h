@@ -45,6 +45,10 @@ typedef struct krunner {
     uint64_t idle_mono;
     uint32_t tasks; /* tasks handed to it */
     char kernel_hash[128];
+    /* A candidate's: its problem's hash and its configuration ("" for a
+     * kernel), which its runner serves only the profile of (runners.c). */
+    char problem_hash[128];
+    char config[256];
     /* A candidate's task (docs/problems.md): the read end of its checker's
      * verdicts (-1 otherwise), the outputs it must judge, and why the
      * checker failed it (the Result's error while it is sent). */
@@ -85,7 +89,7 @@ typedef struct krunner {
     uint64_t cg_pids_max, cg_pids_refused;
     /* A problem's secret seeds of this task (a reference's or a
      * candidate's): scrubbed from whatever text it sends (results.c). */
-    uint64_t seeds[64];
+    uint64_t seeds[80]; /* a pool's 64 and its held-out seeds */
     size_t nseeds;
 } krunner;
 

@@ -17,6 +17,7 @@
 #include "agent/ending.h"
 #include "agent/kout.h"
 #include "agent/results.h"
+#include "agent/serve.h"
 #include "common/execenv.h"
 #include "common/log.h"
 #include "common/taskkind.h"
@@ -39,6 +40,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -78,21 +80,6 @@ void runners_fail_assignment(kf_agent *a, const Kfleet__TaskAssign *ta, const ch
  * milliseconds when it comes at all. */
 #define RUNNERS_IDLE_S 5.0
 
-/* The tasks a serving runner takes: those that run a built kernel. */
-static int serves(const Kfleet__TaskAssign *ta)
-{
-    const Kfleet__TaskSpec *s = ta->spec;
-    /* A candidate's runner has its checker for one task: it never serves. */
-    return s && kf_task_kind_at(s->kind)->served && !kf_verdict_wanted(s) && !s->ncu_pass &&
-           s->kernel_hash && *s->kernel_hash &&
-           strlen(s->kernel_hash) < sizeof((krunner *)0)->kernel_hash;
-}
-
-static int on_gpu(const Kfleet__TaskAssign *ta)
-{
-    return ta->spec && ta->spec->device_cuda && !kf_task_kind_at(ta->spec->kind)->builds;
-}
-
 static void take_slot(kf_agent *a, krunner *r)
 {
     if (r->slot_held)
@@ -127,10 +114,10 @@ static void begin_task(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta)
     r->nseeds = 0;
     const Kfleet__TaskSpec *sp = ta->spec;
     if (sp && sp->problem_hash && *sp->problem_hash) /* a candidate's */
-        for (size_t i = 0; i < sp->n_seeds && r->nseeds < 64; i++)
+        for (size_t i = 0; i < sp->n_seeds && r->nseeds < sizeof r->seeds / sizeof *r->seeds; i++)
             r->seeds[r->nseeds++] = sp->seeds[i];
     if (sp && kf_task_kind_at(sp->kind)->references) /* a reference task's */
-        for (size_t i = 0; i < sp->n_seeds && r->nseeds < 64; i++)
+        for (size_t i = 0; i < sp->n_seeds && r->nseeds < sizeof r->seeds / sizeof *r->seeds; i++)
             r->seeds[r->nseeds++] = sp->seeds[i];
     r->tasks++;
     r->started_mono = kf_mono_ns();
@@ -139,40 +126,6 @@ static void begin_task(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta)
         ta->spec && ta->spec->time_limit_s > 0 ? ta->spec->time_limit_s : a->cfg.default_limit_s;
     r->deadline_mono = r->started_mono + (uint64_t)(r->limit_s * 1e9);
     take_slot(a, r);
-}
-
-/* ta as runner r gets it: with the agent's own word on its GPU slot
- * (TaskAssign.slot_warm: held by another task now, its runner on its way
- * out after its result, or until less than KF_SLOT_WARM_S ago; the
- * profile's warm-up is then shorter, thermal.h), whatever the coordinator
- * sent. r's own hold (a serving runner's first task begins before it is
- * handed) does not count. */
-static Kfleet__TaskAssign stamped(const kf_agent *a, const krunner *r, const Kfleet__TaskAssign *ta)
-{
-    Kfleet__TaskAssign c = *ta;
-    uint32_t g = ta->gpu_index;
-    if (!on_gpu(ta) || g >= 64)
-        return c.slot_warm = 0, c;
-    int others = a->gpu_busy[g] - (r->slot_held && r->gpu && r->gpu_index == g);
-    uint64_t freed = a->gpu_freed_mono[g];
-    c.slot_warm = others > 0 || (freed && kf_mono_ns() - freed < (uint64_t)(KF_SLOT_WARM_S * 1e9));
-    return c;
-}
-
-/* ta as one frame on a serving runner's stdin. */
-static int hand_task(kf_agent *a, krunner *r, const Kfleet__TaskAssign *task, kf_err *err)
-{
-    Kfleet__TaskAssign st = stamped(a, r, task), *ta = &st;
-    size_t n = kfleet__task_assign__get_packed_size(ta);
-    kf_buf_reset(&a->scratch);
-    kf_buf_grow(&a->scratch, n + 4);
-    uint8_t *p = (uint8_t *)a->scratch.data;
-    kf_frame_len_put(p, (uint32_t)n);
-    kfleet__task_assign__pack(ta, p + 4);
-    if (kf_write_all(r->in_fd, p, n + 4) != KF_OK)
-        return kf_err_set(err, KF_EIO, "cannot hand the task to runner %d: %s", (int)r->pid,
-                          strerror(errno));
-    return KF_OK;
 }
 
 static void finish_runner(kf_agent *a, size_t idx);
@@ -242,7 +195,11 @@ static void log_start(const krunner *r, const Kfleet__TaskAssign *ta)
  * only one kernel's context at a time on a GPU. */
 static int reuse(kf_agent *a, const Kfleet__TaskAssign *ta)
 {
-    int serve = serves(ta), gpu = on_gpu(ta);
+    /* A candidate whose references this agent lacks computes them in a
+     * runner of the problem first (runners_start), then starts its own. */
+    int cand = kf_verdict_wanted(ta->spec);
+    int serve = serve_takes(ta) && !(cand && checkers_missing(a, ta->spec) > 0),
+        gpu = serve_on_gpu(ta);
     for (size_t i = 0; i < a->nrunners;) {
         krunner *r = a->runners[i];
         int same_gpu = gpu && r->gpu && r->gpu_index == ta->gpu_index;
@@ -252,15 +209,16 @@ static int reuse(kf_agent *a, const Kfleet__TaskAssign *ta)
             i++;
             continue;
         }
-        if (serve && strcmp(r->kernel_hash, ta->spec->kernel_hash) == 0) {
+        if (serve && serve_holds(r, ta)) {
             kf_err err;
-            if (hand_task(a, r, ta, &err) == KF_OK) {
+            if ((cand ? serve_hand_candidate(a, r, ta, &err) : serve_hand(a, r, ta, -1, &err)) ==
+                KF_OK) {
                 begin_task(a, r, ta);
                 log_start(r, ta);
                 return 1;
             }
             kf_warn("runner.reuse", "pid=%d error=\"%s\"", (int)r->pid, err.msg);
-            retire(a, i, "its stdin failed");
+            retire(a, i, "it could not be handed the task");
             continue;
         }
         if (same_gpu) {
@@ -290,7 +248,7 @@ static kf_execenv *runner_env(const kf_agent *a, const krunner *r, uint64_t spaw
 static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
 {
     uint64_t spawn = kf_mono_ns(); /* the runner's start phase from here (harness.h) */
-    int serve = serves(ta);
+    int serve = serve_takes(ta);
     krunner *r = kf_xcalloc(1, sizeof *r);
     kf_buf_init(&r->in);
     r->out_fd = -1;
@@ -298,21 +256,22 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
     r->verdict_fd = -1;
     r->kout_fd = -1;
     r->kout = kf_kout_new();
-    r->gpu = on_gpu(ta);
+    r->gpu = serve_on_gpu(ta);
     r->gpu_index = ta->gpu_index;
     if (serve)
-        snprintf(r->kernel_hash, sizeof r->kernel_hash, "%s", ta->spec->kernel_hash);
+        serve_mark(r, ta);
     int rc = contain_runner(a, r, ta, err); /* its scratch dir, group and mounts */
     if (rc)
         goto fail;
     char path[PATH_MAX + 32];
     int in_fd = -1, task_fd[2] = {-1, -1};
     if (serve) {
-        /* Its tasks come down a pipe, this one first. */
-        if (pipe2(task_fd, O_CLOEXEC) == 0)
+        /* Its tasks come on a socket, this one first: a socket, so that a
+         * candidate's next checker can be passed with its task. */
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, task_fd) == 0)
             in_fd = task_fd[0];
     } else {
-        Kfleet__TaskAssign st = stamped(a, r, ta);
+        Kfleet__TaskAssign st = serve_stamped(a, r, ta);
         size_t n = kfleet__task_assign__get_packed_size(&st);
         kf_buf_reset(&a->scratch);
         kf_buf_grow(&a->scratch, n);
@@ -356,12 +315,13 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
     if (serve)
         argv[argn++] = "--serve";
     pid_t warm_pid = 0, pid;
-    if (warmup_for_task(a, ta, on_gpu(ta))) {
+    if (warmup_for_task(a, ta, serve_on_gpu(ta))) {
         kf_warm_req req;
         memset(&req, 0, sizeof req);
         req.task_id = ta->task_id;
         req.attempt = ta->attempt;
         req.spawn_ns = spawn;
+        req.serve = (uint32_t)serve;
         req.nfds = cfd >= 0 ? KF_WARM_FD_CHECKER + 1 : KF_WARM_FD_CHECKER;
         contain_warm(r, &req);
         if (kf_sandbox_enabled())
@@ -436,17 +396,14 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
     r->kout_fd = ofd[0];
     if (cfd >= 0) {
         close(cfd);
-        r->want_checks = /* a profile re-checks during its samples and after them */
-            kf_task_kind_at(ta->spec->kind)->report == KF_REPORT_VALIDATION
-                ? (uint32_t)ta->spec->n_seeds
-                : 2;
+        r->want_checks = serve_checks_wanted(ta);
     }
     r->pid = pid;
     r->out_fd = pfd[0];
     r->in_fd = task_fd[1];
     begin_task(a, r, ta);
     a->runners[a->nrunners++] = r;
-    if (serve && hand_task(a, r, ta, err) != KF_OK) {
+    if (serve && serve_hand(a, r, ta, -1, err) != KF_OK) {
         /* It dies at once; the reaper reports the attempt failed, as a
          * runner that could not start. */
         kill(-pid, SIGKILL);

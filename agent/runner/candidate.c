@@ -14,8 +14,10 @@
  * reference() only fails. Its setup() makes the problem's state from a
  * seed of the pool and the candidate's prepare(); run() is the
  * candidate's. kf_kernel's callbacks carry no context, so the composition
- * is one static of this file: a runner takes one candidate task and exits
- * (the agent never keeps a candidate's runner serving). */
+ * is one static of this file, and a runner holds one candidate: a serving
+ * runner (harness.h) takes the same candidate's next task of the same
+ * problem (its profile after its validate) with hctx_candidate_resume, a
+ * new checker's socket passed with that task, and never another's. */
 #include "runner/hctx.h"
 
 #include "common/taskkind.h"
@@ -353,6 +355,10 @@ static int load_candidate(hctx *h, loaded *P, loaded *L)
     return 0;
 }
 
+/* The candidate and problem this process holds (hctx_candidate_resume
+ * refuses any other). */
+static char the_kernel[128], the_problem[128];
+
 int hctx_candidate_load(hctx *h, loaded *L)
 {
     loaded P = {0};
@@ -368,6 +374,36 @@ int hctx_candidate_load(hctx *h, loaded *L)
     the_ctx.fresh = fresh;
     the_ctx.h = h;
     h->refresh = fresh ? refresh : NULL;
+    snprintf(the_kernel, sizeof the_kernel, "%s", h->spec->kernel_hash ? h->spec->kernel_hash : "");
+    snprintf(the_problem, sizeof the_problem, "%s", h->spec->problem_hash);
+    return 0;
+}
+
+int hctx_candidate_resume(hctx *h, int have_checker)
+{
+    const Kfleet__TaskSpec *sp = h->spec;
+    if (!the_ctx.problem || !sp->kernel_hash || strcmp(sp->kernel_hash, the_kernel) != 0 ||
+        strcmp(sp->problem_hash, the_problem) != 0)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                         "internal: a runner holding candidate %.16s of problem %.16s was handed "
+                         "candidate %.16s of problem %.16s",
+                         the_kernel, the_problem, sp->kernel_hash ? sp->kernel_hash : "?",
+                         sp->problem_hash);
+    /* Never whatever descriptor the last task's code left at the checker's
+     * number: only the socket the agent passed with this task. */
+    if (!have_checker)
+        return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
+                         "candidate %s: its task came to a serving runner without its checker's "
+                         "socket",
+                         sp->kernel);
+    if (start_checker(h) != 0)
+        return -1;
+    /* The first task's answer to whether fresh inputs are allowed: asked
+     * again now, the candidate (imported since) could give it. */
+    the_ctx.spec = sp;
+    the_ctx.k.name = sp->kernel; /* the last task's spec is freed */
+    the_ctx.h = h;
+    h->refresh = the_ctx.fresh ? refresh : NULL;
     return 0;
 }
 

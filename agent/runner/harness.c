@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -104,6 +105,9 @@ static int do_build(hctx *h, Kfleet__BuildInfo *bi, kf_build_info *b, const char
  * after its first task. */
 typedef struct hkeep {
     char kernel_hash[128];
+    /* A candidate's next task came with its checker's socket, placed at
+     * KF_RUNNER_FD_CHECKER (candidate.c). */
+    int checker_passed;
     int confined;                 /* the sandbox entered, for this kernel */
     struct kf_toolhost *toolhost; /* its tool host (toolhost.h), for its life */
     loaded L;
@@ -366,6 +370,9 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
             hctx_set_params(&h, &L);
             if (h.cu)
                 kf_cudrv_until_idle(h.cu, 0);
+            if (hctx_is_candidate(h.spec) && hctx_candidate_resume(&h, keep->checker_passed) != 0)
+                loaded_rc = -1; /* the Result says why */
+            keep->checker_passed = 0;
         } else if (!(keep && keep->confined) &&
                    (verify_artifact(&h) != 0 || confine(&h, scratch) != 0)) {
             loaded_rc = -1; /* the Result says why; nothing of the kernel ran */
@@ -394,8 +401,7 @@ static int run_task(const Kfleet__TaskAssign *ta, const char *workdir, const cha
          * matches them with. */
         hctx_candidate_finish(&h);
         kf_devcmp_destroy(&h.devcmp); /* our module and buffer: not the next task's */
-        if (keep && loaded_rc == 0 && !h.spec->ncu_pass && !hctx_is_candidate(h.spec) &&
-            keep_after(keep, &h)) {
+        if (keep && loaded_rc == 0 && !h.spec->ncu_pass && keep_after(keep, &h)) {
             if (!reused)
                 snprintf(keep->kernel_hash, sizeof keep->kernel_hash, "%s", h.spec->kernel_hash);
             keep->L = L;
@@ -538,6 +544,58 @@ int kf_runner_main(const char *workdir, const char *scratch, int channel, uint64
     return rc == KF_OK ? 0 : 1;
 }
 
+/* A task frame's length header from the serving runner's task socket, with
+ * the descriptor the agent may pass beside it (a candidate's new checker
+ * socket, placed at KF_RUNNER_FD_CHECKER; *passed set). On a pipe (a runner
+ * started by hand) a plain read. 1, 0 at EOF before any byte, -1 on an
+ * error, a cut header or a descriptor that cannot be placed. */
+static int read_header(int fd, uint8_t hdr[4], int *passed)
+{
+    size_t got = 0;
+    while (got < 4) {
+        union {
+            struct cmsghdr h;
+            char b[CMSG_SPACE(sizeof(int))];
+        } cb;
+        struct iovec iov = {hdr + got, 4 - got};
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+        m.msg_control = cb.b;
+        m.msg_controllen = sizeof cb.b;
+        ssize_t r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+        if (r < 0 && errno == ENOTSOCK) {
+            r = read(fd, hdr + got, 4 - got);
+            m.msg_controllen = 0;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r == 0 && got == 0 ? 0 : -1;
+        got += (size_t)r;
+        for (struct cmsghdr *c = m.msg_controllen ? CMSG_FIRSTHDR(&m) : NULL; c;
+             c = CMSG_NXTHDR(&m, c)) {
+            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+                continue;
+            size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (size_t i = 0; i < n; i++) {
+                int pfd;
+                memcpy(&pfd, CMSG_DATA(c) + i * sizeof(int), sizeof pfd);
+                /* One descriptor is the protocol; a second is not placed. */
+                if (i == 0 && !*passed &&
+                    (pfd == KF_RUNNER_FD_CHECKER ||
+                     dup3(pfd, KF_RUNNER_FD_CHECKER, O_CLOEXEC) >= 0)) {
+                    *passed = 1;
+                    if (pfd == KF_RUNNER_FD_CHECKER)
+                        continue; /* it came where it goes */
+                }
+                close(pfd);
+            }
+        }
+        if (m.msg_flags & MSG_CTRUNC)
+            return -1;
+    }
+    return 1;
+}
+
 /* Reads exactly n bytes from fd: 1, 0 at EOF before any byte, -1 on an
  * error or EOF inside. */
 static int read_full(int fd, uint8_t *p, size_t n)
@@ -565,7 +623,8 @@ int kf_runner_serve(const char *workdir, const char *scratch, int channel, uint6
     int rc = 0, python = 0;
     for (;;) {
         uint8_t hdr[4];
-        int got = read_full(task_fd, hdr, sizeof hdr);
+        keep.checker_passed = 0;
+        int got = read_header(task_fd, hdr, &keep.checker_passed);
         if (got == 0)
             break; /* the agent closed our stdin: no more tasks */
         uint32_t len = kf_frame_len_get(hdr);

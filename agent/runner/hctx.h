@@ -301,6 +301,12 @@ void hctx_reference_free(Kfleet__Result *res);
  * drives problem and candidate as one kernel whose outputs the checker
  * judges. 0, or -1 with the task failed. */
 int hctx_candidate_load(hctx *h, loaded *L);
+/* The next task of the candidate a serving runner loaded (the same kernel
+ * and problem hashes, else the task fails): the checker reconnected on
+ * the socket the agent passed with it (have_checker: it did; placed at
+ * KF_RUNNER_FD_CHECKER), the task's seeds in use. 0, or -1 with the task
+ * failed. */
+int hctx_candidate_resume(hctx *h, int have_checker);
 /* Whether the task is a candidate's (its spec names a problem). */
 int hctx_is_candidate(const Kfleet__TaskSpec *spec);
 /* Ends the checker's checks: every verdict written before the Result. */

@@ -119,17 +119,18 @@ static void be_runner(const char *workdir, const kf_warm_req *req, const int *fd
     }
     kf_debug("warm.runner", "task=0x%llx attempt=%u pid=%d warm=%d",
              (unsigned long long)req->task_id, req->attempt, (int)getpid(), (int)getppid());
-    int rc = kf_runner_main(workdir, req->scratch[0] ? req->scratch : NULL, 1, req->spawn_ns);
+    const char *scratch = req->scratch[0] ? req->scratch : NULL;
+    int rc = req->serve ? kf_runner_serve(workdir, scratch, 1, req->spawn_ns)
+                        : kf_runner_main(workdir, scratch, 1, req->spawn_ns);
     _exit(rc); /* a copy of an interpreter: never finalized (pykernel.h) */
 }
 
-/* The Triton launchers the runners of req's kernel recorded in its kept
- * cache, built here after its runner is forked and answered (warm.h): the
+/* The Triton launchers the runners of kernel h recorded in its kept
+ * cache, built here after a runner is forked and answered (warm.h): the
  * agent waits for no build, and one stops before it starts when the next
  * request is waiting. Nothing when it names none, or names no hash. */
-static void learn(const char *workdir, const kf_warm_req *req)
+static void learn(const char *workdir, const char *h)
 {
-    const char *h = req->kernel_hash;
     char dir[PATH_MAX], built[32] = "", err[512] = "";
     if (kf_confine_kcache_dir(workdir, h, dir, sizeof dir) != 0)
         return;
@@ -206,6 +207,10 @@ int kf_runner_warm(const char *workdir)
     snprintf(ready, sizeof ready, "%s threads=%d", imported, kf_sandbox_threads());
     answer(getpid(), ready); /* ready: the agent sends tasks from now on */
     unsigned tasks = 0;
+    /* The kernel of the last request: its runner has run since (a serving
+     * runner takes a candidate's later tasks without a fork, so its
+     * records are read at the next candidate's request). */
+    char last[sizeof((kf_warm_req *)0)->kernel_hash] = "";
     for (;;) {
         kf_warm_req req;
         int fds[KF_WARM_MAX_FDS];
@@ -223,7 +228,10 @@ int kf_runner_warm(const char *workdir)
         fork_runner(workdir, &req, fds, agent);
         for (uint32_t i = 0; i < req.nfds; i++)
             close(fds[i]);
-        learn(workdir, &req);
+        if (last[0] && strcmp(last, req.kernel_hash) != 0)
+            learn(workdir, last);
+        learn(workdir, req.kernel_hash);
+        snprintf(last, sizeof last, "%s", req.kernel_hash);
         tasks++;
     }
     kf_info("warm.end", "pid=%d tasks=%u", (int)getpid(), tasks);

@@ -52,6 +52,7 @@ typedef struct kf_warm_req {
     char kernel_hash[129];
     kf_contain_plan contain; /* its control group and private mounts, entered first */
     uint64_t spawn_ns;       /* when the agent started the runner (harness.h) */
+    uint32_t serve;          /* a serving runner (kf_runner_serve): its tasks on the task socket */
 } kf_warm_req;
 
 /* The answer: the runner's pid, or -1 and why. The warm process's first

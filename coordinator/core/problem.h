@@ -15,6 +15,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Seeds of a problem's pool beyond the sweep's `seeds:` (the validation's):
+ * held out for the profile. A candidate's validation runs on the first
+ * `seeds:` of the pool and its profile's audits and re-checks on these,
+ * which no earlier task of the candidate's runner saw: a runner serves a
+ * candidate's profile after its validation (agent/serve.h), and a
+ * candidate right only on inputs it has seen (an output memo returning
+ * anything fast for new ones) fails the profile's first audit, as it did
+ * when its profile ran in a process of its own. Two, because the checker
+ * judges a spot check under loose tolerances by the distance between the
+ * answers of two of the task's seeds (runner/checker.c). */
+#define KF_PROBLEM_AUDIT_SEEDS 2
+
+/* The pool's size for a sweep of `seeds:` validation seeds. */
+static inline uint32_t kf_problem_pool_size(uint32_t validation_seeds)
+{
+    return validation_seeds + KF_PROBLEM_AUDIT_SEEDS;
+}
+
 /* The configuration key of a problem's parameters, in any order:
  * BLAKE2b-128 of the sorted "name=value\n" lines. Two parameter lists with
  * the same pairs get the same key. */

@@ -7,6 +7,7 @@
  * requests. */
 #include "daemon/coord_int.h"
 #include "common/log.h"
+#include "common/taskkind.h"
 #include "common/xalloc.h"
 #include "core/problem.h"
 #include "core/sweep.h"
@@ -29,8 +30,8 @@ int control_plan_references(kf_txn *txn, Kfleet__Sweep *in, const Kfleet__TaskGr
     const Kfleet__KernelRef *pk = in->kernels[in->n_kernels - 1];
     Kfleet__SeedPool *pool = NULL;
     int renewed = 0;
-    int rc = kf_problem_seed_pool(txn, pk->hash, in->seed_pool, in->seed_renew_s, now_ns, &pool,
-                                  &renewed);
+    int rc = kf_problem_seed_pool(txn, pk->hash, kf_problem_pool_size(in->seed_pool),
+                                  in->seed_renew_s, now_ns, &pool, &renewed);
     if (rc != KF_OK) {
         snprintf(why, whylen, "submit: the store refused problem %s's seed pool (%d)", pk->name,
                  rc);
@@ -117,8 +118,9 @@ int control_reference_seeds(kf_txn *txn, const Kfleet__Sweep *sw, const Kfleet__
         return KF_EINVAL;
     Kfleet__SeedPool *pool = NULL;
     int renewed = 0;
-    int rc = kf_problem_seed_pool(txn, sw->kernels[t->kernel_index]->hash, sw->seed_pool,
-                                  sw->seed_renew_s, now_ns, &pool, &renewed);
+    int rc = kf_problem_seed_pool(txn, sw->kernels[t->kernel_index]->hash,
+                                  kf_problem_pool_size(sw->seed_pool), sw->seed_renew_s, now_ns,
+                                  &pool, &renewed);
     if (rc != KF_OK)
         return rc;
     uint8_t key[KF_STORE_CONFIG_KEY];
@@ -151,8 +153,8 @@ int control_candidate_refs(kf_txn *txn, const Kfleet__Sweep *sw, const Kfleet__T
         return KF_EINVAL;
     Kfleet__SeedPool *pool = NULL;
     int renewed = 0;
-    int rc = kf_problem_seed_pool(txn, pk->hash, sw->seed_pool, sw->seed_renew_s, now_ns, &pool,
-                                  &renewed);
+    int rc = kf_problem_seed_pool(txn, pk->hash, kf_problem_pool_size(sw->seed_pool),
+                                  sw->seed_renew_s, now_ns, &pool, &renewed);
     if (rc != KF_OK)
         return rc;
     uint8_t key[KF_STORE_CONFIG_KEY];
@@ -160,7 +162,16 @@ int control_candidate_refs(kf_txn *txn, const Kfleet__Sweep *sw, const Kfleet__T
     size_t cap = pool->n_seeds ? pool->n_seeds : 1;
     *seeds = kf_xcalloc(cap, sizeof **seeds);
     *refs = kf_xcalloc(cap, sizeof **refs);
-    for (size_t i = 0; i < pool->n_seeds && rc == KF_OK; i++) {
+    /* A validation gets the pool's first sw->seed_pool seeds, a profile
+     * the rest, held out for it (core/problem.h); another kind all. */
+    size_t from = 0, to = pool->n_seeds;
+    int report = kf_task_kind_at(t->kind)->report;
+    size_t split = sw->seed_pool < pool->n_seeds ? sw->seed_pool : pool->n_seeds;
+    if (report == KF_REPORT_VALIDATION)
+        to = split;
+    else if (report == KF_REPORT_TIMING)
+        from = split;
+    for (size_t i = from; i < to && rc == KF_OK; i++) {
         Kfleet__Reference *r = NULL;
         rc = kf_store_get_reference(txn, pk->hash, key, pool->seeds[i], &r);
         if (rc == KF_ENOTFOUND) { /* not computed yet, or renewed meanwhile */

@@ -7,6 +7,7 @@
  * (ordered by configuration key, then seed, so configurations are counted
  * where the key changes). */
 #include "report/report_problem.h"
+#include "core/problem.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -105,6 +106,6 @@ void kf_rep_seed_policy(const rproblem *p, char *out, size_t len)
         snprintf(gen, sizeof gen, "generation %u", p->generation);
     else
         snprintf(gen, sizeof gen, "no pool stored yet");
-    snprintf(out, len, "pool of %u seed%s, %s, %s", p->seed_pool, p->seed_pool == 1 ? "" : "s",
-             renew, gen);
+    snprintf(out, len, "pool of %u seed%s, %s, %s; %u more the profiles audit on", p->seed_pool,
+             p->seed_pool == 1 ? "" : "s", renew, gen, (unsigned)KF_PROBLEM_AUDIT_SEEDS);
 }

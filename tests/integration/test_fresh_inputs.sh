@@ -18,7 +18,10 @@
 #    16 x 16384 under atol = 1e-2: every value is below it), an answer kept
 #    from other inputs fails an audit on the distance between the pool's
 #    answers (agent/runner/checker.c), while the honest one passes.
-# And a problem whose teardown() fails on a fresh state fails the profile.
+# A candidate right only on the inputs it met first (the validation's), whose
+# profile runs in its validation's runner, fails an audit on the pool's seeds
+# held out from the validation. And a problem whose teardown() fails on a
+# fresh state fails the profile.
 source "$(dirname "$0")/lib.sh"
 
 export KF_PYTHON=/usr/bin/python3
@@ -68,6 +71,29 @@ print(f"ok - ahead failed an audit: {err[:110]}; memo's fastest sample {memo_min
       f"summemo's {sum_min*1e3:.2f} ms, np_matmul's {honest_min*1e3:.2f} ms; memo {m['fresh_samples']} fresh, {m['audit_samples']} audits")
 PY
 pass "kept answers: ahead fails an audit, memo and summemo never hit a timed sample"
+
+# kfleet run of sweep $2 [args...], which must exit 1 (a row fails); its
+# output, log and JSON report in $T/$1.*; $3... are kfleet run's arguments.
+run_failing() {
+  local name=$1 yaml=$2 rc=0
+  shift 2
+  "$KFLEET" run "$yaml" "$@" >"$T/$name.out" 2>"$T/$name.log" || rc=$?
+  [ $rc -eq 1 ] || fail "kfleet run of $yaml should exit 1 (a row fails), got $rc: $(tail -5 "$T/$name.log")"
+  "$KFLEET" report --format json >"$T/$name.json" || fail "report"
+}
+
+run_failing seen "$KF_SRC/tests/data/problems/ahead/sweep_seen.yaml" --agents 1
+python3 - "$T/seen.json" <<'PY' || fail "a candidate right only on the validation's inputs passed its served profile"
+import json, sys
+(so,) = json.load(open(sys.argv[1]))["rows"]
+serr = so["profile"]["error"] or ""
+assert so["validation"]["state"] == "succeeded", so["validation"]
+# Its profile ran in its validation's runner, where its memo kept what the
+# validation showed it; the audits' seeds were held out from the validation.
+assert so["provenance"].get("profile_runner_task") == 2, so["provenance"]
+assert so["profile"]["state"] == "failed" and "(pool seed " in serr, so["profile"]
+PY
+pass "seenonly (right only on the validation's inputs) passed validation and failed its served profile's audit"
 
 set +e
 "$KFLEET" run "$KF_SRC/tests/data/problems/allclose/sweep_ahead.yaml" >"$T/loose.out" 2>"$T/loose.log"
@@ -126,12 +152,7 @@ candidates:
 tasks: [build, validate, profile]
 measure: {min_samples: 5, min_time: 5ms, max_noise: 50, timeout: 2s}
 YEOF
-set +e
-"$KFLEET" run "$T/td/sweep_td.yaml" >"$T/td.out" 2>"$T/td.log"
-rc=$?
-set -e
-[ $rc -eq 1 ] || fail "the sweep whose fresh state's teardown fails should exit 1, got $rc: $(tail -5 "$T/td.log")"
-"$KFLEET" report --format json >"$T/td.json" || fail "report"
+run_failing td "$T/td/sweep_td.yaml"
 python3 - "$T/td.json" <<'PY' || fail "a failing teardown() of the fresh inputs was swallowed"
 import json, sys
 (r,) = json.load(open(sys.argv[1]))["rows"]

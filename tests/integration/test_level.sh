@@ -117,10 +117,12 @@ done
 if grep -q 'warm.later ' "$AL"; then fail "kfleet run of Python problems set KF_WARM=later"; fi
 # Its problems' reference tasks fork from it too (each paid a fresh
 # interpreter's start before): it forked more runners than the level had
-# candidate tasks (the first task may come while it still imports).
+# candidate tasks that needed one (the first task may come while it still
+# imports; a task its candidate's runner served after an earlier one needs
+# none: provenance's *_runner_task above 1).
 ran=0
 for id in 1 2; do
-  n=$("$KFLEET" report $id --format json | python3 -c 'import json,sys; print(sum(1 for w in json.load(sys.stdin)["rows"] for t in ("validation", "profile") if (w.get(t) or {}).get("state") in ("succeeded", "failed") and not (w[t].get("error") or "").startswith("refused")))')
+  n=$("$KFLEET" report $id --format json | python3 -c 'import json,sys; print(sum(1 for w in json.load(sys.stdin)["rows"] for t, k in (("validation", "validate"), ("profile", "profile")) if (w.get(t) or {}).get("state") in ("succeeded", "failed") and not (w[t].get("error") or "").startswith("refused") and ((w.get("provenance") or {}).get(k + "_runner_task") or 1) == 1))')
   ran=$((ran + n))
 done
 forked=$(grep -o 'warm.retire .* tasks=[0-9]*' "$AL" | sed 's/.*tasks=//')
@@ -143,18 +145,19 @@ registered=$(grep -n 'agent.registered ' "$AL" | head -1 | cut -d: -f1)
 [ "$(grep -c 'warm.start ' "$AL")" -eq 1 ] || fail "want the one warm runner started with the agent: $(grep 'warm\.' "$AL")"
 forked=$(grep -o 'warm.retire .* tasks=[0-9]*' "$AL" | sed 's/.*tasks=//')
 [ "${forked:-0}" -gt 0 ] || fail "the warm runner started with the agent forked no runner: $(grep 'warm\.' "$AL")"
-# A candidate's runner never serves: each of its tasks has the runner's
-# start (the agent's request to the warm runner, to the task's first step)
-# as its own phase.
+# A candidate's runner's first task has the runner's start (the agent's
+# request to the warm runner, to the task's first step) as its own phase; a
+# task its candidate's runner served after an earlier one has none.
 "$KFLEET" report 1 --format json >"$T/early.json"
-python3 - "$T/early.json" <<'PY' || fail "a task of a warm-forked runner lacks its start phase"
+python3 - "$T/early.json" <<'PY' || fail "a runner's first task lacks its start phase, or a served task has one"
 import json, sys
 n = 0
 for r in json.load(open(sys.argv[1]))["rows"]:
-    for t in (r.get("validation"), r.get("profile")):
+    for t, k in ((r.get("validation"), "validate"), (r.get("profile"), "profile")):
         if t and t.get("state") in ("succeeded", "failed") and t.get("phases_s"):
             s = t["phases_s"].get("start", 0)
-            assert 0 < s < 60, (r["kernel"], t["phases_s"], t["elapsed_s"])
+            served = ((r.get("provenance") or {}).get(k + "_runner_task") or 1) > 1
+            assert (s == 0) if served else (0 < s < 60), (r["kernel"], k, served, t["phases_s"])
             n += 1
 assert n > 0
 PY

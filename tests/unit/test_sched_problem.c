@@ -23,15 +23,16 @@
 
 #include "sched_fixture.h"
 
-/* Stores a reference for every seed of problem `hash`'s pool (3 seeds)
- * for the configuration of params. */
+/* Stores a reference for every seed of problem `hash`'s pool (3 seeds and
+ * the 2 held out for the profile) for the configuration of params. */
 static void store_refs(kf_coord *c, const char *hash, Kfleet__Param **params, size_t np)
 {
     kf_txn *txn;
     assert_int_equal(coord_txn(c, &txn), KF_OK);
     Kfleet__SeedPool *pool = NULL;
     int renewed = 1;
-    assert_int_equal(kf_problem_seed_pool(txn, hash, 3, 86400.0, kf_now_ns(), &pool, &renewed),
+    assert_int_equal(kf_problem_seed_pool(txn, hash, kf_problem_pool_size(3), 86400.0, kf_now_ns(),
+                                          &pool, &renewed),
                      KF_OK);
     assert_int_equal(renewed, 0);
     uint8_t key[KF_STORE_CONFIG_KEY];
@@ -181,14 +182,18 @@ static void test_reference_task_seeds(void **state)
     assert_int_equal(coord_txn(c, &txn), KF_OK);
     Kfleet__SeedPool *pool = NULL;
     int renewed = 1;
-    assert_int_equal(kf_problem_seed_pool(txn, sw->rec->kernels[3]->hash, 3, 86400.0, kf_now_ns(),
-                                          &pool, &renewed),
+    assert_int_equal(kf_problem_seed_pool(txn, sw->rec->kernels[3]->hash, kf_problem_pool_size(3),
+                                          86400.0, kf_now_ns(), &pool, &renewed),
                      KF_OK);
     assert_int_equal(renewed, 0);
+    /* The validation's 3 seeds and the 2 held out for the profile. */
+    assert_int_equal(pool->n_seeds, 5);
+    uint64_t pool_seeds[5];
+    memcpy(pool_seeds, pool->seeds, sizeof pool_seeds);
     for (size_t i = 0; i < n; i++) {
         assert_int_equal(s[i].kind, KFLEET__TASK_KIND__REFERENCE);
-        assert_int_equal(s[i].nseeds, 3);
-        for (size_t k = 0; k < 3; k++)
+        assert_int_equal(s[i].nseeds, 5);
+        for (size_t k = 0; k < 5; k++)
             assert_true(s[i].seeds[k] == pool->seeds[k]);
     }
     kfleet__seed_pool__free_unpacked(pool, NULL);
@@ -222,8 +227,14 @@ static void test_reference_task_seeds(void **state)
             } else {
                 assert_true(problem_built[on]);
                 assert_string_equal(s[i].problem_hash, hash);
-                assert_int_equal(s[i].nseeds, 3);
-                assert_int_equal(s[i].nrefs, 3);
+                /* A validation's seeds are the pool's first 3; a
+                 * profile's the 2 held out from it, never one of those. */
+                int prof = s[i].kind == KFLEET__TASK_KIND__PROFILE;
+                size_t want = prof ? 2 : 3, from = prof ? 3 : 0;
+                assert_int_equal(s[i].nseeds, want);
+                assert_int_equal(s[i].nrefs, want);
+                for (size_t k = 0; k < want; k++)
+                    assert_true(s[i].seeds[k] == pool_seeds[from + k]);
                 /* The baseline (numpy_naive, kernel 0) on each agent that
                  * runs a candidate's profile of its configuration
                  * (sched_baseline.c): made for that agent, pinned to it. */

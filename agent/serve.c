@@ -1,0 +1,171 @@
+/* serve — see serve.h. */
+#include "agent/serve.h"
+#include "agent/checkers.h"
+#include "common/taskkind.h"
+#include "common/util.h"
+#include "common/wire.h"
+#include "runner/thermal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* A candidate task's configuration as text ("name=value;..."), into out:
+ * 0, or -1 when it does not fit (such a task is not served). */
+static int config_of(const Kfleet__TaskSpec *s, char *out, size_t len)
+{
+    size_t off = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < s->n_params; i++) {
+        int n =
+            snprintf(out + off, len - off, "%s=%lld;", s->params[i]->name ? s->params[i]->name : "",
+                     (long long)s->params[i]->value);
+        if (n < 0 || (size_t)n >= len - off)
+            return -1;
+        off += (size_t)n;
+    }
+    return 0;
+}
+
+/* The tasks a serving runner takes: those that run a built kernel. A
+ * candidate's runner serves one more task, the profile of the
+ * configuration it validated, with a new checker (the checker holds one
+ * task's references and verdicts): its seeds are the pool's held out from
+ * the validation (coordinator/core/problem.h), and another configuration
+ * (the same seeds at another size) gets a runner of its own. */
+int serve_takes(const Kfleet__TaskAssign *ta)
+{
+    const Kfleet__TaskSpec *s = ta->spec;
+    char config[sizeof((krunner *)0)->config];
+    return s && kf_task_kind_at(s->kind)->served && !s->ncu_pass && s->kernel_hash &&
+           *s->kernel_hash && strlen(s->kernel_hash) < sizeof((krunner *)0)->kernel_hash &&
+           (!s->problem_hash || strlen(s->problem_hash) < sizeof((krunner *)0)->problem_hash) &&
+           config_of(s, config, sizeof config) == 0;
+}
+
+/* Whether idle serving runner r holds ta's kernel, and for a candidate's
+ * profile, its problem and the configuration of r's one task, a
+ * validation. */
+int serve_holds(const krunner *r, const Kfleet__TaskAssign *ta)
+{
+    const Kfleet__TaskSpec *s = ta->spec;
+    if (strcmp(r->kernel_hash, s->kernel_hash) != 0)
+        return 0;
+    if (!s->problem_hash || !*s->problem_hash)
+        return !r->problem_hash[0];
+    char config[sizeof r->config];
+    return strcmp(r->problem_hash, s->problem_hash) == 0 && r->tasks == 1 &&
+           kf_task_kind_at(r->kind)->report == KF_REPORT_VALIDATION &&
+           kf_task_kind_at(s->kind)->report == KF_REPORT_TIMING &&
+           config_of(s, config, sizeof config) == 0 && strcmp(config, r->config) == 0;
+}
+
+/* The outputs a candidate's task must have judged: a profile re-checks
+ * during its samples and after them. */
+uint32_t serve_checks_wanted(const Kfleet__TaskAssign *ta)
+{
+    return kf_task_kind_at(ta->spec->kind)->report == KF_REPORT_VALIDATION
+               ? (uint32_t)ta->spec->n_seeds
+               : 2;
+}
+
+int serve_on_gpu(const Kfleet__TaskAssign *ta)
+{
+    return ta->spec && ta->spec->device_cuda && !kf_task_kind_at(ta->spec->kind)->builds;
+}
+
+/* r's own hold (a serving runner's first task begins before it is handed)
+ * does not count; slot_warm: held by another task now, its runner on its
+ * way out after its result, or until less than KF_SLOT_WARM_S ago (the
+ * profile's warm-up is then shorter, thermal.h). */
+Kfleet__TaskAssign serve_stamped(const kf_agent *a, const krunner *r, const Kfleet__TaskAssign *ta)
+{
+    Kfleet__TaskAssign c = *ta;
+    uint32_t g = ta->gpu_index;
+    if (!serve_on_gpu(ta) || g >= 64)
+        return c.slot_warm = 0, c;
+    int others = a->gpu_busy[g] - (r->slot_held && r->gpu && r->gpu_index == g);
+    uint64_t freed = a->gpu_freed_mono[g];
+    c.slot_warm = others > 0 || (freed && kf_mono_ns() - freed < (uint64_t)(KF_SLOT_WARM_S * 1e9));
+    return c;
+}
+
+/* Sends the 4 bytes of a frame's header on the runner's task socket with
+ * descriptor fd beside them (SCM_RIGHTS): the runner reads it with the
+ * header (harness.c read_header). */
+static int send_with_fd(int sock, const uint8_t hdr[4], int fd)
+{
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(int))];
+    } cb;
+    memset(&cb, 0, sizeof cb);
+    struct iovec iov = {(void *)hdr, 4};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+    m.msg_control = cb.b;
+    m.msg_controllen = sizeof cb.b;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    ssize_t n;
+    do
+        n = sendmsg(sock, &m, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    return n == 4 ? KF_OK : KF_EIO;
+}
+
+/* ta as one frame on a serving runner's task socket, with a candidate's
+ * checker socket (cfd >= 0) passed beside it. */
+int serve_hand(kf_agent *a, krunner *r, const Kfleet__TaskAssign *task, int cfd, kf_err *err)
+{
+    Kfleet__TaskAssign st = serve_stamped(a, r, task), *ta = &st;
+    size_t n = kfleet__task_assign__get_packed_size(ta);
+    kf_buf_reset(&a->scratch);
+    kf_buf_grow(&a->scratch, n + 4);
+    uint8_t *p = (uint8_t *)a->scratch.data;
+    kf_frame_len_put(p, (uint32_t)n);
+    kfleet__task_assign__pack(ta, p + 4);
+    if (cfd >= 0 && send_with_fd(r->in_fd, p, cfd) != KF_OK)
+        return kf_err_set(err, KF_EIO, "cannot pass the checker to runner %d: %s", (int)r->pid,
+                          strerror(errno));
+    size_t off = cfd >= 0 ? 4 : 0;
+    if (kf_write_all(r->in_fd, p + off, n + 4 - off) != KF_OK)
+        return kf_err_set(err, KF_EIO, "cannot hand the task to runner %d: %s", (int)r->pid,
+                          strerror(errno));
+    return KF_OK;
+}
+
+/* Candidate task ta to idle runner r, which holds its candidate: the last
+ * task's checker ended (its verdicts were read with that Result), a new
+ * one started for ta and its socket passed with the task. */
+int serve_hand_candidate(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta, kf_err *err)
+{
+    checkers_stop(r);
+    if (r->verdict_fd >= 0) {
+        close(r->verdict_fd);
+        r->verdict_fd = -1;
+    }
+    r->refs_recomputed = r->refs_differ = 0;
+    r->verdict_why[0] = '\0';
+    int cfd = -1;
+    int rc = checkers_start(a, r, ta, &cfd, err);
+    if (rc != KF_OK)
+        return rc;
+    rc = serve_hand(a, r, ta, cfd, err);
+    close(cfd);
+    r->want_checks = serve_checks_wanted(ta);
+    return rc;
+}
+
+void serve_mark(krunner *r, const Kfleet__TaskAssign *ta)
+{
+    const Kfleet__TaskSpec *s = ta->spec;
+    snprintf(r->kernel_hash, sizeof r->kernel_hash, "%s", s->kernel_hash);
+    snprintf(r->problem_hash, sizeof r->problem_hash, "%s", s->problem_hash ? s->problem_hash : "");
+    if (r->problem_hash[0])
+        config_of(s, r->config, sizeof r->config);
+}
