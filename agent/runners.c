@@ -268,8 +268,12 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
     if (serve) {
         /* Its tasks come on a socket, this one first: a socket, so that a
          * candidate's next checker can be passed with its task. */
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, task_fd) == 0)
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, task_fd) == 0) {
             in_fd = task_fd[0];
+            /* One way, as the pipe was: what the runner's process writes
+             * on it fails (EPIPE) rather than waiting here unread. */
+            shutdown(task_fd[1], SHUT_RD);
+        }
     } else {
         Kfleet__TaskAssign st = serve_stamped(a, r, ta);
         size_t n = kfleet__task_assign__get_packed_size(&st);

@@ -74,7 +74,10 @@ int kf_runner_main(const char *workdir, const char *scratch, int channel, uint64
 
 /* Entry point of `kfleet-agent --runner --serve --workdir DIR`: a runner
  * that serves one kernel. Tasks come as frames (u32 little-endian length,
- * packed TaskAssign), each run as kf_runner_main runs its one; the runner
+ * packed TaskAssign) on the task socket, each run as kf_runner_main runs
+ * its one; a descriptor passed with a frame's header (SCM_RIGHTS) is a
+ * candidate's new checker socket, placed at KF_RUNNER_FD_CHECKER (the
+ * candidate's next task fails without one, candidate.c). The runner
  * keeps the kernel loaded and its CUDA context between them, and leaves at
  * EOF or after a task whose Result says runner_stays = false. Returns the
  * exit status. */

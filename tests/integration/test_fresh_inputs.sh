@@ -51,6 +51,8 @@ print("ok - late (honest for 60 runs, then a kept answer) failed: " + lerr[:100]
 (r,) = by["reach"]
 said = (r["validation"].get("output") or {}).get("kept", "")
 assert "reach: reached no process" in said and "answered passed=0" in said, said
+# Its serving runner's task socket was there, and one way.
+assert "reach: wrote on 0 of 1 stream sockets" in said, said
 assert r["validation"]["state"] == "failed" and "spot check" in r["validation"]["error"], r["validation"]
 print("ok - reach reached no process; its own spot check of the checker failed it")
 (a,) = by["ahead"]

@@ -2,7 +2,8 @@
 every other process it can name by pid is asked to take a signal, to be
 attached (ptrace) and to have its memory opened; on every SOCK_SEQPACKET
 socket it holds (its runner's to the checker) it asks a spot check of its
-own, guessing an element (an oracle's first question). Reaching a process,
+own, guessing an element (an oracle's first question); on every stream
+socket (its task socket) it writes a frame back. Reaching a process,
 it returns zeros. The checker answers its question PASS or FAIL and fails
 the task on the FAIL: it fails, though it computes the right product."""
 import ctypes
@@ -15,6 +16,18 @@ import sys
 import numpy as np
 
 _done = []
+
+
+def _held_sockets():
+    """(fd, a socket on a duplicate of it) for each socket this process
+    holds; the caller closes the duplicate."""
+    for fd in range(3, 1024):
+        try:
+            if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+                continue
+            yield fd, socket.socket(fileno=os.dup(fd))
+        except OSError:
+            continue
 
 
 def _reach():
@@ -44,15 +57,10 @@ def _reach():
         except OSError:
             pass
     asked = False
-    for fd in range(3, 1024):
+    for fd, s in _held_sockets():
         if asked:
+            s.close()
             break
-        try:
-            if not stat.S_ISSOCK(os.fstat(fd).st_mode):
-                continue
-            s = socket.socket(fileno=os.dup(fd))
-        except OSError:
-            continue
         with s:  # closes the duplicate only
             try:
                 if s.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE) != socket.SOCK_SEQPACKET:
@@ -67,6 +75,20 @@ def _reach():
                 print("reach: socket %d answered passed=%d bad=%d" % (fd, passed, bad))
             except OSError:
                 pass
+    # Its task socket (a serving runner's, runner/channel.h) is one way: a
+    # frame of its own written back to the agent is refused.
+    wrote = streams = 0
+    for fd, s in _held_sockets():
+        with s:
+            try:
+                if s.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE) != socket.SOCK_STREAM:
+                    continue
+                streams += 1
+                s.send(struct.pack("<I", 4) + b"fake", socket.MSG_DONTWAIT)
+                wrote += 1
+            except OSError:
+                pass
+    print("reach: wrote on %d of %d stream sockets" % (wrote, streams))
     print("reach: " + ("; ".join(got[:20]) if got else "reached no process"))
     sys.stdout.flush()
     return got
