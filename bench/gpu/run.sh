@@ -84,7 +84,8 @@
 #   PART=kbsizes  issue 41: KernelBench's level1/1, 1/40 and 2/12 at their
 #                 own sizes (bench/gpu/kernelbench), torch's Model as the
 #                 candidate and the baseline; KB_BIG=1: level1/23's softmax at
-#                 4096 x 393216 (19.3 GB of references) alone; KB_EXAMPLE=1:
+#                 4096 x 393216 alone (6.4 GB of reference a seed: 32 GB for
+#                 its pool, 3 seeds and the profile's 2); KB_EXAMPLE=1:
 #                 examples/problems/softmax first (Triton, CUDA C, a torch
 #                 extension, torch: the host time per call beside the GPU's)
 #   PART=devcompare issue 32 item 4: bench/gpu/devcompare.yaml with every
