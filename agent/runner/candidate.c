@@ -49,6 +49,9 @@ typedef struct cand_ctx {
     kf_kernel k;
     int fresh; /* the problem lets timed samples run on fresh inputs (hctx.refresh) */
     hctx *h;   /* the task's, for note_fresh */
+    /* The candidate and problem this process holds: hctx_candidate_resume
+     * refuses any other. */
+    char kernel_hash[128], problem_hash[128];
 } cand_ctx;
 
 static cand_ctx the_ctx;
@@ -355,10 +358,6 @@ static int load_candidate(hctx *h, loaded *P, loaded *L)
     return 0;
 }
 
-/* The candidate and problem this process holds (hctx_candidate_resume
- * refuses any other). */
-static char the_kernel[128], the_problem[128];
-
 int hctx_candidate_load(hctx *h, loaded *L)
 {
     loaded P = {0};
@@ -374,21 +373,22 @@ int hctx_candidate_load(hctx *h, loaded *L)
     the_ctx.fresh = fresh;
     the_ctx.h = h;
     h->refresh = fresh ? refresh : NULL;
-    snprintf(the_kernel, sizeof the_kernel, "%s", h->spec->kernel_hash ? h->spec->kernel_hash : "");
-    snprintf(the_problem, sizeof the_problem, "%s", h->spec->problem_hash);
+    snprintf(the_ctx.kernel_hash, sizeof the_ctx.kernel_hash, "%s",
+             h->spec->kernel_hash ? h->spec->kernel_hash : "");
+    snprintf(the_ctx.problem_hash, sizeof the_ctx.problem_hash, "%s", h->spec->problem_hash);
     return 0;
 }
 
 int hctx_candidate_resume(hctx *h, int have_checker)
 {
     const Kfleet__TaskSpec *sp = h->spec;
-    if (!the_ctx.problem || !sp->kernel_hash || strcmp(sp->kernel_hash, the_kernel) != 0 ||
-        strcmp(sp->problem_hash, the_problem) != 0)
+    if (!the_ctx.problem || !sp->kernel_hash || strcmp(sp->kernel_hash, the_ctx.kernel_hash) != 0 ||
+        strcmp(sp->problem_hash, the_ctx.problem_hash) != 0)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
                          "internal: a runner holding candidate %.16s of problem %.16s was handed "
                          "candidate %.16s of problem %.16s",
-                         the_kernel, the_problem, sp->kernel_hash ? sp->kernel_hash : "?",
-                         sp->problem_hash);
+                         the_ctx.kernel_hash, the_ctx.problem_hash,
+                         sp->kernel_hash ? sp->kernel_hash : "?", sp->problem_hash);
     /* Never whatever descriptor the last task's code left at the checker's
      * number: only the socket the agent passed with this task. */
     if (!have_checker)
