@@ -193,13 +193,13 @@ static void log_start(const krunner *r, const Kfleet__TaskAssign *ta)
 /* An idle serving runner of ta's kernel on ta's GPU takes ta (1), or
  * none does (0). Idle runners on that GPU of another kernel leave first:
  * only one kernel's context at a time on a GPU. */
-static int reuse(kf_agent *a, const Kfleet__TaskAssign *ta)
+static int reuse(kf_agent *a, const Kfleet__TaskAssign *ta, size_t missing)
 {
-    /* A candidate whose references this agent lacks computes them in a
-     * runner of the problem first (runners_start), then starts its own. */
+    /* A candidate whose references this agent lacks (missing) computes
+     * them in a runner of the problem first (runners_start), then starts
+     * its own. */
     int cand = kf_verdict_wanted(ta->spec);
-    int serve = serve_takes(ta) && !(cand && checkers_missing(a, ta->spec) > 0),
-        gpu = serve_on_gpu(ta);
+    int serve = serve_takes(ta) && !missing, gpu = serve_on_gpu(ta);
     for (size_t i = 0; i < a->nrunners;) {
         krunner *r = a->runners[i];
         int same_gpu = gpu && r->gpu && r->gpu_index == ta->gpu_index;
@@ -428,11 +428,12 @@ fail:
 
 int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
 {
-    if (reuse(a, ta))
-        return KF_OK;
     /* A candidate whose references this agent lacks: a runner that loads
      * only the problem computes them first (checkers.h). */
-    if (kf_verdict_wanted(ta->spec) && checkers_missing(a, ta->spec) > 0) {
+    size_t missing = kf_verdict_wanted(ta->spec) ? checkers_missing(a, ta->spec) : 0;
+    if (reuse(a, ta, missing))
+        return KF_OK;
+    if (missing) {
         uint8_t *packed;
         size_t len;
         int rc = checkers_prestage(a, ta, &packed, &len, err);
@@ -449,8 +450,8 @@ int runners_start(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *err)
         r->then = kf_xmalloc(r->then_len ? r->then_len : 1);
         kfleet__task_assign__pack(ta, r->then);
         kf_info("refs.compute", "task=0x%llx attempt=%u missing=%zu of %zu warm=%d",
-                (unsigned long long)ta->task_id, ta->attempt, checkers_missing(a, ta->spec),
-                ta->spec->n_references, (int)r->warm_pid);
+                (unsigned long long)ta->task_id, ta->attempt, missing, ta->spec->n_references,
+                (int)r->warm_pid);
         return KF_OK;
     }
     return start_runner(a, ta, err) ? KF_OK : (err->code ? err->code : KF_EIO);

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 /* A candidate task's configuration as text ("name=value;..."), into out:
@@ -92,32 +91,6 @@ Kfleet__TaskAssign serve_stamped(const kf_agent *a, const krunner *r, const Kfle
     return c;
 }
 
-/* Sends the 4 bytes of a frame's header on the runner's task socket with
- * descriptor fd beside them (SCM_RIGHTS): the runner reads it with the
- * header (harness.c read_header). */
-static int send_with_fd(int sock, const uint8_t hdr[4], int fd)
-{
-    union {
-        struct cmsghdr h;
-        char b[CMSG_SPACE(sizeof(int))];
-    } cb;
-    memset(&cb, 0, sizeof cb);
-    struct iovec iov = {(void *)hdr, 4};
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-    m.msg_control = cb.b;
-    m.msg_controllen = sizeof cb.b;
-    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    ssize_t n;
-    do
-        n = sendmsg(sock, &m, MSG_NOSIGNAL);
-    while (n < 0 && errno == EINTR);
-    return n == 4 ? KF_OK : KF_EIO;
-}
-
 /* ta as one frame on a serving runner's task socket, with a candidate's
  * checker socket (cfd >= 0) passed beside it. */
 int serve_hand(kf_agent *a, krunner *r, const Kfleet__TaskAssign *task, int cfd, kf_err *err)
@@ -129,7 +102,8 @@ int serve_hand(kf_agent *a, krunner *r, const Kfleet__TaskAssign *task, int cfd,
     uint8_t *p = (uint8_t *)a->scratch.data;
     kf_frame_len_put(p, (uint32_t)n);
     kfleet__task_assign__pack(ta, p + 4);
-    if (cfd >= 0 && send_with_fd(r->in_fd, p, cfd) != KF_OK)
+    /* The checker's socket goes with the header (harness.c read_header). */
+    if (cfd >= 0 && kf_send_fds(r->in_fd, p, 4, &cfd, 1) != KF_OK)
         return kf_err_set(err, KF_EIO, "cannot pass the checker to runner %d: %s", (int)r->pid,
                           strerror(errno));
     size_t off = cfd >= 0 ? 4 : 0;

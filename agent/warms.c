@@ -238,26 +238,7 @@ int warms_start(kwarms *w, int gpu, uint32_t gpu_index)
 /* One request; 0, or -1 when the warm process cannot take it. */
 static int request(kwarm *m, const kf_warm_req *req, const int *fds)
 {
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * KF_WARM_MAX_FDS)];
-        struct cmsghdr align;
-    } u;
-    memset(&u, 0, sizeof u);
-    struct iovec iov = {.iov_base = (void *)req, .iov_len = sizeof *req};
-    struct msghdr msg = {.msg_iov = &iov,
-                         .msg_iovlen = 1,
-                         .msg_control = u.buf,
-                         .msg_controllen = CMSG_SPACE(sizeof(int) * req->nfds)};
-    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * req->nfds);
-    memcpy(CMSG_DATA(c), fds, sizeof(int) * req->nfds);
-    ssize_t n;
-    do
-        n = sendmsg(m->sock, &msg, MSG_NOSIGNAL);
-    while (n < 0 && errno == EINTR);
-    return n == (ssize_t)sizeof *req ? 0 : -1;
+    return kf_send_fds(m->sock, req, sizeof *req, fds, req->nfds) == KF_OK ? 0 : -1;
 }
 
 /* Its next message within wait_ms; 0, or -1 with why (1: none yet, why

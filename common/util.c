@@ -13,6 +13,7 @@
 #include <ftw.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -138,6 +139,38 @@ int kf_write_all(int fd, const void *p, size_t n)
         n -= (size_t)w;
     }
     return KF_OK;
+}
+
+int kf_send_fds(int sock, const void *p, size_t n, const int *fds, size_t nfds)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * KF_SEND_FDS_MAX)];
+        struct cmsghdr align;
+    } u;
+    if (nfds == 0 || nfds > KF_SEND_FDS_MAX) {
+        errno = EINVAL;
+        return KF_EIO;
+    }
+    memset(&u, 0, sizeof u);
+    struct iovec iov = {.iov_base = (void *)p, .iov_len = n};
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = u.buf,
+                         .msg_controllen = CMSG_SPACE(sizeof(int) * nfds)};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+    memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+    ssize_t w;
+    do
+        w = sendmsg(sock, &msg, MSG_NOSIGNAL);
+    while (w < 0 && errno == EINTR);
+    if (w == (ssize_t)n)
+        return KF_OK;
+    if (w >= 0)
+        errno = EIO;
+    return KF_EIO;
 }
 
 int kf_write_file(const char *path, const void *data, size_t len, unsigned mode, kf_err *err)

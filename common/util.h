@@ -64,6 +64,16 @@ int kf_exe_dir(char *out, size_t len);
  * KF_EIO with errno saying why. */
 int kf_write_all(int fd, const void *p, size_t n);
 
+/* The most descriptors kf_send_fds passes in one message. */
+#define KF_SEND_FDS_MAX 8
+
+/* Sends the n bytes at p as one sendmsg on Unix socket sock, with the nfds
+ * descriptors of fds passed beside them (SCM_RIGHTS; at most
+ * KF_SEND_FDS_MAX), again after EINTR, never raising SIGPIPE: KF_OK when
+ * all n went, else KF_EIO with errno saying why (a stream socket's short
+ * send is an error: the descriptors went with what was sent). */
+int kf_send_fds(int sock, const void *p, size_t n, const int *fds, size_t nfds);
+
 /* A new anonymous memory file (memfd_create, close-on-exec) named `name`
  * in /proc: a buffer two processes map, or a file nobody can reach by
  * path. The descriptor, or -1 with errno. */

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -315,6 +317,47 @@ static void test_sleep(void **state)
     assert_true(kf_sleep_s(0.002) >= 0.002);
 }
 
+/* kf_send_fds: the bytes and the descriptors arrive together, the
+ * descriptor is the same open file; none, or more than it can pass, is
+ * refused; a peer that is gone is an error, not a SIGPIPE. */
+static void test_send_fds(void **state)
+{
+    (void)state;
+    int sv[2], pp[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    assert_int_equal(pipe(pp), 0);
+    assert_int_equal(kf_send_fds(sv[0], "abcd", 4, &pp[1], 1), KF_OK);
+    char got[4];
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct iovec iov = {got, sizeof got};
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+    assert_int_equal(recvmsg(sv[1], &m, 0), 4);
+    assert_memory_equal(got, "abcd", 4);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    assert_non_null(c);
+    assert_int_equal(c->cmsg_type, SCM_RIGHTS);
+    int fd;
+    memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    assert_int_equal(write(fd, "x", 1), 1); /* the pipe's write end */
+    char x = 0;
+    assert_int_equal(read(pp[0], &x, 1), 1);
+    assert_int_equal(x, 'x');
+    close(fd);
+    int many[KF_SEND_FDS_MAX + 1] = {0};
+    assert_int_equal(kf_send_fds(sv[0], "a", 1, many, KF_SEND_FDS_MAX + 1), KF_EIO);
+    assert_int_equal(kf_send_fds(sv[0], "a", 1, many, 0), KF_EIO);
+    close(sv[1]);
+    assert_int_equal(kf_send_fds(sv[0], "a", 1, &pp[0], 1), KF_EIO);
+    assert_int_equal(errno, EPIPE);
+    close(sv[0]);
+    close(pp[0]);
+    close(pp[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -330,6 +373,7 @@ int main(void)
         cmocka_unit_test(test_lock_and_paths),
         cmocka_unit_test(test_long_home_refused),
         cmocka_unit_test(test_read_file_max),
+        cmocka_unit_test(test_send_fds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
