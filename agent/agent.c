@@ -587,7 +587,7 @@ int kf_agent_run(kf_agent *a, volatile sig_atomic_t *stop, kf_err *err)
             kf_info("agent.deadline", "agent=%s reason=\"--stop-after passed\"", a->info->agent_id);
             break;
         }
-        zmq_pollitem_t items[2 + 2 * MAX_RUNNERS];
+        zmq_pollitem_t items[2 + 3 * MAX_RUNNERS];
         size_t n = 0;
         items[n++] = (zmq_pollitem_t){a->sock, 0, ZMQ_POLLIN, 0};
         if (a->monitor)
@@ -597,6 +597,8 @@ int kf_agent_run(kf_agent *a, volatile sig_atomic_t *stop, kf_err *err)
                 items[n++] = (zmq_pollitem_t){NULL, a->runners[i]->out_fd, ZMQ_POLLIN, 0};
             if (a->runners[i]->kout_fd >= 0)
                 items[n++] = (zmq_pollitem_t){NULL, a->runners[i]->kout_fd, ZMQ_POLLIN, 0};
+            if (a->runners[i]->retiring && a->runners[i]->pidfd >= 0) /* readable once gone */
+                items[n++] = (zmq_pollitem_t){NULL, a->runners[i]->pidfd, ZMQ_POLLIN, 0};
         }
         if (zmq_poll(items, (int)n, 50) < 0 && errno != EINTR)
             return kf_err_set(err, KF_EIO, "poll: %s", zmq_strerror(errno));

@@ -43,6 +43,13 @@ typedef struct krunner {
     int in_fd;
     int idle;
     uint64_t idle_mono;
+    /* Killed for another kernel's serving runner on its GPU and not yet
+     * reaped (runners.c retire_later): its pidfd, polled, says when it is
+     * gone. A runner started on that GPU meanwhile holds its first task
+     * (held, a frame) until then: the old CUDA context is torn down while
+     * the new process starts, and gone before the new one opens its own. */
+    int retiring, pidfd, holding;
+    kf_buf held;
     uint32_t tasks; /* tasks handed to it */
     char kernel_hash[128];
     /* A candidate's: its problem's hash and its configuration ("" for a

@@ -41,6 +41,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -161,6 +162,31 @@ static void retire(kf_agent *a, size_t idx, const char *why)
     finish_runner(a, idx);
 }
 
+/* Ends idle runner idx without waiting for it: a process with a CUDA
+ * context takes ~60 ms to exit after SIGKILL (the driver tearing the
+ * context down; H200, driver 580), which the next candidate's runner
+ * spends starting instead. That runner holds its task, and so opens no
+ * context, until this one is reaped (serve_hand_held). Waits as retire
+ * does where no pidfd can say when it is gone. */
+static void retire_later(kf_agent *a, size_t idx, const char *why)
+{
+    krunner *r = a->runners[idx];
+#ifdef SYS_pidfd_open
+    r->pidfd = (int)syscall(SYS_pidfd_open, r->pid, 0);
+#endif
+    if (r->pidfd < 0) {
+        retire(a, idx, why);
+        return;
+    }
+    kf_info("runner.retire", "pid=%d tasks=%u why=\"%s\" reaped=later", (int)r->pid, r->tasks, why);
+    kill(-r->pid, SIGKILL);
+    r->retiring = 1;
+    if (r->out_fd >= 0) { /* nothing more is read from it */
+        close(r->out_fd);
+        r->out_fd = -1;
+    }
+}
+
 int runners_room(kf_agent *a)
 {
     for (size_t i = 0; a->nrunners >= MAX_RUNNERS && i < a->nrunners; i++)
@@ -205,7 +231,8 @@ static int reuse(kf_agent *a, const Kfleet__TaskAssign *ta, size_t missing)
         int same_gpu = gpu && r->gpu && r->gpu_index == ta->gpu_index;
         /* One killed for its channel (while idle: a process of its kernel
          * wrote after its Result) is on its way out, not a runner. */
-        if (!r->idle || r->exited || r->killed_why[0] || (!same_gpu && (gpu || r->gpu))) {
+        if (!r->idle || r->exited || r->retiring || r->killed_why[0] ||
+            (!same_gpu && (gpu || r->gpu))) {
             i++;
             continue;
         }
@@ -222,7 +249,14 @@ static int reuse(kf_agent *a, const Kfleet__TaskAssign *ta, size_t missing)
             continue;
         }
         if (same_gpu) {
-            retire(a, i, "its GPU is wanted for another kernel");
+            /* A serving runner comes next (serve): it holds its task until
+             * this one is gone. Any other waits here (a reference's). */
+            if (serve) {
+                retire_later(a, i, "its GPU is wanted for another kernel");
+                i++;
+            } else {
+                retire(a, i, "its GPU is wanted for another kernel");
+            }
             continue;
         }
         i++;
@@ -253,6 +287,8 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
     kf_buf_init(&r->in);
     r->out_fd = -1;
     r->in_fd = -1;
+    r->pidfd = -1;
+    kf_buf_init(&r->held);
     r->verdict_fd = -1;
     r->kout_fd = -1;
     r->kout = kf_kout_new();
@@ -407,7 +443,10 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
     r->in_fd = task_fd[1];
     begin_task(a, r, ta);
     a->runners[a->nrunners++] = r;
-    if (serve && serve_hand(a, r, ta, -1, err) != KF_OK) {
+    if (serve && r->gpu && serve_gpu_retiring(a, r->gpu_index)) {
+        serve_frame(a, r, ta, &r->held); /* handed by serve_hand_held */
+        r->holding = 1;
+    } else if (serve && serve_hand(a, r, ta, -1, err) != KF_OK) {
         /* It dies at once; the reaper reports the attempt failed, as a
          * runner that could not start. */
         kill(-pid, SIGKILL);
@@ -661,6 +700,9 @@ static void free_runner(kf_agent *a, krunner *r)
     contain_end(a, r); /* its group killed, its kernel's cache kept: before its dirs go */
     if (!a->cfg.keep_tmp)
         remove_dirs(r);
+    if (r->pidfd >= 0)
+        close(r->pidfd);
+    kf_buf_release(&r->held);
     kf_buf_release(&r->in);
     free(r);
 }
@@ -705,7 +747,8 @@ void runners_reap(kf_agent *a)
     uint64_t now = kf_mono_ns();
     for (size_t i = 0; i < a->nrunners;) {
         krunner *r = a->runners[i];
-        if (r->idle && !r->exited && now - r->idle_mono > (uint64_t)(RUNNERS_IDLE_S * 1e9)) {
+        if (r->idle && !r->exited && !r->retiring &&
+            now - r->idle_mono > (uint64_t)(RUNNERS_IDLE_S * 1e9)) {
             retire(a, i, "idle");
             continue;
         }
@@ -725,6 +768,7 @@ void runners_reap(kf_agent *a)
         }
         i++;
     }
+    serve_hand_held(a);
 }
 
 void runners_stop_all(kf_agent *a)

@@ -7,6 +7,7 @@
 #include "runner/thermal.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -91,26 +92,36 @@ Kfleet__TaskAssign serve_stamped(const kf_agent *a, const krunner *r, const Kfle
     return c;
 }
 
-/* ta as one frame on a serving runner's task socket, with a candidate's
- * checker socket (cfd >= 0) passed beside it. */
-int serve_hand(kf_agent *a, krunner *r, const Kfleet__TaskAssign *task, int cfd, kf_err *err)
+void serve_frame(const kf_agent *a, const krunner *r, const Kfleet__TaskAssign *task, kf_buf *out)
 {
-    Kfleet__TaskAssign st = serve_stamped(a, r, task), *ta = &st;
-    size_t n = kfleet__task_assign__get_packed_size(ta);
-    kf_buf_reset(&a->scratch);
-    kf_buf_grow(&a->scratch, n + 4);
-    uint8_t *p = (uint8_t *)a->scratch.data;
+    Kfleet__TaskAssign st = serve_stamped(a, r, task);
+    size_t n = kfleet__task_assign__get_packed_size(&st);
+    kf_buf_reset(out);
+    kf_buf_grow(out, n + 4);
+    uint8_t *p = (uint8_t *)out->data;
     kf_frame_len_put(p, (uint32_t)n);
-    kfleet__task_assign__pack(ta, p + 4);
+    kfleet__task_assign__pack(&st, p + 4);
+    out->len = n + 4;
+}
+
+int serve_send(const krunner *r, const kf_buf *frame, int cfd, kf_err *err)
+{
+    const uint8_t *p = (const uint8_t *)frame->data;
     /* The checker's socket goes with the header (harness.c read_header). */
     if (cfd >= 0 && kf_send_fds(r->in_fd, p, 4, &cfd, 1) != KF_OK)
         return kf_err_set(err, KF_EIO, "cannot pass the checker to runner %d: %s", (int)r->pid,
                           strerror(errno));
     size_t off = cfd >= 0 ? 4 : 0;
-    if (kf_write_all(r->in_fd, p + off, n + 4 - off) != KF_OK)
+    if (kf_write_all(r->in_fd, p + off, frame->len - off) != KF_OK)
         return kf_err_set(err, KF_EIO, "cannot hand the task to runner %d: %s", (int)r->pid,
                           strerror(errno));
     return KF_OK;
+}
+
+int serve_hand(kf_agent *a, krunner *r, const Kfleet__TaskAssign *task, int cfd, kf_err *err)
+{
+    serve_frame(a, r, task, &a->scratch);
+    return serve_send(r, &a->scratch, cfd, err);
 }
 
 /* Candidate task ta to idle runner r, which holds its candidate: the last
@@ -142,4 +153,28 @@ void serve_mark(krunner *r, const Kfleet__TaskAssign *ta)
     snprintf(r->problem_hash, sizeof r->problem_hash, "%s", s->problem_hash ? s->problem_hash : "");
     if (r->problem_hash[0])
         config_of(s, r->config, sizeof r->config);
+}
+
+int serve_gpu_retiring(const kf_agent *a, uint32_t g)
+{
+    for (size_t i = 0; i < a->nrunners; i++)
+        if (a->runners[i]->retiring && a->runners[i]->gpu && a->runners[i]->gpu_index == g)
+            return 1;
+    return 0;
+}
+
+void serve_hand_held(kf_agent *a)
+{
+    for (size_t i = 0; i < a->nrunners; i++) {
+        krunner *r = a->runners[i];
+        if (!r->holding || r->exited || serve_gpu_retiring(a, r->gpu_index))
+            continue;
+        r->holding = 0;
+        kf_err err;
+        if (serve_send(r, &r->held, -1, &err) != KF_OK) {
+            snprintf(r->killed_why, sizeof r->killed_why, "%s", err.msg);
+            kill(-r->pid, SIGKILL);
+        }
+        kf_buf_release(&r->held);
+    }
 }

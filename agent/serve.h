@@ -38,8 +38,15 @@ uint32_t serve_checks_wanted(const Kfleet__TaskAssign *ta);
  * (TaskAssign.slot_warm), whatever the coordinator sent. */
 Kfleet__TaskAssign serve_stamped(const kf_agent *a, const krunner *r, const Kfleet__TaskAssign *ta);
 
-/* ta as one frame on serving runner r's task socket, with a candidate's
- * checker socket cfd (>= 0) passed beside it. 0, or KF_EIO with err. */
+/* ta as one frame for serving runner r (its length, then ta stamped for
+ * r), into out. */
+void serve_frame(const kf_agent *a, const krunner *r, const Kfleet__TaskAssign *ta, kf_buf *out);
+
+/* A frame of serve_frame on r's task socket, with a candidate's checker
+ * socket cfd (>= 0) passed beside its length. 0, or KF_EIO with err. */
+int serve_send(const krunner *r, const kf_buf *frame, int cfd, kf_err *err);
+
+/* serve_frame then serve_send: ta to serving runner r now. */
 int serve_hand(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta, int cfd, kf_err *err);
 
 /* Candidate task ta to idle runner r, which serve_holds: the last task's
@@ -47,5 +54,14 @@ int serve_hand(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta, int cfd, k
  * started for ta and its socket passed with the task. 0, or a code with
  * err. */
 int serve_hand_candidate(kf_agent *a, krunner *r, const Kfleet__TaskAssign *ta, kf_err *err);
+
+/* Whether a runner killed on GPU g (runners.c retire_later) is still on
+ * its way out. */
+int serve_gpu_retiring(const kf_agent *a, uint32_t g);
+
+/* Runners holding their first task (krunner.holding) hand it over once
+ * their GPU's last runner is gone; one that cannot take it is killed (its
+ * attempt fails as a runner that could not start). */
+void serve_hand_held(kf_agent *a);
 
 #endif

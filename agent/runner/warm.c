@@ -207,10 +207,13 @@ int kf_runner_warm(const char *workdir)
     snprintf(ready, sizeof ready, "%s threads=%d", imported, kf_sandbox_threads());
     answer(getpid(), ready); /* ready: the agent sends tasks from now on */
     unsigned tasks = 0;
-    /* The kernel of the last request: its runner has run since (a serving
-     * runner takes a candidate's later tasks without a fork, so its
-     * records are read at the next candidate's request). */
-    char last[sizeof((kf_warm_req *)0)->kernel_hash] = "";
+    /* The kernels of the last two requests: their runners have run since
+     * (a serving runner takes a candidate's later tasks without a fork, so
+     * its records are read at a later candidate's request). Two: the last
+     * one's runner may still be on its way out, its records not yet kept
+     * (the agent starts the next runner while a retired one's CUDA context
+     * is torn down, runners.c retire_later); the one before is gone. */
+    char last[2][sizeof((kf_warm_req *)0)->kernel_hash] = {"", ""};
     for (;;) {
         kf_warm_req req;
         int fds[KF_WARM_MAX_FDS];
@@ -228,10 +231,13 @@ int kf_runner_warm(const char *workdir)
         fork_runner(workdir, &req, fds, agent);
         for (uint32_t i = 0; i < req.nfds; i++)
             close(fds[i]);
-        if (last[0] && strcmp(last, req.kernel_hash) != 0)
-            learn(workdir, last);
+        for (int k = 0; k < 2; k++)
+            if (last[k][0] && strcmp(last[k], req.kernel_hash) != 0 &&
+                (k == 0 || strcmp(last[k], last[0]) != 0))
+                learn(workdir, last[k]);
         learn(workdir, req.kernel_hash);
-        snprintf(last, sizeof last, "%s", req.kernel_hash);
+        memcpy(last[1], last[0], sizeof last[0]);
+        snprintf(last[0], sizeof last[0], "%s", req.kernel_hash);
         tasks++;
     }
     kf_info("warm.end", "pid=%d tasks=%u", (int)getpid(), tasks);
