@@ -140,6 +140,21 @@ static void learn(const char *workdir, const char *h)
         kf_info("warm.learn", "kernel=%.16s launchers=%s", h, built);
 }
 
+size_t kf_warm_learn_order(const char *last0, const char *last1, const char *req,
+                           const char *out[3])
+{
+    const char *cand[3] = {last0, last1, req};
+    size_t n = 0;
+    for (size_t i = 0; i < 3; i++) {
+        int seen = !cand[i] || !cand[i][0] || (i < 2 && req && strcmp(cand[i], req) == 0);
+        for (size_t k = 0; k < n && !seen; k++)
+            seen = strcmp(out[k], cand[i]) == 0;
+        if (!seen)
+            out[n++] = cand[i];
+    }
+    return n;
+}
+
 /* Forks the runner of one request through an intermediate process (see
  * warm.h) and answers its pid. */
 static void fork_runner(const char *workdir, const kf_warm_req *req, const int *fds, pid_t agent)
@@ -207,12 +222,9 @@ int kf_runner_warm(const char *workdir)
     snprintf(ready, sizeof ready, "%s threads=%d", imported, kf_sandbox_threads());
     answer(getpid(), ready); /* ready: the agent sends tasks from now on */
     unsigned tasks = 0;
-    /* The kernels of the last two requests: their runners have run since
-     * (a serving runner takes a candidate's later tasks without a fork, so
-     * its records are read at a later candidate's request). Two: the last
-     * one's runner may still be on its way out, its records not yet kept
-     * (the agent starts the next runner while a retired one's CUDA context
-     * is torn down, runners.c retire_later); the one before is gone. */
+    /* The kernels of the last two requests (kf_warm_learn_order): a
+     * serving runner takes a candidate's later tasks without a fork, so
+     * its records are read at a later candidate's request. */
     char last[2][sizeof((kf_warm_req *)0)->kernel_hash] = {"", ""};
     for (;;) {
         kf_warm_req req;
@@ -231,11 +243,10 @@ int kf_runner_warm(const char *workdir)
         fork_runner(workdir, &req, fds, agent);
         for (uint32_t i = 0; i < req.nfds; i++)
             close(fds[i]);
-        for (int k = 0; k < 2; k++)
-            if (last[k][0] && strcmp(last[k], req.kernel_hash) != 0 &&
-                (k == 0 || strcmp(last[k], last[0]) != 0))
-                learn(workdir, last[k]);
-        learn(workdir, req.kernel_hash);
+        const char *order[3];
+        size_t n = kf_warm_learn_order(last[0], last[1], req.kernel_hash, order);
+        for (size_t k = 0; k < n; k++)
+            learn(workdir, order[k]);
         memcpy(last[1], last[0], sizeof last[0]);
         snprintf(last[0], sizeof last[0], "%s", req.kernel_hash);
         tasks++;

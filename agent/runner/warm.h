@@ -23,6 +23,7 @@
 #include "runner/contain.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The descriptors of a request, in this order, as SCM_RIGHTS: the task,
@@ -62,6 +63,17 @@ typedef struct kf_warm_rep {
     int32_t pid;
     char why[256];
 } kf_warm_rep;
+
+/* The kernels whose recorded launchers the warm process learns once it
+ * has forked a runner of kernel req, given the kernels of its last two
+ * requests (last0 the latest, "" for none): those two, whose runners have
+ * run since, then req's own (its earlier runners'). Two, because the
+ * latest one's runner may still be on its way out, its records not kept
+ * yet (the agent starts the next runner while a retired one's CUDA context
+ * is torn down); the one before it is gone. Each once, req's last, none
+ * "": how many, into out (at most 3). */
+size_t kf_warm_learn_order(const char *last0, const char *last1, const char *req,
+                           const char *out[3]);
 
 /* Entry point of `kfleet-agent --runner --warm --workdir DIR`; returns the
  * exit status (0 at EOF on stdin). The runners it forks never return. */
