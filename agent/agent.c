@@ -597,7 +597,7 @@ int kf_agent_run(kf_agent *a, volatile sig_atomic_t *stop, kf_err *err)
                 items[n++] = (zmq_pollitem_t){NULL, a->runners[i]->out_fd, ZMQ_POLLIN, 0};
             if (a->runners[i]->kout_fd >= 0)
                 items[n++] = (zmq_pollitem_t){NULL, a->runners[i]->kout_fd, ZMQ_POLLIN, 0};
-            if (a->runners[i]->retiring && a->runners[i]->pidfd >= 0) /* readable once gone */
+            if (a->runners[i]->retiring) /* its pidfd: readable once it is gone */
                 items[n++] = (zmq_pollitem_t){NULL, a->runners[i]->pidfd, ZMQ_POLLIN, 0};
         }
         if (zmq_poll(items, (int)n, 50) < 0 && errno != EINTR)
