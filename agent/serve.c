@@ -170,6 +170,10 @@ void serve_hand_held(kf_agent *a)
         if (!r->holding || r->exited || serve_gpu_retiring(a, r->gpu_index))
             continue;
         r->holding = 0;
+        /* Its time limit from now: a kernel that made its own runner slow
+         * to be reaped (a teardown of many GB) spends the slot's time, not
+         * the next candidate's limit. */
+        r->deadline_mono = kf_mono_ns() + (uint64_t)(r->limit_s * 1e9);
         kf_err err;
         if (serve_send(r, &r->held, -1, &err) != KF_OK) {
             snprintf(r->killed_why, sizeof r->killed_why, "%s", err.msg);

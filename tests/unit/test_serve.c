@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "agent/serve.h"
+#include "common/util.h"
 #include "common/wire.h"
 
 #include <errno.h>
@@ -102,7 +103,13 @@ static void test_held_until_the_gpus_runner_is_gone(void **state)
     f->a->nrunners = 1; /* reaped: finish_runner took its entry */
     f->a->runners[0] = f->held;
     assert_false(serve_gpu_retiring(f->a, 0));
+    /* Its time limit ran while it held the task (an old runner slow to be
+     * reaped): the task's own limit starts when it is handed. */
+    f->held->limit_s = 60;
+    f->held->deadline_mono = kf_mono_ns() - 1;
+    uint64_t before = kf_mono_ns();
     serve_hand_held(f->a);
+    assert_true(f->held->deadline_mono >= before + 60000000000ull);
     assert_false(f->held->holding);
     assert_int_equal(f->held->held.len, 0);
     ssize_t n = waiting(f->peer, buf, sizeof buf);
