@@ -16,6 +16,7 @@
 #include "runner/channel.h"
 #include "runner/compare.h"
 #include "runner/nvml.h"
+#include "runner/thermal.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -86,6 +87,7 @@ typedef struct hctx {
     char err[4096];
     kf_cudrv *cu;    /* NULL for host kernels */
     kf_nvml *nv;     /* NULL without NVML */
+    int nv_tried;    /* hctx_telemetry_open ran */
     size_t tel_sent; /* readings streamed so far (= next seq) */
     uint32_t throttled_samples;
     char uuid[64];
@@ -313,7 +315,13 @@ int hctx_is_candidate(const Kfleet__TaskSpec *spec);
 void hctx_candidate_finish(hctx *h);
 /* telemetry.c: NVML at 20 Hz beside a GPU profile (without NVML the
  * profile still runs, with no telemetry and nothing flagged); its readings
- * streamed after each sample batch, and their summary. */
+ * streamed after each sample batch, and their summary. NVML is opened
+ * first (open, before the warm-up, which reads the clock), once a task. */
+void hctx_telemetry_open(hctx *h);
+/* The thermal protocol's clocks from NVML, opened: the default SM clock,
+ * the throttle threshold (thr_pct % of it) and the clock now, which the
+ * warm-up may end at (thermal.h); nothing without NVML. */
+void hctx_telemetry_clocks(hctx *h, kf_thermal *tp, double thr_pct);
 void hctx_telemetry_start(hctx *h);
 int hctx_telemetry_drain(hctx *h);
 /* The profile's launches by kernel name (kf_cudrv_launches) into ps, kept

@@ -349,6 +349,7 @@ static void prof_settings(prof *p, hctx *h, const loaded *L)
         .slot_warm = h->ta && h->ta->slot_warm};
     p->thr_pct = m && m->throttle_threshold_pct > 0 ? m->throttle_threshold_pct
                                                     : KF_DEFAULT_THROTTLE_THRESHOLD_PCT;
+    hctx_telemetry_clocks(h, &p->tp, p->thr_pct);
     p->achieved = INFINITY;
 }
 
@@ -676,6 +677,7 @@ static void summarize(prof *p, Kfleet__ProfileStats *ps)
     ps->warmup_s = p->tp.warmup_s;
     ps->warmup_samples = p->tp.warmup_samples;
     ps->warmup_slot_warm = p->tp.slot_warm;
+    ps->warmup_at_default = p->tp.at_default;
     ps->steady_sm_clock_mhz = p->tp.steady_mhz;
     ps->clock_steady = p->tp.steady;
     ps->measured_s = p->timed_all;
@@ -746,6 +748,8 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
     /* A runner that began with a validation opens CUPTI now. */
     if (h->cu && hctx_timer_open(h) != 0)
         return -1;
+    if (h->cu) /* the warm-up may read the clock (thermal.h) */
+        hctx_telemetry_open(h);
     prof p = {0};
     prof_settings(&p, h, L);
     int locked = host_lock(&p, ps);
@@ -757,10 +761,6 @@ int hctx_profile(hctx *h, const loaded *L, Kfleet__ProfileStats *ps)
     }
     if (h->cu)
         hctx_telemetry_start(h);
-    if (h->nv) {
-        p.tp.default_mhz = kf_nvml_default_sm_mhz(h->nv);
-        p.tp.threshold_mhz = (uint32_t)(p.tp.default_mhz * p.thr_pct / 100.0);
-    }
     uint64_t start = kf_mono_ns();
     if (h->cu) /* only the samples: the warm-up and checks stay untraced */
         kf_cudrv_trace(h->cu, 1);

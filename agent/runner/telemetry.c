@@ -7,20 +7,46 @@
 
 #include <stdio.h>
 
-/* NVML at 20 Hz beside the profile; without NVML the profile still runs,
- * with no telemetry and nothing flagged (the summary says 0 readings). */
-void hctx_telemetry_start(hctx *h)
+/* NVML for the GPU, once: the warm-up reads its clock before the sampler
+ * starts (thermal.h). Without NVML the profile still runs, with no
+ * telemetry and nothing flagged (the summary says 0 readings). */
+void hctx_telemetry_open(hctx *h)
 {
     kf_err err;
+    if (h->nv || h->nv_tried)
+        return;
+    h->nv_tried = 1;
     if (kf_cudrv_uuid(h->cu, h->uuid, sizeof h->uuid) != KF_OK) {
         fprintf(stderr, "runner: no GPU UUID from the driver: no telemetry\n");
         return;
     }
-    if (kf_nvml_open(h->uuid, &h->nv, &err) != KF_OK) {
+    if (kf_nvml_open(h->uuid, &h->nv, &err) != KF_OK)
         fprintf(stderr, "runner: %s: no telemetry\n", err.msg);
+}
+
+static uint32_t clock_now(void *nv)
+{
+    kf_nvml_reading r;
+    kf_nvml_read_now(nv, &r);
+    return r.sm_mhz;
+}
+
+void hctx_telemetry_clocks(hctx *h, kf_thermal *tp, double thr_pct)
+{
+    if (!h->nv)
         return;
-    }
-    if (kf_nvml_start(h->nv, 50, &err) != KF_OK) {
+    tp->clock_now = clock_now;
+    tp->clock_ctx = h->nv;
+    tp->default_mhz = kf_nvml_default_sm_mhz(h->nv);
+    tp->threshold_mhz = (uint32_t)(tp->default_mhz * thr_pct / 100.0);
+}
+
+/* NVML at 20 Hz beside the profile's samples. */
+void hctx_telemetry_start(hctx *h)
+{
+    kf_err err;
+    hctx_telemetry_open(h);
+    if (h->nv && kf_nvml_start(h->nv, 50, &err) != KF_OK) {
         fprintf(stderr, "runner: %s\n", err.msg);
         kf_nvml_close(&h->nv);
     }

@@ -10,6 +10,10 @@
 #define STEADY_WINDOW 5
 #define STEADY_TOL 0.01
 #define STEADY_MIN_S 0.05
+/* Between the two NVML readings that end a warm slot's warm-up at the
+ * default clock (kf_thermal_warm): the kernel runs back to back meanwhile,
+ * so a reading from before a fall would show it by the second. */
+#define AT_DEFAULT_GAP_S 0.002
 
 const char *kf_thermal_protocol(const kf_thermal *t, int gpu)
 {
@@ -69,9 +73,10 @@ double kf_thermal_wait(kf_thermal *t, double measured_s)
 int kf_thermal_warm(kf_thermal *t, double cap_s, kf_thermal_sample_fn fn, void *arg)
 {
     double clk[STEADY_WINDOW] = {0};
-    double spent = 0, wall = 0;
-    uint32_t n = 0, with_clock = 0;
+    double spent = 0, wall = 0, next_read = 0;
+    uint32_t n = 0, with_clock = 0, at_default = 0, now = 0;
     uint64_t t0 = kf_mono_ns();
+    int nvml = t->slot_warm && t->clock_now && t->default_mhz;
     while (spent < cap_s && wall < 3 * cap_s) {
         double s = 0, mhz = 0;
         if (fn(arg, &s, &mhz) != 0)
@@ -81,6 +86,15 @@ int kf_thermal_warm(kf_thermal *t, double cap_s, kf_thermal_sample_fn fn, void *
         n++;
         if (mhz > 0)
             clk[with_clock++ % STEADY_WINDOW] = mhz;
+        if (nvml && n >= STEADY_WINDOW && 2 * with_clock < n && wall >= next_read) {
+            now = t->clock_now(t->clock_ctx);
+            next_read = wall + AT_DEFAULT_GAP_S;
+            at_default = now && now >= (1 - STEADY_TOL) * t->default_mhz ? at_default + 1 : 0;
+            if (at_default >= 2) {
+                t->steady = t->at_default = 1;
+                break;
+            }
+        }
         if (spent < STEADY_MIN_S && !(t->slot_warm && wall >= STEADY_MIN_S))
             continue;
         /* No stamps, or stamps on too few runs to judge by: 50 ms of the
@@ -104,7 +118,9 @@ int kf_thermal_warm(kf_thermal *t, double cap_s, kf_thermal_sample_fn fn, void *
     }
     t->warmup_s = spent;
     t->warmup_samples = n;
-    if (with_clock) {
+    if (t->at_default)
+        t->steady_mhz = now;
+    else if (with_clock) {
         double sum = 0;
         uint32_t m = with_clock < STEADY_WINDOW ? with_clock : STEADY_WINDOW;
         for (uint32_t i = 0; i < m; i++)

@@ -60,6 +60,12 @@ typedef struct kf_thermal {
     int steady;              /* 1: settled before the warm-up's cap */
     int slot_warm;           /* the agent's word: the slot was busy just before */
     double rest_s;           /* burst: the rests before samples, host time */
+    /* The GPU's SM clock now (NVML, on the caller's thread), MHz, 0 when
+     * unknown; NULL without NVML. Read by the warm-up on a warm slot when
+     * the stamps give no clock (kf_thermal_warm). */
+    uint32_t (*clock_now)(void *ctx);
+    void *clock_ctx;
+    int at_default; /* the warm-up ended on NVML's clock at the GPU's default */
 } kf_thermal;
 
 /* A rest's cap: the blocker's that spins through it (cudrv.h). */
@@ -112,7 +118,15 @@ typedef int (*kf_thermal_sample_fn)(void *arg, double *seconds, double *sm_mhz);
  * ~2 s of launches on an H200, for 50 ms of device time, and those barely
  * load the GPU more than its samples will (issue 45: 1.7 s of a Triton
  * candidate's 7.4 s of slot time). The first profile on an idle slot has
- * the device-time floor. 0, or -1 when a sample failed. */
+ * the device-time floor. And on a warm slot, for a kernel whose runs give
+ * the stamps no clock (too short: they said nothing in any of 96
+ * profiles of 100 Triton softmax candidates, where 50 ms was a twelfth of
+ * a row), NVML's clock decides: at the GPU's default (default_mhz, within
+ * 1 %) on two readings AT_DEFAULT_GAP_S apart, the kernel running back to
+ * back after STEADY_WINDOW runs, ends the warm-up (at_default); below it,
+ * the 50 ms floor stands. Never on an idle slot, where the GPU may still
+ * be on its way up and the reading lag it. 0, or -1 when a sample
+ * failed. */
 #define KF_SLOT_WARM_S 1.0
 int kf_thermal_warm(kf_thermal *t, double cap_s, kf_thermal_sample_fn fn, void *arg);
 

@@ -229,6 +229,7 @@ static json_t *json_profile(const rrow *w, int with_samples)
         set(th, "warmup_s", jnum(ps->warmup_s));
         set(th, "warmup_samples", json_integer(ps->warmup_samples));
         set(th, "warmup_slot_warm", json_boolean(ps->warmup_slot_warm));
+        set(th, "warmup_at_default", json_boolean(ps->warmup_at_default));
         set(th, "steady_sm_clock_mhz",
             ps->steady_sm_clock_mhz ? json_integer(ps->steady_sm_clock_mhz) : json_null());
         set(th, "clock_steady", json_boolean(ps->clock_steady));

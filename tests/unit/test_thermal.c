@@ -149,6 +149,92 @@ static void test_warm_slot_busy(void **state)
     assert_in_range(w.warmup_samples, 2, 30); /* 30 ms of 1 ms runs, not 5,000 */
 }
 
+/* NVML's SM clock, read by the warm-up: the readings of a script in turn
+ * (the last one repeats), each read counted. */
+typedef struct reads {
+    const uint32_t *mhz;
+    int n, at;
+} reads;
+
+static uint32_t read_clock(void *ctx)
+{
+    reads *r = ctx;
+    uint32_t v = r->mhz[r->at < r->n ? r->at : r->n - 1];
+    r->at++;
+    return v;
+}
+
+/* A warm-up of a 2 us kernel, each run wall_s with its launch, its
+ * stamps' clocks mhz[0..n) (0: none), on a slot warm or not, NVML's
+ * readings r, the GPU's default clock dflt (0: unknown). */
+static kf_thermal warm_with(const double *mhz, int n, double wall_s, int slot_warm, uint32_t dflt,
+                            reads *r)
+{
+    script sc = {mhz, n, 0, 2e-6, 0, wall_s};
+    kf_thermal t = {
+        .slot_warm = slot_warm, .default_mhz = dflt, .clock_now = read_clock, .clock_ctx = r};
+    assert_int_equal(kf_thermal_warm(&t, 1.0, scripted, &sc), 0);
+    return t;
+}
+
+/* A 2 us kernel without stamps' clocks, runs of 1 ms each with their
+ * launch: on a warm slot NVML at the default clock on two readings 2 ms
+ * apart ends the warm-up after a few runs, not 50 ms of them, and says so;
+ * a reading under the default starts the count again; a clock below it
+ * keeps the 50 ms floor; an idle slot keeps the device-time floor whatever
+ * NVML reads; and a kernel the stamps time is never judged by NVML. */
+static void test_warm_slot_at_default_clock(void **state)
+{
+    (void)state;
+    const double none[] = {0}, flat[] = {1980};
+    const uint32_t at[] = {1980};
+    reads r1 = {at, 1, 0};
+    kf_thermal t = warm_with(none, 1, 1e-3, 1, 1980, &r1);
+    assert_int_equal(t.steady, 1);
+    assert_int_equal(t.at_default, 1);
+    assert_int_equal(t.steady_mhz, 1980);
+    assert_int_equal(r1.at, 2);
+    assert_in_range(t.warmup_samples, STEADY_WINDOW_TEST, 12); /* ~2 ms past the window */
+
+    /* 1965 is within 1 % of 1980; 1900 is not and starts the count again. */
+    const uint32_t dip[] = {1965, 1900, 1980, 1979};
+    reads r2 = {dip, 4, 0};
+    kf_thermal u = warm_with(none, 1, 1e-3, 1, 1980, &r2);
+    assert_int_equal(u.at_default, 1);
+    assert_int_equal(r2.at, 4);
+    assert_int_equal(u.steady_mhz, 1979);
+
+    /* Below the default throughout: the 50 ms floor, the clock unknown. */
+    const uint32_t low[] = {1410};
+    reads r3 = {low, 1, 0};
+    kf_thermal v = warm_with(none, 1, 1e-3, 1, 1980, &r3);
+    assert_int_equal(v.at_default, 0);
+    assert_int_equal(v.steady, 0);
+    assert_int_equal(v.steady_mhz, 0);
+    assert_in_range(v.warmup_samples, 30, 51); /* 50 ms of 1 ms runs */
+    assert_true(r3.at >= 2);
+
+    /* An idle slot: NVML is not asked; the device-time floor stands. */
+    reads r4 = {at, 1, 0};
+    kf_thermal w = warm_with(none, 1, 0, 0, 1980, &r4);
+    assert_int_equal(w.at_default, 0);
+    assert_int_equal(r4.at, 0);
+    assert_in_range(w.warmup_samples, 24999, 25001);
+
+    /* Stamps give the clock: they decide, NVML is not asked. */
+    reads r5 = {at, 1, 0};
+    kf_thermal x = warm_with(flat, 1, 1e-3, 1, 1980, &r5);
+    assert_int_equal(x.at_default, 0);
+    assert_int_equal(x.steady, 1);
+    assert_int_equal(r5.at, 0);
+
+    /* No default clock known (NVML could not say): no reading either. */
+    reads r6 = {at, 1, 0};
+    kf_thermal y = warm_with(none, 1, 1e-3, 1, 0, &r6);
+    assert_int_equal(y.at_default, 0);
+    assert_int_equal(r6.at, 0);
+}
+
 /* Recovery waits never exceed the time measured: with none measured the
  * wait is skipped and counted; once the waits reach it, the next is too. */
 static void test_waits_budget(void **state)
@@ -179,9 +265,13 @@ static void test_judge_without_nvml(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_protocol_names),     cmocka_unit_test(test_rest),
-        cmocka_unit_test(test_warm_until_steady),  cmocka_unit_test(test_waits_budget),
-        cmocka_unit_test(test_judge_without_nvml), cmocka_unit_test(test_warm_slot_busy),
+        cmocka_unit_test(test_protocol_names),
+        cmocka_unit_test(test_rest),
+        cmocka_unit_test(test_warm_until_steady),
+        cmocka_unit_test(test_waits_budget),
+        cmocka_unit_test(test_judge_without_nvml),
+        cmocka_unit_test(test_warm_slot_busy),
+        cmocka_unit_test(test_warm_slot_at_default_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
