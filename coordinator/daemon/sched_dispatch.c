@@ -270,9 +270,11 @@ static ktask *pick_in(kf_coord *c, kagent *a, int ai, ksweep *sw, int cpu_free, 
         if (t->gate >= 0 && (uint32_t)t->gate < sw->ntasks &&
             !kf_state_terminal(sw->tasks[t->gate].rec->state))
             continue;
-        /* A candidate's task waits for its configuration's reference. */
-        if (t->ref_gate >= 0 && (uint32_t)t->ref_gate < sw->ntasks &&
-            sw->tasks[t->ref_gate].rec->state != KFLEET__TASK_STATE__SUCCEEDED)
+        /* A candidate's task waits for its configuration's reference; a
+         * free CPU slot builds its kernel meanwhile (below). */
+        int ref_wait = t->ref_gate >= 0 && (uint32_t)t->ref_gate < sw->ntasks &&
+                       sw->tasks[t->ref_gate].rec->state != KFLEET__TASK_STATE__SUCCEEDED;
+        if (ref_wait && !cpu_free)
             continue;
         /* A Python kernel goes where its imports are (sched_match). */
         if (!sched_can_run(a, sw->rec->kernels[t->rec->kernel_index], NULL, 0))
@@ -321,6 +323,16 @@ static ktask *pick_in(kf_coord *c, kagent *a, int ai, ksweep *sw, int cpu_free, 
             share = NULL;
         } else if (share && !share->ready) {
             *waiting = hash;
+            continue;
+        }
+        /* Its reference still being computed (the problem's one task a
+         * configuration, on one slot of the fleet): the kernel built here
+         * now, on a CPU slot that would otherwise wait too (on 2 x H200 the
+         * second agent's sat idle 6 s behind it), so that the candidate's
+         * first task finds its build done when the reference is. */
+        if (ref_wait) {
+            if (!b && !(gpu && a->gpu_slots == 0))
+                return new_build(c, sw, t->rec->kernel_index, a, share);
             continue;
         }
         if (gpu ? !gpu_free : !cpu_free) {

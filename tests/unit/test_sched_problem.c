@@ -155,6 +155,76 @@ static void test_problem_reference_tasks(void **state)
     done(&c);
 }
 
+/* While a configuration's reference is computed, a free CPU slot builds
+ * the candidates' kernels (each once on the agent), and runs no
+ * candidate's validate; once the reference is stored, the validates go
+ * out without a build before them. */
+static void test_candidates_built_while_the_reference_runs(void **state)
+{
+    (void)state;
+    kf_coord *c = coord();
+    uint32_t id = submit_path(c, RMSNORM);
+    ksweep *sw = sched_sweep(c, id);
+    reg_numpy(c, "a1", 3); /* 3 CPU slots: 2 for the references, 1 free */
+    c->dispatch_needed = 1;
+    turn(c);
+    sent s[16];
+    size_t n = drain(c, s, 16);
+    assert_int_equal(n, 1);
+    assert_int_equal(s[0].kind, KFLEET__TASK_KIND__BUILD); /* the problem's */
+    result(c, "a1", s[0].task, s[0].attempt, KFLEET__TASK_STATE__SUCCEEDED);
+    n = drain(c, s, 16);
+    assert_int_equal(n, 3);
+    uint64_t refs[2];
+    size_t nref = 0, nbuild = 0;
+    uint32_t built[3] = {0};
+    for (size_t i = 0; i < n; i++) {
+        ktask *t = sched_task(c, s[i].task, NULL);
+        if (s[i].kind == KFLEET__TASK_KIND__REFERENCE) {
+            refs[nref++] = s[i].task;
+            continue;
+        }
+        assert_int_equal(s[i].kind, KFLEET__TASK_KIND__BUILD);
+        assert_true(t->rec->kernel_index < 3); /* a candidate's kernel */
+        built[t->rec->kernel_index]++;
+        nbuild++;
+        result(c, "a1", s[i].task, s[i].attempt, KFLEET__TASK_STATE__SUCCEEDED);
+    }
+    assert_int_equal(nref, 2);
+    assert_int_equal(nbuild, 1);
+    /* The references still running: the free slot builds the other two
+     * candidates, one after the other, and nothing else. */
+    for (int round = 0; round < 4; round++) {
+        c->dispatch_needed = 1;
+        turn(c);
+        n = drain(c, s, 16);
+        for (size_t i = 0; i < n; i++) {
+            ktask *t = sched_task(c, s[i].task, NULL);
+            assert_int_equal(s[i].kind, KFLEET__TASK_KIND__BUILD);
+            built[t->rec->kernel_index]++;
+            result(c, "a1", s[i].task, s[i].attempt, KFLEET__TASK_STATE__SUCCEEDED);
+        }
+    }
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(built[k], 1);
+    for (uint32_t i = 0; i < sw->ntasks; i++) /* the candidates' validates and profiles */
+        if (sw->tasks[i].rec->kind == KFLEET__TASK_KIND__VALIDATE ||
+            sw->tasks[i].rec->kind == KFLEET__TASK_KIND__PROFILE)
+            assert_int_equal(sw->tasks[i].rec->state, KFLEET__TASK_STATE__PENDING);
+    /* Stored: the candidates' validates, no build before them. */
+    result(c, "a1", refs[0], 1, KFLEET__TASK_STATE__SUCCEEDED);
+    result(c, "a1", refs[1], 1, KFLEET__TASK_STATE__SUCCEEDED);
+    c->dispatch_needed = 1;
+    turn(c);
+    n = drain(c, s, 16);
+    assert_int_equal(n, 3);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(s[i].kind, KFLEET__TASK_KIND__VALIDATE);
+    sched_cancel_sweep(c, sw, "test");
+    turn(c);
+    done(&c);
+}
+
 /* A reference task is sent the problem's secret seeds (the pool's, all
  * missing at first), after the problem's build; a candidate's validate or
  * profile is sent the problem, the seeds with a stored reference and those
@@ -329,6 +399,7 @@ int main(void)
     kf_log_setup("test", KF_LOG_OFF);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_problem_reference_tasks),
+        cmocka_unit_test(test_candidates_built_while_the_reference_runs),
         cmocka_unit_test(test_reference_task_seeds),
         cmocka_unit_test(test_malformed_problem_sweep_refused),
         cmocka_unit_test(test_refused_candidate_failed_rows),
