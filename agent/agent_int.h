@@ -68,8 +68,10 @@ typedef struct krunner {
     int kout_fd;
     struct kf_kout *kout;
     /* Why kfleet itself killed the runner, when it did for a reason other
-     * than its time limit or a cancel (a bad frame): its attempt's error. */
+     * than its time limit or a cancel (a bad frame): its attempt's error;
+     * infra_kill: the node's fault, not the kernel's (tried again). */
     char killed_why[512];
+    int infra_kill;
     uint64_t oom_kills0; /* the node's OOM kill count when it started */
     long maxrss_kb;      /* its peak resident memory, from wait4 */
     int slot_held;       /* it holds its GPU or CPU slot now */

@@ -66,6 +66,7 @@ void ending_explain(const krunner *r, uint64_t oom_kills_now, const char *log_ta
     *infra = 0;
     if (r->killed_why[0]) {
         snprintf(why, len, "%s", r->killed_why);
+        *infra = r->infra_kill;
     } else if (r->timed_out) {
         *state = KFLEET__TASK_STATE__TIMED_OUT;
         snprintf(why, len,

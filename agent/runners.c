@@ -752,7 +752,8 @@ void runners_reap(kf_agent *a)
             retire(a, i, "idle");
             continue;
         }
-        if (!r->idle && !r->exited && !r->timed_out && now > r->deadline_mono) {
+        /* A held runner's limit is serve_hand_held's: its task has not begun. */
+        if (!r->idle && !r->exited && !r->timed_out && !r->holding && now > r->deadline_mono) {
             kf_warn("runner.timeout", "task=0x%llx attempt=%u limit_s=%.1f",
                     (unsigned long long)r->task_id, r->attempt, r->limit_s);
             r->timed_out = 1;

@@ -1,6 +1,7 @@
 /* serve — see serve.h. */
 #include "agent/serve.h"
 #include "agent/checkers.h"
+#include "common/log.h"
 #include "common/taskkind.h"
 #include "common/util.h"
 #include "common/wire.h"
@@ -163,12 +164,38 @@ int serve_gpu_retiring(const kf_agent *a, uint32_t g)
     return 0;
 }
 
+/* A held runner whose GPU's last runner outlived the task's limit after
+ * its SIGKILL (a process the kernel left unkillable, a driver stuck in its
+ * teardown): the task never started, so it is no time-out of this kernel;
+ * the node's fault, tried again. */
+static void hold_expired(krunner *r)
+{
+    kf_warn("runner.hold_expired", "task=0x%llx attempt=%u limit_s=%.1f",
+            (unsigned long long)r->task_id, r->attempt, r->limit_s);
+    snprintf(r->killed_why, sizeof r->killed_why,
+             "this task never started: its GPU's last runner, killed by kfleet, was still not "
+             "gone after the task's limit of %.1f s (a process left unkillable or a driver stuck "
+             "tearing its CUDA context down); the node's fault, tried again while attempts remain",
+             r->limit_s);
+    r->infra_kill = 1;
+    r->holding = 0;
+    kf_buf_release(&r->held);
+    if (r->pid > 0)
+        kill(-r->pid, SIGKILL);
+}
+
 void serve_hand_held(kf_agent *a)
 {
+    uint64_t now = kf_mono_ns();
     for (size_t i = 0; i < a->nrunners; i++) {
         krunner *r = a->runners[i];
-        if (!r->holding || r->exited || serve_gpu_retiring(a, r->gpu_index))
+        if (!r->holding || r->exited)
             continue;
+        if (serve_gpu_retiring(a, r->gpu_index)) {
+            if (now > r->deadline_mono)
+                hold_expired(r);
+            continue;
+        }
         r->holding = 0;
         /* Its time limit from now: a kernel that made its own runner slow
          * to be reaped (a teardown of many GB) spends the slot's time, not

@@ -38,6 +38,13 @@ static void test_kfleet_says_what_it_did(void **st)
     assert_string_equal(why, "kfleet killed the runner: a bad frame");
     assert_int_equal(state, KFLEET__TASK_STATE__FAILED);
     assert_int_equal(infra, 0);
+    /* Killed by kfleet for the node's fault (a held task whose GPU's last
+     * runner never went): failed, and tried again. */
+    r.infra_kill = 1;
+    explain(&r, 0, why, sizeof why, &state, &infra);
+    assert_int_equal(state, KFLEET__TASK_STATE__FAILED);
+    assert_int_equal(infra, 1);
+    r.infra_kill = 0;
 
     r.killed_why[0] = '\0';
     r.timed_out = 1;

@@ -1,8 +1,9 @@
 /* Tests for agent/serve.c's held first task: a serving runner started on a
  * GPU whose last runner is still on its way out (killed, its CUDA context
  * being torn down) gets its task only once that one is gone; on another
- * GPU at once; the frame it gets is the task; and one whose socket is gone
- * is killed with why. Real sockets and a real process group. */
+ * GPU at once; the frame it gets is the task; one whose socket is gone
+ * is killed with why; and one still held past its task's limit is killed
+ * as the node's fault. Real sockets and a real process group. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -48,6 +49,8 @@ static int setup(void **state)
     f->held->gpu_index = 0;
     f->held->pid = -1;
     f->held->pidfd = -1;
+    f->held->limit_s = 60; /* its limit runs from its start (runners.c begin_task) */
+    f->held->deadline_mono = kf_mono_ns() + 60000000000ull;
     kf_buf_init(&f->held->held);
     kfleet__task_spec__init(&f->spec);
     f->spec.kind = KFLEET__TASK_KIND__VALIDATE;
@@ -88,6 +91,21 @@ static ssize_t waiting(int fd, uint8_t *buf, size_t len)
 {
     ssize_t n = recv(fd, buf, len, MSG_DONTWAIT);
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : n;
+}
+
+/* A child in a process group of its own, waiting for a signal: a
+ * runner's group as kill(-pid) finds it. */
+static pid_t paused_group(void)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setpgid(0, 0);
+        pause();
+        _exit(0);
+    }
+    setpgid(pid, pid);
+    return pid;
 }
 
 static void test_held_until_the_gpus_runner_is_gone(void **state)
@@ -142,20 +160,43 @@ static void test_a_runner_that_cannot_take_it_is_killed(void **state)
     signal(SIGPIPE, SIG_IGN); /* as the agent does (common/signals.c) */
     close(f->peer);           /* the runner's end gone (before the fork: no copy in it) */
     f->peer = -1;
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        setpgid(0, 0);
-        pause();
-        _exit(0);
-    }
-    setpgid(pid, pid);
+    pid_t pid = paused_group();
     f->held->pid = pid;
     f->a->nrunners = 1;
     f->a->runners[0] = f->held;
     serve_hand_held(f->a);
     assert_false(f->held->holding);
     assert_non_null(strstr(f->held->killed_why, "cannot hand the task to runner"));
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFSIGNALED(st));
+    assert_int_equal(WTERMSIG(st), SIGKILL);
+}
+
+/* The GPU's last runner still not gone when the held task's limit has
+ * passed: the held runner is killed, its task never started, as the
+ * node's fault (tried again), not as a time-out of its kernel; nothing is
+ * sent to it. Within the limit it keeps waiting. */
+static void test_a_hold_past_the_limit_is_the_nodes_fault(void **state)
+{
+    fixture *f = *state;
+    uint8_t buf[4096];
+    pid_t pid = paused_group();
+    f->held->pid = pid;
+    f->held->limit_s = 60;
+    f->held->deadline_mono = kf_mono_ns() + 60000000000ull;
+    serve_hand_held(f->a);
+    assert_true(f->held->holding);
+    assert_int_equal(f->held->killed_why[0], 0);
+
+    f->held->deadline_mono = kf_mono_ns() - 1; /* the old runner outlived it */
+    serve_hand_held(f->a);
+    assert_false(f->held->holding);
+    assert_int_equal(f->held->held.len, 0);
+    assert_true(f->held->infra_kill);
+    assert_non_null(strstr(f->held->killed_why, "this task never started"));
+    assert_false(f->held->timed_out);
+    assert_int_equal(waiting(f->peer, buf, sizeof buf), 0);
     int st = 0;
     assert_int_equal(waitpid(pid, &st, 0), pid);
     assert_true(WIFSIGNALED(st));
@@ -169,6 +210,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_another_gpus_runner_is_handed_at_once, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_runner_that_cannot_take_it_is_killed, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_hold_past_the_limit_is_the_nodes_fault, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
