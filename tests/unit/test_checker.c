@@ -246,8 +246,14 @@ static void test_buffer_not_touched(void **state)
     judge j = start(cfg);
     kf_err err;
     const size_t big = (size_t)128 << 20;
+    long mine = status_kb(getpid(), "RssShmem:");
     float *buf = kf_checker_buffer(j.c, big, &err);
     assert_non_null(buf);
+    /* The runner's side has it in memory before any copy (populated on
+     * the node's threads at this size), and zero. */
+    assert_true(status_kb(getpid(), "RssShmem:") - mine >= (long)(big >> 10) - 64);
+    for (size_t i = 0; i < big / sizeof *buf; i += (1u << 18) + 7)
+        assert_true(buf[i] == 0);
     long before = status_kb(j.pid, "RssShmem:");
     assert_true(before >= 0);
     assert_true(before < 16 * 1024); /* not the 128 MiB it was handed */
