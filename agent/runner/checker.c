@@ -102,8 +102,11 @@ static int ask(kf_checker *c, const msg *m, const void *payload, size_t plen, in
     return KF_OK;
 }
 
-/* Outputs from this size on are populated by several threads. */
+/* Outputs from this size on are populated by several threads, at most
+ * STAGE_THREADS: it does not go faster past that (8 GiB on an H200 host:
+ * 3.87 s on one thread, 1.70 s on 8, 1.95 s on 16; bench/gpu/pin_copy.c). */
 #define STAGE_PAR_MIN (64u << 20)
+#define STAGE_THREADS 8u
 
 /* Bytes [lo, hi) of a new, zero buffer: a write to each page, which gives
  * it its memory (writing the zero it holds changes nothing). */
@@ -134,9 +137,9 @@ static void *stage(kf_checker *c, size_t n, kf_err *err)
         return NULL;
     }
     /* Populated here: a gigabyte output faulted in page by page during its
-     * copy cost more than the copy. A large one on the node's threads: the
-     * kernel zeroes each new page, one thread did 8.6 GB in ~5 s of a
-     * KernelBench L1Norm's validation (H200 host, 2026-12-01). */
+     * copy cost more than the copy. A large one on several threads: the
+     * kernel zeroes each new page, and one thread took ~4 s of a KernelBench
+     * L1Norm's validation (8.6 GB; H200 host, 2026-12-01). */
     int par = n >= STAGE_PAR_MIN && kf_par_parts(n, kf_cpus()) > 1;
     void *p =
         mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED | (par ? 0 : MAP_POPULATE), c->mfd, 0);
@@ -145,7 +148,7 @@ static void *stage(kf_checker *c, size_t n, kf_err *err)
         return NULL;
     }
     if (par)
-        kf_par_ranges(n, kf_cpus(), touch_pages, p);
+        kf_par_ranges(n, kf_cpus() < STAGE_THREADS ? kf_cpus() : STAGE_THREADS, touch_pages, p);
     msg m = {.type = MSG_MAP, .count = n};
     reply r;
     if (ask(c, &m, NULL, 0, c->mfd, &r, err) != KF_OK) {

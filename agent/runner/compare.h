@@ -15,7 +15,7 @@
  *    every value is below KernelBench's 1e-4, but zeros are 1 away in
  *    relative L2).
  * Outputs of a million elements or more are split over up to `threads`
- * threads (8 at most); the partial results are combined in a fixed order,
+ * threads (16 at most); the partial results are combined in a fixed order,
  * so a given thread count gives one answer. */
 #ifndef KF_COMPARE_H
 #define KF_COMPARE_H
@@ -54,15 +54,15 @@ typedef struct kf_cmp {
     double close_out, close_ref;
 } kf_cmp;
 
-/* Work split over up to 8 threads by index range: fn(ctx, part, lo, hi)
+/* Work split over up to 16 threads by index range: fn(ctx, part, lo, hi)
  * for each of kf_par_parts(n, threads) parts, part 0 on the calling
  * thread; a thread that cannot start runs its part here. */
 typedef void (*kf_range_fn)(void *ctx, unsigned part, size_t lo, size_t hi);
-#define KF_PAR_MAX 8
+#define KF_PAR_MAX 16
 unsigned kf_par_parts(size_t n, unsigned threads);
 void kf_par_ranges(size_t n, unsigned threads, kf_range_fn fn, void *ctx);
 /* The same over n items each worth a thread of its own however few there
- * are (a reference file's hash chunks): min(n, threads, 8) parts. */
+ * are (a reference file's hash chunks): min(n, threads, KF_PAR_MAX) parts. */
 void kf_par_items(size_t n, unsigned threads, kf_range_fn fn, void *ctx);
 
 /* The node's online CPUs. */

@@ -28,15 +28,23 @@ static void test_compare_threads(void **state)
     out[7] = NAN;
     out[n / 2] = INFINITY;
     out[n - 3] = (float)(ref[n - 3] + 0.5);
-    hctx_check one, many;
+    hctx_check one, many, most;
     hctx_compare(out, KF_DTYPE_F32, ref, n, 1, NULL, &one);
     hctx_compare(out, KF_DTYPE_F32, ref, n, 8, NULL, &many);
+    hctx_compare(out, KF_DTYPE_F32, ref, n, 16, NULL, &most);
     assert_int_equal(one.nonfinite, 2);
     assert_int_equal(many.nonfinite, 2);
+    assert_int_equal(most.nonfinite, 2);
     assert_true(fabs(one.max_abs - 0.5) < 1e-4); /* float rounding aside */
     assert_true(many.max_abs == one.max_abs);
+    assert_true(most.max_abs == one.max_abs);
     assert_true(one.rel > 0);
     assert_true(fabs(many.rel - one.rel) <= 1e-12 * one.rel);
+    assert_true(fabs(most.rel - one.rel) <= 1e-12 * one.rel);
+    /* A given thread count gives one answer. */
+    hctx_check again;
+    hctx_compare(out, KF_DTYPE_F32, ref, n, 16, NULL, &again);
+    assert_true(again.rel == most.rel);
     free(out);
     free(ref);
 }
