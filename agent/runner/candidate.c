@@ -52,6 +52,7 @@ typedef struct cand_ctx {
     /* The candidate and problem this process holds: hctx_candidate_resume
      * refuses any other. */
     char kernel_hash[128], problem_hash[128];
+    kf_checker_stage stage; /* the last task's shared buffer, for the next (checker.h) */
 } cand_ctx;
 
 static cand_ctx the_ctx;
@@ -283,6 +284,7 @@ static int start_checker(hctx *h)
     h->checker = kf_checker_connect(KF_RUNNER_FD_CHECKER, &err);
     if (!h->checker)
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "candidate %s: %s", sp->kernel, err.msg);
+    kf_checker_adopt(h->checker, &the_ctx.stage); /* this runner's last task's, this candidate's */
     h->judge = judge;
     h->spot = spot;
     h->spot_blind = spot_blind;
@@ -409,7 +411,7 @@ int hctx_candidate_resume(hctx *h, int have_checker)
 
 void hctx_candidate_finish(hctx *h)
 {
-    if (h->checker && kf_checker_finish(&h->checker) != KF_OK &&
+    if (h->checker && kf_checker_finish_keep(&h->checker, &the_ctx.stage) != KF_OK &&
         h->res->state == KFLEET__TASK_STATE__SUCCEEDED)
         hctx_fail(h, KFLEET__TASK_STATE__FAILED,
                   "candidate %s: its checker did not answer the end of its checks",

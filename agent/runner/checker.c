@@ -48,6 +48,7 @@ struct kf_checker {
     int mfd; /* the shared buffer's memfd, -1 before the first output */
     void *stage;
     size_t stage_len;
+    int unsent; /* a kept buffer (kf_checker_adopt) this checker has not mapped yet */
 };
 
 kf_checker *kf_checker_connect(int fd, kf_err *err)
@@ -120,16 +121,36 @@ static void touch_pages(void *buf, unsigned part, size_t lo, size_t hi)
         b[i] = 0;
 }
 
-/* The shared buffer with room for n bytes, sent to the checker when new. */
-static void *stage(kf_checker *c, size_t n, kf_err *err)
+/* The buffer's memfd sent to the checker, which maps it. */
+static int send_map(kf_checker *c, kf_err *err)
 {
-    if (c->stage && c->stage_len >= n)
-        return c->stage;
+    msg m = {.type = MSG_MAP, .count = c->stage_len};
+    reply r;
+    if (ask(c, &m, NULL, 0, c->mfd, &r, err) != KF_OK)
+        return err->code;
+    if (!r.passed)
+        return kf_err_set(err, KF_EIO, "checker: it cannot map the output buffer");
+    c->unsent = 0;
+    return KF_OK;
+}
+
+static void unmap_stage(kf_checker *c)
+{
     if (c->stage)
         munmap(c->stage, c->stage_len);
     if (c->mfd >= 0)
         close(c->mfd);
     c->stage = NULL;
+    c->stage_len = 0;
+    c->mfd = -1;
+}
+
+/* The shared buffer with room for n bytes, sent to the checker when new. */
+static void *stage(kf_checker *c, size_t n, kf_err *err)
+{
+    if (c->stage && c->stage_len >= n)
+        return c->unsent && send_map(c, err) != KF_OK ? NULL : c->stage;
+    unmap_stage(c);
     c->mfd = kf_memfd("kfleet-output");
     if (c->mfd < 0 || ftruncate(c->mfd, (off_t)n) != 0) {
         kf_err_set(err, KF_EIO, "checker: cannot make a %zu-byte buffer for the output: %s", n,
@@ -149,20 +170,34 @@ static void *stage(kf_checker *c, size_t n, kf_err *err)
     }
     if (par)
         kf_par_ranges(n, kf_cpus() < STAGE_THREADS ? kf_cpus() : STAGE_THREADS, touch_pages, p);
-    msg m = {.type = MSG_MAP, .count = n};
-    reply r;
-    if (ask(c, &m, NULL, 0, c->mfd, &r, err) != KF_OK) {
-        munmap(p, n);
-        return NULL;
-    }
-    if (!r.passed) {
-        munmap(p, n);
-        kf_err_set(err, KF_EIO, "checker: it cannot map the output buffer");
-        return NULL;
-    }
     c->stage = p;
     c->stage_len = n;
+    if (send_map(c, err) != KF_OK) {
+        unmap_stage(c);
+        return NULL;
+    }
     return p;
+}
+
+void kf_checker_adopt(kf_checker *c, kf_checker_stage *keep)
+{
+    if (!keep->p)
+        return;
+    unmap_stage(c);
+    c->stage = keep->p;
+    c->stage_len = keep->len;
+    c->mfd = keep->mfd;
+    c->unsent = 1;
+    *keep = (kf_checker_stage){.mfd = -1};
+}
+
+void kf_checker_stage_free(kf_checker_stage *keep)
+{
+    if (keep->p) {
+        munmap(keep->p, keep->len);
+        close(keep->mfd);
+    }
+    *keep = (kf_checker_stage){.mfd = -1};
 }
 
 void *kf_checker_buffer(kf_checker *c, size_t bytes, kf_err *err)
@@ -214,6 +249,11 @@ int kf_checker_spot(kf_checker *c, uint32_t ref_index, const uint64_t *at, const
 
 int kf_checker_finish(kf_checker **self)
 {
+    return kf_checker_finish_keep(self, NULL);
+}
+
+int kf_checker_finish_keep(kf_checker **self, kf_checker_stage *keep)
+{
     if (!self || !*self)
         return KF_EIO;
     kf_checker *c = *self;
@@ -221,10 +261,13 @@ int kf_checker_finish(kf_checker **self)
     reply r;
     kf_err err;
     int rc = ask(c, &m, NULL, 0, -1, &r, &err);
-    if (c->stage)
-        munmap(c->stage, c->stage_len);
-    if (c->mfd >= 0)
-        close(c->mfd);
+    if (keep && c->stage) {
+        kf_checker_stage_free(keep);
+        *keep = (kf_checker_stage){.mfd = c->mfd, .p = c->stage, .len = c->stage_len};
+        c->stage = NULL;
+        c->mfd = -1;
+    }
+    unmap_stage(c);
     close(c->fd);
     free(c);
     *self = NULL;

@@ -88,10 +88,11 @@ static judge start(const char *config)
     return j;
 }
 
-/* FINISH, then everything the checker wrote, and its exit status. */
-static int finish(judge *j, char *out, size_t len)
+/* FINISH (the shared buffer moved into keep unless it is NULL), then
+ * everything the checker wrote, and its exit status. */
+static int finish_keep(judge *j, char *out, size_t len, kf_checker_stage *keep)
 {
-    int rc = kf_checker_finish(&j->c);
+    int rc = keep ? kf_checker_finish_keep(&j->c, keep) : kf_checker_finish(&j->c);
     size_t got = 0;
     ssize_t r;
     while (got + 1 < len && (r = read(j->verdicts, out + got, len - 1 - got)) > 0)
@@ -101,6 +102,11 @@ static int finish(judge *j, char *out, size_t len)
     int st = 0;
     waitpid(j->pid, &st, 0);
     return rc == KF_OK && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int finish(judge *j, char *out, size_t len)
+{
+    return finish_keep(j, out, len, NULL);
 }
 
 static void config(char *out, size_t len, const char *tol, char digests[2][KF_REFFILE_DIGEST_HEX],
@@ -266,6 +272,47 @@ static void test_buffer_not_touched(void **state)
     assert_int_equal(finish(&j, text, sizeof text), 0);
 }
 
+/* A serving runner's next task (the same candidate's profile) gets a new
+ * checker and keeps the last one's shared buffer: the same memory, not
+ * made again, mapped by the new checker at its first output (it judges
+ * what is written there). */
+static void test_buffer_kept(void **state)
+{
+    (void)state;
+    char digests[2][KF_REFFILE_DIGEST_HEX], cfg[512], text[8192];
+    make_refs(digests, KF_DTYPE_F64);
+    config(cfg, sizeof cfg, "tol 1e-5 1e-5 0 0 0", digests, 1);
+    kf_err err;
+    int passed = -1;
+    const size_t big = (size_t)80 << 20;
+    judge a = start(cfg);
+    float *buf = kf_checker_buffer(a.c, big, &err);
+    assert_non_null(buf);
+    for (size_t i = 0; i < N; i++)
+        buf[i] = (float)(1.0 + (double)i / N);
+    assert_int_equal(kf_checker_check(a.c, 0, buf, KF_DTYPE_F32, N, &passed, &err), KF_OK);
+    assert_int_equal(passed, 1);
+    kf_checker_stage keep = {0};
+    assert_int_equal(finish_keep(&a, text, sizeof text, &keep), 0);
+    assert_true(keep.p == buf);
+    assert_true(keep.len == big);
+
+    judge b = start(cfg);
+    kf_checker_adopt(b.c, &keep);
+    assert_null(keep.p);
+    float *again = kf_checker_buffer(b.c, big, &err);
+    assert_true(again == buf);
+    assert_true(again[N - 1] == (float)(1.0 + (N - 1.0) / N)); /* what the last task wrote */
+    assert_int_equal(kf_checker_check(b.c, 0, again, KF_DTYPE_F32, N, &passed, &err), KF_OK);
+    assert_int_equal(passed, 1);
+    memset(again, 0, N * sizeof *again);
+    assert_int_equal(kf_checker_check(b.c, 0, again, KF_DTYPE_F32, N, &passed, &err), KF_OK);
+    assert_int_equal(passed, 0);
+    assert_int_equal(finish(&b, text, sizeof text), 0);
+    assert_non_null(strstr(text, "check 0 ref 0 pass 1"));
+    assert_non_null(strstr(text, "check 1 ref 0 pass 0"));
+}
+
 /* The digest as reffile.h defines it, recomputed here from the file's
  * bytes: BLAKE2b-256 of the header and of each 32 MiB piece's BLAKE2b-256. */
 static void expected_digest(const char *path, char hex[KF_REFFILE_DIGEST_HEX])
@@ -372,7 +419,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_judged_outside),     cmocka_unit_test(test_allclose),
         cmocka_unit_test(test_damaged_reference),  cmocka_unit_test(test_reference_pieces),
-        cmocka_unit_test(test_buffer_not_touched),
+        cmocka_unit_test(test_buffer_not_touched), cmocka_unit_test(test_buffer_kept),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
