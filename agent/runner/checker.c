@@ -161,7 +161,8 @@ static void *stage(kf_checker *c, size_t n, kf_err *err)
      * copy cost more than the copy. A large one on several threads: the
      * kernel zeroes each new page, and one thread took ~4 s of a KernelBench
      * L1Norm's validation (8.6 GB; H200 host, 2026-12-01). */
-    int par = n >= STAGE_PAR_MIN && kf_par_parts(n, kf_cpus()) > 1;
+    unsigned threads = kf_cpus() < STAGE_THREADS ? kf_cpus() : STAGE_THREADS;
+    int par = n >= STAGE_PAR_MIN && threads > 1;
     void *p =
         mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED | (par ? 0 : MAP_POPULATE), c->mfd, 0);
     if (p == MAP_FAILED) {
@@ -169,7 +170,7 @@ static void *stage(kf_checker *c, size_t n, kf_err *err)
         return NULL;
     }
     if (par)
-        kf_par_ranges(n, kf_cpus() < STAGE_THREADS ? kf_cpus() : STAGE_THREADS, touch_pages, p);
+        kf_par_ranges(n, threads, touch_pages, p);
     c->stage = p;
     c->stage_len = n;
     if (send_map(c, err) != KF_OK) {
@@ -191,7 +192,7 @@ void kf_checker_adopt(kf_checker *c, kf_checker_stage *keep)
     *keep = (kf_checker_stage){.mfd = -1};
 }
 
-void kf_checker_stage_free(kf_checker_stage *keep)
+static void stage_free(kf_checker_stage *keep)
 {
     if (keep->p) {
         munmap(keep->p, keep->len);
@@ -262,7 +263,7 @@ int kf_checker_finish_keep(kf_checker **self, kf_checker_stage *keep)
     kf_err err;
     int rc = ask(c, &m, NULL, 0, -1, &r, &err);
     if (keep && c->stage) {
-        kf_checker_stage_free(keep);
+        stage_free(keep);
         *keep = (kf_checker_stage){.mfd = c->mfd, .p = c->stage, .len = c->stage_len};
         c->stage = NULL;
         c->mfd = -1;

@@ -113,6 +113,5 @@ int kf_checker_finish_keep(kf_checker **c, kf_checker_stage *keep);
 /* A kept buffer given to c, sent to its checker with its first output;
  * *keep emptied. Nothing when *keep is empty. */
 void kf_checker_adopt(kf_checker *c, kf_checker_stage *keep);
-void kf_checker_stage_free(kf_checker_stage *keep);
 
 #endif
