@@ -94,5 +94,17 @@ print("  candidate-evaluations %d in %.1f s = %.0f per minute" % (len(evals), se
 print("  verdicts " + ", ".join("%s %d" % (k, v) for k, v in sorted(verdicts.items(), key=str)))
 print("  the baseline's rows on further agents %d" % baseline_rows)
 print("  coordinator peak RSS %.1f MiB, at the end %.1f MiB" % (int(hwm) / 1024, int(rss) / 1024))
+# Host profiles hold the machine's lock one at a time (runner/hostlock.h):
+# a profile's time less its wait for the lock bounds how many a minute
+# this machine can judge, whatever the agents and cores.
+held = [p["elapsed_s"] - (p.get("host_wait_s") or 0) for p in
+        (r.get("profile") or {} for r in evals)
+        if p.get("elapsed_s") and p.get("host_shared") is False]
+if held:
+    conv = sum(1 for r in evals if (r.get("profile") or {}).get("converged"))
+    mean = sum(held) / len(held)
+    print("  host profiles (one at a time on a machine) %d, %.0f ms each on average, %d stopped "
+          "on precision before their timeout: at most %.0f candidate-evaluations a minute"
+          % (len(held), mean * 1e3, conv, 60 / mean))
 PY
 echo "  warm runners started $(cat "$W"/agent-*.log | grep -c 'warm.start ' || true) (KF_WARM=${KF_WARM:-1})"
