@@ -8,6 +8,7 @@
  * coordinator restarted or thought us lost) sends us back to unregistered.
  * On every Welcome all unacked outbox entries are due for resending.
  */
+#include "runner/cubins.h"
 #include "runner/doctor.h"
 #include "common/json.h"
 #include "common/xalloc.h"
@@ -192,7 +193,9 @@ static void ceilings_start(kf_agent *a, kf_doctor_child *c, kf_doctor *d)
     childenv_visible_device(0, dev, sizeof dev);
     int gpu = a->info->n_gpus > 0;
     memset(d, 0, sizeof *d);
-    if (kf_doctor_start(a->runner_exe, gpu, gpu ? dev : NULL, c, &err) != KF_OK)
+    char cubins[PATH_MAX];
+    kf_cubins_path(cubins, sizeof cubins, a->workdir);
+    if (kf_doctor_start_cubins(a->runner_exe, gpu, gpu ? dev : NULL, cubins, c, &err) != KF_OK)
         snprintf(d->error, sizeof d->error, "%s", err.msg); /* c->pid stays -1 */
 }
 

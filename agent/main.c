@@ -76,9 +76,11 @@ static void usage(FILE *f)
                "  --show-key              print this agent's public key (making its key pair\n"
                "                          in the work dir if needed) and exit; accept it on\n"
                "                          the coordinator with `kfleet agent-key add KEY NAME`\n"
-               "  --doctor [--gpu]        measure this node's ceilings (copy bandwidth, bf16\n"
+               "  --doctor [--gpu] [--cubins PATH]\n"
+               "                          measure this node's ceilings (copy bandwidth, bf16\n"
                "                          matrix rate), print them and exit; the agent runs\n"
-               "                          this itself at every start\n"
+               "                          this itself at every start, and with --cubins the\n"
+               "                          harness's own GPU code is compiled into PATH first\n"
                "  -h, --help              this help\n");
 }
 
@@ -162,7 +164,7 @@ static int resolve_server_key(const char *arg, const char *wd, const kf_paths *p
 
 /* The command line, parsed. */
 typedef struct {
-    const char *coordinator, *home, *workdir, *name, *level, *server_key, *scratch;
+    const char *coordinator, *home, *workdir, *name, *level, *server_key, *scratch, *cubins;
     long cpu_slots;
     double price, stop_after_s;
     uint64_t stop_mono; /* --stop-after counted from here: the process's start */
@@ -227,6 +229,7 @@ static int parse_args(int argc, char **argv, agent_args *a)
                                          {"doctor", no_argument, 0, 'D'},
                                          {"gpu", no_argument, 0, 'G'},
                                          {"host", no_argument, 0, 'O'},
+                                         {"cubins", required_argument, 0, 'U'},
                                          {"server-key", required_argument, 0, 'S'},
                                          {"show-key", no_argument, 0, 'K'},
                                          {"stop-after", required_argument, 0, 'A'},
@@ -279,6 +282,9 @@ static int parse_args(int argc, char **argv, agent_args *a)
             break;
         case 'O':
             a->doctor_gpu = 0;
+            break;
+        case 'U':
+            a->cubins = optarg;
             break;
         case 'S':
             a->server_key = optarg;
@@ -333,7 +339,7 @@ static int run_modes(const agent_args *a)
     kf_log_setup(a->runner ? "kfleet-runner" : "kfleet-agent", (kf_log_level)lv);
     if (a->doctor) {
         kf_doctor d;
-        kf_doctor_measure(a->doctor_gpu, &d);
+        kf_doctor_measure(a->doctor_gpu, a->cubins, &d);
         kf_doctor_print(&d, 1);
         return 0;
     }

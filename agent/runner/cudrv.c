@@ -1,5 +1,6 @@
 /* cudrv — dlopen'd CUDA driver calls for the runner; see cudrv.h. */
 #include "runner/cudrv.h"
+#include "runner/cubins.h"
 #include "runner/cudrv_ptx.h"
 #include "runner/cupti.h"
 #include "common/util.h"
@@ -24,6 +25,7 @@ typedef unsigned long long CUdeviceptr;
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
 #define CU_STREAM_LEGACY ((CUstream)0x1)
+#define CU_JIT_INPUT_PTX 1
 
 struct kf_cudrv {
     void *lib;
@@ -85,6 +87,15 @@ struct kf_cudrv {
     CUresult (*cuProfilerStart)(void);
     CUresult (*cuProfilerStop)(void);
     CUresult (*cuMemGetInfo)(size_t *, size_t *);
+    /* Optional (NULL: the node's compiled modules are not built here). */
+    CUresult (*cuLinkCreate)(unsigned, void *, void **, void **);
+    CUresult (*cuLinkAddData)(void *, int, void *, size_t, const char *, unsigned, void *, void **);
+    CUresult (*cuLinkComplete)(void *, void **, size_t *);
+    CUresult (*cuLinkDestroy)(void *);
+    /* The node's compiled modules (cubins.h), owned; NULL: PTX each time. */
+    kf_cubins *cubins;
+    int major, minor, driver; /* the device's compute capability, the driver's version */
+    unsigned from_images;     /* modules loaded from cubins */
 };
 
 static int cu_fail(kf_cudrv *cu, CUresult r, const char *what, kf_err *err)
@@ -163,6 +174,10 @@ static int load(kf_cudrv *cu, kf_err *err)
     SYM(cu, cuProfilerStart, "cuProfilerStart");
     SYM(cu, cuProfilerStop, "cuProfilerStop");
     SYM(cu, cuMemGetInfo, "cuMemGetInfo_v2");
+    *(void **)&cu->cuLinkCreate = dlsym(cu->lib, "cuLinkCreate_v2");
+    *(void **)&cu->cuLinkAddData = dlsym(cu->lib, "cuLinkAddData_v2");
+    *(void **)&cu->cuLinkComplete = dlsym(cu->lib, "cuLinkComplete");
+    *(void **)&cu->cuLinkDestroy = dlsym(cu->lib, "cuLinkDestroy");
     return KF_OK;
 fail:
     return kf_err_set(err, KF_EUNAVAIL, "the CUDA driver lacks %s; update the driver", missing);
@@ -170,9 +185,10 @@ fail:
 
 static void load_block_kernel(kf_cudrv *cu);
 
-int kf_cudrv_open(kf_cudrv **out, kf_err *err)
+int kf_cudrv_open(kf_cudrv **out, kf_cubins *cubins, kf_err *err)
 {
     kf_cudrv *cu = kf_xcalloc(1, sizeof *cu);
+    cu->cubins = cubins;
     int rc = load(cu, err);
     CUresult r = 0;
     if (rc)
@@ -189,6 +205,11 @@ int kf_cudrv_open(kf_cudrv **out, kf_err *err)
              (r = cu->cuEventCreate(&cu->after, 0)))
         rc = cu_fail(cu, r, "cuEventCreate", err);
     if (rc == KF_OK) {
+        CUresult (*version)(int *) = (CUresult(*)(int *))dlsym(cu->lib, "cuDriverGetVersion");
+        cu->cuDeviceGetAttribute(&cu->major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, cu->dev);
+        cu->cuDeviceGetAttribute(&cu->minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, cu->dev);
+        if (!version || version(&cu->driver) != 0)
+            cu->driver = 0;
         int l2 = 0;
         cu->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, cu->dev);
         cu->flush_bytes = 2 * (size_t)(l2 > 0 ? l2 : 64 << 20);
@@ -225,6 +246,7 @@ void kf_cudrv_close(kf_cudrv **self)
         cu->cuEventDestroy(cu->after);
     /* The primary context stays retained: the kernel's runtime still uses it
      * until the runner exits. */
+    kf_cubins_free(&cu->cubins);
     free(cu);
     *self = NULL;
 }
@@ -260,13 +282,35 @@ static int ours_fn(kf_cudrv *cu, void **fn, const char *name)
     return cu->cuModuleGetFunction(fn, cu->block_mod, full);
 }
 
+/* Module `module` from the node's compiled image of ptx (cubins.h), its
+ * placeholder named `suffix` (NULL: none): 1 when loaded so, 0 when there is
+ * no such image or the driver refused it (then the PTX's turn). */
+static int load_image(kf_cudrv *cu, const char *module, const char *ptx, const char *suffix,
+                      void **mod)
+{
+    char key[KF_CUBINS_KEY_MAX];
+    size_t len = 0;
+    kf_cubins_key(key, module, cu->major, cu->minor, cu->driver, ptx);
+    const void *img = cu->driver ? kf_cubins_find(cu->cubins, key, &len) : NULL;
+    void *named = img && suffix ? kf_cubins_named(img, len, suffix) : NULL;
+    int ok = img && (!suffix || named) && cu->cuModuleLoadData(mod, named ? named : img) == 0;
+    free(named);
+    cu->from_images += (unsigned)ok;
+    return ok;
+}
+
 static void load_block_kernel(kf_cudrv *cu)
 {
     void *host = NULL;
     snprintf(cu->ours, sizeof cu->ours, "_kf%016llx", (unsigned long long)kf_unpredictable_u64());
-    char *ptx = kf_cudrv_ptx_named(cu->ours);
-    int loaded = cu->cuModuleLoadData(&cu->block_mod, ptx) == 0;
+    char *ptx = kf_cudrv_ptx_named(KF_CUBINS_PLACEHOLDER);
+    int loaded = load_image(cu, "block", ptx, cu->ours, &cu->block_mod);
     free(ptx);
+    if (!loaded) {
+        ptx = kf_cudrv_ptx_named(cu->ours);
+        loaded = cu->cuModuleLoadData(&cu->block_mod, ptx) == 0;
+        free(ptx);
+    }
     if (!loaded || ours_fn(cu, &cu->block_fn, "kf_block") != 0 ||
         ours_fn(cu, &cu->flush_fn, "kf_flush") != 0 ||
         cu->cuMemHostAlloc(&host, 128, 0x1 | 0x2) != 0 || /* PORTABLE | DEVICEMAP */
@@ -668,10 +712,43 @@ int kf_cudrv_copy_device(kf_cudrv *cu, void *dev_dst, const void *dev_src, size_
     return r ? cu_fail(cu, r, "copying on the device", err) : KF_OK;
 }
 
-int kf_cudrv_module_load(kf_cudrv *cu, const char *ptx, void **mod, kf_err *err)
+int kf_cudrv_module_load(kf_cudrv *cu, const char *module, const char *ptx, void **mod, kf_err *err)
 {
+    if (load_image(cu, module, ptx, NULL, mod))
+        return KF_OK;
     CUresult r = cu->cuModuleLoadData(mod, ptx);
     return r ? cu_fail(cu, r, "loading the harness's PTX (cuModuleLoadData)", err) : KF_OK;
+}
+
+unsigned kf_cudrv_from_images(const kf_cudrv *cu)
+{
+    return cu->from_images;
+}
+
+int kf_cudrv_compile(kf_cudrv *cu, const char *module, const char *ptx, char key[KF_CUBINS_KEY_MAX],
+                     void **img, size_t *len, kf_err *err)
+{
+    *img = NULL;
+    if (!cu->cuLinkCreate || !cu->cuLinkAddData || !cu->cuLinkComplete || !cu->cuLinkDestroy ||
+        !cu->driver)
+        return kf_err_set(err, KF_EUNAVAIL, "the CUDA driver lacks cuLink* or its version");
+    void *link = NULL, *out = NULL;
+    CUresult r = cu->cuLinkCreate(0, NULL, NULL, &link);
+    if (!r)
+        r = cu->cuLinkAddData(link, CU_JIT_INPUT_PTX, (void *)ptx, strlen(ptx) + 1, module, 0, NULL,
+                              NULL);
+    if (!r)
+        r = cu->cuLinkComplete(link, &out, len);
+    if (!r && *len) { /* the image is the link state's: copied before it goes */
+        *img = kf_xmalloc(*len);
+        memcpy(*img, out, *len);
+        kf_cubins_key(key, module, cu->major, cu->minor, cu->driver, ptx);
+    }
+    if (link)
+        cu->cuLinkDestroy(link);
+    return r      ? cu_fail(cu, r, "compiling the harness's PTX (cuLink)", err)
+           : *img ? KF_OK
+                  : kf_err_set(err, KF_EIO, "cuLinkComplete gave an empty image");
 }
 
 int kf_cudrv_module_function(kf_cudrv *cu, void *mod, const char *name, void **fn, kf_err *err)

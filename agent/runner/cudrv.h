@@ -10,6 +10,7 @@
 #define KF_CUDRV_H
 
 #include "common/err.h"
+#include "runner/cubins.h"
 #include "runner/cupti.h"
 
 #include <stddef.h>
@@ -45,8 +46,10 @@ typedef struct kf_cudrv_timing {
 typedef int (*kf_cudrv_run_fn)(void *state, char *err, size_t errlen);
 
 /* Opens the driver, device 0 (as CUDA_VISIBLE_DEVICES shows it), its primary
- * context, two events and a flush buffer of twice the L2. */
-int kf_cudrv_open(kf_cudrv **out, kf_err *err);
+ * context, two events and a flush buffer of twice the L2. cubins: the
+ * node's compiled modules (cubins.h), taken (freed with the driver, or
+ * at once when the open fails); NULL: every module compiled from its PTX. */
+int kf_cudrv_open(kf_cudrv **out, kf_cubins *cubins, kf_err *err);
 void kf_cudrv_close(kf_cudrv **self);
 
 int kf_cudrv_copy_to_host(kf_cudrv *cu, void *dst, const void *dev_src, size_t n, kf_err *err);
@@ -103,10 +106,20 @@ int kf_cudrv_copy_to_device(kf_cudrv *cu, void *dev_dst, const void *src, size_t
  * with the copies, memsets and launches here; not waited for). */
 int kf_cudrv_copy_device(kf_cudrv *cu, void *dev_dst, const void *dev_src, size_t n, kf_err *err);
 /* The harness's own device code (devcmp.c): a PTX module loaded into the
- * primary context (*mod, unloaded with kf_cudrv_module_unload), a
- * function of it, and a 1-D launch of one on the legacy stream (not
- * waited for: a fault surfaces at the next copy or kf_cudrv_sync). */
-int kf_cudrv_module_load(kf_cudrv *cu, const char *ptx, void **mod, kf_err *err);
+ * primary context (*mod, unloaded with kf_cudrv_module_unload) from the
+ * node's compiled image of it under `module` (cubins.h) where there is
+ * one, else from the PTX; a function of it, and a 1-D launch of one on the
+ * legacy stream (not waited for: a fault surfaces at the next copy or
+ * kf_cudrv_sync). */
+int kf_cudrv_module_load(kf_cudrv *cu, const char *module, const char *ptx, void **mod,
+                         kf_err *err);
+/* How many of the harness's modules this driver loaded from compiled images. */
+unsigned kf_cudrv_from_images(const kf_cudrv *cu);
+/* The doctor's (cubins.h): ptx compiled for this device by the driver, the
+ * image (*img, freed by the caller) and its key. 0, or KF_EUNAVAIL (a
+ * driver without cuLink) / KF_EIO with err. */
+int kf_cudrv_compile(kf_cudrv *cu, const char *module, const char *ptx, char key[KF_CUBINS_KEY_MAX],
+                     void **img, size_t *len, kf_err *err);
 int kf_cudrv_module_function(kf_cudrv *cu, void *mod, const char *name, void **fn, kf_err *err);
 void kf_cudrv_module_unload(kf_cudrv *cu, void *mod);
 int kf_cudrv_launch(kf_cudrv *cu, void *fn, unsigned grid, unsigned block, void **args,

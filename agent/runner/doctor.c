@@ -1,6 +1,9 @@
 /* doctor — the node's measured ceilings; see doctor.h. */
 #include "runner/doctor.h"
 #include "runner/cudrv.h"
+#include "runner/cudrv_ptx.h"
+#include "runner/devcmp.h"
+#include "common/log.h"
 #include "runner/hostpeak.h"
 #include "common/execenv.h"
 #include "common/util.h"
@@ -207,7 +210,34 @@ static void gemm_rates(kf_cudrv *cu, kf_doctor *d)
     destroy(h);
 }
 
-int kf_doctor_measure(int gpu, kf_doctor *d)
+/* The harness's modules compiled for this GPU into the file at path
+ * (cubins.h), before any task: runners load them without compiling. A
+ * failure is logged; the runners then compile their PTX, as before. */
+static void build_cubins(kf_cudrv *cu, const char *path)
+{
+    const char *names[] = {"block", "devcmp"};
+    char *block = kf_cudrv_ptx_named(KF_CUBINS_PLACEHOLDER);
+    const char *ptx[] = {block, kf_devcmp_ptx};
+    char keys[2][KF_CUBINS_KEY_MAX];
+    const char *kp[2] = {keys[0], keys[1]};
+    void *img[2] = {NULL, NULL};
+    size_t len[2] = {0, 0};
+    kf_err err;
+    int rc = KF_OK;
+    for (size_t i = 0; i < 2 && rc == KF_OK; i++)
+        rc = kf_cudrv_compile(cu, names[i], ptx[i], keys[i], &img[i], &len[i], &err);
+    if (rc == KF_OK)
+        rc = kf_cubins_write(path, kp, (const void *const *)img, len, 2, &err);
+    if (rc == KF_OK)
+        kf_info("doctor.cubins", "path=%s block=%zu devcmp=%zu", path, len[0], len[1]);
+    else
+        kf_warn("doctor.cubins", "path=%s error=\"%s\"", path, err.msg);
+    free(img[0]);
+    free(img[1]);
+    free(block);
+}
+
+int kf_doctor_measure(int gpu, const char *cubins, kf_doctor *d)
 {
     memset(d, 0, sizeof *d);
     d->host_copy_gbps = host_copy_gbps();
@@ -218,10 +248,12 @@ int kf_doctor_measure(int gpu, kf_doctor *d)
     }
     kf_cudrv *cu = NULL;
     kf_err err;
-    if (kf_cudrv_open(&cu, &err) != KF_OK) {
+    if (kf_cudrv_open(&cu, NULL, &err) != KF_OK) {
         snprintf(d->error, sizeof d->error, "%s", err.msg);
         return KF_OK;
     }
+    if (cubins)
+        build_cubins(cu, cubins);
     if (kf_cudrv_copy_bandwidth(cu, 1ull << 30, 20, &d->copy_gbps, &err) != KF_OK)
         snprintf(d->error, sizeof d->error, "copy ceiling: %s", err.msg);
     gemm_rates(cu, d);
@@ -245,6 +277,12 @@ void kf_doctor_print(const kf_doctor *d, int fd)
 
 int kf_doctor_start(const char *exe, int gpu, const char *visible, kf_doctor_child *c, kf_err *err)
 {
+    return kf_doctor_start_cubins(exe, gpu, visible, NULL, c, err);
+}
+
+int kf_doctor_start_cubins(const char *exe, int gpu, const char *visible, const char *cubins,
+                           kf_doctor_child *c, kf_err *err)
+{
     memset(c, 0, sizeof *c);
     c->pid = -1;
     c->exe = exe;
@@ -256,7 +294,11 @@ int kf_doctor_start(const char *exe, int gpu, const char *visible, kf_doctor_chi
     kf_execenv *env = kf_execenv_new();
     if (visible)
         kf_execenv_set(env, "CUDA_VISIBLE_DEVICES", visible);
-    char *argv[] = {"kfleet-agent", "--doctor", gpu ? "--gpu" : "--host", NULL};
+    char *argv[] = {"kfleet-agent", "--doctor", gpu ? "--gpu" : "--host", NULL, NULL, NULL};
+    if (gpu && cubins) {
+        argv[3] = "--cubins";
+        argv[4] = (char *)cubins;
+    }
     pid_t pid = fork();
     if (pid < 0) {
         int e = errno;

@@ -33,13 +33,15 @@ typedef struct kf_doctor {
      * output's dtype (issue 43). 0: not measured. */
     double f32_tflops, tf32_tflops, f64_tflops;
     double host_gflops;
-    char error[512];       /* why something was not measured; "" when all was */
+    char error[512]; /* why something was not measured; "" when all was */
 } kf_doctor;
 
 /* Measures in this process (the --doctor child). gpu: 1 to measure device
- * 0 as CUDA_VISIBLE_DEVICES shows it, 0 for the host. Returns 0; failures
- * are described in out->error. */
-int kf_doctor_measure(int gpu, kf_doctor *out);
+ * 0 as CUDA_VISIBLE_DEVICES shows it, 0 for the host; on a GPU with
+ * cubins (a path, else NULL), the harness's modules are compiled for it
+ * into that file first (runner/cubins.h). Returns 0; failures are
+ * described in out->error. */
+int kf_doctor_measure(int gpu, const char *cubins, kf_doctor *out);
 
 /* Prints out as one line "copy_gbps=… bf16_tflops=… host_copy_gbps=…
  * f32_tflops=… tf32_tflops=… f64_tflops=… host_gflops=… error=…" to fd. */
@@ -60,6 +62,9 @@ typedef struct kf_doctor_child {
     unsigned long long started_ns;
 } kf_doctor_child;
 int kf_doctor_start(const char *exe, int gpu, const char *visible, kf_doctor_child *c, kf_err *err);
+/* The same, with `--cubins PATH` on a GPU (kf_doctor_measure). */
+int kf_doctor_start_cubins(const char *exe, int gpu, const char *visible, const char *cubins,
+                           kf_doctor_child *c, kf_err *err);
 int kf_doctor_finish(kf_doctor_child *c, double timeout_s, kf_doctor *out, kf_err *err);
 
 #endif

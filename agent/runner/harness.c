@@ -208,16 +208,22 @@ static int confine(hctx *h, const char *scratch)
 {
     kf_err err;
     unsigned missing = 0;
-    if (kf_confine_runner(h->spec, h->workdir, scratch, &missing, &h->toolhost, &err) != KF_OK)
+    int cuda_here = h->spec->device_cuda && scratch && kf_sandbox_enabled();
+    /* The node's compiled modules, read while the work dir is (cubins.h). */
+    kf_cubins *cubins = cuda_here ? hctx_cubins_read(h) : NULL;
+    if (kf_confine_runner(h->spec, h->workdir, scratch, &missing, &h->toolhost, &err) != KF_OK) {
+        kf_cubins_free(&cubins);
         return hctx_fail(h, KFLEET__TASK_STATE__FAILED,
                          "%s; the kernel was not run (KF_SANDBOX=0 on the agent runs kernels "
                          "unconfined)",
                          err.msg);
+    }
     /* The driver before the kernel: cuInit needs the Unix socket the
      * kernel is refused (kf_confine_runner_finish). */
-    if (h->spec->device_cuda && scratch && kf_sandbox_enabled()) {
+    if (cuda_here) {
         uint64_t t0 = kf_mono_ns();
-        int rc = kf_cudrv_open(&h->cu, &err);
+        int rc = kf_cudrv_open(&h->cu, cubins, &err);
+        cubins = NULL; /* the driver's */
         hctx_phase_add(h, HCTX_PH_CONTEXT, t0);
         if (rc != KF_OK)
             return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);

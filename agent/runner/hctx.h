@@ -164,6 +164,10 @@ void *hctx_host_buffer(void **buf, size_t *cap, size_t n);
  * runner. Without it samples keep their events' time and the log says
  * why. 0, or -1 with the task failed (KF_TIMER neither cupti nor events). */
 int hctx_timer_open(hctx *h);
+/* The node's compiled harness modules (cubins.h) from the work dir, for
+ * kf_cudrv_open; NULL (said at debug) when there are none to use. Read it
+ * before the sandbox closes the work dir. */
+kf_cubins *hctx_cubins_read(const hctx *h);
 /* Adds the time since t0 (kf_mono_ns) to phase `ph`. */
 void hctx_phase_add(hctx *h, int ph, uint64_t t0);
 /* Adds seconds to phase `ph`. */

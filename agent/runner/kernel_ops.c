@@ -193,7 +193,7 @@ int hctx_load_kernel(hctx *h, loaded *L)
     if (h->spec->device_cuda && !h->cu) { /* opened before the sandbox's last step, or now */
         kf_err err;
         uint64_t t0 = kf_mono_ns();
-        int rc = kf_cudrv_open(&h->cu, &err);
+        int rc = kf_cudrv_open(&h->cu, hctx_cubins_read(h), &err);
         hctx_phase_add(h, HCTX_PH_CONTEXT, t0);
         if (rc != KF_OK)
             return hctx_fail(h, KFLEET__TASK_STATE__FAILED, "%s", err.msg);
@@ -316,6 +316,17 @@ const char *const hctx_phase_names[HCTX_NPHASES] = {
     "compare",        "sampling",      "tools",       "build",       "samples",
     "throttle waits", "sample launch", "sample sync", "clock reads", "warm-up",
     "determinism",    "rests",         "host wait",   "first runs",  "start"};
+
+kf_cubins *hctx_cubins_read(const hctx *h)
+{
+    char path[PATH_MAX];
+    kf_err err;
+    kf_cubins_path(path, sizeof path, h->workdir);
+    kf_cubins *c = kf_cubins_read(path, &err);
+    if (!c)
+        kf_debug("runner.cubins", "none=\"%s\"", err.msg);
+    return c;
+}
 
 int hctx_timer_open(hctx *h)
 {

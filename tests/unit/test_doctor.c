@@ -10,6 +10,8 @@
 
 #include "runner/doctor.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -47,6 +49,18 @@ static void test_gpu_without_driver(void **state)
     /* The host is measured on a GPU node too, driver or not (issue 29). */
     assert_true(d.host_copy_gbps > 0.1);
     assert_true(d.host_gflops > 1);
+    /* Asked for the harness's compiled modules (runner/cubins.h) without
+     * a driver: the line still comes, and no file is written for runners
+     * to trust (they compile their PTX). */
+    char dir[] = "/tmp/kf-test-doctor-XXXXXX", path[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/harness-cubins", dir);
+    kf_doctor_child c;
+    assert_int_equal(kf_doctor_start_cubins(AGENT, 1, "0", path, &c, &err), KF_OK);
+    assert_int_equal(kf_doctor_finish(&c, 60, &d, &err), KF_OK);
+    assert_non_null(strstr(d.error, "libcuda.so.1"));
+    assert_int_not_equal(access(path, F_OK), 0);
+    rmdir(dir);
 }
 
 static void test_not_a_doctor(void **state)
