@@ -1,6 +1,5 @@
 /* cudrv — dlopen'd CUDA driver calls for the runner; see cudrv.h. */
 #include "runner/cudrv.h"
-#include "runner/cubins.h"
 #include "runner/cudrv_ptx.h"
 #include "runner/cupti.h"
 #include "common/util.h"
@@ -95,7 +94,6 @@ struct kf_cudrv {
     /* The node's compiled modules (cubins.h), owned; NULL: PTX each time. */
     kf_cubins *cubins;
     int major, minor, driver; /* the device's compute capability, the driver's version */
-    unsigned from_images;     /* modules loaded from cubins */
 };
 
 static int cu_fail(kf_cudrv *cu, CUresult r, const char *what, kf_err *err)
@@ -295,7 +293,6 @@ static int load_image(kf_cudrv *cu, const char *module, const char *ptx, const c
     void *named = img && suffix ? kf_cubins_named(img, len, suffix) : NULL;
     int ok = img && (!suffix || named) && cu->cuModuleLoadData(mod, named ? named : img) == 0;
     free(named);
-    cu->from_images += (unsigned)ok;
     return ok;
 }
 
@@ -306,6 +303,10 @@ static void load_block_kernel(kf_cudrv *cu)
     char *ptx = kf_cudrv_ptx_named(KF_CUBINS_PLACEHOLDER);
     int loaded = load_image(cu, "block", ptx, cu->ours, &cu->block_mod);
     free(ptx);
+    if (loaded && ours_fn(cu, &cu->block_fn, "kf_block") != 0) { /* not our names: the PTX */
+        cu->cuModuleUnload(cu->block_mod);
+        loaded = 0;
+    }
     if (!loaded) {
         ptx = kf_cudrv_ptx_named(cu->ours);
         loaded = cu->cuModuleLoadData(&cu->block_mod, ptx) == 0;
@@ -718,11 +719,6 @@ int kf_cudrv_module_load(kf_cudrv *cu, const char *module, const char *ptx, void
         return KF_OK;
     CUresult r = cu->cuModuleLoadData(mod, ptx);
     return r ? cu_fail(cu, r, "loading the harness's PTX (cuModuleLoadData)", err) : KF_OK;
-}
-
-unsigned kf_cudrv_from_images(const kf_cudrv *cu)
-{
-    return cu->from_images;
 }
 
 int kf_cudrv_compile(kf_cudrv *cu, const char *module, const char *ptx, char key[KF_CUBINS_KEY_MAX],

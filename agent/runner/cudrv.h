@@ -113,8 +113,6 @@ int kf_cudrv_copy_device(kf_cudrv *cu, void *dev_dst, const void *dev_src, size_
  * kf_cudrv_sync). */
 int kf_cudrv_module_load(kf_cudrv *cu, const char *module, const char *ptx, void **mod,
                          kf_err *err);
-/* How many of the harness's modules this driver loaded from compiled images. */
-unsigned kf_cudrv_from_images(const kf_cudrv *cu);
 /* The doctor's (cubins.h): ptx compiled for this device by the driver, the
  * image (*img, freed by the caller) and its key. 0, or KF_EUNAVAIL (a
  * driver without cuLink) / KF_EIO with err. */
