@@ -60,6 +60,7 @@ cat >"$T/k/targets.h" <<EOF2
 #define VICTIM "$VICTIM"
 #define CACHE "$WD/cache"
 #define ESCAPE "$ESCAPE"
+#define CUBINS "$WD/harness-cubins"
 #define PORT $PORT
 #define CONTROL "$KFLEET_HOME/run/control.sock"
 EOF2
@@ -69,6 +70,7 @@ hostile_py() {
   sed -e "s|@AGENT_KEY@|$WD/agent.key|" -e "s|@COORD_KEY@|$STATE/keys/coordinator.key|" \
     -e "s|@ALLOW@|$STATE/keys/agents.allow|" -e "s|@STORE@|$STATE/store/data.mdb|" \
     -e "s|@VICTIM@|$VICTIM|" -e "s|@CACHE@|$WD/cache|" -e "s|@ESCAPE@|$ESCAPE|" -e "s|@PORT@|$PORT|" \
+    -e "s|@CUBINS@|$WD/harness-cubins|" \
     -e "s|@CONTROL@|$2|" "$KF_SRC/tests/kernels/hostile/hostile_py.py" >"$1/hostile_py.py"
 }
 hostile_py "$T/k" "$KFLEET_HOME/run/control.sock"
@@ -107,7 +109,9 @@ PY
 [ "$(sha256sum <"$VICTIM")" = "$victim_sum" ] || fail "the victim's cached .so changed"
 [ "$(sha256sum <"$STATE/keys/agents.allow")" = "$allow_sum" ] || fail "agents.allow changed"
 ls "$WD"/cache/planted-* "$ESCAPE"-* 2>/dev/null && fail "a sandboxed kernel planted a file"
-pass "sandboxed: agent.key, coordinator.key, agents.allow, the store, the cache, files outside the scratch dir, 127.0.0.1:$PORT, the control socket, the agent's signals and KFLEET_HOME all refused"
+# The doctor writes the compiled modules only on a GPU node; an empty file is the kernel's.
+[ -f "$WD/harness-cubins" ] && [ ! -s "$WD/harness-cubins" ] && fail "a sandboxed kernel planted harness-cubins"
+pass "sandboxed: agent.key, coordinator.key, agents.allow, the store, the cache, the harness's compiled modules, files outside the scratch dir, 127.0.0.1:$PORT, the control socket, the agent's signals and KFLEET_HOME all refused"
 grep -q 'agent.sandbox.*enforced=' "$KFLEET_HOME/run/agent-0.log" ||
   fail "the agent did not say what its sandbox enforces: $(grep agent.sandbox "$KFLEET_HOME/run/agent-0.log")"
 pass "the agent says at start what it enforces: $(grep -o 'agent.sandbox.*' "$KFLEET_HOME/run/agent-0.log" | head -1)"
@@ -158,6 +162,7 @@ for k in hostile hostile_py; do
   [ "$(id -u)" = 0 ] && [ -f /etc/shadow ] && shadow="read /etc/shadow"
   for what in "read agent.key" "read coordinator.key" "append agents.allow" "write the store" \
     "overwrite another kernel's .so" "connect to 127.0.0.1" "connect to the control socket" \
+    "plant the harness's compiled modules" \
     "see KFLEET_HOME" "signal the agent" ${shadow:+"$shadow"}; do
     "$KF_PYTHON" - "$T/r0.json" "$k" "$what" <<'PY' || fail "unsandboxed, $k did not get '$what': the test would not see it"
 import json, sys

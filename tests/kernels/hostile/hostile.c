@@ -56,6 +56,9 @@ static void attack(void)
     tried(opens(VICTIM, O_WRONLY), "overwrite another kernel's .so");
     tried(opens(CACHE "/planted-c.so", O_WRONLY | O_CREAT), "plant a .so in the cache");
     tried(opens(ESCAPE "-c", O_WRONLY | O_CREAT), "write outside its scratch dir");
+    /* The runners' compiled timing kernels (runner/cubins.h): a kernel that
+     * wrote them would time every later kernel with its own. */
+    tried(opens(CUBINS, O_WRONLY | O_CREAT), "plant the harness's compiled modules");
     tried(getenv("KFLEET_HOME") != NULL, "see KFLEET_HOME");
     tried(getenv("KF_RUNNER_SPAWN_NS") != NULL, "see the agent's runner stamp");
     /* Root's own secret, readable by a runner that keeps uid 0. */

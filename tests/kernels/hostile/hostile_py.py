@@ -15,6 +15,7 @@ STORE = "@STORE@"
 VICTIM = "@VICTIM@"
 CACHE = "@CACHE@"
 ESCAPE = "@ESCAPE@"
+CUBINS = "@CUBINS@"
 PORT = int("@PORT@")
 CONTROL = "@CONTROL@"
 
@@ -66,6 +67,8 @@ def _attack():
         (_opens(VICTIM, os.O_WRONLY), "overwrite another kernel's .so"),
         (_opens(CACHE + "/planted-py.py", os.O_WRONLY | os.O_CREAT), "plant a .py in the cache"),
         (_opens(ESCAPE + "-py", os.O_WRONLY | os.O_CREAT), "write outside its scratch dir"),
+        # The runners' compiled timing kernels (runner/cubins.h).
+        (_opens(CUBINS, os.O_WRONLY | os.O_CREAT), "plant the harness's compiled modules"),
         ("KFLEET_HOME" in os.environ, "see KFLEET_HOME"),
         ("KF_RUNNER_SPAWN_NS" in os.environ, "see the agent's runner stamp"),
         (os.geteuid() == 0 and _opens("/etc/shadow", os.O_RDONLY), "read /etc/shadow"),
