@@ -286,10 +286,12 @@ static int ours_fn(kf_cudrv *cu, void **fn, const char *name)
 static int load_image(kf_cudrv *cu, const char *module, const char *ptx, const char *suffix,
                       void **mod)
 {
+    if (!cu->cubins || !cu->driver)
+        return 0;
     char key[KF_CUBINS_KEY_MAX];
     size_t len = 0;
     kf_cubins_key(key, module, cu->major, cu->minor, cu->driver, ptx);
-    const void *img = cu->driver ? kf_cubins_find(cu->cubins, key, &len) : NULL;
+    const void *img = kf_cubins_find(cu->cubins, key, &len);
     void *named = img && suffix ? kf_cubins_named(img, len, suffix) : NULL;
     int ok = img && (!suffix || named) && cu->cuModuleLoadData(mod, named ? named : img) == 0;
     free(named);
@@ -301,7 +303,7 @@ static void load_block_kernel(kf_cudrv *cu)
     void *host = NULL;
     snprintf(cu->ours, sizeof cu->ours, "_kf%016llx", (unsigned long long)kf_unpredictable_u64());
     char *ptx = kf_cudrv_ptx_named(KF_CUBINS_PLACEHOLDER);
-    int loaded = load_image(cu, "block", ptx, cu->ours, &cu->block_mod);
+    int loaded = load_image(cu, KF_CUDRV_PTX_MODULE, ptx, cu->ours, &cu->block_mod);
     free(ptx);
     if (loaded && ours_fn(cu, &cu->block_fn, "kf_block") != 0) { /* not our names: the PTX */
         cu->cuModuleUnload(cu->block_mod);

@@ -7,6 +7,9 @@
  * CUPTI timer tells the runner's kernels from a kernel's by that suffix,
  * drawn at random per runner (cupti.h). Freed by the caller. */
 char *kf_cudrv_ptx_named(const char *suffix);
+/* Its name among the node's compiled modules (cubins.h), compiled from
+ * kf_cudrv_ptx_named(KF_CUBINS_PLACEHOLDER). */
+#define KF_CUDRV_PTX_MODULE "block"
 
 /* PTX for a grid-stride loop's start, shared by the runner's kernels:
  * i = this thread's first index, st = the grid's stride, in the kernel's

@@ -244,7 +244,7 @@ int kf_devcmp_new(kf_cudrv *cu, kf_devcmp **out, kf_err *err)
     dc->cu = cu;
     dc->host_parts = kf_xcalloc(KF_DEVCMP_MAX_BLOCKS, sizeof *dc->host_parts);
     void *dev = NULL;
-    int rc = kf_cudrv_module_load(cu, "devcmp", kf_devcmp_ptx, &dc->mod, err);
+    int rc = kf_cudrv_module_load(cu, KF_DEVCMP_MODULE, kf_devcmp_ptx, &dc->mod, err);
     if (rc == KF_OK)
         rc = kf_cudrv_module_function(cu, dc->mod, "kf_cmp", &dc->cmp_fn, err);
     if (rc == KF_OK)

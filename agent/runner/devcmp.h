@@ -29,6 +29,8 @@ typedef struct kf_devcmp_part {
 
 /* The PTX (.version 7.0, .target sm_50: any driver since CUDA 11.0). */
 extern const char kf_devcmp_ptx[];
+/* Its name among the node's compiled modules (cubins.h). */
+#define KF_DEVCMP_MODULE "devcmp"
 
 /* Loads the module into cu's context and allocates its small device
  * buffer. 0 with *out, or an error (no silent fallback: the caller fails

@@ -215,7 +215,7 @@ static void gemm_rates(kf_cudrv *cu, kf_doctor *d)
  * failure is logged; the runners then compile their PTX, as before. */
 static void build_cubins(kf_cudrv *cu, const char *path)
 {
-    const char *names[] = {"block", "devcmp"};
+    const char *names[] = {KF_CUDRV_PTX_MODULE, KF_DEVCMP_MODULE};
     char *block = kf_cudrv_ptx_named(KF_CUBINS_PLACEHOLDER);
     const char *ptx[] = {block, kf_devcmp_ptx};
     char keys[2][KF_CUBINS_KEY_MAX];
