@@ -424,8 +424,11 @@ static krunner *start_runner(kf_agent *a, const Kfleet__TaskAssign *ta, kf_err *
         _exit(127);
     }
     kf_execenv_destroy(&env);
-    if (!warm_pid) /* a warm runner's child set its own group */
-        setpgid(pid, pid);
+    /* Its own group before the agent may kill it: a warm runner's child
+     * sets it too, but one cloned as this agent's child (warm.c) may not
+     * have yet; one forked through an intermediate is not this agent's
+     * child yet, and the intermediate set it (ESRCH here). */
+    setpgid(pid, pid);
     r->warm_pid = warm_pid;
     close(in_fd);
     close(log_fd);

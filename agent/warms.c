@@ -49,7 +49,7 @@ typedef struct kwarm {
     int ready;        /* its imports done: it takes requests */
     int wait_left_ms; /* of WARMS_READY_WAIT_MS, for its ready message */
     uint64_t last_mono;
-    uint32_t tasks;
+    uint32_t tasks, ahead; /* runners it made, and those made before their request */
     char log[PATH_MAX];
 } kwarm;
 
@@ -116,7 +116,8 @@ static void retire(kwarms *w, size_t i, const char *why)
         while (waitpid(m->pid, &st, 0) < 0 && errno == EINTR)
             ;
     }
-    kf_info("warm.retire", "pid=%d tasks=%u why=\"%s\"", (int)m->pid, m->tasks, why);
+    kf_info("warm.retire", "pid=%d tasks=%u ahead=%u why=\"%s\"", (int)m->pid, m->tasks, m->ahead,
+            why);
     close(m->sock);
     if (!w->keep_tmp)
         unlink(m->log);
@@ -346,6 +347,7 @@ pid_t warms_spawn(kwarms *w, int gpu, uint32_t gpu_index, const kf_warm_req *req
     int rc = answer(m, &rep, WARMS_ANSWER_S * 1000, 0, why, sizeof why);
     if (rc == 0 && rep.pid > 0) {
         m->tasks++;
+        m->ahead += rep.ahead != 0;
         m->last_mono = kf_mono_ns();
         *warm_pid = m->pid;
         return (pid_t)rep.pid;

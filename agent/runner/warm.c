@@ -1,6 +1,7 @@
 /* warm — see warm.h. */
 #include "runner/warm.h"
 #include "common/log.h"
+#include "common/util.h"
 #include "runner/channel.h"
 #include "runner/confine.h"
 #include "runner/harness.h"
@@ -16,14 +17,16 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sched.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-/* Receives one request and its descriptors from fd 0: 1, 0 at EOF, -1 on
- * a malformed one (its descriptors closed). */
-static int receive(kf_warm_req *req, int fds[KF_WARM_MAX_FDS])
+/* Receives one request and its descriptors from sock (the agent's: fd 0):
+ * 1, 0 at EOF, -1 on a malformed one (its descriptors closed). */
+static int receive(int sock, kf_warm_req *req, int fds[KF_WARM_MAX_FDS])
 {
     union {
         char buf[CMSG_SPACE(sizeof(int) * KF_WARM_MAX_FDS)];
@@ -34,7 +37,7 @@ static int receive(kf_warm_req *req, int fds[KF_WARM_MAX_FDS])
         .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
     ssize_t n;
     do
-        n = recvmsg(0, &m, MSG_CMSG_CLOEXEC);
+        n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
     while (n < 0 && errno == EINTR);
     if (n == 0)
         return 0;
@@ -66,23 +69,32 @@ static int receive(kf_warm_req *req, int fds[KF_WARM_MAX_FDS])
     return 1;
 }
 
-static void answer(pid_t pid, const char *why)
+static void answer_as(pid_t pid, int ahead, const char *why)
 {
     kf_warm_rep rep;
     memset(&rep, 0, sizeof rep);
     rep.pid = (int32_t)pid;
+    rep.ahead = ahead != 0;
     snprintf(rep.why, sizeof rep.why, "%s", why ? why : "");
     if (send(0, &rep, sizeof rep, MSG_NOSIGNAL) != (ssize_t)sizeof rep)
         kf_warn("warm.answer", "pid=%d error=\"%s\"", (int)pid, strerror(errno));
 }
 
+static void answer(pid_t pid, const char *why)
+{
+    answer_as(pid, 0, why);
+}
+
 /* The task's runner: once the agent is its parent, its descriptors in
- * place of the warm's, then kf_runner_main's path. Never returns. */
-static void be_runner(const char *workdir, const kf_warm_req *req, const int *fds, pid_t agent)
+ * place of the warm's, then kf_runner_main's path; `ready`: the
+ * interpreter's after-fork work is done (a spare's). Never returns. */
+static void be_runner(const char *workdir, const kf_warm_req *req, const int *fds, pid_t agent,
+                      int ready)
 {
     /* The intermediate process exits right after answering; until it has,
      * the parent is that process, and a death signal armed now would fire
      * at its exit. 10 s is far beyond that exit. */
+    setpgid(0, 0); /* its own group, which the agent kills (a clone's: not yet) */
     for (int i = 0; i < 100000 && getppid() != agent; i++) {
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
@@ -93,7 +105,8 @@ static void be_runner(const char *workdir, const kf_warm_req *req, const int *fd
         _exit(1);
     }
     prctl(PR_SET_DUMPABLE, 1);
-    kf_pyk_after_fork_child();
+    if (!ready)
+        kf_pyk_after_fork_child();
     /* The runner's channel (harness.h), from the received descriptors;
      * the socket to the agent and every other descriptor of the warm
      * process's go: the runner has what a forked runner has. */
@@ -155,16 +168,119 @@ size_t kf_warm_learn_order(const char *last0, const char *last1, const char *req
     return n;
 }
 
-/* Forks the runner of one request through an intermediate process (see
- * warm.h) and answers its pid. */
+/* The runner as the agent's own child: clone(2) with CLONE_PARENT (the
+ * agent is this process's parent), so no intermediate process is forked
+ * and torn down and the runner does not wait to be re-parented — a fork
+ * of an interpreter with torch imported costs 11-17 ms on a 2-core VM,
+ * its exit as much again. A raw clone runs none of glibc's fork handlers,
+ * which only matter with other threads (a lock one of them held): done
+ * only when this process has none, else 0 (fork through an intermediate).
+ * Returns as fork does, and 0 in the parent with *used 0 when not done. */
+static pid_t clone_to_agent(int *used)
+{
+    *used = 0;
+    if (kf_sandbox_threads() != 1)
+        return 0;
+    pid_t pid = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, NULL, NULL, 0);
+    if (pid < 0)
+        return 0; /* the intermediate's way still works */
+    *used = 1;
+    return pid;
+}
+
+/* A spare: the next request's runner, cloned (clone_to_agent) and through
+ * the interpreter's after-fork work (16-24 ms of copied pages on a 2-core
+ * VM) while the current runner runs, waiting on a socket of its own for
+ * the request. It is what a fork at the request would be: a copy of this
+ * process, made after the last request's launchers were learned, not
+ * dumpable until it takes a request, and nothing of a task reaches it
+ * before then. It ends at its socket's EOF (this process gone) or with
+ * the agent. */
+typedef struct spare {
+    pid_t pid; /* 0: none */
+    int sock;  /* this end of its socket */
+} spare;
+
+/* In the spare: waits for its request, then becomes its runner. */
+static void spare_wait(const char *workdir, int sock, pid_t agent)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != agent)
+        _exit(1);
+    kf_pyk_after_fork_child();
+    /* The agent's requests are the warm process's: not read here. */
+    int null = open("/dev/null", O_RDONLY);
+    if (null < 0 || dup2(null, 0) < 0)
+        _exit(1);
+    kf_warm_req req;
+    int fds[KF_WARM_MAX_FDS];
+    if (receive(sock, &req, fds) != 1)
+        _exit(0);
+    be_runner(workdir, &req, fds, agent, 1);
+}
+
+static void spare_make(const char *workdir, pid_t agent, spare *sp)
+{
+    sp->pid = 0;
+    sp->sock = -1;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+        return;
+    kf_pyk_before_fork();
+    int direct;
+    pid_t pid = clone_to_agent(&direct);
+    if (direct && pid == 0) {
+        close(sv[0]);
+        spare_wait(workdir, sv[1], agent);
+    }
+    kf_pyk_after_fork_parent();
+    close(sv[1]);
+    if (!direct) {
+        close(sv[0]);
+        return;
+    }
+    sp->pid = pid;
+    sp->sock = sv[0];
+}
+
+/* Hands the request to the spare and answers its pid: 0, or -1 when there
+ * is none or it is gone (its socket closed; it exits at the EOF). */
+static int spare_take(spare *sp, const kf_warm_req *req, const int *fds)
+{
+    if (sp->pid <= 0)
+        return -1;
+    int sent = kf_send_fds(sp->sock, req, sizeof *req, fds, req->nfds) == KF_OK;
+    close(sp->sock);
+    pid_t pid = sp->pid;
+    sp->pid = 0;
+    sp->sock = -1;
+    if (!sent) {
+        kf_warn("warm.spare", "pid=%d error=\"%s\"", (int)pid, strerror(errno));
+        return -1;
+    }
+    answer_as(pid, 1, ""); /* the agent puts it in its own group (and so does it) */
+    return 0;
+}
+
+/* Forks the runner of one request (clone_to_agent, else through an
+ * intermediate process, see warm.h) and answers its pid. */
 static void fork_runner(const char *workdir, const kf_warm_req *req, const int *fds, pid_t agent)
 {
     kf_pyk_before_fork();
+    int direct;
+    pid_t pid = clone_to_agent(&direct);
+    if (direct) {
+        if (pid == 0)
+            be_runner(workdir, req, fds, agent, 0);
+        kf_pyk_after_fork_parent();
+        answer(pid, ""); /* the agent puts it in its own group (and so does it) */
+        return;
+    }
     pid_t mid = fork();
     if (mid == 0) {
-        pid_t pid = fork();
+        pid = fork();
         if (pid == 0)
-            be_runner(workdir, req, fds, agent);
+            be_runner(workdir, req, fds, agent, 0);
         if (pid > 0)
             setpgid(pid, pid); /* before the agent may kill its group */
         char why[160];
@@ -222,6 +338,8 @@ int kf_runner_warm(const char *workdir)
     snprintf(ready, sizeof ready, "%s threads=%d", imported, kf_sandbox_threads());
     answer(getpid(), ready); /* ready: the agent sends tasks from now on */
     unsigned tasks = 0;
+    spare sp;
+    spare_make(workdir, agent, &sp);
     /* The kernels of the last two requests (kf_warm_learn_order): a
      * serving runner takes a candidate's later tasks without a fork, so
      * its records are read at a later candidate's request. */
@@ -229,7 +347,7 @@ int kf_runner_warm(const char *workdir)
     for (;;) {
         kf_warm_req req;
         int fds[KF_WARM_MAX_FDS];
-        int rc = receive(&req, fds);
+        int rc = receive(0, &req, fds);
         if (rc == 0)
             break;
         if (rc == -2) {
@@ -240,7 +358,8 @@ int kf_runner_warm(const char *workdir)
             answer(-1, "the warm runner got a malformed request");
             continue;
         }
-        fork_runner(workdir, &req, fds, agent);
+        if (spare_take(&sp, &req, fds) != 0)
+            fork_runner(workdir, &req, fds, agent);
         for (uint32_t i = 0; i < req.nfds; i++)
             close(fds[i]);
         const char *order[3];
@@ -250,6 +369,7 @@ int kf_runner_warm(const char *workdir)
         memcpy(last[1], last[0], sizeof last[0]);
         snprintf(last[0], sizeof last[0], "%s", req.kernel_hash);
         tasks++;
+        spare_make(workdir, agent, &sp); /* with what learn() built */
     }
     kf_info("warm.end", "pid=%d tasks=%u", (int)getpid(), tasks);
     _exit(0); /* an interpreter with torch's state is never finalized (pykernel.h) */

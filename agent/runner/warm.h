@@ -61,6 +61,7 @@ typedef struct kf_warm_req {
  * packages imported, or -1 and why it cannot serve. */
 typedef struct kf_warm_rep {
     int32_t pid;
+    uint32_t ahead; /* the runner was made before its request (a spare, warm.c) */
     char why[256];
 } kf_warm_rep;
 

@@ -214,7 +214,13 @@ runners=$((42 - served))
   fail "served ${served} of the 42 candidate tasks in a runner of their candidate, want some and at most 30 (a runner per candidate at least)"
 [ $((${forked:-0} + ${unready:-0})) -eq "$runners" ] && [ "${forked:-0}" -ge $((runners / 2)) ] ||
   fail "the warm runner forked ${forked:-0} of the ${runners} candidate runners, ${unready:-0} found it not ready: $(grep 'warm\.' "$AL")"
-pass "the 42 candidate tasks: ${served} served by their candidate's runner, the ${runners} runners ${forked} forked from one warm runner, ${unready} fresh while it imported"
+# Each of them was made ahead of its request (a spare, runner/warm.c),
+# the warm process having no other thread (warm.ready threads=1).
+if grep -q 'warm.ready .*threads=1"' "$AL"; then
+  grep -q "warm.retire .* tasks=${forked} ahead=${forked} " "$AL" ||
+    fail "not all ${forked} runners of the warm runner were made ahead: $(grep 'warm\.' "$AL")"
+fi
+pass "the 42 candidate tasks: ${served} served by their candidate's runner, the ${runners} runners ${forked} forked from one warm runner (each made ahead), ${unready} fresh while it imported"
 
 # 3. A new pool (another size: the old one's seeds retire with their
 #    references) with 5 candidates: one reference computation per
@@ -573,11 +579,14 @@ for _ in $(seq 1 1200); do
   if [ -n "$warm" ] && [ -z "$agent" ]; then
     agent=$(awk '/^PPid:/ {print $2}' "/proc/$warm/status" 2>/dev/null || true)
   fi
-  # A runner the warm process forked: its command line, the agent its parent.
+  # A runner the warm process forked: its command line, the agent its
+  # parent, a group of its own (a spare waiting for its request, runner/
+  # warm.c, is still in the warm process's).
   for d in /proc/[0-9]*; do
     [ -n "$agent" ] || break
     pid=${d#/proc/}
     if [ "$pid" != "$warm" ] && [ "$(awk '/^PPid:/ {print $2}' "$d/status" 2>/dev/null || true)" = "$agent" ] &&
+      [ "$( (sed 's/.*) //' "$d/stat" 2>/dev/null || true) | awk '{print $3}')" = "$pid" ] &&
       (tr '\0' ' ' <"$d/cmdline" 2>/dev/null || true) | grep -q -- '--runner --warm'; then
       runner=$pid
       break
