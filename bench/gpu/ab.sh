@@ -2,7 +2,8 @@
 # bench/gpu/ab.sh BASE_BUNDLE TAG... — one run.sh part for a change and its
 # base in one device call, in the order given: a TAG n* runs ./bundle (the
 # change), b* runs BASE_BUNDLE (a directory under the repository, e.g.
-# bundle-base). AB_PART: `problems` (the default: PROBLEMS_N generated
+# bundle-base), s* runs AB_OTHER (a third, e.g. a part of the change:
+# bundle-spare). AB_PART: `problems` (the default: PROBLEMS_N generated
 # Triton candidates, 100, the softmax example skipped) or `fleet1`
 # (examples/gpu.yaml on GPU 0); CUDA_VISIBLE_DEVICES as the caller set it.
 # Then, per run, the schedule and the cost, with bench/gpu/cand_split.py's
@@ -27,7 +28,10 @@ parts=/tmp/kf-ab-parts
 rm -rf "$parts" && mkdir -p "$parts"
 for tag in "$@"; do
   bundle=
-  case $tag in b*) bundle=$ROOT/$BASE ;; esac
+  case $tag in
+  b*) bundle=$ROOT/$BASE ;;
+  s*) bundle=$ROOT/${AB_OTHER:?ab.sh: a tag s* needs AB_OTHER, a bundle directory} ;;
+  esac
   echo "=== $tag ($(date -u +%H:%M:%S))"
   OUT=$parts KF_TAG=-$tag KF_BUNDLE=$bundle bash "$ROOT/bench/gpu/run.sh" "$PART" \
     >"$parts/step-$tag.log" 2>&1
