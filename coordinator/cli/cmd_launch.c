@@ -542,7 +542,8 @@ const kf_cmd_entry kf_cmd_launch = {
     "  --min-free SIZE        free space the work dir needs (default 1G)\n"
     "  --need-gpu             refuse a node without a working GPU\n"
     "  --attempts N           connection attempts per host (default 6, backoff from 0.5 s)\n"
-    "  --connect-timeout DUR  per attempt (default 10s)\n"
+    "  --connect-timeout DUR  per attempt (default 10s); once connected, a command on\n"
+    "                         the node may be quiet for 2 minutes\n"
     "  --register-timeout DUR wait for each agent to register (default 60s)",
 };
 

@@ -134,6 +134,10 @@ static void connect_opts(const job *j, kf_ssh_opts *so)
     so->attempts = j->o->attempts > 0 ? j->o->attempts : 6;
     so->backoff_s = j->o->backoff_s > 0 ? j->o->backoff_s : 0.5;
     so->timeout_s = j->o->connect_timeout_s > 0 ? j->o->connect_timeout_s : 10;
+    /* Preflight's slowest steps (nvidia-smi on a booting pod, python's
+     * imports on a cold disk) are each cut at 30 s on the node; a node quiet
+     * for four times that is hung, not slow. */
+    so->call_timeout_s = so->timeout_s > 120 ? so->timeout_s : 120;
     so->agent_sock = j->o->agent_sock;
 }
 

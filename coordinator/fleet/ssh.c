@@ -34,6 +34,7 @@ struct kf_ssh {
     int fd;
     char name[256];
     char fp[64];
+    double call_timeout_s; /* for the message when a call times out */
 };
 
 int kf_ssh_global_init(kf_err *err)
@@ -366,6 +367,8 @@ static int connect_once(const kf_ssh_opts *o, kf_ssh **out, int *retry, kf_err *
     } else if ((rc = auth_agent(k, user, o->agent_sock, err)) != KF_OK) {
         goto fail;
     }
+    k->call_timeout_s = o->call_timeout_s > 0 ? o->call_timeout_s : to;
+    libssh2_session_set_timeout(k->s, (long)(k->call_timeout_s * 1000));
     *out = k;
     return KF_OK;
 fail:
@@ -436,8 +439,12 @@ const char *kf_ssh_fingerprint(const kf_ssh *self)
 static int chan_fail(kf_ssh *k, const char *what, kf_err *err)
 {
     int e = libssh2_session_last_errno(k->s);
-    return kf_err_set(err, e == LIBSSH2_ERROR_TIMEOUT ? KF_ETIMEOUT : KF_EIO, "%s: %s: %s", k->name,
-                      what, ssh_errmsg(k->s));
+    if (e == LIBSSH2_ERROR_TIMEOUT)
+        return kf_err_set(err, KF_ETIMEOUT,
+                          "%s: %s: the node said nothing for %.0f s; it may be overloaded or "
+                          "hung (check it, then launch again)",
+                          k->name, what, k->call_timeout_s);
+    return kf_err_set(err, KF_EIO, "%s: %s: %s", k->name, what, ssh_errmsg(k->s));
 }
 
 int kf_ssh_exec(kf_ssh *k, const char *cmd, const void *in, size_t inlen, kf_buf *out,

@@ -28,8 +28,12 @@ typedef struct kf_ssh_opts {
     int accept_new;          /* record a host key seen for the first time */
     int attempts;            /* connection attempts (0 = 1) */
     double backoff_s;        /* first wait between attempts, doubled each time (max 8 s) */
-    double timeout_s;        /* per connect and per blocking call (0 = 20 s) */
-    const char *agent_sock;  /* ssh-agent's socket; NULL or "" = $SSH_AUTH_SOCK */
+    double timeout_s;        /* per connect, and per blocking call until authenticated (0 = 20 s) */
+    /* Per blocking call once authenticated (0 = timeout_s). A node's command
+     * may rightly say nothing for longer than a connect may take: a booting
+     * pod's first nvidia-smi, a preflight on a loaded machine. */
+    double call_timeout_s;
+    const char *agent_sock; /* ssh-agent's socket; NULL or "" = $SSH_AUTH_SOCK */
 } kf_ssh_opts;
 
 /* libssh2_init; returns KF_EIO when the library cannot start. */

@@ -18,7 +18,18 @@ pods_init
 pass "bundle built"
 
 start_pod p1 1
-start_pod p2 2
+# p2 is a booting pod: its first nvidia-smi says nothing for 12 s, longer
+# than a connect may take (--connect-timeout, 10 s): slow, not down.
+mkdir -p "$T/slowbin"
+cat >"$T/slowbin/nvidia-smi" <<EOF
+#!/bin/sh
+[ -e "$T/slowbin/booted" ] || { sleep 12; : >"$T/slowbin/booted"; }
+echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver." >&2
+exit 9
+EOF
+chmod +x "$T/slowbin/nvidia-smi"
+POD_SSHD_EXTRA="SetEnv PATH=$T/slowbin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+  start_pod p2 2
 start_pod p3 3
 start_pod p4 4 "" nosftp
 start_pod tiny 5 1m
@@ -60,6 +71,9 @@ done
 grep -q "^p4 .*bundle sent (scp)" "$T/launch1.out" || fail "p4 (no sftp) did not get the bundle over scp"
 grep -q "^p1 .*bundle sent (sftp)" "$T/launch1.out" || fail "p1 did not get the bundle over sftp"
 pass "4 pods launched in parallel (p4 over scp)"
+pf=$(sed -n 's/^p2 .* preflight \([0-9]*\)\.[0-9]*s .*/\1/p' "$T/launch1.out")
+[ -n "$pf" ] && [ "$pf" -ge 12 ] || fail "p2's preflight took ${pf:-?} s: its slow nvidia-smi did not run"
+pass "p2's preflight quiet for ${pf} s (over the connect timeout) and still launched"
 grep -A1 "^badkey .*FAILED" "$T/launch1.out" | grep -q "HOST KEY CHANGED.*SHA256:.*SHA256:.*known_hosts" ||
   fail "badkey's changed key not refused loudly"
 pass "changed host key refused with both fingerprints and the file"
