@@ -442,7 +442,7 @@ static int chan_fail(kf_ssh *k, const char *what, kf_err *err)
     if (e == LIBSSH2_ERROR_TIMEOUT)
         return kf_err_set(err, KF_ETIMEOUT,
                           "%s: %s: the node said nothing for %.0f s; it may be overloaded or "
-                          "hung (check it, then launch again)",
+                          "hung (check it, then try again)",
                           k->name, what, k->call_timeout_s);
     return kf_err_set(err, KF_EIO, "%s: %s: %s", k->name, what, ssh_errmsg(k->s));
 }
