@@ -58,7 +58,8 @@ typedef struct kf_launch_opts {
     void (*on_done)(void *ctx, size_t host, const kf_launch_result *r);
     void *on_done_ctx;
     /* Set (non-zero) to stop: each host ends at its next step or poll; an
-     * SSH call under way still runs to its own timeout. NULL = never. */
+     * SSH command waiting on the node ends within a quarter second; other SSH
+     * calls run to their own timeout. NULL = never. */
     const _Atomic int *cancel;
 } kf_launch_opts;
 

@@ -138,6 +138,7 @@ static void connect_opts(const job *j, kf_ssh_opts *so)
      * imports on a cold disk) are each cut at 30 s on the node; a node quiet
      * for four times that is hung, not slow. */
     so->call_timeout_s = so->timeout_s > 120 ? so->timeout_s : 120;
+    so->cancel = j->o->cancel;
     so->agent_sock = j->o->agent_sock;
 }
 

@@ -34,7 +34,8 @@ struct kf_ssh {
     int fd;
     char name[256];
     char fp[64];
-    double call_timeout_s; /* for the message when a call times out */
+    double call_timeout_s;     /* a command's quiet allowance in kf_ssh_exec */
+    const _Atomic int *cancel; /* may be NULL */
 };
 
 int kf_ssh_global_init(kf_err *err)
@@ -368,7 +369,7 @@ static int connect_once(const kf_ssh_opts *o, kf_ssh **out, int *retry, kf_err *
         goto fail;
     }
     k->call_timeout_s = o->call_timeout_s > 0 ? o->call_timeout_s : to;
-    libssh2_session_set_timeout(k->s, (long)(k->call_timeout_s * 1000));
+    k->cancel = o->cancel;
     *out = k;
     return KF_OK;
 fail:
@@ -439,12 +440,62 @@ const char *kf_ssh_fingerprint(const kf_ssh *self)
 static int chan_fail(kf_ssh *k, const char *what, kf_err *err)
 {
     int e = libssh2_session_last_errno(k->s);
-    if (e == LIBSSH2_ERROR_TIMEOUT)
-        return kf_err_set(err, KF_ETIMEOUT,
-                          "%s: %s: the node said nothing for %.0f s; it may be overloaded or "
-                          "hung (check it, then try again)",
-                          k->name, what, k->call_timeout_s);
-    return kf_err_set(err, KF_EIO, "%s: %s: %s", k->name, what, ssh_errmsg(k->s));
+    return kf_err_set(err, e == LIBSSH2_ERROR_TIMEOUT ? KF_ETIMEOUT : KF_EIO, "%s: %s: %s", k->name,
+                      what, ssh_errmsg(k->s));
+}
+
+/* One stream of a command's output to its end. libssh2 does not block here:
+ * the wait is ours, in slices, so that a command's quiet stretch is measured
+ * against call_timeout_s (not the session's connect-sized timeout) and a
+ * cancel ends it within a slice instead of after the whole allowance. */
+static int read_stream(kf_ssh *k, LIBSSH2_CHANNEL *ch, int stream, kf_buf *dst, kf_err *err)
+{
+    char buf[16384];
+    uint64_t quiet_since = kf_mono_ns();
+    int rc = KF_OK;
+    libssh2_session_set_blocking(k->s, 0);
+    for (;;) {
+        ssize_t r = libssh2_channel_read_ex(ch, stream, buf, sizeof buf);
+        if (r > 0) {
+            if (dst)
+                kf_buf_add(dst, buf, (size_t)r);
+            quiet_since = kf_mono_ns();
+            continue;
+        }
+        if (r == 0)
+            break;
+        if (r != LIBSSH2_ERROR_EAGAIN) {
+            rc = chan_fail(k, "reading the command's output", err);
+            break;
+        }
+        if (k->cancel && atomic_load(k->cancel))
+            rc = kf_err_set(err, KF_EUNAVAIL, "%s: the command's wait was cancelled", k->name);
+        else if ((double)(kf_mono_ns() - quiet_since) / 1e9 > k->call_timeout_s)
+            rc = kf_err_set(err, KF_ETIMEOUT,
+                            "%s: reading the command's output: the node said nothing for %.0f s; "
+                            "it may be overloaded or hung (check it, then try again)",
+                            k->name, k->call_timeout_s);
+        if (rc != KF_OK) {
+            /* The command still runs there, so freeing its channel would wait
+             * for a close that does not come: the connection is given up
+             * here, and what is left of the session ends at once. */
+            shutdown(k->fd, SHUT_RDWR);
+            break;
+        }
+        int dir = libssh2_session_block_directions(k->s);
+        struct pollfd p = {k->fd, 0, 0};
+        if (dir & LIBSSH2_SESSION_BLOCK_INBOUND)
+            p.events |= POLLIN;
+        if (dir & LIBSSH2_SESSION_BLOCK_OUTBOUND)
+            p.events |= POLLOUT;
+        if (poll(&p, 1, 250) < 0 && errno != EINTR) {
+            rc = kf_err_set(err, KF_EIO, "%s: waiting for the command's output: %s", k->name,
+                            strerror(errno));
+            break;
+        }
+    }
+    libssh2_session_set_blocking(k->s, 1);
+    return rc;
 }
 
 int kf_ssh_exec(kf_ssh *k, const char *cmd, const void *in, size_t inlen, kf_buf *out,
@@ -470,21 +521,9 @@ int kf_ssh_exec(kf_ssh *k, const char *cmd, const void *in, size_t inlen, kf_buf
     libssh2_channel_send_eof(ch);
     /* Small outputs (scripts, status lines): stdout to EOF, then stderr.
      * libssh2 buffers the other stream meanwhile. */
-    char buf[16384];
-    for (int stream = 0; stream < 2; stream++) {
-        kf_buf *dst = stream ? errout : out;
-        for (;;) {
-            ssize_t r = libssh2_channel_read_ex(ch, stream, buf, sizeof buf);
-            if (r == 0)
-                break;
-            if (r < 0) {
-                rc = chan_fail(k, "reading the command's output", err);
-                goto out;
-            }
-            if (dst)
-                kf_buf_add(dst, buf, (size_t)r);
-        }
-    }
+    for (int stream = 0; stream < 2; stream++)
+        if ((rc = read_stream(k, ch, stream, stream ? errout : out, err)) != KF_OK)
+            goto out;
     libssh2_channel_close(ch);
     libssh2_channel_wait_closed(ch);
     char *sig = NULL;

@@ -14,6 +14,7 @@
 #include "common/err.h"
 
 #include <libssh2.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 typedef struct kf_ssh kf_ssh;
@@ -28,11 +29,14 @@ typedef struct kf_ssh_opts {
     int accept_new;          /* record a host key seen for the first time */
     int attempts;            /* connection attempts (0 = 1) */
     double backoff_s;        /* first wait between attempts, doubled each time (max 8 s) */
-    double timeout_s;        /* per connect, and per blocking call until authenticated (0 = 20 s) */
-    /* Per blocking call once authenticated (0 = timeout_s). A node's command
-     * may rightly say nothing for longer than a connect may take: a booting
-     * pod's first nvidia-smi, a preflight on a loaded machine. */
+    double timeout_s;        /* per connect and per blocking call (0 = 20 s) */
+    /* How long a command run by kf_ssh_exec may say nothing (0 = timeout_s):
+     * longer than a connect may take, as a booting pod's first nvidia-smi or
+     * a preflight on a loaded machine rightly is. */
     double call_timeout_s;
+    /* Set (non-zero): a command's wait in kf_ssh_exec ends within a quarter
+     * of a second with KF_EUNAVAIL. NULL = never. */
+    const _Atomic int *cancel;
     const char *agent_sock; /* ssh-agent's socket; NULL or "" = $SSH_AUTH_SOCK */
 } kf_ssh_opts;
 
@@ -57,7 +61,9 @@ const char *kf_ssh_fingerprint(const kf_ssh *self);
 /* Runs cmd through the user's shell, feeding `in` (may be NULL) on stdin,
  * and collects stdout and stderr (either buffer may be NULL to discard).
  * *status gets the exit status (-1 when killed by a signal). Returns KF_OK
- * whatever the status; KF_EIO/KF_ETIMEOUT when the channel failed. */
+ * whatever the status; KF_EIO/KF_ETIMEOUT when the channel failed. The
+ * command may say nothing for call_timeout_s; after that (KF_ETIMEOUT) or a
+ * cancel (KF_EUNAVAIL) the connection is given up: only kf_ssh_close is left. */
 int kf_ssh_exec(kf_ssh *self, const char *cmd, const void *in, size_t inlen, kf_buf *out,
                 kf_buf *errout, int *status, kf_err *err);
 

@@ -23,6 +23,7 @@ start_pod p1 1
 mkdir -p "$T/slowbin"
 cat >"$T/slowbin/nvidia-smi" <<EOF
 #!/bin/sh
+if [ -e "$T/slowbin/hang" ]; then : >"$T/slowbin/hanging"; exec sleep 600; fi
 [ -e "$T/slowbin/booted" ] || { sleep 12; : >"$T/slowbin/booted"; }
 echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver." >&2
 exit 9
@@ -241,14 +242,19 @@ n=$(pgrep -f -c -- "--workdir $T/pods/" || true)
 pass "teardown --purge: agents stopped (SIGTERM), work dirs removed"
 
 # The daemon stopped while a launch of a down host is in its backoff (20
-# attempts: minutes): the launch is cancelled, the daemon exits promptly
-# and cleanly (ASan: no leak, no error), and the CLI says it lost the launch.
+# attempts: minutes) and p2's preflight waits on an nvidia-smi that hangs
+# (the node quiet, its command allowed 2 minutes): the launch is cancelled,
+# the daemon exits promptly and cleanly (ASan: no leak, no error), and the
+# CLI says it lost the launch.
 { echo "hosts:"; printf '  - name: down\n    host: 127.0.0.1\n    port: 1\n    user: root\n    identity: %s\n    workdir: %s\n' \
-  "$T/id_ed25519" "$T/pods/down"; } >"$T/down.yaml"
-"$KFLEET" launch --known-hosts "$T/known_hosts" --bundle "$T/bundle" --attempts 20 "$T/down.yaml" \
-  >"$T/launch-down.out" 2>"$T/launch-down.log" &
+  "$T/id_ed25519" "$T/pods/down"; pod_entry p2 2; } >"$T/down.yaml"
+: >"$T/slowbin/hang"
+"$KFLEET" launch --known-hosts "$T/known_hosts" --bundle "$T/bundle" --attempts 20 --min-free 4M \
+  "$T/down.yaml" >"$T/launch-down.out" 2>"$T/launch-down.log" &
 cli=$!
 for _ in $(seq 1 100); do grep -q "runs in the coordinator" "$T/launch-down.log" && break; sleep 0.05; done
+for _ in $(seq 1 600); do [ -e "$T/slowbin/hanging" ] && break; sleep 0.05; done
+[ -e "$T/slowbin/hanging" ] || fail "p2's preflight did not reach its hanging nvidia-smi"
 sleep 1
 "$KFLEET" stop >/dev/null || fail "kfleet stop"
 t0=$SECONDS
@@ -260,7 +266,7 @@ took=$((SECONDS - t0))
 grep -q "launch.cancel\|launch.done" "$T/serve.log" || fail "the daemon did not cancel the launch"
 rc=0; wait "$cli" || rc=$?
 [ $rc -eq 1 ] || fail "the launch CLI exited $rc when its daemon stopped, expected 1"
-pass "daemon stopped mid-launch: cancelled, exited 0 in $took s, no sanitizer report"
+pass "daemon stopped mid-launch (a host in backoff, p2 quiet in preflight): cancelled, exited 0 in $took s, no sanitizer report"
 
 # Without a daemon: an inventory error is still reported first (exit 2,
 # FILE:LINE:COL), then launch asks for `kfleet serve`; teardown works alone.
